@@ -1,0 +1,242 @@
+"""The bridge to ns-3: loads libcosim-ns3 with cppyy and runs a fabric and its flows.
+
+This is the only module that imports cppyy. It never does ``from ns import ns`` (which loads every ns-3
+module: 20-25 s and 650 MB); it loads the two ns-3 libraries the plugin links (core, network) and the
+plugin, and parses only the plugin's engine header, which includes no ns-3 header: about half a second.
+
+Data crosses as numpy arrays (pointers and lengths), once before the run and once after; nothing crosses
+per packet or per event.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import sysconfig
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cosim.errors import CosimInputError
+from cosim.flows import FlowSet
+from cosim.topology import Fabric
+
+PLUGIN_NAME = "libcosim-ns3.so"
+ENGINE_HEADER = "cosim-engine.h"
+
+_loaded = None  # the cppyy namespace ``cosim`` once loaded
+
+
+class PluginNotFoundError(RuntimeError):
+    """libcosim-ns3 (or its header) is not where an installed cosim keeps it."""
+
+
+def _candidate_lib_dirs() -> list[Path]:
+    env = os.environ.get("COSIM_NS3_LIBRARY")
+    dirs = [Path(env).parent] if env else []
+    pkg = sys.modules["cosim"]
+    dirs += [Path(p) / "lib" for p in getattr(pkg, "__path__", [])]
+    dirs.append(Path(sysconfig.get_paths()["platlib"]) / "cosim" / "lib")
+    return dirs
+
+
+def find_plugin() -> tuple[Path, Path]:
+    """Return (plugin library, directory of its engine header); raise PluginNotFoundError if absent."""
+    searched = []
+    for lib_dir in _candidate_lib_dirs():
+        lib = lib_dir / PLUGIN_NAME
+        searched.append(str(lib))
+        if not lib.is_file():
+            continue
+        for inc in (lib_dir.parent / "include" / "ns3_scenarios" / "engine",
+                    lib_dir.parent.parent / "ns3_scenarios" / "engine"):
+            if (inc / ENGINE_HEADER).is_file():
+                return lib, inc
+    raise PluginNotFoundError(
+        "libcosim-ns3 is not built: looked for " + ", ".join(searched)
+        + ". Install cosim with 'pip install .' (or 'pip install -e .') from the repository, "
+        "which compiles ns3_scenarios/ against the ns3 wheel."
+    )
+
+
+def _ns3_lib_dir() -> Path:
+    spec = importlib.util.find_spec("ns3")
+    if spec is None or not spec.submodule_search_locations:
+        raise PluginNotFoundError("the ns3 package is not installed (pip install ns3==3.44.post0)")
+    return Path(next(iter(spec.submodule_search_locations))) / "lib64"
+
+
+def load():
+    """Load ns-3 core and network, the plugin and its header once; return cppyy's ``cosim`` namespace."""
+    global _loaded
+    if _loaded is not None:
+        return _loaded
+    lib, include_dir = find_plugin()
+    import cppyy  # noqa: PLC0415 - deliberately lazy: only simulation needs it
+
+    ns3_dir = _ns3_lib_dir()
+    # Loaded by absolute path first, so the plugin's DT_NEEDED entries resolve whatever its RPATH says
+    # (editable installs, relocated venvs).
+    for module in ("core", "network"):
+        matches = sorted(ns3_dir.glob(f"libns3.*-{module}.so"))
+        if not matches:
+            raise PluginNotFoundError(f"no libns3.*-{module}.so in {ns3_dir}")
+        cppyy.load_library(str(matches[0]))
+    cppyy.load_library(str(lib))
+    cppyy.add_include_path(str(include_dir))
+    cppyy.include(ENGINE_HEADER)
+    _loaded = cppyy.gbl.cosim
+    return _loaded
+
+
+def ns3_version() -> str:
+    """The ns-3 version the plugin was built against (loads the plugin)."""
+    return str(load().Engine.Ns3Version())
+
+
+def qualify_attribute(name: str) -> str:
+    """``EgressPort::DataRate`` or ``ns3::EgressPort::DataRate`` → ``ns3::EgressPort::DataRate``."""
+    return name if name.startswith("ns3::") else "ns3::" + name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class SimulationOutput:
+    """What one simulation produced, as arrays (times in ns, sizes in bytes)."""
+
+    finish_ns: np.ndarray  # float64 [n_flows], time the last byte arrived; nan if unfinished
+    delivered_bytes: np.ndarray  # int64 [n_flows], payload delivered
+    queue_time_ns: np.ndarray  # float64 [n_samples]
+    queue_node: np.ndarray  # int32 [n_samples]
+    queue_port: np.ndarray  # int32 [n_samples]
+    queue_bytes: np.ndarray  # int64 [n_samples], queued wire bytes
+    ports: dict[str, np.ndarray]  # per egress port: node, port, peer, tx_bytes, tx_packets, drops, peak_queue_bytes
+    sim_time_ns: float  # simulated clock at the end
+    status: str  # "complete", "time-limit" or "stalled"
+    events: int  # simulator events executed
+    packet_hops: int  # packets serialized on any link
+    pool_packets: int  # packets the pool created (peak packets alive)
+    wall_time_s: float  # wall-clock time of the run itself (building included)
+
+
+ProgressFn = Callable[[float, int, int], None]
+"""Called as progress(sim_time_ns, flows_done, flows_total) between simulation slices."""
+
+_STATUS = {0: "time-limit", 1: "complete", 2: "stalled"}
+
+
+def simulate(
+    fabric: Fabric,
+    flows: FlowSet,
+    *,
+    seed: int = 1,
+    attributes: Mapping[str, str] | None = None,
+    queue_sample_interval_ns: float = 1000.0,
+    max_sim_time_ns: float = 1e9,
+    progress: ProgressFn | None = None,
+) -> SimulationOutput:
+    """Run ``flows`` on ``fabric`` in ns-3 until every flow is delivered (or the time limit).
+
+    ``attributes`` maps ns-3 attribute paths (``EgressPort::DataRate`` …) to values; they are applied as
+    defaults before anything is built, and an unknown name or invalid value raises CosimInputError.
+    """
+    if queue_sample_interval_ns <= 0:
+        raise CosimInputError("queue_sample_interval_ns", f"must be positive, got {queue_sample_interval_ns}")
+    if max_sim_time_ns <= 0:
+        raise CosimInputError("max_sim_time_ns", f"must be positive, got {max_sim_time_ns}")
+    n_nodes = fabric.n_nodes
+    kinds = fabric.node_kind
+    for field, ids in (("flows.src", flows.src), ("flows.dst", flows.dst)):
+        if ids.size and ((ids < 0).any() or (ids >= n_nodes).any() or (kinds[ids] != 0).any()):
+            raise CosimInputError(field, "every flow endpoint must be a host node id of the fabric")
+    if (flows.priority > 7).any():
+        raise CosimInputError("flows.priority", "priorities are 0..7")
+
+    cosim_ns = load()
+    t0 = time.perf_counter()
+    engine = cosim_ns.Engine(int(seed))
+    try:
+        for name, value in (attributes or {}).items():
+            path = qualify_attribute(name)
+            try:
+                engine.GetDefault(path)
+            except Exception:  # cppyy maps std::invalid_argument to a Python exception
+                raise CosimInputError(f"--set {name}", "no such ns-3 attribute",
+                                      "names look like EgressPort::DataRate or HostNic::MtuBytes") from None
+            try:
+                engine.SetDefault(path, str(value))
+            except Exception as exc:  # the C++ message says which value type was expected
+                why = str(exc).rsplit("invalid_argument:", 1)[-1].strip()
+                raise CosimInputError(f"--set {name}", why) from None
+
+        link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
+        link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
+        rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)
+        delay_ps = np.rint(np.asarray(fabric.link_delay_ns, dtype=np.float64) * 1e3).astype(np.int64)
+        engine.BuildFabric(np.ascontiguousarray(kinds, dtype=np.uint8), n_nodes, link_a, link_b, rate,
+                           delay_ps, link_a.size)
+        engine.SampleSwitchQueues(int(round(queue_sample_interval_ns * 1e3)))
+        n = flows.n_flows
+        if n:
+            engine.AddFlows(np.ascontiguousarray(flows.src, np.int32), np.ascontiguousarray(flows.dst, np.int32),
+                            np.ascontiguousarray(flows.size_bytes, np.int64),
+                            np.rint(flows.start_ns * 1e3).astype(np.int64),
+                            np.ascontiguousarray(flows.priority, np.uint8), n)
+        status = _run_sliced(engine, int(max_sim_time_ns * 1e3), n, progress)
+        return _collect(engine, n, status, time.perf_counter() - t0)
+    finally:
+        engine.__destruct__()
+
+
+def _run_sliced(engine, stop_ps: int, n_flows: int, progress: ProgressFn | None) -> int:
+    """Run in slices of simulated time sized to ~0.25 s of wall time each, reporting progress between."""
+    if n_flows == 0:
+        return 1
+    slice_ps = 10_000_000  # 10 us to start; adapted below
+    while True:
+        t = time.perf_counter()
+        target = min(stop_ps, engine.NowPs() + slice_ps)
+        status = int(engine.RunUntil(target))
+        if progress is not None:
+            progress(engine.NowPs() / 1e3, int(engine.FlowsCompleted()), n_flows)
+        if status != 0 or engine.NowPs() >= stop_ps:
+            return status
+        elapsed = max(time.perf_counter() - t, 1e-6)
+        slice_ps = int(slice_ps * min(4.0, max(0.5, 0.25 / elapsed)))
+
+
+def _collect(engine, n_flows: int, status: int, wall_s: float) -> SimulationOutput:
+    finish_ps = np.empty(n_flows, np.int64)
+    delivered = np.empty(n_flows, np.int64)
+    if n_flows:
+        engine.GetFlowFinishPs(finish_ps)
+        engine.GetFlowDeliveredBytes(delivered)
+    finish_ns = np.where(finish_ps >= 0, finish_ps / 1e3, np.nan)
+    m = int(engine.NumQueueSamples())
+    qt, qn, qp, qb = np.empty(m, np.int64), np.empty(m, np.int32), np.empty(m, np.int32), np.empty(m, np.int64)
+    if m:
+        engine.GetQueueSamples(qt, qn, qp, qb)
+    k = int(engine.NumPorts())
+    cols = {"node": np.int32, "port": np.int32, "peer": np.int32, "tx_bytes": np.int64,
+            "tx_packets": np.int64, "drops": np.int64, "peak_queue_bytes": np.int64}
+    ports = {name: np.empty(k, dtype) for name, dtype in cols.items()}
+    if k:
+        engine.GetPortStats(*ports.values())
+    return SimulationOutput(
+        finish_ns=finish_ns,
+        delivered_bytes=delivered,
+        queue_time_ns=qt / 1e3,
+        queue_node=qn,
+        queue_port=qp,
+        queue_bytes=qb,
+        ports=ports,
+        sim_time_ns=engine.NowPs() / 1e3,
+        status=_STATUS[status],
+        events=int(engine.EventsExecuted()),
+        packet_hops=int(engine.PacketHops()),
+        pool_packets=int(engine.PacketPoolCapacity()),
+        wall_time_s=wall_s,
+    )

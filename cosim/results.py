@@ -1,0 +1,195 @@
+"""Results files: one HDF5 file per experiment, one group per named run.
+
+Schema ``cosim.results`` version 1::
+
+    /                      attrs: schema="cosim.results", schema_version=1, cosim_version, created_utc
+    /runs/<name>/          attrs: config (JSON), provenance (JSON: cosim_version, ns3_version, seed,
+                                  wall_time_s, python, host), summary (JSON: scalars, units in names)
+    /runs/<name>/flows/    src, dst (node ids), size_bytes [B], start_ns, finish_ns [ns] (nan: unfinished),
+                           delivered_bytes [B], fct_ns [ns]
+    /runs/<name>/queues/   time_ns [ns], node, port, bytes [B]: egress-queue depth changes, sampled
+    /runs/<name>/ports/    node, port, peer, tx_bytes [B], tx_packets, drops, peak_queue_bytes [B]
+
+Every dataset has ``units`` and ``description`` attributes; bulk data is chunked and compressed.
+Files are written under a temporary name and renamed when complete (cosim.h5io.atomic_output).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from cosim import __version__
+from cosim.errors import CosimInputError
+from cosim.h5io import atomic_output
+
+SCHEMA = "cosim.results"
+SCHEMA_VERSION = 1
+
+#: (group, dataset) -> (units, description)
+DATASETS: dict[tuple[str, str], tuple[str, str]] = {
+    ("flows", "src"): ("", "source host node id"),
+    ("flows", "dst"): ("", "destination host node id"),
+    ("flows", "size_bytes"): ("B", "payload bytes of the flow"),
+    ("flows", "start_ns"): ("ns", "time the sender may start"),
+    ("flows", "finish_ns"): ("ns", "time the last payload byte arrived (nan: unfinished)"),
+    ("flows", "delivered_bytes"): ("B", "payload bytes delivered to the receiver"),
+    ("flows", "fct_ns"): ("ns", "flow completion time, finish_ns - start_ns"),
+    ("queues", "time_ns"): ("ns", "sample time"),
+    ("queues", "node"): ("", "switch node id"),
+    ("queues", "port"): ("", "egress port number at the node"),
+    ("queues", "bytes"): ("B", "queued wire bytes (recorded when it changed since the last sample)"),
+    ("ports", "node"): ("", "node id owning the egress port"),
+    ("ports", "port"): ("", "port number at the node"),
+    ("ports", "peer"): ("", "node id at the far end of the link"),
+    ("ports", "tx_bytes"): ("B", "wire bytes transmitted"),
+    ("ports", "tx_packets"): ("", "packets transmitted"),
+    ("ports", "drops"): ("", "packets dropped"),
+    ("ports", "peak_queue_bytes"): ("B", "largest egress queue seen"),
+}
+GROUPS = ("flows", "queues", "ports")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RunRecord:
+    """One run as stored: config and provenance (JSON-able dicts), summary scalars, and array tables."""
+
+    name: str
+    config: dict
+    provenance: dict
+    summary: dict
+    flows: dict[str, np.ndarray] = field(default_factory=dict)
+    queues: dict[str, np.ndarray] = field(default_factory=dict)
+    ports: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def table(self, group: str) -> dict[str, np.ndarray]:
+        """The arrays of ``group`` ("flows", "queues" or "ports")."""
+        return {"flows": self.flows, "queues": self.queues, "ports": self.ports}[group]
+
+
+def _check_name(name: str) -> None:
+    if not name or "/" in name or name.startswith("."):
+        raise CosimInputError("run name", f"{name!r} is not a valid run name", "use letters, digits, - and _")
+
+
+def _write_run(h5, run: RunRecord) -> None:
+    _check_name(run.name)
+    runs = h5.require_group("runs")
+    if run.name in runs:
+        del runs[run.name]
+    g = runs.create_group(run.name)
+    g.attrs["config"] = json.dumps(run.config, sort_keys=True)
+    g.attrs["provenance"] = json.dumps(run.provenance, sort_keys=True)
+    g.attrs["summary"] = json.dumps(run.summary, sort_keys=True)
+    for group in GROUPS:
+        sub = g.create_group(group)
+        for name, values in run.table(group).items():
+            values = np.asarray(values)
+            big = values.size > 4096
+            ds = sub.create_dataset(name, data=values, chunks=True if big else None,
+                                    compression="gzip" if big else None, shuffle=big)
+            units, description = DATASETS.get((group, name), ("", ""))
+            ds.attrs["units"] = units
+            ds.attrs["description"] = description
+
+
+def _write_root(h5) -> None:
+    h5.attrs["schema"] = SCHEMA
+    h5.attrs["schema_version"] = SCHEMA_VERSION
+    h5.attrs["cosim_version"] = __version__
+    h5.attrs["created_utc"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def write_results(path: str | Path, runs: list[RunRecord], *, append: bool = False) -> Path:
+    """Write ``runs`` to ``path`` atomically; with ``append`` keep the runs already in an existing file."""
+    import h5py  # noqa: PLC0415
+
+    path = Path(path)
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):
+        raise CosimInputError("run name", f"duplicate run names in {names}")
+    keep_existing = append and path.exists()
+    if keep_existing:
+        read_results(path)  # validates the existing file before we touch it
+    with atomic_output(path) as tmp:
+        if keep_existing:
+            shutil.copyfile(path, tmp)
+        with h5py.File(tmp, "a" if keep_existing else "w") as h5:
+            if not keep_existing:
+                _write_root(h5)
+            for run in runs:
+                _write_run(h5, run)
+    return path
+
+
+def _corrupt(path: Path, problem: str) -> CosimInputError:
+    return CosimInputError(str(path), problem, "pass a results file written by 'cosim run'")
+
+
+def read_results(path: str | Path) -> dict[str, RunRecord]:
+    """Read every run of a results file, validating its schema; raise CosimInputError if it is not one."""
+    import h5py  # noqa: PLC0415
+
+    path = Path(path)
+    if not path.is_file():
+        raise CosimInputError(str(path), "no such file")
+    try:
+        h5 = h5py.File(path, "r")
+    except OSError:
+        raise _corrupt(path, "not a readable HDF5 file (corrupt or truncated?)") from None
+    with h5:
+        if h5.attrs.get("schema") != SCHEMA:
+            raise _corrupt(path, f"not a cosim results file (schema attribute {h5.attrs.get('schema')!r})")
+        version = int(h5.attrs.get("schema_version", -1))
+        if version != SCHEMA_VERSION:
+            raise _corrupt(path, f"schema version {version}, this cosim reads version {SCHEMA_VERSION}")
+        runs: dict[str, RunRecord] = {}
+        try:
+            for name, g in h5.get("runs", {}).items():
+                tables = {grp: {k: v[()] for k, v in g[grp].items()} for grp in GROUPS}
+                runs[name] = RunRecord(
+                    name=name,
+                    config=json.loads(g.attrs["config"]),
+                    provenance=json.loads(g.attrs["provenance"]),
+                    summary=json.loads(g.attrs["summary"]),
+                    **tables,
+                )
+        except (KeyError, ValueError, OSError, TypeError) as exc:
+            raise _corrupt(path, f"damaged run data ({type(exc).__name__}: {exc})") from None
+    return runs
+
+
+def summarize(flows: Mapping[str, np.ndarray], queues: Mapping[str, np.ndarray],
+              ports: Mapping[str, np.ndarray], *, sim_time_ns: float) -> dict:
+    """Scalar summary of a run (units in the key names)."""
+    fct = np.asarray(flows["fct_ns"], dtype=np.float64)
+    done = np.isfinite(fct)
+    size = np.asarray(flows["size_bytes"])
+    delivered = int(np.asarray(flows["delivered_bytes"]).sum())
+    summary = {
+        "flows": int(fct.size),
+        "flows_completed": int(done.sum()),
+        "payload_bytes": int(size.sum()),
+        "delivered_bytes": delivered,
+        "sim_time_ns": float(sim_time_ns),
+        "drops": int(np.asarray(ports["drops"]).sum()) if len(ports) else 0,
+        "max_queue_bytes": int(np.asarray(ports["peak_queue_bytes"]).max()) if len(ports) and ports["peak_queue_bytes"].size else 0,
+    }
+    if done.any():
+        f = fct[done]
+        summary |= {
+            "fct_p50_ns": float(np.percentile(f, 50)),
+            "fct_p99_ns": float(np.percentile(f, 99)),
+            "fct_max_ns": float(f.max()),
+        }
+        last = float(np.nanmax(np.asarray(flows["finish_ns"], dtype=np.float64)))
+        first = float(np.min(np.asarray(flows["start_ns"])))
+        if last > first:
+            summary["goodput_gbps"] = delivered * 8 / (last - first)
+    return summary

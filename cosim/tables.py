@@ -1,0 +1,51 @@
+"""Plain-text tables for the terminal: runs side by side, one metric per row."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+#: summary key -> (row label, scale, format); keys absent from every run are skipped
+SUMMARY_ROWS: tuple[tuple[str, str, float, str], ...] = (
+    ("status", "status", 1, "{}"),
+    ("flows", "flows", 1, "{:d}"),
+    ("flows_completed", "flows completed", 1, "{:d}"),
+    ("payload_bytes", "payload (MB)", 1e-6, "{:.3f}"),
+    ("delivered_bytes", "delivered (MB)", 1e-6, "{:.3f}"),
+    ("sim_time_ns", "simulated time (us)", 1e-3, "{:.3f}"),
+    ("fct_p50_ns", "FCT p50 (us)", 1e-3, "{:.3f}"),
+    ("fct_p99_ns", "FCT p99 (us)", 1e-3, "{:.3f}"),
+    ("fct_max_ns", "FCT max (us)", 1e-3, "{:.3f}"),
+    ("goodput_gbps", "goodput (Gbps)", 1, "{:.2f}"),
+    ("max_queue_bytes", "max queue (KB)", 1e-3, "{:.1f}"),
+    ("drops", "drops", 1, "{:d}"),
+    ("packet_hops", "packet-hops", 1, "{:d}"),
+    ("events", "events", 1, "{:d}"),
+    ("wall_time_s", "wall time (s)", 1, "{:.3f}"),
+    ("packet_hops_per_s", "packet-hops/s (M)", 1e-6, "{:.2f}"),
+)
+
+
+def _cell(value, scale: float, fmt: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and scale != 1:
+        value = value * scale
+    try:
+        return fmt.format(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+def summary_table(summaries: Mapping[str, Mapping], rows: Sequence = SUMMARY_ROWS) -> str:
+    """Render run summaries side by side: a column per run, a row per metric present in any run."""
+    names = list(summaries)
+    body = []
+    for key, label, scale, fmt in rows:
+        if not any(key in s for s in summaries.values()):
+            continue
+        body.append([label] + [_cell(summaries[n].get(key), scale, fmt) for n in names])
+    header = ["metric"] + names
+    widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    out = [line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in body]
+    return "\n".join(out)

@@ -1,0 +1,425 @@
+#include "cosim-engine.h"
+
+#include "../helper/fabric-builder.h"
+#include "../model/egress-queue-sampler.h"
+
+#include "ns3/config.h"
+#include "ns3/nstime.h"
+#include "ns3/object-factory.h"
+#include "ns3/rng-seed-manager.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+
+#include <regex>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#ifndef COSIM_NS3_VERSION
+#define COSIM_NS3_VERSION "unknown"
+#endif
+
+namespace cosim
+{
+
+using namespace ns3;
+
+namespace
+{
+bool g_engineAlive = false; ///< ns-3's simulator is a singleton: one Engine at a time
+
+/// Set the time resolution to ps once per process, before any simulation exists.
+void
+EnsurePicosecondResolution()
+{
+    static bool done = false;
+    if (!done)
+    {
+        Time::SetResolution(Time::PS);
+        done = true;
+    }
+}
+
+/**
+ * ns-3's attribute parsers abort the process on a malformed string (NS_ABORT in DeserializeFromString)
+ * instead of reporting it, so values are checked against the syntax of their value type first.
+ * @return true if @p value is well-formed for an attribute whose value type is @p typeName
+ */
+bool
+WellFormed(const std::string& typeName, const std::string& value)
+{
+    static const std::string number = R"([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)";
+    static const std::regex uinteger(R"([0-9]+)");
+    static const std::regex integer(R"([+-]?[0-9]+)");
+    static const std::regex real(number);
+    static const std::regex boolean(R"(true|false|1|0|t|f)");
+    static const std::regex time(number + R"((y|d|h|min|s|ms|us|ns|ps|fs)?)");
+    static const std::regex rate(number + R"(([kKMGT]i?)?(bps|b/s|Bps|B/s))");
+    if (typeName == "ns3::UintegerValue")
+    {
+        return std::regex_match(value, uinteger);
+    }
+    if (typeName == "ns3::IntegerValue")
+    {
+        return std::regex_match(value, integer);
+    }
+    if (typeName == "ns3::DoubleValue")
+    {
+        return std::regex_match(value, real);
+    }
+    if (typeName == "ns3::BooleanValue")
+    {
+        return std::regex_match(value, boolean);
+    }
+    if (typeName == "ns3::TimeValue")
+    {
+        return std::regex_match(value, time);
+    }
+    if (typeName == "ns3::DataRateValue")
+    {
+        return std::regex_match(value, rate);
+    }
+    return true; // strings, enums, ...: their parsers report errors by return value
+}
+
+/// Event at the end of a RunUntil slice: note why the simulator stopped, then stop it.
+void
+StopAtLimit(bool* reached)
+{
+    *reached = true;
+    Simulator::Stop();
+}
+} // namespace
+
+struct Engine::Impl
+{
+    PacketPool pool;
+    FlowTable flows;
+    FabricBuilder builder{&pool, &flows};
+    Ptr<EgressQueueSampler> sampler;
+    bool built{false};
+    /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
+    /// run's settings never leak into the next run of the same process.
+    std::vector<std::pair<std::string, std::string>> overridden;
+
+    void OnFlowFinish(uint64_t /*flowId*/)
+    {
+        if (flows.completed == flows.Size())
+        {
+            Simulator::Stop();
+        }
+    }
+};
+
+Engine::Engine(uint64_t seed)
+{
+    if (g_engineAlive)
+    {
+        throw std::runtime_error("only one cosim Engine may exist at a time; delete the previous one");
+    }
+    EnsurePicosecondResolution();
+    Simulator::Destroy();
+    // The heap scheduler inserts without allocating (the default map scheduler allocates a node per event).
+    ObjectFactory scheduler("ns3::HeapScheduler");
+    Simulator::SetScheduler(scheduler);
+    RngSeedManager::SetSeed(static_cast<uint32_t>(seed % 4294967295ull) + 1);
+    RngSeedManager::SetRun(1);
+    m_impl = std::make_unique<Impl>();
+    m_impl->flows.onFinish = MakeCallback(&Impl::OnFlowFinish, m_impl.get());
+    g_engineAlive = true;
+}
+
+Engine::~Engine()
+{
+    Simulator::Destroy();
+    if (m_impl->sampler)
+    {
+        m_impl->sampler->Dispose();
+    }
+    m_impl->builder.Dispose();
+    for (auto it = m_impl->overridden.rbegin(); it != m_impl->overridden.rend(); ++it)
+    {
+        Config::SetDefaultFailSafe(it->first, StringValue(it->second));
+    }
+    m_impl.reset();
+    g_engineAlive = false;
+}
+
+std::string
+Engine::Ns3Version()
+{
+    return COSIM_NS3_VERSION;
+}
+
+void
+Engine::SetDefault(const std::string& path, const std::string& value)
+{
+    if (m_impl->built)
+    {
+        throw std::logic_error("SetDefault must come before BuildFabric");
+    }
+    const std::string previous = GetDefault(path);
+    const auto sep = path.rfind("::");
+    TypeId::AttributeInformation info;
+    TypeId::LookupByName(path.substr(0, sep)).LookupAttributeByName(path.substr(sep + 2), &info);
+    if (!WellFormed(info.checker->GetValueTypeName(), value))
+    {
+        throw std::invalid_argument("'" + value + "' is not a valid " + info.checker->GetValueTypeName() +
+                                    " for " + path);
+    }
+    if (!Config::SetDefaultFailSafe(path, StringValue(value)))
+    {
+        throw std::invalid_argument("cannot set " + path + " to '" + value +
+                                    "' (invalid value)");
+    }
+    m_impl->overridden.emplace_back(path, previous);
+}
+
+std::string
+Engine::GetDefault(const std::string& path) const
+{
+    const auto sep = path.rfind("::");
+    if (sep == std::string::npos)
+    {
+        throw std::invalid_argument("attribute path must be ns3::Type::Attribute, got " + path);
+    }
+    TypeId tid;
+    if (!TypeId::LookupByNameFailSafe(path.substr(0, sep), &tid))
+    {
+        throw std::invalid_argument("unknown type in " + path);
+    }
+    TypeId::AttributeInformation info;
+    if (!tid.LookupAttributeByName(path.substr(sep + 2), &info))
+    {
+        throw std::invalid_argument("unknown attribute " + path);
+    }
+    return info.initialValue->SerializeToString(info.checker);
+}
+
+void
+Engine::BuildFabric(const uint8_t* kind,
+                    uint64_t nNodes,
+                    const int32_t* linkA,
+                    const int32_t* linkB,
+                    const double* rateBps,
+                    const int64_t* delayPs,
+                    uint64_t nLinks)
+{
+    if (m_impl->built)
+    {
+        throw std::logic_error("BuildFabric may be called once per Engine");
+    }
+    for (uint64_t i = 0; i < nLinks; ++i)
+    {
+        if (linkA[i] < 0 || linkB[i] < 0 || uint64_t(linkA[i]) >= nNodes || uint64_t(linkB[i]) >= nNodes ||
+            linkA[i] == linkB[i])
+        {
+            throw std::invalid_argument("link " + std::to_string(i) + " joins invalid nodes");
+        }
+        if (!(rateBps[i] > 0) || delayPs[i] < 0)
+        {
+            throw std::invalid_argument("link " + std::to_string(i) + " has a non-positive rate or negative delay");
+        }
+    }
+    m_impl->builder.AddNodes(kind, nNodes);
+    m_impl->builder.AddLinks(linkA, linkB, rateBps, delayPs, nLinks);
+    m_impl->builder.ComputeRoutes();
+    m_impl->built = true;
+}
+
+void
+Engine::AddFlows(const int32_t* src,
+                 const int32_t* dst,
+                 const int64_t* sizeBytes,
+                 const int64_t* startPs,
+                 const uint8_t* priority,
+                 uint64_t n)
+{
+    if (!m_impl->built)
+    {
+        throw std::logic_error("AddFlows needs BuildFabric first");
+    }
+    const uint32_t nNodes = m_impl->builder.GetNNodes();
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        const bool hostsOk = src[i] >= 0 && dst[i] >= 0 && uint32_t(src[i]) < nNodes &&
+                             uint32_t(dst[i]) < nNodes && m_impl->builder.GetHost(src[i]) &&
+                             m_impl->builder.GetHost(dst[i]) && src[i] != dst[i];
+        if (!hostsOk || sizeBytes[i] < 0 || startPs[i] < 0 || priority[i] >= kNumPriorities)
+        {
+            throw std::invalid_argument("flow " + std::to_string(i) +
+                                        " has invalid endpoints, size, start or priority");
+        }
+    }
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        const uint64_t id = m_impl->flows.Add(src[i], dst[i], sizeBytes[i], startPs[i], priority[i]);
+        m_impl->builder.GetHost(src[i])->AddFlow(id);
+    }
+}
+
+void
+Engine::SampleSwitchQueues(int64_t intervalPs)
+{
+    if (!m_impl->built || m_impl->sampler)
+    {
+        throw std::logic_error("SampleSwitchQueues needs BuildFabric first and may be called once");
+    }
+    m_impl->sampler = CreateObject<EgressQueueSampler>();
+    m_impl->sampler->SetAttribute("Interval", TimeValue(PicoSeconds(intervalPs)));
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        if (m_impl->builder.GetHost(id))
+        {
+            continue;
+        }
+        Ptr<FabricNode> node = m_impl->builder.GetNode(id);
+        for (uint32_t p = 0; p < node->GetNPorts(); ++p)
+        {
+            m_impl->sampler->Watch(id, p, node->GetPort(p));
+        }
+    }
+    m_impl->sampler->Start();
+}
+
+int
+Engine::RunUntil(int64_t stopPs)
+{
+    auto& flows = m_impl->flows;
+    if (flows.completed == flows.Size())
+    {
+        return static_cast<int>(RunStatus::ALL_FLOWS_DONE);
+    }
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    if (stopPs <= nowPs)
+    {
+        return static_cast<int>(RunStatus::TIME_REACHED);
+    }
+    bool limitReached = false;
+    EventId stop = Simulator::Schedule(TimeStep(stopPs - nowPs), &StopAtLimit, &limitReached);
+    Simulator::Run();
+    Simulator::Cancel(stop);
+    if (flows.completed == flows.Size())
+    {
+        return static_cast<int>(RunStatus::ALL_FLOWS_DONE);
+    }
+    // Run() returns for three reasons: our limit, completion (above), or an empty event queue.
+    return static_cast<int>(limitReached ? RunStatus::TIME_REACHED : RunStatus::NO_EVENTS);
+}
+
+int64_t
+Engine::NowPs() const
+{
+    return Simulator::Now().GetTimeStep();
+}
+
+uint64_t
+Engine::NumFlows() const
+{
+    return m_impl->flows.Size();
+}
+
+uint64_t
+Engine::FlowsCompleted() const
+{
+    return m_impl->flows.completed;
+}
+
+void
+Engine::GetFlowFinishPs(int64_t* out) const
+{
+    std::copy(m_impl->flows.finishPs.begin(), m_impl->flows.finishPs.end(), out);
+}
+
+void
+Engine::GetFlowDeliveredBytes(int64_t* out) const
+{
+    std::copy(m_impl->flows.rcvdBytes.begin(), m_impl->flows.rcvdBytes.end(), out);
+}
+
+uint64_t
+Engine::NumQueueSamples() const
+{
+    return m_impl->sampler ? m_impl->sampler->GetTimesPs().size() : 0;
+}
+
+void
+Engine::GetQueueSamples(int64_t* timePs, int32_t* node, int32_t* port, int64_t* bytes) const
+{
+    if (!m_impl->sampler)
+    {
+        return;
+    }
+    const auto& s = *m_impl->sampler;
+    std::copy(s.GetTimesPs().begin(), s.GetTimesPs().end(), timePs);
+    std::copy(s.GetNodes().begin(), s.GetNodes().end(), node);
+    std::copy(s.GetPorts().begin(), s.GetPorts().end(), port);
+    std::copy(s.GetBytes().begin(), s.GetBytes().end(), bytes);
+}
+
+uint64_t
+Engine::NumPorts() const
+{
+    uint64_t n = 0;
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        n += m_impl->builder.GetNode(id)->GetNPorts();
+    }
+    return n;
+}
+
+void
+Engine::GetPortStats(int32_t* node,
+                     int32_t* port,
+                     int32_t* peer,
+                     int64_t* txBytes,
+                     int64_t* txPackets,
+                     int64_t* drops,
+                     int64_t* peakQueueBytes) const
+{
+    uint64_t k = 0;
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        Ptr<FabricNode> n = m_impl->builder.GetNode(id);
+        for (uint32_t p = 0; p < n->GetNPorts(); ++p, ++k)
+        {
+            Ptr<EgressPort> e = n->GetPort(p);
+            node[k] = static_cast<int32_t>(id);
+            port[k] = static_cast<int32_t>(p);
+            peer[k] = static_cast<int32_t>(e->GetPeer()->GetNodeId());
+            txBytes[k] = static_cast<int64_t>(e->GetTxBytes());
+            txPackets[k] = static_cast<int64_t>(e->GetTxPackets());
+            drops[k] = static_cast<int64_t>(e->GetDrops());
+            peakQueueBytes[k] = static_cast<int64_t>(e->GetPeakQueueBytes());
+        }
+    }
+}
+
+uint64_t
+Engine::EventsExecuted() const
+{
+    return Simulator::GetEventCount();
+}
+
+uint64_t
+Engine::PacketHops() const
+{
+    uint64_t hops = 0;
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        Ptr<FabricNode> n = m_impl->builder.GetNode(id);
+        for (uint32_t p = 0; p < n->GetNPorts(); ++p)
+        {
+            hops += n->GetPort(p)->GetTxPackets();
+        }
+    }
+    return hops;
+}
+
+uint64_t
+Engine::PacketPoolCapacity() const
+{
+    return m_impl->pool.Capacity();
+}
+
+} // namespace cosim

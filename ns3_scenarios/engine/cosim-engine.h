@@ -1,0 +1,148 @@
+/**
+ * @file
+ * @ingroup cosim
+ * The one C++ interface Python sees (through cppyy): build a fabric and flows from arrays, run, read
+ * results back into caller-provided arrays.
+ *
+ * This header includes no ns-3 header on purpose: cppyy parses it in milliseconds, and the ns-3 types stay
+ * behind the pimpl. Arrays cross as raw pointers plus lengths (numpy buffers), never one call per object.
+ */
+#ifndef COSIM_ENGINE_H
+#define COSIM_ENGINE_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cosim
+{
+
+/// Why Engine::RunUntil returned.
+enum class RunStatus : int
+{
+    TIME_REACHED = 0, ///< the simulated clock reached the requested time; flows remain
+    ALL_FLOWS_DONE = 1, ///< every flow has delivered its last byte
+    NO_EVENTS = 2,      ///< nothing left to simulate yet flows remain (a stalled or lossy fabric)
+};
+
+/**
+ * @brief One simulation: fabric, flows, telemetry. At most one Engine exists at a time (ns-3's
+ * simulator is a process-wide singleton).
+ */
+class Engine
+{
+  public:
+    /// Reset the simulator and seed ns-3's random streams with @p seed.
+    explicit Engine(uint64_t seed);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    /// @return the ns-3 version the library was built against, e.g. "3.44"
+    static std::string Ns3Version();
+
+    /// Config::SetDefault(@p path, @p value) for models created later; throws std::invalid_argument.
+    void SetDefault(const std::string& path, const std::string& value);
+
+    /// @return the current default of attribute @p path ("ns3::Type::Attribute"); throws std::invalid_argument
+    std::string GetDefault(const std::string& path) const;
+
+    /**
+     * @brief Create the fabric.
+     * @param kind node kind per node (0 host, 1 switch)
+     * @param nNodes number of nodes
+     * @param linkA first endpoint of each link
+     * @param linkB second endpoint of each link
+     * @param rateBps rate of each link, in bit/s
+     * @param delayPs propagation delay of each link, in ps
+     * @param nLinks number of links
+     */
+    void BuildFabric(const uint8_t* kind,
+                     uint64_t nNodes,
+                     const int32_t* linkA,
+                     const int32_t* linkB,
+                     const double* rateBps,
+                     const int64_t* delayPs,
+                     uint64_t nLinks);
+
+    /**
+     * @brief Add flows (after BuildFabric).
+     * @param src source host node id per flow
+     * @param dst destination host node id per flow
+     * @param sizeBytes payload per flow, in bytes
+     * @param startPs start time per flow, in ps
+     * @param priority priority class per flow (0..7)
+     * @param n number of flows
+     */
+    void AddFlows(const int32_t* src,
+                  const int32_t* dst,
+                  const int64_t* sizeBytes,
+                  const int64_t* startPs,
+                  const uint8_t* priority,
+                  uint64_t n);
+
+    /// Sample every switch egress queue each @p intervalPs ps (records changes only).
+    void SampleSwitchQueues(int64_t intervalPs);
+
+    /// Simulate until @p stopPs ps, all flows done, or no events left; @return the RunStatus as int.
+    int RunUntil(int64_t stopPs);
+
+    /// @return the simulated clock, in ps
+    int64_t NowPs() const;
+
+    /// @return number of flows
+    uint64_t NumFlows() const;
+
+    /// @return number of flows whose last byte arrived
+    uint64_t FlowsCompleted() const;
+
+    /// Copy each flow's finish time in ps (-1 if unfinished) to @p out[NumFlows()].
+    void GetFlowFinishPs(int64_t* out) const;
+
+    /// Copy each flow's delivered payload in bytes to @p out[NumFlows()].
+    void GetFlowDeliveredBytes(int64_t* out) const;
+
+    /// @return number of queue samples recorded
+    uint64_t NumQueueSamples() const;
+
+    /// Copy the queue samples (time in ps, node, port, queued bytes) to arrays of NumQueueSamples().
+    void GetQueueSamples(int64_t* timePs, int32_t* node, int32_t* port, int64_t* bytes) const;
+
+    /// @return number of egress ports (two per link)
+    uint64_t NumPorts() const;
+
+    /**
+     * @brief Copy per-port counters to arrays of NumPorts(), ports ordered by node then port number.
+     * @param node owning node id
+     * @param port port number at the node
+     * @param peer node id at the far end
+     * @param txBytes wire bytes sent, in bytes
+     * @param txPackets packets sent
+     * @param drops packets dropped
+     * @param peakQueueBytes largest queue, in bytes
+     */
+    void GetPortStats(int32_t* node,
+                      int32_t* port,
+                      int32_t* peer,
+                      int64_t* txBytes,
+                      int64_t* txPackets,
+                      int64_t* drops,
+                      int64_t* peakQueueBytes) const;
+
+    /// @return simulator events executed so far
+    uint64_t EventsExecuted() const;
+
+    /// @return packets serialized on any link so far (packet-hops)
+    uint64_t PacketHops() const;
+
+    /// @return packets the pool ever had to create (peak in flight), a measure of memory use
+    uint64_t PacketPoolCapacity() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl; ///< ns-3 side of the engine
+};
+
+} // namespace cosim
+
+#endif // COSIM_ENGINE_H

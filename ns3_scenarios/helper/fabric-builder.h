@@ -1,0 +1,89 @@
+/**
+ * @file
+ * @ingroup cosim
+ * Builds a fabric (host NICs, switches, links, ECMP routes) from plain arrays.
+ */
+#ifndef COSIM_FABRIC_BUILDER_H
+#define COSIM_FABRIC_BUILDER_H
+
+#include "../model/egress-port.h"
+#include "../model/fabric-node.h"
+#include "../model/fabric-switch.h"
+#include "../model/flow-table.h"
+#include "../model/host-nic.h"
+#include "../model/packet-pool.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ns3
+{
+
+/// Kind of a fabric node, as stored in the node-kind array handed to FabricBuilder.
+enum class NodeKind : uint8_t
+{
+    HOST = 0,   ///< an endpoint with a NIC (one GPU's NIC)
+    SWITCH = 1, ///< a packet switch
+};
+
+/**
+ * @ingroup cosim
+ * @brief Instantiates nodes and links from arrays and computes shortest-path ECMP tables.
+ *
+ * Nodes are created with the attribute defaults in force (Config::SetDefault), so every tunable of the
+ * models can be set before building. Each link is full duplex: two EgressPorts, one per direction.
+ */
+class FabricBuilder
+{
+  public:
+    /// Build into @p pool and @p flows (not owned; both outlive the builder's nodes).
+    FabricBuilder(PacketPool* pool, FlowTable* flows);
+
+    /// Create @p n nodes; @p kind holds a NodeKind per node. Node ids follow array order.
+    void AddNodes(const uint8_t* kind, uint64_t n);
+
+    /**
+     * @brief Create @p n full-duplex links.
+     * @param a first endpoint node id of each link
+     * @param b second endpoint node id of each link
+     * @param rateBps link rate of each link, in bit/s
+     * @param delayPs one-way propagation delay of each link, in ps
+     * @param n number of links
+     */
+    void AddLinks(const int32_t* a, const int32_t* b, const double* rateBps, const int64_t* delayPs, uint64_t n);
+
+    /// Compute every switch's equal-cost shortest-path ports towards every host.
+    void ComputeRoutes();
+
+    /// @return node @p id
+    Ptr<FabricNode> GetNode(uint32_t id) const
+    {
+        return m_nodes[id];
+    }
+
+    /// @return the NIC of host node @p id (null if @p id is a switch)
+    Ptr<HostNic> GetHost(uint32_t id) const
+    {
+        return m_hosts[id];
+    }
+
+    /// @return number of nodes
+    uint32_t GetNNodes() const
+    {
+        return static_cast<uint32_t>(m_nodes.size());
+    }
+
+    /// Dispose every node and drop the references.
+    void Dispose();
+
+  private:
+    PacketPool* m_pool;                    ///< packet allocator of the run
+    FlowTable* m_flows;                    ///< flows of the run
+    std::vector<Ptr<FabricNode>> m_nodes;  ///< all nodes by id
+    std::vector<Ptr<HostNic>> m_hosts;     ///< NIC per node id (null for switches)
+    std::vector<Ptr<FabricSwitch>> m_switches; ///< switch per node id (null for hosts)
+};
+
+} // namespace ns3
+
+#endif // COSIM_FABRIC_BUILDER_H

@@ -1,0 +1,207 @@
+#include "egress-port.h"
+
+#include "fabric-node.h"
+#include "packet-pool.h"
+
+#include "ns3/log.h"
+#include "ns3/uinteger.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("EgressPort");
+NS_OBJECT_ENSURE_REGISTERED(EgressPort);
+
+TypeId
+EgressPort::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::EgressPort")
+            .SetParent<Object>()
+            .SetGroupName("Cosim")
+            .AddConstructor<EgressPort>()
+            .AddAttribute("DataRate",
+                          "Link rate (bit/s) at which wire bytes are serialized.",
+                          DataRateValue(DataRate("100Gbps")),
+                          MakeDataRateAccessor(&EgressPort::SetDataRate, &EgressPort::GetDataRate),
+                          MakeDataRateChecker())
+            .AddAttribute("PropagationDelay",
+                          "One-way propagation delay of the link (time from last bit sent to last bit "
+                          "received).",
+                          TimeValue(NanoSeconds(1000)),
+                          MakeTimeAccessor(&EgressPort::SetPropagationDelay,
+                                           &EgressPort::GetPropagationDelay),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("MaxQueueBytes",
+                          "Tail-drop limit on queued wire bytes over all priorities, in bytes "
+                          "(0 = unlimited; switches with a shared-buffer MMU leave it at 0).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&EgressPort::m_maxQueueBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddTraceSource("Tx",
+                            "A packet starts serialization on the link.",
+                            MakeTraceSourceAccessor(&EgressPort::m_txTrace),
+                            "ns3::FabricPacket::TracedCallback")
+            .AddTraceSource("Drop",
+                            "A packet is tail-dropped at enqueue.",
+                            MakeTraceSourceAccessor(&EgressPort::m_dropTrace),
+                            "ns3::FabricPacket::TracedCallback");
+    return tid;
+}
+
+EgressPort::EgressPort()
+    : m_txDoneEvent(Create<ReusableEvent<EgressPort, &EgressPort::TransmitDone>>(this)),
+      m_deliverEvent(Create<ReusableEvent<EgressPort, &EgressPort::DeliverHead>>(this))
+{
+}
+
+EgressPort::~EgressPort() = default;
+
+void
+EgressPort::Connect(FabricNode* owner,
+                    uint32_t index,
+                    FabricNode* peer,
+                    uint32_t peerPort,
+                    PacketPool* pool)
+{
+    m_owner = owner;
+    m_index = index;
+    m_peer = peer;
+    m_peerPort = peerPort;
+    m_pool = pool;
+}
+
+void
+EgressPort::SetSource(PacketSource* source)
+{
+    m_source = source;
+}
+
+void
+EgressPort::SetDataRate(DataRate rate)
+{
+    NS_ABORT_MSG_IF(rate.GetBitRate() == 0, "EgressPort DataRate must be positive");
+    m_rate = rate;
+}
+
+void
+EgressPort::SetPropagationDelay(Time delay)
+{
+    m_delay = delay;
+    m_delayPs = delay.GetPicoSeconds();
+}
+
+int64_t
+EgressPort::SerializationPs(uint64_t wireBytes) const
+{
+    // Exact integer ceil(bits * 1e12 / rate): no drift over millions of packets.
+    const unsigned __int128 bitsTimesPs = static_cast<unsigned __int128>(wireBytes) * 8u * 1000000000000ull;
+    const uint64_t rate = m_rate.GetBitRate();
+    return static_cast<int64_t>((bitsTimesPs + rate - 1) / rate);
+}
+
+void
+EgressPort::Enqueue(FabricPacket* p)
+{
+    if (m_maxQueueBytes != 0 && m_queuedBytes + p->wireBytes > m_maxQueueBytes)
+    {
+        ++m_drops;
+        m_dropTrace(p);
+        m_pool->Release(p);
+        return;
+    }
+    m_queues[p->priority].Push(p);
+    m_queuedBytes += p->wireBytes;
+    if (m_queuedBytes > m_peakQueueBytes)
+    {
+        m_peakQueueBytes = m_queuedBytes;
+    }
+    TrySend();
+}
+
+void
+EgressPort::Wake()
+{
+    TrySend();
+}
+
+void
+EgressPort::TrySend()
+{
+    if (m_busy)
+    {
+        return;
+    }
+    FabricPacket* p = nullptr;
+    for (uint32_t prio = kNumPriorities; prio-- > 0;)
+    {
+        if (!m_queues[prio].Empty())
+        {
+            p = m_queues[prio].Pop();
+            m_queuedBytes -= p->wireBytes;
+            break;
+        }
+    }
+    if (p == nullptr && m_source != nullptr)
+    {
+        p = m_source->PullPacket(m_index);
+    }
+    if (p == nullptr)
+    {
+        return;
+    }
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t serPs = SerializationPs(p->wireBytes);
+    m_busy = true;
+    ++m_txPackets;
+    m_txBytes += p->wireBytes;
+    ++p->hopCount;
+    m_txTrace(p);
+    if (p->hopCount == 1)
+    {
+        p->sendTimePs = nowPs;
+    }
+    p->dueTimePs = nowPs + serPs + m_delayPs;
+    m_onWire.Push(p);
+    Simulator::Schedule(TimeStep(serPs), Ptr<EventImpl>(m_txDoneEvent));
+    if (!m_deliveryPending)
+    {
+        m_deliveryPending = true;
+        Simulator::Schedule(TimeStep(serPs + m_delayPs), Ptr<EventImpl>(m_deliverEvent));
+    }
+}
+
+void
+EgressPort::TransmitDone()
+{
+    m_busy = false;
+    TrySend();
+}
+
+void
+EgressPort::DeliverHead()
+{
+    FabricPacket* p = m_onWire.Pop();
+    if (!m_onWire.Empty())
+    {
+        const int64_t nowPs = Simulator::Now().GetTimeStep();
+        Simulator::Schedule(TimeStep(m_onWire.Front()->dueTimePs - nowPs), Ptr<EventImpl>(m_deliverEvent));
+    }
+    else
+    {
+        m_deliveryPending = false;
+    }
+    m_peer->Receive(p, m_peerPort);
+}
+
+void
+EgressPort::DoDispose()
+{
+    // Packets still queued or on the wire belong to the pool, which frees its blocks wholesale.
+    m_owner = nullptr;
+    m_peer = nullptr;
+    m_source = nullptr;
+    Object::DoDispose();
+}
+
+} // namespace ns3

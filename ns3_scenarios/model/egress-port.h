@@ -1,0 +1,183 @@
+/**
+ * @file
+ * @ingroup cosim
+ * One direction of a point-to-point link: priority queues, serialization at the link rate, then
+ * propagation to the peer node (store-and-forward).
+ */
+#ifndef COSIM_EGRESS_PORT_H
+#define COSIM_EGRESS_PORT_H
+
+#include "fabric-packet.h"
+#include "reusable-event.h"
+
+#include "ns3/data-rate.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+#include <array>
+
+namespace ns3
+{
+
+class FabricNode;
+class PacketPool;
+
+/**
+ * @ingroup cosim
+ * @brief Supplies packets to an egress port when its own queues are empty (a NIC's scheduler).
+ */
+class PacketSource
+{
+  public:
+    virtual ~PacketSource() = default;
+
+    /// @return the next packet to transmit on @p port, or nullptr if nothing is ready now
+    virtual FabricPacket* PullPacket(uint32_t port) = 0;
+};
+
+/**
+ * @ingroup cosim
+ * @brief Egress side of one link direction: strict-priority FIFOs, a serializer and a pipe.
+ *
+ * A packet is serialized at DataRate (wire bytes, headers included), then arrives at the peer after
+ * PropagationDelay, whole (store-and-forward). The port keeps at most two pending events, whatever its
+ * load: the end of the current serialization and the arrival of the oldest packet on the wire (packets
+ * on the wire are kept in arrival order, as htsim's pipes do). Nothing is allocated per packet.
+ */
+class EgressPort : public Object
+{
+  public:
+    /// @return the TypeId of EgressPort
+    static TypeId GetTypeId();
+
+    EgressPort();
+    ~EgressPort() override;
+    EgressPort(const EgressPort&) = delete;
+    EgressPort& operator=(const EgressPort&) = delete;
+
+    /**
+     * @brief Wire the port: it belongs to @p owner as port @p index and delivers to @p peer.
+     * @param owner node that transmits on this port
+     * @param index this port's number at @p owner
+     * @param peer node at the far end of the link
+     * @param peerPort number of the port at @p peer that leads back (the packet's input port there)
+     * @param pool packet allocator of the run
+     */
+    void Connect(FabricNode* owner, uint32_t index, FabricNode* peer, uint32_t peerPort, PacketPool* pool);
+
+    /// Pull packets from @p source whenever the port's own queues are empty (not owned; may be null).
+    void SetSource(PacketSource* source);
+
+    /// Queue @p p at its priority and start transmitting if the port is idle.
+    void Enqueue(FabricPacket* p);
+
+    /// Tell the port its source may have a packet: transmit if idle.
+    void Wake();
+
+    /// @return wire bytes queued over all priorities (not counting the packet being serialized), in bytes
+    uint64_t GetQueueBytes() const
+    {
+        return m_queuedBytes;
+    }
+
+    /// @return wire bytes queued at priority @p prio, in bytes
+    uint64_t GetQueueBytes(uint8_t prio) const
+    {
+        return m_queues[prio].Bytes();
+    }
+
+    /// @return largest GetQueueBytes() seen at any enqueue, in bytes
+    uint64_t GetPeakQueueBytes() const
+    {
+        return m_peakQueueBytes;
+    }
+
+    /// @return the link rate
+    DataRate GetDataRate() const
+    {
+        return m_rate;
+    }
+
+    /// Set the link rate.
+    void SetDataRate(DataRate rate);
+
+    /// @return the propagation delay
+    Time GetPropagationDelay() const
+    {
+        return m_delay;
+    }
+
+    /// Set the propagation delay.
+    void SetPropagationDelay(Time delay);
+
+    /// @return time to serialize @p wireBytes at the link rate, in ps (rounded up)
+    int64_t SerializationPs(uint64_t wireBytes) const;
+
+    /// @return wire bytes transmitted so far, in bytes
+    uint64_t GetTxBytes() const
+    {
+        return m_txBytes;
+    }
+
+    /// @return packets transmitted so far
+    uint64_t GetTxPackets() const
+    {
+        return m_txPackets;
+    }
+
+    /// @return packets dropped at enqueue because MaxQueueBytes would be exceeded
+    uint64_t GetDrops() const
+    {
+        return m_drops;
+    }
+
+    /// @return the node at the far end of the link
+    FabricNode* GetPeer() const
+    {
+        return m_peer;
+    }
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /// Start serializing the next packet if idle and one is available.
+    void TrySend();
+    /// Event: the current serialization ended.
+    void TransmitDone();
+    /// Event: the oldest packet on the wire reached the peer.
+    void DeliverHead();
+
+    std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
+    PacketFifo m_onWire;                             ///< serialized or serializing packets, arrival order
+    uint64_t m_queuedBytes{0};                       ///< wire bytes in m_queues, in bytes
+    uint64_t m_peakQueueBytes{0};                    ///< high-water mark of m_queuedBytes, in bytes
+    uint64_t m_maxQueueBytes{0};                     ///< tail-drop limit, in bytes (0 = unlimited)
+    uint64_t m_txBytes{0};                           ///< wire bytes sent, in bytes
+    uint64_t m_txPackets{0};                         ///< packets sent
+    uint64_t m_drops{0};                             ///< packets tail-dropped
+    bool m_busy{false};                              ///< a packet is being serialized
+    bool m_deliveryPending{false};                   ///< m_deliverEvent is scheduled
+
+    DataRate m_rate;      ///< link rate
+    Time m_delay;         ///< propagation delay
+    int64_t m_delayPs{0}; ///< m_delay in ps
+
+    FabricNode* m_owner{nullptr};      ///< transmitting node
+    FabricNode* m_peer{nullptr};       ///< receiving node
+    uint32_t m_index{0};               ///< port number at m_owner
+    uint32_t m_peerPort{0};            ///< input port number at m_peer
+    PacketPool* m_pool{nullptr};       ///< packet allocator
+    PacketSource* m_source{nullptr};   ///< pulled when the queues are empty
+
+    Ptr<ReusableEvent<EgressPort, &EgressPort::TransmitDone>> m_txDoneEvent;   ///< end of serialization
+    Ptr<ReusableEvent<EgressPort, &EgressPort::DeliverHead>> m_deliverEvent;   ///< arrival at the peer
+
+    TracedCallback<const FabricPacket*> m_txTrace;   ///< a packet starts serialization
+    TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet is tail-dropped
+};
+
+} // namespace ns3
+
+#endif // COSIM_EGRESS_PORT_H

@@ -1,0 +1,81 @@
+/**
+ * @file
+ * @ingroup cosim
+ * Base of every node of cosim's fabric (host NIC, switch): a set of egress ports and a receive hook.
+ */
+#ifndef COSIM_FABRIC_NODE_H
+#define COSIM_FABRIC_NODE_H
+
+#include "fabric-packet.h"
+
+#include "ns3/object.h"
+#include "ns3/ptr.h"
+
+#include <vector>
+
+namespace ns3
+{
+
+class EgressPort;
+class PacketPool;
+
+/**
+ * @ingroup cosim
+ * @brief A fabric node: owns its egress ports; a peer's port delivers packets through Receive().
+ */
+class FabricNode : public Object
+{
+  public:
+    /// @return the TypeId of FabricNode
+    static TypeId GetTypeId();
+
+    FabricNode() = default;
+    FabricNode(const FabricNode&) = delete;
+    FabricNode& operator=(const FabricNode&) = delete;
+
+    /**
+     * @brief Take a packet whose last bit just arrived on port @p inPort.
+     * @param p the packet (ownership passes to the node)
+     * @param inPort index of the port it arrived on (the reverse direction of the link)
+     */
+    virtual void Receive(FabricPacket* p, uint32_t inPort) = 0;
+
+    /// @return the node id (index in the fabric's node arrays)
+    uint32_t GetNodeId() const
+    {
+        return m_nodeId;
+    }
+
+    /// Set the node id and the packet pool every packet of this node comes from and returns to.
+    void Bind(uint32_t nodeId, PacketPool* pool)
+    {
+        m_nodeId = nodeId;
+        m_pool = pool;
+    }
+
+    /// Attach @p port as the next port; @return its index.
+    virtual uint32_t AddPort(Ptr<EgressPort> port);
+
+    /// @return port number @p i
+    Ptr<EgressPort> GetPort(uint32_t i) const
+    {
+        return m_ports[i];
+    }
+
+    /// @return number of ports
+    uint32_t GetNPorts() const
+    {
+        return static_cast<uint32_t>(m_ports.size());
+    }
+
+  protected:
+    void DoDispose() override;
+
+    std::vector<Ptr<EgressPort>> m_ports; ///< egress ports, indexed by port number
+    PacketPool* m_pool{nullptr};          ///< packet allocator of the run (not owned)
+    uint32_t m_nodeId{0};                 ///< index in the fabric's node arrays
+};
+
+} // namespace ns3
+
+#endif // COSIM_FABRIC_NODE_H

@@ -1,0 +1,48 @@
+/**
+ * @file
+ * @ingroup cosim
+ * An ns-3 event bound once to a member function and scheduled again and again without allocating.
+ */
+#ifndef COSIM_REUSABLE_EVENT_H
+#define COSIM_REUSABLE_EVENT_H
+
+#include "ns3/event-impl.h"
+#include "ns3/nstime.h"
+#include "ns3/ptr.h"
+#include "ns3/simulator.h"
+
+namespace ns3
+{
+
+/**
+ * @ingroup cosim
+ * @brief Calls (obj->*Method)() when it fires; one instance per pending-event slot of a component.
+ *
+ * Simulator::Schedule(Time, Ptr<EventImpl>) takes a reference and drops it after the event ran, so the
+ * same object can be scheduled again. A component keeps at most one pending instance per slot (htsim: one
+ * pending event per component), so no event is ever cancelled; stale firings are prevented by the owner's
+ * state instead, because EventImpl::Cancel cannot be undone.
+ */
+template <typename T, void (T::*Method)()>
+class ReusableEvent : public EventImpl
+{
+  public:
+    /// Bind to @p owner (not owned; it must outlive every pending firing).
+    explicit ReusableEvent(T* owner)
+        : m_owner(owner)
+    {
+    }
+
+  protected:
+    void Notify() override
+    {
+        (m_owner->*Method)();
+    }
+
+  private:
+    T* m_owner; ///< object whose member is called
+};
+
+} // namespace ns3
+
+#endif // COSIM_REUSABLE_EVENT_H
