@@ -113,7 +113,16 @@ class SimulationOutput:
     queue_node: np.ndarray  # int32 [n_samples]
     queue_port: np.ndarray  # int32 [n_samples]
     queue_bytes: np.ndarray  # int64 [n_samples], queued wire bytes
-    ports: dict[str, np.ndarray]  # per egress port: node, port, peer, tx_bytes, tx_packets, drops, peak_queue_bytes
+    ports: dict[str, np.ndarray]  # per egress port: node, port, peer, tx_bytes, tx_packets, drops,
+    #                               peak_queue_bytes, paused_ps (time paused by PFC, all priorities)
+    pause_time_ns: np.ndarray  # float64 [n_pause_events], PFC pause-state changes
+    pause_node: np.ndarray  # int32, node whose egress port changed state
+    pause_port: np.ndarray  # int32, its port number
+    pause_priority: np.ndarray  # int32
+    pause_paused: np.ndarray  # int8, 1 paused / 0 resumed
+    latency_low_ns: np.ndarray  # float64 [n_buckets], lower edge of each receive-latency bucket
+    latency_count: np.ndarray  # int64 [n_buckets], data packets per bucket
+    counters: dict[str, int]  # fabric-wide counters (ecn_marks, cnps_sent, switch_drops, ...)
     sim_time_ns: float  # simulated clock at the end
     status: str  # "complete", "time-limit" or "stalled"
     events: int  # simulator events executed
@@ -126,6 +135,8 @@ ProgressFn = Callable[[float, int, int], None]
 """Called as progress(sim_time_ns, flows_done, flows_total) between simulation slices."""
 
 _STATUS = {0: "time-limit", 1: "complete", 2: "stalled"}
+COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_frames_sent",
+            "peak_headroom_used_bytes", "min_headroom_bytes", "acks")
 
 
 def simulate(
@@ -223,8 +234,20 @@ def _collect(engine, n_flows: int, status: int, wall_s: float) -> SimulationOutp
     cols = {"node": np.int32, "port": np.int32, "peer": np.int32, "tx_bytes": np.int64,
             "tx_packets": np.int64, "drops": np.int64, "peak_queue_bytes": np.int64}
     ports = {name: np.empty(k, dtype) for name, dtype in cols.items()}
+    ports["paused_ps"] = np.empty(k, np.int64)
     if k:
-        engine.GetPortStats(*ports.values())
+        engine.GetPortStats(*[ports[c] for c in cols])
+        engine.GetPortPausedPs(ports["paused_ps"])
+    e = int(engine.NumPauseEvents())
+    pt, pn, pp, pr, ps = (np.empty(e, np.int64), np.empty(e, np.int32), np.empty(e, np.int32),
+                          np.empty(e, np.int32), np.empty(e, np.int8))
+    if e:
+        engine.GetPauseEvents(pt, pn, pp, pr, ps)
+    nb = int(engine.LatencyBuckets())
+    hist = np.empty(nb, np.int64)
+    engine.GetLatencyHistogram(hist)
+    low_ns = np.array([engine.LatencyBucketLowPs(b) for b in range(nb)]) / 1e3
+    counters = {name: int(engine.GetCounter(name)) for name in COUNTERS}
     return SimulationOutput(
         finish_ns=finish_ns,
         delivered_bytes=delivered,
@@ -233,6 +256,14 @@ def _collect(engine, n_flows: int, status: int, wall_s: float) -> SimulationOutp
         queue_port=qp,
         queue_bytes=qb,
         ports=ports,
+        pause_time_ns=pt / 1e3,
+        pause_node=pn,
+        pause_port=pp,
+        pause_priority=pr,
+        pause_paused=ps,
+        latency_low_ns=low_ns,
+        latency_count=hist,
+        counters=counters,
         sim_time_ns=engine.NowPs() / 1e3,
         status=_STATUS[status],
         events=int(engine.EventsExecuted()),

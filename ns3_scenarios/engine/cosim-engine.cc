@@ -2,6 +2,7 @@
 
 #include "../helper/fabric-builder.h"
 #include "../model/egress-queue-sampler.h"
+#include "../model/dcqcn-rate-control.h"
 
 #include "ns3/config.h"
 #include "ns3/nstime.h"
@@ -10,6 +11,8 @@
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 
+#include <cmath>
+#include <limits>
 #include <regex>
 #include <stdexcept>
 #include <utility>
@@ -101,6 +104,34 @@ struct Engine::Impl
     /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
     /// run's settings never leak into the next run of the same process.
     std::vector<std::pair<std::string, std::string>> overridden;
+    /// PFC pause-state changes, appended by the ports' PfcPause trace sources.
+    std::vector<int64_t> pauseTimePs;
+    std::vector<int32_t> pauseNode, pausePort, pausePrio;
+    std::vector<int8_t> pauseState;
+
+    /// Trace sink of EgressPort::PfcPause, bound to the port it watches.
+    static void RecordPause(Impl* impl, uint32_t node, uint32_t port, uint8_t prio, bool paused)
+    {
+        impl->pauseTimePs.push_back(Simulator::Now().GetTimeStep());
+        impl->pauseNode.push_back(int32_t(node));
+        impl->pausePort.push_back(int32_t(port));
+        impl->pausePrio.push_back(prio);
+        impl->pauseState.push_back(paused ? 1 : 0);
+    }
+
+    /// Call @p f(nodeId, portIndex, port) for every egress port, ordered by node then port.
+    template <typename F>
+    void ForEachPort(F f) const
+    {
+        for (uint32_t id = 0; id < builder.GetNNodes(); ++id)
+        {
+            Ptr<FabricNode> n = builder.GetNode(id);
+            for (uint32_t p = 0; p < n->GetNPorts(); ++p)
+            {
+                f(id, p, n->GetPort(p));
+            }
+        }
+    }
 
     void OnFlowFinish(uint64_t /*flowId*/)
     {
@@ -224,6 +255,15 @@ Engine::BuildFabric(const uint8_t* kind,
     m_impl->builder.AddNodes(kind, nNodes);
     m_impl->builder.AddLinks(linkA, linkB, rateBps, delayPs, nLinks);
     m_impl->builder.ComputeRoutes();
+    if (!m_impl->builder.SetupSwitches())
+    {
+        throw std::invalid_argument("SharedBufferMmu::BufferBytes is too small for the reserved space "
+                                    "and PFC headroom of every port and priority");
+    }
+    m_impl->ForEachPort([this](uint32_t id, uint32_t p, Ptr<EgressPort> port) {
+        port->TraceConnectWithoutContext("PfcPause",
+                                         MakeBoundCallback(&Impl::RecordPause, m_impl.get(), id, p));
+    });
     m_impl->built = true;
 }
 
@@ -392,6 +432,189 @@ Engine::GetPortStats(int32_t* node,
             drops[k] = static_cast<int64_t>(e->GetDrops());
             peakQueueBytes[k] = static_cast<int64_t>(e->GetPeakQueueBytes());
         }
+    }
+}
+
+uint64_t
+Engine::NumPauseEvents() const
+{
+    return m_impl->pauseTimePs.size();
+}
+
+void
+Engine::GetPauseEvents(int64_t* timePs, int32_t* node, int32_t* port, int32_t* priority, int8_t* paused) const
+{
+    const Impl& i = *m_impl;
+    std::copy(i.pauseTimePs.begin(), i.pauseTimePs.end(), timePs);
+    std::copy(i.pauseNode.begin(), i.pauseNode.end(), node);
+    std::copy(i.pausePort.begin(), i.pausePort.end(), port);
+    std::copy(i.pausePrio.begin(), i.pausePrio.end(), priority);
+    std::copy(i.pauseState.begin(), i.pauseState.end(), paused);
+}
+
+void
+Engine::GetPortPausedPs(int64_t* out) const
+{
+    uint64_t k = 0;
+    m_impl->ForEachPort([&](uint32_t, uint32_t, Ptr<EgressPort> port) {
+        int64_t total = 0;
+        for (uint8_t prio = 0; prio < kNumPriorities; ++prio)
+        {
+            total += port->GetPausedPs(prio);
+        }
+        out[k++] = total;
+    });
+}
+
+uint32_t
+Engine::LatencyBuckets()
+{
+    return kLatencyBuckets;
+}
+
+double
+Engine::LatencyBucketLowPs(uint32_t b)
+{
+    if (b < kLatencyBucketsPerOctave)
+    {
+        return b;
+    }
+    const uint32_t octave = b / kLatencyBucketsPerOctave;
+    const uint32_t sub = b % kLatencyBucketsPerOctave;
+    return std::ldexp(1.0 + double(sub) / kLatencyBucketsPerOctave, int(octave));
+}
+
+void
+Engine::GetLatencyHistogram(int64_t* out) const
+{
+    std::fill(out, out + kLatencyBuckets, 0);
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        if (Ptr<HostNic> nic = m_impl->builder.GetHost(id))
+        {
+            const auto& h = nic->GetLatencyHistogram();
+            for (uint32_t b = 0; b < kLatencyBuckets; ++b)
+            {
+                out[b] += int64_t(h[b]);
+            }
+        }
+    }
+}
+
+int64_t
+Engine::GetCounter(const std::string& name) const
+{
+    int64_t total = 0;
+    int64_t minimum = std::numeric_limits<int64_t>::max();
+    bool known = true;
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        Ptr<HostNic> nic = m_impl->builder.GetHost(id);
+        Ptr<FabricSwitch> sw = m_impl->builder.GetSwitch(id);
+        if (name == "ecn_marks" && sw)
+        {
+            total += int64_t(sw->GetEcnMarks());
+        }
+        else if (name == "switch_drops" && sw)
+        {
+            total += int64_t(sw->GetDrops());
+        }
+        else if (name == "pause_frames_sent" && sw)
+        {
+            total += int64_t(sw->GetPauseFramesSent());
+        }
+        else if (name == "peak_headroom_used_bytes" && sw)
+        {
+            total = std::max(total, int64_t(sw->GetMmu()->GetPeakHeadroomUsed()));
+        }
+        else if (name == "min_headroom_bytes" && sw)
+        {
+            for (uint32_t p = 0; p < sw->GetNPorts(); ++p)
+            {
+                minimum = std::min(minimum, int64_t(sw->GetMmu()->GetHeadroomBytes(p)));
+            }
+        }
+        else if (name == "cnps_sent" && nic)
+        {
+            total += int64_t(nic->GetCnpsSent());
+        }
+        else if (name == "cnps_received" && nic)
+        {
+            total += int64_t(nic->GetCnpsReceived());
+        }
+        else if (name == "acks" && nic)
+        {
+            total += int64_t(nic->GetAcksReceived());
+        }
+        else if (name != "ecn_marks" && name != "switch_drops" && name != "pause_frames_sent" &&
+                 name != "peak_headroom_used_bytes" && name != "min_headroom_bytes" && name != "cnps_sent" &&
+                 name != "cnps_received" && name != "acks")
+        {
+            known = false;
+        }
+    }
+    if (!known)
+    {
+        throw std::invalid_argument("unknown counter " + name);
+    }
+    if (name == "min_headroom_bytes")
+    {
+        return minimum == std::numeric_limits<int64_t>::max() ? 0 : minimum;
+    }
+    return total;
+}
+
+double
+Engine::ProbeEcnMarkFraction(double rateBps, int64_t queueBytes, int64_t trials, uint64_t seed)
+{
+    EnsurePicosecondResolution();
+    RngSeedManager::SetSeed(static_cast<uint32_t>(seed % 4294967295ull) + 1);
+    Ptr<FabricSwitch> sw = CreateObject<FabricSwitch>();
+    Ptr<EgressPort> port = CreateObject<EgressPort>();
+    port->SetDataRate(DataRate(uint64_t(rateBps)));
+    sw->AddPort(port);
+    sw->SetupBuffers();
+    sw->AssignStreams(0);
+    int64_t marked = 0;
+    for (int64_t i = 0; i < trials; ++i)
+    {
+        marked += sw->DecideMark(0, uint64_t(queueBytes)) ? 1 : 0;
+    }
+    sw->Dispose();
+    return double(marked) / double(trials);
+}
+
+void
+Engine::ProbeDcqcnAfterCnp(double lineRateBps,
+                           double rateBps,
+                           double alpha,
+                           int64_t steps,
+                           int64_t bytesPerStep,
+                           double* rateOut,
+                           double* targetOut,
+                           double* alphaOut)
+{
+    EnsurePicosecondResolution();
+    Ptr<DcqcnRateControl> rp = CreateObject<DcqcnRateControl>();
+    DcqcnState s = rp->Initial(lineRateBps);
+    s.rateBps = rateBps;
+    s.targetBps = rateBps;
+    s.alpha = alpha;
+    rp->OnCnp(s);
+    rateOut[0] = s.rateBps;
+    targetOut[0] = s.targetBps;
+    alphaOut[0] = s.alpha;
+    for (int64_t k = 1; k <= steps; ++k)
+    {
+        if (bytesPerStep > 0)
+        {
+            rp->OnBytesSent(s, uint64_t(bytesPerStep), lineRateBps);
+        }
+        rp->OnIncreaseTimer(s, lineRateBps);
+        rp->OnAlphaTimer(s);
+        rateOut[k] = s.rateBps;
+        targetOut[k] = s.targetBps;
+        alphaOut[k] = s.alpha;
     }
 }
 

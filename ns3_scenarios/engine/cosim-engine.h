@@ -129,6 +129,38 @@ class Engine
                       int64_t* drops,
                       int64_t* peakQueueBytes) const;
 
+    /// @return number of PFC pause-state changes recorded
+    uint64_t NumPauseEvents() const;
+
+    /**
+     * @brief Copy the PFC pause-state changes, in time order, to arrays of NumPauseEvents().
+     * @param timePs time of the change, in ps
+     * @param node node whose egress port was paused or resumed
+     * @param port that port's number
+     * @param priority the priority class
+     * @param paused 1: paused, 0: resumed
+     */
+    void GetPauseEvents(int64_t* timePs, int32_t* node, int32_t* port, int32_t* priority, int8_t* paused) const;
+
+    /// Copy each egress port's total paused time over all priorities, in ps, to @p out[NumPorts()].
+    void GetPortPausedPs(int64_t* out) const;
+
+    /// @return number of buckets of the receive-latency histogram
+    static uint32_t LatencyBuckets();
+
+    /// @return lower edge of latency bucket @p b, in ps
+    static double LatencyBucketLowPs(uint32_t b);
+
+    /// Copy the receive-latency histogram of data packets over all NICs to @p out[LatencyBuckets()].
+    void GetLatencyHistogram(int64_t* out) const;
+
+    /**
+     * @return the fabric-wide counter @p name: "ecn_marks", "cnps_sent", "cnps_received",
+     * "switch_drops", "pause_frames_sent", "peak_headroom_used_bytes", "min_headroom_bytes", "acks"
+     * (throws std::invalid_argument for another name)
+     */
+    int64_t GetCounter(const std::string& name) const;
+
     /// @return simulator events executed so far
     uint64_t EventsExecuted() const;
 
@@ -137,6 +169,34 @@ class Engine
 
     /// @return packets the pool ever had to create (peak in flight), a measure of memory use
     uint64_t PacketPoolCapacity() const;
+
+    /**
+     * @brief Unit probe of the ECN marker: the fraction of @p trials data packets a switch marks when
+     * they join an egress queue of @p queueBytes on a port of @p rateBps (attribute defaults apply).
+     */
+    static double ProbeEcnMarkFraction(double rateBps, int64_t queueBytes, int64_t trials, uint64_t seed);
+
+    /**
+     * @brief Unit probe of the DCQCN reaction point: a QP at rate @p rateBps (target the same) with
+     * @p alpha receives one CNP, then @p steps periods pass, each with @p bytesPerStep bytes sent, one
+     * rate-increase timer expiry and one alpha update (attribute defaults apply).
+     * @param lineRateBps line rate, in bit/s
+     * @param rateBps rate before the CNP, in bit/s
+     * @param alpha alpha before the CNP
+     * @param steps periods simulated after the CNP
+     * @param bytesPerStep bytes sent in each period, in bytes
+     * @param rateOut current rate after the CNP and after each step, [steps + 1], in bit/s
+     * @param targetOut target rate, same layout, in bit/s
+     * @param alphaOut alpha, same layout
+     */
+    static void ProbeDcqcnAfterCnp(double lineRateBps,
+                                   double rateBps,
+                                   double alpha,
+                                   int64_t steps,
+                                   int64_t bytesPerStep,
+                                   double* rateOut,
+                                   double* targetOut,
+                                   double* alphaOut);
 
   private:
     struct Impl;

@@ -155,6 +155,21 @@ FabricBuilder::ComputeRoutes()
     }
 }
 
+bool
+FabricBuilder::SetupSwitches()
+{
+    bool ok = true;
+    for (uint32_t s = 0; s < GetNNodes(); ++s)
+    {
+        if (m_switches[s])
+        {
+            ok = m_switches[s]->SetupBuffers() && ok;
+            m_switches[s]->AssignStreams(s);
+        }
+    }
+    return ok;
+}
+
 void
 FabricBuilder::Dispose()
 {

@@ -55,6 +55,16 @@ class FabricBuilder
     /// Compute every switch's equal-cost shortest-path ports towards every host.
     void ComputeRoutes();
 
+    /// Size every switch's buffers and seed its random stream; @return false if some buffer is too
+    /// small for its reserved space and PFC headroom.
+    bool SetupSwitches();
+
+    /// @return the switch at node @p id (null if @p id is a host)
+    Ptr<FabricSwitch> GetSwitch(uint32_t id) const
+    {
+        return m_switches[id];
+    }
+
     /// @return node @p id
     Ptr<FabricNode> GetNode(uint32_t id) const
     {

@@ -45,7 +45,11 @@ EgressPort::GetTypeId()
             .AddTraceSource("Drop",
                             "A packet is tail-dropped at enqueue.",
                             MakeTraceSourceAccessor(&EgressPort::m_dropTrace),
-                            "ns3::FabricPacket::TracedCallback");
+                            "ns3::FabricPacket::TracedCallback")
+            .AddTraceSource("PfcPause",
+                            "A priority of this port was paused (true) or resumed (false) by the peer.",
+                            MakeTraceSourceAccessor(&EgressPort::m_pauseTrace),
+                            "ns3::EgressPort::PauseCallback");
     return tid;
 }
 
@@ -126,6 +130,58 @@ EgressPort::Wake()
 }
 
 void
+EgressPort::EnqueueControl(FabricPacket* p)
+{
+    m_control.Push(p);
+    TrySend();
+}
+
+void
+EgressPort::Pause(uint8_t prio, uint32_t quanta)
+{
+    if (quanta == 0)
+    {
+        if (m_pausedMask & (1u << prio))
+        {
+            m_pauseExpiry[prio].Cancel();
+            EndPause(prio);
+        }
+        return;
+    }
+    ++m_pauseFrames[prio];
+    if (!(m_pausedMask & (1u << prio)))
+    {
+        m_pausedMask |= uint8_t(1u << prio);
+        m_pauseStartPs[prio] = Simulator::Now().GetTimeStep();
+        m_pauseTrace(prio, true);
+    }
+    // A refresh restarts the pause timer (802.1Qbb): the pause lasts quanta x 512 bit times from now.
+    m_pauseExpiry[prio].Cancel();
+    m_pauseExpiry[prio] = Simulator::Schedule(TimeStep(SerializationPs(uint64_t(quanta) * 64)),
+                                              &EgressPort::EndPause, this, prio);
+}
+
+void
+EgressPort::EndPause(uint8_t prio)
+{
+    m_pausedMask &= uint8_t(~(1u << prio));
+    m_pausedPs[prio] += Simulator::Now().GetTimeStep() - m_pauseStartPs[prio];
+    m_pauseTrace(prio, false);
+    TrySend();
+}
+
+int64_t
+EgressPort::GetPausedPs(uint8_t prio) const
+{
+    int64_t total = m_pausedPs[prio];
+    if (m_pausedMask & (1u << prio))
+    {
+        total += Simulator::Now().GetTimeStep() - m_pauseStartPs[prio];
+    }
+    return total;
+}
+
+void
 EgressPort::TrySend()
 {
     if (m_busy)
@@ -133,22 +189,30 @@ EgressPort::TrySend()
         return;
     }
     FabricPacket* p = nullptr;
-    for (uint32_t prio = kNumPriorities; prio-- > 0;)
+    if (!m_control.Empty())
     {
-        if (!m_queues[prio].Empty())
+        p = m_control.Pop();
+    }
+    else
+    {
+        for (uint32_t prio = kNumPriorities; prio-- > 0;)
         {
-            p = m_queues[prio].Pop();
-            m_queuedBytes -= p->wireBytes;
-            break;
+            if (!m_queues[prio].Empty() && !(m_pausedMask & (1u << prio)))
+            {
+                p = m_queues[prio].Pop();
+                m_queuedBytes -= p->wireBytes;
+                break;
+            }
         }
-    }
-    if (p == nullptr && m_source != nullptr)
-    {
-        p = m_source->PullPacket(m_index);
-    }
-    if (p == nullptr)
-    {
-        return;
+        if (p == nullptr && m_source != nullptr)
+        {
+            p = m_source->PullPacket(m_index, m_pausedMask);
+        }
+        if (p == nullptr)
+        {
+            return;
+        }
+        m_owner->TransmitStarted(p, m_index);
     }
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     const int64_t serPs = SerializationPs(p->wireBytes);

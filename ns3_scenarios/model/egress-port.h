@@ -11,6 +11,7 @@
 #include "reusable-event.h"
 
 #include "ns3/data-rate.h"
+#include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
@@ -32,8 +33,12 @@ class PacketSource
   public:
     virtual ~PacketSource() = default;
 
-    /// @return the next packet to transmit on @p port, or nullptr if nothing is ready now
-    virtual FabricPacket* PullPacket(uint32_t port) = 0;
+    /**
+     * @return the next packet to transmit on @p port, or nullptr if nothing is ready now
+     * @param port the port asking
+     * @param pausedMask bit p set: priority p is paused by the peer (PFC) and must not be returned
+     */
+    virtual FabricPacket* PullPacket(uint32_t port, uint8_t pausedMask) = 0;
 };
 
 /**
@@ -74,6 +79,31 @@ class EgressPort : public Object
 
     /// Tell the port its source may have a packet: transmit if idle.
     void Wake();
+
+    /// Queue a link-level control frame (PFC PAUSE): sent before any data, never paused itself.
+    void EnqueueControl(FabricPacket* p);
+
+    /**
+     * @brief A PAUSE frame for priority @p prio arrived from the peer: stop (or resume) that priority.
+     * @param prio the priority class paused
+     * @param quanta pause time in units of 512 bit times at this port's rate (0 = resume now)
+     */
+    void Pause(uint8_t prio, uint32_t quanta);
+
+    /// @return bit p set if priority p is currently paused by the peer
+    uint8_t GetPausedMask() const
+    {
+        return m_pausedMask;
+    }
+
+    /// @return total time priority @p prio spent paused so far, in ps (an ongoing pause counts up to now)
+    int64_t GetPausedPs(uint8_t prio) const;
+
+    /// @return PAUSE frames (with non-zero quanta) received for priority @p prio
+    uint64_t GetPauseFramesReceived(uint8_t prio) const
+    {
+        return m_pauseFrames[prio];
+    }
 
     /// @return wire bytes queued over all priorities (not counting the packet being serialized), in bytes
     uint64_t GetQueueBytes() const
@@ -148,8 +178,16 @@ class EgressPort : public Object
     void TransmitDone();
     /// Event: the oldest packet on the wire reached the peer.
     void DeliverHead();
+    /// The pause of priority @p prio ends (expiry or resume frame).
+    void EndPause(uint8_t prio);
 
     std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
+    PacketFifo m_control;                            ///< link-level control frames, served first
+    uint8_t m_pausedMask{0};                         ///< bit p: priority p paused by the peer
+    std::array<int64_t, kNumPriorities> m_pauseStartPs{};  ///< start of the ongoing pause, in ps
+    std::array<int64_t, kNumPriorities> m_pausedPs{};      ///< finished pause time, in ps
+    std::array<uint64_t, kNumPriorities> m_pauseFrames{};  ///< PAUSE frames received
+    std::array<EventId, kNumPriorities> m_pauseExpiry;     ///< end of the current pause
     PacketFifo m_onWire;                             ///< serialized or serializing packets, arrival order
     uint64_t m_queuedBytes{0};                       ///< wire bytes in m_queues, in bytes
     uint64_t m_peakQueueBytes{0};                    ///< high-water mark of m_queuedBytes, in bytes
@@ -176,6 +214,8 @@ class EgressPort : public Object
 
     TracedCallback<const FabricPacket*> m_txTrace;   ///< a packet starts serialization
     TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet is tail-dropped
+    /// pause state change: (priority, true = paused / false = resumed)
+    TracedCallback<uint8_t, bool> m_pauseTrace;
 };
 
 } // namespace ns3

@@ -1,6 +1,7 @@
 #include "fabric-node.h"
 
 #include "egress-port.h"
+#include "packet-pool.h"
 
 namespace ns3
 {
@@ -19,6 +20,13 @@ FabricNode::AddPort(Ptr<EgressPort> port)
 {
     m_ports.push_back(port);
     return static_cast<uint32_t>(m_ports.size() - 1);
+}
+
+void
+FabricNode::ApplyPause(FabricPacket* p, uint32_t inPort)
+{
+    m_ports[inPort]->Pause(p->priority, p->aux);
+    m_pool->Release(p);
 }
 
 void

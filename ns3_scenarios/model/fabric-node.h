@@ -40,6 +40,14 @@ class FabricNode : public Object
      */
     virtual void Receive(FabricPacket* p, uint32_t inPort) = 0;
 
+    /**
+     * @brief Port @p port starts serializing @p p, which left the port's queues (not control frames).
+     * Switches release the packet's ingress buffer here; the default does nothing.
+     */
+    virtual void TransmitStarted(FabricPacket* p, uint32_t port)
+    {
+    }
+
     /// @return the node id (index in the fabric's node arrays)
     uint32_t GetNodeId() const
     {
@@ -70,6 +78,9 @@ class FabricNode : public Object
 
   protected:
     void DoDispose() override;
+
+    /// Act on a PFC PAUSE frame that arrived on @p inPort (pauses our egress on that link) and free it.
+    void ApplyPause(FabricPacket* p, uint32_t inPort);
 
     std::vector<Ptr<EgressPort>> m_ports; ///< egress ports, indexed by port number
     PacketPool* m_pool{nullptr};          ///< packet allocator of the run (not owned)

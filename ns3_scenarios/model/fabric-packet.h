@@ -34,7 +34,7 @@ constexpr uint32_t kNumPriorities = 8;
 struct FabricPacket
 {
     uint64_t flowId;       ///< index of the flow in the run's FlowTable
-    uint64_t seqBytes;     ///< byte offset of the payload in its flow
+    uint64_t seqBytes;     ///< DATA: byte offset of the payload in its flow; ACK: bytes acknowledged
     int64_t sendTimePs;    ///< time the sender put the packet on the wire, in ps
     int64_t dueTimePs;     ///< while on a link: time its last bit reaches the far end, in ps
     uint32_t src;          ///< source host id
@@ -42,6 +42,9 @@ struct FabricPacket
     uint32_t payloadBytes; ///< payload carried, in bytes (0 for control packets)
     uint32_t wireBytes;    ///< bytes serialized on a link: payload + all headers, in bytes
     uint32_t hopCount;     ///< links traversed so far
+    uint32_t aux;          ///< PAUSE: pause time in quanta of 512 bit times (0 = resume)
+    uint16_t ingressPort;  ///< at a switch: the port the packet arrived on (for buffer accounting)
+    uint8_t bufferClass;   ///< at a switch: which part of the ingress buffer holds it (SharedBufferMmu)
     PacketKind kind;       ///< what the packet carries
     uint8_t priority;      ///< priority / traffic class, 0..kNumPriorities-1
     bool ecnMarked;        ///< ECN congestion-experienced bit

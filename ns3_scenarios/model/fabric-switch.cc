@@ -4,6 +4,10 @@
 #include "packet-pool.h"
 
 #include "ns3/abort.h"
+#include "ns3/boolean.h"
+#include "ns3/double.h"
+#include "ns3/pointer.h"
+#include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
 namespace ns3
@@ -24,24 +28,76 @@ Mix64(uint64_t x)
     x ^= x >> 33;
     return x;
 }
+
+/// ECN thresholds given for 25 Gbps, scaled linearly with the port rate (DCQCN deployment practice).
+constexpr double kKminBytesPer25G = 100e3;
+constexpr double kKmaxBytesPer25G = 400e3;
 } // namespace
 
 TypeId
 FabricSwitch::GetTypeId()
 {
-    static TypeId tid = TypeId("ns3::FabricSwitch")
-                            .SetParent<FabricNode>()
-                            .SetGroupName("Cosim")
-                            .AddConstructor<FabricSwitch>()
-                            .AddAttribute("EcmpSeed",
-                                          "Seed mixed into the per-flow ECMP hash (dimensionless).",
-                                          UintegerValue(0),
-                                          MakeUintegerAccessor(&FabricSwitch::m_ecmpSeed),
-                                          MakeUintegerChecker<uint32_t>());
+    static TypeId tid =
+        TypeId("ns3::FabricSwitch")
+            .SetParent<FabricNode>()
+            .SetGroupName("Cosim")
+            .AddConstructor<FabricSwitch>()
+            .AddAttribute("EcmpSeed",
+                          "Seed mixed into the per-flow ECMP hash (dimensionless).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&FabricSwitch::m_ecmpSeed),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("PauseQuanta",
+                          "Pause time carried by an XOFF frame, in quanta of 512 bit times; XOFF is "
+                          "refreshed every half of it while it holds.",
+                          UintegerValue(0xffff),
+                          MakeUintegerAccessor(&FabricSwitch::m_pauseQuanta),
+                          MakeUintegerChecker<uint32_t>(2, 0xffff))
+            .AddAttribute("PauseFrameBytes",
+                          "Wire size of a PFC frame (64 B frame + preamble and gap), in bytes.",
+                          UintegerValue(84),
+                          MakeUintegerAccessor(&FabricSwitch::m_pauseFrameBytes),
+                          MakeUintegerChecker<uint32_t>(64, 1 << 16))
+            .AddAttribute("EcnEnabled",
+                          "Mark ECN on data packets (the DCQCN congestion point).",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&FabricSwitch::m_ecnEnabled),
+                          MakeBooleanChecker())
+            .AddAttribute("EcnKminBytes",
+                          "Egress queue length where marking starts, in bytes (0 = 100 KB per 25 Gbps "
+                          "of the port's rate).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&FabricSwitch::m_kminBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("EcnKmaxBytes",
+                          "Egress queue length where the marking probability reaches EcnPmax, beyond "
+                          "which every packet is marked, in bytes (0 = 400 KB per 25 Gbps of port rate).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&FabricSwitch::m_kmaxBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("EcnPmax",
+                          "Marking probability at Kmax (dimensionless).",
+                          DoubleValue(0.2),
+                          MakeDoubleAccessor(&FabricSwitch::m_pmax),
+                          MakeDoubleChecker<double>(0, 1))
+            .AddAttribute("Mmu",
+                          "The shared-buffer memory management unit (ingress accounting, PFC).",
+                          PointerValue(),
+                          MakePointerAccessor(&FabricSwitch::m_mmu),
+                          MakePointerChecker<SharedBufferMmu>())
+            .AddTraceSource("Drop",
+                            "A packet found no buffer space and was dropped.",
+                            MakeTraceSourceAccessor(&FabricSwitch::m_dropTrace),
+                            "ns3::FabricPacket::TracedCallback");
     return tid;
 }
 
-FabricSwitch::FabricSwitch() = default;
+FabricSwitch::FabricSwitch()
+    : m_mmu(CreateObject<SharedBufferMmu>()),
+      m_uniform(CreateObject<UniformRandomVariable>())
+{
+}
+
 FabricSwitch::~FabricSwitch() = default;
 
 void
@@ -49,6 +105,35 @@ FabricSwitch::SetRoutes(std::vector<uint32_t> routeStart, std::vector<uint16_t> 
 {
     m_routeStart = std::move(routeStart);
     m_routePorts = std::move(routePorts);
+}
+
+bool
+FabricSwitch::SetupBuffers()
+{
+    std::vector<uint64_t> headroom(m_ports.size());
+    m_portKmin.resize(m_ports.size());
+    m_portKmax.resize(m_ports.size());
+    m_refresh.resize(m_ports.size());
+    for (std::size_t i = 0; i < m_ports.size(); ++i)
+    {
+        const Ptr<EgressPort>& port = m_ports[i];
+        const double rateBps = double(port->GetDataRate().GetBitRate());
+        // Headroom: what the peer still sends after we decide to pause: the round trip of the link at its
+        // rate, plus a maximum packet in serialization at each end (802.1Qbb headroom rule).
+        const double bdpBytes = rateBps * port->GetPropagationDelay().GetSeconds() / 8.0;
+        headroom[i] = uint64_t(2 * bdpBytes) + 2 * 4178 + 2 * m_pauseFrameBytes;
+        const double scale = rateBps / 25e9;
+        m_portKmin[i] = m_kminBytes ? double(m_kminBytes) : kKminBytesPer25G * scale;
+        m_portKmax[i] = m_kmaxBytes ? double(m_kmaxBytes) : kKmaxBytesPer25G * scale;
+    }
+    return m_mmu->Setup(headroom);
+}
+
+int64_t
+FabricSwitch::AssignStreams(int64_t stream)
+{
+    m_uniform->SetStream(stream);
+    return 1;
 }
 
 uint32_t
@@ -65,10 +150,103 @@ FabricSwitch::SelectPort(uint64_t flowId, uint32_t dst) const
     return m_routePorts[begin + h % count];
 }
 
-void
-FabricSwitch::Receive(FabricPacket* p, uint32_t /*inPort*/)
+double
+FabricSwitch::MarkProbability(uint32_t port, uint64_t queueBytes) const
 {
-    m_ports[SelectPort(p->flowId, p->dst)]->Enqueue(p);
+    const double q = double(queueBytes);
+    if (q <= m_portKmin[port])
+    {
+        return 0.0;
+    }
+    if (q > m_portKmax[port])
+    {
+        return 1.0;
+    }
+    return m_pmax * (q - m_portKmin[port]) / (m_portKmax[port] - m_portKmin[port]);
+}
+
+bool
+FabricSwitch::DecideMark(uint32_t port, uint64_t queueBytes)
+{
+    const double prob = MarkProbability(port, queueBytes);
+    return prob > 0 && (prob >= 1 || m_uniform->GetValue() < prob);
+}
+
+void
+FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
+{
+    if (p->kind == PacketKind::PAUSE)
+    {
+        ApplyPause(p, inPort);
+        return;
+    }
+    const uint32_t out = SelectPort(p->flowId, p->dst);
+    const BufferClass cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
+    if (cls == BufferClass::DROP)
+    {
+        ++m_drops;
+        m_dropTrace(p);
+        m_pool->Release(p);
+        return;
+    }
+    p->ingressPort = static_cast<uint16_t>(inPort);
+    p->bufferClass = static_cast<uint8_t>(cls);
+    if (m_mmu->TakeXoff(inPort, p->priority))
+    {
+        SendPause(inPort, p->priority, m_pauseQuanta);
+    }
+    if (m_ecnEnabled && p->kind == PacketKind::DATA && !p->ecnMarked)
+    {
+        if (DecideMark(out, m_ports[out]->GetQueueBytes(p->priority)))
+        {
+            p->ecnMarked = true;
+            ++m_ecnMarks;
+        }
+    }
+    m_ports[out]->Enqueue(p);
+}
+
+void
+FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t /*port*/)
+{
+    const auto cls = static_cast<BufferClass>(p->bufferClass);
+    const uint32_t in = p->ingressPort;
+    m_mmu->Release(in, p->priority, p->wireBytes, cls);
+    p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
+    if (m_mmu->TakeXon(in, p->priority))
+    {
+        SendPause(in, p->priority, 0);
+    }
+}
+
+void
+FabricSwitch::SendPause(uint32_t port, uint8_t prio, uint32_t quanta)
+{
+    FabricPacket* f = m_pool->Allocate();
+    f->kind = PacketKind::PAUSE;
+    f->priority = prio;
+    f->aux = quanta;
+    f->src = m_nodeId;
+    f->dst = m_ports[port]->GetPeer()->GetNodeId();
+    f->wireBytes = m_pauseFrameBytes;
+    m_ports[port]->EnqueueControl(f);
+    m_refresh[port][prio].Cancel();
+    if (quanta > 0)
+    {
+        ++m_pauseFramesSent;
+        const int64_t pausePs = m_ports[port]->SerializationPs(uint64_t(quanta) * 64);
+        m_refresh[port][prio] =
+            Simulator::Schedule(TimeStep(pausePs / 2), &FabricSwitch::RefreshPause, this, port, prio);
+    }
+}
+
+void
+FabricSwitch::RefreshPause(uint32_t port, uint8_t prio)
+{
+    if (m_mmu->IsXoff(port, prio))
+    {
+        SendPause(port, prio, m_pauseQuanta);
+    }
 }
 
 } // namespace ns3

@@ -1,12 +1,17 @@
 /**
  * @file
  * @ingroup cosim
- * An output-queued switch: forwards each packet to an egress port chosen among equal-cost next hops.
+ * An output-queued switch with a shared-buffer MMU, PFC, RED/ECN marking and per-flow ECMP.
  */
 #ifndef COSIM_FABRIC_SWITCH_H
 #define COSIM_FABRIC_SWITCH_H
 
 #include "fabric-node.h"
+#include "shared-buffer-mmu.h"
+
+#include "ns3/event-id.h"
+#include "ns3/random-variable-stream.h"
+#include "ns3/traced-callback.h"
 
 #include <vector>
 
@@ -15,11 +20,15 @@ namespace ns3
 
 /**
  * @ingroup cosim
- * @brief Switch with a per-destination table of equal-cost egress ports and per-flow ECMP hashing.
+ * @brief Switch: per-destination table of equal-cost egress ports, per-flow ECMP hashing, ingress
+ * buffer accounting (SharedBufferMmu) with PFC, and ECN marking on egress queue length.
  *
  * The table is CSR: the candidates for destination node d are m_routePorts[m_routeStart[d] ..
- * m_routeStart[d+1]). A flow always takes the same candidate (hash of flow id and EcmpSeed), so
+ * m_routeStart[d+1]). A flow always takes the same candidate (hash of flow id, node and EcmpSeed), so
  * packets of a flow stay in order and distinct flows can collide on a port, as in real fabrics.
+ *
+ * ECN (the DCQCN congestion point): a data packet joining an egress queue of q bytes is marked with
+ * probability 0 below Kmin, EcnPmax x (q - Kmin) / (Kmax - Kmin) between, 1 above Kmax.
  */
 class FabricSwitch : public FabricNode
 {
@@ -37,15 +46,76 @@ class FabricSwitch : public FabricNode
      */
     void SetRoutes(std::vector<uint32_t> routeStart, std::vector<uint16_t> routePorts);
 
+    /// Size the MMU and ECN thresholds from the ports (after all links are attached); false if the buffer
+    /// cannot hold reserved space plus headroom.
+    bool SetupBuffers();
+
+    /// Use random stream @p stream for ECN marking; @return streams used (1)
+    int64_t AssignStreams(int64_t stream);
+
     void Receive(FabricPacket* p, uint32_t inPort) override;
+    void TransmitStarted(FabricPacket* p, uint32_t port) override;
 
     /// @return the egress port a packet of flow @p flowId to node @p dst takes
     uint32_t SelectPort(uint64_t flowId, uint32_t dst) const;
 
+    /// @return the ECN marking probability for a queue of @p queueBytes on port @p port
+    double MarkProbability(uint32_t port, uint64_t queueBytes) const;
+
+    /// @return whether a data packet joining a queue of @p queueBytes on @p port is marked (draws the RNG)
+    bool DecideMark(uint32_t port, uint64_t queueBytes);
+
+    /// @return the buffer manager
+    Ptr<SharedBufferMmu> GetMmu() const
+    {
+        return m_mmu;
+    }
+
+    /// @return packets dropped for lack of buffer
+    uint64_t GetDrops() const
+    {
+        return m_drops;
+    }
+
+    /// @return data packets ECN-marked here
+    uint64_t GetEcnMarks() const
+    {
+        return m_ecnMarks;
+    }
+
+    /// @return PAUSE frames (XOFF and refreshes) sent
+    uint64_t GetPauseFramesSent() const
+    {
+        return m_pauseFramesSent;
+    }
+
   private:
+    /// Send a PFC frame for @p prio out of @p port with @p quanta (0 = XON).
+    void SendPause(uint32_t port, uint8_t prio, uint32_t quanta);
+    /// Refresh an XOFF that still holds before the peer's pause timer expires.
+    void RefreshPause(uint32_t port, uint8_t prio);
+
     std::vector<uint32_t> m_routeStart; ///< CSR offsets into m_routePorts, per destination node
     std::vector<uint16_t> m_routePorts; ///< equal-cost egress ports
     uint32_t m_ecmpSeed{0};             ///< perturbs the ECMP hash (per run)
+
+    Ptr<SharedBufferMmu> m_mmu;            ///< ingress accounting and PFC decisions
+    uint32_t m_pauseQuanta{0xffff};        ///< quanta carried by XOFF frames (512 bit times each)
+    uint32_t m_pauseFrameBytes{84};        ///< wire size of a PFC frame, in bytes
+    std::vector<std::array<EventId, kNumPriorities>> m_refresh; ///< pending XOFF refresh per port
+
+    bool m_ecnEnabled{true};                 ///< mark ECN at all
+    uint64_t m_kminBytes{0};                 ///< Kmin, in bytes (0 = 100 KB per 25 Gbps of port rate)
+    uint64_t m_kmaxBytes{0};                 ///< Kmax, in bytes (0 = 400 KB per 25 Gbps of port rate)
+    double m_pmax{0.2};                      ///< marking probability at Kmax
+    std::vector<double> m_portKmin;          ///< Kmin per port, in bytes
+    std::vector<double> m_portKmax;          ///< Kmax per port, in bytes
+    Ptr<UniformRandomVariable> m_uniform;    ///< marking decisions
+
+    uint64_t m_drops{0};           ///< packets dropped for lack of buffer
+    uint64_t m_ecnMarks{0};        ///< data packets marked
+    uint64_t m_pauseFramesSent{0}; ///< PFC frames with non-zero quanta sent
+    TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet found no buffer
 };
 
 } // namespace ns3

@@ -3,8 +3,12 @@
 #include "packet-pool.h"
 
 #include "ns3/abort.h"
+#include "ns3/boolean.h"
+#include "ns3/pointer.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
+
+#include <limits>
 
 namespace ns3
 {
@@ -31,20 +35,73 @@ HostNic::GetTypeId()
                           UintegerValue(82),
                           MakeUintegerAccessor(&HostNic::m_headerBytes),
                           MakeUintegerChecker<uint32_t>(0, 1 << 16))
+            .AddAttribute("ControlPacketBytes",
+                          "Wire size of ACK and CNP packets (RoCEv2 headers + AETH + framing), in bytes.",
+                          UintegerValue(86),
+                          MakeUintegerAccessor(&HostNic::m_ackBytes),
+                          MakeUintegerChecker<uint32_t>(64, 1 << 16))
+            .AddAttribute("AckIntervalBytes",
+                          "The receiver sends one coalesced ACK per this many payload bytes of a flow "
+                          "(and one at its last byte), in bytes.",
+                          UintegerValue(64 * 1024),
+                          MakeUintegerAccessor(&HostNic::m_ackIntervalBytes),
+                          MakeUintegerChecker<uint64_t>(1))
+            .AddAttribute("ControlPriority",
+                          "Priority class of ACK and CNP packets (0..7).",
+                          UintegerValue(7),
+                          MakeUintegerAccessor(&HostNic::m_controlPriority),
+                          MakeUintegerChecker<uint8_t>(0, 7))
+            .AddAttribute("DcqcnEnabled",
+                          "Run DCQCN: rate limiting on CNPs at the sender, CNP generation at the receiver. "
+                          "Off: every queue pair sends at line rate (PFC alone keeps the fabric lossless).",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&HostNic::m_dcqcn),
+                          MakeBooleanChecker())
+            .AddAttribute("CnpInterval",
+                          "Notification point: at most one CNP per flow per this interval.",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&HostNic::m_cnpInterval),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("Dcqcn",
+                          "The DCQCN reaction-point algorithm and its parameters.",
+                          PointerValue(),
+                          MakePointerAccessor(&HostNic::m_dcqcnAlgo),
+                          MakePointerChecker<DcqcnRateControl>())
             .AddTraceSource("FlowFinish",
                             "The last payload byte of a flow arrived at this NIC (argument: flow id).",
                             MakeTraceSourceAccessor(&HostNic::m_flowFinishTrace),
-                            "ns3::TracedValueCallback::Uint64");
+                            "ns3::TracedValueCallback::Uint64")
+            .AddTraceSource("Rate",
+                            "DCQCN changed the rate of a flow's queue pair (flow id, rate in bit/s).",
+                            MakeTraceSourceAccessor(&HostNic::m_rateTrace),
+                            "ns3::HostNic::RateCallback");
     return tid;
 }
 
-HostNic::HostNic() = default;
+HostNic::HostNic()
+    : m_dcqcnAlgo(CreateObject<DcqcnRateControl>())
+{
+}
+
 HostNic::~HostNic() = default;
 
 void
 HostNic::SetFlowTable(FlowTable* table)
 {
     m_flows = table;
+}
+
+double
+HostNic::LineRateBps() const
+{
+    return double(m_ports[0]->GetDataRate().GetBitRate());
+}
+
+double
+HostNic::GetFlowRateBps(uint64_t flowId) const
+{
+    auto it = m_qpOf.find(flowId);
+    return it == m_qpOf.end() ? LineRateBps() : m_qps[it->second].cc.rateBps;
 }
 
 void
@@ -61,76 +118,231 @@ HostNic::StartFlow(uint64_t flowId)
     if (m_flows->sizeBytes[flowId] == 0)
     {
         // An empty flow is delivered the moment it starts: nothing crosses the wire.
-        m_flows->finishPs[flowId] = Simulator::Now().GetTimeStep();
-        ++m_flows->completed;
-        if (!m_flows->onFinish.IsNull())
-        {
-            m_flows->onFinish(flowId);
-        }
+        FinishFlow(flowId);
         return;
     }
-    m_active.push_back(flowId);
+    QueuePair qp{};
+    qp.flowId = flowId;
+    qp.cc = m_dcqcnAlgo->Initial(LineRateBps());
+    m_qpOf[flowId] = static_cast<uint32_t>(m_qps.size());
+    m_active.push_back(static_cast<uint32_t>(m_qps.size()));
+    m_qps.push_back(qp);
     m_ports[0]->Wake();
 }
 
 FabricPacket*
-HostNic::PullPacket(uint32_t /*port*/)
+HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
 {
-    if (m_active.empty())
+    const std::size_t n = m_active.size();
+    if (n == 0)
     {
         return nullptr;
     }
-    if (m_next >= m_active.size())
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    int64_t earliestPs = std::numeric_limits<int64_t>::max();
+    for (std::size_t k = 0; k < n; ++k)
     {
-        m_next = 0;
-    }
-    const uint64_t flowId = m_active[m_next];
-    const uint64_t remaining = m_flows->sizeBytes[flowId] - m_flows->sentBytes[flowId];
-    const uint32_t payload = remaining < m_mtuBytes ? static_cast<uint32_t>(remaining) : m_mtuBytes;
+        const std::size_t idx = (m_next + k) % n;
+        QueuePair& qp = m_qps[m_active[idx]];
+        const uint64_t flowId = qp.flowId;
+        if (pausedMask & (1u << m_flows->priority[flowId]))
+        {
+            continue;
+        }
+        if (qp.nextSendPs > nowPs)
+        {
+            earliestPs = std::min(earliestPs, qp.nextSendPs);
+            continue;
+        }
+        const uint64_t remaining = m_flows->sizeBytes[flowId] - m_flows->sentBytes[flowId];
+        const uint32_t payload = remaining < m_mtuBytes ? static_cast<uint32_t>(remaining) : m_mtuBytes;
 
-    FabricPacket* p = m_pool->Allocate();
-    p->flowId = flowId;
-    p->seqBytes = m_flows->sentBytes[flowId];
-    p->src = m_nodeId;
-    p->dst = m_flows->dst[flowId];
-    p->payloadBytes = payload;
-    p->wireBytes = payload + m_headerBytes;
-    p->kind = PacketKind::DATA;
-    p->priority = m_flows->priority[flowId];
+        FabricPacket* p = m_pool->Allocate();
+        p->flowId = flowId;
+        p->seqBytes = m_flows->sentBytes[flowId];
+        p->src = m_nodeId;
+        p->dst = m_flows->dst[flowId];
+        p->payloadBytes = payload;
+        p->wireBytes = payload + m_headerBytes;
+        p->kind = PacketKind::DATA;
+        p->priority = m_flows->priority[flowId];
 
-    m_flows->sentBytes[flowId] += payload;
-    if (m_flows->sentBytes[flowId] == m_flows->sizeBytes[flowId])
-    {
-        // Swap-remove: order among the remaining active flows does not matter for round-robin fairness.
-        m_active[m_next] = m_active.back();
-        m_active.pop_back();
+        const double line = LineRateBps();
+        if (m_dcqcn)
+        {
+            if (m_dcqcnAlgo->OnBytesSent(qp.cc, p->wireBytes, line))
+            {
+                m_rateTrace(flowId, qp.cc.rateBps);
+            }
+        }
+        // Rate limiter: below line rate, space packets by their size at the QP's rate. At line rate the
+        // port itself paces, and no timer is needed.
+        qp.nextSendPs = qp.cc.rateBps < line
+                            ? nowPs + int64_t(double(p->wireBytes) * 8e12 / qp.cc.rateBps)
+                            : nowPs;
+
+        m_flows->sentBytes[flowId] += payload;
+        if (m_flows->sentBytes[flowId] == m_flows->sizeBytes[flowId])
+        {
+            qp.done = true;
+            qp.increaseTimer.Cancel();
+            qp.alphaTimer.Cancel();
+            // Swap-remove; the QP swapped in is served next.
+            m_active[idx] = m_active.back();
+            m_active.pop_back();
+            m_next = idx;
+        }
+        else
+        {
+            m_next = idx + 1;
+        }
+        return p;
     }
-    else
+    if (earliestPs != std::numeric_limits<int64_t>::max() && (m_paceAtPs < 0 || earliestPs < m_paceAtPs))
     {
-        ++m_next;
+        m_paceEvent.Cancel();
+        m_paceAtPs = earliestPs;
+        m_paceEvent = Simulator::Schedule(TimeStep(earliestPs - nowPs), &HostNic::PaceWake, this);
     }
-    return p;
+    return nullptr;
 }
 
 void
-HostNic::Receive(FabricPacket* p, uint32_t /*inPort*/)
+HostNic::PaceWake()
 {
-    if (p->kind == PacketKind::DATA)
+    m_paceAtPs = -1;
+    m_ports[0]->Wake();
+}
+
+void
+HostNic::SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seqBytes)
+{
+    FabricPacket* c = m_pool->Allocate();
+    c->kind = kind;
+    c->flowId = flowId;
+    c->src = m_nodeId;
+    c->dst = to;
+    c->seqBytes = seqBytes;
+    c->wireBytes = m_ackBytes;
+    c->priority = m_controlPriority;
+    m_ports[0]->Enqueue(c);
+}
+
+void
+HostNic::FinishFlow(uint64_t flowId)
+{
+    m_flows->finishPs[flowId] = Simulator::Now().GetTimeStep();
+    ++m_flows->completed;
+    m_flowFinishTrace(flowId);
+    if (!m_flows->onFinish.IsNull())
     {
+        m_flows->onFinish(flowId);
+    }
+}
+
+void
+HostNic::Receive(FabricPacket* p, uint32_t inPort)
+{
+    switch (p->kind)
+    {
+    case PacketKind::PAUSE:
+        ApplyPause(p, inPort);
+        return;
+    case PacketKind::DATA: {
         const uint64_t flowId = p->flowId;
-        m_flows->rcvdBytes[flowId] += p->payloadBytes;
-        if (m_flows->rcvdBytes[flowId] == m_flows->sizeBytes[flowId])
+        const int64_t nowPs = Simulator::Now().GetTimeStep();
+        ++m_latency[LatencyBucket(uint64_t(nowPs - p->sendTimePs))];
+        if (p->ecnMarked)
         {
-            m_flows->finishPs[flowId] = Simulator::Now().GetTimeStep();
-            ++m_flows->completed;
-            m_flowFinishTrace(flowId);
-            if (!m_flows->onFinish.IsNull())
+            ++m_ecnReceived;
+            if (m_dcqcn)
             {
-                m_flows->onFinish(flowId);
+                auto [it, fresh] = m_lastCnpPs.try_emplace(flowId, nowPs);
+                if (fresh || nowPs - it->second >= m_cnpInterval.GetTimeStep())
+                {
+                    it->second = nowPs;
+                    ++m_cnpsSent;
+                    SendControl(PacketKind::CNP, flowId, p->src, 0);
+                }
             }
         }
+        const uint64_t rcvd = (m_flows->rcvdBytes[flowId] += p->payloadBytes);
+        const bool last = rcvd == m_flows->sizeBytes[flowId];
+        uint64_t& unacked = m_unacked[flowId];
+        unacked += p->payloadBytes;
+        if (unacked >= m_ackIntervalBytes || last)
+        {
+            unacked = 0;
+            SendControl(PacketKind::ACK, flowId, p->src, rcvd);
+        }
+        if (last)
+        {
+            m_unacked.erase(flowId);
+            m_lastCnpPs.erase(flowId);
+            FinishFlow(flowId);
+        }
+        break;
+    }
+    case PacketKind::ACK:
+        ++m_acksReceived;
+        break;
+    case PacketKind::CNP: {
+        ++m_cnpsReceived;
+        auto it = m_qpOf.find(p->flowId);
+        if (m_dcqcn && it != m_qpOf.end() && !m_qps[it->second].done)
+        {
+            QueuePair& qp = m_qps[it->second];
+            m_dcqcnAlgo->OnCnp(qp.cc);
+            m_rateTrace(qp.flowId, qp.cc.rateBps);
+            // The increase timer restarts with the counters (a CNP resets T and BC).
+            qp.increaseTimer.Cancel();
+            qp.increaseTimer = Simulator::Schedule(m_dcqcnAlgo->GetRateIncreasePeriod(),
+                                                   &HostNic::IncreaseTimer, this, it->second);
+            StartTimers(it->second);
+        }
+        break;
+    }
     }
     m_pool->Release(p);
+}
+
+void
+HostNic::StartTimers(uint32_t qp)
+{
+    if (!m_qps[qp].alphaTimer.IsPending())
+    {
+        m_qps[qp].alphaTimer =
+            Simulator::Schedule(m_dcqcnAlgo->GetAlphaUpdatePeriod(), &HostNic::AlphaTimer, this, qp);
+    }
+}
+
+void
+HostNic::IncreaseTimer(uint32_t qpIndex)
+{
+    QueuePair& qp = m_qps[qpIndex];
+    const double line = LineRateBps();
+    m_dcqcnAlgo->OnIncreaseTimer(qp.cc, line);
+    m_rateTrace(qp.flowId, qp.cc.rateBps);
+    if (!qp.done && m_dcqcnAlgo->IsThrottled(qp.cc, line))
+    {
+        qp.increaseTimer = Simulator::Schedule(m_dcqcnAlgo->GetRateIncreasePeriod(),
+                                               &HostNic::IncreaseTimer, this, qpIndex);
+    }
+    // A faster rate may let the QP send earlier than its pacing slot said.
+    qp.nextSendPs = std::min(qp.nextSendPs, Simulator::Now().GetTimeStep());
+    m_ports[0]->Wake();
+}
+
+void
+HostNic::AlphaTimer(uint32_t qpIndex)
+{
+    QueuePair& qp = m_qps[qpIndex];
+    m_dcqcnAlgo->OnAlphaTimer(qp.cc);
+    if (!qp.done)
+    {
+        qp.alphaTimer =
+            Simulator::Schedule(m_dcqcnAlgo->GetAlphaUpdatePeriod(), &HostNic::AlphaTimer, this, qpIndex);
+    }
 }
 
 } // namespace ns3

@@ -1,29 +1,55 @@
 /**
  * @file
  * @ingroup cosim
- * A host's network interface: sends its flows as MTU-sized packets and sinks the flows addressed to it.
+ * A host's RDMA NIC: one queue pair per flow with a rate limiter, coalesced ACKs, DCQCN (reaction point
+ * at the sender, notification point at the receiver), and receive-side latency telemetry.
  */
 #ifndef COSIM_HOST_NIC_H
 #define COSIM_HOST_NIC_H
 
+#include "dcqcn-rate-control.h"
 #include "egress-port.h"
 #include "fabric-node.h"
 #include "flow-table.h"
 
+#include "ns3/event-id.h"
 #include "ns3/traced-callback.h"
 
+#include <array>
+#include <unordered_map>
 #include <vector>
 
 namespace ns3
 {
 
+/// Receive-latency histogram: 8 log-spaced buckets per power of two of the latency in ps.
+constexpr uint32_t kLatencyBucketsPerOctave = 8;
+/// Buckets of the latency histogram (covers 1 ps .. 2^64 ps).
+constexpr uint32_t kLatencyBuckets = 64 * kLatencyBucketsPerOctave;
+
+/// @return the latency-histogram bucket of a latency of @p ps picoseconds
+inline uint32_t
+LatencyBucket(uint64_t ps)
+{
+    if (ps < kLatencyBucketsPerOctave)
+    {
+        return static_cast<uint32_t>(ps); // exact below 8 ps
+    }
+    const uint32_t octave = 63 - static_cast<uint32_t>(__builtin_clzll(ps));
+    const uint32_t sub = static_cast<uint32_t>(ps >> (octave - 3)) & (kLatencyBucketsPerOctave - 1);
+    return octave * kLatencyBucketsPerOctave + sub;
+}
+
 /**
  * @ingroup cosim
- * @brief Host NIC with one port: segments flows into packets, round-robin over active flows.
+ * @brief Host RDMA NIC with one port.
  *
- * The NIC is its port's PacketSource: it builds a packet only when the port is ready to serialize one,
- * so a flow of any size costs memory for one packet at a time. A flow completes when its last payload
- * byte reaches the destination NIC; the completion time is recorded in the FlowTable.
+ * The NIC is its port's PacketSource: it builds a data packet only when the port is ready for one, so a
+ * flow of any size costs memory for one packet at a time. Active queue pairs are served round-robin,
+ * each no faster than its current rate (the per-QP rate limiter); with DCQCN off every QP runs at line
+ * rate. The receiver acknowledges every AckIntervalBytes (and the last byte) and, with DCQCN, sends at
+ * most one CNP per flow per CnpInterval when ECN-marked packets arrive. A flow completes when its last
+ * payload byte reaches the destination NIC.
  */
 class HostNic : public FabricNode, public PacketSource
 {
@@ -41,7 +67,7 @@ class HostNic : public FabricNode, public PacketSource
     void AddFlow(uint64_t flowId);
 
     void Receive(FabricPacket* p, uint32_t inPort) override;
-    FabricPacket* PullPacket(uint32_t port) override;
+    FabricPacket* PullPacket(uint32_t port, uint8_t pausedMask) override;
 
     /// @return payload bytes per full packet (the MTU payload), in bytes
     uint32_t GetMtuBytes() const
@@ -55,16 +81,95 @@ class HostNic : public FabricNode, public PacketSource
         return m_headerBytes;
     }
 
+    /// @return the receive-latency histogram of data packets (first bit sent to last bit received)
+    const std::array<uint64_t, kLatencyBuckets>& GetLatencyHistogram() const
+    {
+        return m_latency;
+    }
+
+    /// @return CNPs this NIC sent (as a receiver)
+    uint64_t GetCnpsSent() const
+    {
+        return m_cnpsSent;
+    }
+
+    /// @return CNPs this NIC received (as a sender)
+    uint64_t GetCnpsReceived() const
+    {
+        return m_cnpsReceived;
+    }
+
+    /// @return ECN-marked data packets received
+    uint64_t GetEcnMarkedReceived() const
+    {
+        return m_ecnReceived;
+    }
+
+    /// @return ACKs received
+    uint64_t GetAcksReceived() const
+    {
+        return m_acksReceived;
+    }
+
+    /// @return current DCQCN rate of the QP of flow @p flowId, in bit/s (line rate if unknown)
+    double GetFlowRateBps(uint64_t flowId) const;
+
   private:
+    /// Per-flow sender state.
+    struct QueuePair
+    {
+        uint64_t flowId;      ///< the flow it sends
+        int64_t nextSendPs;   ///< rate limiter: earliest time of the next packet, in ps
+        DcqcnState cc;        ///< DCQCN rate state
+        bool timersRunning;   ///< DCQCN timers scheduled
+        bool done;            ///< every byte handed to the port
+        EventId increaseTimer; ///< DCQCN rate-increase timer
+        EventId alphaTimer;    ///< DCQCN alpha-update timer
+    };
+
     /// Make flow @p flowId eligible for transmission.
     void StartFlow(uint64_t flowId);
+    /// Record the completion of @p flowId at the receiver.
+    void FinishFlow(uint64_t flowId);
+    /// Send a control packet (ACK or CNP) of flow @p flowId back to @p to.
+    void SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seqBytes);
+    /// DCQCN timers of QP @p qp.
+    void IncreaseTimer(uint32_t qp);
+    void AlphaTimer(uint32_t qp);
+    /// Start DCQCN timers of QP @p qp if not running.
+    void StartTimers(uint32_t qp);
+    /// Pacing: wake the port when the earliest rate-limited QP may send.
+    void PaceWake();
+    /// @return line rate of the NIC port, in bit/s
+    double LineRateBps() const;
 
-    FlowTable* m_flows{nullptr};        ///< the run's flows
-    std::vector<uint64_t> m_active;     ///< flows with bytes left to send, served round-robin
-    std::size_t m_next{0};              ///< round-robin cursor into m_active
-    uint32_t m_mtuBytes{4096};          ///< payload bytes per full packet
-    uint32_t m_headerBytes{0};          ///< per-packet header + framing bytes
+    FlowTable* m_flows{nullptr};                   ///< the run's flows
+    std::vector<QueuePair> m_qps;                  ///< queue pairs, in creation order
+    std::unordered_map<uint64_t, uint32_t> m_qpOf; ///< flow id -> index in m_qps
+    std::vector<uint32_t> m_active;                ///< QPs with bytes left to send, round-robin
+    std::size_t m_next{0};                         ///< round-robin cursor into m_active
+    EventId m_paceEvent;                           ///< pending pacing wake-up
+    int64_t m_paceAtPs{-1};                        ///< time of m_paceEvent, in ps (-1: none)
+
+    std::unordered_map<uint64_t, int64_t> m_lastCnpPs; ///< receiver: last CNP per flow, in ps
+    std::unordered_map<uint64_t, uint64_t> m_unacked;  ///< receiver: bytes since the last ACK per flow
+
+    uint32_t m_mtuBytes{4096};     ///< payload bytes per full packet
+    uint32_t m_headerBytes{0};     ///< per-packet header + framing bytes
+    uint32_t m_ackBytes{0};        ///< wire size of ACK and CNP packets, in bytes
+    uint64_t m_ackIntervalBytes{0}; ///< receiver acknowledges every this many bytes
+    uint8_t m_controlPriority{7};  ///< priority of ACK and CNP packets
+    bool m_dcqcn{true};            ///< DCQCN on (RP and NP)
+    Time m_cnpInterval;            ///< NP: minimum gap between CNPs of a flow
+    Ptr<DcqcnRateControl> m_dcqcnAlgo; ///< DCQCN parameters and reactions
+
+    std::array<uint64_t, kLatencyBuckets> m_latency{}; ///< receive latency histogram
+    uint64_t m_cnpsSent{0};      ///< CNPs sent
+    uint64_t m_cnpsReceived{0};  ///< CNPs received
+    uint64_t m_ecnReceived{0};   ///< marked data packets received
+    uint64_t m_acksReceived{0};  ///< ACKs received
     TracedCallback<uint64_t> m_flowFinishTrace; ///< flow id whose last byte arrived here
+    TracedCallback<uint64_t, double> m_rateTrace; ///< (flow id, new rate in bit/s) on DCQCN changes
 };
 
 } // namespace ns3

@@ -1,0 +1,167 @@
+#include "shared-buffer-mmu.h"
+
+#include "ns3/boolean.h"
+#include "ns3/double.h"
+#include "ns3/uinteger.h"
+
+namespace ns3
+{
+
+NS_OBJECT_ENSURE_REGISTERED(SharedBufferMmu);
+
+TypeId
+SharedBufferMmu::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::SharedBufferMmu")
+            .SetParent<Object>()
+            .SetGroupName("Cosim")
+            .AddConstructor<SharedBufferMmu>()
+            .AddAttribute("BufferBytes",
+                          "Total packet buffer of the switch, in bytes.",
+                          UintegerValue(32 * 1024 * 1024),
+                          MakeUintegerAccessor(&SharedBufferMmu::m_bufferBytes),
+                          MakeUintegerChecker<uint64_t>(1))
+            .AddAttribute("ReservedBytes",
+                          "Guaranteed buffer per (ingress port, priority), in bytes.",
+                          UintegerValue(8192),
+                          MakeUintegerAccessor(&SharedBufferMmu::m_reservedBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("DynamicThresholdAlpha",
+                          "A (port, priority) may use alpha x (free shared buffer) of the shared pool "
+                          "(dimensionless).",
+                          DoubleValue(1.0),
+                          MakeDoubleAccessor(&SharedBufferMmu::m_alpha),
+                          MakeDoubleChecker<double>(1.0 / 1024, 1024))
+            .AddAttribute("XonOffsetBytes",
+                          "XON is sent when shared use is this many bytes below the threshold and the "
+                          "headroom is empty (hysteresis), in bytes.",
+                          UintegerValue(2 * 4178),
+                          MakeUintegerAccessor(&SharedBufferMmu::m_xonOffsetBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("XoffMarginBytes",
+                          "XOFF is sent when shared use comes within this many bytes of the threshold "
+                          "(one maximum packet: the next arrival could cross it), in bytes.",
+                          UintegerValue(4178),
+                          MakeUintegerAccessor(&SharedBufferMmu::m_xoffMarginBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("PfcEnabled",
+                          "Lossless operation: headroom and PAUSE frames (true), or drop when full (false).",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&SharedBufferMmu::m_pfcEnabled),
+                          MakeBooleanChecker());
+    return tid;
+}
+
+SharedBufferMmu::SharedBufferMmu() = default;
+SharedBufferMmu::~SharedBufferMmu() = default;
+
+bool
+SharedBufferMmu::Setup(const std::vector<uint64_t>& headroomBytes)
+{
+    const std::size_t nPorts = headroomBytes.size();
+    m_headroomBytes = headroomBytes;
+    if (!m_pfcEnabled)
+    {
+        std::fill(m_headroomBytes.begin(), m_headroomBytes.end(), 0);
+    }
+    int64_t carved = int64_t(m_reservedBytes * nPorts * kNumPriorities);
+    for (uint64_t h : m_headroomBytes)
+    {
+        // Headroom is needed only for the lossless priorities; every priority gets it here.
+        carved += int64_t(h * kNumPriorities);
+    }
+    m_sharedPoolBytes = int64_t(m_bufferBytes) - carved;
+    m_sharedUsedBytes = 0;
+    m_reservedUsed.assign(nPorts * kNumPriorities, 0);
+    m_sharedUsed.assign(nPorts * kNumPriorities, 0);
+    m_headroomUsed.assign(nPorts * kNumPriorities, 0);
+    m_xoff.assign(nPorts * kNumPriorities, false);
+    return m_sharedPoolBytes > 0;
+}
+
+BufferClass
+SharedBufferMmu::Admit(uint32_t port, uint8_t prio, uint32_t bytes)
+{
+    const std::size_t i = Index(port, prio);
+    if (m_reservedUsed[i] + bytes <= m_reservedBytes)
+    {
+        m_reservedUsed[i] += bytes;
+        return BufferClass::RESERVED;
+    }
+    // Once paused, new arrivals are what was in flight: they belong in the headroom.
+    if (!m_xoff[i] && double(m_sharedUsed[i] + bytes) <= SharedThresholdBytes() &&
+        m_sharedUsedBytes + int64_t(bytes) <= m_sharedPoolBytes)
+    {
+        m_sharedUsed[i] += bytes;
+        m_sharedUsedBytes += bytes;
+        return BufferClass::SHARED;
+    }
+    if (m_pfcEnabled && m_headroomUsed[i] + bytes <= m_headroomBytes[port])
+    {
+        m_headroomUsed[i] += bytes;
+        if (m_headroomUsed[i] > m_peakHeadroomUsed)
+        {
+            m_peakHeadroomUsed = m_headroomUsed[i];
+        }
+        return BufferClass::HEADROOM;
+    }
+    return BufferClass::DROP;
+}
+
+void
+SharedBufferMmu::Release(uint32_t port, uint8_t prio, uint32_t bytes, BufferClass cls)
+{
+    const std::size_t i = Index(port, prio);
+    switch (cls)
+    {
+    case BufferClass::RESERVED:
+        m_reservedUsed[i] -= bytes;
+        break;
+    case BufferClass::SHARED:
+        m_sharedUsed[i] -= bytes;
+        m_sharedUsedBytes -= bytes;
+        break;
+    case BufferClass::HEADROOM:
+        m_headroomUsed[i] -= bytes;
+        break;
+    default:
+        break;
+    }
+}
+
+bool
+SharedBufferMmu::TakeXoff(uint32_t port, uint8_t prio)
+{
+    const std::size_t i = Index(port, prio);
+    if (!m_pfcEnabled || m_xoff[i])
+    {
+        return false;
+    }
+    // Pause before the next full packet could overshoot the threshold, or as soon as headroom is used.
+    const bool over = m_headroomUsed[i] > 0 || double(m_sharedUsed[i] + m_xoffMarginBytes) > SharedThresholdBytes();
+    if (over)
+    {
+        m_xoff[i] = true;
+    }
+    return over;
+}
+
+bool
+SharedBufferMmu::TakeXon(uint32_t port, uint8_t prio)
+{
+    const std::size_t i = Index(port, prio);
+    if (!m_xoff[i])
+    {
+        return false;
+    }
+    const bool under = m_headroomUsed[i] == 0 &&
+                       double(m_sharedUsed[i] + m_xonOffsetBytes) <= SharedThresholdBytes();
+    if (under)
+    {
+        m_xoff[i] = false;
+    }
+    return under;
+}
+
+} // namespace ns3

@@ -1,0 +1,93 @@
+"""RoCE fabric physics: ECN marking (congestion point), DCQCN reaction point, PFC losslessness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosim import engine, flows as fl, topology
+
+KMIN_100G = 400e3  # 100 KB per 25 Gbps
+KMAX_100G = 1600e3  # 400 KB per 25 Gbps
+PMAX = 0.2
+
+
+@pytest.mark.parametrize("queue_bytes", [0, 300e3, 500e3, 1000e3, 1500e3, 2000e3])
+def test_ecn_mark_fraction_follows_red(engine_ns, queue_bytes):
+    frac = engine_ns.Engine.ProbeEcnMarkFraction(100e9, int(queue_bytes), 20_000, 3)
+    if queue_bytes <= KMIN_100G:
+        expected = 0.0
+    elif queue_bytes > KMAX_100G:
+        expected = 1.0
+    else:
+        expected = PMAX * (queue_bytes - KMIN_100G) / (KMAX_100G - KMIN_100G)
+    assert abs(frac - expected) <= 0.02
+
+
+def test_dcqcn_rate_after_one_cnp_matches_closed_form(engine_ns):
+    line, r0, alpha0, steps = 100e9, 60e9, 0.5, 12
+    g, F, r_ai = 1 / 256, 5, 2e9  # DcqcnRateControl defaults: G, FastRecoverySteps, RateAI
+    rate, target, alpha = (np.empty(steps + 1) for _ in range(3))
+    engine_ns.Engine.ProbeDcqcnAfterCnp(line, r0, alpha0, steps, 0, rate, target, alpha)
+    # The cut: Rt <- Rc, Rc <- Rc (1 - alpha/2), alpha <- (1 - g) alpha + g.
+    rc0 = r0 * (1 - alpha0 / 2)
+    alpha1 = (1 - g) * alpha0 + g
+    assert rate[0] == pytest.approx(rc0) and target[0] == pytest.approx(r0) and alpha[0] == pytest.approx(alpha1)
+    k = np.arange(1, steps + 1)
+    # Fast recovery for timer stages 1..F-1: the gap to Rt halves each stage.
+    fr = k < F
+    np.testing.assert_allclose(rate[1:][fr], r0 - (r0 - rc0) / 2.0 ** k[fr], rtol=1e-12)
+    np.testing.assert_allclose(target[1:][fr], r0)
+    # Additive increase from stage F: Rt grows by R_AI a stage; the gap d obeys d_k = (d_{k-1} + R_AI)/2.
+    ai = ~fr
+    np.testing.assert_allclose(target[1:][ai], r0 + (k[ai] - F + 1) * r_ai, rtol=1e-12)
+    d_start = r0 - rate[F - 1]
+    d = r_ai + (d_start - r_ai) / 2.0 ** (k[ai] - F + 1)
+    np.testing.assert_allclose(target[1:][ai] - rate[1:][ai], d, rtol=1e-9)
+    # Alpha decays by (1 - g) per period without CNP; the period the CNP arrived in does not decay.
+    np.testing.assert_allclose(alpha[1:], alpha1 * (1 - g) ** (k - 1), rtol=1e-12)
+
+
+def incast(n_senders: int, *, dcqcn: bool, size_bytes: int, buffer_bytes: int = 32 << 20):
+    fabric = topology.single_switch(hosts=n_senders + 1, link_gbps=100.0, link_delay_ns=1000.0)
+    flows = fl.incast(fabric.host_ids, size_bytes=size_bytes)
+    out = engine.simulate(fabric, flows, attributes={"HostNic::DcqcnEnabled": str(dcqcn).lower(),
+                                                     "SharedBufferMmu::BufferBytes": str(buffer_bytes)})
+    return fabric, flows, out
+
+
+@pytest.mark.parametrize("n_senders", [2, 4, 8])
+def test_incast_without_dcqcn_is_lossless_through_pfc(engine_ns, n_senders):
+    # A 4 MB shared-buffer switch (shallow, as at the edge): the incast must lean on PFC.
+    _, flows, out = incast(n_senders, dcqcn=False, size_bytes=4_000_000, buffer_bytes=4_000_000)
+    assert out.status == "complete"
+    np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    assert out.counters["switch_drops"] == 0 and out.ports["drops"].sum() == 0
+    assert out.counters["peak_headroom_used_bytes"] <= out.counters["min_headroom_bytes"]
+    # PFC did the work: pauses happened on the senders' links, and they resumed.
+    assert out.counters["pause_frames_sent"] > 0
+    assert (out.pause_paused == 1).sum() > 0 and (out.pause_paused == 0).sum() > 0
+    assert out.ports["paused_ps"][out.ports["node"] < n_senders + 1].sum() > 0
+
+
+@pytest.mark.parametrize("n_senders", [2, 4, 8])
+def test_incast_with_dcqcn_converges_without_drops(engine_ns, n_senders):
+    size = 6_000_000
+    _, flows, out = incast(n_senders, dcqcn=True, size_bytes=size)
+    assert out.status == "complete"
+    np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    assert out.counters["switch_drops"] == 0
+    assert out.counters["ecn_marks"] > 0 and out.counters["cnps_received"] > 0
+    # Bottleneck utilization: payload delivered over the time to deliver it, against the payload rate.
+    payload_gbps = n_senders * size * 8 / np.nanmax(out.finish_ns)
+    assert payload_gbps >= 0.9 * 100.0 * 4096 / (4096 + 82)
+    # Fairness: flows of equal size finish close together (Jain's index of their mean throughputs).
+    thr = size / out.finish_ns
+    assert thr.sum() ** 2 / (len(thr) * (thr ** 2).sum()) >= 0.95
+
+
+def test_latency_histogram_counts_every_data_packet(engine_ns):
+    _, _, out = incast(2, dcqcn=True, size_bytes=400_000)
+    assert out.latency_count.sum() == 2 * -(-400_000 // 4096)
+    low = out.latency_low_ns[out.latency_count > 0]
+    assert low.min() >= 0.9 * (2 * 1000.0)  # at least two propagation delays
