@@ -12,8 +12,8 @@ import numpy as np
 from cosim import __version__
 from cosim.errors import CosimInputError
 
-TOPOLOGIES = ("single-switch",)
 PATTERNS = ("incast", "permutation")
+FABRICS = ("roce",)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -21,8 +21,14 @@ class ScenarioSpec:
     """A flow-level network experiment on one fabric (units in the field names)."""
 
     name: str = "incast"
+    fabric: str = "roce"
     topology: str = "single-switch"
     hosts: int = 8
+    hosts_per_leaf: int = 4
+    spines: int = 2
+    oversubscription: float = 1.0
+    gpus_per_server: int = 8
+    dcqcn: bool = True
     link_gbps: float = 100.0
     link_delay_ns: float = 1000.0
     pattern: str = "incast"
@@ -33,8 +39,19 @@ class ScenarioSpec:
     attributes: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        from cosim.topology import TOPOLOGIES  # noqa: PLC0415
+
+        if self.fabric not in FABRICS:
+            raise CosimInputError("fabric", f"unknown fabric {self.fabric!r}", f"choose one of {', '.join(FABRICS)}")
         if self.topology not in TOPOLOGIES:
             raise CosimInputError("topology", f"unknown topology {self.topology!r}", f"choose one of {', '.join(TOPOLOGIES)}")
+        if self.oversubscription < 1:
+            raise CosimInputError("oversubscription", f"must be >= 1, got {self.oversubscription}")
+        attrs = dict(self.attributes)
+        kmin = int(attrs.get("FabricSwitch::EcnKminBytes", "0") or 0) if str(attrs.get("FabricSwitch::EcnKminBytes", "0")).isdigit() else None
+        kmax = int(attrs.get("FabricSwitch::EcnKmaxBytes", "0") or 0) if str(attrs.get("FabricSwitch::EcnKmaxBytes", "0")).isdigit() else None
+        if kmin and kmax and kmin > kmax:
+            raise CosimInputError("FabricSwitch::EcnKminBytes", f"Kmin {kmin} B exceeds Kmax {kmax} B", "set Kmin <= Kmax")
         if self.pattern not in PATTERNS:
             raise CosimInputError("pattern", f"unknown traffic pattern {self.pattern!r}", f"choose one of {', '.join(PATTERNS)}")
         if self.hosts < 2:
@@ -61,7 +78,25 @@ def build(spec: ScenarioSpec):
     """Return (fabric, flows) for ``spec``."""
     from cosim import flows as fl, topology  # noqa: PLC0415
 
-    fabric = topology.single_switch(hosts=spec.hosts, link_gbps=spec.link_gbps, link_delay_ns=spec.link_delay_ns)
+    if spec.topology == "single-switch":
+        fabric = topology.single_switch(hosts=spec.hosts, link_gbps=spec.link_gbps, link_delay_ns=spec.link_delay_ns)
+    elif spec.topology == "fat-tree":
+        k = round((4 * spec.hosts) ** (1 / 3))
+        if k ** 3 // 4 != spec.hosts:
+            raise CosimInputError("hosts", f"a k-ary fat tree has k^3/4 hosts; {spec.hosts} is not one of them",
+                                  "use 16 (k=4), 54 (k=6), 128 (k=8), ...")
+        fabric = topology.fat_tree(k=k, link_gbps=spec.link_gbps, link_delay_ns=spec.link_delay_ns)
+    elif spec.topology == "leaf-spine":
+        fabric = topology.leaf_spine(hosts=spec.hosts, hosts_per_leaf=spec.hosts_per_leaf, spines=spec.spines,
+                                     oversubscription=spec.oversubscription, host_link_gbps=spec.link_gbps,
+                                     host_link_delay_ns=spec.link_delay_ns, fabric_link_delay_ns=spec.link_delay_ns)
+    else:
+        if spec.hosts % spec.gpus_per_server:
+            raise CosimInputError("hosts", f"{spec.hosts} NICs do not fill servers of {spec.gpus_per_server} GPUs")
+        fabric = topology.rail_optimized(servers=spec.hosts // spec.gpus_per_server, gpus_per_server=spec.gpus_per_server,
+                                         spines=spec.spines, oversubscription=spec.oversubscription,
+                                         host_link_gbps=spec.link_gbps, host_link_delay_ns=spec.link_delay_ns,
+                                         fabric_link_delay_ns=spec.link_delay_ns)
     hosts = fabric.host_ids
     if spec.pattern == "incast":
         flows = fl.incast(hosts, size_bytes=spec.flow_bytes)
@@ -75,8 +110,10 @@ def run(spec: ScenarioSpec, *, progress=None):
     from cosim import engine, results  # noqa: PLC0415
 
     fabric, flows = build(spec)
+    attributes = {"HostNic::DcqcnEnabled": "true" if spec.dcqcn else "false", "FabricSwitch::EcmpSeed": str(spec.seed)}
+    attributes.update(dict(spec.attributes))
     out = engine.simulate(
-        fabric, flows, seed=spec.seed, attributes=dict(spec.attributes),
+        fabric, flows, seed=spec.seed, attributes=attributes,
         queue_sample_interval_ns=spec.queue_sample_interval_ns, max_sim_time_ns=spec.max_sim_time_ns,
         progress=progress,
     )
@@ -86,7 +123,14 @@ def run(spec: ScenarioSpec, *, progress=None):
         "fct_ns": out.finish_ns - flows.start_ns,
     }
     queues = {"time_ns": out.queue_time_ns, "node": out.queue_node, "port": out.queue_port, "bytes": out.queue_bytes}
+    pauses = {"time_ns": out.pause_time_ns, "node": out.pause_node, "port": out.pause_port,
+              "priority": out.pause_priority, "paused": out.pause_paused}
+    latency = {"low_ns": out.latency_low_ns, "count": out.latency_count}
     summary = results.summarize(flow_table, queues, out.ports, sim_time_ns=out.sim_time_ns)
+    summary |= {f"{k}": v for k, v in out.counters.items()}
+    summary["pfc_paused_ns"] = float(out.ports["paused_ps"].sum() / 1e3)
+    summary["pause_events"] = int(out.pause_paused.sum())
+    summary |= results.latency_percentiles(out.latency_low_ns, out.latency_count)
     summary |= {
         "status": out.status, "events": out.events, "packet_hops": out.packet_hops,
         "wall_time_s": out.wall_time_s,
@@ -99,7 +143,7 @@ def run(spec: ScenarioSpec, *, progress=None):
     }
     config = {"scenario": spec.to_json(), "fabric": fabric.describe()}
     return results.RunRecord(name=spec.name, config=config, provenance=provenance, summary=summary,
-                             flows=flow_table, queues=queues, ports=out.ports)
+                             flows=flow_table, queues=queues, ports=out.ports, pauses=pauses, latency=latency)
 
 
 def ideal_packets(size_bytes: int, mtu_bytes: int) -> np.ndarray:

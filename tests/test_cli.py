@@ -52,6 +52,9 @@ def test_run_then_inspect(tmp_path, engine_ns):
     (["run", "--topology", "torus"], "--topology"),
     (["run", "--set", "nonsense"], "--set"),
     (["run", "--set", "HostNic::MtuBytes=abc"], "HostNic::MtuBytes"),
+    (["run", "--topology", "leaf-spine", "--oversubscription", "0.5"], "oversubscription"),
+    (["run", "--topology", "fat-tree", "--hosts", "10"], "hosts"),
+    (["run", "--set", "FabricSwitch::EcnKminBytes=500000", "--set", "FabricSwitch::EcnKmaxBytes=1000"], "Kmin"),
     (["frobnicate"], "frobnicate"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, needle, engine_ns):

@@ -10,9 +10,21 @@ from cosim.commands.options import SIZE, parse_assignments
 
 
 @click.command()
-@click.option("--topology", type=click.Choice(["single-switch"]), default="single-switch", show_default=True,
-              help="Fabric topology.")
+@click.option("--fabric", type=click.Choice(["roce"]), default="roce", show_default=True,
+              help="roce: PFC + ECN + DCQCN over shared-buffer switches.")
+@click.option("--topology", type=click.Choice(["single-switch", "leaf-spine", "fat-tree", "rail-optimized"]),
+              default="single-switch", show_default=True, help="Fabric topology.")
 @click.option("--hosts", type=click.IntRange(min=2), default=8, show_default=True, help="Number of hosts (NICs).")
+@click.option("--hosts-per-leaf", type=click.IntRange(min=1), default=4, show_default=True,
+              help="leaf-spine: hosts under each leaf switch.")
+@click.option("--spines", type=click.IntRange(min=1), default=2, show_default=True,
+              help="leaf-spine, rail-optimized: spine switches.")
+@click.option("--oversubscription", type=float, default=1.0, show_default=True,
+              help="leaf-spine, rail-optimized: host capacity / uplink capacity per leaf (>= 1).")
+@click.option("--gpus-per-server", type=click.IntRange(min=1), default=8, show_default=True,
+              help="rail-optimized: NICs (GPUs) per server, one rail switch each.")
+@click.option("--dcqcn/--no-dcqcn", default=True, show_default=True,
+              help="DCQCN congestion control on the NICs; --no-dcqcn leaves PFC alone to keep it lossless.")
 @click.option("--link-gbps", type=click.FloatRange(min=0, min_open=True), default=100.0, show_default=True,
               help="Rate of every link, Gbit/s.")
 @click.option("--link-delay-ns", type=click.FloatRange(min=0), default=1000.0, show_default=True,
@@ -34,7 +46,7 @@ from cosim.commands.options import SIZE, parse_assignments
 @click.option("--append", is_flag=True, help="Add the run to an existing results file instead of replacing it.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no table (progress is off anyway when "
               "stderr is not a terminal, e.g. in batch jobs).")
-def run(topology, hosts, link_gbps, link_delay_ns, pattern, flow_bytes, seed, assignments, queue_interval_ns,
+def run(fabric, topology, hosts, hosts_per_leaf, spines, oversubscription, gpus_per_server, dcqcn, link_gbps, link_delay_ns, pattern, flow_bytes, seed, assignments, queue_interval_ns,
         max_sim_time_ms, output, name, append, quiet):
     """Simulate a scenario packet by packet in ns-3 and write an HDF5 results file.
 
@@ -49,7 +61,8 @@ def run(topology, hosts, link_gbps, link_delay_ns, pattern, flow_bytes, seed, as
     from cosim.tables import summary_table  # noqa: PLC0415
 
     spec = scenario.ScenarioSpec(
-        name=name or pattern, topology=topology, hosts=hosts, link_gbps=link_gbps, link_delay_ns=link_delay_ns,
+        name=name or pattern, fabric=fabric, topology=topology, hosts=hosts, hosts_per_leaf=hosts_per_leaf,
+        spines=spines, oversubscription=oversubscription, gpus_per_server=gpus_per_server, dcqcn=dcqcn, link_gbps=link_gbps, link_delay_ns=link_delay_ns,
         pattern=pattern, flow_bytes=flow_bytes, seed=seed, queue_sample_interval_ns=queue_interval_ns,
         max_sim_time_ns=max_sim_time_ms * 1e6, attributes=parse_assignments(assignments),
     )

@@ -1,0 +1,64 @@
+"""Cost per packet-hop of cosim's packet path, beside stock ns-3's in the same run (issue 3 benchmark).
+
+Scenario: 16-host leaf-spine (4 leaves of 4 hosts, 4 spines), 400 Gbps, 1 us links; every host sends
+4 MB to host (i+1) mod 16, plus a 15-to-1 incast of 1 MB flows, all at t=0, RoCE with DCQCN.
+Stock ns-3: PointToPointNetDevice + DropTail queues forwarding the same number of packet-hops over
+chains of the same mean hop count (bench/stock_ns3.py). Target: cosim's cost per packet-hop at most 1/4 of
+stock's. Reported with peak RSS.
+
+    python bench/bench_packet_path.py
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def scenario():
+    from cosim import flows as fl, topology
+
+    fabric = topology.leaf_spine(hosts=16, hosts_per_leaf=4, spines=4, host_link_gbps=400.0,
+                                 host_link_delay_ns=1000.0, fabric_link_delay_ns=1000.0)
+    hosts = fabric.host_ids
+    perm = fl.permutation(hosts, size_bytes=4_000_000)
+    inc = fl.incast(hosts, size_bytes=1_000_000)
+    flows = fl.FlowSet.from_arrays(np.concatenate([perm.src, inc.src]), np.concatenate([perm.dst, inc.dst]),
+                                   np.concatenate([perm.size_bytes, inc.size_bytes]))
+    return fabric, flows
+
+
+def main() -> None:
+    from cosim import engine
+
+    import stock_ns3
+
+    fabric, flows = scenario()
+    engine.load()
+    t = time.perf_counter()
+    out = engine.simulate(fabric, flows, seed=1)
+    wall = time.perf_counter() - t
+    assert out.status == "complete", out.status
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    cosim_s = wall / out.packet_hops
+    stock_ns3.load()
+    mean_hops = max(1, round(out.packet_hops / max(1, int(np.sum(-(-flows.size_bytes // 4096))))))
+    stock = stock_ns3.stock_packet_hop_cost(n_packet_hops=out.packet_hops, hops=mean_hops, rate_gbps=400,
+                                           delay_ns=1000, n_senders=16)
+    print(f"cosim: {out.packet_hops} packet-hops, {out.events} events in {wall:.3f} s "
+          f"(simulated {out.sim_time_ns / 1e3:.1f} us), peak RSS {rss_mb:.0f} MB")
+    print(f"  {cosim_s * 1e6:.3f} us per packet-hop, {out.events / out.packet_hops:.2f} events per packet-hop, "
+          f"{out.packet_hops / wall / 1e6:.2f} M packet-hops/s")
+    print(f"stock ns-3 P2P+DropTail: {stock['s_per_packet_hop'] * 1e6:.3f} us per packet-hop "
+          f"({stock['events_per_packet_hop']:.2f} events per packet-hop, {mean_hops} hops per chain)")
+    print(f"ratio cosim/stock: {cosim_s / stock['s_per_packet_hop']:.3f} (target <= 0.25)")
+
+
+if __name__ == "__main__":
+    main()
