@@ -1,0 +1,634 @@
+"""Build the Trace of one training iteration from a model, a parallelism and a hardware spec.
+
+Each pipeline stage gets one *program* (ops with symbolic groups and peers); every rank of that stage runs
+the same program, instantiated with its own groups and neighbours (ranks of a stage differ only in
+coordinates). Message sizes come from :mod:`cosim.workload.sizes`, FLOPs from :mod:`cosim.workload.flops`.
+
+Per layer and micro-batch (t = tp > 1; ops of size-1 groups are left out):
+
+forward   [ZeRO-3 all-gather of the layer's params]
+          attention: [SP: all-gather] compute attn [CP: qkv, ring send/recv of K,V with cp core chunks,
+          oproj] → all-reduce (SP: reduce-scatter)
+          dense MLP: [SP: all-gather] compute mlp → all-reduce (SP: reduce-scatter)
+          MoE MLP:   compute router → all-to-all dispatch (EP) → [TP all-gather] → compute experts →
+                     [TP reduce-scatter] → all-to-all combine (EP)
+backward  [ZeRO-3 all-gather] [recompute: the forward ops again] then in reverse: MLP input-gradient compute
+          → its TP collective (the backward of the forward's: all-reduce, or AG before and RS after with
+          SP; MoE: the all-to-alls and TP gather/scatter in reverse) → MLP weight-gradient compute; the same
+          for attention (CP: ring of K,V,dK,dV); [ZeRO-3 reduce-scatter of the layer's grads]
+embedding forward all-reduce (SP: reduce-scatter) of the vocabulary-parallel lookup; output head: logits
+compute (SP: all-gather before), backward input-gradient compute → all-reduce (SP: reduce-scatter) →
+weight-gradient compute. Cross-entropy's three small all-reduces are not modelled.
+
+Pipeline: a forward on a stage other than the first starts with a RECV of the activation from the
+previous (virtual) stage and ends with a SEND to the next; a backward the reverse, in 1F1B or interleaved
+order (:mod:`cosim.workload.schedule`). The backward SEND waits for the whole backward of the chunk,
+weight gradients included (Megatron sends after autograd returns). Gradient sync: in the last micro-batch's backward, layers' gradients
+are packed into buckets (``dp_bucket_bytes``, never splitting a layer; dense and expert parameters
+separately, per model chunk) and each bucket's all-reduce (ZeRO-1: reduce-scatter) is issued as soon as
+its layers' weight gradients are computed: it depends on those computes and on the previous bucket (one
+communicator), not on the end of backward. Then, if SP, an all-reduce over TP of the replicated
+parameters' grads; if tied embeddings with pp > 1, an all-reduce of the embedding grads over EMBD; then
+the optimizer step (memory-bound compute, after every gradient collective of the rank); with ZeRO-1 the
+parameter all-gathers (2 B/param) per bucket after it. ZeRO-3 replaces buckets with per-layer
+reduce-scatters in every micro-batch's backward; its gathers form one chain and are prefetched at most
+one layer ahead (a gather waits for the first compute of the previous layer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cosim.errors import CosimInputError
+from cosim.workload import flops as fl
+from cosim.workload import sizes as sz
+from cosim.workload.hardware import HardwareSpec
+from cosim.workload.layout import Layout, PeerKind, make_layout
+from cosim.workload.model import ModelSpec, active_params, total_params
+from cosim.workload.parallelism import ParallelismSpec, check_compatible
+from cosim.workload.schedule import bubble_fraction, pipeline_schedule
+from cosim.workload.trace import AlgoHint, CollKind, GroupKind, OpKind, Phase, Trace, collective_call_ids
+
+FWD, BWD, SYNC, OPT = Phase.FORWARD, Phase.BACKWARD, Phase.GRAD_SYNC, Phase.OPTIMIZER
+AR, RS, AG, A2A = CollKind.ALL_REDUCE, CollKind.REDUCE_SCATTER, CollKind.ALL_GATHER, CollKind.ALL_TO_ALL
+TP, CP, PP, DP, EP, EDP, EMBD = (GroupKind.TP, GroupKind.CP, GroupKind.PP, GroupKind.DP, GroupKind.EP,
+                                 GroupKind.EDP, GroupKind.EMBD)
+INT64_MAX = (1 << 63) - 1
+
+
+def _flat(deps: Any, out: set[int]) -> None:
+    if deps is None:
+        return
+    if isinstance(deps, (list, tuple)):
+        for d in deps:
+            _flat(d, out)
+    else:
+        out.add(int(deps))
+
+
+def pick(a: int | None, b: int | None) -> int | None:
+    """``a`` unless it is None (an op that was left out), else ``b``."""
+    return a if a is not None else b
+
+
+class _Program:
+    """Ops of one pipeline stage in issue order, groups and peers symbolic (GroupKind, PeerKind)."""
+
+    def __init__(self, group_size: dict[GroupKind, int], hw: HardwareSpec):
+        self.group_size = group_size
+        self.hw = hw
+        self.cols: dict[str, list[int]] = {k: [] for k in (
+            "kind", "phase", "duration_ns", "flops", "bytes", "coll_kind", "gkind", "pkind", "algo_hint",
+            "microbatch", "layer")}
+        self.labels: list[str] = []
+        self.deps: list[list[int]] = []
+        self.keys: list[tuple | None] = []
+        self.last_compute: int | None = None  # compute ops of a rank form one chain (one compute stream)
+        self.chain: dict[str, int] = {}  # last op per communicator stream (buckets, ZeRO gathers)
+        self.compute_idx: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def _push(self, *, kind: OpKind, label: str, deps: Any, phase: Phase, mb: int, layer: int, flops: int = 0,
+              duration_ns: int = 0, nbytes: int = 0, ckind: CollKind = CollKind.NONE, gkind: int = -1,
+              pkind: int = -1, algo: AlgoHint = AlgoHint.AUTO, key: tuple | None = None) -> int:
+        i = len(self.labels)
+        d: set[int] = set()
+        _flat(deps, d)
+        c = self.cols
+        c["kind"].append(int(kind))
+        c["phase"].append(int(phase))
+        c["duration_ns"].append(duration_ns)
+        c["flops"].append(flops)
+        c["bytes"].append(nbytes)
+        c["coll_kind"].append(int(ckind))
+        c["gkind"].append(int(gkind))
+        c["pkind"].append(int(pkind))
+        c["algo_hint"].append(int(algo))
+        c["microbatch"].append(mb)
+        c["layer"].append(layer)
+        self.labels.append(label)
+        self.deps.append(sorted(d))
+        self.keys.append(key)
+        return i
+
+    def compute(self, label: str, flops: int, deps: Any, *, phase: Phase, mb: int, layer: int,
+                duration_ns: int | None = None) -> int:
+        """Append a compute op after the previous compute of the rank; duration from FLOPs by default."""
+        dur = self.hw.compute_ns(flops) if duration_ns is None else duration_ns
+        i = self._push(kind=OpKind.COMPUTE, label=label, deps=[deps, self.last_compute], phase=phase, mb=mb,
+                       layer=layer, flops=flops, duration_ns=dur)
+        self.last_compute = i
+        self.compute_idx.append(i)
+        return i
+
+    def coll(self, label: str, ckind: CollKind, gkind: GroupKind, nbytes: int, deps: Any, *, phase: Phase,
+             mb: int, layer: int, algo: AlgoHint = AlgoHint.RING, chain: str | None = None) -> int | None:
+        """Append a collective, or return None if its group has one member (nothing to communicate)."""
+        if self.group_size.get(gkind, 1) < 2 or nbytes <= 0:
+            return None
+        d = [deps, self.chain.get(chain)] if chain else deps
+        i = self._push(kind=OpKind.COLLECTIVE, label=label, deps=d, phase=phase, mb=mb, layer=layer,
+                       nbytes=nbytes, ckind=ckind, gkind=gkind, algo=algo)
+        if chain:
+            self.chain[chain] = i
+        return i
+
+    def p2p(self, kind: OpKind, label: str, pkind: PeerKind, gkind: GroupKind, nbytes: int, key: tuple,
+            deps: Any, *, phase: Phase, mb: int, layer: int) -> int:
+        """Append a SEND or RECV to neighbour ``pkind``; ``key`` names the message on both sides."""
+        return self._push(kind=kind, label=label, deps=deps, phase=phase, mb=mb, layer=layer, nbytes=nbytes,
+                          gkind=gkind, pkind=pkind, key=key)
+
+
+@dataclass
+class _Bucket:
+    params: int = 0
+    deps: list[int] = field(default_factory=list)
+
+
+class _StageBuilder:
+    """Writes the program of one pipeline stage."""
+
+    def __init__(self, m: ModelSpec, par: ParallelismSpec, hw: HardwareSpec, stage: int,
+                 group_size: dict[GroupKind, int]):
+        self.m, self.par, self.hw, self.stage = m, par, hw, stage
+        self.p, self.v, self.nmb = par.pp, par.vpp, par.num_microbatches
+        self.n_vstages = self.p * self.v
+        self.per_chunk = m.num_layers // self.n_vstages
+        self.sp = par.sp
+        self.lf = fl.layer_forward_flops(m, par)
+        self.head_flops = fl.head_forward_flops(m, par)
+        # message sizes, formulas in cosim.workload.sizes (Megatron's):
+        self.tp_bytes = sz.tp_activation_bytes(m, par)  # TP AR / SP RS+AG full tensor: 2·b·(s/cp)·h
+        self.pp_bytes = sz.pp_activation_bytes(m, par)  # PP send/recv: 2·b·(s/cp)·h, ÷t with SP
+        self.kv_bytes = sz.cp_kv_bytes(m, par)  # CP ring step: 2·2·b·(s/cp)·kv·d/t (×2 in backward)
+        self.a2a_bytes = sz.moe_dispatch_bytes(m, par)  # MoE all-to-all: 2·b·(s/cp)/t·k·h
+        self.moe_tp_bytes = sz.moe_tp_bytes(m, par)  # MoE TP AG/RS of routed tokens: 2·b·(s/cp)·k·h
+        self.layer_p = sz.layer_unit_params(m, par)
+        self.embed_p = sz.embedding_unit_params(m, par)
+        self.head_p = sz.head_unit_params(m, par)
+        self.prog = _Program(group_size, hw)
+        self.zero3 = par.zero_stage == 3
+        self.acc = {DP: _Bucket(), EDP: _Bucket()}
+        self.n_buckets = 0
+        self.zero1_buckets: list[tuple[GroupKind, int, int, int]] = []
+        self.sync_ops: list[int] = []
+        self.gate: int | None = None  # first compute of the previous unit (ZeRO-3 prefetch limit)
+
+    # --- structure -----------------------------------------------------------------------------------
+
+    def units(self, chunk: int) -> list[tuple[str, int]]:
+        """Units of model chunk ``chunk`` in forward order: [embed], layers, [head]."""
+        vs = chunk * self.p + self.stage
+        out: list[tuple[str, int]] = [("embed", -1)] if vs == 0 else []
+        out += [("layer", L) for L in range(vs * self.per_chunk, (vs + 1) * self.per_chunk)]
+        if vs == self.n_vstages - 1:
+            out.append(("head", -1))
+        return out
+
+    def unit_params(self, unit: tuple[str, int]) -> sz.UnitParams:
+        """Parameters one rank of this stage holds for ``unit``."""
+        return {"embed": self.embed_p, "layer": self.layer_p, "head": self.head_p}[unit[0]]
+
+    def stage_params(self) -> sz.UnitParams:
+        """All parameters one rank of this stage holds."""
+        total = sz.UnitParams()
+        for c in range(self.v):
+            for u in self.units(c):
+                total = total + self.unit_params(u)
+        return total
+
+    def build(self) -> _Program:
+        """Emit the whole iteration of this stage."""
+        for step in pipeline_schedule(self.stage, self.p, self.nmb, self.v):
+            if step.forward:
+                self._forward(step.microbatch, step.chunk)
+            else:
+                self._backward(step.microbatch, step.chunk)
+        self._finalize()
+        return self.prog
+
+    # --- passes --------------------------------------------------------------------------------------
+
+    def _forward(self, mb: int, chunk: int) -> None:
+        P = self.prog
+        vs = chunk * self.p + self.stage
+        x = None
+        if vs > 0:  # Megatron p2p: activation from the previous virtual stage
+            x = P.p2p(OpKind.RECV, f"fwd/mb{mb}/vs{vs}/pp_recv", PeerKind.PP_PREV, PP, self.pp_bytes,
+                      ("pp_f", mb, vs - 1), [P.last_compute], phase=FWD, mb=mb, layer=-1)
+        for unit in self.units(chunk):
+            first = len(P.compute_idx)
+            gather = self._zero3_gather(unit, f"fwd/mb{mb}/{self._unit_name(unit)}/", FWD, mb)
+            if unit[0] == "embed":
+                x = self._embed_fwd(mb, x, gather)
+            elif unit[0] == "layer":
+                x = self._layer_fwd(unit[1], mb, x, gather, recompute=False)
+            else:
+                x = self._head_fwd(mb, x, gather)
+            self._update_gate(first)
+        if vs < self.n_vstages - 1:
+            P.p2p(OpKind.SEND, f"fwd/mb{mb}/vs{vs}/pp_send", PeerKind.PP_NEXT, PP, self.pp_bytes,
+                  ("pp_f", mb, vs), [pick(x, P.last_compute)], phase=FWD, mb=mb, layer=-1)
+
+    def _backward(self, mb: int, chunk: int) -> None:
+        P = self.prog
+        vs = chunk * self.p + self.stage
+        g = None
+        if vs < self.n_vstages - 1:  # gradient of our output from the next virtual stage
+            g = P.p2p(OpKind.RECV, f"bwd/mb{mb}/vs{vs}/pp_recv", PeerKind.PP_NEXT, PP, self.pp_bytes,
+                      ("pp_b", mb, vs + 1), [P.last_compute], phase=BWD, mb=mb, layer=-1)
+        last_mb = mb == self.nmb - 1
+        for unit in reversed(self.units(chunk)):
+            first = len(P.compute_idx)
+            pre = f"bwd/mb{mb}/{self._unit_name(unit)}/"
+            gather = self._zero3_gather(unit, pre, BWD, mb) if unit[0] != "embed" else []
+            if unit[0] == "embed":
+                wgrads: list[int] = []
+            elif unit[0] == "layer":
+                g, wgrads = self._layer_bwd(unit[1], mb, g, gather)
+            else:
+                g, wgrads = self._head_bwd(mb, gather)
+            self._update_gate(first)
+            wdeps = wgrads or [P.last_compute]
+            up = self.unit_params(unit)
+            layer = unit[1]
+            if self.zero3:
+                for gk, params, what in ((DP, up.dense, "zero3_reducescatter"),
+                                         (EDP, up.expert, "zero3_expert_reducescatter")):
+                    # ZeRO-3/FSDP: reduce-scatter this unit's fp32 grads every micro-batch, 4·P_unit_local
+                    i = P.coll(pre + what, RS, gk, sz.grad_bytes(params), wdeps, phase=BWD, mb=mb, layer=layer,
+                               chain=f"z3rs_{gk.name}")
+                    if i is not None:
+                        self.sync_ops.append(i)
+            elif last_mb:
+                self._bucket_add(chunk, up, wdeps)
+        if last_mb and not self.zero3:
+            self._bucket_flush(DP, chunk)
+            self._bucket_flush(EDP, chunk)
+        if vs > 0:
+            P.p2p(OpKind.SEND, f"bwd/mb{mb}/vs{vs}/pp_send", PeerKind.PP_PREV, PP, self.pp_bytes,
+                  ("pp_b", mb, vs), [g, P.last_compute], phase=BWD, mb=mb, layer=-1)
+
+    @staticmethod
+    def _unit_name(unit: tuple[str, int]) -> str:
+        return f"L{unit[1]}" if unit[0] == "layer" else unit[0]
+
+    def _update_gate(self, first: int) -> None:
+        if len(self.prog.compute_idx) > first:
+            self.gate = self.prog.compute_idx[first]
+
+    def _zero3_gather(self, unit: tuple[str, int], pre: str, phase: Phase, mb: int) -> list[int]:
+        """ZeRO-3: all-gather the unit's bf16 params (2·P_unit_local) over DP (dense) and EDP (experts)."""
+        if not self.zero3:
+            return []
+        up = self.unit_params(unit)
+        out = []
+        for gk, params, what in ((DP, up.dense, "zero3_allgather"), (EDP, up.expert, "zero3_expert_allgather")):
+            # bf16 params of the unit on this (tp, pp) rank: 2·P_unit_local
+            i = self.prog.coll(pre + what, AG, gk, sz.param_bytes(params), [self.gate], phase=phase, mb=mb,
+                               layer=unit[1], chain="z3ag")
+            if i is not None:
+                out.append(i)
+        return out
+
+    # --- units ---------------------------------------------------------------------------------------
+
+    def _tp_out(self, label: str, deps: Any, kw: dict, nbytes: int | None = None) -> int | None:
+        """Row-parallel output collective: all-reduce, or reduce-scatter with sequence parallelism."""
+        kind, name = (RS, "tp_reducescatter") if self.sp else (AR, "tp_allreduce")
+        return self.prog.coll(f"{label}_{name}", kind, TP, self.tp_bytes if nbytes is None else nbytes, deps, **kw)
+
+    def _tp_in(self, label: str, deps: Any, kw: dict) -> int | None:
+        """Column-parallel input all-gather (sequence parallelism only)."""
+        if not self.sp:
+            return None
+        return self.prog.coll(f"{label}_tp_allgather", AG, TP, self.tp_bytes, deps, **kw)
+
+    def _embed_fwd(self, mb: int, x: int | None, gather: list[int]) -> int | None:
+        P = self.prog
+        kw = dict(phase=FWD, mb=mb, layer=-1)
+        # vocabulary-parallel embedding: partial lookups summed over TP (2·b·s·h), SP scatters the sum
+        o = self._tp_out(f"fwd/mb{mb}/embed/embed", [P.last_compute, gather], kw)
+        return pick(o, x)
+
+    def _head_fwd(self, mb: int, x: int | None, gather: list[int]) -> int:
+        P = self.prog
+        kw = dict(phase=FWD, mb=mb, layer=-1)
+        inp = pick(self._tp_in(f"fwd/mb{mb}/head/head", [x], kw), x)
+        return P.compute(f"fwd/mb{mb}/head/logits", self.head_flops, [inp, gather], **kw)
+
+    def _head_bwd(self, mb: int, gather: list[int]) -> tuple[int, list[int]]:
+        P = self.prog
+        kw = dict(phase=BWD, mb=mb, layer=-1)
+        d = P.compute(f"bwd/mb{mb}/head/logits_dgrad", self.head_flops, [gather], **kw)
+        # column-parallel output layer: input gradient all-reduced over TP (SP: reduce-scattered)
+        o = self._tp_out(f"bwd/mb{mb}/head/head", [d], kw)
+        w = P.compute(f"bwd/mb{mb}/head/logits_wgrad", self.head_flops, [d], **kw)
+        return pick(o, d), [w]
+
+    def _layer_fwd(self, L: int, mb: int, x: int | None, gather: list[int], recompute: bool) -> int:
+        P = self.prog
+        pre = f"bwd/mb{mb}/L{L}/recompute_" if recompute else f"fwd/mb{mb}/L{L}/"
+        kw = dict(phase=BWD if recompute else FWD, mb=mb, layer=L)
+        lf = self.lf
+        inp = pick(self._tp_in(pre + "attn", [x], kw), x)
+        if self.par.cp == 1:
+            c = P.compute(pre + "attn", lf.attention_flops, [inp, gather], **kw)
+        else:
+            c = self._ring_fwd(pre, inp, gather, kw, "r" if recompute else "f", mb, L)
+        o = pick(self._tp_out(pre + "attn", [c], kw), c)
+        if self.m.is_moe:
+            return self._moe_fwd(pre, o, kw)
+        inp = pick(self._tp_in(pre + "mlp", [o], kw), o)
+        c = P.compute(pre + "mlp", lf.mlp_flops, [inp], **kw)
+        return pick(self._tp_out(pre + "mlp", [c], kw), c)
+
+    def _ring_fwd(self, pre: str, inp: int | None, gather: list[int], kw: dict, tag: str, mb: int, L: int) -> int:
+        """Ring attention forward: cp-1 steps pass K,V chunks to the next CP rank while computing."""
+        P, cp = self.prog, self.par.cp
+        b, s, h, t = self.par.micro_batch_size, self.m.seq_length, self.m.hidden_size, self.par.tp
+        chunk_flops = 4 * b * (s // cp) * (s // cp) * h // t  # core_flops / cp: one K,V chunk per step
+        q = P.compute(pre + "qkv", self.lf.qkv_flops, [inp, gather], **kw)
+        recvs: list[int | None] = [q] + [None] * (cp - 1)
+        for j in range(1, cp):
+            key = ("cp", tag, mb, L, j)
+            P.p2p(OpKind.SEND, f"{pre}cp_send_kv_s{j}", PeerKind.CP_NEXT, CP, self.kv_bytes, key, [recvs[j - 1]], **kw)
+            recvs[j] = P.p2p(OpKind.RECV, f"{pre}cp_recv_kv_s{j}", PeerKind.CP_PREV, CP, self.kv_bytes, key, [q],
+                             **kw)
+            P.compute(f"{pre}attn_core_c{j - 1}", chunk_flops, [recvs[j - 1]], **kw)
+        P.compute(f"{pre}attn_core_c{cp - 1}", chunk_flops, [recvs[cp - 1]], **kw)
+        return P.compute(pre + "oproj", self.lf.oproj_flops, [], **kw)
+
+    def _ring_bwd(self, pre: str, inp: int | None, kw: dict, mb: int, L: int) -> int:
+        """Ring attention backward: cp-1 steps pass K,V and partial dK,dV (twice the forward chunk)."""
+        P, cp = self.prog, self.par.cp
+        b, s, h, t = self.par.micro_batch_size, self.m.seq_length, self.m.hidden_size, self.par.tp
+        chunk_flops = 2 * 4 * b * (s // cp) * (s // cp) * h // t  # backward of a core chunk: 2× forward
+        d0 = P.compute(pre + "oproj_dgrad", self.lf.oproj_flops, [inp], **kw)
+        core = P.compute(pre + "attn_core_bwd_c0", chunk_flops, [d0], **kw)
+        recv: int | None = None
+        nbytes = sz.cp_kv_grad_bytes(self.m, self.par)  # K, V, dK, dV: 2 × 2·2·b·(s/cp)·kv·d/t
+        for j in range(1, cp):
+            key = ("cp", "b", mb, L, j)
+            P.p2p(OpKind.SEND, f"{pre}cp_send_kvgrad_s{j}", PeerKind.CP_NEXT, CP, nbytes, key, [core, recv], **kw)
+            recv = P.p2p(OpKind.RECV, f"{pre}cp_recv_kvgrad_s{j}", PeerKind.CP_PREV, CP, nbytes, key, [d0], **kw)
+            core = P.compute(f"{pre}attn_core_bwd_c{j}", chunk_flops, [recv], **kw)
+        return P.compute(pre + "qkv_dgrad", self.lf.qkv_flops, [core], **kw)
+
+    def _moe_fwd(self, pre: str, o: int, kw: dict) -> int:
+        P, lf = self.prog, self.lf
+        r = P.compute(pre + "router", lf.router_flops, [o], **kw)
+        d = pick(P.coll(pre + "moe_dispatch_alltoall", A2A, EP, self.a2a_bytes, [r], algo=AlgoHint.PAIRWISE, **kw), r)
+        g = pick(P.coll(pre + "moe_tp_allgather", AG, TP, self.moe_tp_bytes, [d], **kw), d)
+        e = P.compute(pre + "experts", lf.experts_flops, [g], **kw)
+        rs = pick(P.coll(pre + "moe_tp_reducescatter", RS, TP, self.moe_tp_bytes, [e], **kw), e)
+        return pick(P.coll(pre + "moe_combine_alltoall", A2A, EP, self.a2a_bytes, [rs], algo=AlgoHint.PAIRWISE,
+                           **kw), rs)
+
+    def _layer_bwd(self, L: int, mb: int, g: int | None, gather: list[int]) -> tuple[int, list[int]]:
+        P, lf = self.prog, self.lf
+        pre = f"bwd/mb{mb}/L{L}/"
+        kw = dict(phase=BWD, mb=mb, layer=L)
+        rec = self._layer_fwd(L, mb, None, gather, recompute=True) if self.par.recompute else None
+        if self.m.is_moe:
+            c1 = pick(P.coll(pre + "moe_combine_alltoall", A2A, EP, self.a2a_bytes, [g], algo=AlgoHint.PAIRWISE,
+                             **kw), g)
+            c2 = pick(P.coll(pre + "moe_tp_allgather", AG, TP, self.moe_tp_bytes, [c1], **kw), c1)
+            d = P.compute(pre + "experts_dgrad", lf.experts_flops, [c2, gather, rec], **kw)
+            c3 = pick(P.coll(pre + "moe_tp_reducescatter", RS, TP, self.moe_tp_bytes, [d], **kw), d)
+            c4 = pick(P.coll(pre + "moe_dispatch_alltoall", A2A, EP, self.a2a_bytes, [c3], algo=AlgoHint.PAIRWISE,
+                             **kw), c3)
+            rb = P.compute(pre + "router_bwd", 2 * lf.router_flops, [c4], **kw)
+            w1 = P.compute(pre + "experts_wgrad", lf.experts_flops, [d], **kw)
+            out = rb
+        else:
+            inp = pick(self._tp_in(pre + "mlp", [g], kw), g)
+            d = P.compute(pre + "mlp_dgrad", lf.mlp_flops, [inp, gather, rec], **kw)
+            out = pick(self._tp_out(pre + "mlp", [d], kw), d)
+            w1 = P.compute(pre + "mlp_wgrad", lf.mlp_flops, [d], **kw)
+        inp = pick(self._tp_in(pre + "attn", [out], kw), out)
+        if self.par.cp == 1:
+            d = P.compute(pre + "attn_dgrad", lf.qkv_flops + 2 * lf.core_flops + lf.oproj_flops, [inp], **kw)
+        else:
+            d = self._ring_bwd(pre, inp, kw, mb, L)
+        out = pick(self._tp_out(pre + "attn", [d], kw), d)
+        w2 = P.compute(pre + "attn_wgrad", lf.qkv_flops + lf.oproj_flops, [d], **kw)
+        return out, [w1, w2]
+
+    # --- gradient sync and optimizer -------------------------------------------------------------------
+
+    def _bucket_add(self, chunk: int, up: sz.UnitParams, wdeps: list[int]) -> None:
+        for gk, params in ((DP, up.dense), (EDP, up.expert)):
+            if params == 0 or self.prog.group_size.get(gk, 1) < 2:
+                continue
+            acc = self.acc[gk]
+            acc.params += params
+            acc.deps.extend(wdeps)
+            if sz.grad_bytes(acc.params) >= self.par.dp_bucket_bytes:
+                self._bucket_flush(gk, chunk)
+
+    def _bucket_flush(self, gk: GroupKind, chunk: int) -> None:
+        acc = self.acc[gk]
+        if acc.params == 0:
+            return
+        k = self.n_buckets
+        self.n_buckets += 1
+        name = "dp" if gk == DP else "edp"
+        kind, what = (AR, "allreduce") if self.par.zero_stage == 0 else (RS, "reducescatter")
+        # fp32 gradients of the bucket: 4·P_bucket (Σ over buckets = 4·P_local ≈ 4·P/(t·p))
+        i = self.prog.coll(f"grad/c{chunk}/b{k}/{name}_{what}", kind, gk, sz.grad_bytes(acc.params), acc.deps,
+                           phase=SYNC, mb=-1, layer=-1, chain=name)
+        if i is not None:
+            self.sync_ops.append(i)
+            if self.par.zero_stage == 1:
+                self.zero1_buckets.append((gk, acc.params, chunk, k))
+        self.acc[gk] = _Bucket()
+
+    def optimizer_params(self) -> int:
+        """Parameters this rank updates: all it holds, or its 1/(dp·cp) (experts 1/edp) shard with ZeRO."""
+        up = self.stage_params()
+        if self.par.zero_stage == 0:
+            return up.total
+        return -(-up.dense // (self.par.dp * self.par.cp)) + -(-up.expert // self.par.edp)
+
+    def _finalize(self) -> None:
+        P = self.prog
+        base = [self.sync_ops, P.last_compute]
+        fin: list[int | None] = []
+        up = self.stage_params()
+        kw = dict(phase=SYNC, mb=-1, layer=-1)
+        if self.sp:
+            # Megatron all-reduces over TP the grads of params that see only the local sequence shard under SP
+            # (norms, row-parallel biases, router): 4·replicated; learned positions are applied before the
+            # scatter, so their grads are already complete on every TP rank and are left out.
+            n_embed = sum(1 for c in range(self.v) for u in self.units(c) if u[0] == "embed")
+            partial = up.replicated - n_embed * self.embed_p.replicated
+            fin.append(P.coll("grad/tp_replicated_allreduce", AR, TP, sz.grad_bytes(partial), base, **kw))
+        if self.m.tied_embeddings and self.p > 1 and self.stage in (0, self.p - 1):
+            # tied embeddings: first and last stage sum their copies' grads, 4·V·h/t
+            emb = self.m.vocab_size * self.m.hidden_size // self.par.tp
+            fin.append(P.coll("grad/embd_allreduce", AR, EMBD, sz.grad_bytes(emb), [base, fin], **kw))
+        opt_ns = self.hw.memory_ns(sz.OPTIMIZER_BYTES_PER_PARAM * self.optimizer_params())
+        opt = P.compute("opt/step", 0, [base, fin], phase=OPT, mb=-1, layer=-1, duration_ns=opt_ns)
+        for gk, params, chunk, k in self.zero1_buckets:
+            name = "dp" if gk == DP else "edp"
+            # distributed optimizer: gather the updated bf16 params, 2·P_bucket
+            P.coll(f"opt/c{chunk}/b{k}/{name}_allgather", AG, gk, sz.param_bytes(params), [opt], phase=OPT,
+                   mb=-1, layer=-1, chain=name)
+
+
+# --- instantiation -----------------------------------------------------------------------------------
+
+@dataclass
+class _Template:
+    cols: dict[str, np.ndarray]
+    labels: list[str]
+    dep_ptr: np.ndarray
+    dep_idx: np.ndarray
+    keys: list[tuple | None]
+
+    @property
+    def n(self) -> int:
+        return len(self.labels)
+
+
+def _to_template(prog: _Program) -> _Template:
+    cols = {k: np.asarray(v, dtype=np.int64) for k, v in prog.cols.items()}
+    counts = np.fromiter((len(d) for d in prog.deps), dtype=np.int64, count=len(prog.deps))
+    dep_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    dep_idx = np.fromiter((x for d in prog.deps for x in d), dtype=np.int64, count=int(dep_ptr[-1]))
+    return _Template(cols=cols, labels=prog.labels, dep_ptr=dep_ptr, dep_idx=dep_idx, keys=prog.keys)
+
+
+def _peer_stage(stage: int, pkind: int, pp: int) -> int:
+    if pkind == PeerKind.PP_NEXT:
+        return (stage + 1) % pp
+    if pkind == PeerKind.PP_PREV:
+        return (stage - 1) % pp
+    return stage
+
+
+def _instantiate(templates: list[_Template], layout: Layout, pp: int) -> dict[str, Any]:
+    """Replicate each stage's template for every rank of that stage and resolve groups, peers, ids."""
+    stage_of = layout.stage
+    sizes = np.array([templates[s].n for s in stage_of], dtype=np.int64)
+    off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(off[-1])
+    dep_counts = np.array([templates[s].dep_idx.size for s in stage_of], dtype=np.int64)
+    doff = np.concatenate([[0], np.cumsum(dep_counts)]).astype(np.int64)
+
+    label_ids: dict[str, int] = {}
+    for t in templates:
+        for s in t.labels:
+            label_ids.setdefault(s, len(label_ids))
+
+    out = {k: np.zeros(n, dtype=np.int64) for k in (
+        "kind", "phase", "duration_ns", "flops", "bytes", "coll_kind", "group", "peer", "match_id", "coll_id",
+        "algo_hint", "label", "microbatch", "layer", "rank")}
+    dep_ptr = np.zeros(n + 1, dtype=np.int64)
+    dep_idx = np.zeros(int(doff[-1]), dtype=np.int64)
+
+    # p2p: for each recv of a template, the local index of its send in the sender's template
+    send_index = [{t.keys[j]: j for j in range(t.n) if t.cols["kind"][j] == OpKind.SEND} for t in templates]
+    recv_partner = []
+    for s, t in enumerate(templates):
+        partner = np.full(t.n, -1, dtype=np.int64)
+        for j in np.flatnonzero(t.cols["kind"] == OpKind.RECV):
+            ps = _peer_stage(s, int(t.cols["pkind"][j]), pp)
+            partner[j] = send_index[ps][t.keys[j]]
+        recv_partner.append(partner)
+
+    for s, t in enumerate(templates):
+        ranks = np.flatnonzero(stage_of == s)
+        if ranks.size == 0 or t.n == 0:
+            continue
+        pos = (off[ranks][:, None] + np.arange(t.n)[None, :]).ravel()
+        for k in ("kind", "phase", "duration_ns", "flops", "bytes", "coll_kind", "algo_hint", "microbatch", "layer"):
+            out[k][pos] = np.tile(t.cols[k], ranks.size)
+        out["label"][pos] = np.tile(np.array([label_ids[x] for x in t.labels], dtype=np.int64), ranks.size)
+        out["rank"][pos] = np.repeat(ranks, t.n)
+        gk, pk = t.cols["gkind"], t.cols["pkind"]
+        grp = layout.group_of[ranks][:, np.clip(gk, 0, None)]
+        out["group"][pos] = np.where(gk[None, :] >= 0, grp, -1).ravel()
+        peers = layout.peer_of[ranks][:, np.clip(pk, 0, None)]
+        peers = np.where(pk[None, :] >= 0, peers, -1)
+        out["peer"][pos] = peers.ravel()
+        # match_id = global index of the SEND (same value on its RECV)
+        is_send = (t.cols["kind"] == OpKind.SEND)[None, :]
+        is_recv = (t.cols["kind"] == OpKind.RECV)[None, :]
+        own = off[ranks][:, None] + np.arange(t.n)[None, :]
+        theirs = off[np.clip(peers, 0, None)] + recv_partner[s][None, :]
+        out["match_id"][pos] = np.where(is_send, own, np.where(is_recv, theirs, -1)).ravel()
+        counts = np.diff(t.dep_ptr)
+        dep_ptr[pos + 1] = np.tile(counts, ranks.size)
+        dpos = (doff[ranks][:, None] + np.arange(t.dep_idx.size)[None, :]).ravel()
+        dep_idx[dpos] = (off[ranks][:, None] + t.dep_idx[None, :]).ravel()
+    dep_ptr = np.cumsum(dep_ptr)
+    out["coll_id"] = collective_call_ids(out["rank"], out["kind"], out["group"], layout.group_kind.size)
+    out["labels"] = tuple(label_ids)
+    out["dep_ptr"], out["dep_idx"] = dep_ptr, dep_idx
+    return out
+
+
+def _spec_dict(spec: Any) -> dict[str, Any]:
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+
+
+def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Trace:
+    """Build the trace of one training iteration.
+
+    @param model  the transformer (see cosim.workload.model presets)
+    @param par  parallelism, batch sizes and placement
+    @param hw  GPU type and efficiencies (compute durations)
+    @return the Trace, with the three specs and derived numbers in ``trace.specs``
+    @throws CosimInputError if the combination is impossible (numbers named in the message)
+    """
+    check_compatible(model, par)
+    layout = make_layout(par, tied_embeddings=model.tied_embeddings)
+    group_size = {GroupKind(k): layout.group_size(GroupKind(k)) for k in GroupKind}
+    builders = [_StageBuilder(model, par, hw, s, group_size) for s in range(par.pp)]
+    templates = [_to_template(b.build()) for b in builders]
+    for t in templates:
+        if t.cols["flops"].size and int(t.cols["flops"].max()) > INT64_MAX // 2:
+            raise CosimInputError("parallelism.micro_batch_size", "FLOPs of one op overflow int64",
+                                  "use a smaller micro-batch or sequence")
+    cols = _instantiate(templates, layout, par.pp)
+    stage_params = [b.stage_params() for b in builders]
+    state = []
+    for b, up in zip(builders, stage_params):
+        # model state per GPU: bf16 params (2) + fp32 grads (4) + Adam fp32 master, m, v (12) bytes/param
+        if par.zero_stage == 0:
+            state.append(18 * up.total)
+        elif par.zero_stage == 1:
+            state.append(6 * up.total + 12 * b.optimizer_params())
+        else:
+            state.append(18 * b.optimizer_params())
+    derived = {
+        "world_size": par.world_size,
+        "num_microbatches": par.num_microbatches,
+        "layers_per_chunk": model.num_layers // (par.pp * par.vpp),
+        "total_params": total_params(model),
+        "active_params": active_params(model),
+        "params_per_gpu_by_stage": [up.total for up in stage_params],
+        "model_state_bytes_per_gpu_by_stage": state,
+        "model_flops_per_iteration": fl.model_flops_per_iteration(model, par.global_batch_size),
+        "bubble_fraction_ideal": bubble_fraction(par.pp, par.num_microbatches, par.vpp),
+    }
+    specs = {"model": _spec_dict(model), "parallelism": _spec_dict(par), "hardware": _spec_dict(hw),
+             "derived": derived}
+    return Trace(n_ranks=layout.n_ranks, rank=cols["rank"], kind=cols["kind"], phase=cols["phase"],
+                 duration_ns=cols["duration_ns"], flops=cols["flops"], bytes=cols["bytes"],
+                 coll_kind=cols["coll_kind"], group=cols["group"], peer=cols["peer"], match_id=cols["match_id"],
+                 coll_id=cols["coll_id"], algo_hint=cols["algo_hint"], label=cols["label"],
+                 microbatch=cols["microbatch"], layer=cols["layer"], dep_ptr=cols["dep_ptr"],
+                 dep_idx=cols["dep_idx"], labels=cols["labels"], group_ptr=layout.group_ptr,
+                 group_ranks=layout.group_ranks, group_kind=layout.group_kind,
+                 specs=json.dumps(specs, sort_keys=True))

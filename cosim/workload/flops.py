@@ -1,0 +1,100 @@
+"""FLOPs of the matmuls of one micro-batch on one rank, and model FLOPs per iteration.
+
+Counted as Megatron does (Narayanan et al. 2021, appendix): 2 FLOPs per multiply-add of the matmuls only
+(norms, softmax, activations, the optimizer are left out); the attention score and context matmuls use the
+full s×s matrix (no saving from the causal mask). With ``n = b·s/cp`` local tokens, t = tp, per layer::
+
+    qkv     = 2·n·h·(h + 2·kv·d) / t     (Q, K, V projections; GQA makes K and V kv·d wide)
+    core    = 4·n·s·h / t                (Q·Kᵀ and softmax·V over all s keys)
+    oproj   = 2·n·h·h / t
+    mlp     = 2·n·h·f·(3 if gated else 2) / t                       dense models
+    router  = 2·n_r·h·E,  n_r = n/t with sequence parallelism else n  MoE models
+    experts = 2·n·k·h·f·(3 if gated else 2) / t                      (k = top_k; balanced routing)
+    head    = 2·n·h·V / t                (logits, last stage)
+
+Backward = input gradient (1× forward of each matmul, 2× for the attention core, which has no weights)
+plus weight gradient (1× forward of each weight matmul), i.e. 2× forward in total. Summed over all ranks
+and micro-batches, forward + backward is ``3·B·F_seq`` where F_seq is the forward of one sequence, which for
+GPT (kv = heads, f = 4h, no gating) is Megatron's 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cosim.workload.model import ModelSpec
+from cosim.workload.parallelism import ParallelismSpec
+
+
+def _mlp_matrices(m: ModelSpec) -> int:
+    return 3 if m.gated_mlp else 2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerFlops:
+    """Forward FLOPs of one transformer layer for one micro-batch on one rank (module docstring)."""
+
+    qkv_flops: int
+    core_flops: int
+    oproj_flops: int
+    mlp_flops: int  #: dense MLP (0 for MoE)
+    router_flops: int  #: MoE router (0 for dense)
+    experts_flops: int  #: MoE experts (0 for dense)
+
+    @property
+    def attention_flops(self) -> int:
+        """QKV + core + output projection."""
+        return self.qkv_flops + self.core_flops + self.oproj_flops
+
+    @property
+    def total_flops(self) -> int:
+        """All forward FLOPs of the layer."""
+        return self.attention_flops + self.mlp_flops + self.router_flops + self.experts_flops
+
+
+def layer_forward_flops(m: ModelSpec, par: ParallelismSpec) -> LayerFlops:
+    """Forward FLOPs of one layer, one micro-batch, one rank (exact integers; needs check_compatible)."""
+    t = par.tp
+    h = m.hidden_size
+    n = par.micro_batch_size * m.seq_length // par.cp  # local query tokens
+    qkv = 2 * n * h * (h + 2 * m.kv_size) // t
+    core = 4 * n * m.seq_length * h // t
+    oproj = 2 * n * h * h // t
+    if m.is_moe:
+        n_router = n // t if par.sp else n  # router runs on the sequence-parallel shard, replicated over TP
+        router = 2 * n_router * h * m.num_experts
+        experts = 2 * n * m.top_k * h * m.ffn_hidden_size * _mlp_matrices(m) // t
+        mlp = 0
+    else:
+        router = experts = 0
+        mlp = 2 * n * h * m.ffn_hidden_size * _mlp_matrices(m) // t
+    return LayerFlops(qkv_flops=qkv, core_flops=core, oproj_flops=oproj, mlp_flops=mlp, router_flops=router,
+                      experts_flops=experts)
+
+
+def head_forward_flops(m: ModelSpec, par: ParallelismSpec) -> int:
+    """Forward FLOPs of the output layer (logits) for one micro-batch on one last-stage rank."""
+    n = par.micro_batch_size * m.seq_length // par.cp
+    return 2 * n * m.hidden_size * m.vocab_size // par.tp
+
+
+def sequence_forward_flops(m: ModelSpec) -> int:
+    """Forward FLOPs of the whole model for one sequence of s tokens (no parallelism)."""
+    s, h = m.seq_length, m.hidden_size
+    attn = 2 * s * h * (h + 2 * m.kv_size) + 4 * s * s * h + 2 * s * h * h
+    if m.is_moe:
+        mlp = 2 * s * h * m.num_experts + 2 * s * m.top_k * h * m.ffn_hidden_size * _mlp_matrices(m)
+    else:
+        mlp = 2 * s * h * m.ffn_hidden_size * _mlp_matrices(m)
+    return m.num_layers * (attn + mlp) + 2 * s * h * m.vocab_size
+
+
+def model_flops_per_iteration(m: ModelSpec, global_batch_size: int) -> int:
+    """Model FLOPs of one iteration: 3 × forward (forward + backward), no recomputation: 3·B·F_seq."""
+    return 3 * global_batch_size * sequence_forward_flops(m)
+
+
+def gpt_flops_formula(m: ModelSpec, global_batch_size: int) -> float:
+    """Megatron's closed form 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) (valid for GPT-shaped models)."""
+    B, s, l, h, V = global_batch_size, m.seq_length, m.num_layers, m.hidden_size, m.vocab_size
+    return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))

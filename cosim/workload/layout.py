@@ -1,0 +1,122 @@
+"""Rank placement and communication groups.
+
+Each rank has coordinates (tp, cp, pp, dp). ``ParallelismSpec.order`` lists the axes fastest-varying first:
+with the default ``tp-cp-pp-dp``, rank = tp + t·(cp + c·(pp + p·dp)), so a TP group is t consecutive ranks
+(inside one host when t ≤ GPUs per host), then CP, then pipeline stages, then data-parallel replicas.
+
+Groups (only those with more than one member are created), ordered by kind then by lowest member:
+
+- TP: ranks differing only in tp.      - CP: only in cp.      - PP: only in pp.
+- DP: ranks differing in cp and dp (Megatron's data-parallel group *with* context parallelism: they hold
+  the same parameters, so gradients are reduced over all of them).
+- EP: the ``ep`` ranks with the same tp, cp, pp and the same ``dp // ep``.
+- EDP: expert data parallel, the ranks with the same tp, pp and ``dp % ep`` (any cp, any ``dp // ep``).
+- EMBD: first and last pipeline stage with the same tp, cp, dp (tied embeddings with pp > 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from cosim.workload.parallelism import AXES, ParallelismSpec
+from cosim.workload.trace import GroupKind
+
+
+class PeerKind(IntEnum):
+    """Point-to-point neighbour of a rank."""
+    PP_NEXT = 0  #: next pipeline stage (wraps around: interleaved schedules send from the last to the first)
+    PP_PREV = 1
+    CP_NEXT = 2  #: next rank of the context-parallel ring
+    CP_PREV = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Layout:
+    """Rank coordinates, groups (CSR) and per-rank lookup tables for one ParallelismSpec."""
+
+    n_ranks: int
+    coords: np.ndarray  #: int64 (n_ranks, 4): tp, cp, pp, dp coordinate of each rank
+    group_ptr: np.ndarray  #: int64 (n_groups+1)
+    group_ranks: np.ndarray  #: int32, members of each group, increasing
+    group_kind: np.ndarray  #: uint8 (n_groups) GroupKind
+    group_of: np.ndarray  #: int32 (n_ranks, len(GroupKind)): the rank's group of each kind, -1 if none
+    peer_of: np.ndarray  #: int32 (n_ranks, len(PeerKind)): neighbour rank, -1 if none
+
+    @property
+    def stage(self) -> np.ndarray:
+        """Pipeline stage (pp coordinate) of each rank."""
+        return self.coords[:, AXES.index("pp")]
+
+    def group_size(self, kind: GroupKind) -> int:
+        """Members per group of ``kind`` (1 if the kind has no groups)."""
+        sel = np.flatnonzero(self.group_kind == kind)
+        return int(self.group_ptr[sel[0] + 1] - self.group_ptr[sel[0]]) if sel.size else 1
+
+
+def make_layout(par: ParallelismSpec, tied_embeddings: bool = False) -> Layout:
+    """Place ranks and build the groups for ``par``.
+
+    @param par  the parallelism spec (its ``order`` sets the placement)
+    @param tied_embeddings  create EMBD groups (first + last stage) when pp > 1
+    @return the Layout
+    """
+    degree = {"tp": par.tp, "cp": par.cp, "pp": par.pp, "dp": par.dp}
+    order = par.order.split("-")
+    n = par.world_size
+    ranks = np.arange(n, dtype=np.int64)
+    coords = np.zeros((n, 4), dtype=np.int64)
+    stride = 1
+    strides = {}
+    for axis in order:  # fastest-varying first
+        strides[axis] = stride
+        coords[:, AXES.index(axis)] = (ranks // stride) % degree[axis]
+        stride *= degree[axis]
+    tp, cp, pp, dp = (coords[:, i] for i in range(4))
+
+    def rank_of(c: np.ndarray) -> np.ndarray:
+        return sum(c[:, AXES.index(a)] * strides[a] for a in AXES)
+
+    keys: list[tuple[GroupKind, np.ndarray, np.ndarray]] = []  # (kind, member mask, key per rank)
+    every = np.ones(n, dtype=bool)
+    big = n + 1  # mixing radix for composite keys
+    keys.append((GroupKind.TP, every, (cp * big + pp) * big + dp))
+    keys.append((GroupKind.CP, every, (tp * big + pp) * big + dp))
+    keys.append((GroupKind.PP, every, (tp * big + cp) * big + dp))
+    keys.append((GroupKind.DP, every, tp * big + pp))
+    keys.append((GroupKind.EP, every, ((tp * big + cp) * big + pp) * big + dp // par.ep))
+    keys.append((GroupKind.EDP, every, (tp * big + pp) * big + dp % par.ep))
+    if tied_embeddings and par.pp > 1:
+        keys.append((GroupKind.EMBD, (pp == 0) | (pp == par.pp - 1), (tp * big + cp) * big + dp))
+
+    ptr = [0]
+    members: list[np.ndarray] = []
+    kinds: list[int] = []
+    group_of = np.full((n, len(GroupKind)), -1, dtype=np.int32)
+    for kind, mask, key in keys:
+        sel = ranks[mask]
+        uniq, inverse = np.unique(key[mask], return_inverse=True)
+        groups = [sel[inverse == u] for u in range(uniq.size)]
+        groups.sort(key=lambda g: int(g[0]))
+        for g in groups:
+            if g.size < 2:
+                continue
+            group_of[g, kind] = len(kinds)
+            kinds.append(int(kind))
+            members.append(g)
+            ptr.append(ptr[-1] + g.size)
+
+    peer_of = np.full((n, len(PeerKind)), -1, dtype=np.int32)
+    for kind, axis, step in ((PeerKind.PP_NEXT, "pp", 1), (PeerKind.PP_PREV, "pp", -1),
+                             (PeerKind.CP_NEXT, "cp", 1), (PeerKind.CP_PREV, "cp", -1)):
+        if degree[axis] < 2:
+            continue
+        c = coords.copy()
+        c[:, AXES.index(axis)] = (c[:, AXES.index(axis)] + step) % degree[axis]
+        peer_of[:, kind] = rank_of(c)
+
+    return Layout(n_ranks=n, coords=coords, group_ptr=np.asarray(ptr, dtype=np.int64),
+                  group_ranks=(np.concatenate(members) if members else np.zeros(0)).astype(np.int32),
+                  group_kind=np.asarray(kinds, dtype=np.uint8), group_of=group_of, peer_of=peer_of)

@@ -1,0 +1,203 @@
+"""Transformer model specs, public presets and parameter counting.
+
+A :class:`ModelSpec` holds the shape of a decoder-only transformer (Megatron's field names). Presets use the
+published numbers of each model; every field can be overridden (``get_model("llama2-7b", num_layers=2)``).
+
+Parameter count (exact, the formula the trace uses for gradient and parameter message sizes), with
+``h`` hidden, ``d = h/heads`` head size, ``kv`` KV heads, ``f`` FFN size, ``E`` experts, ``V`` vocabulary,
+``s`` sequence length, ``l`` layers::
+
+    attention  = h·(h + 2·kv·d)  [Q, K, V projections; grouped-query attention shrinks K and V]
+               + h·h             [output projection]
+               + (h + 2·kv·d) + h                          if linear_bias
+    mlp        = (3 if gated_mlp else 2)·h·f               [SwiGLU has gate, up, down; GELU has up, down]
+               + (2 if gated_mlp else 1)·f + h             if linear_bias
+    norm       = 2·h (layernorm: weight and bias) or h (rmsnorm: weight)
+    layer      = attention + E·mlp + (h·E if E > 1: router) + 2·norm
+    embedding  = V·h + (s·h if position_embedding == "learned")
+    output     = norm (final) + (0 if tied_embeddings else V·h)
+    P          = l·layer + embedding + output
+
+For GPT-3 (biases, layernorm, learned positions, tied embeddings) this is Megatron's
+``P = 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h))`` plus the final layernorm's 2h.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from cosim.errors import CosimInputError
+
+NORMS = ("rmsnorm", "layernorm")
+POSITION_EMBEDDINGS = ("rope", "learned")
+
+
+def _check_positive_int(field: str, value: object) -> None:
+    """Raise CosimInputError unless ``value`` is an int ≥ 1 (bools are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CosimInputError(field, f"must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
+    """Shape of a decoder-only transformer. Counts are dimensionless; ``seq_length`` is in tokens."""
+
+    name: str
+    num_layers: int  #: transformer layers l
+    hidden_size: int  #: model width h
+    num_heads: int  #: attention (query) heads
+    num_kv_heads: int  #: key/value heads (= num_heads without grouped-query attention)
+    ffn_hidden_size: int  #: FFN inner size f (per expert for MoE)
+    vocab_size: int  #: vocabulary V, as used for the embedding and logits (pad it yourself)
+    seq_length: int  #: training sequence length s, tokens
+    num_experts: int = 1  #: experts per MoE layer E (1 = dense model)
+    top_k: int = 1  #: experts each token is routed to
+    gated_mlp: bool = True  #: SwiGLU (3 matrices) instead of GELU MLP (2 matrices)
+    linear_bias: bool = False  #: linear layers have biases (GPT-3 yes, LLaMA no)
+    norm: str = "rmsnorm"  #: "rmsnorm" (h params) or "layernorm" (2h params)
+    position_embedding: str = "rope"  #: "rope" (no params) or "learned" (s·h params)
+    tied_embeddings: bool = False  #: output layer shares the input embedding matrix
+
+    def __post_init__(self) -> None:
+        for field in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "ffn_hidden_size",
+                      "vocab_size", "seq_length", "num_experts", "top_k"):
+            _check_positive_int(f"model.{field}", getattr(self, field))
+        for field in ("gated_mlp", "linear_bias", "tied_embeddings"):
+            if not isinstance(getattr(self, field), bool):
+                raise CosimInputError(f"model.{field}", f"must be true or false, got {getattr(self, field)!r}")
+        if self.hidden_size % self.num_heads:
+            raise CosimInputError(
+                "model.hidden_size",
+                f"hidden size {self.hidden_size} is not divisible by {self.num_heads} heads",
+                "choose a multiple of num_heads")
+        if self.num_heads % self.num_kv_heads:
+            raise CosimInputError(
+                "model.num_kv_heads",
+                f"{self.num_heads} heads are not divisible by {self.num_kv_heads} KV heads",
+                f"choose num_kv_heads among {', '.join(map(str, divisors(self.num_heads)))}")
+        if self.top_k > self.num_experts:
+            raise CosimInputError("model.top_k", f"top_k={self.top_k} exceeds num_experts={self.num_experts}",
+                                  "choose top_k <= num_experts")
+        if self.norm not in NORMS:
+            raise CosimInputError("model.norm", f"unknown norm {self.norm!r}", f"choose among {', '.join(NORMS)}")
+        if self.position_embedding not in POSITION_EMBEDDINGS:
+            raise CosimInputError("model.position_embedding", f"unknown kind {self.position_embedding!r}",
+                                  f"choose among {', '.join(POSITION_EMBEDDINGS)}")
+
+    @property
+    def head_dim(self) -> int:
+        """Size of one attention head, h / heads."""
+        return self.hidden_size // self.num_heads
+
+    @property
+    def kv_size(self) -> int:
+        """Width of the K (or V) projection output, kv_heads · head_dim."""
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def is_moe(self) -> bool:
+        """True for a mixture-of-experts model (more than one expert per layer)."""
+        return self.num_experts > 1
+
+    def with_overrides(self, **fields: object) -> ModelSpec:
+        """Return a copy with ``fields`` replaced (validated again); unknown names raise CosimInputError."""
+        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise CosimInputError(f"model.{unknown[0]}", "is not a model field",
+                                  f"choose among {', '.join(f.name for f in dataclasses.fields(self))}")
+        return dataclasses.replace(self, **fields)
+
+
+def divisors(n: int) -> list[int]:
+    """All positive divisors of ``n`` in increasing order."""
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+# --- presets: public numbers --------------------------------------------------------------------------
+
+PRESETS: dict[str, ModelSpec] = {
+    # Touvron et al. 2023, "Llama 2" (Table 1 and the released configs).
+    "llama2-7b": ModelSpec(name="llama2-7b", num_layers=32, hidden_size=4096, num_heads=32, num_kv_heads=32,
+                           ffn_hidden_size=11008, vocab_size=32000, seq_length=4096),
+    "llama2-13b": ModelSpec(name="llama2-13b", num_layers=40, hidden_size=5120, num_heads=40, num_kv_heads=40,
+                            ffn_hidden_size=13824, vocab_size=32000, seq_length=4096),
+    "llama2-70b": ModelSpec(name="llama2-70b", num_layers=80, hidden_size=8192, num_heads=64, num_kv_heads=8,
+                            ffn_hidden_size=28672, vocab_size=32000, seq_length=4096),
+    # Brown et al. 2020, GPT-3 175B; vocabulary 50257 padded to 51200 as Megatron does (multiple of 128·tp).
+    "gpt3-175b": ModelSpec(name="gpt3-175b", num_layers=96, hidden_size=12288, num_heads=96, num_kv_heads=96,
+                           ffn_hidden_size=4 * 12288, vocab_size=51200, seq_length=2048, gated_mlp=False,
+                           linear_bias=True, norm="layernorm", position_embedding="learned", tied_embeddings=True),
+    # Jiang et al. 2024, "Mixtral of Experts": 8 experts, top-2, SwiGLU experts of 14336; trained at s=4096 here
+    # (the model supports 32k context; override seq_length for long-context runs).
+    "mixtral-8x7b": ModelSpec(name="mixtral-8x7b", num_layers=32, hidden_size=4096, num_heads=32, num_kv_heads=8,
+                              ffn_hidden_size=14336, vocab_size=32000, seq_length=4096, num_experts=8, top_k=2),
+}
+
+
+def get_model(name: str, **overrides: object) -> ModelSpec:
+    """Return preset ``name`` with field ``overrides`` applied.
+
+    @param name  preset name (see ``PRESETS``), case-insensitive
+    @param overrides  ModelSpec fields to replace, e.g. ``num_layers=2``
+    @return the validated ModelSpec
+    """
+    key = name.lower()
+    if key not in PRESETS:
+        raise CosimInputError("model", f"unknown model preset {name!r}", f"choose among {', '.join(PRESETS)}")
+    spec = PRESETS[key]
+    return spec.with_overrides(**overrides) if overrides else spec
+
+
+# --- parameter counting (formula in the module docstring) ---------------------------------------------
+
+def attention_params(m: ModelSpec) -> int:
+    """Parameters of one attention block (QKV + output projection, biases if any); no norms."""
+    qkv_out = m.hidden_size + 2 * m.kv_size  # GQA: K and V project to kv_heads·head_dim only
+    weights = m.hidden_size * qkv_out + m.hidden_size * m.hidden_size
+    biases = (qkv_out + m.hidden_size) if m.linear_bias else 0
+    return weights + biases
+
+
+def mlp_params(m: ModelSpec) -> int:
+    """Parameters of one MLP (one expert for MoE)."""
+    n_in = 2 if m.gated_mlp else 1  # gate and up projections for SwiGLU
+    weights = (n_in + 1) * m.hidden_size * m.ffn_hidden_size
+    biases = (n_in * m.ffn_hidden_size + m.hidden_size) if m.linear_bias else 0
+    return weights + biases
+
+
+def norm_params(m: ModelSpec) -> int:
+    """Parameters of one normalisation layer."""
+    return 2 * m.hidden_size if m.norm == "layernorm" else m.hidden_size
+
+
+def router_params(m: ModelSpec) -> int:
+    """Parameters of one MoE router (h·E), 0 for dense models."""
+    return m.hidden_size * m.num_experts if m.is_moe else 0
+
+
+def layer_params(m: ModelSpec) -> int:
+    """Parameters of one transformer layer (all experts counted)."""
+    return attention_params(m) + m.num_experts * mlp_params(m) + router_params(m) + 2 * norm_params(m)
+
+
+def embedding_params(m: ModelSpec) -> int:
+    """Input embedding (V·h) plus learned position embedding (s·h) if any."""
+    pos = m.seq_length * m.hidden_size if m.position_embedding == "learned" else 0
+    return m.vocab_size * m.hidden_size + pos
+
+
+def output_params(m: ModelSpec) -> int:
+    """Final norm plus output projection (absent when tied to the input embedding)."""
+    return norm_params(m) + (0 if m.tied_embeddings else m.vocab_size * m.hidden_size)
+
+
+def total_params(m: ModelSpec) -> int:
+    """Total parameter count P of the model (module docstring formula)."""
+    return m.num_layers * layer_params(m) + embedding_params(m) + output_params(m)
+
+
+def active_params(m: ModelSpec) -> int:
+    """Parameters one token uses: like total_params but with top_k experts per layer instead of all."""
+    return total_params(m) - m.num_layers * (m.num_experts - m.top_k) * mlp_params(m)

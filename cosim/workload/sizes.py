@@ -1,0 +1,134 @@
+"""Message sizes (bytes, nccl-tests convention: S = full buffer) and the parameters each rank holds.
+
+Data types follow Megatron's mixed precision: bf16 activations and parameters (2 B), fp32 gradients
+(``main_grad``, 4 B). b = micro-batch, s = sequence, h = hidden, t = tp; with context parallelism the local
+sequence is s/cp in every activation size.
+
+=========================  ======================================  ==========================================
+message                    size S                                  where
+=========================  ======================================  ==========================================
+TP all-reduce              2·b·(s/cp)·h                            2 per layer forward, 2 backward
+TP reduce-scatter / all-   2·b·(s/cp)·h (full tensor)              sequence parallelism: each all-reduce
+gather (SP)                                                        becomes RS + AG of the same tensor
+PP send/recv               2·b·(s/cp)·h, ÷t with SP                per stage boundary, micro-batch, direction
+CP ring send/recv          2·2·b·(s/cp)·kv·d/t forward (K and V);  cp-1 steps per layer per pass
+                           twice that backward (K, V, dK, dV)
+MoE all-to-all             2·b·(s/cp)/t·k·h (k = top_k)            dispatch + combine, forward and backward
+MoE TP all-gather / RS     2·b·(s/cp)·k·h                          around the TP-sharded experts (tp > 1)
+DP gradients               4·P_bucket (all-reduce or RS)           Σ over buckets = 4·P_local ≈ 4·P/(t·p)
+distributed optimizer AG   2·P_bucket                              after the optimizer step
+ZeRO-3 / FSDP              AG 2·P_layer_local, RS 4·P_layer_local  per layer, per micro-batch
+tied embedding all-reduce  4·V·h/t                                 first + last stage (pp > 1)
+SP replicated-grad AR      4·(norms + row biases + router) local   TP group, once per iteration
+=========================  ======================================  ==========================================
+
+P_local is what one (tp, pp) rank holds (``stage_params``): TP-sharded matrices count 1/t, TP-replicated
+ones (norms, row-parallel biases, router, learned positions) count fully, experts count E/ep of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cosim.workload.model import ModelSpec, norm_params
+from cosim.workload.parallelism import ParallelismSpec
+
+ACT_BYTES = 2  #: bf16 activation element
+PARAM_BYTES = 2  #: bf16 parameter element
+GRAD_BYTES = 4  #: fp32 gradient element (Megatron main_grad)
+OPTIMIZER_BYTES_PER_PARAM = 32  #: HBM traffic of one Adam update: fp32 master, m, v read+write, fp32 grad
+#: read, bf16 param write (24 + 4 + 2 = 30, rounded up for the scale/unscale passes)
+
+
+def tp_activation_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
+    """TP all-reduce (or SP reduce-scatter/all-gather full tensor): 2·b·(s/cp)·h (Megatron)."""
+    return ACT_BYTES * par.micro_batch_size * (m.seq_length // par.cp) * m.hidden_size
+
+
+def pp_activation_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
+    """PP send/recv per boundary per micro-batch: 2·b·(s/cp)·h, ÷t with sequence parallelism (Megatron)."""
+    return tp_activation_bytes(m, par) // (par.tp if par.sp else 1)
+
+
+def cp_kv_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
+    """One forward ring-attention step: the local K and V chunks, 2·2·b·(s/cp)·kv_heads·d/t bytes."""
+    return 2 * ACT_BYTES * par.micro_batch_size * (m.seq_length // par.cp) * m.kv_size // par.tp
+
+
+def cp_kv_grad_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
+    """One backward ring-attention step: K, V and the partial dK, dV, twice the forward chunk."""
+    return 2 * cp_kv_bytes(m, par)
+
+
+def moe_dispatch_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
+    """MoE all-to-all per rank: routed copies of the local tokens, 2·b·(s/cp)/t·k·h (balanced routing)."""
+    tokens = par.micro_batch_size * (m.seq_length // par.cp) // (par.tp if par.sp else 1)
+    return ACT_BYTES * tokens * m.top_k * m.hidden_size
+
+
+def moe_tp_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
+    """MoE all-gather / reduce-scatter over TP of the dispatched tokens (full buffer): 2·b·(s/cp)·k·h."""
+    return ACT_BYTES * par.micro_batch_size * (m.seq_length // par.cp) * m.top_k * m.hidden_size
+
+
+def grad_bytes(params: int) -> int:
+    """fp32 gradient buffer of ``params`` parameters: 4·params (DP all-reduce / reduce-scatter S)."""
+    return GRAD_BYTES * params
+
+
+def param_bytes(params: int) -> int:
+    """bf16 parameter buffer of ``params`` parameters: 2·params (distributed-optimizer / ZeRO-3 all-gather S)."""
+    return PARAM_BYTES * params
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnitParams:
+    """Parameters one TP rank holds for one unit (layer, embedding or output head)."""
+
+    sharded: int = 0  #: TP-sharded dense parameters (gradients reduced over the DP group)
+    replicated: int = 0  #: TP-replicated dense parameters (DP group; all-reduced over TP with SP)
+    expert: int = 0  #: expert parameters of the E/ep local experts (expert-DP group)
+
+    @property
+    def dense(self) -> int:
+        """sharded + replicated: everything reduced over the DP group."""
+        return self.sharded + self.replicated
+
+    @property
+    def total(self) -> int:
+        """All parameters of the unit on this rank."""
+        return self.sharded + self.replicated + self.expert
+
+    def __add__(self, other: UnitParams) -> UnitParams:
+        return UnitParams(sharded=self.sharded + other.sharded, replicated=self.replicated + other.replicated,
+                          expert=self.expert + other.expert)
+
+
+def layer_unit_params(m: ModelSpec, par: ParallelismSpec) -> UnitParams:
+    """Parameters of one layer on one rank: QKV/fc1 column-parallel and o/fc2 row-parallel matrices are
+    split over TP; row-parallel biases, norms and the router are replicated (Megatron)."""
+    t, h, f = par.tp, m.hidden_size, m.ffn_hidden_size
+    qkv_out = h + 2 * m.kv_size
+    n_in = 2 if m.gated_mlp else 1
+    attn_sharded = (h * qkv_out + h * h + (qkv_out if m.linear_bias else 0)) // t
+    mlp_sharded = ((n_in + 1) * h * f + (n_in * f if m.linear_bias else 0)) // t
+    mlp_replicated = h if m.linear_bias else 0  # fc2 bias
+    replicated = 2 * norm_params(m) + (h if m.linear_bias else 0)  # two norms, attention output bias
+    if m.is_moe:
+        local_experts = m.num_experts // par.ep
+        return UnitParams(sharded=attn_sharded, replicated=replicated + h * m.num_experts,
+                          expert=local_experts * (mlp_sharded + mlp_replicated))
+    return UnitParams(sharded=attn_sharded + mlp_sharded, replicated=replicated + mlp_replicated)
+
+
+def embedding_unit_params(m: ModelSpec, par: ParallelismSpec) -> UnitParams:
+    """Vocabulary-parallel input embedding V·h/t, plus learned positions s·h (replicated)."""
+    pos = m.seq_length * m.hidden_size if m.position_embedding == "learned" else 0
+    return UnitParams(sharded=m.vocab_size * m.hidden_size // par.tp, replicated=pos)
+
+
+def head_unit_params(m: ModelSpec, par: ParallelismSpec) -> UnitParams:
+    """Final norm plus the output projection V·h/t; with tied embeddings the projection is the embedding
+    itself on a single stage, and a copy (kept in sync over the EMBD group) on the last stage when pp > 1."""
+    own = (not m.tied_embeddings) or par.pp > 1
+    return UnitParams(sharded=m.vocab_size * m.hidden_size // par.tp if own else 0, replicated=norm_params(m))
