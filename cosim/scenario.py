@@ -39,6 +39,7 @@ class ScenarioSpec:
     attributes: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        from cosim.engine import qualify_attribute as qualify  # noqa: PLC0415
         from cosim.topology import TOPOLOGIES  # noqa: PLC0415
 
         if self.fabric not in FABRICS:
@@ -47,10 +48,10 @@ class ScenarioSpec:
             raise CosimInputError("topology", f"unknown topology {self.topology!r}", f"choose one of {', '.join(TOPOLOGIES)}")
         if self.oversubscription < 1:
             raise CosimInputError("oversubscription", f"must be >= 1, got {self.oversubscription}")
-        attrs = dict(self.attributes)
-        kmin = int(attrs.get("FabricSwitch::EcnKminBytes", "0") or 0) if str(attrs.get("FabricSwitch::EcnKminBytes", "0")).isdigit() else None
-        kmax = int(attrs.get("FabricSwitch::EcnKmaxBytes", "0") or 0) if str(attrs.get("FabricSwitch::EcnKmaxBytes", "0")).isdigit() else None
-        if kmin and kmax and kmin > kmax:
+        attrs = {qualify(k): v for k, v in self.attributes}
+        kmin, kmax = (attrs.get(f"ns3::FabricSwitch::Ecn{k}Bytes", "0") for k in ("Kmin", "Kmax"))
+        # Non-numeric values are left for the engine's own check; 0 means "scale with the link rate".
+        if kmin.isdigit() and kmax.isdigit() and int(kmin) and int(kmax) and int(kmin) > int(kmax):
             raise CosimInputError("FabricSwitch::EcnKminBytes", f"Kmin {kmin} B exceeds Kmax {kmax} B", "set Kmin <= Kmax")
         if self.pattern not in PATTERNS:
             raise CosimInputError("pattern", f"unknown traffic pattern {self.pattern!r}", f"choose one of {', '.join(PATTERNS)}")

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <regex>
 #include <stdexcept>
 #include <utility>
@@ -504,64 +505,63 @@ Engine::GetLatencyHistogram(int64_t* out) const
 int64_t
 Engine::GetCounter(const std::string& name) const
 {
-    int64_t total = 0;
-    int64_t minimum = std::numeric_limits<int64_t>::max();
-    bool known = true;
-    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    // Each counter: how to read it from a switch or a NIC (null: not kept there), and how to combine.
+    enum class Combine { SUM, MAX, MIN };
+    struct Counter
     {
-        Ptr<HostNic> nic = m_impl->builder.GetHost(id);
-        Ptr<FabricSwitch> sw = m_impl->builder.GetSwitch(id);
-        if (name == "ecn_marks" && sw)
-        {
-            total += int64_t(sw->GetEcnMarks());
-        }
-        else if (name == "switch_drops" && sw)
-        {
-            total += int64_t(sw->GetDrops());
-        }
-        else if (name == "pause_frames_sent" && sw)
-        {
-            total += int64_t(sw->GetPauseFramesSent());
-        }
-        else if (name == "peak_headroom_used_bytes" && sw)
-        {
-            total = std::max(total, int64_t(sw->GetMmu()->GetPeakHeadroomUsed()));
-        }
-        else if (name == "min_headroom_bytes" && sw)
-        {
-            for (uint32_t p = 0; p < sw->GetNPorts(); ++p)
-            {
-                minimum = std::min(minimum, int64_t(sw->GetMmu()->GetHeadroomBytes(p)));
-            }
-        }
-        else if (name == "cnps_sent" && nic)
-        {
-            total += int64_t(nic->GetCnpsSent());
-        }
-        else if (name == "cnps_received" && nic)
-        {
-            total += int64_t(nic->GetCnpsReceived());
-        }
-        else if (name == "acks" && nic)
-        {
-            total += int64_t(nic->GetAcksReceived());
-        }
-        else if (name != "ecn_marks" && name != "switch_drops" && name != "pause_frames_sent" &&
-                 name != "peak_headroom_used_bytes" && name != "min_headroom_bytes" && name != "cnps_sent" &&
-                 name != "cnps_received" && name != "acks")
-        {
-            known = false;
-        }
-    }
-    if (!known)
+        int64_t (*fromSwitch)(const FabricSwitch&, uint32_t port); ///< per switch port (port 0 if per switch)
+        bool perPort;                                            ///< fromSwitch reads one port at a time
+        int64_t (*fromNic)(const HostNic&);
+        Combine combine;
+    };
+    static const std::map<std::string, Counter> counters = {
+        {"ecn_marks", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetEcnMarks()); }, false, nullptr, Combine::SUM}},
+        {"switch_drops", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetDrops()); }, false, nullptr, Combine::SUM}},
+        {"pause_frames_sent", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetPauseFramesSent()); }, false, nullptr, Combine::SUM}},
+        {"peak_headroom_used_bytes", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetMmu()->GetPeakHeadroomUsed()); }, false, nullptr, Combine::MAX}},
+        {"min_headroom_bytes", {[](const FabricSwitch& s, uint32_t p) { return int64_t(s.GetMmu()->GetHeadroomBytes(p)); }, true, nullptr, Combine::MIN}},
+        {"cnps_sent", {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsSent()); }, Combine::SUM}},
+        {"cnps_received", {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsReceived()); }, Combine::SUM}},
+        {"acks", {nullptr, false, [](const HostNic& n) { return int64_t(n.GetAcksReceived()); }, Combine::SUM}},
+    };
+    const auto it = counters.find(name);
+    if (it == counters.end())
     {
         throw std::invalid_argument("unknown counter " + name);
     }
-    if (name == "min_headroom_bytes")
+    const Counter& c = it->second;
+    bool any = false;
+    int64_t result = 0;
+    auto add = [&](int64_t v) {
+        if (!any)
+        {
+            result = v;
+        }
+        else if (c.combine == Combine::SUM)
+        {
+            result += v;
+        }
+        else
+        {
+            result = c.combine == Combine::MAX ? std::max(result, v) : std::min(result, v);
+        }
+        any = true;
+    };
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
     {
-        return minimum == std::numeric_limits<int64_t>::max() ? 0 : minimum;
+        if (Ptr<FabricSwitch> sw = m_impl->builder.GetSwitch(id); sw && c.fromSwitch)
+        {
+            for (uint32_t p = 0; p < (c.perPort ? sw->GetNPorts() : 1u); ++p)
+            {
+                add(c.fromSwitch(*sw, p));
+            }
+        }
+        if (Ptr<HostNic> nic = m_impl->builder.GetHost(id); nic && c.fromNic)
+        {
+            add(c.fromNic(*nic));
+        }
     }
-    return total;
+    return result;
 }
 
 double
