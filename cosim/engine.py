@@ -1,7 +1,7 @@
 """The bridge to ns-3: loads libcosim-ns3 with cppyy and runs a fabric and its flows.
 
-This is the only module that imports cppyy. It never does ``from ns import ns`` (which loads every ns-3
-module: 20-25 s and 650 MB); it loads the two ns-3 libraries the plugin links (core, network) and the
+This is the only module that imports cppyy. It never imports the ns-3 umbrella bindings module (which
+loads every ns-3 module: 20-25 s and 650 MB); it loads the two ns-3 libraries the plugin links (core, network) and the
 plugin, and parses only the plugin's engine header, which includes no ns-3 header: about half a second.
 
 Data crosses as numpy arrays (pointers and lengths), once before the run and once after; nothing crosses

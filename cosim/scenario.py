@@ -146,8 +146,3 @@ def run(spec: ScenarioSpec, *, progress=None):
     return results.RunRecord(name=spec.name, config=config, provenance=provenance, summary=summary,
                              flows=flow_table, queues=queues, ports=out.ports, pauses=pauses, latency=latency)
 
-
-def ideal_packets(size_bytes: int, mtu_bytes: int) -> np.ndarray:
-    """Payload of each packet a flow of ``size_bytes`` is cut into (full MTUs, then the remainder)."""
-    full, rest = divmod(int(size_bytes), int(mtu_bytes))
-    return np.array([mtu_bytes] * full + ([rest] if rest else []), dtype=np.int64)
