@@ -15,7 +15,8 @@ import os
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,7 +115,7 @@ class SimulationOutput:
     queue_port: np.ndarray  # int32 [n_samples]
     queue_bytes: np.ndarray  # int64 [n_samples], queued wire bytes
     ports: dict[str, np.ndarray]  # per egress port: node, port, peer, tx_bytes, tx_packets, drops,
-    #                               peak_queue_bytes, paused_ps (time paused by PFC, all priorities)
+    #                               peak_queue_bytes, paused_ps (time paused by PFC, all priorities), rate_bps
     pause_time_ns: np.ndarray  # float64 [n_pause_events], PFC pause-state changes
     pause_node: np.ndarray  # int32, node whose egress port changed state
     pause_port: np.ndarray  # int32, its port number
@@ -130,6 +131,10 @@ class SimulationOutput:
     pool_packets: int  # packets the pool created (peak packets alive)
     wall_time_s: float  # wall-clock time of the whole simulation, building included
     run_wall_time_s: float  # wall-clock time of the event loop alone (the packet path)
+    mtu_bytes: int  # data payload per full packet in effect (HostNic::MtuBytes)
+    header_bytes: int  # wire overhead per data packet in effect (HostNic::HeaderBytes)
+    snapshot_ns: np.ndarray  # float64 [n_snapshots], times at which delivered bytes were recorded
+    delivered_at_bytes: np.ndarray  # int64 [n_snapshots, n_flows], payload delivered by each snapshot
 
 
 ProgressFn = Callable[[float, int, int], None]
@@ -149,11 +154,14 @@ def simulate(
     queue_sample_interval_ns: float = 1000.0,
     max_sim_time_ns: float = 1e9,
     progress: ProgressFn | None = None,
+    snapshot_ns: Sequence[float] = (),
 ) -> SimulationOutput:
     """Run ``flows`` on ``fabric`` in ns-3 until every flow is delivered (or the time limit).
 
     ``attributes`` maps ns-3 attribute paths (``EgressPort::DataRate`` …) to values; they are applied as
     defaults before anything is built, and an unknown name or invalid value raises CosimInputError.
+    ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
+    (``delivered_at_bytes``), e.g. to measure throughput over part of a run.
     """
     if queue_sample_interval_ns <= 0:
         raise CosimInputError("queue_sample_interval_ns", f"must be positive, got {queue_sample_interval_ns}")
@@ -197,10 +205,23 @@ def simulate(
                             np.ascontiguousarray(flows.size_bytes, np.int64),
                             np.rint(flows.start_ns * 1e3).astype(np.int64),
                             np.ascontiguousarray(flows.priority, np.uint8), n)
+        snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
+        delivered_at = np.zeros((snaps.size, n), np.int64)
         t_run = time.perf_counter()
-        status = _run_sliced(engine, int(max_sim_time_ns * 1e3), n, progress)
+        status = 0
+        stop_ps = int(max_sim_time_ns * 1e3)
+        for i, snap in enumerate(snaps):
+            if status == 0 and snap * 1e3 < stop_ps:
+                status = _run_sliced(engine, int(snap * 1e3), n, progress)
+            if n:
+                engine.GetFlowDeliveredBytes(delivered_at[i])
+        if status == 0:
+            status = _run_sliced(engine, stop_ps, n, progress)
         run_s = time.perf_counter() - t_run
-        return _collect(engine, n, status, time.perf_counter() - t0, run_s)
+        mtu, header = (int(str(engine.GetDefault(f"ns3::HostNic::{a}"))) for a in ("MtuBytes", "HeaderBytes"))
+        out = _collect(engine, n, status, time.perf_counter() - t0, run_s)
+        return dataclasses.replace(out, mtu_bytes=mtu, header_bytes=header, snapshot_ns=snaps,
+                                   delivered_at_bytes=delivered_at)
     finally:
         engine.__destruct__()
 
@@ -238,9 +259,11 @@ def _collect(engine, n_flows: int, status: int, wall_s: float, run_s: float) -> 
             "tx_packets": np.int64, "drops": np.int64, "peak_queue_bytes": np.int64}
     ports = {name: np.empty(k, dtype) for name, dtype in cols.items()}
     ports["paused_ps"] = np.empty(k, np.int64)
+    ports["rate_bps"] = np.empty(k, np.float64)
     if k:
         engine.GetPortStats(*[ports[c] for c in cols])
         engine.GetPortPausedPs(ports["paused_ps"])
+        engine.GetPortRateBps(ports["rate_bps"])
     e = int(engine.NumPauseEvents())
     pt, pn, pp, pr, ps = (np.empty(e, np.int64), np.empty(e, np.int32), np.empty(e, np.int32),
                           np.empty(e, np.int32), np.empty(e, np.int8))
@@ -274,4 +297,8 @@ def _collect(engine, n_flows: int, status: int, wall_s: float, run_s: float) -> 
         pool_packets=int(engine.PacketPoolCapacity()),
         wall_time_s=wall_s,
         run_wall_time_s=run_s,
+        mtu_bytes=0,
+        header_bytes=0,
+        snapshot_ns=np.empty(0),
+        delivered_at_bytes=np.empty((0, n_flows), np.int64),
     )

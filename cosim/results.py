@@ -12,6 +12,16 @@ Schema ``cosim.results`` version 1::
     /runs/<name>/pauses/   time_ns, node, port, priority, paused: PFC pause (1) / resume (0) events
     /runs/<name>/latency/  low_ns, count: receive-latency histogram, 8 log buckets per octave (p99.9
                            recoverable within ~9% without storing every packet)
+    /runs/<name>/stalls/   time_ns, node, port, vl, stalled: InfiniBand credit-stall start (1) / end (0)
+                           events of an egress port and virtual lane (IB runs only)
+    /runs/<name>/ops/      co-simulation runs only: one row per trace op per iteration: iteration, trace_op,
+                           rank, kind, phase, coll_id, start_ns, finish_ns [ns]
+    /runs/<name>/collectives/  co-simulation: one row per collective call per iteration: iteration, coll_id,
+                           kind, group, bytes [B], algorithm, start_ns, finish_ns [ns]
+    /runs/<name>/iterations/   co-simulation: iteration, start_ns, finish_ns, time_ns [ns],
+                           exposed_comm_ns [ns]
+
+Groups a run does not produce are absent from the file and read back as empty tables.
 
 Every dataset has ``units`` and ``description`` attributes; bulk data is chunked and compressed.
 Files are written under a temporary name and renamed when complete (cosim.h5io.atomic_output).
@@ -63,8 +73,38 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("pauses", "paused"): ("", "1 paused, 0 resumed"),
     ("latency", "low_ns"): ("ns", "lower edge of a log-spaced receive-latency bucket (8 per octave)"),
     ("latency", "count"): ("", "data packets whose one-way latency fell in the bucket"),
+    ("flows", "ideal_ns"): ("ns", "ideal FCT: payload with headers at the bottleneck line rate plus base RTT"),
+    ("flows", "slowdown"): ("", "fct_ns / ideal_ns (>= 1; nan: unfinished)"),
+    ("ports", "rate_bps"): ("bit/s", "line rate of the egress port"),
+    ("ports", "credit_stall_ps"): ("ps", "time the port had data but no credits (InfiniBand), summed over VLs"),
+    ("stalls", "time_ns"): ("ns", "time of a credit-stall state change"),
+    ("stalls", "node"): ("", "node whose egress port changed state"),
+    ("stalls", "port"): ("", "port number at the node"),
+    ("stalls", "vl"): ("", "virtual lane"),
+    ("stalls", "stalled"): ("", "1 stall began (data queued, no credits), 0 ended"),
+    ("ops", "iteration"): ("", "iteration index"),
+    ("ops", "trace_op"): ("", "op index in the workload trace"),
+    ("ops", "rank"): ("", "GPU rank"),
+    ("ops", "kind"): ("", "trace OpKind: 0 COMPUTE, 1 COLLECTIVE, 2 SEND, 3 RECV"),
+    ("ops", "phase"): ("", "trace Phase: 0 FORWARD, 1 BACKWARD, 2 GRAD_SYNC, 3 OPTIMIZER, 4 OTHER"),
+    ("ops", "coll_id"): ("", "collective call id (trace coll_id), -1 if none"),
+    ("ops", "start_ns"): ("ns", "time the op started"),
+    ("ops", "finish_ns"): ("ns", "time the op completed"),
+    ("collectives", "iteration"): ("", "iteration index"),
+    ("collectives", "coll_id"): ("", "collective call id (trace coll_id)"),
+    ("collectives", "kind"): ("", "trace CollKind: 1 ALL_REDUCE, 2 REDUCE_SCATTER, 3 ALL_GATHER, 4 ALL_TO_ALL, 5 BROADCAST"),
+    ("collectives", "group"): ("", "index into the trace's groups table"),
+    ("collectives", "bytes"): ("B", "collective size S (nccl-tests convention)"),
+    ("collectives", "algorithm"): ("", "lowering algorithm (cosim.collectives Algorithm)"),
+    ("collectives", "start_ns"): ("ns", "time every member was ready"),
+    ("collectives", "finish_ns"): ("ns", "time the last member completed"),
+    ("iterations", "iteration"): ("", "iteration index"),
+    ("iterations", "start_ns"): ("ns", "first op start"),
+    ("iterations", "finish_ns"): ("ns", "last op finish"),
+    ("iterations", "time_ns"): ("ns", "iteration time, finish_ns - start of the iteration"),
+    ("iterations", "exposed_comm_ns"): ("ns", "iteration time not covered by compute on the busiest rank"),
 }
-GROUPS = ("flows", "queues", "ports", "pauses", "latency")
+GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -80,11 +120,16 @@ class RunRecord:
     ports: dict[str, np.ndarray] = field(default_factory=dict)
     pauses: dict[str, np.ndarray] = field(default_factory=dict)
     latency: dict[str, np.ndarray] = field(default_factory=dict)
+    stalls: dict[str, np.ndarray] = field(default_factory=dict)
+    ops: dict[str, np.ndarray] = field(default_factory=dict)
+    collectives: dict[str, np.ndarray] = field(default_factory=dict)
+    iterations: dict[str, np.ndarray] = field(default_factory=dict)
 
     def table(self, group: str) -> dict[str, np.ndarray]:
-        """The arrays of ``group`` (one of GROUPS)."""
-        return {"flows": self.flows, "queues": self.queues, "ports": self.ports, "pauses": self.pauses,
-                "latency": self.latency}[group]
+        """The arrays of ``group`` (one of GROUPS; empty if the run has none)."""
+        if group not in GROUPS:
+            raise KeyError(group)
+        return getattr(self, group)
 
 
 def _check_name(name: str) -> None:
@@ -102,6 +147,8 @@ def _write_run(h5, run: RunRecord) -> None:
     g.attrs["provenance"] = json.dumps(run.provenance, sort_keys=True)
     g.attrs["summary"] = json.dumps(run.summary, sort_keys=True)
     for group in GROUPS:
+        if not run.table(group):
+            continue
         sub = g.create_group(group)
         for name, values in run.table(group).items():
             values = np.asarray(values)
@@ -218,4 +265,15 @@ def summarize(flows: Mapping[str, np.ndarray], queues: Mapping[str, np.ndarray],
         first = float(np.min(np.asarray(flows["start_ns"])))
         if last > first:
             summary["goodput_gbps"] = delivered * 8 / (last - first)
+        if "slowdown" in flows:
+            slow = np.asarray(flows["slowdown"], dtype=np.float64)[done]
+            slow = slow[np.isfinite(slow)]
+            if slow.size:
+                summary |= {f"fct_slowdown_{name}": float(np.percentile(slow, q))
+                            for name, q in (("p50", 50), ("p99", 99), ("p999", 99.9))}
+    if "rate_bps" in ports and np.asarray(ports["rate_bps"]).size and sim_time_ns > 0:
+        util = np.asarray(ports["tx_bytes"]) * 8.0 / (np.asarray(ports["rate_bps"]) * sim_time_ns * 1e-9)
+        used = util[util > 0]
+        summary["link_utilization_max"] = float(util.max())
+        summary["link_utilization_mean"] = float(used.mean()) if used.size else 0.0
     return summary

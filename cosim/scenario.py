@@ -109,6 +109,7 @@ def build(spec: ScenarioSpec):
 def run(spec: ScenarioSpec, *, progress=None):
     """Simulate ``spec`` and return its RunRecord."""
     from cosim import engine, results  # noqa: PLC0415
+    from cosim.ideal import ideal_fct_ns  # noqa: PLC0415
 
     fabric, flows = build(spec)
     attributes = {"HostNic::DcqcnEnabled": "true" if spec.dcqcn else "false", "FabricSwitch::EcmpSeed": str(spec.seed)}
@@ -123,6 +124,11 @@ def run(spec: ScenarioSpec, *, progress=None):
         "finish_ns": out.finish_ns, "delivered_bytes": out.delivered_bytes,
         "fct_ns": out.finish_ns - flows.start_ns,
     }
+    flow_table["ideal_ns"] = ideal_fct_ns(fabric, flows.src, flows.dst, flows.size_bytes,
+                                          mtu_bytes=out.mtu_bytes, header_bytes=out.header_bytes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flow_table["slowdown"] = np.where(flow_table["ideal_ns"] > 0, flow_table["fct_ns"] / flow_table["ideal_ns"],
+                                          np.nan)
     queues = {"time_ns": out.queue_time_ns, "node": out.queue_node, "port": out.queue_port, "bytes": out.queue_bytes}
     pauses = {"time_ns": out.pause_time_ns, "node": out.pause_node, "port": out.pause_port,
               "priority": out.pause_priority, "paused": out.pause_paused}

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from cosim import engine, flows as fl, topology
+from cosim.ideal import ideal_fct_ns
 
 KMIN_100G = 400e3  # 100 KB per 25 Gbps
 KMAX_100G = 1600e3  # 400 KB per 25 Gbps
@@ -48,11 +49,12 @@ def test_dcqcn_rate_after_one_cnp_matches_closed_form(engine_ns):
     np.testing.assert_allclose(alpha[1:], alpha1 * (1 - g) ** (k - 1), rtol=1e-12)
 
 
-def incast(n_senders: int, *, dcqcn: bool, size_bytes: int, buffer_bytes: int = 32 << 20):
+def incast(n_senders: int, *, dcqcn: bool, size_bytes: int, buffer_bytes: int = 32 << 20, snapshot_ns=()):
     fabric = topology.single_switch(hosts=n_senders + 1, link_gbps=100.0, link_delay_ns=1000.0)
     flows = fl.incast(fabric.host_ids, size_bytes=size_bytes)
     out = engine.simulate(fabric, flows, attributes={"HostNic::DcqcnEnabled": str(dcqcn).lower(),
-                                                     "SharedBufferMmu::BufferBytes": str(buffer_bytes)})
+                                                     "SharedBufferMmu::BufferBytes": str(buffer_bytes)},
+                          snapshot_ns=snapshot_ns)
     return fabric, flows, out
 
 
@@ -81,8 +83,11 @@ def test_incast_with_dcqcn_converges_without_drops(engine_ns, n_senders):
     # Bottleneck utilization: payload delivered over the time to deliver it, against the payload rate.
     payload_gbps = n_senders * size * 8 / np.nanmax(out.finish_ns)
     assert payload_gbps >= 0.9 * 100.0 * 4096 / (4096 + 82)
-    # Fairness: flows of equal size finish close together (Jain's index of their mean throughputs).
-    thr = size / out.finish_ns
+    # Fairness over the second half of the transfer: Jain's index of each flow's throughput between the
+    # snapshots at 1/2 and 9/10 of the ideal (payload-rate) completion time.
+    t_end = n_senders * size * 8 / (100.0 * 4096 / (4096 + 82))  # ns
+    _, _, out = incast(n_senders, dcqcn=True, size_bytes=size, snapshot_ns=(0.5 * t_end, 0.9 * t_end))
+    thr = out.delivered_at_bytes[1] - out.delivered_at_bytes[0]
     assert thr.sum() ** 2 / (len(thr) * (thr ** 2).sum()) >= 0.95
 
 
@@ -119,3 +124,18 @@ def test_fat_tree_flows_without_ecmp_collision_run_at_line_rate(engine_ns):
     hops = 6  # host-edge-agg-core-agg-edge-host
     ideal_ns = ser.sum() + (hops - 1) * ser[0] + hops * delay_ns
     np.testing.assert_allclose(out.finish_ns, ideal_ns, rtol=0.02)
+    # cosim.ideal (the yardstick of FCT slowdown) agrees with the hand-derived formula.
+    np.testing.assert_allclose(ideal_fct_ns(fabric, flows.src, flows.dst, flows.size_bytes, mtu_bytes=4096,
+                                            header_bytes=82), ideal_ns, rtol=1e-6)
+
+
+@pytest.mark.parametrize("size", [1, 4096, 4097, 1_000_000])
+def test_lone_flow_slowdown_is_one(engine_ns, size):
+    # Mixed rates: 100G host links, 400G fabric links; a lone flow across the spine takes exactly T_ideal.
+    fabric = topology.leaf_spine(hosts=8, hosts_per_leaf=4, spines=2, host_link_gbps=100.0,
+                                 fabric_link_gbps=400.0, host_link_delay_ns=700.0, fabric_link_delay_ns=300.0)
+    flows = fl.FlowSet.from_arrays([0], [7], size)
+    out = engine.simulate(fabric, flows)
+    ideal = ideal_fct_ns(fabric, flows.src, flows.dst, flows.size_bytes, mtu_bytes=out.mtu_bytes,
+                         header_bytes=out.header_bytes)
+    np.testing.assert_allclose(out.finish_ns, ideal, rtol=1e-4)

@@ -151,8 +151,10 @@ Engine::Engine(uint64_t seed)
     }
     EnsurePicosecondResolution();
     Simulator::Destroy();
-    // The heap scheduler inserts without allocating (the default map scheduler allocates a node per event).
-    ObjectFactory scheduler("ns3::HeapScheduler");
+    // The binary-heap std::priority_queue scheduler inserts without allocating (the default map scheduler
+    // allocates a node per event). Callgrind on bench/bench_packet_path.py: 1970 instructions per
+    // packet-hop with it, 3960 with ns3::HeapScheduler (whose helpers log), 2500 with MapScheduler.
+    ObjectFactory scheduler("ns3::PriorityQueueScheduler");
     Simulator::SetScheduler(scheduler);
     RngSeedManager::SetSeed(static_cast<uint32_t>(seed % 4294967295ull) + 1);
     RngSeedManager::SetRun(1);
@@ -465,6 +467,13 @@ Engine::GetPortPausedPs(int64_t* out) const
         }
         out[k++] = total;
     });
+}
+
+void
+Engine::GetPortRateBps(double* out) const
+{
+    uint64_t k = 0;
+    m_impl->ForEachPort([&](uint32_t, uint32_t, Ptr<EgressPort> port) { out[k++] = double(port->GetRateBps()); });
 }
 
 uint32_t

@@ -145,6 +145,9 @@ class Engine
     /// Copy each egress port's total paused time over all priorities, in ps, to @p out[NumPorts()].
     void GetPortPausedPs(int64_t* out) const;
 
+    /// Copy each egress port's line rate, in bit/s, to @p out[NumPorts()].
+    void GetPortRateBps(double* out) const;
+
     /// @return number of buckets of the receive-latency histogram
     static uint32_t LatencyBuckets();
 

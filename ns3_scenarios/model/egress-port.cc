@@ -86,6 +86,9 @@ EgressPort::SetDataRate(DataRate rate)
 {
     NS_ABORT_MSG_IF(rate.GetBitRate() == 0, "EgressPort DataRate must be positive");
     m_rate = rate;
+    m_rateBps = rate.GetBitRate();
+    constexpr uint64_t kBitPsPerByte = 8000000000000ull; // 8 bits x 1e12 ps/s
+    m_psPerByte = kBitPsPerByte % m_rateBps == 0 ? int64_t(kBitPsPerByte / m_rateBps) : 0;
 }
 
 void
@@ -98,10 +101,14 @@ EgressPort::SetPropagationDelay(Time delay)
 int64_t
 EgressPort::SerializationPs(uint64_t wireBytes) const
 {
-    // Exact integer ceil(bits * 1e12 / rate): no drift over millions of packets.
+    // Exact integer ceil(bits * 1e12 / rate): no drift over millions of packets. Common rates (25, 100,
+    // 400 Gbps...) divide 8e12 exactly, and then one multiplication does it.
+    if (m_psPerByte != 0)
+    {
+        return int64_t(wireBytes) * m_psPerByte;
+    }
     const unsigned __int128 bitsTimesPs = static_cast<unsigned __int128>(wireBytes) * 8u * 1000000000000ull;
-    const uint64_t rate = m_rate.GetBitRate();
-    return static_cast<int64_t>((bitsTimesPs + rate - 1) / rate);
+    return static_cast<int64_t>((bitsTimesPs + m_rateBps - 1) / m_rateBps);
 }
 
 void
@@ -115,6 +122,7 @@ EgressPort::Enqueue(FabricPacket* p)
         return;
     }
     m_queues[p->priority].Push(p);
+    m_nonEmptyMask |= uint8_t(1u << p->priority);
     m_queuedBytes += p->wireBytes;
     if (m_queuedBytes > m_peakQueueBytes)
     {
@@ -195,13 +203,15 @@ EgressPort::TrySend()
     }
     else
     {
-        for (uint32_t prio = kNumPriorities; prio-- > 0;)
+        const uint32_t ready = m_nonEmptyMask & ~m_pausedMask;
+        if (ready != 0)
         {
-            if (!m_queues[prio].Empty() && !(m_pausedMask & (1u << prio)))
+            const uint32_t prio = 31u - uint32_t(__builtin_clz(ready)); // highest ready priority
+            p = m_queues[prio].Pop();
+            m_queuedBytes -= p->wireBytes;
+            if (m_queues[prio].Empty())
             {
-                p = m_queues[prio].Pop();
-                m_queuedBytes -= p->wireBytes;
-                break;
+                m_nonEmptyMask &= uint8_t(~(1u << prio));
             }
         }
         if (p == nullptr && m_source != nullptr)
@@ -227,11 +237,11 @@ EgressPort::TrySend()
     }
     p->dueTimePs = nowPs + serPs + m_delayPs;
     m_onWire.Push(p);
-    Simulator::Schedule(TimeStep(serPs), Ptr<EventImpl>(m_txDoneEvent));
+    Simulator::Schedule(TimeStep(serPs), m_txDoneEvent);
     if (!m_deliveryPending)
     {
         m_deliveryPending = true;
-        Simulator::Schedule(TimeStep(serPs + m_delayPs), Ptr<EventImpl>(m_deliverEvent));
+        Simulator::Schedule(TimeStep(serPs + m_delayPs), m_deliverEvent);
     }
 }
 
@@ -249,7 +259,7 @@ EgressPort::DeliverHead()
     if (!m_onWire.Empty())
     {
         const int64_t nowPs = Simulator::Now().GetTimeStep();
-        Simulator::Schedule(TimeStep(m_onWire.Front()->dueTimePs - nowPs), Ptr<EventImpl>(m_deliverEvent));
+        Simulator::Schedule(TimeStep(m_onWire.Front()->dueTimePs - nowPs), m_deliverEvent);
     }
     else
     {

@@ -132,6 +132,12 @@ class EgressPort : public Object
     /// Set the link rate.
     void SetDataRate(DataRate rate);
 
+    /// @return the link rate, in bit/s
+    uint64_t GetRateBps() const
+    {
+        return m_rateBps;
+    }
+
     /// @return the propagation delay
     Time GetPropagationDelay() const
     {
@@ -184,6 +190,7 @@ class EgressPort : public Object
     std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
     PacketFifo m_control;                            ///< link-level control frames, served first
     uint8_t m_pausedMask{0};                         ///< bit p: priority p paused by the peer
+    uint8_t m_nonEmptyMask{0};                       ///< bit p: m_queues[p] holds a packet
     std::array<int64_t, kNumPriorities> m_pauseStartPs{};  ///< start of the ongoing pause, in ps
     std::array<int64_t, kNumPriorities> m_pausedPs{};      ///< finished pause time, in ps
     std::array<uint64_t, kNumPriorities> m_pauseFrames{};  ///< PAUSE frames received
@@ -199,6 +206,8 @@ class EgressPort : public Object
     bool m_deliveryPending{false};                   ///< m_deliverEvent is scheduled
 
     DataRate m_rate;      ///< link rate
+    uint64_t m_rateBps{0};     ///< m_rate in bit/s
+    int64_t m_psPerByte{0};    ///< 8e12 / m_rateBps when that is an integer (exact shortcut), else 0
     Time m_delay;         ///< propagation delay
     int64_t m_delayPs{0}; ///< m_delay in ps
 
@@ -209,8 +218,8 @@ class EgressPort : public Object
     PacketPool* m_pool{nullptr};       ///< packet allocator
     PacketSource* m_source{nullptr};   ///< pulled when the queues are empty
 
-    Ptr<ReusableEvent<EgressPort, &EgressPort::TransmitDone>> m_txDoneEvent;   ///< end of serialization
-    Ptr<ReusableEvent<EgressPort, &EgressPort::DeliverHead>> m_deliverEvent;   ///< arrival at the peer
+    Ptr<EventImpl> m_txDoneEvent;  ///< end of serialization (a ReusableEvent calling TransmitDone)
+    Ptr<EventImpl> m_deliverEvent; ///< arrival at the peer (a ReusableEvent calling DeliverHead)
 
     TracedCallback<const FabricPacket*> m_txTrace;   ///< a packet starts serialization
     TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet is tail-dropped

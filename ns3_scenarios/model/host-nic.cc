@@ -94,7 +94,7 @@ HostNic::SetFlowTable(FlowTable* table)
 double
 HostNic::LineRateBps() const
 {
-    return double(m_ports[0]->GetDataRate().GetBitRate());
+    return double(m_ports[0]->GetRateBps());
 }
 
 double

@@ -1,0 +1,499 @@
+"""Collective algorithms as point-to-point schedules: one pure, vectorized function per algorithm.
+
+Every function takes the sorted member ranks of a group, the trace's size S (nccl-tests convention, see
+:mod:`cosim.workload.trace`) and a chunk size, and returns a :class:`Schedule`: flow arrays (src, dst,
+bytes, step) plus the dependencies among those flows as *local* indices (CSR, every dep < its op), the
+*entry* flows (they wait for the collective's start barrier) and the *terminal* flows (nothing inside the
+collective waits for them; the collective's end waits for them). No Python loop runs per flow: all steps ×
+ranks × chunks of one call are generated as arrays at once.
+
+Model
+-----
+Each algorithm is first written as *transfers* (one message of a step from one rank to another) with
+*data dependencies* on earlier transfers (the transfer whose arrival makes the data available at the
+sender), or on the start barrier. :func:`_expand` then
+
+1. drops zero-byte transfers (tiny S split n ways) and wires their dependencies through to their dependents,
+2. splits a transfer of b bytes into ceil(b / chunk_bytes) chunks (all chunk_bytes, the last smaller),
+3. pipelines: chunk c of a transfer depends on chunk c−1 of the same transfer (one sender, one link, chunks
+   in order) and, for each data dependency u of the transfer, on the chunk of u by whose arrival the same
+   fraction of u's data is in: chunk ceil((c+1)·C_u / C_t) − 1 (that is chunk c when both have C chunks);
+   chunk 0 of an entry transfer waits for the start barrier.
+
+Segments: when S is split into n parts, part j holds S//n + (1 if j < S mod n else 0) bytes, so byte totals
+are exact; per-rank totals then match the n-divisible formulas below to within one byte per step.
+
+Algorithms and bytes sent per rank (S divisible by n):
+
+- ring reduce-scatter / all-gather: n−1 steps; at step k position p sends segment (p−k) mod n to p+1.
+  (n−1)/n·S per rank.
+- ring all-reduce = ring reduce-scatter then ring all-gather continuing the same ring (2(n−1) steps; step k
+  sends segment (p−k) mod n). 2(n−1)/n·S per rank. The step-k send of p depends on the step-(k−1) transfer
+  into p from its predecessor; step 0 depends only on the barrier.
+- double binary tree all-reduce (NCCL): tree 0 is NCCL's btree over positions (parent from the lowest set
+  bit), tree 1 is its mirror (n even) or its shift by one (n odd), so a rank that is a leaf of one tree is
+  interior in the other. Tree t carries h_t bytes (h_0 = ceil(S/2), h_1 = floor(S/2)): reduce up (a node
+  sends to its parent after its children's data arrived), then broadcast down from the root. Exact bytes
+  sent by a rank: Σ_t h_t · ([rank is not root of t] + children_t(rank)); summed over ranks 2(n−1)·S.
+- recursive halving-doubling all-reduce (Rabenseifner), n a power of two: log2 n reduce-scatter steps with
+  partner p XOR n/2^(k+1), each sending the half of its current range it does not keep (S/2, S/4, … S/n),
+  then log2 n all-gather steps with partners p XOR 1, 2, 4, … sending S/n, 2S/n, … S/2.
+  2(n−1)/n·S per rank. For n not a power of two it falls back to the ring (the returned algorithm says so).
+- direct all-to-all: every rank sends block q (S/n) to every other member q at once. (n−1)/n·S per rank.
+- chain broadcast from the group's first rank: m0 → m1 → … → m(n−1), S per link, pipelined by chunks.
+  S per rank except the last member (0).
+- hierarchical two-level (NCCL on multi-GPU hosts) for a group spanning k > 1 servers with the same number
+  g > 1 of members on each (member j of a server = its j-th lowest member rank):
+  all-reduce = intra-server ring reduce-scatter on S (NVLink), inter-server ring all-reduce among the j-th
+  members of every server on their shard S/g (FLOW), intra-server ring all-gather on S (NVLink).
+  Per rank: NVLink 2(g−1)/g·S, FLOW 2(k−1)/k·S/g.
+  reduce-scatter = intra RS on S, then inter ring RS on S/g: NVLink (g−1)/g·S, FLOW (k−1)/k·S/g.
+  all-gather = inter ring AG on S/g, then intra AG on S: FLOW (k−1)/k·S/g, NVLink (g−1)/g·S.
+  Each phase's first send of a rank depends on the previous phase's last transfer into that rank.
+  Groups whose servers hold different member counts, single-server groups and one-GPU-per-server groups
+  fall back to the flat ring (the flows are NVLink or FLOW by their endpoints' servers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from cosim.errors import CosimInputError
+from cosim.workload.trace import CollKind
+
+_I64 = np.int64
+
+
+class Algorithm(IntEnum):
+    """Lowering algorithm of a collective call (the ``coll_algo`` column of a FlowDag)."""
+    NONE = 0              #: single-member group, nothing to send
+    RING = 1
+    TREE = 2              #: double binary tree (all-reduce)
+    HALVING_DOUBLING = 3  #: Rabenseifner (all-reduce, power-of-two groups)
+    DIRECT = 4            #: all-to-all, every pair at once
+    HIERARCHICAL = 5      #: intra-server NVLink + inter-server ring
+    CHAIN = 6             #: pipelined chain broadcast
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Schedule:
+    """Point-to-point flows of one collective call with their local dependencies.
+
+    Flow i sends ``bytes[i]`` (> 0) from rank ``src[i]`` to ``dst[i]`` (≠ src) at algorithm step ``step[i]``;
+    it may start once flows ``dep_idx[dep_ptr[i]:dep_ptr[i+1]]`` (all < i) finished and, if ``entry[i]``,
+    once the collective started. The collective is done when every flow with ``terminal[i]`` finished.
+    """
+
+    src: np.ndarray       # int32 rank
+    dst: np.ndarray       # int32 rank
+    bytes: np.ndarray     # int64 payload bytes of the chunk
+    step: np.ndarray      # int32 algorithm step of the chunk's transfer
+    dep_ptr: np.ndarray   # int64 [n+1]
+    dep_idx: np.ndarray   # int64 local flow indices
+    entry: np.ndarray     # bool: waits for the start barrier
+    terminal: np.ndarray  # bool: the end barrier waits for it (no dependent inside the schedule)
+
+    @property
+    def n_ops(self) -> int:
+        """Number of flows (chunks)."""
+        return int(self.src.size)
+
+
+@dataclass(frozen=True, slots=True)
+class _Transfers:
+    """Transfer-level algorithm: edges (owner, dep) with dep = −1 for the start barrier; deps < owners."""
+    src: np.ndarray
+    dst: np.ndarray
+    bytes: np.ndarray
+    step: np.ndarray
+    e_owner: np.ndarray
+    e_dep: np.ndarray
+
+
+def _empty_transfers() -> _Transfers:
+    z = np.zeros(0, _I64)
+    return _Transfers(z, z, z, z, z, z)
+
+
+def _concat(parts: list[_Transfers]) -> _Transfers:
+    """Concatenate transfer sets; each part's edges are already in global numbering."""
+    return _Transfers(*(np.concatenate([getattr(p, f) for p in parts]).astype(_I64)
+                        for f in ("src", "dst", "bytes", "step", "e_owner", "e_dep")))
+
+
+def split_bytes(total_bytes: np.ndarray | int, n: int) -> np.ndarray:
+    """Split totals into n parts: part j = total//n + (j < total mod n); shape (..., n), exact sums."""
+    total = np.asarray(total_bytes, dtype=_I64)[..., None]
+    j = np.arange(n, dtype=_I64)
+    return total // n + (j < total % n)
+
+
+# --- transfer generators ----------------------------------------------------------------------------
+
+def _ring_transfers(rings: np.ndarray, totals: np.ndarray, n_steps: int, shift: int, base: int,
+                    prev_into: np.ndarray | None = None) -> tuple[_Transfers, np.ndarray]:
+    """R independent rings (rings[R, n] of ranks) on totals[R] bytes, n_steps steps, segment (p+shift−k) mod n.
+
+    @param base  global index of the first transfer (for composing phases)
+    @param prev_into  [R, n]: transfer that must arrive at each position before its first send (−1: barrier)
+    @return (transfers, last_into[R, n]: global index of the last transfer into each position, −1 if none)
+    """
+    R, n = rings.shape
+    if n < 2 or n_steps == 0:
+        return _empty_transfers(), np.full((R, n), -1, _I64)
+    seg = split_bytes(totals, n)                                            # [R, n]
+    k = np.arange(n_steps, dtype=_I64)[:, None, None]
+    r = np.arange(R, dtype=_I64)[None, :, None]
+    p = np.arange(n, dtype=_I64)[None, None, :]
+    shape = (n_steps, R, n)
+    idx = base + (k * R + r) * n + p
+
+    def at(kk, pp):
+        return base + (kk * R + r) * n + pp
+
+    src = np.broadcast_to(rings[None, :, :], shape)
+    dst = np.broadcast_to(np.roll(rings, -1, axis=1)[None, :, :], shape)
+    nbytes = seg[r, (p + shift - k) % n]
+    # the step-k send of p needs the step-(k−1) transfer into p (from its predecessor p−1)
+    dep = np.where(k > 0, at(k - 1, (p - 1) % n), -1)
+    dep = np.broadcast_to(dep, shape).copy()
+    if prev_into is not None:
+        dep[0] = prev_into
+    last_into = np.broadcast_to(at(n_steps - 1, (p - 1) % n)[0], (R, n)).astype(_I64)
+    t = _Transfers(src.ravel().astype(_I64), dst.ravel().astype(_I64), np.broadcast_to(nbytes, shape).ravel(),
+                   np.broadcast_to(k, shape).ravel(), idx.ravel(), dep.ravel())
+    return t, last_into
+
+
+def _ring(members: np.ndarray, size_bytes: int, kind: CollKind) -> _Transfers:
+    n = members.size
+    steps = {CollKind.ALL_REDUCE: 2 * (n - 1), CollKind.REDUCE_SCATTER: n - 1, CollKind.ALL_GATHER: n - 1}[kind]
+    return _ring_transfers(members[None, :].astype(_I64), np.array([size_bytes]), steps, 0, 0)[0]
+
+
+def tree_parents(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parent position of every position in NCCL's two complementary binary trees (−1 at the roots)."""
+    r = np.arange(n, dtype=_I64)
+    bit = r & -r
+    up = (r ^ bit) | (bit << 1)
+    up = np.where(up >= n, r ^ bit, up)
+    p0 = up.copy()
+    if n:
+        p0[0] = -1
+    if n % 2:  # odd: shift by one
+        role = (r - 1) % n
+        p1 = np.where(p0[role] < 0, -1, (p0[role] + 1) % n)
+    else:      # even: mirror
+        role = n - 1 - r
+        p1 = np.where(p0[role] < 0, -1, n - 1 - p0[role])
+    return p0, p1
+
+
+def _depth(parent: np.ndarray) -> np.ndarray:
+    d = np.zeros(parent.size, _I64)
+    cur = parent.copy()
+    while np.any(cur >= 0):
+        d += cur >= 0
+        cur = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1)
+    return d
+
+
+def _tree_transfers(members: np.ndarray, parent: np.ndarray, h_bytes: int, base: int) -> _Transfers:
+    """Reduce up then broadcast down one tree; transfers ordered leaves-up, then root-down."""
+    n = members.size
+    nonroot = np.flatnonzero(parent >= 0)
+    if nonroot.size == 0:
+        return _empty_transfers()
+    depth = _depth(parent)
+    root = int(np.flatnonzero(parent < 0)[0])
+    up_nodes = nonroot[np.argsort(-depth[nonroot], kind="stable")]
+    down_nodes = nonroot[np.argsort(depth[nonroot], kind="stable")]
+    m = nonroot.size
+    up_idx = np.full(n, -1, _I64)
+    up_idx[up_nodes] = base + np.arange(m)
+    down_idx = np.full(n, -1, _I64)
+    down_idx[down_nodes] = base + m + np.arange(m)
+    n_children = np.bincount(parent[nonroot], minlength=n)
+    max_d = int(depth.max())
+    # up: a node's send to its parent waits for its children's sends; a leaf's waits for the barrier
+    c = nonroot[parent[nonroot] != root]  # children whose parent also sends up
+    leaves = up_nodes[n_children[up_nodes] == 0]
+    e_o = [up_idx[parent[c]], up_idx[leaves]]
+    e_d = [up_idx[c], np.full(leaves.size, -1, _I64)]
+    # down: children of the root wait for every up transfer into the root; others for the send into their parent
+    rc = nonroot[parent[nonroot] == root]
+    e_o += [np.repeat(down_idx[rc], rc.size), down_idx[c]]
+    e_d += [np.tile(up_idx[rc], rc.size), down_idx[parent[c]]]
+    src = np.concatenate([members[up_nodes], members[parent[down_nodes]]])
+    dst = np.concatenate([members[parent[up_nodes]], members[down_nodes]])
+    step = np.concatenate([max_d - depth[up_nodes], max_d + depth[down_nodes] - 1])
+    return _Transfers(src.astype(_I64), dst.astype(_I64), np.full(2 * m, h_bytes, _I64), step.astype(_I64),
+                      np.concatenate(e_o), np.concatenate(e_d))
+
+
+def _halving_doubling(members: np.ndarray, size_bytes: int) -> _Transfers:
+    n = members.size
+    L = n.bit_length() - 1
+    cum = np.concatenate([[0], np.cumsum(split_bytes(size_bytes, n))])
+    p = np.arange(n, dtype=_I64)
+    d = np.concatenate([n >> np.arange(1, L + 1), 1 << np.arange(L)]).astype(_I64)  # partner distance per step
+    k = np.arange(2 * L, dtype=_I64)[:, None]
+    dk = d[:, None]
+    partner = p[None, :] ^ dk
+    rs = k < L
+    # RS: send the half of the current 2d-block range that the partner keeps; AG: send own d-block range
+    lo = np.where(rs, (p & ~(2 * dk - 1)) | (partner & dk), p & ~(dk - 1))
+    nbytes = cum[lo + dk] - cum[lo]
+    idx = k * n + p
+    prev_partner = p[None, :] ^ np.concatenate([[0], d[:-1]])[:, None]
+    dep = np.where(k > 0, (k - 1) * n + prev_partner, -1)  # the transfer into p at the previous step
+    shape = (2 * L, n)
+    return _Transfers(np.broadcast_to(members[None, :], shape).ravel().astype(_I64),
+                      members[partner].ravel().astype(_I64), nbytes.ravel(), np.broadcast_to(k, shape).ravel(),
+                      idx.ravel(), dep.ravel())
+
+
+def _direct(members: np.ndarray, size_bytes: int) -> _Transfers:
+    n = members.size
+    blk = split_bytes(size_bytes, n)
+    p, q = np.nonzero(~np.eye(n, dtype=bool))
+    m = p.size
+    return _Transfers(members[p].astype(_I64), members[q].astype(_I64), blk[q], np.zeros(m, _I64),
+                      np.arange(m, dtype=_I64), np.full(m, -1, _I64))
+
+
+def _chain(members: np.ndarray, size_bytes: int) -> _Transfers:
+    m = members.size - 1
+    t = np.arange(m, dtype=_I64)
+    return _Transfers(members[:-1].astype(_I64), members[1:].astype(_I64), np.full(m, size_bytes, _I64), t, t,
+                      t - 1)
+
+
+def server_layout(members: np.ndarray, gpus_per_server: int) -> np.ndarray | None:
+    """Members as a [k servers, g per server] array if hierarchical applies (k > 1, g > 1, equal g), else None."""
+    server = members // gpus_per_server
+    _, counts = np.unique(server, return_counts=True)
+    if counts.size < 2 or counts[0] < 2 or np.any(counts != counts[0]):
+        return None
+    return members.reshape(counts.size, int(counts[0])).astype(_I64)  # members are sorted: servers contiguous
+
+
+def _hierarchical(grid: np.ndarray, size_bytes: int, kind: CollKind) -> _Transfers:
+    k, g = grid.shape
+    seg = split_bytes(size_bytes, g)
+    totals = np.full(k, size_bytes, _I64)
+    pos = np.arange(k * g).reshape(k, g)  # member positions laid out like grid
+    into = np.full(k * g, -1, _I64)       # last transfer into each member so far (−1: only the barrier)
+    parts: list[_Transfers] = []
+    base = 0
+
+    def phase(intra: bool, tot, steps, shift):
+        nonlocal base
+        where = pos if intra else pos.T
+        t, last = _ring_transfers(grid[where // g, where % g], tot, steps, shift, base, into[where])
+        parts.append(t)
+        base += t.src.size
+        into[where[last >= 0]] = last[last >= 0]
+
+    if kind == CollKind.ALL_REDUCE:
+        phase(True, totals, g - 1, 0)                  # intra RS: position j keeps segment (j+1) mod g
+        phase(False, np.roll(seg, -1), 2 * (k - 1), 0)  # inter AR among the j-th members on that shard
+        phase(True, totals, g - 1, 1)                  # intra AG starting from segment (j+1) mod g
+    elif kind == CollKind.REDUCE_SCATTER:
+        phase(True, totals, g - 1, 0)
+        phase(False, np.roll(seg, -1), k - 1, 0)
+    else:  # ALL_GATHER
+        phase(False, seg, k - 1, 0)                    # inter AG gathers segment j on the j-th members
+        phase(True, totals, g - 1, 0)
+    return _concat(parts)
+
+
+# --- chunk expansion --------------------------------------------------------------------------------
+
+def _wire_through_zero(t: _Transfers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Drop zero-byte transfers: an edge to one is replaced by that transfer's own edges, repeatedly.
+
+    @return (kept transfer indices, edge owners, edge deps) renumbered to the kept transfers (−1 = barrier)
+    """
+    n = t.src.size
+    zero = t.bytes == 0
+    o, d = t.e_owner, t.e_dep
+    if not np.any(zero):
+        return np.arange(n, dtype=_I64), o, d
+    while True:
+        bad = (d >= 0) & zero[np.maximum(d, 0)]
+        if not np.any(bad):
+            break
+        order = np.argsort(o, kind="stable")
+        os_, ds_ = o[order], d[order]
+        ptr = np.searchsorted(os_, np.arange(n + 1))
+        cnt = ptr[d[bad] + 1] - ptr[d[bad]]
+        new_o = np.repeat(o[bad], cnt)
+        start = np.repeat(ptr[d[bad]], cnt)
+        within = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        new_d = ds_[start + within]
+        o = np.concatenate([o[~bad], new_o])
+        d = np.concatenate([d[~bad], new_d])
+        key = np.unique(o * (n + 1) + (d + 1))
+        o, d = key // (n + 1), key % (n + 1) - 1
+    kept = np.flatnonzero(~zero)
+    new = np.full(n, -1, _I64)
+    new[kept] = np.arange(kept.size)
+    keep_edge = ~zero[o]
+    o, d = o[keep_edge], d[keep_edge]
+    return kept, new[o], np.where(d >= 0, new[np.maximum(d, 0)], -1)
+
+
+def _expand(t: _Transfers, chunk_bytes: int) -> Schedule:
+    """Drop zero-byte transfers, split the rest into chunks and pipeline them (module docstring)."""
+    kept, o, d = _wire_through_zero(t)
+    b = t.bytes[kept]
+    C = -(-b // chunk_bytes)
+    first = np.concatenate([[0], np.cumsum(C)]).astype(_I64)
+    n = int(first[-1])
+    tr = np.repeat(np.arange(kept.size, dtype=_I64), C)
+    c = np.arange(n, dtype=_I64) - first[tr]
+    nbytes = np.minimum(chunk_bytes, b[tr] - c * chunk_bytes)
+    ops = np.arange(n, dtype=_I64)
+    # pipeline: chunk c after chunk c−1 of the same transfer
+    e_o = [ops[c > 0]]
+    e_d = [ops[c > 0] - 1]
+    entry = np.zeros(n, bool)
+    entry[first[o[d < 0]]] = True
+    # data: chunk c of t after chunk ceil((c+1)·C_u/C_t)−1 of u
+    data = d >= 0
+    do, du = o[data], d[data]
+    reps = C[do]
+    own = np.repeat(do, reps)
+    dep = np.repeat(du, reps)
+    cc = np.arange(reps.sum(), dtype=_I64) - np.repeat(np.cumsum(reps) - reps, reps)
+    uc = -(-((cc + 1) * C[dep]) // C[own]) - 1
+    e_o.append(first[own] + cc)
+    e_d.append(first[dep] + uc)
+    eo, ed = np.concatenate(e_o), np.concatenate(e_d)
+    order = np.argsort(eo, kind="stable")
+    dep_ptr = np.concatenate([[0], np.cumsum(np.bincount(eo, minlength=n))]).astype(_I64)
+    terminal = np.bincount(ed, minlength=n) == 0
+    sched = Schedule(src=t.src[kept][tr].astype(np.int32), dst=t.dst[kept][tr].astype(np.int32),
+                     bytes=nbytes.astype(_I64), step=t.step[kept][tr].astype(np.int32), dep_ptr=dep_ptr,
+                     dep_idx=ed[order].astype(_I64), entry=entry, terminal=terminal)
+    for name in Schedule.__slots__:
+        getattr(sched, name).flags.writeable = False
+    return sched
+
+
+# --- public algorithms ------------------------------------------------------------------------------
+
+def _members(members) -> np.ndarray:
+    m = np.asarray(members, dtype=_I64)
+    if m.ndim != 1 or m.size == 0 or np.any(np.diff(m) <= 0):
+        raise CosimInputError("members", "must be a non-empty, strictly increasing array of ranks")
+    return m
+
+
+def _check(size_bytes: int, chunk_bytes: int) -> None:
+    if size_bytes < 0:
+        raise CosimInputError("size_bytes", f"must be >= 0, got {size_bytes}")
+    if chunk_bytes < 1:
+        raise CosimInputError("chunk_bytes", f"must be >= 1, got {chunk_bytes}")
+
+
+def ring_reduce_scatter(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
+    """Ring reduce-scatter of an S-byte input: n−1 steps of S/n to the ring successor."""
+    _check(size_bytes, chunk_bytes)
+    return _expand(_ring(_members(members), size_bytes, CollKind.REDUCE_SCATTER), chunk_bytes)
+
+
+def ring_all_gather(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
+    """Ring all-gather of an S-byte output: n−1 steps of S/n to the ring successor."""
+    _check(size_bytes, chunk_bytes)
+    return _expand(_ring(_members(members), size_bytes, CollKind.ALL_GATHER), chunk_bytes)
+
+
+def ring_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
+    """Ring all-reduce: reduce-scatter then all-gather, 2(n−1) steps of S/n."""
+    _check(size_bytes, chunk_bytes)
+    return _expand(_ring(_members(members), size_bytes, CollKind.ALL_REDUCE), chunk_bytes)
+
+
+def tree_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
+    """NCCL double binary tree all-reduce: each tree reduces up and broadcasts down half of S."""
+    _check(size_bytes, chunk_bytes)
+    m = _members(members)
+    p0, p1 = tree_parents(m.size)
+    t0 = _tree_transfers(m, p0, (size_bytes + 1) // 2, 0)
+    t1 = _tree_transfers(m, p1, size_bytes // 2, t0.src.size)
+    return _expand(_concat([t0, t1]), chunk_bytes)
+
+
+def halving_doubling_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
+    """Rabenseifner all-reduce (recursive halving RS + recursive doubling AG); ring if n is not a power of 2."""
+    _check(size_bytes, chunk_bytes)
+    m = _members(members)
+    if m.size & (m.size - 1):
+        return _expand(_ring(m, size_bytes, CollKind.ALL_REDUCE), chunk_bytes)
+    return _expand(_halving_doubling(m, size_bytes) if m.size > 1 else _empty_transfers(), chunk_bytes)
+
+
+def direct_all_to_all(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
+    """Direct all-to-all: every member sends S/n to every other member, all at once."""
+    _check(size_bytes, chunk_bytes)
+    return _expand(_direct(_members(members), size_bytes), chunk_bytes)
+
+
+def chain_broadcast(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
+    """Pipelined chain broadcast of S bytes from the first member along the sorted members."""
+    _check(size_bytes, chunk_bytes)
+    return _expand(_chain(_members(members), size_bytes), chunk_bytes)
+
+
+def hierarchical(kind: CollKind, members, size_bytes: int, chunk_bytes: int = 4 << 20, *,
+                 gpus_per_server: int) -> Schedule:
+    """Two-level all-reduce / reduce-scatter / all-gather (NVLink rings inside servers, FLOW rings across);
+    the flat ring when the group's server layout does not qualify (module docstring)."""
+    _check(size_bytes, chunk_bytes)
+    kind = CollKind(kind)
+    if kind not in (CollKind.ALL_REDUCE, CollKind.REDUCE_SCATTER, CollKind.ALL_GATHER):
+        raise CosimInputError("kind", f"hierarchical lowers all-reduce, reduce-scatter and all-gather, not {kind.name}")
+    m = _members(members)
+    grid = server_layout(m, gpus_per_server)
+    if grid is None:
+        return _expand(_ring(m, size_bytes, kind), chunk_bytes)
+    return _expand(_hierarchical(grid, size_bytes, kind), chunk_bytes)
+
+
+#: algorithms each collective kind accepts (besides "auto")
+SUPPORTED: dict[CollKind, tuple[Algorithm, ...]] = {
+    CollKind.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.HALVING_DOUBLING, Algorithm.HIERARCHICAL),
+    CollKind.REDUCE_SCATTER: (Algorithm.RING, Algorithm.HIERARCHICAL),
+    CollKind.ALL_GATHER: (Algorithm.RING, Algorithm.HIERARCHICAL),
+    CollKind.ALL_TO_ALL: (Algorithm.DIRECT,),
+    CollKind.BROADCAST: (Algorithm.CHAIN,),
+}
+
+
+def schedule(kind: CollKind, algorithm: Algorithm, members, size_bytes: int, chunk_bytes: int,
+             gpus_per_server: int) -> tuple[Algorithm, Schedule]:
+    """Lower one collective call with ``algorithm``; returns the algorithm actually used (after fallbacks)."""
+    kind, algorithm = CollKind(kind), Algorithm(algorithm)
+    m = _members(members)
+    if m.size == 1:
+        return Algorithm.NONE, _expand(_empty_transfers(), max(chunk_bytes, 1))
+    if algorithm not in SUPPORTED.get(kind, ()):
+        raise CosimInputError("algorithm", f"{algorithm.name.lower()} cannot lower {kind.name}")
+    if algorithm == Algorithm.HIERARCHICAL:
+        if server_layout(m, gpus_per_server) is None:
+            algorithm = Algorithm.RING
+        return algorithm, hierarchical(kind, m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server)
+    if algorithm == Algorithm.HALVING_DOUBLING:
+        used = Algorithm.RING if m.size & (m.size - 1) else algorithm
+        return used, halving_doubling_all_reduce(m, size_bytes, chunk_bytes)
+    fn = {Algorithm.TREE: tree_all_reduce, Algorithm.DIRECT: direct_all_to_all, Algorithm.CHAIN: chain_broadcast}
+    if algorithm in fn:
+        return algorithm, fn[algorithm](m, size_bytes, chunk_bytes)
+    ring = {CollKind.ALL_REDUCE: ring_all_reduce, CollKind.REDUCE_SCATTER: ring_reduce_scatter,
+            CollKind.ALL_GATHER: ring_all_gather}[kind]
+    return algorithm, ring(m, size_bytes, chunk_bytes)

@@ -1,0 +1,432 @@
+"""FlowDag: the lowered workload as numpy arrays — flows, NVLink copies, compute delays and their deps.
+
+One row per DAG op (length n):
+
+- ``kind`` (:class:`DagOpKind`): FLOW (inter-server transfer through the NIC and the packet-level fabric),
+  COMPUTE (busy time on a GPU), NVLINK (intra-server GPU-to-GPU copy; the executor models latency +
+  bytes / bandwidth, serialized per sending GPU), NOP (zero-time join or barrier).
+- ``rank``: sender (FLOW/NVLINK), executor (COMPUTE), owner or −1 for a collective-wide barrier (NOP).
+- ``src``/``dst``: sending and receiving rank of FLOW/NVLINK (−1 otherwise). Rank r sits on server
+  r // gpus_per_server; FLOW iff src and dst are on different servers, NVLINK iff on the same one, never
+  src == dst, and ``bytes`` > 0.
+- ``duration_ns`` (COMPUTE), ``priority`` (0..7, network class), ``trace_op`` (trace op index; the coll_id
+  for a collective's ops, the SEND's index for a send's flows), ``coll`` (row of the collective table or
+  −1), ``iteration``.
+- deps as CSR ``dep_ptr``/``dep_idx``: op i starts after every op in dep_idx[dep_ptr[i]:dep_ptr[i+1]]
+  finished. Every dep index is < i, so the ops are in a topological order and the DAG is acyclic by
+  construction (checked on construction).
+
+Per trace op and iteration (length n_iterations · n_trace_ops, index it · n_trace_ops + op): ``trace_start``
+and ``trace_done``, the DAG ops whose start / completion mark the trace op's start / completion.
+
+Collective table (one row per call and iteration): ``coll_trace_id``, ``coll_kind`` (CollKind),
+``coll_bytes`` (S), ``coll_group``, ``coll_algo`` (Algorithm actually used), ``coll_start_op`` and
+``coll_end_op`` (its barrier NOPs), ``coll_iteration``, and the member ranks as CSR ``coll_ranks_ptr`` /
+``coll_ranks``.
+
+:func:`repeat` chains n copies of a one-iteration DAG: in copy k+1 every root of a rank (an op of the rank
+with no dep on an op of the same rank) depends on every terminal of that rank (no dependent of the same rank)
+in copy k, so a rank starts an iteration only when it finished the previous one. The ops of a collective
+(barrier NOPs with rank −1 and its flows) count as ops of each of its member ranks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from cosim.errors import CosimInputError
+
+
+class DagOpKind(IntEnum):
+    """What a DAG op does."""
+    FLOW = 0
+    COMPUTE = 1
+    NVLINK = 2
+    NOP = 3
+
+
+#: per-op columns: name → (dtype, default)
+OP_FIELDS: dict[str, tuple[type, int]] = {
+    "kind": (np.uint8, int(DagOpKind.NOP)),
+    "rank": (np.int32, -1),
+    "src": (np.int32, -1),
+    "dst": (np.int32, -1),
+    "bytes": (np.int64, 0),
+    "duration_ns": (np.int64, 0),
+    "priority": (np.uint8, 0),
+    "trace_op": (np.int64, -1),
+    "coll": (np.int32, -1),
+    "iteration": (np.int32, 0),
+}
+
+COLL_FIELDS: dict[str, type] = {
+    "coll_trace_id": np.int64,
+    "coll_kind": np.uint8,
+    "coll_bytes": np.int64,
+    "coll_group": np.int32,
+    "coll_algo": np.uint8,
+    "coll_start_op": np.int64,
+    "coll_end_op": np.int64,
+    "coll_iteration": np.int32,
+}
+
+
+def _arr(field: str, value, dtype) -> np.ndarray:
+    a = np.asarray(value)
+    if a.ndim != 1:
+        raise CosimInputError(f"dag.{field}", f"must be one-dimensional, got shape {a.shape}")
+    if a.size and a.dtype.kind not in "iub":
+        raise CosimInputError(f"dag.{field}", f"must hold integers, got dtype {a.dtype}")
+    if a.dtype != dtype:
+        if a.size:
+            info = np.iinfo(dtype)
+            if int(a.min()) < info.min or int(a.max()) > info.max:
+                raise CosimInputError(f"dag.{field}", f"values do not fit {np.dtype(dtype).name}")
+    a = np.array(a, dtype=dtype)  # own copy: the DAG is immutable even if the caller keeps its arrays
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class FlowDag:
+    """Ops, deps, per-trace-op markers and the collective table of a lowered trace (module docstring)."""
+
+    n_ranks: int
+    gpus_per_server: int
+    n_iterations: int
+    n_trace_ops: int
+    kind: np.ndarray
+    rank: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    bytes: np.ndarray
+    duration_ns: np.ndarray
+    priority: np.ndarray
+    trace_op: np.ndarray
+    coll: np.ndarray
+    iteration: np.ndarray
+    dep_ptr: np.ndarray
+    dep_idx: np.ndarray
+    trace_start: np.ndarray
+    trace_done: np.ndarray
+    coll_trace_id: np.ndarray
+    coll_kind: np.ndarray
+    coll_bytes: np.ndarray
+    coll_group: np.ndarray
+    coll_algo: np.ndarray
+    coll_start_op: np.ndarray
+    coll_end_op: np.ndarray
+    coll_iteration: np.ndarray
+    coll_ranks_ptr: np.ndarray
+    coll_ranks: np.ndarray
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731 (frozen dataclass)
+        for name in ("n_ranks", "gpus_per_server", "n_iterations"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise CosimInputError(f"dag.{name}", f"must be a positive integer, got {v!r}")
+            set_(name, int(v))
+        if self.n_trace_ops < 0:
+            raise CosimInputError("dag.n_trace_ops", "must be >= 0")
+        set_("n_trace_ops", int(self.n_trace_ops))
+        for name, (dtype, _) in OP_FIELDS.items():
+            set_(name, _arr(name, getattr(self, name), dtype))
+        for name, dtype in COLL_FIELDS.items():
+            set_(name, _arr(name, getattr(self, name), dtype))
+        for name in ("dep_ptr", "dep_idx", "trace_start", "trace_done", "coll_ranks_ptr"):
+            set_(name, _arr(name, getattr(self, name), np.int64))
+        set_("coll_ranks", _arr("coll_ranks", self.coll_ranks, np.int32))
+        self._validate()
+
+    def _validate(self) -> None:
+        n, m = self.n_ops, self.n_collectives
+        for name in OP_FIELDS:
+            if getattr(self, name).size != n:
+                raise CosimInputError(f"dag.{name}", f"has {getattr(self, name).size} entries, kind has {n}")
+        for name in COLL_FIELDS:
+            if getattr(self, name).size != m:
+                raise CosimInputError(f"dag.{name}", f"has {getattr(self, name).size} entries, expected {m}")
+        _csr("dag.dep_ptr", self.dep_ptr, n, self.dep_idx.size)
+        _csr("dag.coll_ranks_ptr", self.coll_ranks_ptr, m, self.coll_ranks.size)
+        if self.dep_idx.size:
+            owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.dep_ptr))
+            bad = (self.dep_idx < 0) | (self.dep_idx >= owner)
+            if np.any(bad):
+                i = int(owner[bad][0])
+                raise CosimInputError("dag.dep_idx", f"op {i} depends on op {int(self.dep_idx[bad][0])}, which is "
+                                      "not an earlier op (ops must be in topological order)")
+        _where("dag.kind", self.kind > max(DagOpKind), "unknown op kind")
+        _where("dag.priority", self.priority > 7, "priority must be 0..7")
+        _where("dag.rank", (self.rank < -1) | (self.rank >= self.n_ranks), "rank out of range")
+        xfer = (self.kind == DagOpKind.FLOW) | (self.kind == DagOpKind.NVLINK)
+        _where("dag.src", xfer & ((self.src < 0) | (self.src >= self.n_ranks) | (self.dst < 0)
+                                  | (self.dst >= self.n_ranks)), "transfer endpoints out of range")
+        _where("dag.dst", xfer & (self.src == self.dst), "a transfer's destination must differ from its source")
+        _where("dag.src", ~xfer & ((self.src != -1) | (self.dst != -1)), "only transfers have src and dst")
+        _where("dag.rank", xfer & (self.rank != self.src), "a transfer belongs to its sending rank")
+        _where("dag.bytes", xfer != (self.bytes > 0), "transfers need bytes > 0, other ops bytes = 0")
+        _where("dag.bytes", self.bytes < 0, "bytes must be >= 0")
+        g = self.gpus_per_server
+        same = (self.src // g) == (self.dst // g)
+        _where("dag.kind", (self.kind == DagOpKind.FLOW) & same, "a FLOW between GPUs of one server (use NVLINK)")
+        _where("dag.kind", (self.kind == DagOpKind.NVLINK) & ~same, "an NVLINK copy between servers (use FLOW)")
+        _where("dag.duration_ns", (self.duration_ns < 0) | ((self.kind != DagOpKind.COMPUTE) & (self.duration_ns != 0)),
+               "only COMPUTE ops have a duration, and it is >= 0")
+        _where("dag.rank", (self.kind == DagOpKind.COMPUTE) & (self.rank < 0), "a COMPUTE op needs a rank")
+        _where("dag.coll", (self.coll < -1) | (self.coll >= m), "collective index out of range")
+        nt = self.n_iterations * self.n_trace_ops
+        for name in ("trace_start", "trace_done"):
+            a = getattr(self, name)
+            if a.size != nt:
+                raise CosimInputError(f"dag.{name}", f"has {a.size} entries, expected n_iterations·n_trace_ops = {nt}")
+            _where(f"dag.{name}", (a < 0) | (a >= n), "points outside the ops")
+        for name in ("coll_start_op", "coll_end_op"):
+            _where(f"dag.{name}", (getattr(self, name) < 0) | (getattr(self, name) >= n), "points outside the ops")
+        _where("dag.iteration", (self.iteration < 0) | (self.iteration >= self.n_iterations), "iteration out of range")
+
+    # --- accessors ----------------------------------------------------------------------------------
+
+    @property
+    def n_ops(self) -> int:
+        """Number of DAG ops."""
+        return int(self.kind.size)
+
+    @property
+    def n_collectives(self) -> int:
+        """Number of rows of the collective table (calls × iterations)."""
+        return int(self.coll_trace_id.size)
+
+    def deps(self, i: int) -> np.ndarray:
+        """Ops that op ``i`` waits for."""
+        return self.dep_idx[self.dep_ptr[i]:self.dep_ptr[i + 1]]
+
+    def dep_owner(self) -> np.ndarray:
+        """int64 per dep entry: the op that owns it (so edges are ``dep_idx[j] → dep_owner()[j]``)."""
+        return np.repeat(np.arange(self.n_ops, dtype=np.int64), np.diff(self.dep_ptr))
+
+    def coll_members(self, c: int) -> np.ndarray:
+        """Member ranks of collective row ``c``."""
+        return self.coll_ranks[self.coll_ranks_ptr[c]:self.coll_ranks_ptr[c + 1]]
+
+    def bytes_sent_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
+        """int64 [n_ranks]: bytes each rank sends in FLOW (or NVLINK) ops; both kinds if ``kind`` is None."""
+        return self._per_rank(self.src, kind)
+
+    def bytes_received_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
+        """int64 [n_ranks]: bytes each rank receives in FLOW (or NVLINK) ops; both kinds if ``kind`` is None."""
+        return self._per_rank(self.dst, kind)
+
+    def _per_rank(self, who: np.ndarray, kind: DagOpKind | None) -> np.ndarray:
+        sel = (self.kind == DagOpKind.FLOW) | (self.kind == DagOpKind.NVLINK) if kind is None else self.kind == kind
+        out = np.zeros(self.n_ranks, dtype=np.int64)
+        np.add.at(out, who[sel], self.bytes[sel])
+        return out
+
+    def summary(self) -> dict[str, int]:
+        """Counts of ops by kind, deps, collectives, and FLOW / NVLINK bytes."""
+        counts = np.bincount(self.kind, minlength=len(DagOpKind))
+        out = {f"n_{k.name.lower()}": int(counts[k]) for k in DagOpKind}
+        out.update(n_ops=self.n_ops, n_deps=int(self.dep_idx.size), n_collectives=self.n_collectives,
+                   n_iterations=self.n_iterations,
+                   flow_bytes=int(self.bytes[self.kind == DagOpKind.FLOW].sum()),
+                   nvlink_bytes=int(self.bytes[self.kind == DagOpKind.NVLINK].sum()),
+                   compute_ns=int(self.duration_ns.sum()))
+        return out
+
+
+def _csr(field: str, ptr: np.ndarray, n_rows: int, n_values: int) -> None:
+    if ptr.size != n_rows + 1 or ptr[0] != 0 or ptr[-1] != n_values or np.any(np.diff(ptr) < 0):
+        raise CosimInputError(field, f"is not a valid CSR pointer array over {n_rows} rows and {n_values} values")
+
+
+def _where(field: str, mask: np.ndarray, problem: str) -> None:
+    if np.any(mask):
+        raise CosimInputError(field, f"{problem} (op/row {int(np.argmax(mask))})")
+
+
+def csr_from_edges(owner: np.ndarray, dep: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (ptr, idx) of the deps of n ops from edge arrays; deps of one op keep their given order."""
+    order = np.argsort(owner, kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
+    return ptr, np.asarray(dep, dtype=np.int64)[order]
+
+
+class DagBuilder:
+    """Collects op rows (at explicit DAG indices) and dep edges as numpy chunks; :meth:`build` concatenates once."""
+
+    def __init__(self) -> None:
+        self._ops: list[tuple[np.ndarray, dict[str, np.ndarray | int]]] = []
+        self._owner: list[np.ndarray] = []
+        self._dep: list[np.ndarray] = []
+
+    def ops(self, idx: np.ndarray, **columns) -> None:
+        """Set the columns (arrays aligned with ``idx``, or scalars) of ops ``idx``; unset columns keep defaults."""
+        unknown = set(columns) - set(OP_FIELDS)
+        if unknown:
+            raise TypeError(f"unknown op columns {sorted(unknown)}")
+        self._ops.append((np.asarray(idx, dtype=np.int64), columns))
+
+    def deps(self, owner: np.ndarray | int, dep: np.ndarray) -> None:
+        """Op(s) ``owner`` wait for ``dep`` (owner broadcast against dep)."""
+        dep = np.asarray(dep, dtype=np.int64)
+        self._owner.append(np.broadcast_to(np.asarray(owner, dtype=np.int64), dep.shape).ravel())
+        self._dep.append(dep.ravel())
+
+    def build(self, n_ops: int) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """Return (columns, dep_ptr, dep_idx) of ``n_ops`` ops."""
+        cols = {name: np.full(n_ops, default, dtype=dtype) for name, (dtype, default) in OP_FIELDS.items()}
+        for name in OP_FIELDS:
+            parts = [(idx, c[name]) for idx, c in self._ops if name in c]
+            if not parts:
+                continue
+            idx = np.concatenate([p[0] for p in parts])
+            val = np.concatenate([np.broadcast_to(np.asarray(v), i.shape) for i, v in parts])
+            cols[name][idx] = val
+        owner = np.concatenate(self._owner) if self._owner else np.zeros(0, np.int64)
+        dep = np.concatenate(self._dep) if self._dep else np.zeros(0, np.int64)
+        ptr, idx = csr_from_edges(owner, dep, n_ops)
+        return cols, ptr, idx
+
+
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of an integer array (sort based: faster than hashing for large arrays)."""
+    a = np.sort(np.asarray(a), kind="stable")
+    return a[np.concatenate([[True], a[1:] != a[:-1]])] if a.size else a
+
+
+def is_in(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.isin(a, b) for integer arrays via a binary search in sorted b."""
+    sb = np.sort(b)
+    if sb.size == 0:
+        return np.zeros(np.shape(a), bool)
+    pos = np.minimum(np.searchsorted(sb, a), sb.size - 1)
+    return sb[pos] == a
+
+
+def ragged_take(lo: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Concatenation of the ranges lo[i] : lo[i]+count[i], vectorized."""
+    lo = np.asarray(lo, dtype=np.int64)
+    count = np.asarray(count, dtype=np.int64)
+    total = int(count.sum())
+    return np.repeat(lo - (np.cumsum(count) - count), count) + np.arange(total, dtype=np.int64)
+
+
+def _op_ranks(dag: FlowDag, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(op, rank) pairs: the op's own rank, or every member rank for an op of a collective (its barriers
+    and flows), or every rank for a rank −1 NOP outside collectives."""
+    r = np.where(dag.coll[ops] >= 0, -1, dag.rank[ops]).astype(np.int64)
+    own = r >= 0
+    wide = ops[~own]
+    c = dag.coll[wide].astype(np.int64)
+    in_coll, loose = wide[c >= 0], wide[c < 0]
+    lo = dag.coll_ranks_ptr[c[c >= 0]]
+    cnt = dag.coll_ranks_ptr[c[c >= 0] + 1] - lo
+    op_parts = [ops[own], np.repeat(in_coll, cnt), np.repeat(loose, dag.n_ranks)]
+    rank_parts = [r[own], dag.coll_ranks[ragged_take(lo, cnt)].astype(np.int64),
+                  np.tile(np.arange(dag.n_ranks, dtype=np.int64), loose.size)]
+    return np.concatenate(op_parts), np.concatenate(rank_parts)
+
+
+def rank_roots_and_terminals(dag: FlowDag) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-rank roots and terminals as (op, rank) pairs: (root_op, root_rank, term_op, term_rank).
+
+    An op of rank r is a root (terminal) of r if no op of r is among its deps (dependents). The ops of a
+    collective — its barrier NOPs and its flows — count as ops of every member rank, so only a barrier can
+    be a root and only an end NOP a terminal of a collective; a rank −1 NOP outside collectives counts for
+    every rank. A RECV's NOP is thus a root of its rank when its only dep is the sender's flow, and a send's
+    last chunk a terminal of the sender when only the receiver waits for it.
+    """
+    n = dag.n_ops
+    owner = dag.dep_owner()
+    dep = dag.dep_idx
+    R = dag.n_ranks + 1
+    intra = (dag.coll[owner] >= 0) & (dag.coll[owner] == dag.coll[dep])  # same member set on both sides
+    has_dep_all = np.zeros(n, bool)
+    has_dep_all[owner[intra]] = True
+    has_child_all = np.zeros(n, bool)
+    has_child_all[dep[intra]] = True
+    # cross-unit edges: same-rank for rank r iff r belongs to both ends
+    e = np.flatnonzero(~intra)
+    eo, ro = _op_ranks(dag, owner[e])
+    ed, rd = _op_ranks(dag, dep[e])
+    # _op_ranks keeps ops in their input order per group; recover the edge of each pair by position
+    eid_o = _pair_edge(dag, owner[e])
+    eid_d = _pair_edge(dag, dep[e])
+    key_o = eid_o * R + ro
+    key_d = eid_d * R + rd
+    both = is_in(key_o, key_d)
+    has_dep_key = sorted_unique(owner[e][eid_o[both]] * R + ro[both])
+    both_d = is_in(key_d, key_o)
+    has_child_key = sorted_unique(dep[e][eid_d[both_d]] * R + rd[both_d])
+    cand_r = np.flatnonzero(~has_dep_all)
+    rop, rrk = _op_ranks(dag, cand_r)
+    keep = ~is_in(rop * R + rrk, has_dep_key)
+    cand_t = np.flatnonzero(~has_child_all)
+    top, trk = _op_ranks(dag, cand_t)
+    keep_t = ~is_in(top * R + trk, has_child_key)
+    return rop[keep], rrk[keep], top[keep_t], trk[keep_t]
+
+
+def _pair_edge(dag: FlowDag, ops: np.ndarray) -> np.ndarray:
+    """For the pairs _op_ranks(dag, ops) returns, the position in ``ops`` each pair came from."""
+    pos = np.arange(ops.size, dtype=np.int64)
+    r = np.where(dag.coll[ops] >= 0, -1, dag.rank[ops])
+    own = r >= 0
+    wide = ~own
+    c = dag.coll[ops[wide]].astype(np.int64)
+    cnt = np.where(c >= 0, dag.coll_ranks_ptr[np.maximum(c, 0) + 1] - dag.coll_ranks_ptr[np.maximum(c, 0)], 0)
+    pw = pos[wide]
+    return np.concatenate([pos[own], np.repeat(pw[c >= 0], cnt[c >= 0]), np.repeat(pw[c < 0], dag.n_ranks)])
+
+
+def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
+    """Chain ``n_iterations`` copies of ``dag``: each rank's roots in copy k+1 wait for its terminals in copy k
+    (per-rank roots and terminals: :func:`rank_roots_and_terminals`)."""
+    if isinstance(n_iterations, bool) or not isinstance(n_iterations, (int, np.integer)) or n_iterations < 1:
+        raise CosimInputError("n_iterations", f"must be a positive integer, got {n_iterations!r}")
+    if dag.n_iterations != 1:
+        raise CosimInputError("dag.n_iterations", f"repeat() takes a one-iteration DAG, got {dag.n_iterations}")
+    k = int(n_iterations)
+    n = dag.n_ops
+    owner = dag.dep_owner()
+    if n == 0:
+        raise CosimInputError("dag", "cannot repeat an empty DAG")
+    root_op, root_rank, term_op, term_rank = rank_roots_and_terminals(dag)
+    # join on rank: every (root, terminal) pair of one rank is a cross-iteration edge
+    order = np.argsort(term_rank, kind="stable")
+    term_op, term_rank = term_op[order], term_rank[order]
+    lo = np.searchsorted(term_rank, root_rank, side="left")
+    hi = np.searchsorted(term_rank, root_rank, side="right")
+    cnt = hi - lo
+    x_owner = np.repeat(root_op, cnt)
+    x_dep = term_op[ragged_take(lo, cnt)]
+    key = sorted_unique(x_owner * n + x_dep)  # a collective-wide root may meet a terminal through several ranks
+    x_owner, x_dep = key // n, key % n
+    shift = (np.arange(k, dtype=np.int64) * n)[:, None]
+    all_owner = np.concatenate([(owner[None, :] + shift).ravel(), (x_owner[None, :] + shift[1:]).ravel()])
+    all_dep = np.concatenate([(dag.dep_idx[None, :] + shift).ravel(), (x_dep[None, :] + shift[:-1]).ravel()])
+    ptr, idx = csr_from_edges(all_owner, all_dep, k * n)
+    tile = lambda a: np.tile(a, k)  # noqa: E731
+    it_ops = np.repeat(np.arange(k, dtype=np.int32), n)
+    it_coll = np.repeat(np.arange(k, dtype=np.int32), dag.n_collectives)
+    m = dag.n_collectives
+    coll_shift = np.repeat(np.arange(k, dtype=np.int64) * m, n)
+    op_shift = np.repeat(np.arange(k, dtype=np.int64) * n, dag.trace_done.size)
+    cshift = np.repeat(np.arange(k, dtype=np.int64) * n, m)
+    return FlowDag(
+        n_ranks=dag.n_ranks, gpus_per_server=dag.gpus_per_server, n_iterations=k, n_trace_ops=dag.n_trace_ops,
+        kind=tile(dag.kind), rank=tile(dag.rank), src=tile(dag.src), dst=tile(dag.dst), bytes=tile(dag.bytes),
+        duration_ns=tile(dag.duration_ns), priority=tile(dag.priority), trace_op=tile(dag.trace_op),
+        coll=np.where(tile(dag.coll) >= 0, tile(dag.coll).astype(np.int64) + coll_shift, -1), iteration=it_ops,
+        dep_ptr=ptr, dep_idx=idx, trace_start=tile(dag.trace_start) + op_shift,
+        trace_done=tile(dag.trace_done) + op_shift, coll_trace_id=tile(dag.coll_trace_id),
+        coll_kind=tile(dag.coll_kind), coll_bytes=tile(dag.coll_bytes), coll_group=tile(dag.coll_group),
+        coll_algo=tile(dag.coll_algo), coll_start_op=tile(dag.coll_start_op) + cshift,
+        coll_end_op=tile(dag.coll_end_op) + cshift, coll_iteration=it_coll,
+        coll_ranks_ptr=np.concatenate([[0], np.cumsum(np.tile(np.diff(dag.coll_ranks_ptr), k))]),
+        coll_ranks=tile(dag.coll_ranks))

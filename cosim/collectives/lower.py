@@ -1,0 +1,325 @@
+"""Lower a workload trace into a :class:`~cosim.collectives.dag.FlowDag` of flows, compute and joins.
+
+Mapping of trace ops (trace schema: :mod:`cosim.workload.trace`):
+
+- COMPUTE → one COMPUTE op; its deps are the DAG ops that complete the trace op's deps (``trace_done``).
+- COLLECTIVE, per call (coll_id): a start barrier NOP (rank −1) waiting for the union of every member op's
+  deps, the algorithm's flows (:mod:`cosim.collectives.algorithms`; entry flows wait for the barrier), and
+  an end NOP waiting for the terminal flows (or for the barrier if the call moves no bytes, e.g. a
+  one-member group). Every member's trace op starts at the barrier and is done at the end NOP.
+- SEND → its transfer split into ceil(bytes / chunk_bytes) sequential chunks (FLOW between servers,
+  NVLINK inside one), the first waiting for the SEND's deps; done = last chunk. A zero-byte SEND is a NOP.
+- RECV → a NOP waiting for the RECV's deps and for the matching SEND's last chunk (matched by match_id).
+
+Order: trace ops and collective calls are placed in a topological order of the global graph (same-rank
+deps, send → recv, collective joins) found by one Kahn pass over the trace ops (the only per-op Python
+work); a trace that can never finish raises CosimInputError. The DAG op counts of every placed item are then
+known, so all ops are laid out with cumulative sums and filled with numpy: compute, sends and recvs at
+once, collectives once per distinct (kind, group, size, algorithm) template, broadcast over its calls.
+
+Algorithm choice (``algorithm="auto"``): ALL_REDUCE → ring, or the double binary tree if the trace hints
+TREE; REDUCE_SCATTER / ALL_GATHER → ring; the ring becomes hierarchical when the group spans several
+servers with the same number (> 1) of members on each; ALL_TO_ALL → direct; BROADCAST → chain. An explicit
+name given as a string applies to every collective kind that supports it (others stay "auto"); a mapping
+CollKind → name must name an algorithm the kind supports. An explicit "ring" is the flat ring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from cosim.collectives.algorithms import SUPPORTED, Algorithm, schedule, server_layout
+from cosim.collectives.dag import DagBuilder, DagOpKind, FlowDag, ragged_take, sorted_unique
+from cosim.errors import CosimInputError
+from cosim.workload.trace import AlgoHint, CollKind, GroupKind, OpKind, Trace
+
+#: algorithm names accepted by :func:`lower`
+ALGORITHM_NAMES = ("auto", "ring", "tree", "halving_doubling", "direct", "hierarchical", "chain")
+_BY_NAME = {"ring": Algorithm.RING, "tree": Algorithm.TREE, "halving_doubling": Algorithm.HALVING_DOUBLING,
+            "direct": Algorithm.DIRECT, "hierarchical": Algorithm.HIERARCHICAL, "chain": Algorithm.CHAIN}
+_COLL_KINDS = tuple(k for k in CollKind if k != CollKind.NONE)
+
+
+def _choices(kind: CollKind) -> list[str]:
+    names = ["auto"] + [a.name.lower() for a in SUPPORTED[kind]]
+    return names + (["ring"] if kind == CollKind.BROADCAST else [])
+
+
+def algorithm_table(algorithm: str | Mapping) -> dict[CollKind, str]:
+    """Validate ``algorithm`` and return the algorithm name for each collective kind."""
+    valid = ", ".join(ALGORITHM_NAMES)
+    if isinstance(algorithm, str):
+        if algorithm not in ALGORITHM_NAMES:
+            raise CosimInputError("algorithm", f"unknown algorithm {algorithm!r}", f"choose one of {valid}")
+        return {k: (algorithm if algorithm in _choices(k) else "auto") for k in _COLL_KINDS}
+    if not isinstance(algorithm, Mapping):
+        raise CosimInputError("algorithm", f"must be a name or a mapping CollKind → name, got {algorithm!r}")
+    table = {k: "auto" for k in _COLL_KINDS}
+    for key, name in algorithm.items():
+        try:
+            kind = CollKind[key.upper()] if isinstance(key, str) else CollKind(key)
+        except (KeyError, ValueError):
+            raise CosimInputError("algorithm", f"unknown collective kind {key!r}",
+                                  f"use one of {', '.join(k.name for k in _COLL_KINDS)}") from None
+        if kind == CollKind.NONE:
+            raise CosimInputError("algorithm", "NONE is not a collective kind")
+        if name not in _choices(kind):
+            raise CosimInputError("algorithm", f"{name!r} cannot lower {kind.name}",
+                                  f"choose one of {', '.join(_choices(kind))}")
+        table[kind] = name
+    return table
+
+
+def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray, gpus_per_server: int) -> Algorithm:
+    """The algorithm a call of ``kind`` on ``members`` uses under the choice ``name`` and the trace's hint."""
+    kind = CollKind(kind)
+    if name == "auto":
+        if kind == CollKind.ALL_TO_ALL:
+            return Algorithm.DIRECT
+        if kind == CollKind.BROADCAST:
+            return Algorithm.CHAIN
+        if kind == CollKind.ALL_REDUCE and hint == AlgoHint.TREE:
+            return Algorithm.TREE
+        return Algorithm.HIERARCHICAL if server_layout(members, gpus_per_server) is not None else Algorithm.RING
+    if name == "ring" and kind == CollKind.BROADCAST:
+        return Algorithm.CHAIN
+    return _BY_NAME[name]
+
+
+def _priority_table(priorities: Mapping | None) -> np.ndarray:
+    table = np.zeros(len(GroupKind) + 1, dtype=np.uint8)  # last slot: ops without a group
+    for key, value in (priorities or {}).items():
+        try:
+            gk = GroupKind[key.upper()] if isinstance(key, str) else GroupKind(key)
+        except (KeyError, ValueError):
+            raise CosimInputError("priorities", f"unknown group kind {key!r}",
+                                  f"use one of {', '.join(k.name for k in GroupKind)}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= 7:
+            raise CosimInputError("priorities", f"priority of {gk.name} must be an integer 0..7, got {value!r}")
+        table[gk] = value
+    return table
+
+
+def _gpus_per_server(trace: Trace, gpus_per_server: int | None) -> int:
+    if gpus_per_server is None:
+        gpus_per_server = trace.spec_dict().get("hardware", {}).get("gpus_per_host", 8)
+    if isinstance(gpus_per_server, bool) or not isinstance(gpus_per_server, (int, np.integer)) or gpus_per_server < 1:
+        raise CosimInputError("gpus_per_server", f"must be an integer >= 1, got {gpus_per_server!r}")
+    return int(gpus_per_server)
+
+
+def _placement_order(trace: Trace, call_of_op: np.ndarray, call_ptr: np.ndarray, call_ops: np.ndarray,
+                     recv_of_send: np.ndarray) -> np.ndarray:
+    """Kahn order over items: op i ≥ 0 (non-collective) or ~c for collective call c, deps before dependents."""
+    n = trace.n_ops
+    counts = np.diff(trace.dep_ptr)
+    owner = np.repeat(np.arange(n, dtype=np.int64), counts)
+    children = owner[np.argsort(trace.dep_idx, kind="stable")].tolist()
+    child_ptr = np.concatenate([[0], np.cumsum(np.bincount(trace.dep_idx, minlength=n))]).tolist()
+    remaining = counts.copy()
+    remaining[recv_of_send[recv_of_send >= 0]] += 1  # a recv also waits for its send
+    stack = np.flatnonzero(remaining == 0)[::-1].tolist()
+    remaining = remaining.tolist()
+    call_of = call_of_op.tolist()
+    recv_of = recv_of_send.tolist()
+    members = [call_ops[a:b].tolist() for a, b in zip(call_ptr[:-1].tolist(), call_ptr[1:].tolist())]
+    pending = np.diff(call_ptr).tolist()
+    out: list[int] = []
+    while stack:
+        i = stack.pop()
+        c = call_of[i]
+        if c >= 0:
+            pending[c] -= 1
+            if pending[c]:
+                continue
+            out.append(~c)
+            finished = members[c]
+        else:
+            out.append(i)
+            finished = (i,)
+            r = recv_of[i]
+            if r >= 0:
+                remaining[r] -= 1
+                if remaining[r] == 0:
+                    stack.append(r)
+        for j in finished:
+            for ch in children[child_ptr[j]:child_ptr[j + 1]]:
+                remaining[ch] -= 1
+                if remaining[ch] == 0:
+                    stack.append(ch)
+    n_items = n - call_ops.size + len(members)
+    if len(out) != n_items:
+        placed = np.zeros(n, bool)
+        seq = np.asarray(out, dtype=np.int64)
+        placed[seq[seq >= 0]] = True
+        placed[call_ops[np.isin(call_of_op[call_ops], ~seq[seq < 0])]] = True
+        i = int(np.argmin(placed))
+        raise CosimInputError("trace", f"dependency cycle or deadlock: {n_items - len(out)} of {n_items} ops and "
+                              f"collective calls can never run, e.g. op {i} (rank {int(trace.rank[i])}, "
+                              f"{trace.label_of(i)})", "check the trace with cosim.workload.validate.check_trace")
+    return np.asarray(out, dtype=np.int64)
+
+
+def _match_recvs(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(recv_of_send, send_of_recv) per op, −1 where not applicable."""
+    n = trace.n_ops
+    sends = np.flatnonzero(trace.kind == OpKind.SEND)
+    recvs = np.flatnonzero(trace.kind == OpKind.RECV)
+    recv_of_send = np.full(n, -1, np.int64)
+    send_of_recv = np.full(n, -1, np.int64)
+    if recvs.size:
+        order = np.argsort(trace.match_id[sends], kind="stable")
+        ms = trace.match_id[sends][order]
+        pos = np.searchsorted(ms, trace.match_id[recvs])
+        ok = (pos < ms.size) & (ms[np.minimum(pos, max(ms.size - 1, 0))] == trace.match_id[recvs]) if ms.size \
+            else np.zeros(recvs.size, bool)
+        if not np.all(ok):
+            r = int(recvs[~ok][0])
+            raise CosimInputError("trace.match_id", f"recv op {r} has no matching send (match_id "
+                                  f"{int(trace.match_id[r])})")
+        s = sends[order][pos]
+        send_of_recv[recvs] = s
+        recv_of_send[s] = recvs
+    return recv_of_send, send_of_recv
+
+
+def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int = 4 << 20,
+          algorithm: str | Mapping = "auto", priorities: Mapping | None = None) -> FlowDag:
+    """Lower ``trace`` (one iteration) into a FlowDag of flows, NVLink copies, compute ops and joins.
+
+    @param gpus_per_server  GPUs per server (default: the trace's hardware.gpus_per_host, else 8)
+    @param chunk_bytes  transfers are split into chunks of at most this many bytes
+    @param algorithm  "auto", an algorithm name, or a mapping CollKind → name (module docstring)
+    @param priorities  optional mapping GroupKind → network priority 0..7 of that group's transfers
+    @throws CosimInputError on bad arguments or a trace that deadlocks
+    """
+    gps = _gpus_per_server(trace, gpus_per_server)
+    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)) or chunk_bytes < 1:
+        raise CosimInputError("chunk_bytes", f"must be an integer >= 1, got {chunk_bytes!r}")
+    chunk_bytes = int(chunk_bytes)
+    algo_names = algorithm_table(algorithm)
+    prio = _priority_table(priorities)
+    n = trace.n_ops
+    kind = trace.kind
+    rank = trace.rank.astype(np.int64)
+    op_gk = trace.op_group_kind().astype(np.int64)
+    op_prio = prio[np.where(op_gk == 255, len(GroupKind), op_gk)]
+
+    # --- collective calls: index c in coll_id order, member ops CSR ---
+    coll_ops = np.flatnonzero(kind == OpKind.COLLECTIVE)
+    call_ids, call_inv = np.unique(trace.coll_id[coll_ops], return_inverse=True)
+    n_calls = call_ids.size
+    call_of_op = np.full(n, -1, np.int64)
+    call_of_op[coll_ops] = call_inv
+    by_call = np.argsort(call_inv, kind="stable")
+    call_ops = coll_ops[by_call]
+    call_ptr = np.concatenate([[0], np.cumsum(np.bincount(call_inv, minlength=n_calls))]).astype(np.int64)
+    first = call_ops[call_ptr[:-1]]  # a representative member op per call
+    c_kind = trace.coll_kind[first]
+    c_group = trace.group[first].astype(np.int64)
+    c_bytes = trace.bytes[first]
+    c_hint = trace.algo_hint[first]
+
+    # --- templates: one schedule per distinct (kind, group, bytes, hint) ---
+    keys = np.stack([c_kind.astype(np.int64), c_group, c_bytes, c_hint.astype(np.int64)], axis=1)
+    if n_calls:
+        uniq, tmpl_of_call = np.unique(keys, axis=0, return_inverse=True)
+        tmpl_of_call = tmpl_of_call.ravel()
+    else:
+        uniq, tmpl_of_call = np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
+    templates = []
+    for kk, g, b, h in uniq.tolist():
+        members = trace.group_members(g).astype(np.int64)
+        algo = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps)
+        templates.append(schedule(CollKind(kk), algo, members, b, chunk_bytes, gps))
+    t_size = np.array([s.n_ops for _, s in templates], dtype=np.int64)
+
+    # --- placement order and DAG layout ---
+    recv_of_send, send_of_recv = _match_recvs(trace)
+    seq = _placement_order(trace, call_of_op, call_ptr, call_ops, recv_of_send)
+    is_send = kind == OpKind.SEND
+    n_chunks = np.where(is_send, np.maximum(1, -(-trace.bytes // chunk_bytes)), 1)
+    is_call = seq < 0
+    item_count = np.where(is_call, 2 + t_size[tmpl_of_call[np.where(is_call, ~seq, 0)]] if n_calls else 2,
+                          n_chunks[np.where(is_call, 0, seq)])
+    item_base = np.cumsum(item_count) - item_count
+    n_dag = int(item_count.sum())
+    op_base = np.full(n, -1, np.int64)
+    op_base[seq[~is_call]] = item_base[~is_call]
+    call_base = np.zeros(n_calls, np.int64)
+    call_base[~seq[is_call]] = item_base[is_call]
+    call_end = call_base + 1 + (t_size[tmpl_of_call] if n_calls else 0)
+    start_of_op = np.where(call_of_op >= 0, call_base[np.maximum(call_of_op, 0)] if n_calls else 0, op_base)
+    done_of_op = np.where(call_of_op >= 0, call_end[np.maximum(call_of_op, 0)] if n_calls else 0,
+                          op_base + n_chunks - 1)
+
+    b = DagBuilder()
+    # trace deps: the op's first DAG op (a collective's barrier) waits for the deps' completing DAG ops
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(trace.dep_ptr))
+    e_own, e_dep = start_of_op[owner], done_of_op[trace.dep_idx]
+    shared = call_of_op[owner] >= 0  # the members of a call share their barrier: deduplicate those edges
+    b.deps(e_own[~shared], e_dep[~shared])
+    edge = sorted_unique(e_own[shared] * n_dag + e_dep[shared])
+    b.deps(edge // n_dag, edge % n_dag)
+
+    comp = np.flatnonzero(kind == OpKind.COMPUTE)
+    b.ops(op_base[comp], kind=DagOpKind.COMPUTE, rank=rank[comp], duration_ns=trace.duration_ns[comp],
+          trace_op=comp)
+
+    sends = np.flatnonzero(is_send)
+    C = n_chunks[sends]
+    chunk = ragged_take(op_base[sends], C)
+    s_of = np.repeat(sends, C)
+    c_idx = chunk - op_base[s_of]
+    nbytes = np.minimum(chunk_bytes, trace.bytes[s_of] - c_idx * chunk_bytes)
+    peer = trace.peer[s_of].astype(np.int64)
+    xk = np.where(nbytes <= 0, DagOpKind.NOP,
+                  np.where(rank[s_of] // gps == peer // gps, DagOpKind.NVLINK, DagOpKind.FLOW))
+    xfer = nbytes > 0
+    b.ops(chunk, kind=xk, rank=rank[s_of], src=np.where(xfer, rank[s_of], -1), dst=np.where(xfer, peer, -1),
+          bytes=np.maximum(nbytes, 0), priority=np.where(xfer, op_prio[s_of], 0), trace_op=s_of)
+    b.deps(chunk[c_idx > 0], chunk[c_idx > 0] - 1)  # chunks of one send go in order
+
+    recvs = np.flatnonzero(kind == OpKind.RECV)
+    b.ops(op_base[recvs], kind=DagOpKind.NOP, rank=rank[recvs], trace_op=recvs)
+    b.deps(op_base[recvs], done_of_op[send_of_recv[recvs]])
+
+    # collectives: barrier and end NOPs, then each template broadcast over its calls
+    calls = np.arange(n_calls, dtype=np.int64)
+    b.ops(np.concatenate([call_base, call_end]), kind=DagOpKind.NOP, rank=-1,
+          trace_op=np.tile(call_ids, 2), coll=np.tile(calls, 2))
+    c_prio = prio[trace.group_kind[c_group]] if n_calls else np.zeros(0, np.uint8)
+    c_algo = np.zeros(n_calls, np.uint8)
+    order = np.argsort(tmpl_of_call, kind="stable")
+    bounds = np.searchsorted(tmpl_of_call[order], np.arange(len(templates) + 1))
+    for t, (algo, s) in enumerate(templates):
+        cs = order[bounds[t]:bounds[t + 1]]
+        c_algo[cs] = algo
+        base = call_base[cs][:, None] + 1  # first flow of each call
+        if s.n_ops == 0:
+            b.deps(call_end[cs], call_base[cs])
+            continue
+        idx = base + np.arange(s.n_ops)
+        tk = np.where(s.src // gps == s.dst // gps, DagOpKind.NVLINK, DagOpKind.FLOW)
+        b.ops(idx.ravel(), kind=np.tile(tk, cs.size), rank=np.tile(s.src, cs.size), src=np.tile(s.src, cs.size),
+              dst=np.tile(s.dst, cs.size), bytes=np.tile(s.bytes, cs.size),
+              priority=np.repeat(c_prio[cs], s.n_ops), trace_op=np.repeat(call_ids[cs], s.n_ops),
+              coll=np.repeat(cs, s.n_ops))
+        local_owner = np.repeat(np.arange(s.n_ops, dtype=np.int64), np.diff(s.dep_ptr))
+        b.deps((base + local_owner).ravel(), (base + s.dep_idx).ravel())
+        entry = np.flatnonzero(s.entry)
+        b.deps((base + entry).ravel(), np.repeat(call_base[cs], entry.size))
+        term = np.flatnonzero(s.terminal)
+        b.deps(np.repeat(call_end[cs], term.size), (base + term).ravel())
+
+    cols, dep_ptr, dep_idx = b.build(n_dag)
+    sizes = np.diff(trace.group_ptr)
+    return FlowDag(
+        n_ranks=trace.n_ranks, gpus_per_server=gps, n_iterations=1, n_trace_ops=n, **cols,
+        dep_ptr=dep_ptr, dep_idx=dep_idx, trace_start=start_of_op, trace_done=done_of_op,
+        coll_trace_id=call_ids, coll_kind=c_kind, coll_bytes=c_bytes, coll_group=c_group, coll_algo=c_algo,
+        coll_start_op=call_base, coll_end_op=call_end, coll_iteration=np.zeros(n_calls, np.int32),
+        coll_ranks_ptr=np.concatenate([[0], np.cumsum(sizes[c_group])]).astype(np.int64),
+        coll_ranks=trace.group_ranks[ragged_take(trace.group_ptr[c_group], sizes[c_group])])
