@@ -15,6 +15,7 @@ import os
 import sys
 import sysconfig
 import time
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -175,6 +176,99 @@ def simulate(
     if (flows.priority > 7).any():
         raise CosimInputError("flows.priority", "priorities are 0..7")
 
+    snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
+    with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
+        n = flows.n_flows
+        if n:
+            engine.AddFlows(np.ascontiguousarray(flows.src, np.int32), np.ascontiguousarray(flows.dst, np.int32),
+                            np.ascontiguousarray(flows.size_bytes, np.int64),
+                            np.rint(flows.start_ns * 1e3).astype(np.int64),
+                            np.ascontiguousarray(flows.priority, np.uint8), n)
+        delivered_at = np.zeros((snaps.size, n), np.int64)
+        t_run = time.perf_counter()
+        status = 0
+        stop_ps = int(max_sim_time_ns * 1e3)
+        count_done = engine.FlowsCompleted
+        for i, snap in enumerate(snaps):
+            if status == 0 and snap * 1e3 < stop_ps:
+                status = _run_sliced(engine, int(snap * 1e3), n, count_done, progress)
+            if n:
+                engine.GetFlowDeliveredBytes(delivered_at[i])
+        if status == 0:
+            status = _run_sliced(engine, stop_ps, n, count_done, progress)
+        run_s = time.perf_counter() - t_run
+        out = _collect(engine, status, time.perf_counter() - t0, run_s)
+        return dataclasses.replace(out, snapshot_ns=snaps, delivered_at_bytes=delivered_at)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class DagOutput:
+    """What a co-simulation produced: op times, the flows the DAG created, and the fabric telemetry."""
+
+    op_start_ns: np.ndarray  # float64 [n_ops], nan if the op never started
+    op_finish_ns: np.ndarray  # float64 [n_ops], nan if it never finished
+    flow_op: np.ndarray  # int64 [n_flows], the FLOW op each flow carried (flows in start order)
+    flow_start_ns: np.ndarray  # float64 [n_flows]
+    network: SimulationOutput  # per-flow finish/delivered, queues, ports, pauses, latency, counters
+
+
+def simulate_dag(
+    fabric: Fabric,
+    *,
+    kind: np.ndarray,
+    gpu: np.ndarray,
+    src_node: np.ndarray,
+    dst_node: np.ndarray,
+    bytes_: np.ndarray,
+    duration_ns: np.ndarray,
+    priority: np.ndarray,
+    dep_ptr: np.ndarray,
+    dep_idx: np.ndarray,
+    seed: int = 1,
+    attributes: Mapping[str, str] | None = None,
+    queue_sample_interval_ns: float = 1000.0,
+    max_sim_time_ns: float = 1e10,
+    progress: ProgressFn | None = None,
+) -> DagOutput:
+    """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
+
+    The C++ DagExecutor starts every op when its dependencies finish: COMPUTE for its duration, NVLINK
+    copies at the NVLink rate, FLOW ops as packet-level flows between ``src_node`` and ``dst_node``.
+    ``progress`` is called as progress(sim_ns, ops_done, ops_total).
+    """
+    n = int(np.asarray(kind).size)
+    with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
+        arrays = [np.ascontiguousarray(a, dt) for a, dt in (
+            (kind, np.uint8), (gpu, np.int32), (src_node, np.int32), (dst_node, np.int32), (bytes_, np.int64),
+            (np.rint(np.asarray(duration_ns, np.float64) * 1e3), np.int64), (priority, np.uint8),
+            (dep_ptr, np.int64), (dep_idx, np.int64))]
+        if arrays[7].size != n + 1:
+            raise CosimInputError("dep_ptr", f"must have n_ops + 1 = {n + 1} entries, got {arrays[7].size}")
+        try:
+            engine.LoadDag(*arrays, n)
+        except Exception as exc:  # std::invalid_argument from the C++ checks
+            why = str(exc).rsplit("invalid_argument:", 1)[-1].strip()
+            raise CosimInputError("dag", why) from None
+        t_run = time.perf_counter()
+        status = _run_sliced(engine, int(max_sim_time_ns * 1e3), n, engine.DagOpsFinished, progress)
+        run_s = time.perf_counter() - t_run
+        start_ps, finish_ps = np.empty(n, np.int64), np.empty(n, np.int64)
+        if n:
+            engine.GetDagOpTimes(start_ps, finish_ps)
+        m = int(engine.NumFlows())
+        flow_op, flow_start = np.empty(m, np.int64), np.empty(m, np.int64)
+        if m:
+            engine.GetFlowOps(flow_op)
+            engine.GetFlowStartPs(flow_start)
+        network = _collect(engine, status, time.perf_counter() - t0, run_s)
+    return DagOutput(op_start_ns=np.where(start_ps >= 0, start_ps / 1e3, np.nan),
+                     op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
+                     flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network)
+
+
+@contextlib.contextmanager
+def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float):
+    """An Engine with ``attributes`` applied and ``fabric`` built and sampled; destroyed on exit."""
     cosim_ns = load()
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
@@ -191,44 +285,29 @@ def simulate(
             except Exception as exc:  # the C++ message says which value type was expected
                 why = str(exc).rsplit("invalid_argument:", 1)[-1].strip()
                 raise CosimInputError(f"--set {name}", why) from None
-
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)
         delay_ps = np.rint(np.asarray(fabric.link_delay_ns, dtype=np.float64) * 1e3).astype(np.int64)
-        engine.BuildFabric(np.ascontiguousarray(kinds, dtype=np.uint8), n_nodes, link_a, link_b, rate,
-                           delay_ps, link_a.size)
+        try:
+            engine.BuildFabric(np.ascontiguousarray(fabric.node_kind, dtype=np.uint8), fabric.n_nodes, link_a,
+                               link_b, rate, delay_ps, link_a.size)
+        except Exception as exc:
+            why = str(exc).rsplit("invalid_argument:", 1)[-1].strip()
+            raise CosimInputError("fabric", why) from None
         engine.SampleSwitchQueues(int(round(queue_sample_interval_ns * 1e3)))
-        n = flows.n_flows
-        if n:
-            engine.AddFlows(np.ascontiguousarray(flows.src, np.int32), np.ascontiguousarray(flows.dst, np.int32),
-                            np.ascontiguousarray(flows.size_bytes, np.int64),
-                            np.rint(flows.start_ns * 1e3).astype(np.int64),
-                            np.ascontiguousarray(flows.priority, np.uint8), n)
-        snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
-        delivered_at = np.zeros((snaps.size, n), np.int64)
-        t_run = time.perf_counter()
-        status = 0
-        stop_ps = int(max_sim_time_ns * 1e3)
-        for i, snap in enumerate(snaps):
-            if status == 0 and snap * 1e3 < stop_ps:
-                status = _run_sliced(engine, int(snap * 1e3), n, progress)
-            if n:
-                engine.GetFlowDeliveredBytes(delivered_at[i])
-        if status == 0:
-            status = _run_sliced(engine, stop_ps, n, progress)
-        run_s = time.perf_counter() - t_run
-        mtu, header = (int(str(engine.GetDefault(f"ns3::HostNic::{a}"))) for a in ("MtuBytes", "HeaderBytes"))
-        out = _collect(engine, n, status, time.perf_counter() - t0, run_s)
-        return dataclasses.replace(out, mtu_bytes=mtu, header_bytes=header, snapshot_ns=snaps,
-                                   delivered_at_bytes=delivered_at)
+        yield engine, t0
     finally:
         engine.__destruct__()
 
 
-def _run_sliced(engine, stop_ps: int, n_flows: int, progress: ProgressFn | None) -> int:
-    """Run in slices of simulated time sized to ~0.25 s of wall time each, reporting progress between."""
-    if n_flows == 0:
+def _run_sliced(engine, stop_ps: int, n_items: int, count_done: Callable[[], int],
+                progress: ProgressFn | None) -> int:
+    """Run in slices of simulated time sized to ~0.25 s of wall time each, reporting progress between.
+
+    ``n_items`` is the number of flows (or DAG ops) and ``count_done`` tells how many are done.
+    """
+    if n_items == 0:
         return 1
     slice_ps = 10_000_000  # 10 us to start; adapted below
     while True:
@@ -236,14 +315,15 @@ def _run_sliced(engine, stop_ps: int, n_flows: int, progress: ProgressFn | None)
         target = min(stop_ps, engine.NowPs() + slice_ps)
         status = int(engine.RunUntil(target))
         if progress is not None:
-            progress(engine.NowPs() / 1e3, int(engine.FlowsCompleted()), n_flows)
+            progress(engine.NowPs() / 1e3, int(count_done()), n_items)
         if status != 0 or engine.NowPs() >= stop_ps:
             return status
         elapsed = max(time.perf_counter() - t, 1e-6)
         slice_ps = int(slice_ps * min(4.0, max(0.5, 0.25 / elapsed)))
 
 
-def _collect(engine, n_flows: int, status: int, wall_s: float, run_s: float) -> SimulationOutput:
+def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutput:
+    n_flows = int(engine.NumFlows())
     finish_ps = np.empty(n_flows, np.int64)
     delivered = np.empty(n_flows, np.int64)
     if n_flows:
@@ -297,8 +377,8 @@ def _collect(engine, n_flows: int, status: int, wall_s: float, run_s: float) -> 
         pool_packets=int(engine.PacketPoolCapacity()),
         wall_time_s=wall_s,
         run_wall_time_s=run_s,
-        mtu_bytes=0,
-        header_bytes=0,
+        mtu_bytes=int(str(engine.GetDefault("ns3::HostNic::MtuBytes"))),
+        header_bytes=int(str(engine.GetDefault("ns3::HostNic::HeaderBytes"))),
         snapshot_ns=np.empty(0),
         delivered_at_bytes=np.empty((0, n_flows), np.int64),
     )

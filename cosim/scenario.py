@@ -11,9 +11,9 @@ import numpy as np
 
 from cosim import __version__
 from cosim.errors import CosimInputError
+from cosim.fabrics import FABRICS, fabric_attributes
 
 PATTERNS = ("incast", "permutation")
-FABRICS = ("roce",)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,7 +112,7 @@ def run(spec: ScenarioSpec, *, progress=None):
     from cosim.ideal import ideal_fct_ns  # noqa: PLC0415
 
     fabric, flows = build(spec)
-    attributes = {"HostNic::DcqcnEnabled": "true" if spec.dcqcn else "false", "FabricSwitch::EcmpSeed": str(spec.seed)}
+    attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn) | {"FabricSwitch::EcmpSeed": str(spec.seed)}
     attributes.update(dict(spec.attributes))
     out = engine.simulate(
         fabric, flows, seed=spec.seed, attributes=attributes,

@@ -1,6 +1,7 @@
 #include "cosim-engine.h"
 
 #include "../helper/fabric-builder.h"
+#include "../model/dag-executor.h"
 #include "../model/egress-queue-sampler.h"
 #include "../model/dcqcn-rate-control.h"
 
@@ -101,6 +102,12 @@ struct Engine::Impl
     FlowTable flows;
     FabricBuilder builder{&pool, &flows};
     Ptr<EgressQueueSampler> sampler;
+    Ptr<DagExecutor> dag;              ///< co-simulation graph, if one was loaded
+    std::vector<int32_t> dagSrc;       ///< FLOW op -> source host node
+    std::vector<int32_t> dagDst;       ///< FLOW op -> destination host node
+    std::vector<uint8_t> dagPrio;      ///< FLOW op -> priority
+    std::vector<int64_t> dagBytes;     ///< FLOW op -> payload, in bytes
+    std::vector<int64_t> flowOp;       ///< flow id -> DAG op it carries
     bool built{false};
     /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
     /// run's settings never leak into the next run of the same process.
@@ -134,12 +141,31 @@ struct Engine::Impl
         }
     }
 
-    void OnFlowFinish(uint64_t /*flowId*/)
+    void OnFlowFinish(uint64_t flowId)
     {
-        if (flows.completed == flows.Size())
+        if (dag)
+        {
+            dag->FlowFinished(uint64_t(flowOp[flowId]));
+        }
+        else if (flows.completed == flows.Size())
         {
             Simulator::Stop();
         }
+    }
+
+    /// DagExecutor flow starter: FLOW op @p op is ready, so it becomes a flow starting now.
+    void StartDagFlow(uint64_t op)
+    {
+        const uint64_t id = flows.Add(uint32_t(dagSrc[op]), uint32_t(dagDst[op]), uint64_t(dagBytes[op]),
+                                      Simulator::Now().GetTimeStep(), dagPrio[op]);
+        flowOp.push_back(int64_t(op));
+        builder.GetHost(dagSrc[op])->AddFlow(id);
+    }
+
+    /// @return true when the run's work is done: every DAG op, or every flow without a DAG
+    bool AllDone() const
+    {
+        return dag ? dag->Done() : flows.completed == flows.Size();
     }
 };
 
@@ -325,11 +351,90 @@ Engine::SampleSwitchQueues(int64_t intervalPs)
     m_impl->sampler->Start();
 }
 
+void
+Engine::LoadDag(const uint8_t* kind,
+                const int32_t* gpu,
+                const int32_t* srcNode,
+                const int32_t* dstNode,
+                const int64_t* bytes,
+                const int64_t* durationPs,
+                const uint8_t* priority,
+                const int64_t* depPtr,
+                const int64_t* depIdx,
+                uint64_t n)
+{
+    if (!m_impl->built || m_impl->dag || m_impl->flows.Size() != 0)
+    {
+        throw std::logic_error("LoadDag needs BuildFabric first, once, and no AddFlows");
+    }
+    const uint32_t nNodes = m_impl->builder.GetNNodes();
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        if (kind[i] != uint8_t(DagOpKind::FLOW))
+        {
+            continue;
+        }
+        const bool hostsOk = srcNode[i] >= 0 && dstNode[i] >= 0 && uint32_t(srcNode[i]) < nNodes &&
+                             uint32_t(dstNode[i]) < nNodes && m_impl->builder.GetHost(srcNode[i]) &&
+                             m_impl->builder.GetHost(dstNode[i]) && srcNode[i] != dstNode[i];
+        if (!hostsOk || priority[i] >= kNumPriorities)
+        {
+            throw std::invalid_argument("FLOW op " + std::to_string(i) +
+                                        " has invalid host endpoints or priority");
+        }
+    }
+    Ptr<DagExecutor> dag = CreateObject<DagExecutor>();
+    const std::string problem = dag->Load(kind, gpu, bytes, durationPs, depPtr, depIdx, n);
+    if (!problem.empty())
+    {
+        throw std::invalid_argument("DAG: " + problem);
+    }
+    m_impl->dagSrc.assign(srcNode, srcNode + n);
+    m_impl->dagDst.assign(dstNode, dstNode + n);
+    m_impl->dagBytes.assign(bytes, bytes + n);
+    m_impl->dagPrio.assign(priority, priority + n);
+    dag->SetFlowStarter(MakeCallback(&Impl::StartDagFlow, m_impl.get()));
+    dag->SetOnDone(MakeCallback(static_cast<void (*)()>(&Simulator::Stop)));
+    m_impl->dag = dag;
+    Simulator::ScheduleNow(&DagExecutor::Start, dag);
+}
+
+uint64_t
+Engine::DagOpsFinished() const
+{
+    return m_impl->dag ? m_impl->dag->Finished() : 0;
+}
+
+void
+Engine::GetDagOpTimes(int64_t* startPs, int64_t* finishPs) const
+{
+    if (m_impl->dag)
+    {
+        std::copy(m_impl->dag->StartPs().begin(), m_impl->dag->StartPs().end(), startPs);
+        std::copy(m_impl->dag->FinishPs().begin(), m_impl->dag->FinishPs().end(), finishPs);
+    }
+}
+
+void
+Engine::GetFlowOps(int64_t* out) const
+{
+    const auto& ops = m_impl->flowOp;
+    for (uint64_t i = 0; i < m_impl->flows.Size(); ++i)
+    {
+        out[i] = i < ops.size() ? ops[i] : -1;
+    }
+}
+
+void
+Engine::GetFlowStartPs(int64_t* out) const
+{
+    std::copy(m_impl->flows.startPs.begin(), m_impl->flows.startPs.end(), out);
+}
+
 int
 Engine::RunUntil(int64_t stopPs)
 {
-    auto& flows = m_impl->flows;
-    if (flows.completed == flows.Size())
+    if (m_impl->AllDone())
     {
         return static_cast<int>(RunStatus::ALL_FLOWS_DONE);
     }
@@ -342,7 +447,7 @@ Engine::RunUntil(int64_t stopPs)
     EventId stop = Simulator::Schedule(TimeStep(stopPs - nowPs), &StopAtLimit, &limitReached);
     Simulator::Run();
     Simulator::Cancel(stop);
-    if (flows.completed == flows.Size())
+    if (m_impl->AllDone())
     {
         return static_cast<int>(RunStatus::ALL_FLOWS_DONE);
     }

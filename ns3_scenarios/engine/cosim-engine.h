@@ -21,7 +21,7 @@ namespace cosim
 enum class RunStatus : int
 {
     TIME_REACHED = 0, ///< the simulated clock reached the requested time; flows remain
-    ALL_FLOWS_DONE = 1, ///< every flow has delivered its last byte
+    ALL_FLOWS_DONE = 1, ///< every flow has delivered its last byte (with a DAG: every op finished)
     NO_EVENTS = 2,      ///< nothing left to simulate yet flows remain (a stalled or lossy fabric)
 };
 
@@ -80,6 +80,43 @@ class Engine
                   const int64_t* startPs,
                   const uint8_t* priority,
                   uint64_t n);
+
+    /**
+     * @brief Load a co-simulation DAG (after BuildFabric, instead of AddFlows): ops start when their
+     * dependencies finish; FLOW ops become flows (ids in start order) between the given host nodes.
+     * @param kind op kind per op: 0 FLOW, 1 COMPUTE, 2 NVLINK, 3 NOP
+     * @param gpu sending GPU per op (NVLINK copies of one GPU are serialized), -1 if none
+     * @param srcNode FLOW: source host node id (else ignored)
+     * @param dstNode FLOW: destination host node id (else ignored)
+     * @param bytes payload per op, in bytes (FLOW, NVLINK)
+     * @param durationPs busy time per op, in ps (COMPUTE)
+     * @param priority FLOW: priority class 0..7
+     * @param depPtr CSR row pointers of the dependencies, [n + 1]
+     * @param depIdx dependency op indices, each below its own op's index
+     * @param n number of ops
+     */
+    void LoadDag(const uint8_t* kind,
+                 const int32_t* gpu,
+                 const int32_t* srcNode,
+                 const int32_t* dstNode,
+                 const int64_t* bytes,
+                 const int64_t* durationPs,
+                 const uint8_t* priority,
+                 const int64_t* depPtr,
+                 const int64_t* depIdx,
+                 uint64_t n);
+
+    /// @return number of DAG ops finished (0 without a DAG)
+    uint64_t DagOpsFinished() const;
+
+    /// Copy each DAG op's start and finish time in ps (-1: not yet) to arrays of the DAG's size.
+    void GetDagOpTimes(int64_t* startPs, int64_t* finishPs) const;
+
+    /// Copy, for each flow (in id order), the DAG op it carries to @p out[NumFlows()].
+    void GetFlowOps(int64_t* out) const;
+
+    /// Copy each flow's start time in ps to @p out[NumFlows()].
+    void GetFlowStartPs(int64_t* out) const;
 
     /// Sample every switch egress queue each @p intervalPs ps (records changes only).
     void SampleSwitchQueues(int64_t intervalPs);

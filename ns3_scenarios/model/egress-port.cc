@@ -3,6 +3,7 @@
 #include "fabric-node.h"
 #include "packet-pool.h"
 
+#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/uinteger.h"
 
@@ -32,6 +33,12 @@ EgressPort::GetTypeId()
                           MakeTimeAccessor(&EgressPort::SetPropagationDelay,
                                            &EgressPort::GetPropagationDelay),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("LinkFlowControl",
+                          "Link-level flow control: pfc (802.1Qbb PAUSE per priority, RoCE) or credit "
+                          "(per-virtual-lane credits of 64-byte blocks, InfiniBand).",
+                          EnumValue(FlowControl::PFC),
+                          MakeEnumAccessor<FlowControl>(&EgressPort::m_flowControl),
+                          MakeEnumChecker(FlowControl::PFC, "pfc", FlowControl::CREDIT, "credit"))
             .AddAttribute("MaxQueueBytes",
                           "Tail-drop limit on queued wire bytes over all priorities, in bytes "
                           "(0 = unlimited; switches with a shared-buffer MMU leave it at 0).",

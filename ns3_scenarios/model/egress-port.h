@@ -53,6 +53,13 @@ class PacketSource
 class EgressPort : public Object
 {
   public:
+    /// Link-level flow control of the link this port transmits on.
+    enum class FlowControl : uint8_t
+    {
+        PFC = 0,    ///< Ethernet priority flow control: the peer pauses priorities (RoCE)
+        CREDIT = 1, ///< per-virtual-lane credits advertised by the peer's input buffer (InfiniBand)
+    };
+
     /// @return the TypeId of EgressPort
     static TypeId GetTypeId();
 
@@ -205,6 +212,7 @@ class EgressPort : public Object
     bool m_busy{false};                              ///< a packet is being serialized
     bool m_deliveryPending{false};                   ///< m_deliverEvent is scheduled
 
+    FlowControl m_flowControl{FlowControl::PFC}; ///< link-level flow control mode
     DataRate m_rate;      ///< link rate
     uint64_t m_rateBps{0};     ///< m_rate in bit/s
     int64_t m_psPerByte{0};    ///< 8e12 / m_rateBps when that is an integer (exact shortcut), else 0

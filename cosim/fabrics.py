@@ -1,0 +1,40 @@
+"""The two fabrics cosim compares, as the ns-3 attribute settings that select each one's mechanisms.
+
+Both run the same switch, NIC, topology and telemetry code; only the link-level flow control and the
+end-to-end congestion control differ:
+
+- ``roce``: PFC (PAUSE frames from the shared-buffer MMU) + ECN marking at the switches + DCQCN at the
+  NICs; RoCEv2 framing (82 B per packet on the wire, Ethernet preamble and gap included).
+- ``ib``: credit-based link-level flow control per virtual lane (no PAUSE, no drops, no ECN/DCQCN unless
+  IB congestion control is switched on); InfiniBand framing: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B per
+  data packet, 30 B for an ACK (AETH 4 more).
+
+User ``--set`` values are applied after these, so they win.
+"""
+
+from __future__ import annotations
+
+from cosim.errors import CosimInputError
+
+FABRICS = ("roce", "ib")
+
+_ATTRIBUTES: dict[str, dict[str, str]] = {
+    "roce": {"EgressPort::LinkFlowControl": "pfc"},
+    "ib": {
+        "EgressPort::LinkFlowControl": "credit",
+        "HostNic::DcqcnEnabled": "false",
+        "FabricSwitch::EcnEnabled": "false",
+        "HostNic::HeaderBytes": "26",
+        "HostNic::ControlPacketBytes": "30",
+    },
+}
+
+
+def fabric_attributes(fabric: str, *, dcqcn: bool = True) -> dict[str, str]:
+    """ns-3 attribute defaults that make the engine model ``fabric`` ("roce" or "ib")."""
+    if fabric not in _ATTRIBUTES:
+        raise CosimInputError("fabric", f"unknown fabric {fabric!r}", f"choose one of {', '.join(FABRICS)}")
+    attrs = dict(_ATTRIBUTES[fabric])
+    if fabric == "roce":
+        attrs["HostNic::DcqcnEnabled"] = "true" if dcqcn else "false"
+    return attrs

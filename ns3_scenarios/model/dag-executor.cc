@@ -1,0 +1,212 @@
+#include "dag-executor.h"
+
+#include "ns3/simulator.h"
+
+#include <algorithm>
+#include <string>
+
+namespace ns3
+{
+
+NS_OBJECT_ENSURE_REGISTERED(DagExecutor);
+
+TypeId
+DagExecutor::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::DagExecutor")
+            .SetParent<Object>()
+            .SetGroupName("Cosim")
+            .AddConstructor<DagExecutor>()
+            .AddAttribute("NvlinkDataRate",
+                          "NVLink bandwidth of one GPU in one direction, in bit/s (default 450 GB/s, "
+                          "an H100's 18 NVLink-4 links).",
+                          DataRateValue(DataRate("3600Gbps")),
+                          MakeDataRateAccessor(&DagExecutor::m_nvlinkRate),
+                          MakeDataRateChecker())
+            .AddAttribute("NvlinkLatency",
+                          "Fixed cost of one intra-server copy (launch, NVSwitch hop, completion).",
+                          TimeValue(MicroSeconds(1)),
+                          MakeTimeAccessor(&DagExecutor::m_nvlinkLatency),
+                          MakeTimeChecker(Time(0)));
+    return tid;
+}
+
+DagExecutor::DagExecutor() = default;
+DagExecutor::~DagExecutor() = default;
+
+std::string
+DagExecutor::Load(const uint8_t* kind,
+                  const int32_t* gpu,
+                  const int64_t* bytes,
+                  const int64_t* durationPs,
+                  const int64_t* depPtr,
+                  const int64_t* depIdx,
+                  uint64_t n)
+{
+    if (depPtr[0] != 0)
+    {
+        return "dep_ptr[0] must be 0";
+    }
+    int32_t maxGpu = -1;
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        if (kind[i] > uint8_t(DagOpKind::NOP))
+        {
+            return "op " + std::to_string(i) + " has an unknown kind";
+        }
+        if (depPtr[i + 1] < depPtr[i] || bytes[i] < 0 || durationPs[i] < 0)
+        {
+            return "op " + std::to_string(i) + " has decreasing dep_ptr or a negative size or duration";
+        }
+        for (int64_t k = depPtr[i]; k < depPtr[i + 1]; ++k)
+        {
+            if (depIdx[k] < 0 || uint64_t(depIdx[k]) >= i)
+            {
+                return "op " + std::to_string(i) + " depends on op " + std::to_string(depIdx[k]) +
+                       " (dependencies must point to earlier ops)";
+            }
+        }
+        if (kind[i] == uint8_t(DagOpKind::NVLINK) && gpu[i] < 0)
+        {
+            return "NVLINK op " + std::to_string(i) + " has no sending GPU";
+        }
+        maxGpu = std::max(maxGpu, gpu[i]);
+    }
+    m_kind.assign(kind, kind + n);
+    m_gpu.assign(gpu, gpu + n);
+    m_bytes.assign(bytes, bytes + n);
+    m_durationPs.assign(durationPs, durationPs + n);
+    m_waiting.assign(n, 0);
+    m_outPtr.assign(n + 1, 0);
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        m_waiting[i] = uint32_t(depPtr[i + 1] - depPtr[i]);
+        for (int64_t k = depPtr[i]; k < depPtr[i + 1]; ++k)
+        {
+            ++m_outPtr[depIdx[k] + 1];
+        }
+    }
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        m_outPtr[i + 1] += m_outPtr[i];
+    }
+    m_outIdx.assign(m_outPtr[n], 0);
+    std::vector<uint64_t> fill(m_outPtr.begin(), m_outPtr.end() - 1);
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        for (int64_t k = depPtr[i]; k < depPtr[i + 1]; ++k)
+        {
+            m_outIdx[fill[depIdx[k]]++] = i;
+        }
+    }
+    m_startPs.assign(n, -1);
+    m_finishPs.assign(n, -1);
+    m_nvlinkFreePs.assign(size_t(maxGpu + 1), 0);
+    m_done = 0;
+    return "";
+}
+
+void
+DagExecutor::SetFlowStarter(Callback<void, uint64_t> starter)
+{
+    m_startFlow = starter;
+}
+
+void
+DagExecutor::SetOnDone(Callback<void> done)
+{
+    m_onDone = done;
+}
+
+void
+DagExecutor::Start()
+{
+    std::vector<uint64_t> ready;
+    for (uint64_t i = 0; i < m_kind.size(); ++i)
+    {
+        if (m_waiting[i] == 0)
+        {
+            Begin(i, ready);
+        }
+    }
+    Drain(ready);
+}
+
+void
+DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
+{
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    m_startPs[op] = nowPs;
+    switch (DagOpKind(m_kind[op]))
+    {
+    case DagOpKind::NOP:
+        ready.push_back(op);
+        break;
+    case DagOpKind::COMPUTE:
+        if (m_durationPs[op] == 0)
+        {
+            ready.push_back(op);
+        }
+        else
+        {
+            Simulator::Schedule(TimeStep(m_durationPs[op]), &DagExecutor::Finish, this, op);
+        }
+        break;
+    case DagOpKind::NVLINK: {
+        // One copy engine per sending GPU: copies of a GPU run one after another, each taking the wire
+        // time at the NVLink rate; the fixed latency overlaps with the next copy.
+        int64_t& freePs = m_nvlinkFreePs[m_gpu[op]];
+        const int64_t begin = std::max(nowPs, freePs);
+        const int64_t wirePs = int64_t(double(m_bytes[op]) * 8e12 / double(m_nvlinkRate.GetBitRate()));
+        freePs = begin + wirePs;
+        Simulator::Schedule(TimeStep(freePs + m_nvlinkLatency.GetTimeStep() - nowPs), &DagExecutor::Finish,
+                            this, op);
+        break;
+    }
+    case DagOpKind::FLOW:
+        m_startFlow(op);
+        break;
+    }
+}
+
+void
+DagExecutor::Drain(std::vector<uint64_t>& ready)
+{
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    while (!ready.empty())
+    {
+        const uint64_t op = ready.back();
+        ready.pop_back();
+        m_finishPs[op] = nowPs;
+        ++m_done;
+        for (uint64_t k = m_outPtr[op]; k < m_outPtr[op + 1]; ++k)
+        {
+            const uint64_t next = m_outIdx[k];
+            if (--m_waiting[next] == 0)
+            {
+                Begin(next, ready);
+            }
+        }
+    }
+    if (Done() && !m_onDone.IsNull())
+    {
+        m_onDone();
+    }
+}
+
+void
+DagExecutor::Finish(uint64_t op)
+{
+    // A worklist of its own: Finish can run inside a FLOW starter's call chain (an empty flow).
+    std::vector<uint64_t> ready{op};
+    Drain(ready);
+}
+
+void
+DagExecutor::FlowFinished(uint64_t op)
+{
+    Finish(op);
+}
+
+} // namespace ns3

@@ -1,0 +1,137 @@
+/**
+ * @file
+ * @ingroup cosim
+ * Runs a dependency graph of compute steps, NVLink copies and network flows in simulated time.
+ */
+#ifndef COSIM_DAG_EXECUTOR_H
+#define COSIM_DAG_EXECUTOR_H
+
+#include "ns3/callback.h"
+#include "ns3/data-rate.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+/// What a DAG op does (values match cosim.collectives.DagOpKind).
+enum class DagOpKind : uint8_t
+{
+    FLOW = 0,    ///< inter-server transfer through a NIC and the packet-level fabric
+    COMPUTE = 1, ///< busy time on a GPU
+    NVLINK = 2,  ///< intra-server GPU-to-GPU copy (latency + bytes at the NVLink rate, per sender in order)
+    NOP = 3,     ///< zero-time join or barrier
+};
+
+/**
+ * @ingroup cosim
+ * @brief Starts each op of a DAG when its dependencies are done and records its start and finish.
+ *
+ * The graph arrives as arrays (CSR dependencies, every dependency index below the op's own: a topological
+ * order, so no cycle is possible). FLOW ops are handed to the owner through the flow starter callback and
+ * reported back with FlowFinished(); the rest is timed here: COMPUTE for its duration, NVLINK as
+ * NvlinkLatency + bytes / NvlinkDataRate, serialized per sending GPU (one copy engine per GPU, in ready
+ * order), NOP at once. No Python runs in this loop.
+ */
+class DagExecutor : public Object
+{
+  public:
+    /// @return the TypeId of DagExecutor
+    static TypeId GetTypeId();
+    DagExecutor();
+    ~DagExecutor() override;
+
+    /**
+     * @brief Take the graph (copied).
+     * @param kind DagOpKind per op
+     * @param gpu sending GPU (rank) per op, used to serialize NVLINK copies of one GPU
+     * @param bytes payload per op, in bytes (FLOW, NVLINK)
+     * @param durationPs busy time per op, in ps (COMPUTE)
+     * @param depPtr CSR row pointers, [n + 1]
+     * @param depIdx CSR dependency op indices, each below its op's index
+     * @param n number of ops
+     * @return an empty string, or what is wrong with the graph
+     */
+    std::string Load(const uint8_t* kind,
+                     const int32_t* gpu,
+                     const int64_t* bytes,
+                     const int64_t* durationPs,
+                     const int64_t* depPtr,
+                     const int64_t* depIdx,
+                     uint64_t n);
+
+    /// Called with the op index when a FLOW op becomes ready; the owner starts the flow now.
+    void SetFlowStarter(Callback<void, uint64_t> starter);
+
+    /// Called once, when the last op finished.
+    void SetOnDone(Callback<void> done);
+
+    /// Start every op without dependencies (at the current time).
+    void Start();
+
+    /// The network delivered the last byte of FLOW op @p op.
+    void FlowFinished(uint64_t op);
+
+    /// @return true once every op finished
+    bool Done() const
+    {
+        return m_done == m_kind.size();
+    }
+
+    /// @return number of ops
+    uint64_t Size() const
+    {
+        return m_kind.size();
+    }
+
+    /// @return number of ops finished
+    uint64_t Finished() const
+    {
+        return m_done;
+    }
+
+    /// @return start time of every op, in ps (-1: not started)
+    const std::vector<int64_t>& StartPs() const
+    {
+        return m_startPs;
+    }
+
+    /// @return finish time of every op, in ps (-1: not finished)
+    const std::vector<int64_t>& FinishPs() const
+    {
+        return m_finishPs;
+    }
+
+  private:
+    /// Op @p op finished now: release its dependents, and theirs, until nothing more is ready now.
+    void Finish(uint64_t op);
+    /// Start op @p op now; zero-time ops are queued on @p ready instead of recursing.
+    void Begin(uint64_t op, std::vector<uint64_t>& ready);
+    /// Drain @p ready: finish zero-time ops and begin what they release.
+    void Drain(std::vector<uint64_t>& ready);
+
+    DataRate m_nvlinkRate; ///< per-direction NVLink bandwidth of one GPU
+    Time m_nvlinkLatency;  ///< fixed cost of one NVLink copy
+
+    std::vector<uint8_t> m_kind;          ///< DagOpKind per op
+    std::vector<int32_t> m_gpu;           ///< sending GPU per op
+    std::vector<int64_t> m_bytes;         ///< payload per op, in bytes
+    std::vector<int64_t> m_durationPs;    ///< COMPUTE time per op, in ps
+    std::vector<uint64_t> m_outPtr;       ///< CSR of dependents: row pointers
+    std::vector<uint64_t> m_outIdx;       ///< CSR of dependents: op indices
+    std::vector<uint32_t> m_waiting;      ///< unfinished dependencies per op
+    std::vector<int64_t> m_startPs;       ///< start per op, in ps
+    std::vector<int64_t> m_finishPs;      ///< finish per op, in ps
+    std::vector<int64_t> m_nvlinkFreePs;  ///< per GPU: time its NVLink copy engine is free, in ps
+    uint64_t m_done{0};                   ///< ops finished
+    Callback<void, uint64_t> m_startFlow; ///< hands a FLOW op to the network
+    Callback<void> m_onDone;              ///< called when the last op finished
+};
+
+} // namespace ns3
+
+#endif // COSIM_DAG_EXECUTOR_H
