@@ -38,6 +38,7 @@ def main() -> None:
     import argparse
 
     from cosim import engine
+    from cosim.fabrics import fabric_attributes
     import stock_ns3
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -47,8 +48,7 @@ def main() -> None:
 
     fabric, flows = scenario()
     engine.load()
-    attributes = {"EgressPort::LinkFlowControl": "credit", "HostNic::DcqcnEnabled": "false",
-                  "FabricSwitch::EcnEnabled": "false"} if args.fabric == "ib" else {}
+    attributes = fabric_attributes(args.fabric)
     outs, walls = [], []
     for _ in range(args.repeat):
         t = time.perf_counter()
@@ -56,22 +56,23 @@ def main() -> None:
         walls.append(time.perf_counter() - t)
     out = outs[0]
     assert all(o.status == "complete" and o.packet_hops == out.packet_hops for o in outs), "runs differ"
+    hops = out.data_packet_hops  # stock ns-3 moves data only; cosim's ACKs and credits count as cost
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     stock_ns3.load()
-    mean_hops = max(1, round(out.packet_hops / max(1, int(np.sum(-(-flows.size_bytes // 4096))))))
+    mean_hops = max(1, round(hops / max(1, int(np.sum(-(-flows.size_bytes // 4096))))))
     ratios, cosim_costs, stock_costs = [], [], []
     for o in outs:  # one stock run right after each cosim run, so both see the same machine load
-        stock = stock_ns3.stock_packet_hop_cost(n_packet_hops=out.packet_hops, hops=mean_hops, rate_gbps=400,
+        stock = stock_ns3.stock_packet_hop_cost(n_packet_hops=hops, hops=mean_hops, rate_gbps=400,
                                                delay_ns=1000, n_senders=16)
-        cosim_costs.append(o.run_wall_time_s / o.packet_hops)
+        cosim_costs.append(o.run_wall_time_s / hops)
         stock_costs.append(stock["s_per_packet_hop"])
         ratios.append(cosim_costs[-1] / stock_costs[-1])
     med = float(np.median(ratios))
-    print(f"cosim ({args.fabric}): {out.packet_hops} packet-hops, {out.events} events "
-          f"({out.events / out.packet_hops:.2f} per packet-hop), simulated {out.sim_time_ns / 1e3:.1f} us; "
+    print(f"cosim ({args.fabric}): {hops} data packet-hops (+{out.packet_hops - hops} of ACK/CNP/PFC/credit "
+          f"packets), {out.events} events ({out.events / hops:.2f} per data packet-hop), simulated {out.sim_time_ns / 1e3:.1f} us; "
           f"whole simulate() median {np.median(walls):.3f} s; peak RSS {rss_mb:.0f} MB")
-    print(f"  median {np.median(cosim_costs) * 1e6:.3f} us per packet-hop in the event loop "
-          f"({1 / np.median(cosim_costs) / 1e6:.2f} M packet-hops/s)")
+    print(f"  median {np.median(cosim_costs) * 1e6:.3f} us per data packet-hop in the event loop "
+          f"({1 / np.median(cosim_costs) / 1e6:.2f} M data packet-hops/s)")
     print(f"stock ns-3 P2P+DropTail: median {np.median(stock_costs) * 1e6:.3f} us per packet-hop "
           f"({stock['events_per_packet_hop']:.2f} events per packet-hop, {mean_hops} hops per chain)")
     print(f"ratio cosim/stock over {len(ratios)} pairs: median {med:.3f}, min {min(ratios):.3f}, "

@@ -116,7 +116,8 @@ class SimulationOutput:
     queue_port: np.ndarray  # int32 [n_samples]
     queue_bytes: np.ndarray  # int64 [n_samples], queued wire bytes
     ports: dict[str, np.ndarray]  # per egress port: node, port, peer, tx_bytes, tx_packets, drops,
-    #                               peak_queue_bytes, paused_ps (time paused by PFC, all priorities), rate_bps
+    #                               peak_queue_bytes, paused_ps (time paused by PFC, all priorities), rate_bps,
+    #                               credit_stall_ps (time with data but no credits, all lanes)
     pause_time_ns: np.ndarray  # float64 [n_pause_events], PFC pause-state changes
     pause_node: np.ndarray  # int32, node whose egress port changed state
     pause_port: np.ndarray  # int32, its port number
@@ -124,11 +125,13 @@ class SimulationOutput:
     pause_paused: np.ndarray  # int8, 1 paused / 0 resumed
     latency_low_ns: np.ndarray  # float64 [n_buckets], lower edge of each receive-latency bucket
     latency_count: np.ndarray  # int64 [n_buckets], data packets per bucket
+    stalls: dict[str, np.ndarray]  # credit-stall changes (IB): time_ns, node, port, vl, stalled (1 began, 0 ended)
     counters: dict[str, int]  # fabric-wide counters (ecn_marks, cnps_sent, switch_drops, ...)
     sim_time_ns: float  # simulated clock at the end
-    status: str  # "complete", "time-limit" or "stalled"
+    status: str  # "complete", "time-limit", "stalled" or "flow-control-error" (credit overrun: a bug)
     events: int  # simulator events executed
-    packet_hops: int  # packets serialized on any link
+    packet_hops: int  # packets serialized on any link (ACKs, CNPs, PFC and credit packets included)
+    data_packet_hops: int  # data packets serialized on any link
     pool_packets: int  # packets the pool created (peak packets alive)
     wall_time_s: float  # wall-clock time of the whole simulation, building included
     run_wall_time_s: float  # wall-clock time of the event loop alone (the packet path)
@@ -143,7 +146,8 @@ ProgressFn = Callable[[float, int, int], None]
 
 _STATUS = {0: "time-limit", 1: "complete", 2: "stalled"}
 COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_frames_sent",
-            "peak_headroom_used_bytes", "min_headroom_bytes", "acks")
+            "peak_headroom_used_bytes", "min_headroom_bytes", "acks", "credit_violations", "peak_lane_bytes",
+            "credit_packets_sent")
 
 
 def simulate(
@@ -340,10 +344,18 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
     ports = {name: np.empty(k, dtype) for name, dtype in cols.items()}
     ports["paused_ps"] = np.empty(k, np.int64)
     ports["rate_bps"] = np.empty(k, np.float64)
+    ports["credit_stall_ps"] = np.empty(k, np.int64)
     if k:
         engine.GetPortStats(*[ports[c] for c in cols])
         engine.GetPortPausedPs(ports["paused_ps"])
         engine.GetPortRateBps(ports["rate_bps"])
+        engine.GetPortCreditStallPs(ports["credit_stall_ps"])
+    e = int(engine.NumStallEvents())
+    stalls = {"time_ns": np.empty(e, np.int64), "node": np.empty(e, np.int32), "port": np.empty(e, np.int32),
+              "vl": np.empty(e, np.int32), "stalled": np.empty(e, np.int8)}
+    if e:
+        engine.GetStallEvents(*stalls.values())
+    stalls["time_ns"] = stalls["time_ns"] / 1e3
     e = int(engine.NumPauseEvents())
     pt, pn, pp, pr, ps = (np.empty(e, np.int64), np.empty(e, np.int32), np.empty(e, np.int32),
                           np.empty(e, np.int32), np.empty(e, np.int8))
@@ -369,11 +381,15 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         pause_paused=ps,
         latency_low_ns=low_ns,
         latency_count=hist,
+        stalls=stalls,
         counters=counters,
         sim_time_ns=engine.NowPs() / 1e3,
-        status=_STATUS[status],
+        # A packet beyond its lane's advertised credits can only be a flow-control bug: never report it
+        # as a normal run.
+        status="flow-control-error" if counters["credit_violations"] else _STATUS[status],
         events=int(engine.EventsExecuted()),
         packet_hops=int(engine.PacketHops()),
+        data_packet_hops=int(engine.DataPacketHops()),
         pool_packets=int(engine.PacketPoolCapacity()),
         wall_time_s=wall_s,
         run_wall_time_s=run_s,

@@ -53,6 +53,15 @@ class ScenarioSpec:
         # Non-numeric values are left for the engine's own check; 0 means "scale with the link rate".
         if kmin.isdigit() and kmax.isdigit() and int(kmin) and int(kmax) and int(kmin) > int(kmax):
             raise CosimInputError("FabricSwitch::EcnKminBytes", f"Kmin {kmin} B exceeds Kmax {kmax} B", "set Kmin <= Kmax")
+        headroom = attrs.get("ns3::FabricSwitch::HeadroomBytes", "0")
+        if headroom.isdigit() and int(headroom):
+            defaults = {"ns3::" + k: v for k, v in fabric_attributes(self.fabric).items()}
+            mtu, header = (attrs.get(k, defaults.get(k, d)) for k, d in (("ns3::HostNic::MtuBytes", "4096"),
+                                                                          ("ns3::HostNic::HeaderBytes", "82")))
+            if mtu.isdigit() and header.isdigit() and int(headroom) < int(mtu) + int(header):
+                raise CosimInputError("FabricSwitch::HeadroomBytes",
+                                      f"{headroom} B of PFC headroom is below one maximum packet "
+                                      f"({int(mtu) + int(header)} B)", "set it to 0 (automatic) or larger")
         if self.pattern not in PATTERNS:
             raise CosimInputError("pattern", f"unknown traffic pattern {self.pattern!r}", f"choose one of {', '.join(PATTERNS)}")
         if self.hosts < 2:
@@ -136,6 +145,8 @@ def run(spec: ScenarioSpec, *, progress=None):
     summary = results.summarize(flow_table, queues, out.ports, sim_time_ns=out.sim_time_ns)
     summary |= {f"{k}": v for k, v in out.counters.items()}
     summary["pfc_paused_ns"] = float(out.ports["paused_ps"].sum() / 1e3)
+    summary["credit_stall_ns"] = float(out.ports["credit_stall_ps"].sum() / 1e3)
+    summary["credit_stall_events"] = int(out.stalls["stalled"].sum())
     summary["pause_events"] = int(out.pause_paused.sum())
     summary |= results.latency_percentiles(out.latency_low_ns, out.latency_count)
     summary |= {
@@ -150,5 +161,6 @@ def run(spec: ScenarioSpec, *, progress=None):
     }
     config = {"scenario": spec.to_json(), "fabric": fabric.describe()}
     return results.RunRecord(name=spec.name, config=config, provenance=provenance, summary=summary,
-                             flows=flow_table, queues=queues, ports=out.ports, pauses=pauses, latency=latency)
+                             flows=flow_table, queues=queues, ports=out.ports, pauses=pauses, latency=latency,
+                             stalls=out.stalls if out.stalls["time_ns"].size else {})
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim import engine, flows as fl, topology
+from cosim import engine, flows as fl, scenario, topology
+from cosim.errors import CosimInputError
 from cosim.ideal import ideal_fct_ns
 
 KMIN_100G = 400e3  # 100 KB per 25 Gbps
@@ -139,3 +140,27 @@ def test_lone_flow_slowdown_is_one(engine_ns, size):
     ideal = ideal_fct_ns(fabric, flows.src, flows.dst, flows.size_bytes, mtu_bytes=out.mtu_bytes,
                          header_bytes=out.header_bytes)
     np.testing.assert_allclose(out.finish_ns, ideal, rtol=1e-4)
+
+
+def test_lossless_priority_mask_carves_headroom_only_where_needed(engine_ns):
+    # Headroom for two lossless priorities instead of eight leaves room for the shared pool: a 1.5 MB
+    # switch that cannot fit eight priorities' headroom runs the incast losslessly with two.
+    fabric = topology.single_switch(hosts=5, link_gbps=100.0, link_delay_ns=1000.0)
+    flows = fl.incast(fabric.host_ids, size_bytes=2_000_000)
+    attrs = {"HostNic::DcqcnEnabled": "false", "SharedBufferMmu::BufferBytes": "1500000"}
+    with pytest.raises(CosimInputError, match="LosslessPriorityMask"):
+        engine.simulate(fabric, flows, attributes=attrs)
+    out = engine.simulate(fabric, flows, attributes=attrs | {"SharedBufferMmu::LosslessPriorityMask": "129"})
+    assert out.status == "complete" and out.counters["switch_drops"] == 0
+    assert out.counters["pause_frames_sent"] > 0
+    assert out.counters["peak_headroom_used_bytes"] <= out.counters["min_headroom_bytes"]
+
+
+def test_headroom_below_one_packet_is_rejected_before_the_run(engine_ns):
+    with pytest.raises(CosimInputError, match="HeadroomBytes"):
+        scenario.ScenarioSpec(attributes=(("FabricSwitch::HeadroomBytes", "2000"),))
+    # The engine refuses it too (e.g. with a bigger MTU set elsewhere), before anything is simulated.
+    fabric = topology.single_switch(hosts=2, link_gbps=100.0, link_delay_ns=1000.0)
+    with pytest.raises(CosimInputError, match="HeadroomBytes"):
+        engine.simulate(fabric, fl.FlowSet.from_arrays([0], [1], 1000),
+                        attributes={"FabricSwitch::HeadroomBytes": "8000", "HostNic::MtuBytes": "9000"})

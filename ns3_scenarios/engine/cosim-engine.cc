@@ -127,6 +127,21 @@ struct Engine::Impl
         impl->pauseState.push_back(paused ? 1 : 0);
     }
 
+    /// Credit-stall state changes, appended by the ports' CreditStall trace sources.
+    std::vector<int64_t> stallTimePs;
+    std::vector<int32_t> stallNode, stallPort, stallVl;
+    std::vector<int8_t> stallState;
+
+    /// Trace sink of EgressPort::CreditStall, bound to the port it watches.
+    static void RecordStall(Impl* impl, uint32_t node, uint32_t port, uint8_t vl, bool stalled)
+    {
+        impl->stallTimePs.push_back(Simulator::Now().GetTimeStep());
+        impl->stallNode.push_back(int32_t(node));
+        impl->stallPort.push_back(int32_t(port));
+        impl->stallVl.push_back(vl);
+        impl->stallState.push_back(stalled ? 1 : 0);
+    }
+
     /// Call @p f(nodeId, portIndex, port) for every egress port, ordered by node then port.
     template <typename F>
     void ForEachPort(F f) const
@@ -284,14 +299,16 @@ Engine::BuildFabric(const uint8_t* kind,
     m_impl->builder.AddNodes(kind, nNodes);
     m_impl->builder.AddLinks(linkA, linkB, rateBps, delayPs, nLinks);
     m_impl->builder.ComputeRoutes();
-    if (!m_impl->builder.SetupSwitches())
+    const std::string problem = m_impl->builder.SetupSwitches();
+    if (!problem.empty())
     {
-        throw std::invalid_argument("SharedBufferMmu::BufferBytes is too small for the reserved space "
-                                    "and PFC headroom of every port and priority");
+        throw std::invalid_argument(problem);
     }
     m_impl->ForEachPort([this](uint32_t id, uint32_t p, Ptr<EgressPort> port) {
         port->TraceConnectWithoutContext("PfcPause",
                                          MakeBoundCallback(&Impl::RecordPause, m_impl.get(), id, p));
+        port->TraceConnectWithoutContext("CreditStall",
+                                         MakeBoundCallback(&Impl::RecordStall, m_impl.get(), id, p));
     });
     m_impl->built = true;
 }
@@ -574,6 +591,37 @@ Engine::GetPortPausedPs(int64_t* out) const
     });
 }
 
+uint64_t
+Engine::NumStallEvents() const
+{
+    return m_impl->stallTimePs.size();
+}
+
+void
+Engine::GetStallEvents(int64_t* timePs, int32_t* node, int32_t* port, int32_t* vl, int8_t* stalled) const
+{
+    const Impl& i = *m_impl;
+    std::copy(i.stallTimePs.begin(), i.stallTimePs.end(), timePs);
+    std::copy(i.stallNode.begin(), i.stallNode.end(), node);
+    std::copy(i.stallPort.begin(), i.stallPort.end(), port);
+    std::copy(i.stallVl.begin(), i.stallVl.end(), vl);
+    std::copy(i.stallState.begin(), i.stallState.end(), stalled);
+}
+
+void
+Engine::GetPortCreditStallPs(int64_t* out) const
+{
+    uint64_t k = 0;
+    m_impl->ForEachPort([&](uint32_t, uint32_t, Ptr<EgressPort> port) {
+        int64_t total = 0;
+        for (uint8_t vl = 0; vl < kNumPriorities; ++vl)
+        {
+            total += port->GetCreditStallPs(vl);
+        }
+        out[k++] = total;
+    });
+}
+
 void
 Engine::GetPortRateBps(double* out) const
 {
@@ -637,6 +685,10 @@ Engine::GetCounter(const std::string& name) const
         {"cnps_sent", {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsSent()); }, Combine::SUM}},
         {"cnps_received", {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsReceived()); }, Combine::SUM}},
         {"acks", {nullptr, false, [](const HostNic& n) { return int64_t(n.GetAcksReceived()); }, Combine::SUM}},
+        {"credit_violations", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetCreditViolations()); }, false, nullptr, Combine::SUM}},
+        {"peak_lane_bytes", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetPeakLaneBytes()); }, false, nullptr, Combine::MAX}},
+        {"credit_packets_sent", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetCreditPacketsSent()); }, false,
+                                 [](const HostNic& n) { return int64_t(n.GetCreditPacketsSent()); }, Combine::SUM}},
     };
     const auto it = counters.find(name);
     if (it == counters.end())
@@ -687,7 +739,7 @@ Engine::ProbeEcnMarkFraction(double rateBps, int64_t queueBytes, int64_t trials,
     Ptr<EgressPort> port = CreateObject<EgressPort>();
     port->SetDataRate(DataRate(uint64_t(rateBps)));
     sw->AddPort(port);
-    sw->SetupBuffers();
+    sw->SetupBuffers(4096 + 82);
     sw->AssignStreams(0);
     int64_t marked = 0;
     for (int64_t i = 0; i < trials; ++i)
@@ -742,14 +794,15 @@ uint64_t
 Engine::PacketHops() const
 {
     uint64_t hops = 0;
-    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
-    {
-        Ptr<FabricNode> n = m_impl->builder.GetNode(id);
-        for (uint32_t p = 0; p < n->GetNPorts(); ++p)
-        {
-            hops += n->GetPort(p)->GetTxPackets();
-        }
-    }
+    m_impl->ForEachPort([&](uint32_t, uint32_t, Ptr<EgressPort> port) { hops += port->GetTxPackets(); });
+    return hops;
+}
+
+uint64_t
+Engine::DataPacketHops() const
+{
+    uint64_t hops = 0;
+    m_impl->ForEachPort([&](uint32_t, uint32_t, Ptr<EgressPort> port) { hops += port->GetTxDataPackets(); });
     return hops;
 }
 

@@ -182,6 +182,22 @@ class Engine
     /// Copy each egress port's total paused time over all priorities, in ps, to @p out[NumPorts()].
     void GetPortPausedPs(int64_t* out) const;
 
+    /// @return number of credit-stall state changes recorded (InfiniBand fabric)
+    uint64_t NumStallEvents() const;
+
+    /**
+     * @brief Copy the credit-stall state changes, in time order, to arrays of NumStallEvents().
+     * @param timePs time of the change, in ps
+     * @param node node whose egress port changed state
+     * @param port that port's number
+     * @param vl the virtual lane
+     * @param stalled 1: data waiting without credits began, 0: ended
+     */
+    void GetStallEvents(int64_t* timePs, int32_t* node, int32_t* port, int32_t* vl, int8_t* stalled) const;
+
+    /// Copy each egress port's total credit-stall time over all lanes, in ps, to @p out[NumPorts()].
+    void GetPortCreditStallPs(int64_t* out) const;
+
     /// Copy each egress port's line rate, in bit/s, to @p out[NumPorts()].
     void GetPortRateBps(double* out) const;
 
@@ -196,7 +212,8 @@ class Engine
 
     /**
      * @return the fabric-wide counter @p name: "ecn_marks", "cnps_sent", "cnps_received",
-     * "switch_drops", "pause_frames_sent", "peak_headroom_used_bytes", "min_headroom_bytes", "acks"
+     * "switch_drops", "pause_frames_sent", "peak_headroom_used_bytes", "min_headroom_bytes", "acks",
+     * "credit_violations", "peak_lane_bytes", "credit_packets_sent"
      * (throws std::invalid_argument for another name)
      */
     int64_t GetCounter(const std::string& name) const;
@@ -204,8 +221,11 @@ class Engine
     /// @return simulator events executed so far
     uint64_t EventsExecuted() const;
 
-    /// @return packets serialized on any link so far (packet-hops)
+    /// @return packets serialized on any link so far (packet-hops), control packets included
     uint64_t PacketHops() const;
+
+    /// @return data packets serialized on any link so far (data packet-hops)
+    uint64_t DataPacketHops() const;
 
     /// @return packets the pool ever had to create (peak in flight), a measure of memory use
     uint64_t PacketPoolCapacity() const;

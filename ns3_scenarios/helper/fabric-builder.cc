@@ -155,19 +155,37 @@ FabricBuilder::ComputeRoutes()
     }
 }
 
-bool
+std::string
 FabricBuilder::SetupSwitches()
 {
-    bool ok = true;
+    // The largest packet on any wire: a full data packet of a NIC (every NIC shares the defaults).
+    uint32_t maxPacketBytes = 0;
+    for (const auto& host : m_hosts)
+    {
+        if (host)
+        {
+            maxPacketBytes = std::max(maxPacketBytes, host->GetMtuBytes() + host->GetHeaderBytes());
+        }
+    }
+    std::string problem;
     for (uint32_t s = 0; s < GetNNodes(); ++s)
     {
         if (m_switches[s])
         {
-            ok = m_switches[s]->SetupBuffers() && ok;
+            const std::string why = m_switches[s]->SetupBuffers(maxPacketBytes);
+            problem = problem.empty() ? why : problem;
             m_switches[s]->AssignStreams(s);
         }
+        for (uint32_t p = 0; p < m_nodes[s]->GetNPorts(); ++p)
+        {
+            Ptr<EgressPort> port = m_nodes[s]->GetPort(p);
+            if (port->IsCreditMode())
+            {
+                port->InitCredits(port->GetPeer()->GetVlBufferBytes(), maxPacketBytes);
+            }
+        }
     }
-    return ok;
+    return problem;
 }
 
 void

@@ -55,9 +55,9 @@ class FabricBuilder
     /// Compute every switch's equal-cost shortest-path ports towards every host.
     void ComputeRoutes();
 
-    /// Size every switch's buffers and seed its random stream; @return false if some buffer is too
-    /// small for its reserved space and PFC headroom.
-    bool SetupSwitches();
+    /// Size every switch's buffers, seed its random stream and give credit-mode ports their initial
+    /// credits; @return an empty string, or why some buffer setting is impossible.
+    std::string SetupSwitches();
 
     /// @return the switch at node @p id (null if @p id is a host)
     Ptr<FabricSwitch> GetSwitch(uint32_t id) const

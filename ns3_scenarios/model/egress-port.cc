@@ -5,6 +5,9 @@
 
 #include "ns3/enum.h"
 #include "ns3/log.h"
+#include "ns3/string.h"
+
+#include <sstream>
 #include "ns3/uinteger.h"
 
 namespace ns3
@@ -39,6 +42,18 @@ EgressPort::GetTypeId()
                           EnumValue(FlowControl::PFC),
                           MakeEnumAccessor<FlowControl>(&EgressPort::m_flowControl),
                           MakeEnumChecker(FlowControl::PFC, "pfc", FlowControl::CREDIT, "credit"))
+            .AddAttribute("DataVls",
+                          "Credit mode: data virtual lanes; priority (service level) p uses lane "
+                          "p mod DataVls. Link packets (credit updates) bypass the lanes, like VL15.",
+                          UintegerValue(2),
+                          MakeUintegerAccessor(&EgressPort::m_dataVls),
+                          MakeUintegerChecker<uint32_t>(1, kNumPriorities))
+            .AddAttribute("VlArbitrationWeights",
+                          "Credit mode: weighted round robin between lanes with data and credits; comma-"
+                          "separated weights per lane, in units of 64 bytes per turn (IB VLArbitration).",
+                          StringValue("64,64,64,64,64,64,64,64"),
+                          MakeStringAccessor(&EgressPort::SetVlWeights, &EgressPort::GetVlWeights),
+                          MakeStringChecker())
             .AddAttribute("MaxQueueBytes",
                           "Tail-drop limit on queued wire bytes over all priorities, in bytes "
                           "(0 = unlimited; switches with a shared-buffer MMU leave it at 0).",
@@ -56,6 +71,10 @@ EgressPort::GetTypeId()
             .AddTraceSource("PfcPause",
                             "A priority of this port was paused (true) or resumed (false) by the peer.",
                             MakeTraceSourceAccessor(&EgressPort::m_pauseTrace),
+                            "ns3::EgressPort::PauseCallback")
+            .AddTraceSource("CreditStall",
+                            "A virtual lane with data waiting ran out of credits (true) or got them back.",
+                            MakeTraceSourceAccessor(&EgressPort::m_stallTrace),
                             "ns3::EgressPort::PauseCallback");
     return tid;
 }
@@ -128,8 +147,9 @@ EgressPort::Enqueue(FabricPacket* p)
         m_pool->Release(p);
         return;
     }
-    m_queues[p->priority].Push(p);
-    m_nonEmptyMask |= uint8_t(1u << p->priority);
+    const uint8_t q = QueueOf(p->priority);
+    m_queues[q].Push(p);
+    m_nonEmptyMask |= uint8_t(1u << q);
     m_queuedBytes += p->wireBytes;
     if (m_queuedBytes > m_peakQueueBytes)
     {
@@ -185,6 +205,150 @@ EgressPort::EndPause(uint8_t prio)
     TrySend();
 }
 
+void
+EgressPort::SetVlWeights(std::string weights)
+{
+    std::stringstream in(weights);
+    std::string item;
+    m_vlWeight.fill(64);
+    for (uint32_t vl = 0; vl < kNumPriorities && std::getline(in, item, ','); ++vl)
+    {
+        const unsigned long w = std::stoul(item);
+        NS_ABORT_MSG_IF(w == 0 || w > 255, "VlArbitrationWeights entries are 1..255 (units of 64 bytes)");
+        m_vlWeight[vl] = uint32_t(w);
+    }
+}
+
+std::string
+EgressPort::GetVlWeights() const
+{
+    std::string out;
+    for (uint32_t vl = 0; vl < kNumPriorities; ++vl)
+    {
+        out += (vl ? "," : "") + std::to_string(m_vlWeight[vl]);
+    }
+    return out;
+}
+
+void
+EgressPort::InitCredits(uint64_t peerBufferBytes, uint32_t maxPacketBytes)
+{
+    m_credits.fill(peerBufferBytes / kCreditBlockBytes);
+    m_maxPacketBlocks = CreditBlocks(maxPacketBytes);
+    m_lowCreditMask = m_credits[0] < m_maxPacketBlocks ? 0xff : 0;
+    m_vlPrios.fill(0);
+    for (uint32_t prio = 0; prio < kNumPriorities; ++prio)
+    {
+        m_vlPrios[prio % m_dataVls] |= uint8_t(1u << prio);
+    }
+}
+
+void
+EgressPort::AddCredits(uint8_t vl, uint32_t blocks)
+{
+    m_credits[vl] += blocks;
+    if (m_credits[vl] >= m_maxPacketBlocks)
+    {
+        m_lowCreditMask &= uint8_t(~(1u << vl));
+    }
+    UpdateStalls();
+    TrySend();
+}
+
+int64_t
+EgressPort::GetCreditStallPs(uint8_t vl) const
+{
+    int64_t total = m_stallPs[vl];
+    if (m_stalledMask & (1u << vl))
+    {
+        total += Simulator::Now().GetTimeStep() - m_stallStartPs[vl];
+    }
+    return total;
+}
+
+void
+EgressPort::UpdateStalls()
+{
+    uint8_t stalled = 0;
+    for (uint32_t vl = 0; vl < m_dataVls; ++vl)
+    {
+        if (m_credits[vl] >= m_maxPacketBlocks)
+        {
+            continue; // any packet fits: no stall on this lane, whatever waits
+        }
+        const PacketFifo& q = m_queues[vl];
+        uint64_t need = q.Empty() ? 0 : CreditBlocks(q.Front()->wireBytes);
+        if (need == 0 && m_source != nullptr)
+        {
+            need = m_source->HasPending(m_vlPrios[vl]) ? m_maxPacketBlocks : 0;
+        }
+        if (need > m_credits[vl])
+        {
+            stalled |= uint8_t(1u << vl);
+        }
+    }
+    const uint8_t changed = stalled ^ m_stalledMask;
+    if (changed == 0)
+    {
+        return;
+    }
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    for (uint32_t vl = 0; vl < m_dataVls; ++vl)
+    {
+        if (changed & (1u << vl))
+        {
+            const bool on = stalled & (1u << vl);
+            if (on)
+            {
+                m_stallStartPs[vl] = nowPs;
+            }
+            else
+            {
+                m_stallPs[vl] += nowPs - m_stallStartPs[vl];
+            }
+            m_stallTrace(uint8_t(vl), on);
+        }
+    }
+    m_stalledMask = stalled;
+}
+
+FabricPacket*
+EgressPort::NextCreditPacket()
+{
+    uint32_t ready = 0;
+    for (uint32_t bits = m_nonEmptyMask; bits != 0; bits &= bits - 1)
+    {
+        const uint32_t vl = uint32_t(__builtin_ctz(bits));
+        if (CreditBlocks(m_queues[vl].Front()->wireBytes) <= m_credits[vl])
+        {
+            ready |= 1u << vl;
+        }
+    }
+    if (ready == 0)
+    {
+        return nullptr;
+    }
+    if (!(ready & (1u << m_arbVl)) || m_arbBudgetBytes <= 0)
+    {
+        // Next lane in round-robin order that can send; it gets a fresh turn of its weight.
+        uint32_t vl = m_arbVl;
+        do
+        {
+            vl = (vl + 1) % m_dataVls;
+        } while (!(ready & (1u << vl)));
+        m_arbVl = uint8_t(vl);
+        m_arbBudgetBytes = int64_t(m_vlWeight[vl]) * kCreditBlockBytes;
+    }
+    FabricPacket* p = m_queues[m_arbVl].Pop();
+    m_queuedBytes -= p->wireBytes;
+    m_arbBudgetBytes -= p->wireBytes;
+    if (m_queues[m_arbVl].Empty())
+    {
+        m_nonEmptyMask &= uint8_t(~(1u << m_arbVl));
+    }
+    return p;
+}
+
 int64_t
 EgressPort::GetPausedPs(uint8_t prio) const
 {
@@ -207,6 +371,40 @@ EgressPort::TrySend()
     if (!m_control.Empty())
     {
         p = m_control.Pop();
+    }
+    else if (m_flowControl == FlowControl::CREDIT)
+    {
+        p = NextCreditPacket();
+        if (p == nullptr && m_source != nullptr)
+        {
+            uint8_t blocked = 0; // priorities whose lane cannot take a full packet now
+            for (uint32_t prio = 0; prio < kNumPriorities; ++prio)
+            {
+                if (m_credits[prio % m_dataVls] < m_maxPacketBlocks)
+                {
+                    blocked |= uint8_t(1u << prio);
+                }
+            }
+            p = m_source->PullPacket(m_index, blocked);
+        }
+        if (p != nullptr)
+        {
+            const uint8_t vl = QueueOf(p->priority);
+            m_credits[vl] -= CreditBlocks(p->wireBytes);
+            if (m_credits[vl] < m_maxPacketBlocks)
+            {
+                m_lowCreditMask |= uint8_t(1u << vl);
+            }
+            m_owner->TransmitStarted(p, m_index);
+        }
+        if ((m_lowCreditMask | m_stalledMask) != 0)
+        {
+            UpdateStalls(); // only a lane short of credits can start or end a stall
+        }
+        if (p == nullptr)
+        {
+            return;
+        }
     }
     else
     {
@@ -235,6 +433,7 @@ EgressPort::TrySend()
     const int64_t serPs = SerializationPs(p->wireBytes);
     m_busy = true;
     ++m_txPackets;
+    m_txDataPackets += p->kind == PacketKind::DATA;
     m_txBytes += p->wireBytes;
     ++p->hopCount;
     m_txTrace(p);

@@ -36,9 +36,13 @@ class PacketSource
     /**
      * @return the next packet to transmit on @p port, or nullptr if nothing is ready now
      * @param port the port asking
-     * @param pausedMask bit p set: priority p is paused by the peer (PFC) and must not be returned
+     * @param pausedMask bit p set: priority p may not send now (paused by PFC, or its virtual lane lacks
+     * credits for a full packet) and must not be returned
      */
     virtual FabricPacket* PullPacket(uint32_t port, uint8_t pausedMask) = 0;
+
+    /// @return true if the source has data waiting at any priority of @p prioMask (sent or not yet)
+    virtual bool HasPending(uint8_t prioMask) const = 0;
 };
 
 /**
@@ -87,8 +91,45 @@ class EgressPort : public Object
     /// Tell the port its source may have a packet: transmit if idle.
     void Wake();
 
-    /// Queue a link-level control frame (PFC PAUSE): sent before any data, never paused itself.
+    /// Queue a link-level control frame (PFC PAUSE, IB credit update): sent first, never paused itself.
     void EnqueueControl(FabricPacket* p);
+
+    /// @return true if this link runs credit-based flow control (InfiniBand)
+    bool IsCreditMode() const
+    {
+        return m_flowControl == FlowControl::CREDIT;
+    }
+
+    /// @return the queue (priority class or, with credits, virtual lane) packets of @p prio use
+    uint8_t QueueOf(uint8_t prio) const
+    {
+        return m_flowControl == FlowControl::CREDIT ? uint8_t(prio % m_dataVls) : prio;
+    }
+
+    /**
+     * @brief Credit mode: the peer's input buffer per virtual lane, and the largest packet sent.
+     * @param peerBufferBytes bytes the peer buffers per virtual lane of this link (the initial credits)
+     * @param maxPacketBytes largest wire packet a source behind this port sends, in bytes
+     */
+    void InitCredits(uint64_t peerBufferBytes, uint32_t maxPacketBytes);
+
+    /// Credit mode: the peer freed @p blocks 64-byte blocks of virtual lane @p vl.
+    void AddCredits(uint8_t vl, uint32_t blocks);
+
+    /// @return credits (64-byte blocks) held for virtual lane @p vl
+    uint64_t GetCredits(uint8_t vl) const
+    {
+        return m_credits[vl];
+    }
+
+    /// @return total time virtual lane @p vl had data waiting but too few credits, in ps (ongoing: to now)
+    int64_t GetCreditStallPs(uint8_t vl) const;
+
+    /// @return number of data virtual lanes (credit mode)
+    uint32_t GetDataVls() const
+    {
+        return m_dataVls;
+    }
 
     /**
      * @brief A PAUSE frame for priority @p prio arrived from the peer: stop (or resume) that priority.
@@ -118,10 +159,10 @@ class EgressPort : public Object
         return m_queuedBytes;
     }
 
-    /// @return wire bytes queued at priority @p prio, in bytes
+    /// @return wire bytes queued in the queue priority @p prio uses, in bytes
     uint64_t GetQueueBytes(uint8_t prio) const
     {
-        return m_queues[prio].Bytes();
+        return m_queues[QueueOf(prio)].Bytes();
     }
 
     /// @return largest GetQueueBytes() seen at any enqueue, in bytes
@@ -169,6 +210,12 @@ class EgressPort : public Object
         return m_txPackets;
     }
 
+    /// @return data packets transmitted so far
+    uint64_t GetTxDataPackets() const
+    {
+        return m_txDataPackets;
+    }
+
     /// @return packets dropped at enqueue because MaxQueueBytes would be exceeded
     uint64_t GetDrops() const
     {
@@ -193,6 +240,14 @@ class EgressPort : public Object
     void DeliverHead();
     /// The pause of priority @p prio ends (expiry or resume frame).
     void EndPause(uint8_t prio);
+    /// Credit mode: pick the next packet by weighted round robin over lanes holding enough credits.
+    FabricPacket* NextCreditPacket();
+    /// Credit mode: note lanes that have data but too few credits (stall begins) or no longer (ends).
+    void UpdateStalls();
+    /// Parse the VlArbitrationWeights attribute.
+    void SetVlWeights(std::string weights);
+    /// @return the VlArbitrationWeights attribute
+    std::string GetVlWeights() const;
 
     std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
     PacketFifo m_control;                            ///< link-level control frames, served first
@@ -208,11 +263,23 @@ class EgressPort : public Object
     uint64_t m_maxQueueBytes{0};                     ///< tail-drop limit, in bytes (0 = unlimited)
     uint64_t m_txBytes{0};                           ///< wire bytes sent, in bytes
     uint64_t m_txPackets{0};                         ///< packets sent
+    uint64_t m_txDataPackets{0};                     ///< data packets sent
     uint64_t m_drops{0};                             ///< packets tail-dropped
     bool m_busy{false};                              ///< a packet is being serialized
     bool m_deliveryPending{false};                   ///< m_deliverEvent is scheduled
 
     FlowControl m_flowControl{FlowControl::PFC}; ///< link-level flow control mode
+    uint32_t m_dataVls{2};                              ///< data virtual lanes (credit mode)
+    std::array<uint32_t, kNumPriorities> m_vlWeight{};  ///< WRR weight per lane, in 64-byte units
+    std::array<uint64_t, kNumPriorities> m_credits{};   ///< credits held per lane, in 64-byte blocks
+    uint32_t m_maxPacketBlocks{0};                      ///< credits a full packet needs
+    std::array<uint8_t, kNumPriorities> m_vlPrios{};    ///< priorities that map to each lane
+    uint8_t m_arbVl{0};                                 ///< lane the arbiter is serving
+    int64_t m_arbBudgetBytes{0};                        ///< bytes the lane may still send this turn
+    uint8_t m_stalledMask{0};                           ///< bit v: lane v is credit-stalled
+    uint8_t m_lowCreditMask{0};                         ///< bit v: lane v holds less than a full packet
+    std::array<int64_t, kNumPriorities> m_stallStartPs{}; ///< start of the ongoing stall, in ps
+    std::array<int64_t, kNumPriorities> m_stallPs{};      ///< finished stall time, in ps
     DataRate m_rate;      ///< link rate
     uint64_t m_rateBps{0};     ///< m_rate in bit/s
     int64_t m_psPerByte{0};    ///< 8e12 / m_rateBps when that is an integer (exact shortcut), else 0
@@ -233,6 +300,8 @@ class EgressPort : public Object
     TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet is tail-dropped
     /// pause state change: (priority, true = paused / false = resumed)
     TracedCallback<uint8_t, bool> m_pauseTrace;
+    /// credit-stall state change: (virtual lane, true = stall began / false = ended)
+    TracedCallback<uint8_t, bool> m_stallTrace;
 };
 
 } // namespace ns3

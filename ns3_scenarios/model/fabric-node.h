@@ -8,9 +8,12 @@
 
 #include "fabric-packet.h"
 
+#include "ns3/event-id.h"
+#include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/ptr.h"
 
+#include <array>
 #include <vector>
 
 namespace ns3
@@ -76,11 +79,47 @@ class FabricNode : public Object
         return static_cast<uint32_t>(m_ports.size());
     }
 
+    /// @return input buffer per port and virtual lane that credits advertise (credit mode), in bytes
+    uint64_t GetVlBufferBytes() const
+    {
+        return m_vlBufferBytes;
+    }
+
+    /// @return credit-update packets sent (credit mode)
+    uint64_t GetCreditPacketsSent() const
+    {
+        return m_creditPacketsSent;
+    }
+
   protected:
     void DoDispose() override;
 
     /// Act on a PFC PAUSE frame that arrived on @p inPort (pauses our egress on that link) and free it.
     void ApplyPause(FabricPacket* p, uint32_t inPort);
+
+    /// Act on an IB credit update that arrived on @p inPort (credits for our egress there) and free it.
+    void ApplyCredit(FabricPacket* p, uint32_t inPort);
+
+    /**
+     * @brief Credit mode: @p blocks of input buffer of lane @p vl on @p port were freed. They go back to
+     * the upstream sender in a credit packet once CreditUpdateBytes have gathered, or after at most
+     * CreditUpdateInterval.
+     */
+    void ReturnCredits(uint32_t port, uint8_t vl, uint32_t blocks);
+
+    /// Send every lane's gathered credits of @p port upstream now.
+    void FlushCredits(uint32_t port);
+
+    /// The CreditUpdateInterval deadline of @p port: send what gathered.
+    void CreditTimer(uint32_t port);
+
+    uint64_t m_vlBufferBytes{0};     ///< input buffer per (port, lane) covered by credits, in bytes
+    uint64_t m_creditUpdateBytes{0}; ///< freed bytes that trigger an immediate credit update, in bytes
+    Time m_creditUpdateInterval;     ///< longest delay of a credit update
+    uint32_t m_creditPacketBytes{0}; ///< wire size of a credit update, in bytes
+    uint64_t m_creditPacketsSent{0}; ///< credit updates sent
+    std::vector<std::array<uint32_t, kNumPriorities>> m_pendingCredits; ///< per port: freed blocks per lane
+    std::vector<bool> m_creditTimerArmed; ///< per port: a CreditTimer is scheduled
 
     std::vector<Ptr<EgressPort>> m_ports; ///< egress ports, indexed by port number
     PacketPool* m_pool{nullptr};          ///< packet allocator of the run (not owned)

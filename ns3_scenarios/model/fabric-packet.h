@@ -21,8 +21,19 @@ enum class PacketKind : uint8_t
     DATA = 0,  ///< payload of a flow
     ACK = 1,   ///< receiver acknowledgement (coalesced)
     CNP = 2,   ///< congestion notification packet (DCQCN)
-    PAUSE = 3, ///< link-level flow-control frame (PFC PAUSE or IB credit update)
+    PAUSE = 3, ///< PFC PAUSE frame (aux: quanta; priority: the class paused)
+    CREDIT = 4, ///< InfiniBand flow-control packet (aux: 64-byte blocks freed; priority: the VL)
 };
+
+/// Bytes per InfiniBand flow-control credit.
+constexpr uint32_t kCreditBlockBytes = 64;
+
+/// @return credits (64-byte blocks) a packet of @p wireBytes occupies
+inline uint32_t
+CreditBlocks(uint32_t wireBytes)
+{
+    return (wireBytes + kCreditBlockBytes - 1) / kCreditBlockBytes;
+}
 
 /// Number of priorities (traffic classes / virtual lanes) a port keeps queues for.
 constexpr uint32_t kNumPriorities = 8;

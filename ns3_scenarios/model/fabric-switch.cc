@@ -58,6 +58,13 @@ FabricSwitch::GetTypeId()
                           UintegerValue(84),
                           MakeUintegerAccessor(&FabricSwitch::m_pauseFrameBytes),
                           MakeUintegerChecker<uint32_t>(64, 1 << 16))
+            .AddAttribute("HeadroomBytes",
+                          "PFC headroom per (ingress port, lossless priority), in bytes (0 = per port: "
+                          "2 x link bandwidth-delay product + 2 maximum packets + 2 PFC frames). Must hold "
+                          "at least one maximum packet.",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&FabricSwitch::m_headroomBytes),
+                          MakeUintegerChecker<uint64_t>())
             .AddAttribute("EcnEnabled",
                           "Mark ECN on data packets (the DCQCN congestion point).",
                           BooleanValue(true),
@@ -107,9 +114,15 @@ FabricSwitch::SetRoutes(std::vector<uint32_t> routeStart, std::vector<uint16_t> 
     m_routePorts = std::move(routePorts);
 }
 
-bool
-FabricSwitch::SetupBuffers()
+std::string
+FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
 {
+    if (m_headroomBytes != 0 && m_headroomBytes < maxPacketBytes)
+    {
+        return "FabricSwitch::HeadroomBytes " + std::to_string(m_headroomBytes) +
+               " B is below one maximum packet (" + std::to_string(maxPacketBytes) +
+               " B): set it to 0 (automatic) or at least " + std::to_string(maxPacketBytes);
+    }
     std::vector<uint64_t> headroom(m_ports.size());
     m_portKmin.resize(m_ports.size());
     m_portKmax.resize(m_ports.size());
@@ -121,12 +134,31 @@ FabricSwitch::SetupBuffers()
         // Headroom: what the peer still sends after we decide to pause: the round trip of the link at its
         // rate, plus a maximum packet in serialization at each end (802.1Qbb headroom rule).
         const double bdpBytes = rateBps * port->GetPropagationDelay().GetSeconds() / 8.0;
-        headroom[i] = uint64_t(2 * bdpBytes) + 2 * 4178 + 2 * m_pauseFrameBytes;
+        headroom[i] = m_headroomBytes ? m_headroomBytes
+                                      : uint64_t(2 * bdpBytes) + 2 * uint64_t(maxPacketBytes) + 2 * m_pauseFrameBytes;
         const double scale = rateBps / 25e9;
         m_portKmin[i] = m_kminBytes ? double(m_kminBytes) : kKminBytesPer25G * scale;
         m_portKmax[i] = m_kmaxBytes ? double(m_kmaxBytes) : kKmaxBytesPer25G * scale;
     }
-    return m_mmu->Setup(headroom);
+    if (!m_ports.empty() && m_ports[0]->IsCreditMode())
+    {
+        // InfiniBand: each input lane is a fixed buffer the upstream sender holds credits for.
+        m_laneCapacityBlocks = m_vlBufferBytes / kCreditBlockBytes;
+        m_laneBlocks.assign(m_ports.size() * kNumPriorities, 0);
+        if (m_vlBufferBytes < maxPacketBytes)
+        {
+            return "FabricNode::VlBufferBytes " + std::to_string(m_vlBufferBytes) +
+                   " B cannot hold one maximum packet (" + std::to_string(maxPacketBytes) + " B)";
+        }
+        return "";
+    }
+    if (!m_mmu->Setup(headroom, maxPacketBytes))
+    {
+        return "SharedBufferMmu::BufferBytes is too small for the reserved space and PFC headroom of every "
+               "port and lossless priority: raise it, or lower SharedBufferMmu::LosslessPriorityMask, "
+               "ReservedBytes or FabricSwitch::HeadroomBytes";
+    }
+    return "";
 }
 
 int64_t
@@ -180,7 +212,17 @@ FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
         ApplyPause(p, inPort);
         return;
     }
+    if (p->kind == PacketKind::CREDIT)
+    {
+        ApplyCredit(p, inPort);
+        return;
+    }
     const uint32_t out = SelectPort(p->flowId, p->dst);
+    if (!m_laneBlocks.empty())
+    {
+        ReceiveOnLane(p, inPort, out);
+        return;
+    }
     const BufferClass cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
     if (cls == BufferClass::DROP)
     {
@@ -207,10 +249,41 @@ FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
 }
 
 void
+FabricSwitch::ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out)
+{
+    const uint8_t vl = m_ports[inPort]->QueueOf(p->priority);
+    uint64_t& used = m_laneBlocks[inPort * kNumPriorities + vl];
+    used += CreditBlocks(p->wireBytes);
+    if (used > m_laneCapacityBlocks)
+    {
+        ++m_creditViolations; // the sender had no credits for it: a flow-control bug, never normal
+    }
+    m_peakLaneBlocks = std::max(m_peakLaneBlocks, used);
+    p->ingressPort = static_cast<uint16_t>(inPort);
+    p->bufferClass = static_cast<uint8_t>(BufferClass::CREDIT);
+    if (m_ecnEnabled && p->kind == PacketKind::DATA && !p->ecnMarked &&
+        DecideMark(out, m_ports[out]->GetQueueBytes(p->priority)))
+    {
+        p->ecnMarked = true; // FECN (IB congestion control)
+        ++m_ecnMarks;
+    }
+    m_ports[out]->Enqueue(p);
+}
+
+void
 FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t /*port*/)
 {
     const auto cls = static_cast<BufferClass>(p->bufferClass);
     const uint32_t in = p->ingressPort;
+    if (cls == BufferClass::CREDIT)
+    {
+        const uint8_t vl = m_ports[in]->QueueOf(p->priority);
+        const uint32_t blocks = CreditBlocks(p->wireBytes);
+        m_laneBlocks[in * kNumPriorities + vl] -= blocks;
+        p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
+        ReturnCredits(in, vl, blocks);
+        return;
+    }
     m_mmu->Release(in, p->priority, p->wireBytes, cls);
     p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
     if (m_mmu->TakeXon(in, p->priority))

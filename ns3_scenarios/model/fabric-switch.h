@@ -13,6 +13,8 @@
 #include "ns3/random-variable-stream.h"
 #include "ns3/traced-callback.h"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 namespace ns3
@@ -46,9 +48,13 @@ class FabricSwitch : public FabricNode
      */
     void SetRoutes(std::vector<uint32_t> routeStart, std::vector<uint16_t> routePorts);
 
-    /// Size the MMU and ECN thresholds from the ports (after all links are attached); false if the buffer
-    /// cannot hold reserved space plus headroom.
-    bool SetupBuffers();
+    /**
+     * @brief Size the MMU (or, with credits, the input lanes) and ECN thresholds from the ports, after all
+     * links are attached.
+     * @param maxPacketBytes largest wire packet the NICs send, in bytes
+     * @return an empty string, or why the buffer settings are impossible
+     */
+    std::string SetupBuffers(uint32_t maxPacketBytes);
 
     /// Use random stream @p stream for ECN marking; @return streams used (1)
     int64_t AssignStreams(int64_t stream);
@@ -89,7 +95,21 @@ class FabricSwitch : public FabricNode
         return m_pauseFramesSent;
     }
 
+    /// @return packets that arrived on a credit lane already full: impossible unless credits are wrong
+    uint64_t GetCreditViolations() const
+    {
+        return m_creditViolations;
+    }
+
+    /// @return the largest input-lane occupancy seen (credit mode), in bytes
+    uint64_t GetPeakLaneBytes() const
+    {
+        return m_peakLaneBlocks * kCreditBlockBytes;
+    }
+
   private:
+    /// Credit mode: account @p p in its input lane of @p inPort and queue it on @p out.
+    void ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out);
     /// Send a PFC frame for @p prio out of @p port with @p quanta (0 = XON).
     void SendPause(uint32_t port, uint8_t prio, uint32_t quanta);
     /// Refresh an XOFF that still holds before the peer's pause timer expires.
@@ -102,6 +122,11 @@ class FabricSwitch : public FabricNode
     Ptr<SharedBufferMmu> m_mmu;            ///< ingress accounting and PFC decisions
     uint32_t m_pauseQuanta{0xffff};        ///< quanta carried by XOFF frames (512 bit times each)
     uint32_t m_pauseFrameBytes{84};        ///< wire size of a PFC frame, in bytes
+    uint64_t m_headroomBytes{0};           ///< PFC headroom per (port, priority), in bytes (0 = auto)
+    std::vector<uint64_t> m_laneBlocks;    ///< credit mode: input occupancy per (port, lane), in blocks
+    uint64_t m_laneCapacityBlocks{0};      ///< credit mode: input lane size, in blocks
+    uint64_t m_peakLaneBlocks{0};          ///< credit mode: high-water mark of any lane, in blocks
+    uint64_t m_creditViolations{0};        ///< arrivals beyond a lane's advertised buffer
     std::vector<std::array<EventId, kNumPriorities>> m_refresh; ///< pending XOFF refresh per port
 
     bool m_ecnEnabled{true};                 ///< mark ECN at all

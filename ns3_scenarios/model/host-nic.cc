@@ -36,10 +36,10 @@ HostNic::GetTypeId()
                           MakeUintegerAccessor(&HostNic::m_headerBytes),
                           MakeUintegerChecker<uint32_t>(0, 1 << 16))
             .AddAttribute("ControlPacketBytes",
-                          "Wire size of ACK and CNP packets (RoCEv2 headers + AETH + framing), in bytes.",
+                          "Wire size of ACK and CNP packets (RoCEv2 headers + AETH + framing; 30 on InfiniBand), in bytes.",
                           UintegerValue(86),
                           MakeUintegerAccessor(&HostNic::m_ackBytes),
-                          MakeUintegerChecker<uint32_t>(64, 1 << 16))
+                          MakeUintegerChecker<uint32_t>(16, 1 << 16))
             .AddAttribute("AckIntervalBytes",
                           "The receiver sends one coalesced ACK per this many payload bytes of a flow "
                           "(and one at its last byte), in bytes.",
@@ -127,6 +127,7 @@ HostNic::StartFlow(uint64_t flowId)
     m_qpOf[flowId] = static_cast<uint32_t>(m_qps.size());
     m_active.push_back(static_cast<uint32_t>(m_qps.size()));
     m_qps.push_back(qp);
+    ++m_activeAtPrio[m_flows->priority[flowId]];
     m_ports[0]->Wake();
 }
 
@@ -187,6 +188,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
             qp.done = true;
             qp.increaseTimer.Cancel();
             qp.alphaTimer.Cancel();
+            --m_activeAtPrio[p->priority];
             // Swap-remove; the QP swapped in is served next.
             m_active[idx] = m_active.back();
             m_active.pop_back();
@@ -205,6 +207,19 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
         m_paceEvent = Simulator::Schedule(TimeStep(earliestPs - nowPs), &HostNic::PaceWake, this);
     }
     return nullptr;
+}
+
+bool
+HostNic::HasPending(uint8_t prioMask) const
+{
+    for (uint32_t prio = 0; prio < kNumPriorities; ++prio)
+    {
+        if ((prioMask & (1u << prio)) && m_activeAtPrio[prio] != 0)
+        {
+            return true;
+        }
+    }
+    return false;
 }
 
 void
@@ -247,6 +262,9 @@ HostNic::Receive(FabricPacket* p, uint32_t inPort)
     {
     case PacketKind::PAUSE:
         ApplyPause(p, inPort);
+        return;
+    case PacketKind::CREDIT:
+        ApplyCredit(p, inPort);
         return;
     case PacketKind::DATA: {
         const uint64_t flowId = p->flowId;
@@ -302,6 +320,11 @@ HostNic::Receive(FabricPacket* p, uint32_t inPort)
         }
         break;
     }
+    }
+    if (m_ports[inPort]->IsCreditMode())
+    {
+        // The NIC consumes what it receives at once: the buffer it occupied is free again.
+        ReturnCredits(inPort, m_ports[inPort]->QueueOf(p->priority), CreditBlocks(p->wireBytes));
     }
     m_pool->Release(p);
 }

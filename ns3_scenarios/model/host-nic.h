@@ -68,6 +68,7 @@ class HostNic : public FabricNode, public PacketSource
 
     void Receive(FabricPacket* p, uint32_t inPort) override;
     FabricPacket* PullPacket(uint32_t port, uint8_t pausedMask) override;
+    bool HasPending(uint8_t prioMask) const override;
 
     /// @return payload bytes per full packet (the MTU payload), in bytes
     uint32_t GetMtuBytes() const
@@ -147,6 +148,7 @@ class HostNic : public FabricNode, public PacketSource
     std::vector<QueuePair> m_qps;                  ///< queue pairs, in creation order
     std::unordered_map<uint64_t, uint32_t> m_qpOf; ///< flow id -> index in m_qps
     std::vector<uint32_t> m_active;                ///< QPs with bytes left to send, round-robin
+    std::array<uint32_t, kNumPriorities> m_activeAtPrio{}; ///< QPs in m_active per priority
     std::size_t m_next{0};                         ///< round-robin cursor into m_active
     EventId m_paceEvent;                           ///< pending pacing wake-up
     int64_t m_paceAtPs{-1};                        ///< time of m_paceEvent, in ps (-1: none)

@@ -35,21 +35,27 @@ SharedBufferMmu::GetTypeId()
                           MakeDoubleChecker<double>(1.0 / 1024, 1024))
             .AddAttribute("XonOffsetBytes",
                           "XON is sent when shared use is this many bytes below the threshold and the "
-                          "headroom is empty (hysteresis), in bytes.",
-                          UintegerValue(2 * 4178),
+                          "headroom is empty (hysteresis), in bytes (0 = two maximum packets).",
+                          UintegerValue(0),
                           MakeUintegerAccessor(&SharedBufferMmu::m_xonOffsetBytes),
                           MakeUintegerChecker<uint64_t>())
             .AddAttribute("XoffMarginBytes",
                           "XOFF is sent when shared use comes within this many bytes of the threshold "
-                          "(one maximum packet: the next arrival could cross it), in bytes.",
-                          UintegerValue(4178),
+                          "(the next arrival could cross it), in bytes (0 = one maximum packet).",
+                          UintegerValue(0),
                           MakeUintegerAccessor(&SharedBufferMmu::m_xoffMarginBytes),
                           MakeUintegerChecker<uint64_t>())
             .AddAttribute("PfcEnabled",
                           "Lossless operation: headroom and PAUSE frames (true), or drop when full (false).",
                           BooleanValue(true),
                           MakeBooleanAccessor(&SharedBufferMmu::m_pfcEnabled),
-                          MakeBooleanChecker());
+                          MakeBooleanChecker())
+            .AddAttribute("LosslessPriorityMask",
+                          "Bit p set: priority p is lossless (PFC pauses it and headroom is carved for it); "
+                          "the other priorities are dropped when their share is full. Default: all.",
+                          UintegerValue(0xff),
+                          MakeUintegerAccessor(&SharedBufferMmu::m_losslessMask),
+                          MakeUintegerChecker<uint8_t>());
     return tid;
 }
 
@@ -57,8 +63,16 @@ SharedBufferMmu::SharedBufferMmu() = default;
 SharedBufferMmu::~SharedBufferMmu() = default;
 
 bool
-SharedBufferMmu::Setup(const std::vector<uint64_t>& headroomBytes)
+SharedBufferMmu::Setup(const std::vector<uint64_t>& headroomBytes, uint32_t maxPacketBytes)
 {
+    if (m_xoffMarginBytes == 0)
+    {
+        m_xoffMarginBytes = maxPacketBytes;
+    }
+    if (m_xonOffsetBytes == 0)
+    {
+        m_xonOffsetBytes = 2 * uint64_t(maxPacketBytes);
+    }
     const std::size_t nPorts = headroomBytes.size();
     m_headroomBytes = headroomBytes;
     if (!m_pfcEnabled)
@@ -66,10 +80,10 @@ SharedBufferMmu::Setup(const std::vector<uint64_t>& headroomBytes)
         std::fill(m_headroomBytes.begin(), m_headroomBytes.end(), 0);
     }
     int64_t carved = int64_t(m_reservedBytes * nPorts * kNumPriorities);
+    const int64_t lossless = m_pfcEnabled ? __builtin_popcount(m_losslessMask) : 0;
     for (uint64_t h : m_headroomBytes)
     {
-        // Headroom is needed only for the lossless priorities; every priority gets it here.
-        carved += int64_t(h * kNumPriorities);
+        carved += int64_t(h) * lossless; // only lossless priorities need headroom
     }
     m_sharedPoolBytes = int64_t(m_bufferBytes) - carved;
     m_sharedUsedBytes = 0;
@@ -97,7 +111,7 @@ SharedBufferMmu::Admit(uint32_t port, uint8_t prio, uint32_t bytes)
         m_sharedUsedBytes += bytes;
         return BufferClass::SHARED;
     }
-    if (m_pfcEnabled && m_headroomUsed[i] + bytes <= m_headroomBytes[port])
+    if (IsLossless(prio) && m_headroomUsed[i] + bytes <= m_headroomBytes[port])
     {
         m_headroomUsed[i] += bytes;
         if (m_headroomUsed[i] > m_peakHeadroomUsed)
@@ -134,7 +148,7 @@ bool
 SharedBufferMmu::TakeXoff(uint32_t port, uint8_t prio)
 {
     const std::size_t i = Index(port, prio);
-    if (!m_pfcEnabled || m_xoff[i])
+    if (!IsLossless(prio) || m_xoff[i])
     {
         return false;
     }

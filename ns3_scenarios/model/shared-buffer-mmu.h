@@ -23,6 +23,7 @@ enum class BufferClass : uint8_t
     SHARED = 2,   ///< the shared pool, under the dynamic threshold
     HEADROOM = 3, ///< the (port, priority)'s PFC headroom: what arrives after XOFF was sent
     DROP = 4,     ///< no room: the packet is dropped (counted)
+    CREDIT = 5,   ///< an input-buffer lane covered by credits (InfiniBand; not the shared-buffer MMU)
 };
 
 /**
@@ -49,7 +50,13 @@ class SharedBufferMmu : public Object
      * @param headroomBytes PFC headroom of each port (same for its priorities), in bytes
      * @return false if reserved + headroom leave no shared pool
      */
-    bool Setup(const std::vector<uint64_t>& headroomBytes);
+    bool Setup(const std::vector<uint64_t>& headroomBytes, uint32_t maxPacketBytes);
+
+    /// @return true if priority @p prio is lossless (PFC-protected, with headroom)
+    bool IsLossless(uint8_t prio) const
+    {
+        return m_pfcEnabled && (m_losslessMask & (1u << prio));
+    }
 
     /// Decide where a packet of @p bytes arriving on (@p port, @p prio) goes, and charge it there.
     BufferClass Admit(uint32_t port, uint8_t prio, uint32_t bytes);
@@ -99,10 +106,10 @@ class SharedBufferMmu : public Object
         return m_sharedPoolBytes;
     }
 
-    /// @return the configured headroom of @p port, in bytes
+    /// @return the configured headroom of @p port, in bytes (0 before Setup, e.g. on a credit fabric)
     uint64_t GetHeadroomBytes(uint32_t port) const
     {
-        return m_headroomBytes[port];
+        return port < m_headroomBytes.size() ? m_headroomBytes[port] : 0;
     }
 
   private:
@@ -118,6 +125,7 @@ class SharedBufferMmu : public Object
     uint64_t m_xonOffsetBytes{0};   ///< XON hysteresis below the threshold, in bytes
     uint64_t m_xoffMarginBytes{0};  ///< XOFF when shared use is within this of the threshold, in bytes
     bool m_pfcEnabled{true};        ///< lossless with headroom and PAUSE, or lossy
+    uint8_t m_losslessMask{0xff};   ///< bit p: priority p is lossless
 
     std::vector<uint64_t> m_headroomBytes;   ///< headroom per port, in bytes
     int64_t m_sharedPoolBytes{0};            ///< shared pool size, in bytes
