@@ -19,6 +19,11 @@ COMMANDS = {
     "run": ("cosim.commands.run:run", "Simulate a scenario in ns-3 and write an HDF5 results file."),
     "inspect": ("cosim.commands.inspect:inspect", "List the runs of a results file with their summaries."),
     "trace": ("cosim.workload.cli:trace", "Generate the per-rank trace of one LLM training iteration."),
+    "compare": ("cosim.commands.compare:compare", "Compare runs side by side: metrics x runs, delta and ratio."),
+    "plot": ("cosim.commands.plot:plot", "Draw queue, CDF, pause/stall and iteration figures of results."),
+    "report": ("cosim.commands.report:report", "Write a self-contained HTML report of results files."),
+    "sweep": ("cosim.commands.sweep:sweep", "Run a TOML grid of scenarios, one results file per point."),
+    "merge": ("cosim.commands.merge:merge", "Merge the point files of a sweep into one results file."),
 }
 
 

@@ -277,3 +277,15 @@ def summarize(flows: Mapping[str, np.ndarray], queues: Mapping[str, np.ndarray],
         summary["link_utilization_max"] = float(util.max())
         summary["link_utilization_mean"] = float(used.mean()) if used.size else 0.0
     return summary
+
+
+def open(path: str | Path):  # noqa: A001 - the notebook entry point is meant to read as cosim.results.open
+    """Open a results file for analysis: runs with tables as pandas DataFrames or numpy arrays.
+
+    >>> runs = cosim.results.open("results.h5")
+    >>> runs["roce"].flows            # a DataFrame (pandas from the 'analysis' extra)
+    >>> runs.summary_frame()          # one row per run
+    """
+    from cosim.analysis.api import open_results  # noqa: PLC0415
+
+    return open_results(path)

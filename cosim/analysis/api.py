@@ -1,0 +1,160 @@
+"""Notebook API: a results file as a mapping of run name -> Run, with tables as pandas DataFrames.
+
+    >>> from cosim.analysis.api import open_results
+    >>> res = open_results("results.h5")
+    >>> res.summary_frame()[["fct_p99_ns", "max_queue_bytes"]]
+    >>> res["incast"].flows.fct_ns.describe()
+    >>> res["incast"].table("queues", as_frame=False)["bytes"]   # numpy arrays, no pandas needed
+
+pandas is optional (the ``analysis`` extra); without it ``as_frame=False`` still works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from cosim.results import DATASETS, GROUPS, RunRecord, read_results
+
+_PANDAS_HINT = ("pandas is needed for DataFrames: pip install 'cosim[analysis]' "
+                "(or pass as_frame=False for a dict of numpy arrays)")
+
+
+def _pandas():
+    try:
+        import pandas  # noqa: PLC0415
+    except ImportError as exc:
+        raise ImportError(_PANDAS_HINT) from exc
+    return pandas
+
+
+def _columns(group: str) -> list[str]:
+    return [name for g, name in DATASETS if g == group]
+
+
+class Run:
+    """One run of a results file: summary, config, provenance, and its tables."""
+
+    def __init__(self, record: RunRecord):
+        self.record = record
+
+    def __repr__(self) -> str:
+        groups = [g for g in GROUPS if self.record.table(g)]
+        return f"<Run {self.name!r}: {', '.join(groups) or 'summary only'}>"
+
+    @property
+    def name(self) -> str:
+        """The run name inside the file."""
+        return self.record.name
+
+    @property
+    def summary(self) -> dict:
+        """Summary scalars (units in the key names, e.g. fct_p99_ns)."""
+        return self.record.summary
+
+    @property
+    def config(self) -> dict:
+        """Run configuration: config["scenario"] (the ScenarioSpec) and config["fabric"]."""
+        return self.record.config
+
+    @property
+    def provenance(self) -> dict:
+        """cosim and ns-3 versions, seed, wall time, host."""
+        return self.record.provenance
+
+    @property
+    def scenario(self) -> dict:
+        """The scenario fields the run was made from (empty if not stored)."""
+        return self.record.config.get("scenario", {})
+
+    def groups(self) -> list[str]:
+        """Names of the tables this run stores."""
+        return [g for g in GROUPS if self.record.table(g)]
+
+    def table(self, group: str, as_frame: bool = True):
+        """Table ``group`` (one of GROUPS) as a DataFrame, or a dict of numpy arrays with as_frame=False."""
+        if group not in GROUPS:
+            raise KeyError(f"no table {group!r}; tables are {', '.join(GROUPS)}")
+        data = self.record.table(group)
+        if not as_frame:
+            return dict(data)
+        pd = _pandas()
+        if not data:
+            return pd.DataFrame({c: np.empty(0) for c in _columns(group)})
+        return pd.DataFrame({k: np.asarray(v) for k, v in data.items()})
+
+    flows = property(lambda self: self.table("flows"), doc="flows table as a DataFrame (one row per flow).")
+    queues = property(lambda self: self.table("queues"), doc="queue-depth change samples as a DataFrame.")
+    ports = property(lambda self: self.table("ports"), doc="per-egress-port counters as a DataFrame.")
+    pauses = property(lambda self: self.table("pauses"), doc="PFC pause/resume events as a DataFrame.")
+    latency = property(lambda self: self.table("latency"), doc="latency histogram buckets as a DataFrame.")
+    stalls = property(lambda self: self.table("stalls"), doc="credit-stall events as a DataFrame (IB).")
+    ops = property(lambda self: self.table("ops"), doc="co-simulation op timeline as a DataFrame.")
+    collectives = property(lambda self: self.table("collectives"), doc="collective calls as a DataFrame.")
+    iterations = property(lambda self: self.table("iterations"), doc="iterations as a DataFrame.")
+
+
+class Results(Mapping):
+    """The runs of a results file by name (read-only mapping of name -> Run)."""
+
+    def __init__(self, path: str | Path, runs: Mapping[str, RunRecord]):
+        self.path = Path(path)
+        self._runs = {name: Run(r) for name, r in runs.items()}
+
+    def __getitem__(self, name: str) -> Run:
+        try:
+            return self._runs[name]
+        except KeyError:
+            raise KeyError(f"no run {name!r} in {self.path}; runs are {', '.join(self._runs)}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._runs)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def __repr__(self) -> str:
+        return f"<Results {str(self.path)!r}: {len(self)} run(s): {', '.join(self._runs)}>"
+
+    def summary_frame(self):
+        """One row per run (index: run name), one column per summary key (known metrics first)."""
+        from cosim.analysis.compare import ordered_keys  # noqa: PLC0415
+
+        pd = _pandas()
+        summaries = [r.summary for r in self._runs.values()]
+        cols = ordered_keys(summaries)
+        frame = pd.DataFrame([{k: s.get(k) for k in cols} for s in summaries], index=list(self._runs),
+                             columns=cols)
+        frame.index.name = "run"
+        return frame
+
+    def scenario_frame(self, varying_only: bool = True):
+        """One row per run of its scenario fields (attributes as ``attr:Type::Name`` columns), only those
+        that differ between runs unless ``varying_only`` is False; join it with summary_frame()."""
+        pd = _pandas()
+        rows = []
+        for r in self._runs.values():
+            spec = dict(r.scenario)
+            spec.pop("name", None)  # the run name: already the index
+            attrs = spec.pop("attributes", {}) or {}
+            rows.append({**spec, **{f"attr:{k}": v for k, v in dict(attrs).items()}})
+        frame = pd.DataFrame(rows, index=list(self._runs))
+        frame.index.name = "run"
+        if varying_only and len(frame) > 1:
+            frame = frame[[c for c in frame.columns if frame[c].astype(str).nunique(dropna=False) > 1]]
+        return frame
+
+    def compare(self, baseline: str | None = None):
+        """The CompareTable of these runs (see cosim.analysis.compare); print(.to_text()) to read it."""
+        from cosim.analysis.compare import compare_runs  # noqa: PLC0415
+
+        return compare_runs({n: r.record for n, r in self._runs.items()}, baseline=baseline)
+
+
+def open_results(path: str | Path) -> Results:
+    """Read a results file (validated; CosimInputError if it is not one) as a Results mapping."""
+    from cosim.analysis.compare import sweep_order  # noqa: PLC0415
+
+    return Results(path, sweep_order(read_results(path)))

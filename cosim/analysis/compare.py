@@ -1,0 +1,319 @@
+"""Runs side by side: one row per summary metric, one column per run, delta and ratio vs a baseline.
+
+Values keep the units of their summary keys (``fct_p99_ns`` is in ns) in JSON and CSV; the text table
+scales them to readable units (us, KB, MB) given in its unit column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cosim.errors import CosimInputError
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """How a summary key is shown: label, display unit, scale from the stored value, decimals."""
+
+    key: str
+    label: str
+    unit: str = ""  # unit of the text table (after scale)
+    scale: float = 1.0
+    decimals: int | None = None  # None: integers as is, other floats with 6 significant digits
+
+    @property
+    def raw_unit(self) -> str:
+        """Unit of the stored value, from the key's suffix (JSON and CSV use it)."""
+        return raw_unit(self.key)
+
+
+_US, _KB, _MB = ("us", 1e-3, 3), ("KB", 1e-3, 1), ("MB", 1e-6, 3)
+
+#: Known summary keys in display order (keys absent from every run are not shown).
+METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u) for k, label, u in (
+    ("status", "status", ("", 1.0, None)),
+    ("flows", "flows", ("", 1.0, 0)),
+    ("flows_completed", "flows completed", ("", 1.0, 0)),
+    ("iteration_time_ns", "iteration time", _US),
+    ("exposed_comm_ns", "exposed communication", _US),
+    ("fct_p50_ns", "FCT p50", _US),
+    ("fct_p99_ns", "FCT p99", _US),
+    ("fct_p999_ns", "FCT p99.9", _US),
+    ("fct_max_ns", "FCT max", _US),
+    ("fct_slowdown_p50", "FCT slowdown p50", ("x", 1.0, 3)),
+    ("fct_slowdown_p99", "FCT slowdown p99", ("x", 1.0, 3)),
+    ("fct_slowdown_p999", "FCT slowdown p99.9", ("x", 1.0, 3)),
+    ("goodput_gbps", "goodput", ("Gbps", 1.0, 2)),
+    ("link_utilization_max", "busiest link utilization", ("", 1.0, 3)),
+    ("link_utilization_mean", "mean utilization of used links", ("", 1.0, 3)),
+    ("latency_p50_ns", "latency p50", _US),
+    ("latency_p99_ns", "latency p99", _US),
+    ("latency_p999_ns", "latency p99.9", _US),
+    ("max_queue_bytes", "max queue", _KB),
+    ("pfc_paused_ns", "PFC paused time", ("us", 1e-3, 1)),
+    ("pause_frames_sent", "PFC PAUSE frames", ("", 1.0, 0)),
+    ("pause_events", "PFC pause events", ("", 1.0, 0)),
+    ("credit_stall_ns", "credit-stall time", ("us", 1e-3, 1)),
+    ("ecn_marks", "ECN marks", ("", 1.0, 0)),
+    ("cnps_sent", "CNPs sent", ("", 1.0, 0)),
+    ("cnps_received", "CNPs received", ("", 1.0, 0)),
+    ("drops", "drops", ("", 1.0, 0)),
+    ("switch_drops", "switch drops", ("", 1.0, 0)),
+    ("payload_bytes", "payload", _MB),
+    ("delivered_bytes", "delivered", _MB),
+    ("sim_time_ns", "simulated time", _US),
+    ("peak_headroom_used_bytes", "peak PFC headroom used", _KB),
+    ("min_headroom_bytes", "min PFC headroom", _KB),
+    ("acks", "ACKs", ("", 1.0, 0)),
+    ("packet_hops", "packet-hops", ("", 1.0, 0)),
+    ("events", "events", ("", 1.0, 0)),
+    ("wall_time_s", "wall time", ("s", 1.0, 3)),
+    ("packet_hops_per_s", "packet-hops/s", ("M/s", 1e-6, 2)),
+))
+_KNOWN = {m.key: m for m in METRICS}
+
+#: key suffix -> (raw unit, display unit, scale, decimals) for keys not in METRICS
+_SUFFIXES = (
+    ("_per_s", "1/s", "1/s", 1.0, None),
+    ("_ns", "ns", "us", 1e-3, 3),
+    ("_ps", "ps", "us", 1e-6, 3),
+    ("_s", "s", "s", 1.0, 3),
+    ("_bytes", "B", "KB", 1e-3, 1),
+    ("_gbps", "Gbit/s", "Gbps", 1.0, 2),
+    ("_bps", "bit/s", "Gbps", 1e-9, 2),
+)
+
+
+def raw_unit(key: str) -> str:
+    """Unit of a summary value from its key's suffix (``_ns`` → ns, ``_bytes`` → B; none → "")."""
+    return next((raw for suffix, raw, *_ in _SUFFIXES if key.endswith(suffix)), "")
+
+
+def metric_for(key: str) -> Metric:
+    """The display rule of a summary key: the catalogued one, or one inferred from the key's suffix."""
+    if key in _KNOWN:
+        return _KNOWN[key]
+    for suffix, _raw, unit, scale, decimals in _SUFFIXES:
+        if key.endswith(suffix):
+            return Metric(key, key[: -len(suffix)].replace("_", " "), unit, scale, decimals)
+    return Metric(key, key.replace("_", " "))
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_scalar(v) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One metric across the runs: stored values, and delta / ratio vs the baseline (None if undefined)."""
+
+    metric: Metric
+    values: tuple
+    deltas: tuple
+    ratios: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class CompareTable:
+    """Metrics (rows) × runs (columns); the baseline is the first run."""
+
+    runs: tuple[str, ...]
+    rows: tuple[Row, ...]
+
+    @property
+    def baseline(self) -> str:
+        """Name of the run every delta and ratio is taken against."""
+        return self.runs[0]
+
+    def row(self, key: str) -> Row:
+        """The row of summary key ``key`` (KeyError if no run has it)."""
+        for r in self.rows:
+            if r.metric.key == key:
+                return r
+        raise KeyError(key)
+
+    def to_dict(self) -> dict:
+        """JSON-able form: baseline, runs, and per metric its values, deltas and ratios by run (raw units)."""
+        clean = lambda v: None if isinstance(v, float) and not math.isfinite(v) else v  # noqa: E731
+        return {
+            "baseline": self.baseline,
+            "runs": list(self.runs),
+            "metrics": [{
+                "key": r.metric.key, "label": r.metric.label, "unit": r.metric.raw_unit,
+                "values": {n: clean(v) for n, v in zip(self.runs, r.values)},
+                "delta": {n: clean(v) for n, v in zip(self.runs, r.deltas)},
+                "ratio": {n: clean(v) for n, v in zip(self.runs, r.ratios)},
+            } for r in self.rows],
+        }
+
+    def to_json(self) -> str:
+        """``to_dict`` as indented JSON text."""
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    def to_csv(self) -> str:
+        """One line per metric: key, label, unit, a value per run, then delta and ratio per other run."""
+        others = self.runs[1:]
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["metric", "label", "unit", *self.runs, *(f"delta {n}" for n in others),
+                    *(f"ratio {n}" for n in others)])
+        blank = lambda v: "" if v is None or (isinstance(v, float) and not math.isfinite(v)) else v  # noqa: E731
+        for r in self.rows:
+            w.writerow([r.metric.key, r.metric.label, r.metric.raw_unit, *map(blank, r.values),
+                        *map(blank, r.deltas[1:]), *map(blank, r.ratios[1:])])
+        return buf.getvalue()
+
+    def cells(self) -> tuple[list[str], list[list[str]]]:
+        """Header and body of the text table as strings (display units; blank where missing)."""
+        header = ["metric", "unit", self.baseline]
+        for n in self.runs[1:]:
+            header += [n, "delta", "ratio"]
+        body = []
+        for r in self.rows:
+            m = r.metric
+            line = [m.label, m.unit, format_value(m, r.values[0])]
+            for v, d, q in zip(r.values[1:], r.deltas[1:], r.ratios[1:]):
+                line += [format_value(m, v), format_value(m, d, signed=True), format_ratio(q)]
+            body.append(line)
+        return header, body
+
+    def to_text(self) -> str:
+        """Aligned plain-text table for the terminal."""
+        header, body = self.cells()
+        widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+        fmt = lambda row: "  ".join(c.ljust(w) if i < 2 else c.rjust(w)  # noqa: E731
+                                    for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+        return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *map(fmt, body)])
+
+
+def format_value(m: Metric, v, *, signed: bool = False) -> str:
+    """A stored value in the metric's display unit ("" if missing)."""
+    if v is None:
+        return ""
+    if not _is_number(v):
+        return str(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    x = v * m.scale if m.scale != 1 else v
+    sign = "+" if signed else ""
+    if m.decimals is None:
+        return f"{x:{sign}d}" if isinstance(x, int) else f"{x:{sign}.6g}"
+    if m.decimals == 0 and float(x).is_integer():
+        return f"{int(x):{sign}d}"
+    return f"{x:{sign}.{m.decimals}f}"
+
+
+def format_ratio(q) -> str:
+    """A ratio as ``1.234`` ("" if undefined)."""
+    if q is None or not math.isfinite(q):
+        return ""
+    return f"{q:.3f}" if abs(q) < 1000 else f"{q:.4g}"
+
+
+def _summaries(records) -> dict[str, Mapping]:
+    if isinstance(records, Mapping):
+        items = records.items()
+    else:
+        items = ((r.name, r) for r in records)
+    out = {}
+    for name, r in items:
+        out[name] = r if isinstance(r, Mapping) else r.summary
+    return out
+
+
+def ordered_keys(summaries: Sequence[Mapping]) -> list[str]:
+    """Scalar summary keys present in any summary: catalogued ones in METRICS order, then the rest sorted."""
+    present = {k for s in summaries for k, v in s.items() if _is_scalar(v)}
+    return [m.key for m in METRICS if m.key in present] + sorted(present - _KNOWN.keys())
+
+
+def compare_runs(records, *, baseline: str | None = None) -> CompareTable:
+    """Compare runs ({name: RunRecord or summary dict}, or RunRecords): rows of metrics, baseline first."""
+    summaries = _summaries(records)
+    if not summaries:
+        raise CosimInputError("runs", "nothing to compare", "pass at least one results file with a run")
+    names = list(summaries)
+    if baseline is not None:
+        if baseline not in summaries:
+            raise CosimInputError("--baseline", f"no run named {baseline!r}", f"choose one of {', '.join(names)}")
+        names.remove(baseline)
+        names.insert(0, baseline)
+    rows = []
+    for key in ordered_keys([summaries[n] for n in names]):
+        values = tuple(summaries[n].get(key) for n in names)
+        b = values[0]
+        deltas, ratios = [], []
+        for v in values:
+            ok = _is_number(v) and _is_number(b)
+            deltas.append(v - b if ok else None)
+            ratios.append(v / b if ok and b != 0 else None)
+        rows.append(Row(metric_for(key), values, tuple(deltas), tuple(ratios)))
+    return CompareTable(runs=tuple(names), rows=tuple(rows))
+
+
+def label_runs(files: Mapping[str, Mapping]) -> dict:
+    """Name runs from several files uniquely: the run name if unambiguous, else ``file:run``."""
+    stems = [Path(f).stem for f in files]
+    file_label = {f: (Path(f).stem if stems.count(Path(f).stem) == 1 else str(f)) for f in files}
+    counts: dict[str, int] = {}
+    for runs in files.values():
+        for n in runs:
+            counts[n] = counts.get(n, 0) + 1
+    out = {}
+    for f, runs in files.items():
+        for n, r in runs.items():
+            out[n if counts[n] == 1 else f"{file_label[f]}:{n}"] = r
+    return out
+
+
+def resolve_run(runs: Mapping, want: str, *, option: str = "--run") -> str:
+    """The label in ``runs`` that ``want`` names (a label, or a run name that only one file has)."""
+    hits = [label for label in runs if label == want] or \
+           [label for label, r in runs.items() if getattr(r, "name", None) == want]
+    if len(hits) != 1:
+        problem = f"no run named {want!r}" if not hits else f"{want!r} is ambiguous ({', '.join(hits)})"
+        raise CosimInputError(option, problem, f"choose from {', '.join(runs)}")
+    return hits[0]
+
+
+def select_runs(runs: Mapping, names: Sequence[str]) -> dict:
+    """Keep the runs named in ``names`` (labels or plain run names), in that order; all if empty."""
+    if not names:
+        return dict(runs)
+    labels = [resolve_run(runs, want) for want in names]
+    return {label: runs[label] for label in labels}
+
+
+def sweep_order(runs: Mapping) -> dict:
+    """``runs`` in sweep-point order when every run carries config["sweep"] (merged sweeps), else as given."""
+    def key(item):
+        """(sweep name, point index) of a run, or None."""
+        sw = getattr(item[1], "config", {}).get("sweep")
+        return (str(sw.get("name")), sw.get("index")) if isinstance(sw, dict) and isinstance(sw.get("index"), int) \
+            else None
+
+    keys = [key(item) for item in runs.items()]
+    if not runs or any(k is None for k in keys):
+        return dict(runs)
+    return dict(item for _, item in sorted(zip(keys, runs.items()), key=lambda z: z[0]))
+
+
+def load_runs(paths: Sequence[str | Path], names: Sequence[str] = ()) -> dict:
+    """Read results files and return {label: RunRecord} (see ``label_runs``), filtered by ``names``."""
+    from cosim.results import read_results  # noqa: PLC0415
+
+    files = {str(p): sweep_order(read_results(p)) for p in paths}
+    runs = label_runs(files)
+    if not runs:
+        raise CosimInputError(", ".join(map(str, paths)), "no runs in the file(s)", "write runs with 'cosim run'")
+    return select_runs(runs, names)

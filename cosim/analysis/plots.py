@@ -1,0 +1,394 @@
+"""Headless figures of results files (matplotlib's object API with the Agg canvas; no pyplot, no display).
+
+matplotlib is imported inside the functions that draw, never at module import. Each builder returns a
+Figure, or None when its data is absent (a RoCE run has no credit stalls, a flow-level run no ops).
+Every axis label carries its unit.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+FORMATS = ("png", "svg", "pdf")
+FIGSIZE_IN = (8.0, 4.5)
+DPI = 100
+GRID_POINTS = 400  # time bins of the heatmap
+MAX_ROWS = 32  # ports / ranks shown in timelines and heatmaps (the busiest ones)
+MAX_LEGEND = 12  # CDF curves that still get a legend
+
+
+@dataclass(frozen=True, slots=True)
+class FigureResult:
+    """One figure the plotter tried: its file stem, title, and the Figure or why it was skipped."""
+
+    stem: str
+    title: str
+    figure: object | None
+    reason: str = ""
+
+
+# ---------------------------------------------------------------- data shaping (pure numpy)
+
+def key_ids(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of distinct key tuples (k, n_columns) and each sample's row index into them."""
+    if not columns[0].size:
+        return np.empty((0, len(columns)), np.int64), np.empty(0, np.int64)
+    stacked = np.stack([np.asarray(c, np.int64) for c in columns], axis=1)
+    keys, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    return keys, inverse.reshape(-1)
+
+
+def peak_per_key(key: np.ndarray, values: np.ndarray, n_keys: int) -> np.ndarray:
+    """Largest value of each key (0 for keys without samples)."""
+    peak = np.zeros(n_keys, dtype=np.float64)
+    if key.size:
+        np.maximum.at(peak, key, np.asarray(values, np.float64))
+    return peak
+
+
+def forward_fill(time_ns: np.ndarray, key: np.ndarray, values: np.ndarray, n_keys: int,
+                 grid_ns: np.ndarray) -> np.ndarray:
+    """Change-only samples → (n_keys, len(grid)): each key's last value at or before each grid time (0 before)."""
+    time_ns = np.asarray(time_ns, np.float64)
+    order = np.lexsort((time_ns, key))
+    t, k, v = time_ns[order], key[order], np.asarray(values)[order]
+    times = np.unique(np.concatenate([t, grid_ns]))  # exact integer ranks instead of float time keys
+    span = np.int64(times.size + 1)
+    sample_code = k.astype(np.int64) * span + np.searchsorted(times, t)
+    query = (np.arange(n_keys, dtype=np.int64)[:, None] * span + np.searchsorted(times, grid_ns)[None, :])
+    pos = np.searchsorted(sample_code, query, side="right") - 1
+    if not t.size:
+        return np.zeros(query.shape, dtype=v.dtype)
+    safe = np.clip(pos, 0, None)
+    valid = (pos >= 0) & (k[safe] == np.arange(n_keys)[:, None])
+    return np.where(valid, v[safe], 0)
+
+
+def state_intervals(time_ns: np.ndarray, key: np.ndarray, state: np.ndarray,
+                    end_ns: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """On/off events → (key, start_ns, end_ns) of every 'on' interval; one still on lasts until ``end_ns``."""
+    time_ns = np.asarray(time_ns, np.float64)
+    order = np.lexsort((time_ns, key))
+    t, k, s = time_ns[order], key[order], np.asarray(state)[order]
+    same_next = np.r_[k[1:] == k[:-1], False]
+    nxt = np.where(same_next, np.r_[t[1:], end_ns], max(end_ns, t.max() if t.size else end_ns))
+    on = s != 0
+    return k[on], t[on], nxt[on]
+
+
+def time_unit(span_ns: float) -> tuple[float, str]:
+    """(scale from ns, unit) that keeps the axis numbers readable: us below 10 ms, else ms."""
+    return (1e-3, "us") if span_ns < 1e7 else (1e-6, "ms")
+
+
+def latency_cdf_points(low_ns: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(latency_ns, cumulative fraction) at bucket upper edges of a log-bucket histogram."""
+    low_ns, count = np.asarray(low_ns, np.float64), np.asarray(count, np.int64)
+    edges, inverse = np.unique(low_ns, return_inverse=True)
+    counts = np.bincount(inverse.reshape(-1), weights=count, minlength=edges.size)
+    total = counts.sum()
+    if total <= 0:
+        return np.empty(0), np.empty(0)
+    upper = np.r_[edges[1:], edges[-1] * 1.125]
+    nz = np.flatnonzero(counts)
+    cum = np.cumsum(counts) / total
+    return np.r_[edges[nz[0]], upper[nz]], np.r_[0.0, cum[nz]]
+
+
+def _end_ns(run) -> float:
+    """End of the run's time axis: the simulated time, or the last event if later (1 ns if nothing)."""
+    ends = [0.0]
+    s = run.summary.get("sim_time_ns")
+    if isinstance(s, (int, float)) and not isinstance(s, bool) and np.isfinite(s):
+        ends.append(float(s))
+    for table in (run.queues, run.pauses, run.stalls):
+        t = table.get("time_ns") if table else None
+        if t is not None and t.size:
+            ends.append(float(np.nanmax(t)))
+    return max(ends) or 1.0
+
+
+# ---------------------------------------------------------------- figure builders
+
+def _figure(title: str):
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    fig = Figure(figsize=FIGSIZE_IN, dpi=DPI, layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title(title, fontsize=11)
+    return fig, ax
+
+
+def _port_labels(keys: np.ndarray, rows: np.ndarray, extra: str = "") -> list[str]:
+    out = []
+    for r in rows:
+        k = keys[r]
+        label = f"node {k[0]} port {k[1]}"
+        if extra and len(k) > 2:
+            label += f" {extra} {k[2]}"
+        out.append(label)
+    return out
+
+
+def queue_lines(run, *, top_n: int = 8, label: str | None = None):
+    """Egress-queue depth over time of the ``top_n`` ports with the highest peak, one step line each."""
+    q = run.queues
+    if not q or not q["time_ns"].size:
+        return None
+    keys, kid = key_ids(q["node"], q["port"])
+    peak = peak_per_key(kid, q["bytes"], len(keys))
+    top = np.argsort(-peak, kind="stable")[:top_n]
+    end = _end_ns(run)
+    scale, unit = time_unit(end)
+    fig, ax = _figure(f"{label or run.name}: queue depth, {len(top)} hottest of {len(keys)} egress ports")
+    t, b = np.asarray(q["time_ns"], np.float64), np.asarray(q["bytes"], np.float64)
+    for row, port in zip(top, _port_labels(keys, top)):
+        m = kid == row
+        order = np.argsort(t[m], kind="stable")
+        tx = np.r_[0.0, t[m][order], end] * scale
+        by = np.r_[0.0, b[m][order], b[m][order][-1]] / 1e3
+        ax.plot(tx, by, drawstyle="steps-post", lw=1.2, label=f"{port} (peak {peak[row] / 1e3:.0f} KB)")
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel("queue depth (KB)")
+    ax.set_xlim(0, end * scale)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def queue_heatmap(run, *, max_rows: int = MAX_ROWS, grid_points: int = GRID_POINTS, label: str | None = None):
+    """Port × time heatmap of egress-queue depth (change-only samples forward-filled on a time grid)."""
+    q = run.queues
+    if not q or not q["time_ns"].size:
+        return None
+    keys, kid = key_ids(q["node"], q["port"])
+    peak = peak_per_key(kid, q["bytes"], len(keys))
+    top = np.argsort(-peak, kind="stable")[:max_rows]
+    remap = np.full(len(keys), -1, np.int64)
+    remap[top] = np.arange(top.size)
+    keep = remap[kid] >= 0
+    end = _end_ns(run)
+    grid = np.linspace(0.0, end, grid_points)
+    depth = forward_fill(q["time_ns"][keep], remap[kid[keep]], q["bytes"][keep], top.size, grid) / 1e3
+    scale, unit = time_unit(end)
+    fig, ax = _figure(f"{label or run.name}: egress-queue depth, {top.size} busiest of {len(keys)} ports")
+    im = ax.imshow(depth, aspect="auto", interpolation="nearest", cmap="viridis",
+                   extent=(0, end * scale, top.size - 0.5, -0.5))
+    ax.set_yticks(np.arange(top.size), _port_labels(keys, top), fontsize=max(4, 9 - top.size // 8))
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel("egress port (hottest first)")
+    fig.colorbar(im, ax=ax, label="queue depth (KB)")
+    return fig
+
+
+def _cdf_axes(title: str, xlabel: str, curves: list[tuple[str, np.ndarray, np.ndarray]], *, log_x: bool):
+    fig, ax = _figure(title)
+    for name, x, y in curves:
+        ax.plot(x, y, drawstyle="steps-post" if not log_x else "default", lw=1.5, label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction (CDF)")
+    ax.set_ylim(0, 1.02)
+    if log_x:
+        ax.set_xscale("log")
+    ax.grid(alpha=0.3, which="both")
+    if len(curves) <= MAX_LEGEND:
+        ax.legend(fontsize=8, loc="lower right")
+    else:
+        ax.set_title(f"{title} ({len(curves)} runs; legend omitted)", fontsize=11)
+    return fig
+
+
+def fct_cdf(runs: Mapping):
+    """Flow-completion-time CDF of every run on shared axes (unfinished flows left out)."""
+    curves = []
+    for name, run in runs.items():
+        fct = np.asarray(run.flows.get("fct_ns", np.empty(0)), np.float64)
+        fct = np.sort(fct[np.isfinite(fct)]) / 1e3
+        if fct.size:
+            curves.append((name, np.r_[fct[0], fct], np.r_[0.0, np.arange(1, fct.size + 1) / fct.size]))
+    if not curves:
+        return None
+    spread = max(c[1][-1] for c in curves) / max(min(c[1][0] for c in curves), 1e-9)
+    return _cdf_axes("Flow completion time", "flow completion time (us)", curves, log_x=spread > 30)
+
+
+def slowdown_cdf(runs: Mapping):
+    """FCT-slowdown CDF (fct / ideal) of every run that stores flows/slowdown, on shared axes."""
+    curves = []
+    for name, run in runs.items():
+        sd = np.asarray(run.flows.get("slowdown", np.empty(0)), np.float64)
+        sd = np.sort(sd[np.isfinite(sd)])
+        if sd.size:
+            curves.append((name, np.r_[sd[0], sd], np.r_[0.0, np.arange(1, sd.size + 1) / sd.size]))
+    if not curves:
+        return None
+    return _cdf_axes("FCT slowdown", "slowdown (FCT / ideal FCT, x)", curves, log_x=False)
+
+
+def latency_cdf(runs: Mapping):
+    """One-way packet-latency CDF of every run (from the log-bucket histogram), on shared log axes."""
+    curves = []
+    for name, run in runs.items():
+        lat = run.latency
+        if lat and lat.get("count", np.empty(0)).size:
+            x, y = latency_cdf_points(lat["low_ns"], lat["count"])
+            if x.size:
+                curves.append((name, x / 1e3, y))
+    if not curves:
+        return None
+    return _cdf_axes("Packet latency (histogram, 8 buckets per octave)", "one-way packet latency (us)", curves,
+                     log_x=True)
+
+
+def _timeline(run, table: Mapping, state_col: str, third: str, what: str, color: str, label: str | None):
+    if not table or not table.get("time_ns", np.empty(0)).size or not np.any(table[state_col]):
+        return None
+    keys, kid = key_ids(table["node"], table["port"], table[third])
+    end = _end_ns(run)
+    k, start, stop = state_intervals(table["time_ns"], kid, table[state_col], end)
+    total = np.bincount(k, weights=stop - start, minlength=len(keys))
+    rows = np.argsort(-total, kind="stable")[:MAX_ROWS]
+    rows = rows[total[rows] > 0]
+    scale, unit = time_unit(end)
+    fig, ax = _figure(f"{label or run.name}: {what} ({rows.size} of {len(keys)} port/{third} pairs)")
+    for y, row in enumerate(rows):
+        m = k == row
+        ax.broken_barh(list(zip(start[m] * scale, (stop[m] - start[m]) * scale)), (y - 0.4, 0.8), color=color)
+    ax.set_yticks(np.arange(rows.size), _port_labels(keys, rows, third), fontsize=max(4, 9 - rows.size // 8))
+    ax.set_ylim(rows.size - 0.5, -0.5)
+    ax.set_xlim(0, end * scale)
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel("egress port")
+    ax.grid(alpha=0.3, axis="x")
+    return fig
+
+
+def pause_timeline(run, *, label: str | None = None):
+    """PFC pause intervals per (port, priority) row, from the pauses events."""
+    return _timeline(run, run.pauses, "paused", "priority", "PFC paused intervals", "tab:red", label)
+
+
+def stall_timeline(run, *, label: str | None = None):
+    """InfiniBand credit-stall intervals per (port, VL) row, from the stalls events."""
+    return _timeline(run, run.stalls, "stalled", "vl", "credit-stall intervals", "tab:purple", label)
+
+
+#: ops kind -> (legend label, colour); kind codes as in the trace's OpKind
+OP_KINDS = ((0, "compute", "tab:blue"), (1, "collective", "tab:orange"), (2, "send", "tab:green"),
+            (3, "recv", "tab:olive"))
+
+
+def iteration_gantt(run, *, label: str | None = None):
+    """Per-rank Gantt chart of compute vs communication ops (ops group), iteration starts dashed."""
+    ops = run.ops
+    if not ops or not ops.get("start_ns", np.empty(0)).size:
+        return None
+    rank = np.asarray(ops["rank"], np.int64)
+    ranks = np.unique(rank)[:MAX_ROWS]
+    start, finish = np.asarray(ops["start_ns"], np.float64), np.asarray(ops["finish_ns"], np.float64)
+    if not np.isfinite(finish).any():
+        return None
+    end = float(np.nanmax(finish))
+    scale, unit = time_unit(end)
+    fig, ax = _figure(f"{label or run.name}: per-rank timeline ({ranks.size} of {np.unique(rank).size} ranks)")
+    row_of = np.full(int(rank.max()) + 1, -1, np.int64)
+    row_of[ranks] = np.arange(ranks.size)
+    row = row_of[rank]
+    for kind, kind_name, color in OP_KINDS:
+        m = (np.asarray(ops["kind"]) == kind) & (row >= 0) & np.isfinite(finish)
+        if not m.any():
+            continue
+        first = True
+        for r in np.unique(row[m]):
+            mm = m & (row == r)
+            ax.broken_barh(list(zip(start[mm] * scale, (finish[mm] - start[mm]) * scale)), (r - 0.4, 0.8),
+                           color=color, label=kind_name if first else None)
+            first = False
+    it = run.iterations
+    if it and it.get("start_ns", np.empty(0)).size:
+        for t in np.asarray(it["start_ns"], np.float64)[1:]:
+            ax.axvline(t * scale, color="k", ls="--", lw=0.8)
+    ax.set_yticks(np.arange(ranks.size), [f"rank {r}" for r in ranks], fontsize=max(4, 9 - ranks.size // 8))
+    ax.set_ylim(ranks.size - 0.5, -0.5)
+    ax.set_xlim(0, end * scale)
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel("GPU rank")
+    fig.legend(fontsize=8, loc="outside lower center", ncol=len(OP_KINDS), frameon=False)
+    return fig
+
+
+# ---------------------------------------------------------------- drivers
+
+def safe_stem(name: str) -> str:
+    """A file-name-safe form of a run name."""
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("._") or "run"
+
+
+def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None) -> Iterator[FigureResult]:
+    """Every figure for ``runs`` ({label: RunRecord}), built lazily, with skip reasons for absent data.
+
+    ``max_runs`` limits the per-run figures to the first runs (the shared CDFs always overlay all).
+    """
+    shared = (("fct-cdf", "FCT CDF", fct_cdf, "no finished flows in any run"),
+              ("fct-slowdown-cdf", "FCT slowdown CDF", slowdown_cdf, "no flows/slowdown dataset in any run"),
+              ("latency-cdf", "latency CDF", latency_cdf, "no latency histogram in any run"))
+    for stem, title, build, reason in shared:
+        yield FigureResult(stem, title, build(runs), reason)
+    lines = lambda r, label: queue_lines(r, top_n=top_n, label=label)  # noqa: E731
+    per_run = (("queues", "queue depth", lines, "no queue samples"),
+               ("queue-heatmap", "queue heatmap", queue_heatmap, "no queue samples"),
+               ("pfc-pauses", "PFC pause timeline", pause_timeline, "no PFC pause events"),
+               ("credit-stalls", "credit-stall timeline", stall_timeline, "no credit-stall events"),
+               ("iterations", "iteration timeline", iteration_gantt, "no ops table (not a co-simulation run)"))
+    used: set[str] = set()
+    for i, (label, run) in enumerate(runs.items()):
+        if max_runs is not None and i >= max_runs:
+            yield FigureResult(f"*-{safe_stem(label)}", f"figures of {label}", None,
+                               f"per-run figures only for the first {max_runs} runs (choose with --run)")
+            continue
+        base = safe_stem(label)
+        while base in used:
+            base += "_"
+        used.add(base)
+        for stem, title, build, reason in per_run:
+            yield FigureResult(f"{stem}-{base}", f"{title}: {label}", build(run, label=label), reason)
+
+
+#: metadata that would make the bytes differ from run to run (dates, versions), dropped per format
+_NO_STAMP = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None, "Producer": None}}
+
+
+def render(fig, fmt: str = "png") -> bytes:
+    """The figure encoded as ``fmt`` bytes (png, svg or pdf); the same figure gives the same bytes."""
+    import matplotlib  # noqa: PLC0415
+
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "cosim", "pdf.compression": 6}):
+        fig.savefig(buf, format=fmt, metadata=_NO_STAMP.get(fmt))
+    return buf.getvalue()
+
+
+def write_figures(runs: Mapping, outdir: str | Path, *, fmt: str = "png",
+                  top_n: int = 8) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Write every figure of ``runs`` into ``outdir`` atomically; return (paths written, [(stem, reason)] skipped)."""
+    from cosim.h5io import atomic_output  # noqa: PLC0415
+
+    outdir = Path(outdir)
+    written, skipped = [], []
+    for res in iter_figures(runs, top_n=top_n):
+        if res.figure is None:
+            skipped.append((res.stem, res.reason))
+            continue
+        data = render(res.figure, fmt)
+        path = outdir / f"{res.stem}.{fmt}"
+        with atomic_output(path) as tmp:
+            tmp.write_bytes(data)
+        written.append(path)
+    return written, skipped

@@ -1,0 +1,47 @@
+"""``cosim plot``: figures of a results file (PNG by default), headless."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", "outdir", type=click.Path(file_okay=False), default="figures", show_default=True,
+              help="Directory to write the figures into (created if needed).")
+@click.option("--run", "runs", multiple=True, metavar="NAME",
+              help="Plot only these runs (repeatable; NAME or FILE:NAME). Default: every run.")
+@click.option("--format", "fmt", type=click.Choice(["png", "svg", "pdf"]), default="png", show_default=True,
+              help="Image format.")
+@click.option("--top", "top_n", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Queue-depth lines: this many hottest ports (highest peak).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing (the list of written files is printed otherwise).")
+def plot(files, outdir, runs, fmt, top_n, quiet):
+    """Draw the figures of results FILES into a directory.
+
+    \b
+    Shared axes, every run overlaid (how RoCE and InfiniBand runs are compared):
+      fct-cdf, fct-slowdown-cdf, latency-cdf
+    Per run:
+      queues-RUN         queue depth over time of the --top hottest egress ports
+      queue-heatmap-RUN  port x time heatmap of queue depth
+      pfc-pauses-RUN     PFC pause intervals per port and priority (when the run paused)
+      credit-stalls-RUN  InfiniBand credit-stall intervals per port and VL (when present)
+      iterations-RUN     per-rank compute / communication Gantt chart (co-simulation runs)
+    Figures whose data is absent are skipped and listed. Examples:
+      cosim plot results.h5 -o figs
+      cosim plot roce.h5 ib.h5 -o figs --format svg
+      cosim plot sweep.h5 --run "dcqcn=false" --top 4
+    """
+    from cosim.analysis.compare import load_runs  # noqa: PLC0415
+    from cosim.analysis.plots import write_figures  # noqa: PLC0415
+
+    records = load_runs(files, runs)
+    written, skipped = write_figures(records, outdir, fmt=fmt, top_n=top_n)
+    if quiet:
+        return
+    for path in written:
+        click.echo(str(path))
+    for stem, reason in skipped:
+        click.echo(f"skipped {stem}: {reason}")
+    click.echo(f"wrote {len(written)} figure(s) to {outdir}, skipped {len(skipped)}")

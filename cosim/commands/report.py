@@ -1,0 +1,37 @@
+"""``cosim report``: one self-contained HTML page of results files."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="report.html", show_default=True,
+              help="HTML file to write (atomically).")
+@click.option("--run", "runs", multiple=True, metavar="NAME",
+              help="Report only these runs (repeatable; NAME or FILE:NAME). Default: every run.")
+@click.option("--baseline", metavar="NAME", help="Run the deltas and ratios are taken against (default: the first).")
+@click.option("--title", default=None, help="Page title (default: the file names).")
+@click.option("--top", "top_n", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Queue-depth lines: this many hottest ports.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the path written.")
+def report(files, output, runs, baseline, title, top_n, quiet):
+    """Write one self-contained HTML page for results FILES.
+
+    \b
+    The page holds the comparison table (as 'cosim compare'), every figure of 'cosim plot' embedded as
+    PNG, the scenario parameters of each run (differences highlighted) and their provenance. It needs
+    no other file: mail it, attach it to a ticket, open it offline. Examples:
+      cosim report results.h5                      # -> report.html
+      cosim report roce.h5 ib.h5 -o roce-vs-ib.html --baseline roce:incast
+    """
+    from cosim.analysis.compare import load_runs, resolve_run  # noqa: PLC0415
+    from cosim.analysis.report import write_report  # noqa: PLC0415
+
+    records = load_runs(files, runs)
+    base = resolve_run(records, baseline, option="--baseline") if baseline else None
+    path = write_report(records, output, title=title or "cosim report: " + ", ".join(files), sources=files,
+                        baseline=base, top_n=top_n)
+    if not quiet:
+        click.echo(f"wrote {path} ({len(records)} run(s))")

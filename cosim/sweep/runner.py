@@ -1,0 +1,205 @@
+"""Run the points of a sweep shard: one results file per point, finished points skipped, 1..N processes.
+
+ns-3 is a process-wide singleton, so a process runs one point at a time: ``jobs > 1`` spawns worker
+processes (multiprocessing "spawn" context), each running its points one after the other. Files are
+written atomically, so a killed sweep leaves only complete point files and a rerun redoes only the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cosim.errors import CosimInputError
+from cosim.sweep.spec import Sweep, SweepPoint
+
+
+# ---------------------------------------------------------------- shards
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` (0-based I, 0 <= I < N) → (I, N); anything else is a CosimInputError."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m:
+        raise CosimInputError("--shard", f"{text!r} is not I/N", "e.g. --shard 0/4 runs the first of 4 shards")
+    i, n = int(m.group(1)), int(m.group(2))
+    if n < 1 or i >= n:
+        raise CosimInputError("--shard", f"{text!r}: need 0 <= I < N", "shards are numbered 0 .. N-1")
+    return i, n
+
+
+def shard_from_env(env: Mapping[str, str]) -> tuple[int, int] | None:
+    """(I, N) of a Slurm job-array task (SLURM_ARRAY_TASK_ID/COUNT, MIN and STEP honoured), else None."""
+    if "SLURM_ARRAY_TASK_ID" not in env:
+        return None
+    names = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_STEP")
+    try:
+        task = int(env[names[0]])
+        count = int(env[names[1]])
+        lo = int(env.get(names[2], "0"))
+        step = int(env.get(names[3], "1")) or 1
+    except KeyError as exc:
+        raise CosimInputError(str(exc.args[0]), "not set although SLURM_ARRAY_TASK_ID is",
+                              "submit with sbatch --array, or pass --shard I/N") from None
+    except ValueError:
+        raise CosimInputError("SLURM_ARRAY_TASK_*", "not integers", "pass --shard I/N instead") from None
+    index, rem = divmod(task - lo, step)
+    if rem or not 0 <= index < count:
+        raise CosimInputError("SLURM_ARRAY_TASK_ID", f"task {task} is not in an array of {count} from {lo} step {step}",
+                              "pass --shard I/N instead")
+    return index, count
+
+
+def shard_points(n_points: int, index: int, count: int) -> list[int]:
+    """Indices of the points shard ``index`` of ``count`` runs: those with point % count == index."""
+    if count < 1 or not 0 <= index < count:
+        raise CosimInputError("--shard", f"{index}/{count}: need 0 <= I < N")
+    return list(range(index, n_points, count))
+
+
+# ---------------------------------------------------------------- points
+
+def is_finished(path: Path, run_name: str) -> bool:
+    """True if ``path`` is a readable cosim results file holding run ``run_name`` with a summary."""
+    if not path.is_file():
+        return False
+    import h5py  # noqa: PLC0415
+
+    from cosim.results import SCHEMA, SCHEMA_VERSION  # noqa: PLC0415
+
+    try:
+        with h5py.File(path, "r") as h5:
+            if h5.attrs.get("schema") != SCHEMA or int(h5.attrs.get("schema_version", -1)) != SCHEMA_VERSION:
+                return False
+            g = h5.get(f"runs/{run_name}")
+            return g is not None and isinstance(json.loads(g.attrs["summary"]), dict)
+    except Exception:  # noqa: BLE001 - anything unreadable is simply not finished
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class PointResult:
+    """What running one point gave: its status ("complete", "time-limit", "stalled"; "error" if it raised)."""
+
+    index: int
+    run_name: str
+    status: str
+    wall_s: float
+    error: str = ""
+
+
+def run_point(point: dict, outdir: str, sweep_name: str) -> PointResult:
+    """Simulate one point (a SweepPoint as dict) and write its results file atomically (worker entry).
+
+    The run's config gains config["sweep"] = {name, index, params, digest}.
+    """
+    from cosim import results, scenario  # noqa: PLC0415
+
+    p = SweepPoint(**point)
+    t0 = time.perf_counter()
+    try:
+        record = scenario.run(p.spec())
+        sweep_info = {"name": sweep_name, "index": p.index, "params": p.params, "digest": p.digest}
+        record = dataclasses.replace(record, config={**record.config, "sweep": sweep_info})
+        results.write_results(Path(outdir) / p.file_name, [record])
+        status = str(record.summary.get("status", "complete"))
+        return PointResult(p.index, p.run_name, status, time.perf_counter() - t0)
+    except Exception as exc:  # noqa: BLE001 - one failing point must not stop the sweep
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()] or [""]
+        kind = type(exc).__name__
+        msg = lines[-1] if lines[-1].startswith(kind) else f"{kind}: {lines[-1]}"
+        if os.environ.get("COSIM_DEBUG"):
+            msg += "\n" + traceback.format_exc()
+        return PointResult(p.index, p.run_name, "error", time.perf_counter() - t0, msg)
+
+
+def _point_dict(p: SweepPoint) -> dict:
+    return {"index": p.index, "run_name": p.run_name, "params": p.params, "fields": p.fields,
+            "digest": p.digest, "file_name": p.file_name}
+
+
+@dataclass(slots=True)
+class SweepOutcome:
+    """Points of the shard that ran, were already finished, or failed."""
+
+    selected: list[int] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)
+    results: list[PointResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[PointResult]:
+        """Points that raised or did not complete."""
+        return [r for r in self.results if r.status != "complete"]
+
+
+def write_manifest(sweep: Sweep, outdir: Path) -> Path:
+    """Write the sweep's manifest (its points and file names) into ``outdir``, atomically."""
+    from cosim.h5io import atomic_output  # noqa: PLC0415
+
+    path = Path(outdir) / sweep.manifest_name()
+    text = json.dumps(sweep.manifest(), indent=1, sort_keys=True) + "\n"
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return path
+    with atomic_output(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return path
+
+
+def plan(sweep: Sweep, outdir: Path, shard: tuple[int, int] = (0, 1)) -> tuple[list[SweepPoint], list[SweepPoint]]:
+    """(points of the shard still to run, points of the shard already finished)."""
+    todo, done = [], []
+    for i in shard_points(len(sweep.points), *shard):
+        p = sweep.points[i]
+        (done if is_finished(Path(outdir) / p.file_name, p.run_name) else todo).append(p)
+    return todo, done
+
+
+def run_sweep(sweep: Sweep, outdir: str | Path, *, shard: tuple[int, int] = (0, 1), jobs: int = 1,
+              on_done: Callable[[PointResult, int, int], None] | None = None) -> SweepOutcome:
+    """Run the unfinished points of ``shard`` into ``outdir``; ``on_done(result, done, total)`` after each."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    write_manifest(sweep, outdir)
+    todo, done = plan(sweep, outdir, shard)
+    outcome = SweepOutcome(selected=shard_points(len(sweep.points), *shard), skipped=[p.index for p in done])
+    total = len(todo)
+
+    def record(res: PointResult) -> None:
+        """Keep a point's result and report it."""
+        outcome.results.append(res)
+        if on_done is not None:
+            on_done(res, len(outcome.results), total)
+
+    if jobs <= 1 or total <= 1:
+        for p in todo:
+            record(run_point(_point_dict(p), str(outdir), sweep.name))
+    else:
+        _run_parallel(todo, outdir, sweep.name, min(jobs, total), record)
+    outcome.results.sort(key=lambda r: r.index)
+    return outcome
+
+
+def _run_parallel(todo: list[SweepPoint], outdir: Path, sweep_name: str, jobs: int, record) -> None:
+    import multiprocessing  # noqa: PLC0415
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: PLC0415
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(run_point, _point_dict(p), str(outdir), sweep_name): p for p in todo}
+        for fut in as_completed(futures):
+            try:
+                record(fut.result())
+            except BrokenProcessPool:  # a worker died (e.g. killed, out of memory): its points failed
+                p = futures[fut]
+                record(PointResult(p.index, p.run_name, "error", 0.0, "worker process died"))
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)

@@ -1,0 +1,241 @@
+"""cosim sweep / merge: expansion, validation, sharding, resume after a kill, merge = single-process sweep."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cosim
+from cosim import results
+from cosim.cli import main
+from cosim.errors import CosimInputError
+from cosim.sweep import runner
+from cosim.sweep.spec import load_sweep, parse_sweep
+
+SMALL = """
+[sweep]
+name = "t"
+[base]
+hosts = 4
+flow_bytes = "50KB"
+[base.attributes]
+"SharedBufferMmu::BufferBytes" = 4000000
+[grid]
+dcqcn = [true, false]
+attributes."FabricSwitch::EcnKminBytes" = [20000, 100000]
+[[points]]
+name = "perm"
+pattern = "permutation"
+"""
+WALL = ("wall_time_s", "packet_hops_per_s")  # the only summary keys allowed to differ between processes
+
+
+def run_main(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def mtimes(d: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in d.glob("*.h5")}
+
+
+# ---------------------------------------------------------------- pure functions
+
+@pytest.mark.parametrize("n_shards", [1, 2, 3, 4, 5])
+def test_shards_cover_every_point_exactly_once(n_shards):
+    for n_points in range(0, 14):
+        picked = [i for s in range(n_shards) for i in runner.shard_points(n_points, s, n_shards)]
+        assert sorted(picked) == list(range(n_points))
+        for s in range(n_shards):
+            assert all(i % n_shards == s for i in runner.shard_points(n_points, s, n_shards))
+
+
+def test_shard_spec_from_option_and_from_slurm():
+    assert runner.parse_shard("2/5") == (2, 5) and runner.parse_shard(" 0 / 1 ") == (0, 1)
+    for bad in ("5/5", "1", "a/b", "-1/3", "1/0", ""):
+        with pytest.raises(CosimInputError, match="--shard"):
+            runner.parse_shard(bad)
+    assert runner.shard_from_env({}) is None
+    env = {"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_COUNT": "4", "SLURM_ARRAY_TASK_MIN": "5"}
+    assert runner.shard_from_env(env) == (2, 4)  # --array=5-8: tasks 5..8 are shards 0..3
+    assert runner.shard_from_env({**env, "SLURM_ARRAY_TASK_ID": "9", "SLURM_ARRAY_TASK_MIN": "3",
+                                  "SLURM_ARRAY_TASK_STEP": "2"}) == (3, 4)  # --array=3-9:2
+    with pytest.raises(CosimInputError, match="SLURM_ARRAY_TASK_ID"):
+        runner.shard_from_env({**env, "SLURM_ARRAY_TASK_ID": "9"})
+    with pytest.raises(CosimInputError, match="SLURM_ARRAY_TASK_COUNT"):
+        runner.shard_from_env({"SLURM_ARRAY_TASK_ID": "1"})
+
+
+def test_grid_expands_in_order_with_stable_names(tmp_path):
+    sweep = load_sweep(write(tmp_path, SMALL))
+    assert sweep.name == "t" and len(sweep.points) == 5
+    assert [p.run_name for p in sweep.points] == [
+        "dcqcn=true,EcnKminBytes=20000", "dcqcn=true,EcnKminBytes=100000",
+        "dcqcn=false,EcnKminBytes=20000", "dcqcn=false,EcnKminBytes=100000", "perm"]
+    p = sweep.points[2]
+    assert p.fields["flow_bytes"] == 50_000 and p.fields["dcqcn"] is False
+    assert p.fields["attributes"] == {"FabricSwitch::EcnKminBytes": "20000", "SharedBufferMmu::BufferBytes": "4000000"}
+    assert p.file_name == f"t-0002-{p.digest}.h5" and len(p.digest) == 8
+    spec = p.spec()
+    assert spec.name == p.run_name and ("FabricSwitch::EcnKminBytes", "20000") in spec.attributes
+    assert sweep.points[4].fields["pattern"] == "permutation" and sweep.points[4].params == {"pattern": "permutation"}
+    again = load_sweep(write(tmp_path, SMALL, "copy.toml"))
+    assert [q.file_name for q in again.points] == [q.file_name for q in sweep.points]  # deterministic
+    changed = load_sweep(write(tmp_path, SMALL.replace('"50KB"', "60000"), "changed.toml"))
+    assert not {q.digest for q in changed.points} & {q.digest for q in sweep.points}
+    assert len(parse_sweep({}, source="x", default_name="only").points) == 1  # no grid: the base point
+
+
+BAD = [
+    ("[base\nhosts = 4", "malformed TOML"),
+    ("[base]\nhostz = 4", "base.hostz: unknown scenario field (valid keys: fabric"),
+    ("[grid]\nhosts = 4", "grid.hosts: must be a non-empty list"),
+    ("[grid]\nhosts = []", "grid.hosts: must be a non-empty list"),
+    ('[grid]\nhosts = [4, "8"]', "grid.hosts[1]: expected an integer"),
+    ("[grid]\nhosts = [4, 1]", "point 1 (hosts=1) hosts: need at least 2 hosts"),
+    ('[grid]\ntopology = ["torus"]', "topology: unknown topology"),
+    ('[base]\ntopology = "fat-tree"\nhosts = 10', "point 0 (s) hosts: a k-ary fat tree"),
+    ('[base]\nname = "x"', "run names come from the point's parameters"),
+    ("[sweeps]\nname = 1", "sweeps: unknown section"),
+    ('[base.attributes]\n"HostNic::Nope" = 1', "attributes.HostNic::Nope: no such ns-3 attribute"),
+    ('[grid]\nattributes."HostNic::MtuBytes" = ["abc"]', "attributes.HostNic::MtuBytes"),
+    ('[base.attributes]\nMtu = 1', "not an ns-3 attribute name"),
+    ("[[points]]\nhosts = 4\n[[points]]\nhosts = 4", "same run name"),
+]
+
+
+@pytest.mark.parametrize("text,needle", BAD)
+def test_bad_sweep_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, engine_ns, text, needle):
+    spec = write(tmp_path, text)
+    out = tmp_path / "out"
+    code, stdout, err = run_main(["sweep", str(spec), "-o", str(out)], capsys)
+    assert code == 2 and needle in err, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("Error:") and "Traceback" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("shard", ["2/2", "x", "1/0"])
+def test_bad_shard_exits_2(tmp_path, capsys, shard):
+    out = tmp_path / "out"
+    code, _, err = run_main(["sweep", str(write(tmp_path, SMALL)), "-o", str(out), "--shard", shard], capsys)
+    assert code == 2 and "--shard" in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_dry_run_lists_the_shard_from_slurm_and_writes_nothing(tmp_path, capsys, monkeypatch, engine_ns):
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "3")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "2")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_MIN", "2")
+    out = tmp_path / "out"
+    code, stdout, _ = run_main(["sweep", str(write(tmp_path, SMALL)), "-o", str(out), "--dry-run"], capsys)
+    assert code == 0 and not out.exists()
+    lines = stdout.splitlines()
+    assert [int(line.split()[0]) for line in lines[:-1]] == [1, 3]  # task 3 of --array=2-3 is shard 1/2
+    assert "todo" in lines[0] and "shard 1/2: 2 of 5 point(s)" in lines[-1]
+
+
+# ---------------------------------------------------------------- real sweeps
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory, engine_ns):
+    """The SMALL sweep run in one process, and its merge."""
+    d = tmp_path_factory.mktemp("single")
+    spec = write(d, SMALL)
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", str(spec), "-o", str(d / "out"), "-q"])
+    assert exc.value.code == 0
+    with pytest.raises(SystemExit) as exc:
+        main(["merge", str(d / "out"), "-o", str(d / "merged.h5"), "-q"])
+    assert exc.value.code == 0
+    return spec, d / "out", d / "merged.h5"
+
+
+def test_sharded_sweep_resumes_and_merges_to_the_single_process_result(single, tmp_path, capsys):
+    spec, single_dir, single_merged = single
+    out = tmp_path / "out"
+    code, stdout, _ = run_main(["sweep", str(spec), "-o", str(out), "--shard", "0/2"], capsys)
+    assert code == 0 and "3 ran, 0 already done" in stdout
+    first = mtimes(out)
+    assert sorted(first) == sorted(n for n in mtimes(single_dir) if int(n.split("-")[1]) % 2 == 0)
+
+    code, _, err = run_main(["merge", str(out), "-o", str(tmp_path / "m.h5")], capsys)
+    assert code == 2 and "2 of 5 points have no results yet" in err and not (tmp_path / "m.h5").exists()
+
+    code, stdout, _ = run_main(["sweep", str(spec), "-o", str(out), "--shard", "1/2", "--jobs", "2"], capsys)
+    assert code == 0 and "2 ran, 0 already done" in stdout  # two spawned worker processes
+    code, stdout, _ = run_main(["sweep", str(spec), "-o", str(out)], capsys)
+    assert code == 0 and "0 ran, 5 already done" in stdout
+    assert mtimes(out) == {**first, **{n: t for n, t in mtimes(out).items() if n not in first}}
+    assert sorted(mtimes(out)) == sorted(mtimes(single_dir))  # same deterministic file names
+
+    victim = sorted(out.glob("t-0003-*.h5"))[0]
+    victim.unlink()
+    before = mtimes(out)
+    code, stdout, _ = run_main(["sweep", str(spec), "-o", str(out)], capsys)
+    assert code == 0 and "1 ran, 4 already done" in stdout
+    after = mtimes(out)
+    assert victim.name in after and {n: after[n] for n in before} == before
+
+    code, stdout, _ = run_main(["merge", str(out), "-o", str(tmp_path / "m.h5")], capsys)
+    assert code == 0 and "5 run(s)" in stdout
+    a, b = results.read_results(single_merged), results.read_results(tmp_path / "m.h5")
+    assert list(a) == list(b)
+    for name in a:
+        strip = lambda s: {k: v for k, v in s.items() if k not in WALL}  # noqa: E731
+        assert strip(a[name].summary) == strip(b[name].summary)
+        assert a[name].config == b[name].config and a[name].config["sweep"]["name"] == "t"
+        for group in results.GROUPS:
+            for col, values in a[name].table(group).items():
+                np.testing.assert_array_equal(values, b[name].table(group)[col])
+
+
+def test_merge_summary_only_and_partial(single, tmp_path, capsys):
+    _, single_dir, _ = single
+    code, _, _ = run_main(["merge", str(single_dir), "-o", str(tmp_path / "s.h5"), "--summary-only"], capsys)
+    runs = results.read_results(tmp_path / "s.h5")
+    assert code == 0 and len(runs) == 5 and all(not r.flows and r.summary["flows"] for r in runs.values())
+    code, out, _ = run_main(["compare", str(tmp_path / "s.h5"), "--json"], capsys)
+    assert code == 0 and '"perm"' in out
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for p in [single_dir / "t.sweep.json", *single_dir.glob("t-0000-*.h5")]:  # the manifest and point 0
+        (partial / p.name).write_bytes(p.read_bytes())
+    code, out, err = run_main(["merge", str(partial), "-o", str(tmp_path / "p.h5"), "--partial"], capsys)
+    assert code == 0 and "1 run(s), 4 point(s) missing" in out and err.count("missing") == 4
+
+
+def test_killed_sweep_leaves_only_complete_files_and_resumes(tmp_path, capsys, engine_ns):
+    # Point 0 is tiny; points 1 and 2 take about a second each: kill the sweep as soon as point 0 is written.
+    spec = write(tmp_path, '[sweep]\nname = "k"\n[base]\nflow_bytes = "24MB"\n'
+                           "[[points]]\nhosts = 4\nflow_bytes = 1000\n[[points]]\nhosts = 32\n[[points]]\nhosts = 31\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(cosim.__file__).parents[1]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "cosim", "sweep", str(spec), "-o", str(out), "-q"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(out.glob("k-0000-*.h5")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    done = mtimes(out)
+    assert any(n.startswith("k-0000-") for n in done)
+    for name in done:  # whatever is under a final name is complete
+        assert len(results.read_results(out / name)) == 1
+    code, stdout, _ = run_main(["sweep", str(spec), "-o", str(out)], capsys)
+    assert code == 0 and f"{3 - len(done)} ran, {len(done)} already done" in stdout
+    assert {n: mtimes(out)[n] for n in done} == done and len(mtimes(out)) == 3
