@@ -30,11 +30,24 @@ _ATTRIBUTES: dict[str, dict[str, str]] = {
 }
 
 
-def fabric_attributes(fabric: str, *, dcqcn: bool = True) -> dict[str, str]:
-    """ns-3 attribute defaults that make the engine model ``fabric`` ("roce" or "ib")."""
+#: IB congestion control's marking threshold on an egress queue (FECN above it), in bytes
+IB_CC_THRESHOLD_BYTES = 65536
+
+
+def fabric_attributes(fabric: str, *, dcqcn: bool = True, ib_cc: bool = False) -> dict[str, str]:
+    """ns-3 attribute defaults that make the engine model ``fabric`` ("roce" or "ib").
+
+    ``dcqcn`` (RoCE) switches DCQCN; ``ib_cc`` (InfiniBand) switches IB congestion control on: switches
+    mark FECN on every packet joining an egress queue above IB_CC_THRESHOLD_BYTES, receivers return BECNs,
+    senders step up their congestion-control table index (HostNic::IbCc* attributes).
+    """
     if fabric not in _ATTRIBUTES:
         raise CosimInputError("fabric", f"unknown fabric {fabric!r}", f"choose one of {', '.join(FABRICS)}")
     attrs = dict(_ATTRIBUTES[fabric])
     if fabric == "roce":
         attrs["HostNic::DcqcnEnabled"] = "true" if dcqcn else "false"
+    elif ib_cc:
+        threshold = str(IB_CC_THRESHOLD_BYTES)
+        attrs |= {"HostNic::IbCcEnabled": "true", "FabricSwitch::EcnEnabled": "true",
+                  "FabricSwitch::EcnKminBytes": threshold, "FabricSwitch::EcnKmaxBytes": threshold}
     return attrs

@@ -126,3 +126,19 @@ def test_lane_smaller_than_a_packet_is_rejected_before_running(engine_ns):
     with pytest.raises(CosimInputError, match="VlBufferBytes"):
         engine.simulate(fabric, fl.FlowSet.from_arrays([0], [1], 1000),
                         attributes=ib(**{"FabricNode::VlBufferBytes": "1024"}))
+
+
+def test_ib_congestion_control_throttles_an_incast_through_becns(engine_ns):
+    fabric = topology.single_switch(hosts=5, link_gbps=100.0, link_delay_ns=1000.0)
+    flows = fl.incast(fabric.host_ids, size_bytes=4_000_000)
+    plain = engine.simulate(fabric, flows, attributes=fabric_attributes("ib"))
+    cc = engine.simulate(fabric, flows, attributes=fabric_attributes("ib", ib_cc=True))
+    for out in (plain, cc):
+        assert out.status == "complete" and out.counters["switch_drops"] == 0
+        np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    assert plain.counters["ecn_marks"] == 0 and plain.counters["cnps_received"] == 0
+    assert cc.counters["ecn_marks"] > 0 and cc.counters["cnps_received"] > 0  # FECN marked, BECN returned
+    # Senders that back off leave the credit loops alone: far less time waiting for credits ...
+    assert cc.ports["credit_stall_ps"].sum() < 0.1 * plain.ports["credit_stall_ps"].sum()
+    # ... while the bottleneck stays well used (CC trades a little throughput for it).
+    assert flows.size_bytes.sum() * 8 / np.nanmax(cc.finish_ns) >= 0.85 * 100.0 * 4096 / (4096 + IB_HEADER_BYTES)

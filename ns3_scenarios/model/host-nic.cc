@@ -8,6 +8,7 @@
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace ns3
@@ -57,6 +58,34 @@ HostNic::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&HostNic::m_dcqcn),
                           MakeBooleanChecker())
+            .AddAttribute("IbCcEnabled",
+                          "InfiniBand congestion control: a receiver answers FECN-marked packets with a "
+                          "BECN (sent as a CNP, one per marked packet), the sender raises "
+                          "the flow's CCTI and spaces packets by the congestion-control table.",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&HostNic::m_ibCc),
+                          MakeBooleanChecker())
+            .AddAttribute("CctiIncrease",
+                          "IB congestion control: CCTI added per BECN (dimensionless).",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&HostNic::m_cctiIncrease),
+                          MakeUintegerChecker<uint32_t>(1, 1024))
+            .AddAttribute("CctiLimit",
+                          "IB congestion control: largest CCTI, the last table entry (dimensionless).",
+                          UintegerValue(127),
+                          MakeUintegerAccessor(&HostNic::m_cctiLimit),
+                          MakeUintegerChecker<uint32_t>(1, 16383))
+            .AddAttribute("CctiTimer",
+                          "IB congestion control: recovery period; CCTI drops by one each period.",
+                          TimeValue(MicroSeconds(2)),
+                          MakeTimeAccessor(&HostNic::m_cctiTimer),
+                          MakeTimeChecker(NanoSeconds(1)))
+            .AddAttribute("CctGapStep",
+                          "IB congestion control: inter-packet delay per CCTI step (a linear "
+                          "congestion-control table: entry i delays each packet by i x CctGapStep).",
+                          TimeValue(NanoSeconds(50)),
+                          MakeTimeAccessor(&HostNic::m_cctGapStep),
+                          MakeTimeChecker(Time(0)))
             .AddAttribute("CnpInterval",
                           "Notification point: at most one CNP per flow per this interval.",
                           TimeValue(MicroSeconds(50)),
@@ -177,10 +206,15 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
             }
         }
         // Rate limiter: below line rate, space packets by their size at the QP's rate. At line rate the
-        // port itself paces, and no timer is needed.
+        // port itself paces, and no timer is needed. IB congestion control adds the CCT entry's delay.
         qp.nextSendPs = qp.cc.rateBps < line
                             ? nowPs + int64_t(double(p->wireBytes) * 8e12 / qp.cc.rateBps)
                             : nowPs;
+        if (qp.ccti != 0)
+        {
+            qp.nextSendPs = nowPs + m_ports[0]->SerializationPs(p->wireBytes) +
+                            int64_t(qp.ccti) * m_cctGapStep.GetTimeStep();
+        }
 
         m_flows->sentBytes[flowId] += payload;
         if (m_flows->sentBytes[flowId] == m_flows->sizeBytes[flowId])
@@ -273,10 +307,11 @@ HostNic::Receive(FabricPacket* p, uint32_t inPort)
         if (p->ecnMarked)
         {
             ++m_ecnReceived;
-            if (m_dcqcn)
+            if (m_dcqcn || m_ibCc)
             {
+                // DCQCN's notification point paces CNPs per flow; IB answers every FECN with a BECN.
                 auto [it, fresh] = m_lastCnpPs.try_emplace(flowId, nowPs);
-                if (fresh || nowPs - it->second >= m_cnpInterval.GetTimeStep())
+                if (fresh || m_ibCc || nowPs - it->second >= m_cnpInterval.GetTimeStep())
                 {
                     it->second = nowPs;
                     ++m_cnpsSent;
@@ -307,6 +342,17 @@ HostNic::Receive(FabricPacket* p, uint32_t inPort)
     case PacketKind::CNP: {
         ++m_cnpsReceived;
         auto it = m_qpOf.find(p->flowId);
+        if (m_ibCc && it != m_qpOf.end() && !m_qps[it->second].done)
+        {
+            // BECN: step up the congestion-control table; the recovery timer walks it back down.
+            QueuePair& qp = m_qps[it->second];
+            qp.ccti = std::min(m_cctiLimit, qp.ccti + m_cctiIncrease);
+            if (!qp.cctiTimerRunning)
+            {
+                qp.cctiTimerRunning = true;
+                Simulator::Schedule(m_cctiTimer, &HostNic::CctiTimer, this, it->second);
+            }
+        }
         if (m_dcqcn && it != m_qpOf.end() && !m_qps[it->second].done)
         {
             QueuePair& qp = m_qps[it->second];
@@ -353,6 +399,21 @@ HostNic::IncreaseTimer(uint32_t qpIndex)
     }
     // A faster rate may let the QP send earlier than its pacing slot said.
     qp.nextSendPs = std::min(qp.nextSendPs, Simulator::Now().GetTimeStep());
+    m_ports[0]->Wake();
+}
+
+void
+HostNic::CctiTimer(uint32_t qpIndex)
+{
+    QueuePair& qp = m_qps[qpIndex];
+    qp.ccti = qp.ccti > 0 ? qp.ccti - 1 : 0;
+    qp.cctiTimerRunning = qp.ccti > 0 && !qp.done;
+    if (qp.cctiTimerRunning)
+    {
+        Simulator::Schedule(m_cctiTimer, &HostNic::CctiTimer, this, qpIndex);
+    }
+    qp.nextSendPs = std::min(qp.nextSendPs, Simulator::Now().GetTimeStep() + int64_t(qp.ccti) *
+                                                                              m_cctGapStep.GetTimeStep());
     m_ports[0]->Wake();
 }
 

@@ -126,7 +126,12 @@ class HostNic : public FabricNode, public PacketSource
         bool done;            ///< every byte handed to the port
         EventId increaseTimer; ///< DCQCN rate-increase timer
         EventId alphaTimer;    ///< DCQCN alpha-update timer
+        uint32_t ccti;         ///< IB congestion control: index into the congestion-control table
+        bool cctiTimerRunning; ///< IB congestion control: the recovery timer is scheduled
     };
+
+    /// IB congestion control: the CCTI recovery timer of QP @p qp fired.
+    void CctiTimer(uint32_t qp);
 
     /// Make flow @p flowId eligible for transmission.
     void StartFlow(uint64_t flowId);
@@ -162,6 +167,11 @@ class HostNic : public FabricNode, public PacketSource
     uint64_t m_ackIntervalBytes{0}; ///< receiver acknowledges every this many bytes
     uint8_t m_controlPriority{7};  ///< priority of ACK and CNP packets
     bool m_dcqcn{true};            ///< DCQCN on (RP and NP)
+    bool m_ibCc{false};            ///< InfiniBand congestion control on (FECN -> BECN -> CCTI)
+    uint32_t m_cctiIncrease{1};    ///< CCTI added per BECN
+    uint32_t m_cctiLimit{127};     ///< largest CCTI
+    Time m_cctiTimer;              ///< CCTI recovery period: one step back per period
+    Time m_cctGapStep;             ///< injection gap added per CCTI step (linear congestion-control table)
     Time m_cnpInterval;            ///< NP: minimum gap between CNPs of a flow
     Ptr<DcqcnRateControl> m_dcqcnAlgo; ///< DCQCN parameters and reactions
 
