@@ -39,7 +39,7 @@ def ops_from_trace(path: Path) -> tuple[dict, dict]:
 @pytest.fixture(scope="module")
 def results_file(engine_ns, tmp_path_factory):
     """dcqcn (no pauses) and pfc (PFC pauses) runs of one incast, plus an 'iter' run with only an ops timeline."""
-    on = scenario.run(scenario.ScenarioSpec(name="dcqcn", hosts=4, flow_bytes=1_000_000, attributes=SHALLOW))
+    on = scenario.run(scenario.ScenarioSpec(name="dcqcn", hosts=4, flow_bytes=1_000_000))  # deep buffer
     off = scenario.run(scenario.ScenarioSpec(name="pfc", hosts=4, flow_bytes=1_000_000, dcqcn=False,
                                              attributes=SHALLOW))
     ops, iterations = ops_from_trace(TRACE)

@@ -164,3 +164,20 @@ def test_headroom_below_one_packet_is_rejected_before_the_run(engine_ns):
     with pytest.raises(CosimInputError, match="HeadroomBytes"):
         engine.simulate(fabric, fl.FlowSet.from_arrays([0], [1], 1000),
                         attributes={"FabricSwitch::HeadroomBytes": "8000", "HostNic::MtuBytes": "9000"})
+
+
+def test_shallow_buffer_with_low_alpha_stays_lossless_and_never_sticks(engine_ns, tmp_path):
+    # Regression: a 4 MiB shared buffer with alpha 1/8 under the built-in training traffic once dropped
+    # a packet (headroom one packet short when the dynamic threshold fell under a port's use), and once
+    # left a port paused for good (XON was only re-checked when that port's own packets left).
+    from cosim import results
+    from cosim.cli import main
+
+    out = tmp_path / "r.h5"
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--fabric", "roce", "--iterations", "1", "--seed", "3", "-q", "-o", str(out),
+              "--set", "SharedBufferMmu::BufferBytes=4194304", "--set", "SharedBufferMmu::DynamicThresholdAlpha=0.125"])
+    assert exc.value.code == 0
+    summary = results.read_results(out)["roce"].summary
+    assert summary["status"] == "complete" and summary["switch_drops"] == 0
+    assert summary["pause_frames_sent"] > 0

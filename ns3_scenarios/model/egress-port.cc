@@ -1,5 +1,6 @@
 #include "egress-port.h"
 
+#include "egress-queue-sampler.h"
 #include "fabric-node.h"
 #include "packet-pool.h"
 
@@ -151,11 +152,18 @@ EgressPort::Enqueue(FabricPacket* p)
     m_queues[q].Push(p);
     m_nonEmptyMask |= uint8_t(1u << q);
     m_queuedBytes += p->wireBytes;
+    NoteQueueChange();
     if (m_queuedBytes > m_peakQueueBytes)
     {
         m_peakQueueBytes = m_queuedBytes;
     }
     TrySend();
+}
+
+void
+EgressPort::MarkForSampler()
+{
+    m_sampler->MarkDirty(m_samplerIndex);
 }
 
 void
@@ -341,6 +349,7 @@ EgressPort::NextCreditPacket()
     }
     FabricPacket* p = m_queues[m_arbVl].Pop();
     m_queuedBytes -= p->wireBytes;
+    NoteQueueChange();
     m_arbBudgetBytes -= p->wireBytes;
     if (m_queues[m_arbVl].Empty())
     {
@@ -395,6 +404,7 @@ EgressPort::TrySend()
             {
                 m_lowCreditMask |= uint8_t(1u << vl);
             }
+            m_busy = true; // first: TransmitStarted may queue control frames on this very port
             m_owner->TransmitStarted(p, m_index);
         }
         if ((m_lowCreditMask | m_stalledMask) != 0)
@@ -414,6 +424,7 @@ EgressPort::TrySend()
             const uint32_t prio = 31u - uint32_t(__builtin_clz(ready)); // highest ready priority
             p = m_queues[prio].Pop();
             m_queuedBytes -= p->wireBytes;
+            NoteQueueChange();
             if (m_queues[prio].Empty())
             {
                 m_nonEmptyMask &= uint8_t(~(1u << prio));
@@ -427,6 +438,7 @@ EgressPort::TrySend()
         {
             return;
         }
+        m_busy = true; // first: TransmitStarted may queue control frames on this very port
         m_owner->TransmitStarted(p, m_index);
     }
     const int64_t nowPs = Simulator::Now().GetTimeStep();
@@ -481,6 +493,7 @@ EgressPort::DoDispose()
     m_owner = nullptr;
     m_peer = nullptr;
     m_source = nullptr;
+    m_sampler = nullptr;
     Object::DoDispose();
 }
 

@@ -54,6 +54,8 @@ class PacketSource
  * load: the end of the current serialization and the arrival of the oldest packet on the wire (packets
  * on the wire are kept in arrival order, as htsim's pipes do). Nothing is allocated per packet.
  */
+class EgressQueueSampler;
+
 class EgressPort : public Object
 {
   public:
@@ -93,6 +95,19 @@ class EgressPort : public Object
 
     /// Queue a link-level control frame (PFC PAUSE, IB credit update): sent first, never paused itself.
     void EnqueueControl(FabricPacket* p);
+
+    /// Report queue changes to @p sampler as its watched port number @p index (not owned).
+    void SetSampler(EgressQueueSampler* sampler, uint32_t index)
+    {
+        m_sampler = sampler;
+        m_samplerIndex = index;
+    }
+
+    /// The sampler read this port: report the next queue change again.
+    void ClearSampleMark()
+    {
+        m_sampleMarked = false;
+    }
 
     /// @return true if this link runs credit-based flow control (InfiniBand)
     bool IsCreditMode() const
@@ -240,6 +255,17 @@ class EgressPort : public Object
     void DeliverHead();
     /// The pause of priority @p prio ends (expiry or resume frame).
     void EndPause(uint8_t prio);
+    /// The queue changed: tell the sampler once per sample.
+    void NoteQueueChange()
+    {
+        if (!m_sampleMarked && m_sampler != nullptr)
+        {
+            m_sampleMarked = true;
+            MarkForSampler();
+        }
+    }
+    /// Out of line, so this header needs only a forward declaration of the sampler.
+    void MarkForSampler();
     /// Credit mode: pick the next packet by weighted round robin over lanes holding enough credits.
     FabricPacket* NextCreditPacket();
     /// Credit mode: note lanes that have data but too few credits (stall begins) or no longer (ends).
@@ -292,6 +318,9 @@ class EgressPort : public Object
     uint32_t m_peerPort{0};            ///< input port number at m_peer
     PacketPool* m_pool{nullptr};       ///< packet allocator
     PacketSource* m_source{nullptr};   ///< pulled when the queues are empty
+    EgressQueueSampler* m_sampler{nullptr}; ///< told about queue changes (may be null)
+    uint32_t m_samplerIndex{0};        ///< this port's number at m_sampler
+    bool m_sampleMarked{false};        ///< a change was reported and not yet sampled
 
     Ptr<EventImpl> m_txDoneEvent;  ///< end of serialization (a ReusableEvent calling TransmitDone)
     Ptr<EventImpl> m_deliverEvent; ///< arrival at the peer (a ReusableEvent calling DeliverHead)

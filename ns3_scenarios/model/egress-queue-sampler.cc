@@ -2,6 +2,8 @@
 
 #include "ns3/simulator.h"
 
+#include <algorithm>
+
 namespace ns3
 {
 
@@ -33,6 +35,7 @@ EgressQueueSampler::~EgressQueueSampler() = default;
 void
 EgressQueueSampler::Watch(uint32_t nodeId, uint32_t portIndex, Ptr<EgressPort> port)
 {
+    port->SetSampler(this, uint32_t(m_watched.size()));
     m_watched.push_back(port);
     m_watchedNode.push_back(static_cast<int32_t>(nodeId));
     m_watchedPort.push_back(static_cast<int32_t>(portIndex));
@@ -43,10 +46,18 @@ void
 EgressQueueSampler::Start()
 {
     m_running = true;
-    if (!m_pending)
+}
+
+void
+EgressQueueSampler::MarkDirty(uint32_t index)
+{
+    m_dirty.push_back(index);
+    if (!m_pending && m_running)
     {
+        const int64_t nowPs = Simulator::Now().GetTimeStep();
+        const int64_t step = m_interval.GetTimeStep();
         m_pending = true;
-        Simulator::ScheduleNow(Ptr<EventImpl>(m_event));
+        Simulator::Schedule(TimeStep((nowPs / step + 1) * step - nowPs), Ptr<EventImpl>(m_event));
     }
 }
 
@@ -65,8 +76,10 @@ EgressQueueSampler::Sample()
         return;
     }
     const int64_t nowPs = Simulator::Now().GetTimeStep();
-    for (std::size_t i = 0; i < m_watched.size(); ++i)
+    std::sort(m_dirty.begin(), m_dirty.end()); // records of one tick in port order
+    for (uint32_t i : m_dirty)
     {
+        m_watched[i]->ClearSampleMark();
         const auto bytes = static_cast<int64_t>(m_watched[i]->GetQueueBytes());
         if (bytes != m_lastBytes[i])
         {
@@ -77,8 +90,7 @@ EgressQueueSampler::Sample()
             m_bytes.push_back(bytes);
         }
     }
-    m_pending = true;
-    Simulator::Schedule(m_interval, Ptr<EventImpl>(m_event));
+    m_dirty.clear();
 }
 
 void

@@ -19,11 +19,13 @@ namespace ns3
 
 /**
  * @ingroup cosim
- * @brief Every Interval, reads the queued bytes of each watched port and records (time, node, port,
- * bytes) for each port whose depth differs from its last record.
+ * @brief At every multiple of Interval, records (time, node, port, bytes) for each watched port whose
+ * queued bytes differ from its last record.
  *
- * An idle fabric thus costs nothing in storage, and a queue that drains records its return to zero once.
- * The sampler is one reusable event, independent of the number of packets.
+ * Change-driven: a port tells the sampler the first time its queue changes after a sample, and only
+ * those ports are read at the next tick; without changes no tick is scheduled at all. An idle fabric, or
+ * a compute phase of a co-simulation, thus costs neither events nor storage, and a queue that drains
+ * records its return to zero once. The sampler is one reusable event, independent of the packet count.
  */
 class EgressQueueSampler : public Object
 {
@@ -37,8 +39,11 @@ class EgressQueueSampler : public Object
     /// Watch @p port, reported as port number @p portIndex of node @p nodeId.
     void Watch(uint32_t nodeId, uint32_t portIndex, Ptr<EgressPort> port);
 
-    /// Take the first sample now and then every Interval until Stop().
+    /// Start sampling: from now on, changed ports are recorded at the next multiple of Interval.
     void Start();
+
+    /// Watched port number @p index changed its queue since its last sample.
+    void MarkDirty(uint32_t index);
 
     /// Stop sampling (the pending event, if any, becomes a no-op).
     void Stop();
@@ -71,11 +76,12 @@ class EgressQueueSampler : public Object
     void DoDispose() override;
 
   private:
-    /// Event: sample every watched port, then reschedule.
+    /// Event: sample the ports that changed since the last tick.
     void Sample();
 
     Time m_interval;                        ///< sampling period
-    bool m_running{false};                  ///< Sample() reschedules itself while true
+    bool m_running{false};                  ///< changes are recorded while true
+    std::vector<uint32_t> m_dirty;          ///< watched ports changed since the last tick
     bool m_pending{false};                  ///< the sample event is scheduled
     std::vector<Ptr<EgressPort>> m_watched; ///< ports sampled
     std::vector<int32_t> m_watchedNode;     ///< node id of each watched port

@@ -10,6 +10,8 @@
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
+#include <cmath>
+
 namespace ns3
 {
 
@@ -60,7 +62,7 @@ FabricSwitch::GetTypeId()
                           MakeUintegerChecker<uint32_t>(64, 1 << 16))
             .AddAttribute("HeadroomBytes",
                           "PFC headroom per (ingress port, lossless priority), in bytes (0 = per port: "
-                          "2 x link bandwidth-delay product + 2 maximum packets + 2 PFC frames). Must hold "
+                          "2 x link bandwidth-delay product + 3 maximum packets + 2 PFC frames). Must hold "
                           "at least one maximum packet.",
                           UintegerValue(0),
                           MakeUintegerAccessor(&FabricSwitch::m_headroomBytes),
@@ -131,11 +133,14 @@ FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
     {
         const Ptr<EgressPort>& port = m_ports[i];
         const double rateBps = double(port->GetDataRate().GetBitRate());
-        // Headroom: what the peer still sends after we decide to pause: the round trip of the link at its
-        // rate, plus a maximum packet in serialization at each end (802.1Qbb headroom rule).
+        // Headroom: what arrives after we decide to pause. The packet that entered headroom and triggered
+        // XOFF; one our egress may be serializing ahead of the PAUSE; the link's round trip at its rate;
+        // the PAUSE frame's own time; and the packet the peer is serializing when the PAUSE lands. Fewer
+        // than three packets overflows when the dynamic threshold falls under a port's use (measured).
         const double bdpBytes = rateBps * port->GetPropagationDelay().GetSeconds() / 8.0;
         headroom[i] = m_headroomBytes ? m_headroomBytes
-                                      : uint64_t(2 * bdpBytes) + 2 * uint64_t(maxPacketBytes) + 2 * m_pauseFrameBytes;
+                                      : uint64_t(std::ceil(2 * bdpBytes)) + 3 * uint64_t(maxPacketBytes) +
+                                            2 * m_pauseFrameBytes;
         const double scale = rateBps / 25e9;
         m_portKmin[i] = m_kminBytes ? double(m_kminBytes) : kKminBytesPer25G * scale;
         m_portKmax[i] = m_kmaxBytes ? double(m_kmaxBytes) : kKmaxBytesPer25G * scale;
@@ -235,6 +240,7 @@ FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
     p->bufferClass = static_cast<uint8_t>(cls);
     if (m_mmu->TakeXoff(inPort, p->priority))
     {
+        m_xoffed.emplace_back(inPort, p->priority);
         SendPause(inPort, p->priority, m_pauseQuanta);
     }
     if (m_ecnEnabled && p->kind == PacketKind::DATA && !p->ecnMarked)
@@ -286,9 +292,31 @@ FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t /*port*/)
     }
     m_mmu->Release(in, p->priority, p->wireBytes, cls);
     p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
-    if (m_mmu->TakeXon(in, p->priority))
+    if (!m_xoffed.empty() && (cls == BufferClass::SHARED || m_mmu->IsXoff(in, p->priority)))
     {
-        SendPause(in, p->priority, 0);
+        ResumeWhereAllowed();
+    }
+}
+
+void
+FabricSwitch::ResumeWhereAllowed()
+{
+    // Freeing shared buffer raises the dynamic threshold of every (port, priority), so a paused one may
+    // resume although none of its own packets left: check them all, or it could stay paused for good
+    // (its XOFF refreshed forever) once its own queue is empty.
+    for (std::size_t k = 0; k < m_xoffed.size();)
+    {
+        const auto [port, prio] = m_xoffed[k];
+        if (m_mmu->TakeXon(port, prio))
+        {
+            m_xoffed[k] = m_xoffed.back();
+            m_xoffed.pop_back();
+            SendPause(port, prio, 0);
+        }
+        else
+        {
+            ++k;
+        }
     }
 }
 

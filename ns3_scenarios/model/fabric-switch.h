@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ns3
@@ -112,6 +113,8 @@ class FabricSwitch : public FabricNode
     void ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out);
     /// Send a PFC frame for @p prio out of @p port with @p quanta (0 = XON).
     void SendPause(uint32_t port, uint8_t prio, uint32_t quanta);
+    /// Send XON for every paused (port, priority) whose buffer use allows it now.
+    void ResumeWhereAllowed();
     /// Refresh an XOFF that still holds before the peer's pause timer expires.
     void RefreshPause(uint32_t port, uint8_t prio);
 
@@ -128,6 +131,7 @@ class FabricSwitch : public FabricNode
     uint64_t m_peakLaneBlocks{0};          ///< credit mode: high-water mark of any lane, in blocks
     uint64_t m_creditViolations{0};        ///< arrivals beyond a lane's advertised buffer
     std::vector<std::array<EventId, kNumPriorities>> m_refresh; ///< pending XOFF refresh per port
+    std::vector<std::pair<uint32_t, uint8_t>> m_xoffed;         ///< (port, priority) pairs in XOFF
 
     bool m_ecnEnabled{true};                 ///< mark ECN at all
     uint64_t m_kminBytes{0};                 ///< Kmin, in bytes (0 = 100 KB per 25 Gbps of port rate)
