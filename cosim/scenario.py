@@ -7,7 +7,6 @@ import socket
 import sys
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
 
 from cosim import __version__
 from cosim.errors import CosimInputError
@@ -117,8 +116,7 @@ def build(spec: ScenarioSpec):
 
 def run(spec: ScenarioSpec, *, progress=None):
     """Simulate ``spec`` and return its RunRecord."""
-    from cosim import engine, results  # noqa: PLC0415
-    from cosim.ideal import ideal_fct_ns  # noqa: PLC0415
+    from cosim import engine, results, telemetry  # noqa: PLC0415
 
     fabric, flows = build(spec)
     attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn) | {"FabricSwitch::EcmpSeed": str(spec.seed)}
@@ -128,39 +126,14 @@ def run(spec: ScenarioSpec, *, progress=None):
         queue_sample_interval_ns=spec.queue_sample_interval_ns, max_sim_time_ns=spec.max_sim_time_ns,
         progress=progress,
     )
-    flow_table = {
-        "src": flows.src, "dst": flows.dst, "size_bytes": flows.size_bytes, "start_ns": flows.start_ns,
-        "finish_ns": out.finish_ns, "delivered_bytes": out.delivered_bytes,
-        "fct_ns": out.finish_ns - flows.start_ns,
-    }
-    flow_table["ideal_ns"] = ideal_fct_ns(fabric, flows.src, flows.dst, flows.size_bytes,
-                                          mtu_bytes=out.mtu_bytes, header_bytes=out.header_bytes)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        flow_table["slowdown"] = np.where(flow_table["ideal_ns"] > 0, flow_table["fct_ns"] / flow_table["ideal_ns"],
-                                          np.nan)
-    queues = {"time_ns": out.queue_time_ns, "node": out.queue_node, "port": out.queue_port, "bytes": out.queue_bytes}
-    pauses = {"time_ns": out.pause_time_ns, "node": out.pause_node, "port": out.pause_port,
-              "priority": out.pause_priority, "paused": out.pause_paused}
-    latency = {"low_ns": out.latency_low_ns, "count": out.latency_count}
-    summary = results.summarize(flow_table, queues, out.ports, sim_time_ns=out.sim_time_ns)
-    summary |= {f"{k}": v for k, v in out.counters.items()}
-    summary["pfc_paused_ns"] = float(out.ports["paused_ps"].sum() / 1e3)
-    summary["credit_stall_ns"] = float(out.ports["credit_stall_ps"].sum() / 1e3)
-    summary["credit_stall_events"] = int(out.stalls["stalled"].sum())
-    summary["pause_events"] = int(out.pause_paused.sum())
-    summary |= results.latency_percentiles(out.latency_low_ns, out.latency_count)
-    summary |= {
-        "status": out.status, "events": out.events, "packet_hops": out.packet_hops,
-        "wall_time_s": out.wall_time_s,
-        "packet_hops_per_s": out.packet_hops / out.wall_time_s if out.wall_time_s > 0 else 0.0,
-    }
+    tables = telemetry.network_tables(fabric, out, src=flows.src, dst=flows.dst, size_bytes=flows.size_bytes,
+                                      start_ns=flows.start_ns)
+    summary = telemetry.network_summary(fabric, out, tables, queue_sample_interval_ns=spec.queue_sample_interval_ns)
     provenance = {
         "cosim_version": __version__, "ns3_version": engine.ns3_version(), "seed": spec.seed,
         "wall_time_s": out.wall_time_s, "python": sys.version.split()[0], "platform": platform.platform(),
         "host": socket.gethostname(),
     }
     config = {"scenario": spec.to_json(), "fabric": fabric.describe()}
-    return results.RunRecord(name=spec.name, config=config, provenance=provenance, summary=summary,
-                             flows=flow_table, queues=queues, ports=out.ports, pauses=pauses, latency=latency,
-                             stalls=out.stalls if out.stalls["time_ns"].size else {})
+    return results.RunRecord(name=spec.name, config=config, provenance=provenance, summary=summary, **tables)
 

@@ -1,0 +1,101 @@
+"""The network part of a run record: tables and summary of one simulation, shared by every kind of run.
+
+Flow-level scenarios (cosim.scenario) and co-simulations (cosim.cosimulation) both turn an
+engine.SimulationOutput into the same ``flows``/``queues``/``ports``/``pauses``/``latency``/``stalls``
+tables and the same summary keys, so their runs compare column for column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+
+def queue_percentile_bytes(queues: Mapping[str, np.ndarray], n_ports: int, interval_ns: float,
+                           sim_time_ns: float, q: float = 99.0) -> float:
+    """Percentile ``q`` of the queue depth over every sample of every watched port.
+
+    ``queues`` is the sampler's change log (a row when a port's depth changed since its last sample); each
+    change holds until the port's next one, and samples before a port's first change (or of a port never
+    recorded) are 0. Samples are taken every ``interval_ns`` from time 0 to ``sim_time_ns``.
+    """
+    t = np.asarray(queues["time_ns"], np.float64)
+    if t.size == 0 or n_ports <= 0:
+        return 0.0
+    node = np.asarray(queues["node"], np.int64)
+    port = np.asarray(queues["port"], np.int64)
+    depth = np.asarray(queues["bytes"], np.int64)
+    k = np.rint(t / interval_ns).astype(np.int64)  # sample index
+    n_samples = max(int(sim_time_ns // interval_ns) + 1, int(k.max()) + 1)
+    key = node * (int(port.max()) + 1) + port
+    order = np.lexsort((k, key))
+    key, k, depth = key[order], k[order], depth[order]
+    nxt = np.empty_like(k)
+    nxt[:-1] = k[1:]
+    nxt[-1] = n_samples
+    last = np.ones(k.size, bool)
+    last[:-1] = key[1:] != key[:-1]
+    nxt[last] = n_samples
+    weight = np.maximum(nxt - k, 0)
+    zeros = max(n_ports * n_samples - int(weight.sum()), 0)
+    values = np.concatenate([[0], depth])
+    weights = np.concatenate([[zeros], weight])
+    srt = np.argsort(values, kind="stable")
+    cum = np.cumsum(weights[srt])
+    idx = int(np.searchsorted(cum, q / 100.0 * cum[-1], side="left"))
+    return float(values[srt][min(idx, srt.size - 1)])
+
+
+def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray,
+                   start_ns: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """flows / queues / ports / pauses / latency (and stalls) tables of a SimulationOutput, as scenario.run
+    stores them (flows: src, dst node ids, size, start, finish, delivered, fct, ideal, slowdown)."""
+    from cosim.ideal import ideal_fct_ns  # noqa: PLC0415
+
+    flows = {"src": np.asarray(src, np.int32), "dst": np.asarray(dst, np.int32),
+             "size_bytes": np.asarray(size_bytes, np.int64), "start_ns": np.asarray(start_ns, np.float64),
+             "finish_ns": out.finish_ns, "delivered_bytes": out.delivered_bytes,
+             "fct_ns": out.finish_ns - np.asarray(start_ns, np.float64)}
+    flows["ideal_ns"] = ideal_fct_ns(fabric, flows["src"], flows["dst"], flows["size_bytes"],
+                                     mtu_bytes=out.mtu_bytes, header_bytes=out.header_bytes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flows["slowdown"] = np.where(flows["ideal_ns"] > 0, flows["fct_ns"] / flows["ideal_ns"], np.nan)
+    tables = {
+        "flows": flows,
+        "queues": {"time_ns": out.queue_time_ns, "node": out.queue_node, "port": out.queue_port,
+                   "bytes": out.queue_bytes},
+        "ports": dict(out.ports),
+        "pauses": {"time_ns": out.pause_time_ns, "node": out.pause_node, "port": out.pause_port,
+                   "priority": out.pause_priority, "paused": out.pause_paused},
+        "latency": {"low_ns": out.latency_low_ns, "count": out.latency_count},
+    }
+    if out.stalls["time_ns"].size:  # credit-stall changes (InfiniBand)
+        tables["stalls"] = dict(out.stalls)
+    return tables
+
+
+def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]], *,
+                    queue_sample_interval_ns: float) -> dict:
+    """The network part of a run summary: results.summarize plus counters, pauses, stalls, latency, cost."""
+    from cosim import results  # noqa: PLC0415
+    from cosim.topology import SWITCH  # noqa: PLC0415
+
+    ports = tables["ports"]
+    summary = results.summarize(tables["flows"], tables["queues"], ports, sim_time_ns=out.sim_time_ns)
+    summary |= {k: v for k, v in out.counters.items()}
+    summary["pfc_paused_ns"] = float(np.asarray(ports["paused_ps"]).sum() / 1e3)
+    summary["pause_events"] = int(np.asarray(out.pause_paused).sum())
+    summary["credit_stall_ns"] = float(np.asarray(ports["credit_stall_ps"]).sum() / 1e3)
+    summary["credit_stall_events"] = int(np.asarray(out.stalls["stalled"]).sum())
+    n_switch_ports = int(np.count_nonzero(fabric.node_kind[np.asarray(ports["node"], np.int64)] == SWITCH)) \
+        if len(ports) and np.asarray(ports["node"]).size else 0
+    summary["queue_p99_bytes"] = queue_percentile_bytes(tables["queues"], n_switch_ports, queue_sample_interval_ns,
+                                                        out.sim_time_ns)
+    summary |= results.latency_percentiles(out.latency_low_ns, out.latency_count)
+    summary |= {
+        "status": out.status, "events": out.events, "packet_hops": out.packet_hops, "wall_time_s": out.wall_time_s,
+        "data_packet_hops": out.data_packet_hops,
+        "packet_hops_per_s": out.packet_hops / out.wall_time_s if out.wall_time_s > 0 else 0.0,
+    }
+    return summary
