@@ -110,6 +110,7 @@ class TrainingSpec:
     spines: int = 2
     oversubscription: float = 1.0
     dcqcn: bool = True
+    ib_cc: bool = False
     link_gbps: float = 100.0
     link_delay_ns: float = 1000.0
     iterations: int = 1
@@ -149,8 +150,9 @@ class TrainingSpec:
         if o < 1:
             raise CosimInputError("oversubscription", f"must be >= 1 (down:up capacity), got {o:g}")
         set_("oversubscription", o)
-        if not isinstance(self.dcqcn, bool):
-            raise CosimInputError("dcqcn", f"must be true or false, got {self.dcqcn!r}")
+        for flag in ("dcqcn", "ib_cc"):
+            if not isinstance(getattr(self, flag), bool):
+                raise CosimInputError(flag, f"must be true or false, got {getattr(self, flag)!r}")
         set_("link_gbps", _check_real("link_gbps", self.link_gbps, positive=True))
         set_("link_delay_ns", _check_real("link_delay_ns", self.link_delay_ns, minimum=0.0))
         set_("iterations", _check_int("iterations", self.iterations, 1))
@@ -361,7 +363,7 @@ def run_training(spec: TrainingSpec, trace=None, progress=None):
     flow = dag.kind == DagOpKind.FLOW
     src_node = np.where(flow, host_of[np.maximum(dag.src, 0)], -1).astype(np.int32)
     dst_node = np.where(flow, host_of[np.maximum(dag.dst, 0)], -1).astype(np.int32)
-    attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn) | {"FabricSwitch::EcmpSeed": str(spec.seed)}
+    attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn, ib_cc=spec.ib_cc) | {"FabricSwitch::EcmpSeed": str(spec.seed)}
     attributes.update(dict(spec.attributes))
     out = engine.simulate_dag(
         fabric, kind=dag.kind, gpu=dag.rank, src_node=src_node, dst_node=dst_node, bytes_=dag.bytes,

@@ -139,7 +139,8 @@ def _check_name(name: str) -> None:
 
 def _write_run(h5, run: RunRecord) -> None:
     _check_name(run.name)
-    runs = h5.require_group("runs")
+    # Creation order is kept, so runs read back in the order they were written (roce before ib).
+    runs = h5["runs"] if "runs" in h5 else h5.create_group("runs", track_order=True)
     if run.name in runs:
         del runs[run.name]
     g = runs.create_group(run.name)

@@ -7,7 +7,6 @@ import socket
 import sys
 from dataclasses import asdict, dataclass, field
 
-
 from cosim import __version__
 from cosim.errors import CosimInputError
 from cosim.fabrics import FABRICS, fabric_attributes
@@ -28,6 +27,7 @@ class ScenarioSpec:
     oversubscription: float = 1.0
     gpus_per_server: int = 8
     dcqcn: bool = True
+    ib_cc: bool = False
     link_gbps: float = 100.0
     link_delay_ns: float = 1000.0
     pattern: str = "incast"
@@ -119,7 +119,7 @@ def run(spec: ScenarioSpec, *, progress=None):
     from cosim import engine, results, telemetry  # noqa: PLC0415
 
     fabric, flows = build(spec)
-    attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn) | {"FabricSwitch::EcmpSeed": str(spec.seed)}
+    attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn, ib_cc=spec.ib_cc) | {"FabricSwitch::EcmpSeed": str(spec.seed)}
     attributes.update(dict(spec.attributes))
     out = engine.simulate(
         fabric, flows, seed=spec.seed, attributes=attributes,

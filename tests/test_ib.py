@@ -142,3 +142,17 @@ def test_ib_congestion_control_throttles_an_incast_through_becns(engine_ns):
     assert cc.ports["credit_stall_ps"].sum() < 0.1 * plain.ports["credit_stall_ps"].sum()
     # ... while the bottleneck stays well used (CC trades a little throughput for it).
     assert flows.size_bytes.sum() * 8 / np.nanmax(cc.finish_ns) >= 0.85 * 100.0 * 4096 / (4096 + IB_HEADER_BYTES)
+
+
+def test_cli_ib_cc_switches_congestion_control_on(engine_ns, tmp_path):
+    from cosim import results
+    from cosim.cli import main
+
+    out = tmp_path / "cc.h5"
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--pattern", "incast", "--hosts", "5", "--flow-bytes", "2MB", "--fabric", "ib", "--ib-cc",
+              "-q", "-o", str(out)])
+    assert exc.value.code == 0
+    run = results.read_results(out)["incast"]
+    assert run.config["scenario"]["ib_cc"] is True
+    assert run.summary["ecn_marks"] > 0 and run.summary["cnps_received"] > 0 and run.summary["drops"] == 0

@@ -54,6 +54,8 @@ TRACE_ONLY = ("iterations", "chunk_bytes", "algorithm")
               help="NICs (GPUs) per server (traces: default the trace's hardware.gpus_per_host).")
 @click.option("--dcqcn/--no-dcqcn", default=True, show_default=True,
               help="DCQCN congestion control on RoCE NICs; --no-dcqcn leaves PFC alone to keep it lossless.")
+@click.option("--ib-cc/--no-ib-cc", default=False, show_default=True,
+              help="InfiniBand congestion control (FECN marking, BECN, CCTI throttling) on IB runs.")
 @click.option("--link-gbps", type=click.FloatRange(min=0, min_open=True), default=100.0, show_default=True,
               help="Rate of every link, Gbit/s.")
 @click.option("--link-delay-ns", type=click.FloatRange(min=0), default=1000.0, show_default=True,
@@ -78,7 +80,7 @@ TRACE_ONLY = ("iterations", "chunk_bytes", "algorithm")
               "stderr is not a terminal, e.g. in batch jobs).")
 @click.pass_context
 def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, hosts, hosts_per_leaf, spines,
-        oversubscription, gpus_per_server, dcqcn, link_gbps, link_delay_ns, pattern, flow_bytes, seed, assignments,
+        oversubscription, gpus_per_server, dcqcn, ib_cc, link_gbps, link_delay_ns, pattern, flow_bytes, seed, assignments,
         queue_interval_ns, max_sim_time_ms, output, name, append, quiet):
     """Simulate a training workload (or a flow scenario) packet by packet in ns-3; write an HDF5 results file.
 
@@ -121,7 +123,7 @@ def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, h
         specs = [scenario.ScenarioSpec(
             name=run_name(fab), fabric=fab, topology=topology or "single-switch", hosts=hosts,
             hosts_per_leaf=hosts_per_leaf, spines=spines, oversubscription=oversubscription,
-            gpus_per_server=gpus_per_server, dcqcn=dcqcn, link_gbps=link_gbps, link_delay_ns=link_delay_ns,
+            gpus_per_server=gpus_per_server, dcqcn=dcqcn, ib_cc=ib_cc, link_gbps=link_gbps, link_delay_ns=link_delay_ns,
             pattern=pattern, flow_bytes=flow_bytes, seed=seed, queue_sample_interval_ns=queue_interval_ns,
             max_sim_time_ns=max_sim_time_ms * 1e6, attributes=attributes) for fab in fabrics]
         runner, trace = (lambda spec, progress: scenario.run(spec, progress=progress)), None
@@ -133,7 +135,7 @@ def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, h
         for opt, field, value in (
                 ("topology", "topology", topology), ("gpus_per_server", "gpus_per_server", gpus_per_server),
                 ("hosts_per_leaf", "hosts_per_leaf", hosts_per_leaf), ("spines", "spines", spines),
-                ("oversubscription", "oversubscription", oversubscription), ("dcqcn", "dcqcn", dcqcn),
+                ("oversubscription", "oversubscription", oversubscription), ("dcqcn", "dcqcn", dcqcn), ("ib_cc", "ib_cc", ib_cc),
                 ("link_gbps", "link_gbps", link_gbps), ("link_delay_ns", "link_delay_ns", link_delay_ns),
                 ("iterations", "iterations", iterations), ("chunk_bytes", "chunk_bytes", chunk_bytes),
                 ("algorithm", "algorithm", algorithm), ("seed", "seed", seed),
