@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 
@@ -11,3 +14,27 @@ def engine_ns():
     from cosim import engine
 
     return engine.load()
+
+
+def run_main(args, capsys):
+    """Run ``cosim ARGS`` in-process as users do; @return (exit code, stdout, stderr)."""
+    from cosim.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    captured = capsys.readouterr()
+    return exc.value.code, captured.out, captured.err
+
+
+def help_output_loading_nothing_heavy(argvs, heavy=("cppyy", "numpy", "h5py")) -> str:
+    """Run ``cosim <argv> --help`` for each argv in a fresh interpreter; assert none of ``heavy`` got
+    imported (help must stay instant); @return the combined help text."""
+    code = ("import sys; from cosim.cli import main\n"
+            f"for argv in {list(map(list, argvs))!r}:\n"
+            "    try:\n        main(argv + ['--help'])\n"
+            "    except SystemExit as e:\n        assert e.code == 0, (argv, e.code)\n"
+            f"heavy = [m for m in {tuple(heavy)!r} if m in sys.modules]\n"
+            "assert not heavy, heavy")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout

@@ -5,14 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 
 import pytest
 
 from cosim import results, scenario
 from cosim.analysis.compare import compare_runs, label_runs, metric_for, ordered_keys
-from cosim.cli import main
+from conftest import help_output_loading_nothing_heavy, run_main
 
 # A 3-to-1 incast of 1 MB flows: with DCQCN on the default deep buffer (no pauses), and without DCQCN on a
 # 4 MB shared buffer, where the switch must pause the senders.
@@ -39,13 +37,6 @@ def files(pair, tmp_path_factory):
     a = results.write_results(d / "a.h5", [rename(on)])
     b = results.write_results(d / "b.h5", [rename(off)])
     return both, a, b
-
-
-def run_main(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 def test_deltas_and_ratios_against_the_first_run(pair):
@@ -144,12 +135,6 @@ def test_missing_or_corrupt_file_exits_2(tmp_path, capsys):
 
 
 def test_help_of_every_analysis_verb_stays_light():
-    code = ("import sys\nfrom cosim.cli import main\n"
-            "for verb in ('compare', 'plot', 'report', 'sweep', 'merge', None):\n"
-            "    try:\n        main([verb, '--help'] if verb else ['--help'])\n"
-            "    except SystemExit as e:\n        assert e.code == 0, (verb, e.code)\n"
-            "heavy = [m for m in ('numpy', 'h5py', 'matplotlib', 'pandas', 'cppyy') if m in sys.modules]\n"
-            "assert not heavy, heavy")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert "cosim compare a.h5 b.h5 --csv" in out.stdout and "--shard" in out.stdout
+    text = help_output_loading_nothing_heavy([["compare"], ["plot"], ["report"], ["sweep"], ["merge"], []],
+                                             heavy=("numpy", "h5py", "matplotlib", "pandas", "cppyy"))
+    assert "cosim compare a.h5 b.h5 --csv" in text and "--shard" in text

@@ -13,7 +13,7 @@ import pytest
 
 from cosim import results, scenario
 from cosim.analysis import plots
-from cosim.cli import main
+from conftest import run_main
 
 SHALLOW = (("SharedBufferMmu::BufferBytes", "4000000"),)
 TRACE = Path(__file__).resolve().parents[1] / "traces" / "llama2-7b-2l_tp2-pp2-dp2.h5"
@@ -46,13 +46,6 @@ def results_file(engine_ns, tmp_path_factory):
     it = results.RunRecord(name="iter", config=on.config, provenance=on.provenance, summary=on.summary, ops=ops,
                            iterations=iterations)
     return results.write_results(tmp_path_factory.mktemp("plots") / "runs.h5", [on, off, it])
-
-
-def run_main(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 def assert_real_image(data_or_path):

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from click.testing import CliRunner
 
 from cosim import results
-from cosim.cli import cli, main
-
-
-def run_main(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    captured = capsys.readouterr()
-    return exc.value.code, captured.out, captured.err
+from cosim.cli import cli
+from conftest import help_output_loading_nothing_heavy, run_main
 
 
 def test_help_does_not_load_the_simulator():
-    code = ("import sys; from cosim.cli import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
-            "heavy = [m for m in ('cppyy', 'numpy', 'h5py', 'ns') if m in sys.modules]\n"
-            "assert not heavy, heavy")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert "run" in out.stdout and "inspect" in out.stdout
+    text = help_output_loading_nothing_heavy([[]], heavy=("cppyy", "numpy", "h5py", "ns"))
+    assert "run" in text and "inspect" in text
 
 
 def test_version(capsys):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import h5py
@@ -13,18 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from cosim import results
-from cosim.cli import cli, main
+from cosim.cli import cli
 from cosim.workload.trace import write_trace
+from conftest import help_output_loading_nothing_heavy, run_main
 
 REPO = Path(__file__).resolve().parents[1]
 DP8 = REPO / "traces" / "llama2-7b-2l_dp8-zero1.h5"
-
-
-def run_main(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    captured = capsys.readouterr()
-    return exc.value.code, captured.out, captured.err
 
 
 def test_trace_run_writes_ops_collectives_iterations(tmp_path, engine_ns):
@@ -162,13 +154,8 @@ def test_algorithm_choices_match_the_lowering():
 
 
 def test_run_help_loads_no_simulator():
-    code = ("import sys; from cosim.cli import main\n"
-            "try:\n    main(['run', '--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
-            "heavy = [m for m in ('cppyy', 'numpy', 'h5py') if m in sys.modules]\n"
-            "assert not heavy, heavy")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert "--trace" in out.stdout and "--iterations" in out.stdout and "both" in out.stdout
+    text = help_output_loading_nothing_heavy([["run"]])
+    assert "--trace" in text and "--iterations" in text and "both" in text
 
 
 def test_summary_is_json_clean(tmp_path, engine_ns):

@@ -18,6 +18,7 @@ from cosim.cli import main
 from cosim.errors import CosimInputError
 from cosim.sweep import runner
 from cosim.sweep.spec import load_sweep, parse_sweep
+from conftest import run_main
 
 SMALL = """
 [sweep]
@@ -35,13 +36,6 @@ name = "perm"
 pattern = "permutation"
 """
 WALL = ("wall_time_s", "packet_hops_per_s")  # the only summary keys allowed to differ between processes
-
-
-def run_main(args, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(args)
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
