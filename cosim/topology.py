@@ -358,6 +358,14 @@ def _two_tier(*, name: str, host_lower: np.ndarray, n_lower: int, spines: int, p
     )
 
 
+def _two_tier_links(host_link_gbps, fabric_link_gbps, host_link_delay_ns, fabric_link_delay_ns):
+    """Checked (host Gbit/s, fabric Gbit/s or None, host delay ns, fabric delay ns) of a two-tier fabric."""
+    return (_real("host_link_gbps", host_link_gbps, positive=True),
+            None if fabric_link_gbps is None else _real("fabric_link_gbps", fabric_link_gbps, positive=True),
+            _real("host_link_delay_ns", host_link_delay_ns, minimum=0.0),
+            _real("fabric_link_delay_ns", fabric_link_delay_ns, minimum=0.0))
+
+
 def leaf_spine(*, hosts: int, hosts_per_leaf: int, spines: int, oversubscription: float = 1.0,
                host_link_gbps: float, fabric_link_gbps: float | None = None,
                host_link_delay_ns: float, fabric_link_delay_ns: float, gpus_per_server: int = 1) -> Fabric:
@@ -371,10 +379,8 @@ def leaf_spine(*, hosts: int, hosts_per_leaf: int, spines: int, oversubscription
     spines = _whole("spines", spines, minimum=1)
     gps = _whole("gpus_per_server", gpus_per_server, minimum=1)
     o = _check_oversubscription(oversubscription)
-    host_gbps = _real("host_link_gbps", host_link_gbps, positive=True)
-    fab_gbps = None if fabric_link_gbps is None else _real("fabric_link_gbps", fabric_link_gbps, positive=True)
-    host_delay = _real("host_link_delay_ns", host_link_delay_ns, minimum=0.0)
-    fab_delay = _real("fabric_link_delay_ns", fabric_link_delay_ns, minimum=0.0)
+    host_gbps, fab_gbps, host_delay, fab_delay = _two_tier_links(host_link_gbps, fabric_link_gbps,
+                                                                 host_link_delay_ns, fabric_link_delay_ns)
     if hosts % per_leaf:
         lo, hi = hosts // per_leaf * per_leaf, -(-hosts // per_leaf) * per_leaf
         raise CosimInputError("hosts", f"{hosts} hosts do not fill leaves of hosts_per_leaf={per_leaf}",
@@ -411,10 +417,8 @@ def rail_optimized(*, servers: int, gpus_per_server: int = 8, spines: int, host_
     gps = _whole("gpus_per_server", gpus_per_server, minimum=1)
     spines = _whole("spines", spines, minimum=1)
     o = _check_oversubscription(oversubscription)
-    host_gbps = _real("host_link_gbps", host_link_gbps, positive=True)
-    fab_gbps = None if fabric_link_gbps is None else _real("fabric_link_gbps", fabric_link_gbps, positive=True)
-    host_delay = _real("host_link_delay_ns", host_link_delay_ns, minimum=0.0)
-    fab_delay = _real("fabric_link_delay_ns", fabric_link_delay_ns, minimum=0.0)
+    host_gbps, fab_gbps, host_delay, fab_delay = _two_tier_links(host_link_gbps, fabric_link_gbps,
+                                                                 host_link_delay_ns, fabric_link_delay_ns)
     if servers * gps < 2:
         raise CosimInputError("servers", f"{servers} server of {gps} GPU is 1 host, a fabric needs at least 2")
     per_pair, fab_rate = _uplinks(down_gbps=servers * host_gbps, spines=spines, oversubscription=o,

@@ -82,19 +82,29 @@ FabricBuilder::ComputeRoutes()
 {
     const uint32_t n = GetNNodes();
     constexpr uint32_t kUnreached = std::numeric_limits<uint32_t>::max();
-    // candidates[s][d]: equal-cost ports of switch s towards host d, built one destination at a time.
-    std::vector<std::vector<std::vector<uint16_t>>> candidates(n);
+    // Each switch's routes as CSR (start offset per destination node, then the equal-cost ports), filled
+    // destination by destination in id order, so no per-(switch, destination) container is ever built:
+    // memory is one offset per (switch, node) plus the ports themselves.
+    std::vector<std::vector<uint32_t>> start(n);
+    std::vector<std::vector<uint16_t>> ports(n);
     for (uint32_t s = 0; s < n; ++s)
     {
         if (m_switches[s])
         {
-            candidates[s].resize(n);
+            start[s].reserve(n + 1);
         }
     }
     std::vector<uint32_t> dist(n);
     std::deque<uint32_t> frontier;
     for (uint32_t d = 0; d < n; ++d)
     {
+        for (uint32_t s = 0; s < n; ++s)
+        {
+            if (m_switches[s])
+            {
+                start[s].push_back(static_cast<uint32_t>(ports[s].size()));
+            }
+        }
         if (!m_hosts[d])
         {
             continue;
@@ -132,26 +142,19 @@ FabricBuilder::ComputeRoutes()
                 const uint32_t v = m_nodes[s]->GetPort(p)->GetPeer()->GetNodeId();
                 if (dist[v] + 1 == dist[s])
                 {
-                    candidates[s][d].push_back(static_cast<uint16_t>(p));
+                    ports[s].push_back(static_cast<uint16_t>(p));
                 }
             }
         }
     }
     for (uint32_t s = 0; s < n; ++s)
     {
-        if (!m_switches[s])
+        if (m_switches[s])
         {
-            continue;
+            start[s].push_back(static_cast<uint32_t>(ports[s].size()));
+            ports[s].shrink_to_fit();
+            m_switches[s]->SetRoutes(std::move(start[s]), std::move(ports[s]));
         }
-        std::vector<uint32_t> start(n + 1, 0);
-        std::vector<uint16_t> ports;
-        for (uint32_t d = 0; d < n; ++d)
-        {
-            start[d] = static_cast<uint32_t>(ports.size());
-            ports.insert(ports.end(), candidates[s][d].begin(), candidates[s][d].end());
-        }
-        start[n] = static_cast<uint32_t>(ports.size());
-        m_switches[s]->SetRoutes(std::move(start), std::move(ports));
     }
 }
 
