@@ -14,6 +14,7 @@ scenario's settings.
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 from click.core import ParameterSource
@@ -78,10 +79,11 @@ TRACE_ONLY = ("iterations", "chunk_bytes", "algorithm")
 @click.option("--append", is_flag=True, help="Add the runs to an existing results file instead of replacing it.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no table (progress is off anyway when "
               "stderr is not a terminal, e.g. in batch jobs).")
+@click.option("-v", "--verbose", is_flag=True, help="Also log each run's status, wall time and simulator cost.")
 @click.pass_context
 def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, hosts, hosts_per_leaf, spines,
         oversubscription, gpus_per_server, dcqcn, ib_cc, link_gbps, link_delay_ns, pattern, flow_bytes, seed, assignments,
-        queue_interval_ns, max_sim_time_ms, output, name, append, quiet):
+        queue_interval_ns, max_sim_time_ms, output, name, append, quiet, verbose):
     """Simulate a training workload (or a flow scenario) packet by packet in ns-3; write an HDF5 results file.
 
     \b
@@ -165,6 +167,11 @@ def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, h
         records.append(runner(spec, progress))
         if progress is not None:
             click.echo("", err=True)
+        if verbose:
+            s = records[-1].summary
+            click.echo(f"  {spec.name}: {s['status']}, simulated {s['sim_time_ns'] / 1e6:.3f} ms in "
+                       f"{s['wall_time_s']:.2f} s wall, {s['events']} events, {s['packet_hops']} packet-hops "
+                       f"({s['packet_hops_per_s'] / 1e6:.2f} M/s)", err=True)
     results.write_results(output, records, append=append)
     if not quiet:
         from cosim.tables import SUMMARY_ROWS, TRAINING_ROWS, summary_table  # noqa: PLC0415
@@ -189,9 +196,13 @@ def _progress_printer(label: str, items: str):
     prefix = f"[{label}] " if label else ""
     scale, unit = (1e-3, "us") if items == "flows" else (1e-6, "ms")
 
+    t0 = time.perf_counter()
+
     def show(sim_ns: float, done: int, total: int) -> None:
-        pct = 100.0 * done / total if total else 100.0
-        click.echo(f"\r  {prefix}simulated {sim_ns * scale:12.3f} {unit}   {items} {done}/{total} ({pct:5.1f}%)",
-                   err=True, nl=False)
+        frac = done / total if total else 1.0
+        wall = time.perf_counter() - t0
+        eta = f"ETA {wall * (1 - frac) / frac:6.0f} s" if 0 < frac < 1 else " " * 10
+        click.echo(f"\r  {prefix}simulated {sim_ns * scale:12.3f} {unit}   {items} {done}/{total} "
+                   f"({100 * frac:5.1f}%)   wall {wall:6.0f} s {eta}", err=True, nl=False)
 
     return show
