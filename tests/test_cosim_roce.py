@@ -217,9 +217,8 @@ def check_lossless_training(fabric: str) -> None:
     assert f["size_bytes"].size == s["n_flows"] > 0
     assert np.array_equal(f["delivered_bytes"], f["size_bytes"]) and np.all(np.isfinite(f["finish_ns"]))
     assert s["drops"] == 0 and s["switch_drops"] == 0 and int(rec.ports["drops"].sum()) == 0
-    # FCT ≥ ideal, up to cosim.ideal's rounding for a partial last packet behind a mid-path bottleneck (it
-    # charges a full packet's serialization on the faster hops after the bottleneck: ~0.3% on 262 KiB here)
-    assert np.all(f["slowdown"] >= 0.99)
+    # FCT ≥ the unloaded ideal (up to the engine's per-hop rounding of serialization to whole ps)
+    assert np.all(f["slowdown"] >= 1 - 1e-6)
     # the 2:1 uplinks were congested: the fabric's back-pressure engaged
     assert (s["pause_frames_sent"] if fabric == "roce" else s["credit_stall_ns"]) > 0
     # ops: every trace op of both iterations started and finished, in order
