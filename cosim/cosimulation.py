@@ -52,15 +52,12 @@ from __future__ import annotations
 import math
 import numbers
 import os
-import platform
-import socket
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from cosim import __version__, telemetry
+from cosim import telemetry
 from cosim.errors import CosimInputError
 from cosim.fabrics import FABRICS, fabric_attributes
 
@@ -385,11 +382,7 @@ def run_training(spec: TrainingSpec, trace=None, progress=None):
                 "n_flows": int(fop.size)}
     if net.status == "complete" and not done.all():
         summary["status"] = "stalled"  # the network went idle with ops left: cannot happen with a valid DAG
-    provenance = {
-        "cosim_version": __version__, "ns3_version": engine.ns3_version(), "seed": spec.seed,
-        "wall_time_s": net.wall_time_s, "python": sys.version.split()[0], "platform": platform.platform(),
-        "host": socket.gethostname(),
-    }
+    provenance = telemetry.provenance(seed=spec.seed, wall_time_s=net.wall_time_s)
     config = {
         "training": spec.to_json(),
         "workload": {"n_ranks": trace.n_ranks, "n_ops": trace.n_ops, "gpus_per_server": gps,

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import platform
-import socket
-import sys
 from dataclasses import asdict, dataclass, field
 
-from cosim import __version__
 from cosim.errors import CosimInputError
 from cosim.fabrics import FABRICS, fabric_attributes
 
@@ -129,11 +125,7 @@ def run(spec: ScenarioSpec, *, progress=None):
     tables = telemetry.network_tables(fabric, out, src=flows.src, dst=flows.dst, size_bytes=flows.size_bytes,
                                       start_ns=flows.start_ns)
     summary = telemetry.network_summary(fabric, out, tables, queue_sample_interval_ns=spec.queue_sample_interval_ns)
-    provenance = {
-        "cosim_version": __version__, "ns3_version": engine.ns3_version(), "seed": spec.seed,
-        "wall_time_s": out.wall_time_s, "python": sys.version.split()[0], "platform": platform.platform(),
-        "host": socket.gethostname(),
-    }
+    provenance = telemetry.provenance(seed=spec.seed, wall_time_s=out.wall_time_s)
     config = {"scenario": spec.to_json(), "fabric": fabric.describe()}
     return results.RunRecord(name=spec.name, config=config, provenance=provenance, summary=summary, **tables)
 

@@ -7,6 +7,9 @@ tables and the same summary keys, so their runs compare column for column.
 
 from __future__ import annotations
 
+import platform
+import socket
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -99,3 +102,12 @@ def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]],
         "packet_hops_per_s": out.packet_hops / out.wall_time_s if out.wall_time_s > 0 else 0.0,
     }
     return summary
+
+
+def provenance(*, seed: int, wall_time_s: float) -> dict:
+    """Where and with what a run was made: cosim and ns-3 versions, seed, wall time, Python, platform, host."""
+    from cosim import __version__, engine  # noqa: PLC0415
+
+    return {"cosim_version": __version__, "ns3_version": engine.ns3_version(), "seed": seed,
+            "wall_time_s": wall_time_s, "python": sys.version.split()[0], "platform": platform.platform(),
+            "host": socket.gethostname()}
