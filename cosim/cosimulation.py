@@ -59,7 +59,7 @@ import numpy as np
 
 from cosim import telemetry
 from cosim.errors import CosimInputError
-from cosim.fabrics import FABRICS, fabric_attributes
+from cosim.fabrics import FABRICS, run_attributes
 
 #: topologies a training run can be placed on
 TOPOLOGIES = ("rail-optimized", "leaf-spine", "single-switch")
@@ -341,6 +341,17 @@ def training_summary(tables: Mapping[str, Mapping[str, np.ndarray]], compute_tim
 
 # --- the run ---------------------------------------------------------------------------------------------
 
+def preflight(spec: TrainingSpec, trace=None) -> None:
+    """Check that ``spec``'s fabric, rank placement and attributes can start, without simulating."""
+    from cosim import engine  # noqa: PLC0415
+
+    trace = resolve_trace(spec, trace)
+    gps = gpus_per_server_of(spec, trace)
+    fabric = build_fabric(spec, trace.n_ranks, gps)
+    rank_hosts(fabric, trace.n_ranks, gps)
+    engine.check_fabric(fabric, run_attributes(spec))
+
+
 def run_training(spec: TrainingSpec, trace=None, progress=None):
     """Co-simulate ``spec`` (its trace, or ``trace``) and return its :class:`cosim.results.RunRecord`.
 
@@ -360,8 +371,7 @@ def run_training(spec: TrainingSpec, trace=None, progress=None):
     flow = dag.kind == DagOpKind.FLOW
     src_node = np.where(flow, host_of[np.maximum(dag.src, 0)], -1).astype(np.int32)
     dst_node = np.where(flow, host_of[np.maximum(dag.dst, 0)], -1).astype(np.int32)
-    attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn, ib_cc=spec.ib_cc) | {"FabricSwitch::EcmpSeed": str(spec.seed)}
-    attributes.update(dict(spec.attributes))
+    attributes = run_attributes(spec)
     out = engine.simulate_dag(
         fabric, kind=dag.kind, gpu=dag.rank, src_node=src_node, dst_node=dst_node, bytes_=dag.bytes,
         duration_ns=dag.duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,

@@ -270,6 +270,14 @@ def simulate_dag(
                      flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network)
 
 
+def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None) -> None:
+    """Apply ``attributes`` and build ``fabric`` without simulating: raise CosimInputError for what would
+    fail at the start of a run (unknown attribute, bad value, a buffer too small for its headroom or a
+    credit lane for one packet). Milliseconds for small fabrics; lets a multi-run command fail early."""
+    with _session(fabric, 1, attributes, 1000.0):
+        pass
+
+
 @contextlib.contextmanager
 def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float):
     """An Engine with ``attributes`` applied and ``fabric`` built and sampled; destroyed on exit."""

@@ -51,3 +51,11 @@ def fabric_attributes(fabric: str, *, dcqcn: bool = True, ib_cc: bool = False) -
         attrs |= {"HostNic::IbCcEnabled": "true", "FabricSwitch::EcnEnabled": "true",
                   "FabricSwitch::EcnKminBytes": threshold, "FabricSwitch::EcnKmaxBytes": threshold}
     return attrs
+
+
+def run_attributes(spec) -> dict[str, str]:
+    """All ns-3 attributes of one run of ``spec`` (a ScenarioSpec or TrainingSpec): the fabric's settings,
+    the ECMP seed, then the user's ``attributes`` (--set), which win."""
+    attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn, ib_cc=spec.ib_cc)
+    attributes["FabricSwitch::EcmpSeed"] = str(spec.seed)
+    return attributes | dict(spec.attributes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from cosim.errors import CosimInputError
-from cosim.fabrics import FABRICS, fabric_attributes
+from cosim.fabrics import FABRICS, fabric_attributes, run_attributes
 
 PATTERNS = ("incast", "permutation")
 
@@ -110,13 +110,19 @@ def build(spec: ScenarioSpec):
     return fabric, flows
 
 
+def preflight(spec: ScenarioSpec) -> None:
+    """Check that ``spec``'s fabric and attributes can start (engine.check_fabric), without simulating."""
+    from cosim import engine  # noqa: PLC0415
+
+    engine.check_fabric(build(spec)[0], run_attributes(spec))
+
+
 def run(spec: ScenarioSpec, *, progress=None):
     """Simulate ``spec`` and return its RunRecord."""
     from cosim import engine, results, telemetry  # noqa: PLC0415
 
     fabric, flows = build(spec)
-    attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn, ib_cc=spec.ib_cc) | {"FabricSwitch::EcmpSeed": str(spec.seed)}
-    attributes.update(dict(spec.attributes))
+    attributes = run_attributes(spec)
     out = engine.simulate(
         fabric, flows, seed=spec.seed, attributes=attributes,
         queue_sample_interval_ns=spec.queue_sample_interval_ns, max_sim_time_ns=spec.max_sim_time_ns,

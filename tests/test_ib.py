@@ -156,3 +156,19 @@ def test_cli_ib_cc_switches_congestion_control_on(engine_ns, tmp_path):
     run = results.read_results(out)["incast"]
     assert run.config["scenario"]["ib_cc"] is True
     assert run.summary["ecn_marks"] > 0 and run.summary["cnps_received"] > 0 and run.summary["drops"] == 0
+
+
+def test_both_fabrics_are_checked_before_either_runs(engine_ns, tmp_path, capsys):
+    from conftest import run_main
+    from cosim.scenario import ScenarioSpec, preflight
+
+    # An IB lane smaller than a packet: the check fails for the ib run without simulating anything ...
+    spec = ScenarioSpec(fabric="ib", attributes=(("FabricNode::VlBufferBytes", "1024"),))
+    with pytest.raises(CosimInputError, match="VlBufferBytes"):
+        preflight(spec)
+    preflight(ScenarioSpec(fabric="roce", attributes=spec.attributes))  # RoCE ignores the lanes
+    # ... so `--fabric both` stops before its RoCE run, with one line, exit 2 and no file.
+    out = tmp_path / "both.h5"
+    code, _, err = run_main(["run", "--pattern", "incast", "--fabric", "both", "-o", str(out),
+                             "--set", "FabricNode::VlBufferBytes=1024"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "VlBufferBytes" in err and not out.exists()

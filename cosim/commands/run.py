@@ -129,6 +129,7 @@ def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, h
             pattern=pattern, flow_bytes=flow_bytes, seed=seed, queue_sample_interval_ns=queue_interval_ns,
             max_sim_time_ns=max_sim_time_ms * 1e6, attributes=attributes) for fab in fabrics]
         runner, trace = (lambda spec, progress: scenario.run(spec, progress=progress)), None
+        preflight = scenario.preflight
         items = "flows"
     else:
         from cosim import cosimulation, default_training  # noqa: PLC0415
@@ -158,8 +159,12 @@ def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, h
             if not quiet:
                 click.echo(default_training.DESCRIPTION)
         runner = lambda spec, progress: cosimulation.run_training(spec, trace=trace, progress=progress)  # noqa: E731
+        preflight = lambda spec: cosimulation.preflight(spec, trace=trace)  # noqa: E731
         items = "ops"
 
+    if len(specs) > 1:
+        for spec in specs:  # every run's settings are checked before the first one starts
+            preflight(spec)
     show_progress = not quiet and sys.stderr.isatty()
     records = []
     for spec in specs:
