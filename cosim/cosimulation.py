@@ -59,7 +59,7 @@ import numpy as np
 
 from cosim import telemetry
 from cosim.errors import CosimInputError
-from cosim.fabrics import FABRICS, run_attributes
+from cosim.fabrics import FABRICS, check_attributes, run_attributes
 
 #: topologies a training run can be placed on
 TOPOLOGIES = ("rail-optimized", "leaf-spine", "single-switch")
@@ -171,7 +171,7 @@ class TrainingSpec:
         except (TypeError, ValueError):
             raise CosimInputError("attributes", "must be (name, value) pairs or a mapping name → value") from None
         set_("attributes", attrs)
-        _check_ecn_thresholds(attrs)
+        check_attributes(self.fabric, attrs)
 
     def to_json(self) -> dict:
         """The spec as a JSON-able dict (stored with the run); an in-memory trace is described, not stored."""
@@ -179,16 +179,6 @@ class TrainingSpec:
         d["attributes"] = dict(self.attributes)
         d["trace_in_memory"] = self.trace is not None
         return d
-
-
-def _check_ecn_thresholds(attrs: tuple[tuple[str, str], ...]) -> None:
-    """Kmin above Kmax is caught here, before a long run (other values are checked by the engine)."""
-    from cosim.engine import qualify_attribute  # noqa: PLC0415
-
-    qualified = {qualify_attribute(k): v for k, v in attrs}
-    kmin, kmax = (qualified.get(f"ns3::FabricSwitch::Ecn{k}Bytes", "0") for k in ("Kmin", "Kmax"))
-    if kmin.isdigit() and kmax.isdigit() and int(kmin) and int(kmax) and int(kmin) > int(kmax):
-        raise CosimInputError("FabricSwitch::EcnKminBytes", f"Kmin {kmin} B exceeds Kmax {kmax} B", "set Kmin <= Kmax")
 
 
 # --- building blocks (pure functions) --------------------------------------------------------------------

@@ -251,8 +251,7 @@ def simulate_dag(
         try:
             engine.LoadDag(*arrays, n)
         except Exception as exc:  # std::invalid_argument from the C++ checks
-            why = str(exc).rsplit("invalid_argument:", 1)[-1].strip()
-            raise CosimInputError("dag", why) from None
+            raise CosimInputError("dag", _cpp_reason(exc)) from None
         t_run = time.perf_counter()
         status = _run_sliced(engine, int(max_sim_time_ns * 1e3), n, engine.DagOpsFinished, progress)
         run_s = time.perf_counter() - t_run
@@ -268,6 +267,11 @@ def simulate_dag(
     return DagOutput(op_start_ns=np.where(start_ps >= 0, start_ps / 1e3, np.nan),
                      op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
                      flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network)
+
+
+def _cpp_reason(exc: Exception) -> str:
+    """The message of a C++ std::invalid_argument as cppyy re-raised it, without cppyy's prefix."""
+    return str(exc).rsplit("invalid_argument:", 1)[-1].strip()
 
 
 def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None) -> None:
@@ -295,8 +299,7 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
             try:
                 engine.SetDefault(path, str(value))
             except Exception as exc:  # the C++ message says which value type was expected
-                why = str(exc).rsplit("invalid_argument:", 1)[-1].strip()
-                raise CosimInputError(f"--set {name}", why) from None
+                raise CosimInputError(f"--set {name}", _cpp_reason(exc)) from None
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)
@@ -305,8 +308,7 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
             engine.BuildFabric(np.ascontiguousarray(fabric.node_kind, dtype=np.uint8), fabric.n_nodes, link_a,
                                link_b, rate, delay_ps, link_a.size)
         except Exception as exc:
-            why = str(exc).rsplit("invalid_argument:", 1)[-1].strip()
-            raise CosimInputError("fabric", why) from None
+            raise CosimInputError("fabric", _cpp_reason(exc)) from None
         engine.SampleSwitchQueues(int(round(queue_sample_interval_ns * 1e3)))
         yield engine, t0
     finally:

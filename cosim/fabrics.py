@@ -59,3 +59,24 @@ def run_attributes(spec) -> dict[str, str]:
     attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn, ib_cc=spec.ib_cc)
     attributes["FabricSwitch::EcmpSeed"] = str(spec.seed)
     return attributes | dict(spec.attributes)
+
+
+def check_attributes(fabric: str, attributes) -> None:
+    """Reject, before anything runs, the --set combinations that make no sense whatever the fabric built:
+    ECN Kmin above Kmax, and PFC headroom below one maximum packet (MTU + header of ``fabric``). Values
+    that are not plain integers are left for the engine's own checks; 0 means "automatic"."""
+    from cosim.engine import qualify_attribute  # noqa: PLC0415
+
+    attrs = {qualify_attribute(k): v for k, v in attributes}
+    kmin, kmax = (attrs.get(f"ns3::FabricSwitch::Ecn{k}Bytes", "0") for k in ("Kmin", "Kmax"))
+    if kmin.isdigit() and kmax.isdigit() and int(kmin) and int(kmax) and int(kmin) > int(kmax):
+        raise CosimInputError("FabricSwitch::EcnKminBytes", f"Kmin {kmin} B exceeds Kmax {kmax} B", "set Kmin <= Kmax")
+    headroom = attrs.get("ns3::FabricSwitch::HeadroomBytes", "0")
+    if headroom.isdigit() and int(headroom):
+        defaults = {"ns3::" + k: v for k, v in fabric_attributes(fabric).items()}
+        mtu, header = (attrs.get(k, defaults.get(k, d)) for k, d in (("ns3::HostNic::MtuBytes", "4096"),
+                                                                      ("ns3::HostNic::HeaderBytes", "82")))
+        if mtu.isdigit() and header.isdigit() and int(headroom) < int(mtu) + int(header):
+            raise CosimInputError("FabricSwitch::HeadroomBytes",
+                                  f"{headroom} B of PFC headroom is below one maximum packet "
+                                  f"({int(mtu) + int(header)} B)", "set it to 0 (automatic) or larger")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from cosim.errors import CosimInputError
-from cosim.fabrics import FABRICS, fabric_attributes, run_attributes
+from cosim.fabrics import FABRICS, check_attributes, run_attributes
 
 PATTERNS = ("incast", "permutation")
 
@@ -34,7 +34,6 @@ class ScenarioSpec:
     attributes: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        from cosim.engine import qualify_attribute as qualify  # noqa: PLC0415
         from cosim.topology import TOPOLOGIES  # noqa: PLC0415
 
         if self.fabric not in FABRICS:
@@ -43,20 +42,7 @@ class ScenarioSpec:
             raise CosimInputError("topology", f"unknown topology {self.topology!r}", f"choose one of {', '.join(TOPOLOGIES)}")
         if self.oversubscription < 1:
             raise CosimInputError("oversubscription", f"must be >= 1, got {self.oversubscription}")
-        attrs = {qualify(k): v for k, v in self.attributes}
-        kmin, kmax = (attrs.get(f"ns3::FabricSwitch::Ecn{k}Bytes", "0") for k in ("Kmin", "Kmax"))
-        # Non-numeric values are left for the engine's own check; 0 means "scale with the link rate".
-        if kmin.isdigit() and kmax.isdigit() and int(kmin) and int(kmax) and int(kmin) > int(kmax):
-            raise CosimInputError("FabricSwitch::EcnKminBytes", f"Kmin {kmin} B exceeds Kmax {kmax} B", "set Kmin <= Kmax")
-        headroom = attrs.get("ns3::FabricSwitch::HeadroomBytes", "0")
-        if headroom.isdigit() and int(headroom):
-            defaults = {"ns3::" + k: v for k, v in fabric_attributes(self.fabric).items()}
-            mtu, header = (attrs.get(k, defaults.get(k, d)) for k, d in (("ns3::HostNic::MtuBytes", "4096"),
-                                                                          ("ns3::HostNic::HeaderBytes", "82")))
-            if mtu.isdigit() and header.isdigit() and int(headroom) < int(mtu) + int(header):
-                raise CosimInputError("FabricSwitch::HeadroomBytes",
-                                      f"{headroom} B of PFC headroom is below one maximum packet "
-                                      f"({int(mtu) + int(header)} B)", "set it to 0 (automatic) or larger")
+        check_attributes(self.fabric, self.attributes)
         if self.pattern not in PATTERNS:
             raise CosimInputError("pattern", f"unknown traffic pattern {self.pattern!r}", f"choose one of {', '.join(PATTERNS)}")
         if self.hosts < 2:

@@ -136,14 +136,19 @@ def _port_labels(keys: np.ndarray, rows: np.ndarray, extra: str = "") -> list[st
     return out
 
 
+def _hottest_ports(q, n: int):
+    """(port keys, key index per sample, peak depth per key, the ``n`` keys with the highest peak)."""
+    keys, kid = key_ids(q["node"], q["port"])
+    peak = peak_per_key(kid, q["bytes"], len(keys))
+    return keys, kid, peak, np.argsort(-peak, kind="stable")[:n]
+
+
 def queue_lines(run, *, top_n: int = 8, label: str | None = None):
     """Egress-queue depth over time of the ``top_n`` ports with the highest peak, one step line each."""
     q = run.queues
     if not q or not q["time_ns"].size:
         return None
-    keys, kid = key_ids(q["node"], q["port"])
-    peak = peak_per_key(kid, q["bytes"], len(keys))
-    top = np.argsort(-peak, kind="stable")[:top_n]
+    keys, kid, peak, top = _hottest_ports(q, top_n)
     end = _end_ns(run)
     scale, unit = time_unit(end)
     fig, ax = _figure(f"{label or run.name}: queue depth, {len(top)} hottest of {len(keys)} egress ports")
@@ -168,9 +173,7 @@ def queue_heatmap(run, *, max_rows: int = MAX_ROWS, grid_points: int = GRID_POIN
     q = run.queues
     if not q or not q["time_ns"].size:
         return None
-    keys, kid = key_ids(q["node"], q["port"])
-    peak = peak_per_key(kid, q["bytes"], len(keys))
-    top = np.argsort(-peak, kind="stable")[:max_rows]
+    keys, kid, peak, top = _hottest_ports(q, max_rows)
     remap = np.full(len(keys), -1, np.int64)
     remap[top] = np.arange(top.size)
     keep = remap[kid] >= 0

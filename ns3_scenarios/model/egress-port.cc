@@ -280,7 +280,7 @@ EgressPort::UpdateStalls()
     uint8_t stalled = 0;
     for (uint32_t vl = 0; vl < m_dataVls; ++vl)
     {
-        if (m_credits[vl] >= m_maxPacketBlocks)
+        if (!(m_lowCreditMask & (1u << vl)))
         {
             continue; // any packet fits: no stall on this lane, whatever waits
         }
@@ -321,6 +321,19 @@ EgressPort::UpdateStalls()
 }
 
 FabricPacket*
+EgressPort::PopQueue(uint8_t q)
+{
+    FabricPacket* p = m_queues[q].Pop();
+    m_queuedBytes -= p->wireBytes;
+    if (m_queues[q].Empty())
+    {
+        m_nonEmptyMask &= uint8_t(~(1u << q));
+    }
+    NoteQueueChange();
+    return p;
+}
+
+FabricPacket*
 EgressPort::NextCreditPacket()
 {
     uint32_t ready = 0;
@@ -347,14 +360,8 @@ EgressPort::NextCreditPacket()
         m_arbVl = uint8_t(vl);
         m_arbBudgetBytes = int64_t(m_vlWeight[vl]) * kCreditBlockBytes;
     }
-    FabricPacket* p = m_queues[m_arbVl].Pop();
-    m_queuedBytes -= p->wireBytes;
-    NoteQueueChange();
+    FabricPacket* p = PopQueue(m_arbVl);
     m_arbBudgetBytes -= p->wireBytes;
-    if (m_queues[m_arbVl].Empty())
-    {
-        m_nonEmptyMask &= uint8_t(~(1u << m_arbVl));
-    }
     return p;
 }
 
@@ -387,12 +394,9 @@ EgressPort::TrySend()
         if (p == nullptr && m_source != nullptr)
         {
             uint8_t blocked = 0; // priorities whose lane cannot take a full packet now
-            for (uint32_t prio = 0; prio < kNumPriorities; ++prio)
+            for (uint32_t bits = m_lowCreditMask; bits != 0; bits &= bits - 1)
             {
-                if (m_credits[prio % m_dataVls] < m_maxPacketBlocks)
-                {
-                    blocked |= uint8_t(1u << prio);
-                }
+                blocked |= m_vlPrios[__builtin_ctz(bits)];
             }
             p = m_source->PullPacket(m_index, blocked);
         }
@@ -422,13 +426,7 @@ EgressPort::TrySend()
         if (ready != 0)
         {
             const uint32_t prio = 31u - uint32_t(__builtin_clz(ready)); // highest ready priority
-            p = m_queues[prio].Pop();
-            m_queuedBytes -= p->wireBytes;
-            NoteQueueChange();
-            if (m_queues[prio].Empty())
-            {
-                m_nonEmptyMask &= uint8_t(~(1u << prio));
-            }
+            p = PopQueue(uint8_t(prio));
         }
         if (p == nullptr && m_source != nullptr)
         {

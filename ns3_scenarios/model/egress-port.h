@@ -266,6 +266,8 @@ class EgressPort : public Object
     }
     /// Out of line, so this header needs only a forward declaration of the sampler.
     void MarkForSampler();
+    /// Take the head of queue @p q (priority or lane), keeping the byte count, mask and sampler in step.
+    FabricPacket* PopQueue(uint8_t q);
     /// Credit mode: pick the next packet by weighted round robin over lanes holding enough credits.
     FabricPacket* NextCreditPacket();
     /// Credit mode: note lanes that have data but too few credits (stall begins) or no longer (ends).

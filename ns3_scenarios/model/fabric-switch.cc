@@ -243,13 +243,18 @@ FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
         m_xoffed.emplace_back(inPort, p->priority);
         SendPause(inPort, p->priority, m_pauseQuanta);
     }
-    if (m_ecnEnabled && p->kind == PacketKind::DATA && !p->ecnMarked)
+    MarkAndEnqueue(p, out);
+}
+
+void
+FabricSwitch::MarkAndEnqueue(FabricPacket* p, uint32_t out)
+{
+    // ECN for DCQCN on RoCE, FECN for IB congestion control: the same marker on the egress queue.
+    if (m_ecnEnabled && p->kind == PacketKind::DATA && !p->ecnMarked &&
+        DecideMark(out, m_ports[out]->GetQueueBytes(p->priority)))
     {
-        if (DecideMark(out, m_ports[out]->GetQueueBytes(p->priority)))
-        {
-            p->ecnMarked = true;
-            ++m_ecnMarks;
-        }
+        p->ecnMarked = true;
+        ++m_ecnMarks;
     }
     m_ports[out]->Enqueue(p);
 }
@@ -267,13 +272,7 @@ FabricSwitch::ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out)
     m_peakLaneBlocks = std::max(m_peakLaneBlocks, used);
     p->ingressPort = static_cast<uint16_t>(inPort);
     p->bufferClass = static_cast<uint8_t>(BufferClass::CREDIT);
-    if (m_ecnEnabled && p->kind == PacketKind::DATA && !p->ecnMarked &&
-        DecideMark(out, m_ports[out]->GetQueueBytes(p->priority)))
-    {
-        p->ecnMarked = true; // FECN (IB congestion control)
-        ++m_ecnMarks;
-    }
-    m_ports[out]->Enqueue(p);
+    MarkAndEnqueue(p, out);
 }
 
 void

@@ -109,6 +109,8 @@ class FabricSwitch : public FabricNode
     }
 
   private:
+    /// Mark @p p (ECN or FECN) by the queue it joins on @p out, then queue it there.
+    void MarkAndEnqueue(FabricPacket* p, uint32_t out);
     /// Credit mode: account @p p in its input lane of @p inPort and queue it on @p out.
     void ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out);
     /// Send a PFC frame for @p prio out of @p port with @p quanta (0 = XON).
