@@ -23,7 +23,7 @@ import time
 
 def run_one(args: argparse.Namespace) -> dict:
     """Build, lower and co-simulate one iteration on ``args.fabric`` in this process; return the figures."""
-    from cosim.cosimulation import TrainingSpec, run_training
+    from cosim.runs.training import TrainingSpec, run_training
     from cosim.workload.builder import build_trace
     from cosim.workload.hardware import get_hardware
     from cosim.workload.model import get_model

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def scenario():
-    from cosim import flows as fl, topology
+    from cosim.workload import flows as fl
+    from cosim.network import topology
 
     fabric = topology.leaf_spine(hosts=16, hosts_per_leaf=4, spines=4, host_link_gbps=400.0,
                                  host_link_delay_ns=1000.0, fabric_link_delay_ns=1000.0)
@@ -38,7 +39,7 @@ def main() -> None:
     import argparse
 
     from cosim import engine
-    from cosim.fabrics import fabric_attributes
+    from cosim.network.transport import fabric_attributes
     import stock_ns3
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from cosim.errors import CosimInputError
-from cosim.flows import FlowSet
-from cosim.topology import Fabric
+from cosim.workload.flows import FlowSet
+from cosim.network.topology import Fabric
 
 PLUGIN_NAME = "libcosim-ns3.so"
 ENGINE_HEADER = "cosim-engine.h"

@@ -7,8 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from cosim import results, scenario
-from cosim.analysis.api import Results, Run, open_results
+from cosim import results
+from cosim.runs import flows as scenario
+from cosim.results.frames import Results, Run, open_results
 from cosim.errors import CosimInputError
 
 

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from cosim import results, scenario
+from cosim import results
+from cosim.runs import flows as scenario
 from cosim.analysis.compare import compare_runs, label_runs, metric_for, ordered_keys
 from conftest import help_output_loading_nothing_heavy, run_main
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cosim import results, scenario
+from cosim import results
+from cosim.runs import flows as scenario
 from cosim.analysis import plots
 from conftest import run_main
 

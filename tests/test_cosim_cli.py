@@ -138,7 +138,7 @@ def test_no_arguments_runs_the_builtin_training_scenario(tmp_path, capsys, engin
 
 
 def test_default_fabric_of_the_builtin_scenario_is_both():
-    from cosim.commands import run as run_cmd
+    from cosim.cli import run as run_cmd
 
     assert run_cmd.FABRIC_CHOICES == ("roce", "ib", "both")
     ctx = run_cmd.run.make_context("run", [])
@@ -148,7 +148,7 @@ def test_default_fabric_of_the_builtin_scenario_is_both():
 
 def test_algorithm_choices_match_the_lowering():
     from cosim.collectives.lower import ALGORITHM_NAMES
-    from cosim.commands.run import ALGORITHMS
+    from cosim.cli.run import ALGORITHMS
 
     assert ALGORITHMS == ALGORITHM_NAMES
 

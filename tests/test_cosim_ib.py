@@ -1,7 +1,7 @@
 """Co-simulation on the InfiniBand fabric (credit-based flow control): the RoCE file's checks, and
 ``--fabric both``.
 
-These tests need the engine's ``ib`` fabric (cosim.fabrics); they are plain tests, not skipped, so they fail
+These tests need the engine's ``ib`` fabric (cosim.network.transport); they are plain tests, not skipped, so they fail
 loudly until it works. The checks themselves live in tests/test_cosim_roce.py.
 """
 

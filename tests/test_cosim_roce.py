@@ -1,10 +1,10 @@
-"""Co-simulation (cosim.cosimulation) on the RoCE fabric: physics of collectives, compute and overlap.
+"""Co-simulation (cosim.runs.training) on the RoCE fabric: physics of collectives, compute and overlap.
 
 The checks are functions of the fabric name; tests/test_cosim_ib.py runs the same ones on InfiniBand.
 
 Ring all-reduce model (alpha-beta, DESIGN.md): a ring all-reduce of S bytes over n ranks is 2(n−1) steps;
 in step k rank p sends S/n bytes to p+1 as soon as the step-(k−1) chunk from p−1 has arrived. A step is one
-flow alone on its path, whose last byte arrives after (cosim.ideal)
+flow alone on its path, whose last byte arrives after (cosim.network.ideal)
 
     T_flow = W·8/r + (h−1)·w·8/r + Σ d = (S/n)/B + α
 
@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim.cosimulation import TrainingSpec, run_training
+from cosim.runs.training import TrainingSpec, run_training
 from cosim.errors import CosimInputError
-from cosim.ideal import path_properties
+from cosim.network.ideal import path_properties
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase, Trace
 
 MIB = 1 << 20
@@ -118,7 +118,7 @@ def tiny_llama_trace():
 def ring_allreduce_model_ns(spec: TrainingSpec, n: int, size_bytes: int, *, mtu_bytes: int,
                             header_bytes: int) -> tuple[float, float]:
     """(T model in ns, α in ns) of a ring all-reduce over ranks 0..n-1, one per server (module docstring)."""
-    from cosim.cosimulation import build_fabric, rank_hosts
+    from cosim.runs.training import build_fabric, rank_hosts
 
     fabric = build_fabric(spec, n, 1)
     hosts = rank_hosts(fabric, n, 1)

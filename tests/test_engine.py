@@ -9,7 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from cosim import engine, flows as fl, topology
+from cosim import engine
+from cosim.workload import flows as fl
+from cosim.network import topology
 from cosim.errors import CosimInputError
 
 HEADER_BYTES = 82  # HostNic::HeaderBytes default: RoCEv2 headers + preamble + IFG

@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim import engine, flows as fl, scenario, topology
+from cosim import engine
+from cosim.workload import flows as fl
+from cosim.runs import flows as scenario
+from cosim.network import topology
 from cosim.errors import CosimInputError
-from cosim.fabrics import fabric_attributes
-from cosim.ideal import ideal_fct_ns
+from cosim.network.transport import fabric_attributes
+from cosim.network.ideal import ideal_fct_ns
 
 IB_HEADER_BYTES = 26  # LRH 8 + BTH 12 + ICRC 4 + VCRC 2
 CREDIT_PACKET_BYTES = 8  # FabricNode::CreditPacketBytes default
@@ -160,7 +163,7 @@ def test_cli_ib_cc_switches_congestion_control_on(engine_ns, tmp_path):
 
 def test_both_fabrics_are_checked_before_either_runs(engine_ns, tmp_path, capsys):
     from conftest import run_main
-    from cosim.scenario import ScenarioSpec, preflight
+    from cosim.runs.flows import ScenarioSpec, preflight
 
     # An IB lane smaller than a packet: the check fails for the ib run without simulating anything ...
     spec = ScenarioSpec(fabric="ib", attributes=(("FabricNode::VlBufferBytes", "1024"),))

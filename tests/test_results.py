@@ -8,7 +8,8 @@ import h5py
 import numpy as np
 import pytest
 
-from cosim import results, scenario
+from cosim import results
+from cosim.runs import flows as scenario
 from cosim.errors import CosimInputError
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim import engine, flows as fl, scenario, topology
+from cosim import engine
+from cosim.workload import flows as fl
+from cosim.runs import flows as scenario
+from cosim.network import topology
 from cosim.errors import CosimInputError
-from cosim.ideal import ideal_fct_ns
+from cosim.network.ideal import ideal_fct_ns
 
 KMIN_100G = 400e3  # 100 KB per 25 Gbps
 KMAX_100G = 1600e3  # 400 KB per 25 Gbps
@@ -125,7 +128,7 @@ def test_fat_tree_flows_without_ecmp_collision_run_at_line_rate(engine_ns):
     hops = 6  # host-edge-agg-core-agg-edge-host
     ideal_ns = ser.sum() + (hops - 1) * ser[0] + hops * delay_ns
     np.testing.assert_allclose(out.finish_ns, ideal_ns, rtol=0.02)
-    # cosim.ideal (the yardstick of FCT slowdown) agrees with the hand-derived formula.
+    # cosim.network.ideal (the yardstick of FCT slowdown) agrees with the hand-derived formula.
     np.testing.assert_allclose(ideal_fct_ns(fabric, flows.src, flows.dst, flows.size_bytes, mtu_bytes=4096,
                                             header_bytes=82), ideal_ns, rtol=1e-6)
 

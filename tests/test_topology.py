@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cosim import topology as topo
+from cosim.network import topology as topo
 from cosim.errors import CosimInputError
 
 DELAYS = {"host_link_delay_ns": 500.0, "fabric_link_delay_ns": 1000.0}
@@ -381,7 +381,8 @@ def test_integral_floats_from_config_files_are_accepted():
 # --- end to end -------------------------------------------------------------------------------------------
 
 def test_tiny_leaf_spine_runs_in_the_simulator():
-    from cosim import engine, flows
+    from cosim import engine
+    from cosim.workload import flows
 
     fabric = topo.leaf_spine(hosts=4, hosts_per_leaf=2, spines=2, host_link_gbps=100.0, **DELAYS)
     size = 50_000

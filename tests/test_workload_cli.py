@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cosim.workload.cli import trace
+from cosim.cli.trace import trace
 from cosim.workload.trace import read_trace
 from cosim.workload.validate import check_trace
 
@@ -77,7 +77,7 @@ def test_click_usage_errors_exit_2():
 
 
 def test_module_top_level_imports_only_click():
-    code = ("import sys, cosim.workload.cli; "
+    code = ("import sys, cosim.cli.trace; "
             "bad = [m for m in ('numpy', 'h5py', 'google.protobuf') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -99,7 +99,8 @@ def run_point(point: dict, outdir: str, sweep_name: str) -> PointResult:
 
     The run's config gains config["sweep"] = {name, index, params, digest}.
     """
-    from cosim import results, scenario  # noqa: PLC0415
+    from cosim import results  # noqa: PLC0415
+    from cosim.runs import flows as scenario  # noqa: PLC0415
 
     p = SweepPoint(**point)
     t0 = time.perf_counter()

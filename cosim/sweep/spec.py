@@ -51,7 +51,7 @@ class SweepPoint:
 
     def spec(self):
         """The point's ScenarioSpec (validated on construction)."""
-        from cosim.scenario import ScenarioSpec  # noqa: PLC0415
+        from cosim.runs.flows import ScenarioSpec  # noqa: PLC0415
 
         kwargs = dict(self.fields)
         kwargs["attributes"] = tuple(kwargs.get("attributes", {}).items())
@@ -85,7 +85,7 @@ class Sweep:
 
 def scenario_fields() -> dict[str, str]:
     """ScenarioSpec field name -> its annotation (as text), the ones a sweep may set."""
-    from cosim.scenario import ScenarioSpec  # noqa: PLC0415
+    from cosim.runs.flows import ScenarioSpec  # noqa: PLC0415
 
     return {f.name: str(f.type) for f in dataclasses.fields(ScenarioSpec) if f.name != "name"}
 
@@ -121,7 +121,7 @@ def _coerce(where: str, field: str, annotation: str, value):
 def _size(where: str, text: str) -> int:
     import click  # noqa: PLC0415
 
-    from cosim.commands.options import SIZE  # noqa: PLC0415
+    from cosim.cli.options import SIZE  # noqa: PLC0415
 
     try:
         return SIZE.convert(text, None, None)
@@ -325,8 +325,10 @@ def load_sweep(path: str | Path) -> Sweep:
 
 def preflight(sweep: Sweep) -> None:
     """Deeper checks before anything runs: every point's fabric builds and its ns-3 attributes exist and parse."""
-    from cosim import engine, scenario, topology  # noqa: PLC0415
-    from cosim.flows import FlowSet  # noqa: PLC0415
+    from cosim import engine  # noqa: PLC0415
+    from cosim.runs import flows as scenario  # noqa: PLC0415
+    from cosim.network import topology  # noqa: PLC0415
+    from cosim.workload.flows import FlowSet  # noqa: PLC0415
 
     built: set[str] = set()
     for p in sweep.points:

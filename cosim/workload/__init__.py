@@ -6,7 +6,7 @@ groups), ``schedule`` (1F1B / interleaved order), ``flops`` and ``sizes`` (FLOP 
 ``builder`` (build_trace), ``trace`` (Trace and the HDF5 schema), ``validate``, ``timeline``, ``summary``,
 ``chakra`` (MLCommons Chakra ET export/import), ``cli`` (``cosim trace``), ``examples`` (shipped traces).
 
-Attributes listed in ``__all__`` are imported lazily, so ``import cosim.workload.cli`` stays light.
+Attributes listed in ``__all__`` are imported lazily, so ``import cosim.cli.trace`` stays light.
 """
 
 from __future__ import annotations

@@ -16,14 +16,14 @@ from cosim.errors import CosimInputError
 
 #: verb -> "module:attribute" of its click command
 COMMANDS = {
-    "run": ("cosim.commands.run:run", "Simulate a scenario in ns-3 and write an HDF5 results file."),
-    "inspect": ("cosim.commands.inspect:inspect", "List the runs of a results file with their summaries."),
-    "trace": ("cosim.workload.cli:trace", "Generate the per-rank trace of one LLM training iteration."),
-    "compare": ("cosim.commands.compare:compare", "Compare runs side by side: metrics x runs, delta and ratio."),
-    "plot": ("cosim.commands.plot:plot", "Draw queue, CDF, pause/stall and iteration figures of results."),
-    "report": ("cosim.commands.report:report", "Write a self-contained HTML report of results files."),
-    "sweep": ("cosim.commands.sweep:sweep", "Run a TOML grid of scenarios, one results file per point."),
-    "merge": ("cosim.commands.merge:merge", "Merge the point files of a sweep into one results file."),
+    "run": ("cosim.cli.run:run", "Simulate a scenario in ns-3 and write an HDF5 results file."),
+    "inspect": ("cosim.cli.inspect:inspect", "List the runs of a results file with their summaries."),
+    "trace": ("cosim.cli.trace:trace", "Generate the per-rank trace of one LLM training iteration."),
+    "compare": ("cosim.cli.compare:compare", "Compare runs side by side: metrics x runs, delta and ratio."),
+    "plot": ("cosim.cli.plot:plot", "Draw queue, CDF, pause/stall and iteration figures of results."),
+    "report": ("cosim.cli.report:report", "Write a self-contained HTML report of results files."),
+    "sweep": ("cosim.cli.sweep:sweep", "Run a TOML grid of scenarios, one results file per point."),
+    "merge": ("cosim.cli.merge:merge", "Merge the point files of a sweep into one results file."),
 }
 
 

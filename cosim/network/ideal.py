@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cosim.topology import HOST, Fabric
+from cosim.network.topology import HOST, Fabric
 
 
 def _adjacency(fabric: Fabric):

@@ -2,10 +2,10 @@
 
 Three kinds of run, chosen by the options given:
 
-- ``--trace FILE.h5``: co-simulate that workload trace (:mod:`cosim.cosimulation`);
+- ``--trace FILE.h5``: co-simulate that workload trace (:mod:`cosim.runs.training`);
 - ``--pattern``, ``--hosts`` or ``--flow-bytes`` (without ``--trace``): a flow-level scenario
-  (:mod:`cosim.scenario`), as before the co-simulation existed;
-- none of those: the built-in training scenario (:mod:`cosim.default_training`), on both fabrics.
+  (:mod:`cosim.runs.flows`), as before the co-simulation existed;
+- none of those: the built-in training scenario (:mod:`cosim.runs.builtin`), on both fabrics.
 
 Other options apply to whichever run is chosen; only the ones given on the command line override the built-in
 scenario's settings.
@@ -19,7 +19,7 @@ import time
 import click
 from click.core import ParameterSource
 
-from cosim.commands.options import SIZE, parse_assignments
+from cosim.cli.options import SIZE, parse_assignments
 
 #: cosim.collectives.lower.ALGORITHM_NAMES (repeated here so that --help loads no numpy; a test checks both)
 ALGORITHMS = ("auto", "ring", "tree", "halving_doubling", "direct", "hierarchical", "chain")
@@ -120,7 +120,7 @@ def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, h
         return name or (pattern if mode == "flows" else fab)
 
     if mode == "flows":
-        from cosim import scenario  # noqa: PLC0415
+        from cosim.runs import flows as scenario  # noqa: PLC0415
 
         specs = [scenario.ScenarioSpec(
             name=run_name(fab), fabric=fab, topology=topology or "single-switch", hosts=hosts,
@@ -132,7 +132,8 @@ def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, h
         preflight = scenario.preflight
         items = "flows"
     else:
-        from cosim import cosimulation, default_training  # noqa: PLC0415
+        from cosim.runs import training as cosimulation  # noqa: PLC0415
+        from cosim.runs import builtin as default_training  # noqa: PLC0415
 
         overrides = {}
         for opt, field, value in (
@@ -179,7 +180,7 @@ def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, h
                        f"({s['packet_hops_per_s'] / 1e6:.2f} M/s)", err=True)
     results.write_results(output, records, append=append)
     if not quiet:
-        from cosim.tables import SUMMARY_ROWS, TRAINING_ROWS, summary_table  # noqa: PLC0415
+        from cosim.results.tables import SUMMARY_ROWS, TRAINING_ROWS, summary_table  # noqa: PLC0415
 
         rows = SUMMARY_ROWS if mode == "flows" else TRAINING_ROWS
         click.echo(summary_table({r.name: r.summary for r in records}, rows))

@@ -1,6 +1,6 @@
 """Notebook API: a results file as a mapping of run name -> Run, with tables as pandas DataFrames.
 
-    >>> from cosim.analysis.api import open_results
+    >>> from cosim.results.frames import open_results
     >>> res = open_results("results.h5")
     >>> res.summary_frame()[["fct_p99_ns", "max_queue_bytes"]]
     >>> res["incast"].flows.fct_ns.describe()
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cosim.results import DATASETS, GROUPS, RunRecord, read_results
+from cosim.results.schema import DATASETS, GROUPS, RunRecord
+from cosim.results.store import read_results
 
 _PANDAS_HINT = ("pandas is needed for DataFrames: pip install 'cosim[analysis]' "
                 "(or pass as_frame=False for a dict of numpy arrays)")

@@ -1,6 +1,6 @@
 """The network part of a run record: tables and summary of one simulation, shared by every kind of run.
 
-Flow-level scenarios (cosim.scenario) and co-simulations (cosim.cosimulation) both turn an
+Flow-level scenarios (cosim.runs.flows) and co-simulations (cosim.runs.training) both turn an
 engine.SimulationOutput into the same ``flows``/``queues``/``ports``/``pauses``/``latency``/``stalls``
 tables and the same summary keys, so their runs compare column for column.
 """
@@ -54,7 +54,7 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
                    start_ns: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
     """flows / queues / ports / pauses / latency (and stalls) tables of a SimulationOutput, as scenario.run
     stores them (flows: src, dst node ids, size, start, finish, delivered, fct, ideal, slowdown)."""
-    from cosim.ideal import ideal_fct_ns  # noqa: PLC0415
+    from cosim.network.ideal import ideal_fct_ns  # noqa: PLC0415
 
     flows = {"src": np.asarray(src, np.int32), "dst": np.asarray(dst, np.int32),
              "size_bytes": np.asarray(size_bytes, np.int64), "start_ns": np.asarray(start_ns, np.float64),
@@ -80,12 +80,11 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
 
 def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]], *,
                     queue_sample_interval_ns: float) -> dict:
-    """The network part of a run summary: results.summarize plus counters, pauses, stalls, latency, cost."""
-    from cosim import results  # noqa: PLC0415
-    from cosim.topology import SWITCH  # noqa: PLC0415
+    """The network part of a run summary: summarize() plus counters, pauses, stalls, latency, cost."""
+    from cosim.network.topology import SWITCH  # noqa: PLC0415
 
     ports = tables["ports"]
-    summary = results.summarize(tables["flows"], tables["queues"], ports, sim_time_ns=out.sim_time_ns)
+    summary = summarize(tables["flows"], tables["queues"], ports, sim_time_ns=out.sim_time_ns)
     summary |= {k: v for k, v in out.counters.items()}
     summary["pfc_paused_ns"] = float(np.asarray(ports["paused_ps"]).sum() / 1e3)
     summary["pause_events"] = int(np.asarray(out.pause_paused).sum())
@@ -95,7 +94,7 @@ def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]],
         if len(ports) and np.asarray(ports["node"]).size else 0
     summary["queue_p99_bytes"] = queue_percentile_bytes(tables["queues"], n_switch_ports, queue_sample_interval_ns,
                                                         out.sim_time_ns)
-    summary |= results.latency_percentiles(out.latency_low_ns, out.latency_count)
+    summary |= latency_percentiles(out.latency_low_ns, out.latency_count)
     summary |= {
         "status": out.status, "events": out.events, "packet_hops": out.packet_hops, "wall_time_s": out.wall_time_s,
         "data_packet_hops": out.data_packet_hops,
@@ -111,3 +110,56 @@ def provenance(*, seed: int, wall_time_s: float) -> dict:
     return {"cosim_version": __version__, "ns3_version": engine.ns3_version(), "seed": seed,
             "wall_time_s": wall_time_s, "python": sys.version.split()[0], "platform": platform.platform(),
             "host": socket.gethostname()}
+
+
+def latency_percentiles(low_ns: np.ndarray, count: np.ndarray) -> dict:
+    """p50/p99/p99.9 of a log-bucket latency histogram (lower bucket edge: within one bucket, ~9%)."""
+    total = int(np.asarray(count).sum())
+    if total == 0:
+        return {}
+    cum = np.cumsum(count)
+    out = {}
+    for name, q in (("latency_p50_ns", 0.5), ("latency_p99_ns", 0.99), ("latency_p999_ns", 0.999)):
+        out[name] = float(low_ns[int(np.searchsorted(cum, q * total))])
+    return out
+
+
+def summarize(flows: Mapping[str, np.ndarray], queues: Mapping[str, np.ndarray],
+              ports: Mapping[str, np.ndarray], *, sim_time_ns: float) -> dict:
+    """Scalar summary of a run (units in the key names)."""
+    fct = np.asarray(flows["fct_ns"], dtype=np.float64)
+    done = np.isfinite(fct)
+    size = np.asarray(flows["size_bytes"])
+    delivered = int(np.asarray(flows["delivered_bytes"]).sum())
+    summary = {
+        "flows": int(fct.size),
+        "flows_completed": int(done.sum()),
+        "payload_bytes": int(size.sum()),
+        "delivered_bytes": delivered,
+        "sim_time_ns": float(sim_time_ns),
+        "drops": int(np.asarray(ports["drops"]).sum()) if len(ports) else 0,
+        "max_queue_bytes": int(np.asarray(ports["peak_queue_bytes"]).max()) if len(ports) and ports["peak_queue_bytes"].size else 0,
+    }
+    if done.any():
+        f = fct[done]
+        summary |= {
+            "fct_p50_ns": float(np.percentile(f, 50)),
+            "fct_p99_ns": float(np.percentile(f, 99)),
+            "fct_max_ns": float(f.max()),
+        }
+        last = float(np.nanmax(np.asarray(flows["finish_ns"], dtype=np.float64)))
+        first = float(np.min(np.asarray(flows["start_ns"])))
+        if last > first:
+            summary["goodput_gbps"] = delivered * 8 / (last - first)
+        if "slowdown" in flows:
+            slow = np.asarray(flows["slowdown"], dtype=np.float64)[done]
+            slow = slow[np.isfinite(slow)]
+            if slow.size:
+                summary |= {f"fct_slowdown_{name}": float(np.percentile(slow, q))
+                            for name, q in (("p50", 50), ("p99", 99), ("p999", 99.9))}
+    if "rate_bps" in ports and np.asarray(ports["rate_bps"]).size and sim_time_ns > 0:
+        util = np.asarray(ports["tx_bytes"]) * 8.0 / (np.asarray(ports["rate_bps"]) * sim_time_ns * 1e-9)
+        used = util[util > 0]
+        summary["link_utilization_max"] = float(util.max())
+        summary["link_utilization_mean"] = float(used.mean()) if used.size else 0.0
+    return summary

@@ -13,7 +13,7 @@ def inspect(path, as_json):
     import json  # noqa: PLC0415
 
     from cosim import results  # noqa: PLC0415
-    from cosim.tables import summary_table  # noqa: PLC0415
+    from cosim.results.tables import summary_table  # noqa: PLC0415
 
     runs = results.read_results(path)
     if as_json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from cosim.errors import CosimInputError
-from cosim.fabrics import FABRICS, check_attributes, run_attributes
+from cosim.network.transport import FABRICS, check_attributes, run_attributes
 
 PATTERNS = ("incast", "permutation")
 
@@ -34,7 +34,7 @@ class ScenarioSpec:
     attributes: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        from cosim.topology import TOPOLOGIES  # noqa: PLC0415
+        from cosim.network.topology import TOPOLOGIES  # noqa: PLC0415
 
         if self.fabric not in FABRICS:
             raise CosimInputError("fabric", f"unknown fabric {self.fabric!r}", f"choose one of {', '.join(FABRICS)}")
@@ -67,7 +67,8 @@ class ScenarioSpec:
 
 def build(spec: ScenarioSpec):
     """Return (fabric, flows) for ``spec``."""
-    from cosim import flows as fl, topology  # noqa: PLC0415
+    from cosim.workload import flows as fl  # noqa: PLC0415
+    from cosim.network import topology  # noqa: PLC0415
 
     if spec.topology == "single-switch":
         fabric = topology.single_switch(hosts=spec.hosts, link_gbps=spec.link_gbps, link_delay_ns=spec.link_delay_ns)
@@ -105,7 +106,8 @@ def preflight(spec: ScenarioSpec) -> None:
 
 def run(spec: ScenarioSpec, *, progress=None):
     """Simulate ``spec`` and return its RunRecord."""
-    from cosim import engine, results, telemetry  # noqa: PLC0415
+    from cosim import engine, results  # noqa: PLC0415
+    from cosim.network import telemetry  # noqa: PLC0415
 
     fabric, flows = build(spec)
     attributes = run_attributes(spec)

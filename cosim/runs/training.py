@@ -35,7 +35,7 @@ Tables (columns and units: ``cosim.results.DATASETS``)
   which even the busiest GPU waits for communication (for the first iteration, ``time_ns`` includes
   nothing else; later ones can overlap the previous iteration's tail on other ranks, whence the clamp).
 - ``flows``, ``queues``, ``ports``, ``pauses``, ``latency`` (and ``stalls`` when the engine reports credit
-  stalls): the network telemetry, as :func:`cosim.scenario.run` stores it; flows in start order.
+  stalls): the network telemetry, as :func:`cosim.runs.flows.run` stores it; flows in start order.
 
 Summary keys (besides :func:`cosim.results.summarize`'s): ``iteration_time_ns``, ``iteration_time_first_ns``,
 ``iteration_times_ns`` (list), ``exposed_comm_ns`` (mean over the same iterations as ``iteration_time_ns``),
@@ -57,9 +57,9 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from cosim import telemetry
+from cosim.network import telemetry
 from cosim.errors import CosimInputError
-from cosim.fabrics import FABRICS, check_attributes, run_attributes
+from cosim.network.transport import FABRICS, check_attributes, run_attributes
 
 #: topologies a training run can be placed on
 TOPOLOGIES = ("rail-optimized", "leaf-spine", "single-switch")
@@ -208,7 +208,7 @@ def gpus_per_server_of(spec: TrainingSpec, trace) -> int:
 
 def build_fabric(spec: TrainingSpec, n_ranks: int, gpus_per_server: int):
     """The fabric of ``spec`` sized for ``n_ranks`` ranks, ``gpus_per_server`` NICs per server."""
-    from cosim import topology  # noqa: PLC0415
+    from cosim.network import topology  # noqa: PLC0415
 
     gps = gpus_per_server
     servers = -(-n_ranks // gps)

@@ -56,7 +56,7 @@ def default_spec(**overrides):
 
     ``attributes`` given in ``overrides`` are applied after the scenario's own (so they win).
     """
-    from cosim.cosimulation import TrainingSpec  # noqa: PLC0415
+    from cosim.runs.training import TrainingSpec  # noqa: PLC0415
 
     fields = dict(SPEC)
     extra = overrides.pop("attributes", ())

@@ -1,0 +1,96 @@
+"""The results schema: what a run record holds and the units and meaning of every dataset."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SCHEMA = "cosim.results"
+SCHEMA_VERSION = 1
+
+#: (group, dataset) -> (units, description)
+DATASETS: dict[tuple[str, str], tuple[str, str]] = {
+    ("flows", "src"): ("", "source host node id"),
+    ("flows", "dst"): ("", "destination host node id"),
+    ("flows", "size_bytes"): ("B", "payload bytes of the flow"),
+    ("flows", "start_ns"): ("ns", "time the sender may start"),
+    ("flows", "finish_ns"): ("ns", "time the last payload byte arrived (nan: unfinished)"),
+    ("flows", "delivered_bytes"): ("B", "payload bytes delivered to the receiver"),
+    ("flows", "fct_ns"): ("ns", "flow completion time, finish_ns - start_ns"),
+    ("queues", "time_ns"): ("ns", "sample time"),
+    ("queues", "node"): ("", "switch node id"),
+    ("queues", "port"): ("", "egress port number at the node"),
+    ("queues", "bytes"): ("B", "queued wire bytes (recorded when it changed since the last sample)"),
+    ("ports", "node"): ("", "node id owning the egress port"),
+    ("ports", "port"): ("", "port number at the node"),
+    ("ports", "peer"): ("", "node id at the far end of the link"),
+    ("ports", "tx_bytes"): ("B", "wire bytes transmitted"),
+    ("ports", "tx_packets"): ("", "packets transmitted"),
+    ("ports", "drops"): ("", "packets dropped"),
+    ("ports", "peak_queue_bytes"): ("B", "largest egress queue seen"),
+    ("ports", "paused_ps"): ("ps", "time the port was paused by PFC, summed over priorities"),
+    ("pauses", "time_ns"): ("ns", "time of a PFC pause-state change"),
+    ("pauses", "node"): ("", "node whose egress port changed state"),
+    ("pauses", "port"): ("", "port number at the node"),
+    ("pauses", "priority"): ("", "priority class"),
+    ("pauses", "paused"): ("", "1 paused, 0 resumed"),
+    ("latency", "low_ns"): ("ns", "lower edge of a log-spaced receive-latency bucket (8 per octave)"),
+    ("latency", "count"): ("", "data packets whose one-way latency fell in the bucket"),
+    ("flows", "ideal_ns"): ("ns", "ideal FCT: payload with headers at the bottleneck line rate plus base RTT"),
+    ("flows", "slowdown"): ("", "fct_ns / ideal_ns (>= 1; nan: unfinished)"),
+    ("ports", "rate_bps"): ("bit/s", "line rate of the egress port"),
+    ("ports", "credit_stall_ps"): ("ps", "time the port had data but no credits (InfiniBand), summed over VLs"),
+    ("stalls", "time_ns"): ("ns", "time of a credit-stall state change"),
+    ("stalls", "node"): ("", "node whose egress port changed state"),
+    ("stalls", "port"): ("", "port number at the node"),
+    ("stalls", "vl"): ("", "virtual lane"),
+    ("stalls", "stalled"): ("", "1 stall began (data queued, no credits), 0 ended"),
+    ("ops", "iteration"): ("", "iteration index"),
+    ("ops", "trace_op"): ("", "op index in the workload trace"),
+    ("ops", "rank"): ("", "GPU rank"),
+    ("ops", "kind"): ("", "trace OpKind: 0 COMPUTE, 1 COLLECTIVE, 2 SEND, 3 RECV"),
+    ("ops", "phase"): ("", "trace Phase: 0 FORWARD, 1 BACKWARD, 2 GRAD_SYNC, 3 OPTIMIZER, 4 OTHER"),
+    ("ops", "coll_id"): ("", "collective call id (trace coll_id), -1 if none"),
+    ("ops", "start_ns"): ("ns", "time the op started"),
+    ("ops", "finish_ns"): ("ns", "time the op completed"),
+    ("collectives", "iteration"): ("", "iteration index"),
+    ("collectives", "coll_id"): ("", "collective call id (trace coll_id)"),
+    ("collectives", "kind"): ("", "trace CollKind: 1 ALL_REDUCE, 2 REDUCE_SCATTER, 3 ALL_GATHER, 4 ALL_TO_ALL, 5 BROADCAST"),
+    ("collectives", "group"): ("", "index into the trace's groups table"),
+    ("collectives", "bytes"): ("B", "collective size S (nccl-tests convention)"),
+    ("collectives", "algorithm"): ("", "lowering algorithm (cosim.collectives Algorithm)"),
+    ("collectives", "start_ns"): ("ns", "time every member was ready"),
+    ("collectives", "finish_ns"): ("ns", "time the last member completed"),
+    ("iterations", "iteration"): ("", "iteration index"),
+    ("iterations", "start_ns"): ("ns", "first op start"),
+    ("iterations", "finish_ns"): ("ns", "last op finish"),
+    ("iterations", "time_ns"): ("ns", "iteration time, finish_ns - start of the iteration"),
+    ("iterations", "exposed_comm_ns"): ("ns", "iteration time not covered by compute on the busiest rank"),
+}
+GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RunRecord:
+    """One run as stored: config and provenance (JSON-able dicts), summary scalars, and array tables."""
+
+    name: str
+    config: dict
+    provenance: dict
+    summary: dict
+    flows: dict[str, np.ndarray] = field(default_factory=dict)
+    queues: dict[str, np.ndarray] = field(default_factory=dict)
+    ports: dict[str, np.ndarray] = field(default_factory=dict)
+    pauses: dict[str, np.ndarray] = field(default_factory=dict)
+    latency: dict[str, np.ndarray] = field(default_factory=dict)
+    stalls: dict[str, np.ndarray] = field(default_factory=dict)
+    ops: dict[str, np.ndarray] = field(default_factory=dict)
+    collectives: dict[str, np.ndarray] = field(default_factory=dict)
+    iterations: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def table(self, group: str) -> dict[str, np.ndarray]:
+        """The arrays of ``group`` (one of GROUPS; empty if the run has none)."""
+        if group not in GROUPS:
+            raise KeyError(group)
+        return getattr(self, group)
