@@ -26,6 +26,7 @@ import numpy as np
 from cosim.errors import CosimInputError
 from cosim.workload.flows import FlowSet
 from cosim.network.topology import Fabric
+from cosim.network.transport import qualify_attribute
 
 PLUGIN_NAME = "libcosim-ns3.so"
 ENGINE_HEADER = "cosim-engine.h"
@@ -98,11 +99,6 @@ def load():
 def ns3_version() -> str:
     """The ns-3 version the plugin was built against (loads the plugin)."""
     return str(load().Engine.Ns3Version())
-
-
-def qualify_attribute(name: str) -> str:
-    """``EgressPort::DataRate`` or ``ns3::EgressPort::DataRate`` → ``ns3::EgressPort::DataRate``."""
-    return name if name.startswith("ns3::") else "ns3::" + name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -274,6 +270,16 @@ def _cpp_reason(exc: Exception) -> str:
     return str(exc).rsplit("invalid_argument:", 1)[-1].strip()
 
 
+def attribute_values(attributes: Mapping[str, str] | None, names: Sequence[str]) -> dict[str, str]:
+    """The values ns-3 attributes ``names`` take once ``attributes`` are applied (as the engine reads them)."""
+    engine = load().Engine(1)
+    try:
+        _apply_attributes(engine, attributes)
+        return {name: str(engine.GetDefault(qualify_attribute(name))) for name in names}
+    finally:
+        engine.__destruct__()
+
+
 def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None) -> None:
     """Apply ``attributes`` and build ``fabric`` without simulating: raise CosimInputError for what would
     fail at the start of a run (unknown attribute, bad value, a buffer too small for its headroom or a
@@ -289,17 +295,7 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
     try:
-        for name, value in (attributes or {}).items():
-            path = qualify_attribute(name)
-            try:
-                engine.GetDefault(path)
-            except Exception:  # cppyy maps std::invalid_argument to a Python exception
-                raise CosimInputError(f"--set {name}", "no such ns-3 attribute",
-                                      "names look like EgressPort::DataRate or HostNic::MtuBytes") from None
-            try:
-                engine.SetDefault(path, str(value))
-            except Exception as exc:  # the C++ message says which value type was expected
-                raise CosimInputError(f"--set {name}", _cpp_reason(exc)) from None
+        _apply_attributes(engine, attributes)
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)
@@ -313,6 +309,21 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         yield engine, t0
     finally:
         engine.__destruct__()
+
+
+def _apply_attributes(engine, attributes: Mapping[str, str] | None) -> None:
+    """Set every attribute's default on ``engine``; an unknown name or a bad value is a CosimInputError."""
+    for name, value in (attributes or {}).items():
+        path = qualify_attribute(name)
+        try:
+            engine.GetDefault(path)
+        except Exception:  # cppyy maps std::invalid_argument to a Python exception
+            raise CosimInputError(f"--set {name}", "no such ns-3 attribute",
+                                  "names look like EgressPort::DataRate or HostNic::MtuBytes") from None
+        try:
+            engine.SetDefault(path, str(value))
+        except Exception as exc:  # the C++ message says which value type was expected
+            raise CosimInputError(f"--set {name}", _cpp_reason(exc)) from None
 
 
 def _run_sliced(engine, stop_ps: int, n_items: int, count_done: Callable[[], int],

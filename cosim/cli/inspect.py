@@ -1,4 +1,4 @@
-"""``cosim inspect``: the runs of a results file and their summaries."""
+"""``cosim inspect``: the runs of a results file, their summaries, and the Experiment that made each."""
 
 from __future__ import annotations
 
@@ -8,14 +8,40 @@ import click
 @click.command()
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the runs' config, provenance and summary as JSON.")
-def inspect(path, as_json):
-    """List the runs of results file PATH with their summaries, side by side."""
+@click.option("--config", "as_config", is_flag=True,
+              help="Print the Experiment of a run as TOML: 'cosim run' of that file reproduces the run.")
+@click.option("--run", "run_name", default=None, help="The run to show with --config (needed when the file "
+              "holds several).")
+def inspect(path, as_json, as_config, run_name):
+    """List the runs of results file PATH with their experiments and summaries, side by side.
+
+    \b
+    Examples:
+      cosim inspect results.h5
+      cosim inspect results.h5 --config --run roce > roce.toml && cosim run roce.toml -o again.h5
+    """
     import json  # noqa: PLC0415
 
     from cosim import results  # noqa: PLC0415
+    from cosim.errors import CosimInputError  # noqa: PLC0415
     from cosim.results.tables import summary_table  # noqa: PLC0415
+    from cosim.runs.experiment import to_toml  # noqa: PLC0415
 
     runs = results.read_results(path)
+    if as_config:
+        if run_name is None and len(runs) != 1:
+            raise CosimInputError("--run", f"{path} holds {len(runs)} runs", f"name one of {', '.join(runs)}")
+        name = run_name if run_name is not None else next(iter(runs))
+        if name not in runs:
+            raise CosimInputError("--run", f"no run {name!r} in {path}", f"choose one of {', '.join(runs)}")
+        doc = runs[name].config.get("experiment")
+        if not isinstance(doc, dict):
+            raise CosimInputError(path, f"run {name!r} stores no experiment (written by an older cosim)")
+        if runs[name].config.get("workload", {}).get("trace_in_memory"):
+            raise CosimInputError("--config", f"run {name!r} ran an in-memory trace, which the file does not hold",
+                                  "write the trace with cosim trace and set workload.trace")
+        click.echo(f"# experiment of run '{name}' in {path}\n" + to_toml(doc), nl=False)
+        return
     if as_json:
         click.echo(json.dumps({n: {"config": r.config, "provenance": r.provenance, "summary": r.summary}
                                for n, r in runs.items()}, indent=2, sort_keys=True))
@@ -26,6 +52,17 @@ def inspect(path, as_json):
     click.echo(f"{path}: {len(runs)} run(s)")
     for n, r in runs.items():
         p = r.provenance
-        click.echo(f"  {n}: cosim {p.get('cosim_version')}, ns-3 {p.get('ns3_version')}, seed {p.get('seed')}, "
-                   f"{r.flows['src'].size} flows, {r.queues['time_ns'].size} queue samples")
+        click.echo(f"  {n}: {_experiment_line(r.config.get('experiment'))}; cosim {p.get('cosim_version')}, "
+                   f"ns-3 {p.get('ns3_version')}, seed {p.get('seed')}, {r.flows['src'].size} flows")
     click.echo(summary_table({n: r.summary for n, r in runs.items()}))
+
+
+def _experiment_line(doc) -> str:
+    """One line saying what ran: workload, topology, transport, rate."""
+    if not isinstance(doc, dict):
+        return "no stored experiment"
+    net, work = doc.get("network", {}), doc.get("workload", {})
+    what = (f"{work.get('pattern')} of {work.get('flow_bytes')} B over {net.get('hosts')} hosts"
+            if work.get("kind") == "flows" else
+            f"training {work.get('trace') or work.get('model')} x{work.get('iterations')}")
+    return f"{what} on {net.get('topology')} {net.get('transport')} at {net.get('link_gbps')} Gbps"

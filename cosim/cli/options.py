@@ -1,30 +1,37 @@
-"""Option types shared by the CLI verbs (click and the standard library only)."""
+"""Option types shared by the CLI verbs: thin click wrappers around the kinds of cosim.values.
+
+Only click, the standard library and cosim.values are imported here, so ``--help`` stays instant; a
+field's kind is looked up in the Experiment specs only when a value is converted.
+"""
 
 from __future__ import annotations
 
-import re
-
 import click
 
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+from cosim import values
+from cosim.errors import CosimInputError
 
 
-class SizeType(click.ParamType):
-    """A byte count: an integer with an optional unit (``4096``, ``64KiB``, ``1.5MB``)."""
+class FieldType(click.ParamType):
+    """A command-line value of an Experiment field (``network.link_gbps``), read and checked by the
+    field's own kind, the one TOML files, sweeps and the Python API use."""
 
-    name = "size"
+    def __init__(self, path: str, name: str = "value"):
+        self.path = path
+        self.name = name
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int):
+        if not isinstance(value, str):
             return value
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
-        unit = m.group(2).lower() if m else None
-        if not m or unit not in _UNITS:
-            self.fail(f"{value!r} is not a size (examples: 4096, 64KiB, 1MB, 2GiB)", param, ctx)
-        return int(round(float(m.group(1)) * _UNITS[unit]))
+        from cosim.runs.experiment import field_kind  # noqa: PLC0415 - loads the specs (numpy) only to convert
+
+        try:
+            return field_kind(self.path).from_text(value, self.path)
+        except CosimInputError as exc:
+            self.fail(f"{exc.problem}" + (f" ({exc.fix})" if exc.fix else ""), param, ctx)
 
 
-SIZE = SizeType()
+SIZE = FieldType("workload.flow_bytes", "size")
 
 
 def parse_assignments(assignments: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -32,8 +39,11 @@ def parse_assignments(assignments: tuple[str, ...]) -> tuple[tuple[str, str], ..
     out = []
     for item in assignments:
         name, sep, value = item.partition("=")
-        if not sep or not name.strip() or not value.strip():
+        try:
+            if not sep:
+                raise CosimInputError("--set", f"{item!r} is not NAME=VALUE")
+            out.append((values.attribute_name("--set", name), values.attribute_value("--set", value)))
+        except CosimInputError:
             raise click.BadParameter(f"{item!r} is not NAME=VALUE (e.g. HostNic::MtuBytes=1024)",
-                                     param_hint="'--set'")
-        out.append((name.strip(), value.strip()))
+                                     param_hint="'--set'") from None
     return tuple(out)

@@ -1,14 +1,14 @@
-"""``cosim run``: simulate a training workload (or a flow scenario) in ns-3 and write its results.
+"""``cosim run``: run an Experiment (a shipped name, a TOML file, or flags) in ns-3 and write its results.
 
-Three kinds of run, chosen by the options given:
+What runs:
 
-- ``--trace FILE.h5``: co-simulate that workload trace (:mod:`cosim.runs.training`);
-- ``--pattern``, ``--hosts`` or ``--flow-bytes`` (without ``--trace``): a flow-level scenario
-  (:mod:`cosim.runs.flows`), as before the co-simulation existed;
-- none of those: the built-in training scenario (:mod:`cosim.runs.builtin`), on both fabrics.
+- ``cosim run NAME`` or ``cosim run FILE.toml``: that experiment (``--list`` shows the shipped ones);
+- ``--trace FILE.h5`` alone: a co-simulation of that workload trace on the default network;
+- ``--pattern``, ``--hosts`` or ``--flow-bytes`` alone: a flow-level experiment;
+- nothing: the built-in training scenario, on both transports.
 
-Other options apply to whichever run is chosen; only the ones given on the command line override the built-in
-scenario's settings.
+Options override the experiment's fields; only the ones given on the command line do. Every value is
+checked by the same field kinds as TOML files and sweeps (cosim.values), before anything runs.
 """
 
 from __future__ import annotations
@@ -19,186 +19,214 @@ import time
 import click
 from click.core import ParameterSource
 
-from cosim.cli.options import SIZE, parse_assignments
+from cosim.cli.options import FieldType, parse_assignments
 
-#: cosim.collectives.lower.ALGORITHM_NAMES (repeated here so that --help loads no numpy; a test checks both)
-ALGORITHMS = ("auto", "ring", "tree", "halving_doubling", "direct", "hierarchical", "chain")
-FABRIC_CHOICES = ("roce", "ib", "both")
+TRANSPORT_CHOICES = ("roce", "ib", "both")
+#: options that make a bare ``cosim run`` a flow-level experiment
 FLOW_ONLY = ("pattern", "hosts", "flow_bytes")
-TRACE_ONLY = ("iterations", "chunk_bytes", "algorithm")
+TRAINING_ONLY = ("iterations", "chunk_bytes", "algorithm")
+
+
+def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
+    decls = [flag] if flag else [f"--{path.split('.')[-1].replace('_', '-')}"]
+    return click.option(*decls, name, type=FieldType(path, kw.pop("metavar", "value")), default=None,
+                        help=help_, **kw)
 
 
 @click.command()
+@click.argument("experiment", required=False)
+@click.option("--list", "list_", is_flag=True, help="List the shipped experiments and exit.")
+@click.option("--dry-run", is_flag=True, help="Validate, print the resolved experiment and its plan "
+              "(servers, leaves, spines, oversubscription, buffers, ranks, flows, packet-hops); run nothing.")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="Co-simulate this cosim workload trace (HDF5 from `cosim trace`).")
-@click.option("--iterations", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Training iterations to chain (the first warms the fabric up; built-in scenario: 2).")
-@click.option("--chunk-bytes", type=SIZE, default="4MiB", show_default=True,
-              help="Transfers of collectives and sends are split into flows of at most this size.")
-@click.option("--algorithm", type=click.Choice(ALGORITHMS), default="auto", show_default=True,
-              help="Collective algorithm (auto: ring, hierarchical ring across servers, direct all-to-all).")
-@click.option("--fabric", type=click.Choice(FABRIC_CHOICES), default=None,
-              help="roce: PFC + ECN + DCQCN; ib: credit-based flow control; both: the same run on each, side by "
-                   "side.  [default: both for the built-in scenario, else roce]")
-@click.option("--topology", type=click.Choice(["single-switch", "leaf-spine", "fat-tree", "rail-optimized"]),
-              default=None, help="Fabric topology.  [default: single-switch for flow scenarios, rail-optimized "
-                                 "for --trace; fat-tree is for flow scenarios only]")
-@click.option("--hosts", type=click.IntRange(min=2), default=8, show_default=True,
-              help="Flow scenarios: number of hosts (NICs).")
-@click.option("--hosts-per-leaf", type=click.IntRange(min=1), default=4, show_default=True,
-              help="leaf-spine: hosts (NICs) under each leaf switch (traces: default two servers).")
-@click.option("--spines", type=click.IntRange(min=1), default=2, show_default=True,
-              help="leaf-spine, rail-optimized: spine switches.")
-@click.option("--oversubscription", type=float, default=1.0, show_default=True,
-              help="leaf-spine, rail-optimized: host capacity / uplink capacity per leaf (>= 1).")
-@click.option("--gpus-per-server", type=click.IntRange(min=1), default=8, show_default=True,
-              help="NICs (GPUs) per server (traces: default the trace's hardware.gpus_per_host).")
-@click.option("--dcqcn/--no-dcqcn", default=True, show_default=True,
-              help="DCQCN congestion control on RoCE NICs; --no-dcqcn leaves PFC alone to keep it lossless.")
-@click.option("--ib-cc/--no-ib-cc", default=False, show_default=True,
-              help="InfiniBand congestion control (FECN marking, BECN, CCTI throttling) on IB runs.")
-@click.option("--link-gbps", type=click.FloatRange(min=0, min_open=True), default=100.0, show_default=True,
-              help="Rate of every link, Gbit/s.")
-@click.option("--link-delay-ns", type=click.FloatRange(min=0), default=1000.0, show_default=True,
-              help="One-way propagation delay of every link, ns.")
-@click.option("--pattern", type=click.Choice(["incast", "permutation"]), default="incast", show_default=True,
-              help="Flow scenario: incast (every host sends to host 0) or permutation (host i to host i+1).")
-@click.option("--flow-bytes", type=SIZE, default="1MiB", show_default=True,
-              help="Flow scenarios: payload of each flow (bytes; suffixes KB, MB, KiB, MiB, GiB accepted).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed of every random choice (ECMP, RNG).")
+@_field("workload.iterations", "iterations", "Training iterations to chain (the first warms the fabric up).")
+@_field("workload.chunk_bytes", "chunk_bytes", "Transfers are split into flows of at most this size (4MiB).",
+        metavar="size")
+@_field("workload.algorithm", "algorithm", "Collective algorithm: auto, ring, tree, halving_doubling, direct, "
+        "hierarchical, chain.")
+@click.option("--transport", "--fabric", "transport", type=click.Choice(TRANSPORT_CHOICES), default=None,
+              help="roce: PFC + ECN + DCQCN; ib: credit-based flow control; both: one run on each, side by side. "
+                   "[default: the experiment's; flags alone: roce]")
+@_field("network.topology", "topology", "single-switch, leaf-spine, fat-tree or rail-optimized [default: "
+        "single-switch for flows, rail-optimized for training].")
+@_field("network.hosts", "hosts", "Flow experiments: number of hosts (NICs) [8].")
+@_field("network.hosts_per_leaf", "hosts_per_leaf", "leaf-spine: NICs under each leaf [flows 4, training two "
+        "servers].")
+@_field("network.spines", "spines", "leaf-spine, rail-optimized: spine switches [2].")
+@_field("network.oversubscription", "oversubscription", "Host capacity / uplink capacity per leaf (>= 1) [1].")
+@_field("network.gpus_per_server", "gpus_per_server", "NICs (GPUs) per server [traces: the trace's].")
+@click.option("--dcqcn/--no-dcqcn", default=None, help="DCQCN on RoCE NICs (--no-dcqcn leaves PFC alone).")
+@click.option("--ib-cc/--no-ib-cc", default=None, help="InfiniBand congestion control (FECN, BECN, CCTI).")
+@_field("network.link_gbps", "link_gbps", "Rate of every host link, Gbit/s [100].")
+@_field("network.link_delay_ns", "link_delay_ns", "One-way propagation delay of every link, ns [1000].")
+@_field("workload.pattern", "pattern", "Flow experiments: incast (every host to host 0) or permutation "
+        "(host i to i+1).")
+@_field("workload.flow_bytes", "flow_bytes", "Flow experiments: payload per flow (4096, 64KiB, 1MB...) [1MiB].",
+        metavar="size")
+@_field("seed", "seed", "Seed of every random choice (ECMP, RNG) [1].")
 @click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
               help="Set an ns-3 model attribute, e.g. --set HostNic::MtuBytes=1024 (repeatable).")
-@click.option("--queue-interval-ns", type=click.FloatRange(min=0, min_open=True), default=1000.0,
-              show_default=True, help="Egress queue sampling interval, ns.")
-@click.option("--max-sim-time-ms", type=click.FloatRange(min=0, min_open=True), default=1000.0,
-              show_default=True, help="Stop the simulation at this simulated time, ms (traces: default 100000).")
+@_field("telemetry.queue_sample_interval_ns", "queue_interval_ns", "Egress queue sampling interval, ns [1000].",
+        flag="--queue-interval-ns")
+@_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [flows 1000, training "
+        "100000].", flag="--max-sim-time-ms")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="results.h5", show_default=True,
               help="HDF5 results file to write.")
-@click.option("--name", default=None, help="Run name inside the file (default: the fabric; flow scenarios on one "
-                                           "fabric: the pattern). With --fabric both: NAME-roce and NAME-ib.")
+@click.option("--name", default=None, help="Run name inside the file (with both transports: NAME-roce and "
+                                           "NAME-ib). [default: the experiment's, else the pattern or transport]")
 @click.option("--append", is_flag=True, help="Add the runs to an existing results file instead of replacing it.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no table (progress is off anyway when "
               "stderr is not a terminal, e.g. in batch jobs).")
 @click.option("-v", "--verbose", is_flag=True, help="Also log each run's status, wall time and simulator cost.")
 @click.pass_context
-def run(ctx, trace_path, iterations, chunk_bytes, algorithm, fabric, topology, hosts, hosts_per_leaf, spines,
-        oversubscription, gpus_per_server, dcqcn, ib_cc, link_gbps, link_delay_ns, pattern, flow_bytes, seed, assignments,
-        queue_interval_ns, max_sim_time_ms, output, name, append, quiet, verbose):
-    """Simulate a training workload (or a flow scenario) packet by packet in ns-3; write an HDF5 results file.
+def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, output, name, append, quiet, verbose,
+        **fields):
+    """Run EXPERIMENT (a shipped name or a TOML file) packet by packet in ns-3; write an HDF5 results file.
 
     \b
-    With no options: the built-in training scenario (a 4-layer LLaMA-2-7B-shaped model, TP4 x PP2 x DP2 on
-    4 servers x 4 GPUs, leaf-spine with 2 spines oversubscribed 2:1 at 100 Gbps, 2 iterations), run on RoCE
-    and on InfiniBand and printed side by side. Examples:
-      cosim run
+    With no EXPERIMENT and no options: the built-in training scenario (a 4-layer LLaMA-2-7B-shaped model,
+    TP4 x PP2 x DP2 on 4 servers x 4 GPUs, leaf-spine with 2 spines oversubscribed 2:1 at 100 Gbps,
+    2 iterations), run on RoCE and on InfiniBand and printed side by side. Examples:
+      cosim run --list
+      cosim run incast --dry-run
+      cosim run congested-training --transport ib -o c.h5
       cosim run --trace traces/llama2-7b-2l_tp2-pp2-dp2.h5 --fabric both --iterations 2 -o t.h5
       cosim run --pattern incast --hosts 32 --flow-bytes 4MiB --link-gbps 400 -o incast32.h5
-      cosim run --pattern permutation --fabric both --set HostNic::MtuBytes=1024
+      cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
     """
-    from cosim import results  # noqa: PLC0415
+    from cosim.runs import catalog  # noqa: PLC0415
 
-    given = {p.name for p in ctx.command.params
-             if ctx.get_parameter_source(p.name) not in (ParameterSource.DEFAULT, None)}
+    if list_:
+        _list_experiments(catalog)
+        return
+    given = {k for k, x in fields.items() if x is not None}
+    source, base = _base(experiment, trace_path, given)
+    overrides = _overrides(ctx, fields, given, transport, trace_path, name, assignments)
+    from cosim.runs import run as runner  # noqa: PLC0415
+
+    exps = runner.experiments_of(base if source is None else source, overrides)
+    if dry_run:
+        _dry_run(exps, runner)
+        return
+    _run_all(exps, runner, output=output, append=append, quiet=quiet, verbose=verbose)
+
+
+def _list_experiments(catalog) -> None:
+    from cosim.runs.experiment import read_toml  # noqa: PLC0415
+
+    for n in catalog.names():
+        doc = read_toml(catalog.path_of(n))
+        click.echo(f"{n:22s} {doc.get('description', '')}")
+
+
+def _base(experiment, trace_path, given) -> tuple[str | None, dict]:
+    """(shipped name or path, or None with a base document) for the options given."""
     flow_opts = sorted(o for o in FLOW_ONLY if o in given)
     if trace_path is not None and flow_opts:
-        raise click.UsageError(f"--{flow_opts[0].replace('_', '-')} describes a flow scenario; it cannot be "
+        raise click.UsageError(f"--{flow_opts[0].replace('_', '-')} describes a flow experiment; it cannot be "
                                "combined with --trace")
-    mode = "trace" if trace_path is not None else ("flows" if flow_opts else "builtin")
-    if mode == "flows":
-        misplaced = sorted(o for o in TRACE_ONLY if o in given)
+    if experiment is not None:
+        return experiment, {}
+    if trace_path is not None:
+        return None, {"workload": {"kind": "training"}}
+    if flow_opts:
+        misplaced = sorted(o for o in TRAINING_ONLY if o in given)
         if misplaced:
             raise click.UsageError(f"--{misplaced[0].replace('_', '-')} applies to training runs (--trace or the "
-                                   "built-in scenario), not to flow scenarios")
-    if fabric is None:
-        fabric = "both" if mode == "builtin" else "roce"
-    fabrics = ("roce", "ib") if fabric == "both" else (fabric,)
-    attributes = parse_assignments(assignments)
+                                   "built-in scenario), not to flow experiments")
+        return None, {"workload": {"kind": "flows"}}
+    from cosim.runs.catalog import DEFAULT  # noqa: PLC0415
 
-    def run_name(fab: str) -> str:
-        if len(fabrics) > 1:
-            return f"{name}-{fab}" if name else fab
-        return name or (pattern if mode == "flows" else fab)
+    return DEFAULT, {}
 
-    if mode == "flows":
-        from cosim.runs import flows as scenario  # noqa: PLC0415
 
-        specs = [scenario.ScenarioSpec(
-            name=run_name(fab), fabric=fab, topology=topology or "single-switch", hosts=hosts,
-            hosts_per_leaf=hosts_per_leaf, spines=spines, oversubscription=oversubscription,
-            gpus_per_server=gpus_per_server, dcqcn=dcqcn, ib_cc=ib_cc, link_gbps=link_gbps, link_delay_ns=link_delay_ns,
-            pattern=pattern, flow_bytes=flow_bytes, seed=seed, queue_sample_interval_ns=queue_interval_ns,
-            max_sim_time_ns=max_sim_time_ms * 1e6, attributes=attributes) for fab in fabrics]
-        runner, trace = (lambda spec, progress: scenario.run(spec, progress=progress)), None
-        preflight = scenario.preflight
-        items = "flows"
-    else:
-        from cosim.runs import training as cosimulation  # noqa: PLC0415
-        from cosim.runs import builtin as default_training  # noqa: PLC0415
+def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> dict:
+    """Experiment fields set by the options given on the command line."""
+    from cosim.runs.experiment import SHORTHANDS  # noqa: PLC0415
 
-        overrides = {}
-        for opt, field, value in (
-                ("topology", "topology", topology), ("gpus_per_server", "gpus_per_server", gpus_per_server),
-                ("hosts_per_leaf", "hosts_per_leaf", hosts_per_leaf), ("spines", "spines", spines),
-                ("oversubscription", "oversubscription", oversubscription), ("dcqcn", "dcqcn", dcqcn), ("ib_cc", "ib_cc", ib_cc),
-                ("link_gbps", "link_gbps", link_gbps), ("link_delay_ns", "link_delay_ns", link_delay_ns),
-                ("iterations", "iterations", iterations), ("chunk_bytes", "chunk_bytes", chunk_bytes),
-                ("algorithm", "algorithm", algorithm), ("seed", "seed", seed),
-                ("queue_interval_ns", "queue_sample_interval_ns", queue_interval_ns),
-                ("max_sim_time_ms", "max_sim_time_ns", max_sim_time_ms * 1e6)):
-            if opt in given:
-                overrides[field] = value
-        if mode == "trace":
-            from cosim.workload.trace import read_trace  # noqa: PLC0415
-
-            trace = read_trace(trace_path)  # bad file: one-line error, exit 2, before anything runs
-            specs = [cosimulation.TrainingSpec(name=run_name(fab), fabric=fab, trace_path=trace_path,
-                                               attributes=attributes, **overrides) for fab in fabrics]
+    out = {}
+    for opt in given:
+        value = fields[opt]
+        if opt == "max_sim_time_ms":
+            out["limits.max_sim_time_ns"] = value * 1e6
+        elif opt == "queue_interval_ns":
+            out["telemetry.queue_sample_interval_ns"] = value
         else:
-            trace = default_training.default_trace()
-            specs = [default_training.default_spec(name=run_name(fab), fabric=fab, trace=trace,
-                                                   attributes=attributes, **overrides) for fab in fabrics]
-            if not quiet:
-                click.echo(default_training.DESCRIPTION)
-        runner = lambda spec, progress: cosimulation.run_training(spec, trace=trace, progress=progress)  # noqa: E731
-        preflight = lambda spec: cosimulation.preflight(spec, trace=trace)  # noqa: E731
-        items = "ops"
+            out[SHORTHANDS[opt]] = value
+    for flag in ("dcqcn", "ib_cc"):
+        if ctx.get_parameter_source(flag) not in (ParameterSource.DEFAULT, None):
+            out[SHORTHANDS[flag]] = ctx.params[flag]
+    if transport is not None:
+        out["network.transport"] = transport
+    if trace_path is not None:
+        out["workload.trace"] = trace_path
+    if name is not None:
+        out["name"] = name
+    for k, x in parse_assignments(assignments):
+        out[f"attributes.{k}"] = x
+    return out
 
-    if len(specs) > 1:
-        for spec in specs:  # every run's settings are checked before the first one starts
-            preflight(spec)
+
+def _dry_run(exps, runner) -> None:
+    from cosim.runs.experiment import to_document, to_toml  # noqa: PLC0415
+
+    for exp in exps:
+        plan = runner.describe(exp)
+        click.echo(f"# run '{exp.name}'")
+        click.echo(to_toml(to_document(exp)).rstrip())
+        click.echo("\n# plan (not simulated)")
+        for k, x in plan.items():
+            if k != "tiers":
+                click.echo(f"#   {k}: {x}")
+        for t in plan.get("tiers", []):
+            click.echo(f"#   tier {t}")
+        click.echo("")
+
+
+def _run_all(exps, runner, *, output, append, quiet, verbose) -> None:
+    from cosim import results  # noqa: PLC0415
+    from cosim.results.store import check_writable  # noqa: PLC0415
+
+    check_writable(output, append=append)
+    training = exps[0].is_training
+    if len(exps) > 1:
+        for exp in exps:  # every run's settings are checked before the first one starts
+            runner.preflight(exp)
+    if not quiet and exps[0].description:
+        click.echo(exps[0].description)
     show_progress = not quiet and sys.stderr.isatty()
+    items = "ops" if training else "flows"
     records = []
-    for spec in specs:
-        progress = _progress_printer(spec.name if len(specs) > 1 else "", items) if show_progress else None
-        records.append(runner(spec, progress))
+    for exp in exps:
+        progress = _progress_printer(exp.name if len(exps) > 1 else "", items) if show_progress else None
+        records.append(runner.run(exp, progress=progress))
         if progress is not None:
             click.echo("", err=True)
         if verbose:
             s = records[-1].summary
-            click.echo(f"  {spec.name}: {s['status']}, simulated {s['sim_time_ns'] / 1e6:.3f} ms in "
+            click.echo(f"  {exp.name}: {s['status']}, simulated {s['sim_time_ns'] / 1e6:.3f} ms in "
                        f"{s['wall_time_s']:.2f} s wall, {s['events']} events, {s['packet_hops']} packet-hops "
                        f"({s['packet_hops_per_s'] / 1e6:.2f} M/s)", err=True)
     results.write_results(output, records, append=append)
     if not quiet:
         from cosim.results.tables import SUMMARY_ROWS, TRAINING_ROWS, summary_table  # noqa: PLC0415
 
-        rows = SUMMARY_ROWS if mode == "flows" else TRAINING_ROWS
-        click.echo(summary_table({r.name: r.summary for r in records}, rows))
+        click.echo(summary_table({r.name: r.summary for r in records}, TRAINING_ROWS if training else SUMMARY_ROWS))
         names = ", ".join(f"'{r.name}'" for r in records)
         click.echo(f"wrote {output} (run{'s' if len(records) > 1 else ''} {names})")
     failed = [r for r in records if r.summary["status"] != "complete"]
     for r in failed:
         s = r.summary
-        done = (f"{s['flows_completed']}/{s['flows']} flows completed" if mode == "flows"
-                else f"{s.get('n_dag_ops_finished', 0)}/{s.get('n_dag_ops', 0)} ops and "
-                     f"{s['flows_completed']}/{s['flows']} flows completed")
+        done = (f"{s.get('n_dag_ops_finished', 0)}/{s.get('n_dag_ops', 0)} ops and " if training else "") + \
+            f"{s['flows_completed']}/{s['flows']} flows completed"
         click.echo(f"Error: run '{r.name}' ended {s['status']}: {done}", err=True)
     if failed:
         sys.exit(1)
 
 
 def _progress_printer(label: str, items: str):
-    """Progress line on stderr: simulated time (us for flow scenarios, ms for training) and items done."""
+    """Progress line on stderr: simulated time (us for flow experiments, ms for training) and items done."""
     prefix = f"[{label}] " if label else ""
     scale, unit = (1e-3, "us") if items == "flows" else (1e-6, "ms")
 

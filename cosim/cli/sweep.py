@@ -1,4 +1,4 @@
-"""``cosim sweep``: run a TOML grid of scenarios, one results file per point, shardable."""
+"""``cosim sweep``: run a TOML grid of experiments, one results file per point, shardable."""
 
 from __future__ import annotations
 
@@ -29,14 +29,16 @@ def sweep(spec_file, outdir, shard, jobs, dry_run, quiet, verbose):
     """Run every point of the sweep in SWEEP.toml, one results file per point.
 
     \b
-    A sweep is [base] scenario fields (those of 'cosim run', e.g. hosts, dcqcn, link_gbps, flow_bytes),
-    [base.attributes] ns-3 attributes, and a [grid] of lists whose cartesian product gives the points:
-      [base]
-      hosts = 8
-      flow_bytes = "1MiB"
+    A sweep starts from an experiment ([sweep] experiment = NAME or FILE.toml; default a flow experiment),
+    sets [base] fields on every point (the shorthands of 'cosim run' such as hosts, dcqcn, iterations,
+    or dotted paths such as "network.link_gbps"), [base.attributes] ns-3 attributes, and a [grid] of
+    lists whose cartesian product gives the points:
+      [sweep]
+      experiment = "builtin"
       [grid]
-      dcqcn = [true, false]
-      attributes."FabricSwitch::EcnKminBytes" = [20000, 100000]
+      transport = ["roce", "ib"]
+      "workload.iterations" = [1, 2]
+      attributes."SharedBufferMmu::BufferBytes" = [16000000, 32000000]
     (optional [[points]] tables add explicit points). The whole sweep is validated before anything runs.
     Point i is written to OUTDIR/<sweep>-<i:04d>-<hash>.h5 atomically; points whose file exists and
     reads back are skipped, so rerunning a killed or failed sweep redoes only what is missing.

@@ -63,6 +63,18 @@ def shortest_path_tree(fabric: Fabric, src: int):
     return parent, in_rate, in_delay
 
 
+def hop_counts(fabric: Fabric, src: int) -> np.ndarray:
+    """int64 [n_nodes]: links on a shortest path from host ``src`` to every node (-1 if unreached)."""
+    parent = shortest_path_tree(fabric, src)[0]
+    depth = np.where(parent == -1, 0, -1).astype(np.int64)
+    while True:
+        todo = (depth < 0) & (parent >= 0)
+        ready = todo & (depth[np.maximum(parent, 0)] >= 0)
+        if not ready.any():
+            return depth
+        depth[ready] = depth[parent[ready]] + 1
+
+
 def _paths(fabric: Fabric, src: np.ndarray, dst: np.ndarray):
     """Per flow, the hops of a shortest path in order: rate (bit/s), delay (ns), [n, L] arrays padded
     with 0 beyond each flow's hop count, plus the hop count (0: unreachable)."""

@@ -14,6 +14,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from cosim import __version__, engine
+from cosim.network.ideal import ideal_fct_ns
+from cosim.network.topology import SWITCH
+
 
 def queue_percentile_bytes(queues: Mapping[str, np.ndarray], n_ports: int, interval_ns: float,
                            sim_time_ns: float, q: float = 99.0) -> float:
@@ -54,7 +58,6 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
                    start_ns: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
     """flows / queues / ports / pauses / latency (and stalls) tables of a SimulationOutput, as scenario.run
     stores them (flows: src, dst node ids, size, start, finish, delivered, fct, ideal, slowdown)."""
-    from cosim.network.ideal import ideal_fct_ns  # noqa: PLC0415
 
     flows = {"src": np.asarray(src, np.int32), "dst": np.asarray(dst, np.int32),
              "size_bytes": np.asarray(size_bytes, np.int64), "start_ns": np.asarray(start_ns, np.float64),
@@ -81,7 +84,6 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
 def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]], *,
                     queue_sample_interval_ns: float) -> dict:
     """The network part of a run summary: summarize() plus counters, pauses, stalls, latency, cost."""
-    from cosim.network.topology import SWITCH  # noqa: PLC0415
 
     ports = tables["ports"]
     summary = summarize(tables["flows"], tables["queues"], ports, sim_time_ns=out.sim_time_ns)
@@ -105,7 +107,6 @@ def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]],
 
 def provenance(*, seed: int, wall_time_s: float) -> dict:
     """Where and with what a run was made: cosim and ns-3 versions, seed, wall time, Python, platform, host."""
-    from cosim import __version__, engine  # noqa: PLC0415
 
     return {"cosim_version": __version__, "ns3_version": engine.ns3_version(), "seed": seed,
             "wall_time_s": wall_time_s, "python": sys.version.split()[0], "platform": platform.platform(),

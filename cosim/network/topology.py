@@ -27,7 +27,7 @@ Parallel links between the same two switches become separate equal-cost next hop
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 import math
 import numbers
 from collections.abc import Callable, Mapping
@@ -43,8 +43,6 @@ HOST, SWITCH = 0, 1
 #: tier codes (node_tier, link_tier)
 TIER_HOST, TIER_LEAF, TIER_SPINE, TIER_CORE = 0, 1, 2, 3
 
-#: names accepted by :func:`build_topology`
-TOPOLOGIES = ("single-switch", "leaf-spine", "fat-tree", "rail-optimized")
 
 #: the C++ routing tables store port indices as uint16
 _MAX_PORTS_PER_NODE = 65535
@@ -489,29 +487,49 @@ def fat_tree(*, k: int, link_gbps: float, link_delay_ns: float, fabric_link_gbps
     )
 
 
-_GENERATORS: dict[str, Callable[..., Fabric]] = {
+#: topology name -> its generator
+GENERATORS: dict[str, Callable[..., Fabric]] = {
     "single-switch": single_switch,
     "leaf-spine": leaf_spine,
     "fat-tree": fat_tree,
     "rail-optimized": rail_optimized,
 }
+#: the topologies a network can name
+TOPOLOGIES = tuple(GENERATORS)
 
 
-def build_topology(name: str, **params) -> Fabric:
-    """Build the topology called ``name`` (one of :data:`TOPOLOGIES`) from its generator's keyword params.
+def for_network(network, *, servers: int, gpus_per_server: int, hosts_per_leaf: int,
+                fill_leaves: bool = False) -> Fabric:
+    """The fabric of ``network`` (a :class:`cosim.network.spec.NetworkSpec`) for ``servers`` servers of
+    ``gpus_per_server`` NICs: every topology named by one dispatch.
 
-    Unknown names and unknown or missing parameters raise CosimInputError (not TypeError), so a config
-    file or CLI typo is reported as bad input with the valid choices.
+    ``hosts_per_leaf`` is the leaf-spine leaf size in NICs; with ``fill_leaves`` idle servers are added to
+    fill the last leaf (a training run sized to its ranks), otherwise the hosts must fill whole leaves. A
+    fat tree must have exactly k³/4 hosts.
     """
-    gen = _GENERATORS.get(name)
-    if gen is None:
-        raise CosimInputError("topology", f"unknown topology {name!r}", f"choose one of {', '.join(TOPOLOGIES)}")
-    sig = inspect.signature(gen).parameters
-    unknown = sorted(set(params) - set(sig))
-    if unknown:
-        raise CosimInputError(unknown[0], f"is not a parameter of {name}",
-                              f"{name} takes {', '.join(sig)}")
-    missing = [p for p, s in sig.items() if s.default is inspect.Parameter.empty and p not in params]
-    if missing:
-        raise CosimInputError(missing[0], f"{name} needs {', '.join(missing)}")
-    return gen(**params)
+    gps = _whole("gpus_per_server", gpus_per_server, minimum=1)
+    servers = _whole("servers", servers, minimum=1)
+    rate, delay = network.link_gbps, network.link_delay_ns
+    two_tier = {"spines": network.spines, "oversubscription": network.oversubscription, "host_link_gbps": rate,
+                "host_link_delay_ns": delay, "fabric_link_delay_ns": delay}
+    if network.topology == "rail-optimized":
+        return rail_optimized(servers=servers, gpus_per_server=gps, **two_tier)
+    if network.topology == "leaf-spine":
+        if hosts_per_leaf % gps:
+            raise CosimInputError("network.hosts_per_leaf", f"{hosts_per_leaf} NICs per leaf do not hold whole "
+                                  f"servers of {gps} GPUs", f"use a multiple of {gps}")
+        if fill_leaves:
+            servers_per_leaf = hosts_per_leaf // gps
+            servers = -(-servers // servers_per_leaf) * servers_per_leaf
+        return leaf_spine(hosts=servers * gps, hosts_per_leaf=hosts_per_leaf, gpus_per_server=gps, **two_tier)
+    hosts = servers * gps
+    if network.topology == "fat-tree":
+        k = round((4 * hosts) ** (1 / 3))
+        if k ** 3 // 4 != hosts:
+            raise CosimInputError("network.hosts", f"a k-ary fat tree has k^3/4 hosts; {hosts} is not one of them",
+                                  "use 16 (k=4), 54 (k=6), 128 (k=8), ...")
+        return fat_tree(k=k, link_gbps=rate, link_delay_ns=delay, gpus_per_server=gps)
+    fabric = single_switch(hosts=hosts, link_gbps=rate, link_delay_ns=delay)
+    h = np.arange(hosts, dtype=np.int32)
+    return dataclasses.replace(fabric, host_server=h // gps, host_gpu=h % gps,
+                               params=dict(fabric.params) | {"gpus_per_server": gps})

@@ -1,4 +1,4 @@
-"""The two fabrics cosim compares, as the ns-3 attribute settings that select each one's mechanisms.
+"""The two transports cosim compares, as the ns-3 attribute settings that select each one's mechanisms.
 
 Both run the same switch, NIC, topology and telemetry code; only the link-level flow control and the
 end-to-end congestion control differ:
@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from cosim.errors import CosimInputError
 
-FABRICS = ("roce", "ib")
+TRANSPORTS = ("roce", "ib")
+
+#: MTU and per-packet header defaults of the NIC model (HostNic::MtuBytes, HostNic::HeaderBytes), bytes
+DEFAULT_MTU_BYTES, DEFAULT_HEADER_BYTES = 4096, 82
 
 _ATTRIBUTES: dict[str, dict[str, str]] = {
     "roce": {"EgressPort::LinkFlowControl": "pfc"},
@@ -34,17 +37,22 @@ _ATTRIBUTES: dict[str, dict[str, str]] = {
 IB_CC_THRESHOLD_BYTES = 65536
 
 
-def fabric_attributes(fabric: str, *, dcqcn: bool = True, ib_cc: bool = False) -> dict[str, str]:
-    """ns-3 attribute defaults that make the engine model ``fabric`` ("roce" or "ib").
+def qualify_attribute(name: str) -> str:
+    """``EgressPort::DataRate`` or ``ns3::EgressPort::DataRate`` → ``ns3::EgressPort::DataRate``."""
+    return name if name.startswith("ns3::") else "ns3::" + name
+
+
+def transport_attributes(transport: str, *, dcqcn: bool = True, ib_cc: bool = False) -> dict[str, str]:
+    """ns-3 attribute defaults that make the engine model ``transport`` ("roce" or "ib").
 
     ``dcqcn`` (RoCE) switches DCQCN; ``ib_cc`` (InfiniBand) switches IB congestion control on: switches
     mark FECN on every packet joining an egress queue above IB_CC_THRESHOLD_BYTES, receivers return BECNs,
     senders step up their congestion-control table index (HostNic::IbCc* attributes).
     """
-    if fabric not in _ATTRIBUTES:
-        raise CosimInputError("fabric", f"unknown fabric {fabric!r}", f"choose one of {', '.join(FABRICS)}")
-    attrs = dict(_ATTRIBUTES[fabric])
-    if fabric == "roce":
+    if transport not in _ATTRIBUTES:
+        raise CosimInputError("transport", f"unknown transport {transport!r}", f"choose one of {', '.join(TRANSPORTS)}")
+    attrs = dict(_ATTRIBUTES[transport])
+    if transport == "roce":
         attrs["HostNic::DcqcnEnabled"] = "true" if dcqcn else "false"
     elif ib_cc:
         threshold = str(IB_CC_THRESHOLD_BYTES)
@@ -53,19 +61,18 @@ def fabric_attributes(fabric: str, *, dcqcn: bool = True, ib_cc: bool = False) -
     return attrs
 
 
-def run_attributes(spec) -> dict[str, str]:
-    """All ns-3 attributes of one run of ``spec`` (a ScenarioSpec or TrainingSpec): the fabric's settings,
-    the ECMP seed, then the user's ``attributes`` (--set), which win."""
-    attributes = fabric_attributes(spec.fabric, dcqcn=spec.dcqcn, ib_cc=spec.ib_cc)
-    attributes["FabricSwitch::EcmpSeed"] = str(spec.seed)
-    return attributes | dict(spec.attributes)
+def run_attributes(network, seed: int) -> dict[str, str]:
+    """All ns-3 attributes of one run on ``network`` (a NetworkSpec): the transport's settings, the ECMP
+    seed, then the user's ``attributes`` (--set), which win."""
+    attributes = transport_attributes(network.transport, dcqcn=network.dcqcn, ib_cc=network.ib_cc)
+    attributes["FabricSwitch::EcmpSeed"] = str(seed)
+    return attributes | dict(network.attributes)
 
 
-def check_attributes(fabric: str, attributes) -> None:
-    """Reject, before anything runs, the --set combinations that make no sense whatever the fabric built:
-    ECN Kmin above Kmax, and PFC headroom below one maximum packet (MTU + header of ``fabric``). Values
+def check_attributes(transport: str, attributes) -> None:
+    """Reject, before anything runs, the --set combinations that make no sense whatever the topology:
+    ECN Kmin above Kmax, and PFC headroom below one maximum packet (MTU + header of ``transport``). Values
     that are not plain integers are left for the engine's own checks; 0 means "automatic"."""
-    from cosim.engine import qualify_attribute  # noqa: PLC0415
 
     attrs = {qualify_attribute(k): v for k, v in attributes}
     kmin, kmax = (attrs.get(f"ns3::FabricSwitch::Ecn{k}Bytes", "0") for k in ("Kmin", "Kmax"))
@@ -73,9 +80,9 @@ def check_attributes(fabric: str, attributes) -> None:
         raise CosimInputError("FabricSwitch::EcnKminBytes", f"Kmin {kmin} B exceeds Kmax {kmax} B", "set Kmin <= Kmax")
     headroom = attrs.get("ns3::FabricSwitch::HeadroomBytes", "0")
     if headroom.isdigit() and int(headroom):
-        defaults = {"ns3::" + k: v for k, v in fabric_attributes(fabric).items()}
-        mtu, header = (attrs.get(k, defaults.get(k, d)) for k, d in (("ns3::HostNic::MtuBytes", "4096"),
-                                                                      ("ns3::HostNic::HeaderBytes", "82")))
+        defaults = {"ns3::" + k: v for k, v in transport_attributes(transport).items()}
+        mtu, header = (attrs.get(k, defaults.get(k, str(d))) for k, d in (
+            ("ns3::HostNic::MtuBytes", DEFAULT_MTU_BYTES), ("ns3::HostNic::HeaderBytes", DEFAULT_HEADER_BYTES)))
         if mtu.isdigit() and header.isdigit() and int(headroom) < int(mtu) + int(header):
             raise CosimInputError("FabricSwitch::HeadroomBytes",
                                   f"{headroom} B of PFC headroom is below one maximum packet "

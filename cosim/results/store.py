@@ -51,6 +51,25 @@ def _write_root(h5) -> None:
     h5.attrs["created_utc"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def check_writable(path: str | Path, *, append: bool = False) -> None:
+    """Fail before a run, not after it, when ``path`` cannot be written: its folder is missing or read-only,
+    it is a folder, or (with ``append``) it exists but is not a cosim results file."""
+    import os  # noqa: PLC0415
+
+    p = Path(path)
+    if not str(path):
+        raise CosimInputError("--output", "is empty", "name a results file, e.g. -o results.h5")
+    folder = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise CosimInputError("--output", f"{p} is a folder", "name a file inside it")
+    if not folder.is_dir():
+        raise CosimInputError("--output", f"folder {folder} does not exist", "create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CosimInputError("--output", f"folder {folder} is not writable", "choose another output path")
+    if append and p.exists():
+        read_results(p)
+
+
 def write_results(path: str | Path, runs: list[RunRecord], *, append: bool = False) -> Path:
     """Write ``runs`` to ``path`` atomically; with ``append`` keep the runs already in an existing file."""
     import h5py  # noqa: PLC0415

@@ -17,7 +17,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import h5py
+
+from cosim import results
 from cosim.errors import CosimInputError
+from cosim.h5io import atomic_output
+from cosim.results import SCHEMA, SCHEMA_VERSION
+from cosim.runs import run
 from cosim.sweep.spec import Sweep, SweepPoint
 
 
@@ -69,10 +75,6 @@ def is_finished(path: Path, run_name: str) -> bool:
     """True if ``path`` is a readable cosim results file holding run ``run_name`` with a summary."""
     if not path.is_file():
         return False
-    import h5py  # noqa: PLC0415
-
-    from cosim.results import SCHEMA, SCHEMA_VERSION  # noqa: PLC0415
-
     try:
         with h5py.File(path, "r") as h5:
             if h5.attrs.get("schema") != SCHEMA or int(h5.attrs.get("schema_version", -1)) != SCHEMA_VERSION:
@@ -99,13 +101,10 @@ def run_point(point: dict, outdir: str, sweep_name: str) -> PointResult:
 
     The run's config gains config["sweep"] = {name, index, params, digest}.
     """
-    from cosim import results  # noqa: PLC0415
-    from cosim.runs import flows as scenario  # noqa: PLC0415
-
     p = SweepPoint(**point)
     t0 = time.perf_counter()
     try:
-        record = scenario.run(p.spec())
+        record = run.run(p.experiment())
         sweep_info = {"name": sweep_name, "index": p.index, "params": p.params, "digest": p.digest}
         record = dataclasses.replace(record, config={**record.config, "sweep": sweep_info})
         results.write_results(Path(outdir) / p.file_name, [record])
@@ -121,8 +120,7 @@ def run_point(point: dict, outdir: str, sweep_name: str) -> PointResult:
 
 
 def _point_dict(p: SweepPoint) -> dict:
-    return {"index": p.index, "run_name": p.run_name, "params": p.params, "fields": p.fields,
-            "digest": p.digest, "file_name": p.file_name}
+    return dataclasses.asdict(p)
 
 
 @dataclass(slots=True)
@@ -141,8 +139,6 @@ class SweepOutcome:
 
 def write_manifest(sweep: Sweep, outdir: Path) -> Path:
     """Write the sweep's manifest (its points and file names) into ``outdir``, atomically."""
-    from cosim.h5io import atomic_output  # noqa: PLC0415
-
     path = Path(outdir) / sweep.manifest_name()
     text = json.dumps(sweep.manifest(), indent=1, sort_keys=True) + "\n"
     if path.is_file() and path.read_text(encoding="utf-8") == text:

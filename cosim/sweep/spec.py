@@ -1,26 +1,30 @@
-"""Sweep files: TOML → a validated list of points, each one ScenarioSpec with a deterministic file name.
+"""Sweep files: TOML → a validated list of points, each one Experiment with a deterministic file name.
 
     [sweep]
     name = "ecn"                       # optional; default: the TOML file's stem
-    [base]                             # ScenarioSpec fields shared by every point
-    hosts = 8
-    flow_bytes = "1MiB"
+    experiment = "builtin"             # optional base: a shipped experiment or a TOML file (relative to
+                                       # this file); default: a flow experiment with cosim's defaults
+    [base]                             # fields set on every point: shorthands (hosts, dcqcn, flow_bytes,
+    hosts = 8                          # iterations, ... as `cosim run` options), dotted paths
+    flow_bytes = "1MiB"                # ("network.link_gbps") or section tables ([base.network])
     [base.attributes]                  # ns-3 attributes shared by every point
     "SharedBufferMmu::BufferBytes" = 4000000
     [grid]                             # cartesian product, last key varies fastest
     dcqcn = [true, false]
+    "workload.iterations" = [1, 2]
     attributes."FabricSwitch::EcnKminBytes" = [20000, 100000]
     [[points]]                         # optional explicit points, after the grid ones
     hosts = 16
     name = "big"                       # optional run name
 
-A point's file is ``<sweep>-<index:04d>-<hash8>.h5``; the hash covers its run name and its explicit
-fields (base merged with its parameters), so the name is stable across machines and cosim versions.
+Any Experiment field can be swept, training ones included (trace, iterations, chunk size, algorithm,
+transport, topology, buffers, attributes). A point runs one transport. A point's file is
+``<sweep>-<index:04d>-<hash8>.h5``; the hash covers its run name, its base experiment and its fields, so the
+name is stable across machines.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import json
@@ -29,33 +33,37 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from cosim import values
 from cosim.errors import CosimInputError
+from cosim.runs import catalog, run
+from cosim.runs.experiment import from_document, resolve_path, to_document, with_overrides
 
 MAX_POINTS = 100_000
 SECTIONS = ("sweep", "base", "grid", "points")
-SWEEP_KEYS = ("name", "description")
+SWEEP_KEYS = ("name", "description", "experiment")
 MANIFEST_SCHEMA = "cosim.sweep"
 MANIFEST_SUFFIX = ".sweep.json"
 
 
 @dataclass(frozen=True, slots=True)
 class SweepPoint:
-    """One point of a sweep: its index, run name, varied parameters and full explicit scenario fields."""
+    """One point of a sweep: its index, run name, varied parameters and the fields it sets on the base."""
 
     index: int
     run_name: str
     params: dict  # the varied parameters, e.g. {"dcqcn": False, "attributes.FabricSwitch::EcnKminBytes": "20000"}
-    fields: dict  # ScenarioSpec keyword arguments except name; attributes as a sorted {name: value} dict
+    fields: dict  # every field the point sets on the base experiment (base merged with its parameters)
+    base: dict  # the base experiment document
     digest: str  # 8 hex digits of the point's canonical JSON
     file_name: str  # <sweep>-<index:04d>-<digest>.h5
 
-    def spec(self):
-        """The point's ScenarioSpec (validated on construction)."""
-        from cosim.runs.flows import ScenarioSpec  # noqa: PLC0415
-
-        kwargs = dict(self.fields)
-        kwargs["attributes"] = tuple(kwargs.get("attributes", {}).items())
-        return ScenarioSpec(name=self.run_name, **kwargs)
+    def experiment(self):
+        """The point's Experiment (validated on construction)."""
+        exps = from_document(with_overrides(self.base, {**self.fields, "name": self.run_name}))
+        if len(exps) != 1:
+            raise CosimInputError("network.transport", 'a sweep point runs one transport, not "both"',
+                                  'sweep it instead: transport = ["roce", "ib"] in [grid]')
+        return exps[0]
 
     def to_json(self) -> dict:
         """The point as a JSON-able dict (as stored in the sweep manifest)."""
@@ -83,123 +91,66 @@ class Sweep:
 
 # ---------------------------------------------------------------- fields and values
 
-def scenario_fields() -> dict[str, str]:
-    """ScenarioSpec field name -> its annotation (as text), the ones a sweep may set."""
-    from cosim.runs.flows import ScenarioSpec  # noqa: PLC0415
-
-    return {f.name: str(f.type) for f in dataclasses.fields(ScenarioSpec) if f.name != "name"}
+_SECTIONS = ("network", "workload", "telemetry", "limits")
 
 
-def _coerce(where: str, field: str, annotation: str, value):
-    """A TOML value checked against a field's annotation (int, float, bool, str); others pass through."""
-    kind = annotation.strip()
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise CosimInputError(where, f"expected true or false, got {value!r}")
-        return value
-    if kind == "int":
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str) and field.endswith("_bytes"):
-            return _size(where, value)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise CosimInputError(where, f"expected an integer, got {value!r}")
-        return value
-    if kind == "float":
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-            raise CosimInputError(where, f"expected a number, got {value!r}")
-        return float(value)
-    if kind == "str":
-        if not isinstance(value, str):
-            raise CosimInputError(where, f"expected a string, got {value!r}")
-        return value
-    if isinstance(value, (dict, list)):
-        raise CosimInputError(where, f"expected a single value, got {value!r}")
-    return value
-
-
-def _size(where: str, text: str) -> int:
-    import click  # noqa: PLC0415
-
-    from cosim.cli.options import SIZE  # noqa: PLC0415
-
-    try:
-        return SIZE.convert(text, None, None)
-    except click.BadParameter:
-        raise CosimInputError(where, f"{text!r} is not a size", "examples: 4096, 64KiB, 1MB, 2GiB") from None
-
-
-def _attribute_value(where: str, value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
-        return str(value)
-    raise CosimInputError(where, f"an ns-3 attribute value must be a string or number, got {value!r}")
-
-
-def _attribute_name(where: str, name: str) -> str:
-    if "::" not in name or not all(name.split("::")):
-        raise CosimInputError(where, f"{name!r} is not an ns-3 attribute name",
-                              'quote it as attributes."Type::Attribute", e.g. "HostNic::MtuBytes"')
-    return name
-
-
-def _fields_table(where: str, table, known: dict[str, str], *, allow_name: bool) -> tuple[dict, dict]:
-    """A [base] or [[points]] table → (scenario fields, attributes); unknown keys are errors."""
+def _flatten(where: str, table) -> dict:
+    """A [base] or [[points]] table → {field key: value}, keys as with_overrides reads them."""
     if not isinstance(table, dict):
-        raise CosimInputError(where, "must be a table of scenario fields")
-    fields, attrs = {}, {}
-    for key, value in table.items():
-        if key == "attributes":
-            if not isinstance(value, dict):
-                raise CosimInputError(f"{where}.attributes", 'must be a table: "Type::Attribute" = value')
-            for name, v in value.items():
-                attrs[_attribute_name(f"{where}.attributes", name)] = _attribute_value(f"{where}.attributes.{name}", v)
-        elif key == "name" and allow_name:
-            if not isinstance(value, str) or not value:
-                raise CosimInputError(f"{where}.name", "must be a non-empty string")
-            fields["name"] = value
-        elif key in known:
-            fields[key] = _coerce(f"{where}.{key}", key, known[key], value)
-        else:
-            _unknown(where, key, known)
-    return fields, attrs
+        raise CosimInputError(where, "must be a table of experiment fields")
+    out = _flat_keys(where, table)
+    for key, value in out.items():
+        _check_key(f"{where}.{key}", key)
+        if key.startswith("attributes."):
+            values.attribute_name(f"{where}.{key}", key.removeprefix("attributes."))
+            out[key] = values.attribute_value(f"{where}.{key}", value)
+        elif isinstance(value, (dict, list)):
+            raise CosimInputError(f"{where}.{key}", f"expected a single value, got {value!r}")
+    return out
 
 
-def _unknown(where: str, key: str, known: dict[str, str]):
-    hint = "run names come from the point's parameters; set the sweep's name in [sweep] name" if key == "name" \
-        else f"valid keys: {', '.join(known)}, attributes"
-    raise CosimInputError(f"{where}.{key}", "unknown scenario field", hint)
+def _check_key(where: str, key: str) -> None:
+    try:
+        resolve_path(key)
+    except CosimInputError as exc:
+        raise CosimInputError(where, "unknown experiment field", exc.fix) from None
 
 
-def _grid_axes(where: str, table, known: dict[str, str]) -> list[tuple[str, list]]:
-    """The [grid] table → [(parameter, values)] in file order; attribute axes as ``attributes.Name``."""
+def _grid_axes(where: str, table) -> list[tuple[str, list]]:
+    """The [grid] table → [(key, values)] in file order; attribute axes as ``attributes.Name``."""
     if not isinstance(table, dict):
         raise CosimInputError(where, "must be a table of lists, e.g. hosts = [4, 8]")
     axes = []
-
-    def values_of(key: str, value) -> list:
-        """The axis values, which must be a non-empty list."""
-        if not isinstance(value, list) or not value:
-            raise CosimInputError(f"{where}.{key}", f"must be a non-empty list of values, got {value!r}",
+    for key, vals in _flat_keys(where, table).items():
+        if not isinstance(vals, list) or not vals:
+            raise CosimInputError(f"{where}.{key}", f"must be a non-empty list of values, got {vals!r}",
                                   f"e.g. {key.split('.')[-1]} = [a, b]")
-        return value
-
-    for key, value in table.items():
-        if key == "attributes":
-            if not isinstance(value, dict):
-                raise CosimInputError(f"{where}.attributes", 'must be a table: "Type::Attribute" = [values]')
-            for name, vs in value.items():
-                _attribute_name(f"{where}.attributes", name)
-                axis = f"attributes.{name}"
-                axes.append((axis, [_attribute_value(f"{where}.{axis}[{i}]", v)
-                                    for i, v in enumerate(values_of(axis, vs))]))
-        elif key in known:
-            axes.append((key, [_coerce(f"{where}.{key}[{i}]", key, known[key], v)
-                               for i, v in enumerate(values_of(key, value))]))
-        else:
-            _unknown(where, key, known)
+        _check_key(f"{where}.{key}", key)
+        if key.startswith("attributes."):
+            values.attribute_name(f"{where}.{key}", key.removeprefix("attributes."))
+            vals = [values.attribute_value(f"{where}.{key}[{i}]", x) for i, x in enumerate(vals)]
+        axes.append((key, vals))
     return axes
+
+
+def _flat_keys(where: str, table: dict) -> dict:
+    """Nested tables ([x.attributes], [x.network], [x.workload.parallelism]) → dotted keys, values as given."""
+    out = {}
+    for key, value in table.items():
+        if key == "attributes" or (key in _SECTIONS and isinstance(value, dict)):
+            if not isinstance(value, dict):
+                raise CosimInputError(f"{where}.{key}", 'must be a table: "Type::Attribute" = value')
+            prefix = "attributes." if key == "attributes" else f"{key}."
+            for k, x in value.items():
+                if prefix == "network." and k == "attributes" and isinstance(x, dict):
+                    out |= {f"attributes.{a}": y for a, y in x.items()}
+                elif prefix == "workload." and k in ("model_overrides", "parallelism") and isinstance(x, dict):
+                    out |= {f"workload.{k}.{a}": y for a, y in x.items()}
+                else:
+                    out[prefix + k] = x
+        else:
+            out[key] = value
+    return out
 
 
 # ---------------------------------------------------------------- naming
@@ -236,8 +187,8 @@ def safe_name(name: str) -> str:
 
 # ---------------------------------------------------------------- parse and expand
 
-def parse_sweep(data: dict, *, source: str, default_name: str) -> Sweep:
-    """A parsed TOML document → an expanded Sweep whose every point constructs a ScenarioSpec."""
+def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | None = None) -> Sweep:
+    """A parsed TOML document → an expanded Sweep whose every point constructs an Experiment."""
     for key in data:
         if key not in SECTIONS:
             raise CosimInputError(f"{source}: {key}", "unknown section", f"sections are {', '.join(SECTIONS)}")
@@ -248,53 +199,61 @@ def parse_sweep(data: dict, *, source: str, default_name: str) -> Sweep:
         if key not in SWEEP_KEYS:
             raise CosimInputError(f"{source}: sweep.{key}", "unknown key", f"valid keys: {', '.join(SWEEP_KEYS)}")
     name = safe_name(str(head.get("name", default_name)))
-    known = scenario_fields()
-    base, base_attrs = _fields_table(f"{source}: base", data.get("base", {}), known, allow_name=False)
-    axes = _grid_axes(f"{source}: grid", data.get("grid", {}), known)
+    base_doc = _base_document(source, head.get("experiment"), folder)
+    base = _flatten(f"{source}: base", data.get("base", {}))
+    if "name" in base:
+        raise CosimInputError(f"{source}: base.name", "unknown field",
+                              "run names come from the point's parameters; set the sweep's name in [sweep] name")
+    axes = _grid_axes(f"{source}: grid", data.get("grid", {}))
     explicit = data.get("points", [])
     if not isinstance(explicit, list):
         raise CosimInputError(f"{source}: points", "must be an array of tables ([[points]])")
-    n_grid = math.prod(len(v) for _, v in axes) if axes else 0
+    n_grid = math.prod(len(x) for _, x in axes) if axes else 0
     if n_grid + len(explicit) > MAX_POINTS:
         raise CosimInputError(f"{source}: grid", f"{n_grid + len(explicit)} points exceed {MAX_POINTS}",
                               "split the sweep into several files")
 
-    raw: list[tuple[dict, dict, dict, str | None]] = []  # (params, fields, attrs, explicit run name)
+    raw: list[tuple[dict, dict, str | None]] = []  # (params, fields, explicit run name)
     if axes:
         keys = [k for k, _ in axes]
-        for combo in itertools.product(*(v for _, v in axes)):
+        for combo in itertools.product(*(x for _, x in axes)):
             params = dict(zip(keys, combo))
-            fields, attrs = dict(base), dict(base_attrs)
-            for k, v in params.items():
-                if k.startswith("attributes."):
-                    attrs[k.removeprefix("attributes.")] = v
-                else:
-                    fields[k] = v
-            raw.append((params, fields, attrs, None))
+            raw.append((params, {**base, **params}, None))
     for i, table in enumerate(explicit):
-        where = f"{source}: points[{i}]"
-        f, a = _fields_table(where, table, known, allow_name=True)
+        f = _flatten(f"{source}: points[{i}]", table)
         run = f.pop("name", None)
-        params = {**f, **{f"attributes.{k}": v for k, v in a.items()}}
-        raw.append((params, {**base, **f}, {**base_attrs, **a}, run))
+        if run is not None and (not isinstance(run, str) or not run):
+            raise CosimInputError(f"{source}: points[{i}].name", "must be a non-empty string")
+        raw.append((f, {**base, **f}, run))
     if not raw:
-        raw.append(({}, dict(base), dict(base_attrs), None))
+        raw.append(({}, dict(base), None))
 
     points = []
-    for index, (params, fields, attrs, run) in enumerate(raw):
+    for index, (params, fields, run) in enumerate(raw):
         run = run or run_name_of(params, name)
-        fields = {**fields, "attributes": dict(sorted(attrs.items()))}
-        digest = digest_of(run, fields)
-        point = SweepPoint(index, run, params, fields, digest, f"{name}-{index:04d}-{digest}.h5")
+        fields = dict(sorted(fields.items()))
+        digest = digest_of(run, {"base": base_doc, "fields": fields})
+        point = SweepPoint(index, run, params, fields, base_doc, digest, f"{name}-{index:04d}-{digest}.h5")
         try:
-            point.spec()
+            point.experiment()
         except CosimInputError as exc:
             raise CosimInputError(f"{source}: point {index} ({run}) {exc.field}", exc.problem, exc.fix) from None
-        except (TypeError, ValueError) as exc:
-            raise CosimInputError(f"{source}: point {index} ({run})", str(exc).splitlines()[0]) from None
         points.append(point)
     _check_unique(source, points)
     return Sweep(name=name, source=source, points=tuple(points))
+
+
+def _base_document(source: str, experiment, folder: Path | None) -> dict:
+    """The base experiment's document: [sweep] experiment (shipped name or TOML path), else {}."""
+    if experiment is None:
+        return {}
+    if not isinstance(experiment, str) or not experiment:
+        raise CosimInputError(f"{source}: sweep.experiment", "must be a shipped experiment's name or a TOML path")
+    path = Path(experiment)
+    if folder is not None and path.suffix == ".toml" and not path.is_absolute():
+        experiment = str(folder / path)
+    doc, _ = catalog.load_document(experiment)
+    return doc
 
 
 def _check_unique(source: str, points: list[SweepPoint]) -> None:
@@ -320,40 +279,24 @@ def load_sweep(path: str | Path) -> Sweep:
         raise CosimInputError(str(path), f"malformed TOML: {exc}") from None
     except UnicodeDecodeError:
         raise CosimInputError(str(path), "not a UTF-8 text file") from None
-    return parse_sweep(data, source=str(path), default_name=path.stem)
+    return parse_sweep(data, source=str(path), default_name=path.stem, folder=path.parent)
 
 
 def preflight(sweep: Sweep) -> None:
-    """Deeper checks before anything runs: every point's fabric builds and its ns-3 attributes exist and parse."""
-    from cosim import engine  # noqa: PLC0415
-    from cosim.runs import flows as scenario  # noqa: PLC0415
-    from cosim.network import topology  # noqa: PLC0415
-    from cosim.workload.flows import FlowSet  # noqa: PLC0415
-
-    built: set[str] = set()
+    """Deeper checks before anything runs: every point's fabric builds and its ns-3 attributes exist, parse
+    and fit (buffers, headroom, lanes). Points that differ only in fields that change neither the fabric
+    nor the attributes are checked once."""
+    checked: set[str] = set()
     for p in sweep.points:
-        key = json.dumps({k: v for k, v in p.fields.items() if k != "attributes"}, sort_keys=True)
-        if key in built:  # attributes do not change the fabric or the flows
+        exp = p.experiment()
+        key = json.dumps({"network": to_document(exp)["network"], "seed": exp.seed,
+                          "workload": to_document(exp)["workload"]}, sort_keys=True, default=str)
+        if key in checked:
             continue
-        built.add(key)
+        checked.add(key)
         try:
-            scenario.build(p.spec())
+            run.preflight(exp)
         except CosimInputError as exc:
-            raise CosimInputError(f"{sweep.source}: point {p.index} ({p.run_name}) {exc.field}", exc.problem,
+            field = exc.field.removeprefix("--set ")
+            raise CosimInputError(f"{sweep.source}: point {p.index} ({p.run_name}) {field}", exc.problem,
                                   exc.fix) from None
-    tiny = topology.single_switch(hosts=2, link_gbps=100.0, link_delay_ns=1000.0)
-    empty = FlowSet.from_arrays([], [], 0)
-    checked: set[tuple] = set()
-    for p in sweep.points:
-        attrs = tuple(p.fields.get("attributes", {}).items())
-        if not attrs or attrs in checked:
-            continue
-        checked.add(attrs)
-        try:
-            engine.simulate(tiny, empty, attributes=dict(attrs))
-        except CosimInputError as exc:
-            name = exc.field.removeprefix("--set ")
-            raise CosimInputError(f"{sweep.source}: point {p.index} ({p.run_name}) attributes.{name}", exc.problem,
-                                  exc.fix) from None
-        except Exception:  # noqa: BLE001 - fabric-dependent limits are checked again when the point runs
-            pass

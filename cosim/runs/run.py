@@ -1,0 +1,118 @@
+"""One run function from an Experiment to a results record, whatever the workload; checks and dry runs.
+
+    exps = experiments_of("builtin")                  # a shipped name, a TOML path, or a document
+    record = run(exps[0])                              # cosim.results.RunRecord
+    describe(exps[0])                                  # the resolved plan, as --dry-run prints it
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from cosim import engine
+from cosim.collectives import DagOpKind
+from cosim.network import ideal
+from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, run_attributes
+from cosim.network.topology import SWITCH
+from cosim.results import RunRecord
+from cosim.runs import catalog, flows, training
+from cosim.runs.experiment import Experiment, from_document, with_overrides
+
+
+def experiments_of(source: str | Mapping, overrides: Mapping[str, object] | None = None) -> list[Experiment]:
+    """The Experiments of ``source`` (shipped name, TOML path or document) with ``overrides`` applied."""
+    if isinstance(source, Mapping):
+        doc, where = dict(source), "experiment"
+    else:
+        doc, where = catalog.load_document(source)
+    return from_document(with_overrides(doc, overrides or {}), where=where)
+
+
+def run(exp: Experiment, *, trace=None, progress=None) -> RunRecord:
+    """Simulate ``exp`` and return its RunRecord (``trace``: an in-memory Trace for a training workload).
+
+    @param progress  optional progress(sim_time_ns, done, total) between simulation slices (flows or DAG ops)
+    """
+    if exp.is_training:
+        return training.run_training(exp, trace=trace, progress=progress)
+    if trace is not None:
+        raise ValueError("a trace applies to a training workload")
+    return flows.run_flows(exp, progress=progress)
+
+
+def preflight(exp: Experiment, *, trace=None) -> None:
+    """Check that ``exp``'s fabric, rank placement and attributes can start, without simulating."""
+    fabric = training.plan(exp, trace).fabric if exp.is_training else flows.build(exp)[0]
+    engine.check_fabric(fabric, run_attributes(exp.network, exp.seed))
+
+
+def describe(exp: Experiment, *, trace=None) -> dict:
+    """The resolved plan of ``exp`` without simulating (what ``cosim run --dry-run`` prints).
+
+    Servers, leaves and spines, the realized oversubscription, buffer and PFC headroom per switch, ranks
+    and ops of a training workload, and an estimate of its flows and data packet-hops (payload packets
+    times the hops of each flow's shortest path; ACKs and control packets not counted).
+    """
+    if exp.is_training:
+        p = training.plan(exp, trace)
+        fabric = p.fabric
+        flow = p.dag.kind == DagOpKind.FLOW
+        src, dst, size = p.src_node[flow], p.dst_node[flow], p.dag.bytes[flow]
+        workload = {"ranks": p.trace.n_ranks, "trace_ops": p.trace.n_ops, "dag_ops": p.dag.n_ops,
+                    "gpus_per_server": p.gpus_per_server}
+    else:
+        fabric, fs = flows.build(exp)
+        src, dst, size = fs.src, fs.dst, fs.size_bytes
+        workload = {}
+    attributes = run_attributes(exp.network, exp.seed)
+    engine.check_fabric(fabric, attributes)
+    resolved = engine.attribute_values(attributes, (
+        "HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes", "FabricSwitch::HeadroomBytes",
+        "SharedBufferMmu::LosslessPriorityMask", "EgressPort::LinkFlowControl", "FabricNode::VlBufferBytes"))
+    desc = fabric.describe()
+    out = {"name": exp.name, "transport": exp.network.transport, "topology": fabric.name,
+           "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
+           "links": fabric.n_links, "tiers": desc.get("tiers", [])}
+    out |= workload
+    out |= _buffers(fabric, resolved)
+    out |= _estimate(fabric, src, dst, size, int(resolved["HostNic::MtuBytes"]))
+    return out
+
+
+def _buffers(fabric, attrs: Mapping[str, str]) -> dict:
+    """Buffer and headroom per switch as the switch model sizes them (FabricSwitch::SetupBuffers)."""
+    mtu, header = int(attrs["HostNic::MtuBytes"]), int(attrs["HostNic::HeaderBytes"])
+    if attrs["EgressPort::LinkFlowControl"] == "credit":
+        return {"flow_control": "credit", "vl_buffer_bytes_per_port_lane": int(attrs["FabricNode::VlBufferBytes"])}
+    max_packet = mtu + header
+    lossless = bin(int(attrs["SharedBufferMmu::LosslessPriorityMask"])).count("1")
+    fixed = int(attrs["FabricSwitch::HeadroomBytes"])
+    pause_frame = 64
+    a, b = fabric.link_a.astype(np.int64), fabric.link_b.astype(np.int64)
+    bdp = fabric.link_rate_bps * fabric.link_delay_ns * 1e-9 / 8
+    per_port = fixed if fixed else np.ceil(2 * bdp).astype(np.int64) + 3 * max_packet + 2 * pause_frame
+    per_port = np.broadcast_to(per_port, a.shape)
+    carved = np.zeros(fabric.n_nodes, np.int64)
+    for end in (a, b):
+        np.add.at(carved, end, per_port * lossless)
+    switches = fabric.node_kind == SWITCH
+    head = carved[switches]
+    return {"flow_control": "pfc", "buffer_bytes_per_switch": int(attrs["SharedBufferMmu::BufferBytes"]),
+            "headroom_bytes_per_switch_max": int(head.max()) if head.size else 0,
+            "headroom_bytes_per_switch_min": int(head.min()) if head.size else 0,
+            "lossless_priorities": lossless, "max_packet_bytes": max_packet}
+
+
+def _estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np.ndarray, mtu: int) -> dict:
+    """Flows, payload and data packet-hops (packets × shortest-path hops) of the traffic."""
+    hops = np.zeros(src.size, np.int64)
+    for s in np.unique(src):
+        dist = ideal.hop_counts(fabric, int(s))
+        sel = src == s
+        hops[sel] = dist[dst[sel]]
+    packets = -(-np.asarray(size, np.int64) // max(mtu, 1))
+    return {"flows": int(src.size), "payload_bytes": int(np.asarray(size, np.int64).sum()),
+            "data_packet_hops_estimate": int((packets * hops).sum())}
