@@ -15,94 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cosim.errors import CosimInputError
-
-
-@dataclass(frozen=True, slots=True)
-class Metric:
-    """How a summary key is shown: label, display unit, scale from the stored value, decimals."""
-
-    key: str
-    label: str
-    unit: str = ""  # unit of the text table (after scale)
-    scale: float = 1.0
-    decimals: int | None = None  # None: integers as is, other floats with 6 significant digits
-
-    @property
-    def raw_unit(self) -> str:
-        """Unit of the stored value, from the key's suffix (JSON and CSV use it)."""
-        return raw_unit(self.key)
-
-
-_US, _KB, _MB = ("us", 1e-3, 3), ("KB", 1e-3, 1), ("MB", 1e-6, 3)
-
-#: Known summary keys in display order (keys absent from every run are not shown).
-METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u) for k, label, u in (
-    ("status", "status", ("", 1.0, None)),
-    ("flows", "flows", ("", 1.0, 0)),
-    ("flows_completed", "flows completed", ("", 1.0, 0)),
-    ("iteration_time_ns", "iteration time", _US),
-    ("exposed_comm_ns", "exposed communication", _US),
-    ("fct_p50_ns", "FCT p50", _US),
-    ("fct_p99_ns", "FCT p99", _US),
-    ("fct_p999_ns", "FCT p99.9", _US),
-    ("fct_max_ns", "FCT max", _US),
-    ("fct_slowdown_p50", "FCT slowdown p50", ("x", 1.0, 3)),
-    ("fct_slowdown_p99", "FCT slowdown p99", ("x", 1.0, 3)),
-    ("fct_slowdown_p999", "FCT slowdown p99.9", ("x", 1.0, 3)),
-    ("goodput_gbps", "goodput", ("Gbps", 1.0, 2)),
-    ("link_utilization_max", "busiest link utilization", ("", 1.0, 3)),
-    ("link_utilization_mean", "mean utilization of used links", ("", 1.0, 3)),
-    ("latency_p50_ns", "latency p50", _US),
-    ("latency_p99_ns", "latency p99", _US),
-    ("latency_p999_ns", "latency p99.9", _US),
-    ("max_queue_bytes", "max queue", _KB),
-    ("pfc_paused_ns", "PFC paused time", ("us", 1e-3, 1)),
-    ("pause_frames_sent", "PFC PAUSE frames", ("", 1.0, 0)),
-    ("pause_events", "PFC pause events", ("", 1.0, 0)),
-    ("credit_stall_ns", "credit-stall time", ("us", 1e-3, 1)),
-    ("ecn_marks", "ECN marks", ("", 1.0, 0)),
-    ("cnps_sent", "CNPs sent", ("", 1.0, 0)),
-    ("cnps_received", "CNPs received", ("", 1.0, 0)),
-    ("drops", "drops", ("", 1.0, 0)),
-    ("switch_drops", "switch drops", ("", 1.0, 0)),
-    ("payload_bytes", "payload", _MB),
-    ("delivered_bytes", "delivered", _MB),
-    ("sim_time_ns", "simulated time", _US),
-    ("peak_headroom_used_bytes", "peak PFC headroom used", _KB),
-    ("min_headroom_bytes", "min PFC headroom", _KB),
-    ("acks", "ACKs", ("", 1.0, 0)),
-    ("packet_hops", "packet-hops", ("", 1.0, 0)),
-    ("events", "events", ("", 1.0, 0)),
-    ("wall_time_s", "wall time", ("s", 1.0, 3)),
-    ("packet_hops_per_s", "packet-hops/s", ("M/s", 1e-6, 2)),
-))
-_KNOWN = {m.key: m for m in METRICS}
-
-#: key suffix -> (raw unit, display unit, scale, decimals) for keys not in METRICS
-_SUFFIXES = (
-    ("_per_s", "1/s", "1/s", 1.0, None),
-    ("_ns", "ns", "us", 1e-3, 3),
-    ("_ps", "ps", "us", 1e-6, 3),
-    ("_s", "s", "s", 1.0, 3),
-    ("_bytes", "B", "KB", 1e-3, 1),
-    ("_gbps", "Gbit/s", "Gbps", 1.0, 2),
-    ("_bps", "bit/s", "Gbps", 1e-9, 2),
-)
-
-
-def raw_unit(key: str) -> str:
-    """Unit of a summary value from its key's suffix (``_ns`` → ns, ``_bytes`` → B; none → "")."""
-    return next((raw for suffix, raw, *_ in _SUFFIXES if key.endswith(suffix)), "")
-
-
-def metric_for(key: str) -> Metric:
-    """The display rule of a summary key: the catalogued one, or one inferred from the key's suffix."""
-    if key in _KNOWN:
-        return _KNOWN[key]
-    for suffix, _raw, unit, scale, decimals in _SUFFIXES:
-        if key.endswith(suffix):
-            return Metric(key, key[: -len(suffix)].replace("_", " "), unit, scale, decimals)
-    return Metric(key, key.replace("_", " "))
+from cosim.results import read_results
+from cosim.results.metrics import METRICS, Metric, metric_for, ordered_keys
 
 
 def _is_number(v) -> bool:
@@ -231,12 +145,6 @@ def _summaries(records) -> dict[str, Mapping]:
     return out
 
 
-def ordered_keys(summaries: Sequence[Mapping]) -> list[str]:
-    """Scalar summary keys present in any summary: catalogued ones in METRICS order, then the rest sorted."""
-    present = {k for s in summaries for k, v in s.items() if _is_scalar(v)}
-    return [m.key for m in METRICS if m.key in present] + sorted(present - _KNOWN.keys())
-
-
 def compare_runs(records, *, baseline: str | None = None) -> CompareTable:
     """Compare runs ({name: RunRecord or summary dict}, or RunRecords): rows of metrics, baseline first."""
     summaries = _summaries(records)
@@ -310,7 +218,6 @@ def sweep_order(runs: Mapping) -> dict:
 
 def load_runs(paths: Sequence[str | Path], names: Sequence[str] = ()) -> dict:
     """Read results files and return {label: RunRecord} (see ``label_runs``), filtered by ``names``."""
-    from cosim.results import read_results  # noqa: PLC0415
 
     files = {str(p): sweep_order(read_results(p)) for p in paths}
     runs = label_runs(files)

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cosim import __version__
+from cosim.analysis.compare import compare_runs
+from cosim.runs.experiment import flat_fields
 
 MAX_RUN_FIGURES = 12  # runs that get their per-run figures in a report (a 500-point sweep would be huge)
 
@@ -48,27 +50,20 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 
 
 def compare_html(runs: Mapping, *, baseline: str | None = None) -> str:
     """The comparison table of ``runs`` as an HTML table (display units, delta/ratio columns greyed)."""
-    from cosim.analysis.compare import compare_runs  # noqa: PLC0415
-
     header, body = compare_runs(runs, baseline=baseline).cells()
     return _table(header, body, left=2, cell_class=lambda i: "d" if i > 2 and (i - 3) % 3 else "")
 
 
-def scenario_html(runs: Mapping) -> str:
-    """Scenario parameters (config["scenario"]) per run; rows where runs differ are highlighted."""
-    specs = {}
-    for n, r in runs.items():
-        spec = dict(r.config.get("scenario", {}))
-        spec.pop("name", None)  # the run name: already the column
-        attrs = spec.pop("attributes", {}) or {}
-        specs[n] = {**spec, **{f"attribute {k}": v for k, v in sorted(dict(attrs).items())}}
+def experiment_html(runs: Mapping) -> str:
+    """Experiment fields (config["experiment"]) per run; rows where runs differ are highlighted."""
+    specs = {n: flat_fields(r.config.get("experiment", {})) for n, r in runs.items()}
     keys = list(dict.fromkeys(k for s in specs.values() for k in s))
     if not keys:
-        return "<p>No scenario parameters stored.</p>"
+        return "<p>No experiment stored.</p>"
     cell = lambda v: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v  # noqa: E731
     rows = [[k] + [cell(specs[n].get(k)) for n in runs] for k in keys]
     diff = ["diff" if len({json.dumps(specs[n].get(k), sort_keys=True) for n in runs}) > 1 else "" for k in keys]
-    return _table(["parameter", *runs], rows, row_class=diff)
+    return _table(["field", *runs], rows, row_class=diff)
 
 
 def provenance_html(runs: Mapping) -> str:
@@ -112,7 +107,7 @@ Deltas and ratios are against the first run.</p>
 {figures or "<p>No figure: the runs store no tables (a summary-only file?).</p>"}
 {skipped_html}
 <h2>Scenarios</h2>
-{scenario_html(runs)}
+{experiment_html(runs)}
 <h2>Provenance</h2>
 {provenance_html(runs)}
 </body></html>

@@ -210,9 +210,9 @@ def _run_all(exps, runner, *, output, append, quiet, verbose) -> None:
                        f"({s['packet_hops_per_s'] / 1e6:.2f} M/s)", err=True)
     results.write_results(output, records, append=append)
     if not quiet:
-        from cosim.results.tables import SUMMARY_ROWS, TRAINING_ROWS, summary_table  # noqa: PLC0415
+        from cosim.results.metrics import summary_table  # noqa: PLC0415
 
-        click.echo(summary_table({r.name: r.summary for r in records}, TRAINING_ROWS if training else SUMMARY_ROWS))
+        click.echo(summary_table({r.name: r.summary for r in records}, training=training))
         names = ", ".join(f"'{r.name}'" for r in records)
         click.echo(f"wrote {output} (run{'s' if len(records) > 1 else ''} {names})")
     failed = [r for r in records if r.summary["status"] != "complete"]

@@ -1,4 +1,4 @@
-"""Results: the schema, the store and the metric registry of run records.
+"""Results: the schema, the store and the metric registry of run records (notebooks: cosim.analysis.open).
 
 Results files: one HDF5 file per experiment, one group per named run.
 
@@ -30,8 +30,7 @@ Files are written under a temporary name and renamed when complete (cosim.h5io.a
 """
 
 
-from cosim.results.frames import open_results as open  # noqa: A001 - read as cosim.results.open in notebooks
 from cosim.results.schema import DATASETS, GROUPS, SCHEMA, SCHEMA_VERSION, RunRecord
 from cosim.results.store import read_results, write_results
 
-__all__ = ["DATASETS", "GROUPS", "SCHEMA", "SCHEMA_VERSION", "RunRecord", "open", "read_results", "write_results"]
+__all__ = ["DATASETS", "GROUPS", "SCHEMA", "SCHEMA_VERSION", "RunRecord", "read_results", "write_results"]

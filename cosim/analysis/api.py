@@ -1,6 +1,6 @@
 """Notebook API: a results file as a mapping of run name -> Run, with tables as pandas DataFrames.
 
-    >>> from cosim.results.frames import open_results
+    >>> from cosim.analysis import open_results
     >>> res = open_results("results.h5")
     >>> res.summary_frame()[["fct_p99_ns", "max_queue_bytes"]]
     >>> res["incast"].flows.fct_ns.describe()
@@ -16,8 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from cosim.results.schema import DATASETS, GROUPS, RunRecord
-from cosim.results.store import read_results
+from cosim.analysis.compare import compare_runs, sweep_order
+from cosim.results import DATASETS, GROUPS, RunRecord, read_results
+from cosim.results.metrics import ordered_keys
+from cosim.runs.experiment import flat_fields
 
 _PANDAS_HINT = ("pandas is needed for DataFrames: pip install 'cosim[analysis]' "
                 "(or pass as_frame=False for a dict of numpy arrays)")
@@ -57,7 +59,7 @@ class Run:
 
     @property
     def config(self) -> dict:
-        """Run configuration: config["scenario"] (the ScenarioSpec) and config["fabric"]."""
+        """Run configuration: config["experiment"] (the resolved Experiment document), config["fabric"], ..."""
         return self.record.config
 
     @property
@@ -66,9 +68,9 @@ class Run:
         return self.record.provenance
 
     @property
-    def scenario(self) -> dict:
-        """The scenario fields the run was made from (empty if not stored)."""
-        return self.record.config.get("scenario", {})
+    def experiment(self) -> dict:
+        """The Experiment document the run was made from (empty if not stored)."""
+        return self.record.config.get("experiment", {})
 
     def groups(self) -> list[str]:
         """Names of the tables this run stores."""
@@ -121,8 +123,6 @@ class Results(Mapping):
 
     def summary_frame(self):
         """One row per run (index: run name), one column per summary key (known metrics first)."""
-        from cosim.analysis.compare import ordered_keys  # noqa: PLC0415
-
         pd = _pandas()
         summaries = [r.summary for r in self._runs.values()]
         cols = ordered_keys(summaries)
@@ -131,17 +131,11 @@ class Results(Mapping):
         frame.index.name = "run"
         return frame
 
-    def scenario_frame(self, varying_only: bool = True):
-        """One row per run of its scenario fields (attributes as ``attr:Type::Name`` columns), only those
-        that differ between runs unless ``varying_only`` is False; join it with summary_frame()."""
+    def experiment_frame(self, varying_only: bool = True):
+        """One row per run of its experiment fields (``network.link_gbps``, ``attr:Type::Name``, ...), only
+        those that differ between runs unless ``varying_only`` is False; join it with summary_frame()."""
         pd = _pandas()
-        rows = []
-        for r in self._runs.values():
-            spec = dict(r.scenario)
-            spec.pop("name", None)  # the run name: already the index
-            attrs = spec.pop("attributes", {}) or {}
-            rows.append({**spec, **{f"attr:{k}": v for k, v in dict(attrs).items()}})
-        frame = pd.DataFrame(rows, index=list(self._runs))
+        frame = pd.DataFrame([flat_fields(r.experiment) for r in self._runs.values()], index=list(self._runs))
         frame.index.name = "run"
         if varying_only and len(frame) > 1:
             frame = frame[[c for c in frame.columns if frame[c].astype(str).nunique(dropna=False) > 1]]
@@ -149,13 +143,9 @@ class Results(Mapping):
 
     def compare(self, baseline: str | None = None):
         """The CompareTable of these runs (see cosim.analysis.compare); print(.to_text()) to read it."""
-        from cosim.analysis.compare import compare_runs  # noqa: PLC0415
-
         return compare_runs({n: r.record for n, r in self._runs.items()}, baseline=baseline)
 
 
 def open_results(path: str | Path) -> Results:
     """Read a results file (validated; CosimInputError if it is not one) as a Results mapping."""
-    from cosim.analysis.compare import sweep_order  # noqa: PLC0415
-
     return Results(path, sweep_order(read_results(path)))
