@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cosim.h5io import atomic_output
+
 FORMATS = ("png", "svg", "pdf")
 FIGSIZE_IN = (8.0, 4.5)
 DPI = 100
@@ -381,7 +383,6 @@ def render(fig, fmt: str = "png") -> bytes:
 def write_figures(runs: Mapping, outdir: str | Path, *, fmt: str = "png",
                   top_n: int = 8) -> tuple[list[Path], list[tuple[str, str]]]:
     """Write every figure of ``runs`` into ``outdir`` atomically; return (paths written, [(stem, reason)] skipped)."""
-    from cosim.h5io import atomic_output  # noqa: PLC0415
 
     outdir = Path(outdir)
     written, skipped = [], []

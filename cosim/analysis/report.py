@@ -14,6 +14,8 @@ from pathlib import Path
 
 from cosim import __version__
 from cosim.analysis.compare import compare_runs
+from cosim.analysis.plots import iter_figures, render
+from cosim.h5io import atomic_output
 from cosim.runs.experiment import flat_fields
 
 MAX_RUN_FIGURES = 12  # runs that get their per-run figures in a report (a 500-point sweep would be huge)
@@ -75,7 +77,6 @@ def provenance_html(runs: Mapping) -> str:
 def figures_html(runs: Mapping, *, top_n: int = 8,
                  max_runs: int | None = MAX_RUN_FIGURES) -> tuple[str, list[tuple[str, str]]]:
     """Every figure of ``runs`` as embedded <img> tags, and the (stem, reason) list of skipped ones."""
-    from cosim.analysis.plots import iter_figures, render  # noqa: PLC0415
 
     parts, skipped = [], []
     for res in iter_figures(runs, top_n=top_n, max_runs=max_runs):
@@ -116,7 +117,6 @@ Deltas and ratios are against the first run.</p>
 
 def write_report(runs: Mapping, path: str | Path, **kwargs) -> Path:
     """Write the HTML page of ``runs`` to ``path`` atomically (kwargs as for build_report)."""
-    from cosim.h5io import atomic_output  # noqa: PLC0415
 
     page = build_report(runs, **kwargs)
     path = Path(path)

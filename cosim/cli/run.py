@@ -180,7 +180,10 @@ def _dry_run(exps, runner) -> None:
             if k != "tiers":
                 click.echo(f"#   {k}: {x}")
         for t in plan.get("tiers", []):
-            click.echo(f"#   tier {t}")
+            ratio = t.get("oversubscription") or {}
+            click.echo(f"#   tier {t['tier']}: {t.get('n_switches', 0)} switches, {t['n_links']} links at "
+                       f"{'/'.join(f'{r:g}' for r in t['link_rates_gbps'])} Gbps"
+                       + (f", oversubscription {ratio['max']:g}" if ratio else ""))
         click.echo("")
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import shutil
 from pathlib import Path
 
 import numpy as np
+import h5py
 
 from cosim import __version__
 from cosim.errors import CosimInputError
@@ -54,8 +56,6 @@ def _write_root(h5) -> None:
 def check_writable(path: str | Path, *, append: bool = False) -> None:
     """Fail before a run, not after it, when ``path`` cannot be written: its folder is missing or read-only,
     it is a folder, or (with ``append``) it exists but is not a cosim results file."""
-    import os  # noqa: PLC0415
-
     p = Path(path)
     if not str(path):
         raise CosimInputError("--output", "is empty", "name a results file, e.g. -o results.h5")
@@ -72,8 +72,6 @@ def check_writable(path: str | Path, *, append: bool = False) -> None:
 
 def write_results(path: str | Path, runs: list[RunRecord], *, append: bool = False) -> Path:
     """Write ``runs`` to ``path`` atomically; with ``append`` keep the runs already in an existing file."""
-    import h5py  # noqa: PLC0415
-
     path = Path(path)
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
@@ -98,8 +96,6 @@ def _corrupt(path: Path, problem: str) -> CosimInputError:
 
 def read_results(path: str | Path) -> dict[str, RunRecord]:
     """Read every run of a results file, validating its schema; raise CosimInputError if it is not one."""
-    import h5py  # noqa: PLC0415
-
     path = Path(path)
     if not path.is_file():
         raise CosimInputError(str(path), "no such file")

@@ -32,14 +32,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from cosim import values as v
 from cosim.collectives.lower import ALGORITHM_NAMES
 from cosim.errors import CosimInputError
 from cosim.network.spec import NetworkSpec
 from cosim.network.transport import TRANSPORTS
+from cosim.workload.builder import build_trace
+from cosim.workload.hardware import get_hardware
+from cosim.workload.model import get_model
+from cosim.workload.parallelism import ParallelismSpec
 
 #: a document's transport may also be "both": one Experiment per transport
 TRANSPORT_CHOICES = (*TRANSPORTS, "both")
@@ -97,10 +103,6 @@ class TrainingWorkload:
         """The Trace this workload generates from its model (None for a trace file or an in-memory trace)."""
         if self.model is None:
             return None
-        from cosim.workload.builder import build_trace  # noqa: PLC0415 - generation imports the whole model
-        from cosim.workload.hardware import get_hardware  # noqa: PLC0415
-        from cosim.workload.model import get_model  # noqa: PLC0415
-        from cosim.workload.parallelism import ParallelismSpec  # noqa: PLC0415
 
         hardware = {} if gpus_per_server is None else {"gpus_per_host": gpus_per_server}
         try:
@@ -332,8 +334,9 @@ def resolve_path(key: str) -> list[str]:
 def with_overrides(doc: Mapping, overrides: Mapping[str, object]) -> dict:
     """A copy of ``doc`` with ``overrides`` (key → value, keys as :func:`resolve_path` reads them) set.
 
-    Giving a trace file replaces a generated trace's model fields; switching ``workload.kind`` keeps only
-    the fields the new kind has.
+    Giving a trace file replaces a generated trace's model fields; a workload with a trace or a model and
+    no kind is a training workload. A field the workload's kind does not have is an error when the
+    document is read, never dropped.
     """
     out = {k: (dict(x) if isinstance(x, Mapping) else x) for k, x in doc.items()}
     for key, value in overrides.items():
@@ -348,11 +351,8 @@ def with_overrides(doc: Mapping, overrides: Mapping[str, object]) -> dict:
             for k in ("model", "model_overrides", "parallelism", "gpu"):
                 node.pop(k, None)
     work = out.get("workload")
-    if isinstance(work, Mapping) and work.get("kind", "flows") in _WORKLOADS:
-        cls = _WORKLOADS[work.get("kind", "flows")]
-        known = {f.name for f in dataclasses.fields(cls)} | {"kind"}
-        foreign = {f.name for c in _WORKLOADS.values() for f in dataclasses.fields(c)} - known
-        out["workload"] = {k: x for k, x in work.items() if k not in foreign}
+    if isinstance(work, Mapping) and "kind" not in work and ("trace" in work or "model" in work):
+        work["kind"] = "training"  # a trace or a model is a training workload; anything else defaults to flows
     return out
 
 
@@ -394,8 +394,6 @@ def _toml_value(x) -> str:
 
 def read_toml(path) -> dict:
     """A TOML file as a document (CosimInputError for a missing, unreadable or malformed file)."""
-    import tomllib  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
 
     path = Path(path)
     if not path.is_file():

@@ -73,8 +73,12 @@ def describe(exp: Experiment, *, trace=None) -> dict:
         "HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes", "FabricSwitch::HeadroomBytes",
         "SharedBufferMmu::LosslessPriorityMask", "EgressPort::LinkFlowControl", "FabricNode::VlBufferBytes"))
     desc = fabric.describe()
+    leaf_ratio = fabric.oversubscription(1)
+    leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
     out = {"name": exp.name, "transport": exp.network.transport, "topology": fabric.name,
            "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
+           "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.n_switches - fabric.tier_ids(1).size),
+           "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
            "links": fabric.n_links, "tiers": desc.get("tiers", [])}
     out |= workload
     out |= _buffers(fabric, resolved)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cosim.errors import CosimInputError
+from cosim.results import RunRecord, read_results, write_results
 from cosim.sweep.spec import MANIFEST_SCHEMA, MANIFEST_SUFFIX
 
 
@@ -59,7 +60,6 @@ def point_files(outdir: Path, sweep: str | None = None,
 def merge(outdir: str | Path, output: str | Path, *, summary_only: bool = False, partial: bool = False,
           sweep: str | None = None) -> MergeOutcome:
     """Merge the sweep in ``outdir`` into ``output`` atomically; missing points are an error unless ``partial``."""
-    from cosim.results import RunRecord, read_results, write_results  # noqa: PLC0415
 
     outdir, output = Path(outdir), Path(output)
     if not outdir.is_dir():

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
 import os
 import re
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,9 +186,6 @@ def run_sweep(sweep: Sweep, outdir: str | Path, *, shard: tuple[int, int] = (0, 
 
 
 def _run_parallel(todo: list[SweepPoint], outdir: Path, sweep_name: str, jobs: int, record) -> None:
-    import multiprocessing  # noqa: PLC0415
-    from concurrent.futures import ProcessPoolExecutor, as_completed  # noqa: PLC0415
-    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
 
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
     try:

@@ -30,6 +30,7 @@ import itertools
 import json
 import math
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -268,8 +269,6 @@ def _check_unique(source: str, points: list[SweepPoint]) -> None:
 
 def load_sweep(path: str | Path) -> Sweep:
     """Read and expand a sweep TOML file (CosimInputError naming the key for any mistake)."""
-    import tomllib  # noqa: PLC0415
-
     path = Path(path)
     if not path.is_file():
         raise CosimInputError(str(path), "no such file", "pass a sweep TOML file (see docs/sweeps.md)")
