@@ -82,12 +82,14 @@ def test_grid_expands_in_order_with_stable_names(tmp_path):
         "dcqcn=true,EcnKminBytes=20000", "dcqcn=true,EcnKminBytes=100000",
         "dcqcn=false,EcnKminBytes=20000", "dcqcn=false,EcnKminBytes=100000", "perm"]
     p = sweep.points[2]
-    assert p.fields["flow_bytes"] == 50_000 and p.fields["dcqcn"] is False
-    assert p.fields["attributes"] == {"FabricSwitch::EcnKminBytes": "20000", "SharedBufferMmu::BufferBytes": "4000000"}
+    exp = p.experiment()
+    assert exp.workload.flow_bytes == 50_000 and exp.network.dcqcn is False
+    assert dict(exp.network.attributes) == {"FabricSwitch::EcnKminBytes": "20000",
+                                            "SharedBufferMmu::BufferBytes": "4000000"}
     assert p.file_name == f"t-0002-{p.digest}.h5" and len(p.digest) == 8
-    spec = p.spec()
-    assert spec.name == p.run_name and ("FabricSwitch::EcnKminBytes", "20000") in spec.attributes
-    assert sweep.points[4].fields["pattern"] == "permutation" and sweep.points[4].params == {"pattern": "permutation"}
+    assert exp.name == p.run_name
+    assert sweep.points[4].experiment().workload.pattern == "permutation"
+    assert sweep.points[4].params == {"pattern": "permutation"}
     again = load_sweep(write(tmp_path, SMALL, "copy.toml"))
     assert [q.file_name for q in again.points] == [q.file_name for q in sweep.points]  # deterministic
     changed = load_sweep(write(tmp_path, SMALL.replace('"50KB"', "60000"), "changed.toml"))
@@ -97,17 +99,17 @@ def test_grid_expands_in_order_with_stable_names(tmp_path):
 
 BAD = [
     ("[base\nhosts = 4", "malformed TOML"),
-    ("[base]\nhostz = 4", "base.hostz: unknown scenario field (valid keys: fabric"),
+    ("[base]\nhostz = 4", "base.hostz: unknown experiment field (use a section path like network.link_gbps"),
     ("[grid]\nhosts = 4", "grid.hosts: must be a non-empty list"),
     ("[grid]\nhosts = []", "grid.hosts: must be a non-empty list"),
-    ('[grid]\nhosts = [4, "8"]', "grid.hosts[1]: expected an integer"),
-    ("[grid]\nhosts = [4, 1]", "point 1 (hosts=1) hosts: need at least 2 hosts"),
-    ('[grid]\ntopology = ["torus"]', "topology: unknown topology"),
-    ('[base]\ntopology = "fat-tree"\nhosts = 10', "point 0 (s) hosts: a k-ary fat tree"),
+    ('[grid]\nhosts = [4, "8"]', "point 1 (hosts=8) network.hosts: must be an integer, got '8'"),
+    ("[grid]\nhosts = [4, 1]", "point 1 (hosts=1) network.hosts: must be an integer >= 2"),
+    ('[grid]\ntopology = ["torus"]', "network.topology: unknown value 'torus'"),
+    ('[base]\ntopology = "fat-tree"\nhosts = 10', "point 0 (s) network.hosts: a k-ary fat tree"),
     ('[base]\nname = "x"', "run names come from the point's parameters"),
     ("[sweeps]\nname = 1", "sweeps: unknown section"),
-    ('[base.attributes]\n"HostNic::Nope" = 1', "attributes.HostNic::Nope: no such ns-3 attribute"),
-    ('[grid]\nattributes."HostNic::MtuBytes" = ["abc"]', "attributes.HostNic::MtuBytes"),
+    ('[base.attributes]\n"HostNic::Nope" = 1', "HostNic::Nope: no such ns-3 attribute"),
+    ('[grid]\nattributes."HostNic::MtuBytes" = ["abc"]', "(MtuBytes=abc) HostNic::MtuBytes: 'abc' is not a valid"),
     ('[base.attributes]\nMtu = 1', "not an ns-3 attribute name"),
     ("[[points]]\nhosts = 4\n[[points]]\nhosts = 4", "same run name"),
 ]
