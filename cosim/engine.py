@@ -23,10 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+from cosim.collectives.dag import DagOpKind
 from cosim.errors import CosimInputError
 from cosim.workload.flows import FlowSet
-from cosim.network.topology import Fabric
-from cosim.network.transport import qualify_attribute
+from cosim.network.topology import HOST, SWITCH, Fabric
+from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, qualify_attribute
 
 PLUGIN_NAME = "libcosim-ns3.so"
 ENGINE_HEADER = "cosim-engine.h"
@@ -92,8 +93,31 @@ def load():
     cppyy.load_library(str(lib))
     cppyy.add_include_path(str(include_dir))
     cppyy.include(ENGINE_HEADER)
+    check_shared_codes(str(cppyy.gbl.cosim.Engine.SharedCodes()))
     _loaded = cppyy.gbl.cosim
     return _loaded
+
+
+def python_codes() -> dict[str, int]:
+    """The codes and defaults this package assumes the C++ models use, as Engine::SharedCodes() names them."""
+    codes = {f"op_kind.{k.name}": int(k) for k in DagOpKind}
+    codes |= {"node_kind.HOST": HOST, "node_kind.SWITCH": SWITCH}
+    codes |= {f"run_status.{name}": code for code, name in _RUN_STATUS_NAMES.items()}
+    codes |= {f"counter.{name}": i for i, name in enumerate(COUNTERS)}
+    codes |= {"priorities": NUM_PRIORITIES, "default.mtu_bytes": DEFAULT_MTU_BYTES,
+              "default.header_bytes": DEFAULT_HEADER_BYTES}
+    return codes
+
+
+def check_shared_codes(text: str) -> None:
+    """Compare the plugin's shared codes (``key=value`` lines) with :func:`python_codes`; a plugin built
+    from other sources fails here, at load, instead of mislabelling results."""
+    cpp = {k: int(v) for k, _, v in (line.partition("=") for line in text.splitlines() if line)}
+    mine = python_codes()
+    if cpp != mine:
+        diff = sorted(k for k in cpp.keys() | mine.keys() if cpp.get(k) != mine.get(k))
+        raise PluginNotFoundError(f"libcosim-ns3 does not match this cosim: codes differ for {', '.join(diff)} "
+                                  "(rebuild with 'pip install .')")
 
 
 def ns3_version() -> str:
@@ -141,6 +165,10 @@ ProgressFn = Callable[[float, int, int], None]
 """Called as progress(sim_time_ns, flows_done, flows_total) between simulation slices."""
 
 _STATUS = {0: "time-limit", 1: "complete", 2: "stalled"}
+#: Engine RunStatus codes by their C++ names
+_RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS"}
+#: priorities (traffic classes, virtual lanes) every port keeps queues for
+NUM_PRIORITIES = 8
 COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_frames_sent",
             "peak_headroom_used_bytes", "min_headroom_bytes", "acks", "credit_violations", "peak_lane_bytes",
             "credit_packets_sent")
@@ -173,8 +201,8 @@ def simulate(
     for field, ids in (("flows.src", flows.src), ("flows.dst", flows.dst)):
         if ids.size and ((ids < 0).any() or (ids >= n_nodes).any() or (kinds[ids] != 0).any()):
             raise CosimInputError(field, "every flow endpoint must be a host node id of the fabric")
-    if (flows.priority > 7).any():
-        raise CosimInputError("flows.priority", "priorities are 0..7")
+    if (flows.priority >= NUM_PRIORITIES).any():
+        raise CosimInputError("flows.priority", f"priorities are 0..{NUM_PRIORITIES - 1}")
 
     snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
     with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
@@ -242,6 +270,8 @@ def simulate_dag(
             (kind, np.uint8), (gpu, np.int32), (src_node, np.int32), (dst_node, np.int32), (bytes_, np.int64),
             (np.rint(np.asarray(duration_ns, np.float64) * 1e3), np.int64), (priority, np.uint8),
             (dep_ptr, np.int64), (dep_idx, np.int64))]
+        # cppyy passes no pointer for an empty array: a DAG without dependencies still needs one
+        arrays = [a if a.size else np.zeros(1, a.dtype) for a in arrays]
         if arrays[7].size != n + 1:
             raise CosimInputError("dep_ptr", f"must have n_ops + 1 = {n + 1} entries, got {arrays[7].size}")
         try:

@@ -1,4 +1,4 @@
-"""The notebook API: open_results → runs with DataFrames, summary and scenario frames."""
+"""The notebook API: open_results → runs with DataFrames, summary and experiment frames."""
 
 from __future__ import annotations
 
@@ -8,24 +8,27 @@ import numpy as np
 import pytest
 
 from cosim import results
-from cosim.runs import flows as scenario
-from cosim.results.frames import Results, Run, open_results
+from cosim.runs.experiment import make
+from cosim.runs.run import run as run_experiment
+from cosim.analysis.api import Results, Run, open_results
 from cosim.errors import CosimInputError
 
 
 @pytest.fixture(scope="module")
 def path(engine_ns, tmp_path_factory):
-    runs = [scenario.run(scenario.ScenarioSpec(name=n, hosts=4, flow_bytes=200_000, dcqcn=d))
+    """Two 4-host incasts, DCQCN on and off, in one results file."""
+    runs = [run_experiment(make("flows", name=n, hosts=4, flow_bytes=200_000, dcqcn=d))
             for n, d in (("on", True), ("off", False))]
     return results.write_results(tmp_path_factory.mktemp("api") / "r.h5", runs)
 
 
 def test_results_is_a_mapping_of_runs(path):
+    """open_results gives runs by name in write order, with summary, config, experiment and provenance."""
     res = open_results(path)
     assert isinstance(res, Results) and list(res) == ["on", "off"] and len(res) == 2  # write order
     run = res["on"]
     assert isinstance(run, Run) and run.name == "on" and run.summary["status"] == "complete"
-    assert run.config["scenario"]["dcqcn"] is True and run.scenario["hosts"] == 4
+    assert run.config["experiment"]["network"]["dcqcn"] is True and run.experiment["network"]["hosts"] == 4
     assert run.provenance["seed"] == 1 and "flows" in run.groups()
     with pytest.raises(KeyError, match="runs are on, off"):
         res["nope"]
@@ -46,15 +49,16 @@ def test_tables_as_frames_and_as_arrays(path):
         run.table("bogus")
 
 
-def test_summary_and_scenario_frames(path):
+def test_summary_and_experiment_frames(path):
+    """summary_frame has a row per run; experiment_frame the dotted fields that differ, joinable with it."""
     res = open_results(path)
     frame = res.summary_frame()
     assert list(frame.index) == ["on", "off"] and frame.index.name == "run"
     assert list(frame.columns[:3]) == ["status", "flows", "flows_completed"]
     assert frame.loc["on", "cnps_sent"] == res["on"].summary["cnps_sent"] and frame.loc["off", "cnps_sent"] == 0
-    varying = res.scenario_frame()
-    assert list(varying.columns) == ["dcqcn"] and not varying.loc["off", "dcqcn"]
-    assert "hosts" in res.scenario_frame(varying_only=False).columns
+    varying = res.experiment_frame()
+    assert list(varying.columns) == ["network.dcqcn"] and not varying.loc["off", "network.dcqcn"]
+    assert "network.hosts" in res.experiment_frame(varying_only=False).columns
     joined = varying.join(frame[["fct_p99_ns"]])
     assert joined.shape == (2, 2)
     assert res.compare(baseline="on").runs == ("on", "off")

@@ -9,22 +9,28 @@ import json
 import pytest
 
 from cosim import results
-from cosim.runs import flows as scenario
-from cosim.analysis.compare import compare_runs, label_runs, metric_for, ordered_keys
+from cosim.runs.experiment import make
+from cosim.runs.run import run as run_experiment
+from cosim.analysis.compare import compare_runs, label_runs
+from cosim.results.metrics import metric_for, ordered_keys
 from conftest import help_output_loading_nothing_heavy, run_main
 
 # A 3-to-1 incast of 1 MB flows: with DCQCN on the default deep buffer (no pauses), and without DCQCN on a
 # 4 MB shared buffer, where the switch must pause the senders.
-SHALLOW = (("SharedBufferMmu::BufferBytes", "4000000"),)
+SHALLOW = {"attributes.SharedBufferMmu::BufferBytes": "4000000"}
+
+
+def incast_pair():
+    """(DCQCN-on record, PFC-only record) of the same incast (shared with tests/test_analysis_plots.py)."""
+    on = run_experiment(make("flows", name="dcqcn", hosts=4, flow_bytes=1_000_000))  # deep buffer
+    off = run_experiment(make("flows", name="pfc", hosts=4, flow_bytes=1_000_000, dcqcn=False, **SHALLOW))
+    return on, off
 
 
 @pytest.fixture(scope="module")
 def pair(engine_ns):
     """(DCQCN-on record, PFC-only record) of the same incast."""
-    on = scenario.run(scenario.ScenarioSpec(name="dcqcn", hosts=4, flow_bytes=1_000_000))  # deep buffer
-    off = scenario.run(scenario.ScenarioSpec(name="pfc", hosts=4, flow_bytes=1_000_000, dcqcn=False,
-                                             attributes=SHALLOW))
-    return on, off
+    return incast_pair()
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +72,11 @@ def test_baseline_moves_first_and_flips_the_ratios(pair):
 
 
 def test_known_metrics_first_in_catalogue_order_then_the_rest_sorted():
+    """ordered_keys puts catalogued metrics in METRICS order, then unknown scalar keys sorted; units by
+    suffix."""
     keys = ordered_keys([{"zeta_ns": 1.0, "fct_p99_ns": 2.0, "alpha": 3, "status": "complete", "blob": [1, 2]},
                          {"flows": 4, "coll_all_reduce_p50_ns": 5.0}])
-    assert keys == ["status", "flows", "fct_p99_ns", "alpha", "coll_all_reduce_p50_ns", "zeta_ns"]
+    assert keys == ["status", "coll_all_reduce_p50_ns", "flows", "fct_p99_ns", "alpha", "zeta_ns"]
     m = metric_for("coll_all_reduce_p50_ns")
     assert (m.unit, m.raw_unit, m.scale) == ("us", "ns", 1e-3)
     table = compare_runs({"x": {"fct_p99_ns": 2000.0}, "y": {"flows": 3}})

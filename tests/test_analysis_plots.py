@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 
 from cosim import results
-from cosim.runs import flows as scenario
 from cosim.analysis import plots
 from conftest import run_main
+from test_analysis_compare import incast_pair
 
-SHALLOW = (("SharedBufferMmu::BufferBytes", "4000000"),)
 TRACE = Path(__file__).resolve().parents[1] / "traces" / "llama2-7b-2l_tp2-pp2-dp2.h5"
 
 
@@ -40,9 +39,7 @@ def ops_from_trace(path: Path) -> tuple[dict, dict]:
 @pytest.fixture(scope="module")
 def results_file(engine_ns, tmp_path_factory):
     """dcqcn (no pauses) and pfc (PFC pauses) runs of one incast, plus an 'iter' run with only an ops timeline."""
-    on = scenario.run(scenario.ScenarioSpec(name="dcqcn", hosts=4, flow_bytes=1_000_000))  # deep buffer
-    off = scenario.run(scenario.ScenarioSpec(name="pfc", hosts=4, flow_bytes=1_000_000, dcqcn=False,
-                                             attributes=SHALLOW))
+    on, off = incast_pair()
     ops, iterations = ops_from_trace(TRACE)
     it = results.RunRecord(name="iter", config=on.config, provenance=on.provenance, summary=on.summary, ops=ops,
                            iterations=iterations)

@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from cosim import results
 from cosim.cli import cli
+from cosim.runs import catalog
+from cosim.runs.experiment import read_toml
 from cosim.workload.trace import write_trace
 from conftest import help_output_loading_nothing_heavy, run_main
 
@@ -20,6 +22,8 @@ DP8 = REPO / "traces" / "llama2-7b-2l_dp8-zero1.h5"
 
 
 def test_trace_run_writes_ops_collectives_iterations(tmp_path, engine_ns):
+    """--trace runs the trace on the default rail-optimized fabric and writes the ops, collectives and
+    iterations tables with units, and the experiment document."""
     out = tmp_path / "t.h5"
     # 2 servers of 4 GPUs: the DP8 hierarchical rings cross the rail switches (~3 s)
     r = CliRunner().invoke(cli, ["run", "--trace", str(DP8), "--fabric", "roce", "--gpus-per-server", "4",
@@ -32,7 +36,8 @@ def test_trace_run_writes_ops_collectives_iterations(tmp_path, engine_ns):
     run = results.read_results(out)["roce"]
     s = run.summary
     assert s["status"] == "complete" and s["n_ranks"] == 8 and s["n_flows"] > 0 and s["iterations"] == 1
-    assert run.config["training"]["trace_path"] == str(DP8) and run.config["workload"]["gpus_per_server"] == 4
+    assert run.config["experiment"]["workload"]["trace"] == str(DP8)
+    assert run.config["workload"]["gpus_per_server"] == 4
     assert run.config["fabric"]["name"] == "rail-optimized" and run.config["fabric"]["n_hosts"] == 8
     with h5py.File(out) as f:
         g = f["runs/roce"]
@@ -55,6 +60,7 @@ def _ring_trace_file(tmp_path):
 
 
 def test_iterations_are_all_recorded(tmp_path, engine_ns):
+    """--iterations 3 records every iteration's ops and collectives; later iterations take the first's time."""
     out = tmp_path / "it.h5"
     r = CliRunner().invoke(cli, ["run", "--trace", str(_ring_trace_file(tmp_path)), "--gpus-per-server", "1",
                                  "--iterations", "3", "--name", "ring", "-o", str(out)])
@@ -97,12 +103,13 @@ def test_bad_trace_file_exits_2_one_line_no_output(tmp_path, capsys, content, ne
     (["--trace", str(DP8), "--fabric", "infiniband"], "--fabric"),
     (["--trace", str(DP8), "--iterations", "0"], "--iterations"),
     (["--trace", str(DP8), "--algorithm", "rings"], "--algorithm"),
-    (["--trace", str(DP8), "--topology", "fat-tree"], "topology"),
+    (["--trace", str(DP8), "--topology", "fat-tree"], "k-ary fat tree"),
     (["--trace", str(DP8), "--set", "HostNic::NoSuchThing=1"], "HostNic::NoSuchThing"),
     (["--trace", str(DP8), "--gpus-per-server", "3", "--topology", "leaf-spine", "--hosts-per-leaf", "4"],
-     "hosts_per_leaf"),
+     "network.hosts_per_leaf"),
 ])
 def test_bad_training_options_exit_2(tmp_path, capsys, args, needle, engine_ns):
+    """Bad or conflicting training options exit 2 with one line naming the option or field, and write no file."""
     out = tmp_path / "x.h5"
     code, _, err = run_main(["run", *args, "-o", str(out)], capsys)
     assert code == 2, err
@@ -111,13 +118,14 @@ def test_bad_training_options_exit_2(tmp_path, capsys, args, needle, engine_ns):
 
 
 def test_flow_scenarios_are_still_reachable(tmp_path, engine_ns):
+    """--pattern makes a flow-level run: no training tables, the pattern in the stored experiment."""
     out = tmp_path / "f.h5"
     r = CliRunner().invoke(cli, ["run", "--pattern", "permutation", "--hosts", "4", "--flow-bytes", "64KiB",
                                  "-o", str(out)])
     assert r.exit_code == 0, r.output
     run = results.read_results(out)["permutation"]
     assert run.summary["flows_completed"] == 4 and not run.ops and not run.iterations
-    assert run.config["scenario"]["pattern"] == "permutation"
+    assert run.config["experiment"]["workload"]["pattern"] == "permutation"
 
 
 def test_no_arguments_runs_the_builtin_training_scenario(tmp_path, capsys, engine_ns):
@@ -125,12 +133,14 @@ def test_no_arguments_runs_the_builtin_training_scenario(tmp_path, capsys, engin
     out = tmp_path / "d.h5"
     code, stdout, err = run_main(["run", "--fabric", "roce", "--max-sim-time-ms", "1", "-o", str(out)], capsys)
     assert code == 1  # not complete: the time limit
-    assert stdout.startswith("built-in scenario:") and "iteration time" in stdout
+    assert stdout.startswith(read_toml(catalog.path_of("builtin"))["description"]) and "iteration time" in stdout
     assert len(err.strip().splitlines()) == 1 and err.startswith("Error: run 'roce' ended time-limit:")
     run = results.read_results(out)["roce"]
     cfg = run.config
-    assert cfg["training"]["topology"] == "leaf-spine" and cfg["training"]["iterations"] == 2
-    assert cfg["training"]["max_sim_time_ns"] == 1e6 and cfg["training"]["trace_in_memory"]
+    exp = cfg["experiment"]
+    assert exp["network"]["topology"] == "leaf-spine" and exp["workload"]["iterations"] == 2
+    assert exp["limits"]["max_sim_time_ns"] == 1e6
+    assert exp["workload"]["trace"] is None and exp["workload"]["model"] == "llama2-7b"  # generated, no file
     assert cfg["workload"]["n_ranks"] == 16 and cfg["workload"]["specs"]["parallelism"]["tp"] == 4
     assert cfg["fabric"]["n_hosts"] == 16 and cfg["fabric"]["n_switches"] == 4
     assert run.summary["iteration_time_ns"] is None and run.summary["iteration_times_ns"] == [None, None]
@@ -138,22 +148,31 @@ def test_no_arguments_runs_the_builtin_training_scenario(tmp_path, capsys, engin
 
 
 def test_default_fabric_of_the_builtin_scenario_is_both():
+    """--transport defaults to the experiment's, and the built-in scenario's is both: runs 'roce' and 'ib'."""
     from cosim.cli import run as run_cmd
+    from cosim.runs.run import experiments_of
 
-    assert run_cmd.FABRIC_CHOICES == ("roce", "ib", "both")
+    assert run_cmd.TRANSPORT_CHOICES == ("roce", "ib", "both")
     ctx = run_cmd.run.make_context("run", [])
-    assert ctx.params["fabric"] is None  # resolved to "both" for the built-in scenario, "roce" otherwise
-    assert "[default: both for the" in " ".join(run_cmd.run.get_help(ctx).split())
+    assert ctx.params["transport"] is None  # the experiment's transport: "both" for the built-in scenario
+    assert "[default: the experiment's" in " ".join(run_cmd.run.get_help(ctx).split())
+    assert [(e.name, e.network.transport) for e in experiments_of(catalog.DEFAULT)] == [("roce", "roce"),
+                                                                                         ("ib", "ib")]
 
 
 def test_algorithm_choices_match_the_lowering():
+    """--algorithm accepts exactly the lowering's algorithms, and its help lists every one of them in order."""
     from cosim.collectives.lower import ALGORITHM_NAMES
-    from cosim.cli.run import ALGORITHMS
+    from cosim.cli.run import run as run_cmd
+    from cosim.runs.experiment import field_kind
 
-    assert ALGORITHMS == ALGORITHM_NAMES
+    option = next(p for p in run_cmd.params if p.name == "algorithm")
+    assert field_kind(option.type.path).choices == ALGORITHM_NAMES
+    assert tuple(option.help.split(": ", 1)[1].rstrip(".").split(", ")) == ALGORITHM_NAMES
 
 
 def test_run_help_loads_no_simulator():
+    """cosim run --help lists the training options without importing the simulator."""
     text = help_output_loading_nothing_heavy([["run"]])
     assert "--trace" in text and "--iterations" in text and "both" in text
 

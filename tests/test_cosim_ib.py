@@ -45,6 +45,8 @@ def test_same_seed_same_results_bit_for_bit():
 
 
 def test_fabric_both_on_a_trace_writes_roce_and_ib_side_by_side(tmp_path, engine_ns):
+    """--fabric both on a trace writes runs roce and ib, printed side by side, each with its own back-
+    pressure."""
     trace = tmp_path / "tiny.h5"
     write_trace(trace, tiny_llama_trace())
     out = tmp_path / "both.h5"
@@ -58,7 +60,7 @@ def test_fabric_both_on_a_trace_writes_roce_and_ib_side_by_side(tmp_path, engine
         assert label in r.output
     runs = results.read_results(out)
     assert sorted(runs) == ["ib", "roce"]
-    assert runs["roce"].config["training"]["fabric"] == "roce" and runs["ib"].config["training"]["fabric"] == "ib"
+    assert [runs[n].config["experiment"]["network"]["transport"] for n in ("roce", "ib")] == ["roce", "ib"]
     roce, ib = runs["roce"].summary, runs["ib"].summary
     assert roce["status"] == ib["status"] == "complete"
     assert roce["n_flows"] == ib["n_flows"] and roce["payload_bytes"] == ib["payload_bytes"]

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim.runs.training import TrainingSpec, run_training
+from cosim.runs.experiment import Experiment, from_document, make
+from cosim.runs.training import run_training
 from cosim.errors import CosimInputError
 from cosim.network.ideal import path_properties
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase, Trace
@@ -115,12 +116,12 @@ def tiny_llama_trace():
 
 # --- models -----------------------------------------------------------------------------------------------
 
-def ring_allreduce_model_ns(spec: TrainingSpec, n: int, size_bytes: int, *, mtu_bytes: int,
+def ring_allreduce_model_ns(exp: Experiment, n: int, size_bytes: int, *, mtu_bytes: int,
                             header_bytes: int) -> tuple[float, float]:
     """(T model in ns, α in ns) of a ring all-reduce over ranks 0..n-1, one per server (module docstring)."""
     from cosim.runs.training import build_fabric, rank_hosts
 
-    fabric = build_fabric(spec, n, 1)
+    fabric = build_fabric(exp, n, 1)
     hosts = rank_hosts(fabric, n, 1)
     wire = mtu_bytes + header_bytes
     start_overhead_ns = 0.0
@@ -142,13 +143,13 @@ def ring_allreduce_model_ns(spec: TrainingSpec, n: int, size_bytes: int, *, mtu_
 
 def check_ring_allreduce(fabric: str, topology: str, n: int, size_bytes: int) -> None:
     tr = ring_allreduce_trace(n, size_bytes)
-    spec = TrainingSpec(trace=tr, fabric=fabric, topology=topology, gpus_per_server=1, hosts_per_leaf=2,
-                        link_gbps=100, link_delay_ns=1000, chunk_bytes=size_bytes, algorithm="ring")
-    rec = run_training(spec)
+    exp = make("training", transport=fabric, topology=topology, gpus_per_server=1, hosts_per_leaf=2,
+               link_gbps=100, link_delay_ns=1000, chunk_bytes=size_bytes, algorithm="ring")
+    rec = run_training(exp, trace=tr)
     assert rec.summary["status"] == "complete"
     assert rec.summary["pfc_paused_ns"] == 0 and rec.summary["credit_stall_ns"] == 0  # uncongested
     t_sim = float(rec.collectives["finish_ns"][0] - rec.collectives["start_ns"][0])
-    t_model, alpha = ring_allreduce_model_ns(spec, n, size_bytes, mtu_bytes=rec.summary["mtu_bytes"],
+    t_model, alpha = ring_allreduce_model_ns(exp, n, size_bytes, mtu_bytes=rec.summary["mtu_bytes"],
                                              header_bytes=rec.summary["header_bytes"])
     print(f"\n{fabric} {topology} n={n} S={size_bytes >> 20} MiB: sim {t_sim:.0f} ns, model {t_model:.0f} ns "
           f"(alpha {alpha:.1f} ns), ratio {t_sim / t_model:.5f}")
@@ -160,8 +161,8 @@ def check_ring_allreduce(fabric: str, topology: str, n: int, size_bytes: int) ->
 
 def check_compute_only(fabric: str) -> None:
     durations = [[1000, 2500, 333], [7, 11_000, 13], [5000]]
-    rec = run_training(TrainingSpec(trace=compute_trace(durations), fabric=fabric, gpus_per_server=1,
-                                    topology="single-switch", iterations=2))
+    rec = run_training(make("training", transport=fabric, gpus_per_server=1, topology="single-switch",
+                            iterations=2), trace=compute_trace(durations))
     s = rec.summary
     busiest = max(sum(d) for d in durations)
     assert s["status"] == "complete" and s["n_flows"] == 0
@@ -187,8 +188,8 @@ def check_overlap_beats_serialized(fabric: str) -> None:
     compute_ns = 4 * 1_000_000 + 500_000
     times = {}
     for overlapped in (True, False):
-        rec = run_training(TrainingSpec(trace=bucket_trace(**args, overlapped=overlapped), fabric=fabric,
-                                        gpus_per_server=1, topology="single-switch"))
+        rec = run_training(make("training", transport=fabric, gpus_per_server=1, topology="single-switch"),
+                           trace=bucket_trace(**args, overlapped=overlapped))
         assert rec.summary["status"] == "complete" and rec.summary["compute_time_ns"] == compute_ns
         times[overlapped] = rec.summary["iteration_time_ns"]
         # the buckets' all-reduces really ran in order, each after the backward compute it waits for
@@ -207,9 +208,9 @@ def check_overlap_beats_serialized(fabric: str) -> None:
 
 
 def check_lossless_training(fabric: str) -> None:
-    rec = run_training(TrainingSpec(trace=tiny_llama_trace(), fabric=fabric, topology="leaf-spine",
-                                    gpus_per_server=2, hosts_per_leaf=2, oversubscription=2, iterations=2,
-                                    attributes=CONGESTED_ATTRS))
+    rec = run_training(make("training", transport=fabric, topology="leaf-spine", gpus_per_server=2,
+                            hosts_per_leaf=2, oversubscription=2, iterations=2,
+                            **{"network.attributes": CONGESTED_ATTRS}), trace=tiny_llama_trace())
     s = rec.summary
     assert s["status"] == "complete"
     # lossless: every byte of every flow delivered, nothing dropped anywhere
@@ -251,9 +252,9 @@ def COLL_KINDS_OF(kinds) -> list[str]:  # noqa: N802
 
 
 def check_deterministic(fabric: str) -> None:
-    spec = TrainingSpec(trace=tiny_llama_trace(), fabric=fabric, topology="rail-optimized", gpus_per_server=2,
-                        seed=7)
-    a, b = run_training(spec), run_training(spec)
+    exp = make("training", transport=fabric, topology="rail-optimized", gpus_per_server=2, seed=7)
+    trace = tiny_llama_trace()
+    a, b = run_training(exp, trace=trace), run_training(exp, trace=trace)
     for group in ("ops", "collectives", "iterations", "flows", "queues", "ports"):
         ta, tb = a.table(group), b.table(group)
         assert ta.keys() == tb.keys()
@@ -288,46 +289,61 @@ def test_same_seed_same_results_bit_for_bit():
     check_deterministic("roce")
 
 
-# --- spec validation (no simulation) ----------------------------------------------------------------------
+# --- experiment validation (no simulation) ----------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs,field", [
-    (dict(fabric="ethernet"), "fabric"),
-    (dict(topology="torus"), "topology"),
-    (dict(iterations=0), "iterations"),
-    (dict(iterations=1.5), "iterations"),
-    (dict(chunk_bytes=0), "chunk_bytes"),
-    (dict(algorithm="rings"), "algorithm"),
-    (dict(link_gbps=0), "link_gbps"),
-    (dict(link_delay_ns=-1), "link_delay_ns"),
-    (dict(oversubscription=0.5), "oversubscription"),
-    (dict(gpus_per_server=0), "gpus_per_server"),
-    (dict(spines=0), "spines"),
+@pytest.mark.parametrize("fields,field", [
+    (dict(transport="ethernet"), "network.transport"),
+    (dict(topology="torus"), "network.topology"),
+    (dict(iterations=0), "workload.iterations"),
+    (dict(iterations=1.5), "workload.iterations"),
+    (dict(chunk_bytes=0), "workload.chunk_bytes"),
+    (dict(algorithm="rings"), "workload.algorithm"),
+    (dict(link_gbps=0), "network.link_gbps"),
+    (dict(link_delay_ns=-1), "network.link_delay_ns"),
+    (dict(oversubscription=0.5), "network.oversubscription"),
+    (dict(gpus_per_server=0), "network.gpus_per_server"),
+    (dict(spines=0), "network.spines"),
     (dict(seed=-1), "seed"),
-    (dict(queue_sample_interval_ns=0), "queue_sample_interval_ns"),
-    (dict(max_sim_time_ns=float("inf")), "max_sim_time_ns"),
+    (dict(queue_sample_interval_ns=0), "telemetry.queue_sample_interval_ns"),
+    (dict(max_sim_time_ns=float("inf")), "limits.max_sim_time_ns"),
     (dict(name="a/b"), "name"),
-    (dict(trace="not a trace"), "trace"),
-    (dict(trace_path="x.h5", trace=None, attributes=5), "attributes"),
+    (dict(trace=5), "workload.trace"),
+    (dict(trace="x.h5", **{"network.attributes": 5}), "network.attributes"),
 ])
-def test_spec_rejects_bad_fields(kwargs, field):
+def test_experiment_rejects_bad_fields(fields, field):
+    """Every bad training field is a CosimInputError naming its dotted document path."""
     with pytest.raises(CosimInputError) as err:
-        TrainingSpec(**kwargs)
+        make("training", **fields)
     assert err.value.field == field
 
 
-def test_spec_needs_a_workload_and_rejects_two():
+def test_training_needs_a_workload_and_rejects_two():
+    """A training run without a trace is rejected, so are a trace file with a model to generate one, a
+    non-Trace in-memory trace and a missing trace file."""
     with pytest.raises(CosimInputError) as err:
-        run_training(TrainingSpec())
+        run_training(make("training"))
+    assert err.value.field == "workload"
+    with pytest.raises(CosimInputError) as err:
+        from_document({"workload": {"kind": "training", "trace": "x.h5", "model": "llama2-7b"}})
+    assert err.value.field == "workload.trace"
+    with pytest.raises(CosimInputError) as err:
+        run_training(make("training"), trace="not a trace")
     assert err.value.field == "trace"
     with pytest.raises(CosimInputError) as err:
-        TrainingSpec(trace_path="x.h5", trace=compute_trace([[1], [1]]))
-    assert err.value.field == "trace_path"
-    with pytest.raises(CosimInputError) as err:
-        run_training(TrainingSpec(trace_path="/nonexistent/trace.h5"))
+        run_training(make("training", trace="/nonexistent/trace.h5"))
     assert "no such trace file" in str(err.value)
 
 
+def test_trace_file_and_in_memory_trace_are_rejected_together():
+    """A training workload naming a trace file cannot also be given an in-memory trace (the record would
+    name a file that did not run)."""
+    with pytest.raises(CosimInputError) as err:
+        run_training(make("training", trace="x.h5", gpus_per_server=1), trace=compute_trace([[1, 1], [1]]))
+    assert err.value.field == "trace"
+
+
 def test_unknown_attribute_is_an_input_error():
+    """An attribute ns-3 does not know is reported as bad input, not a C++ error."""
     with pytest.raises(CosimInputError, match="no such ns-3 attribute"):
-        run_training(TrainingSpec(trace=compute_trace([[1], [1]]), gpus_per_server=1,
-                                  attributes={"HostNic::NoSuchThing": "1"}))
+        run_training(make("training", gpus_per_server=1, **{"attributes.HostNic::NoSuchThing": "1"}),
+                     trace=compute_trace([[1], [1]]))

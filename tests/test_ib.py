@@ -7,10 +7,11 @@ import pytest
 
 from cosim import engine
 from cosim.workload import flows as fl
-from cosim.runs import flows as scenario
+from cosim.runs.experiment import make
+from cosim.runs.run import preflight, run as run_experiment
 from cosim.network import topology
 from cosim.errors import CosimInputError
-from cosim.network.transport import fabric_attributes
+from cosim.network.transport import transport_attributes
 from cosim.network.ideal import ideal_fct_ns
 
 IB_HEADER_BYTES = 26  # LRH 8 + BTH 12 + ICRC 4 + VCRC 2
@@ -18,7 +19,7 @@ CREDIT_PACKET_BYTES = 8  # FabricNode::CreditPacketBytes default
 
 
 def ib(**extra: str) -> dict[str, str]:
-    return fabric_attributes("ib") | extra
+    return transport_attributes("ib") | extra
 
 
 def blocks_bytes(wire_bytes: int) -> int:
@@ -92,7 +93,7 @@ def _victim_fct_ns(fabric_name: str, *, with_incast: bool) -> float:
     src = [h[3]] + ([h[0], h[1], h[2]] if with_incast else [])
     dst = [h[5]] + ([h[4]] * 3 if with_incast else [])
     flows = fl.FlowSet.from_arrays(src, dst, 4_000_000)
-    attrs = ib() if fabric_name == "ib" else fabric_attributes("roce", dcqcn=False) | {
+    attrs = ib() if fabric_name == "ib" else transport_attributes("roce", dcqcn=False) | {
         "SharedBufferMmu::BufferBytes": "2000000", "SharedBufferMmu::LosslessPriorityMask": str(0b1000_0001)}
     out = engine.simulate(fabric, flows, attributes=attrs)
     assert out.status == "complete" and out.counters["switch_drops"] == 0
@@ -115,9 +116,11 @@ def test_head_of_line_blocking_slows_a_victim_flow(engine_ns, fabric_name):
 
 
 def test_ib_runs_are_deterministic(engine_ns):
-    spec = scenario.ScenarioSpec(fabric="ib", topology="leaf-spine", hosts=8, hosts_per_leaf=4, spines=2,
-                                 flow_bytes=300_000, pattern="incast")
-    a, b = scenario.run(spec), scenario.run(spec)
+    """Two IB leaf-spine incasts of one Experiment give identical flows and credit stalls, without PFC or
+    drops."""
+    exp = make("flows", transport="ib", topology="leaf-spine", hosts=8, hosts_per_leaf=4, spines=2,
+               flow_bytes=300_000, pattern="incast")
+    a, b = run_experiment(exp), run_experiment(exp)
     np.testing.assert_array_equal(a.flows["finish_ns"], b.flows["finish_ns"])
     np.testing.assert_array_equal(a.stalls["time_ns"], b.stalls["time_ns"])
     assert a.summary["credit_stall_ns"] > 0 and a.summary["pfc_paused_ns"] == 0
@@ -134,8 +137,8 @@ def test_lane_smaller_than_a_packet_is_rejected_before_running(engine_ns):
 def test_ib_congestion_control_throttles_an_incast_through_becns(engine_ns):
     fabric = topology.single_switch(hosts=5, link_gbps=100.0, link_delay_ns=1000.0)
     flows = fl.incast(fabric.host_ids, size_bytes=4_000_000)
-    plain = engine.simulate(fabric, flows, attributes=fabric_attributes("ib"))
-    cc = engine.simulate(fabric, flows, attributes=fabric_attributes("ib", ib_cc=True))
+    plain = engine.simulate(fabric, flows, attributes=transport_attributes("ib"))
+    cc = engine.simulate(fabric, flows, attributes=transport_attributes("ib", ib_cc=True))
     for out in (plain, cc):
         assert out.status == "complete" and out.counters["switch_drops"] == 0
         np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
@@ -148,6 +151,7 @@ def test_ib_congestion_control_throttles_an_incast_through_becns(engine_ns):
 
 
 def test_cli_ib_cc_switches_congestion_control_on(engine_ns, tmp_path):
+    """--ib-cc is stored in the experiment and makes switches mark FECN and receivers return BECNs."""
     from cosim import results
     from cosim.cli import main
 
@@ -157,19 +161,19 @@ def test_cli_ib_cc_switches_congestion_control_on(engine_ns, tmp_path):
               "-q", "-o", str(out)])
     assert exc.value.code == 0
     run = results.read_results(out)["incast"]
-    assert run.config["scenario"]["ib_cc"] is True
+    assert run.config["experiment"]["network"]["ib_cc"] is True
     assert run.summary["ecn_marks"] > 0 and run.summary["cnps_received"] > 0 and run.summary["drops"] == 0
 
 
 def test_both_fabrics_are_checked_before_either_runs(engine_ns, tmp_path, capsys):
+    """preflight rejects an IB lane smaller than a packet (not RoCE), so --fabric both stops before any run."""
     from conftest import run_main
-    from cosim.runs.flows import ScenarioSpec, preflight
 
     # An IB lane smaller than a packet: the check fails for the ib run without simulating anything ...
-    spec = ScenarioSpec(fabric="ib", attributes=(("FabricNode::VlBufferBytes", "1024"),))
+    lane = {"attributes.FabricNode::VlBufferBytes": "1024"}
     with pytest.raises(CosimInputError, match="VlBufferBytes"):
-        preflight(spec)
-    preflight(ScenarioSpec(fabric="roce", attributes=spec.attributes))  # RoCE ignores the lanes
+        preflight(make("flows", transport="ib", **lane))
+    preflight(make("flows", transport="roce", **lane))  # RoCE ignores the lanes
     # ... so `--fabric both` stops before its RoCE run, with one line, exit 2 and no file.
     out = tmp_path / "both.h5"
     code, _, err = run_main(["run", "--pattern", "incast", "--fabric", "both", "-o", str(out),

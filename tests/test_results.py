@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 
 from cosim import results
-from cosim.runs import flows as scenario
+from cosim.runs.experiment import make
+from cosim.runs.run import run as run_experiment
 from cosim.errors import CosimInputError
 
 
 @pytest.fixture(scope="module")
 def record(engine_ns):
-    return scenario.run(scenario.ScenarioSpec(name="small", hosts=4, flow_bytes=100_000))
+    """One small incast run, recorded."""
+    return run_experiment(make("flows", name="small", hosts=4, flow_bytes=100_000))
 
 
 def test_round_trip_preserves_everything(tmp_path, record):

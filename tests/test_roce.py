@@ -7,7 +7,7 @@ import pytest
 
 from cosim import engine
 from cosim.workload import flows as fl
-from cosim.runs import flows as scenario
+from cosim.runs.experiment import make
 from cosim.network import topology
 from cosim.errors import CosimInputError
 from cosim.network.ideal import ideal_fct_ns
@@ -164,8 +164,9 @@ def test_lossless_priority_mask_carves_headroom_only_where_needed(engine_ns):
 
 
 def test_headroom_below_one_packet_is_rejected_before_the_run(engine_ns):
+    """PFC headroom below one packet is rejected when the Experiment is made, and by the engine before a run."""
     with pytest.raises(CosimInputError, match="HeadroomBytes"):
-        scenario.ScenarioSpec(attributes=(("FabricSwitch::HeadroomBytes", "2000"),))
+        make("flows", **{"attributes.FabricSwitch::HeadroomBytes": "2000"})
     # The engine refuses it too (e.g. with a bigger MTU set elsewhere), before anything is simulated.
     fabric = topology.single_switch(hosts=2, link_gbps=100.0, link_delay_ns=1000.0)
     with pytest.raises(CosimInputError, match="HeadroomBytes"):

@@ -287,26 +287,36 @@ def test_rail_optimized_oversubscription(o):
 
 # --- dispatcher, description, large sizes -----------------------------------------------------------------
 
-def test_build_topology_dispatches_every_name():
+def test_for_network_dispatches_every_name():
+    """for_network builds every topology in TOPOLOGIES from a NetworkSpec (its link rate and delay, servers
+    of gpus_per_server NICs), pads leaf-spine leaves on request, and names bad input by its field."""
+    from cosim.network.spec import NetworkSpec
+
     assert topo.TOPOLOGIES == ("single-switch", "leaf-spine", "fat-tree", "rail-optimized")
-    params = {
-        "single-switch": {"hosts": 4, "link_gbps": 100.0, "link_delay_ns": 10.0},
-        "leaf-spine": {"hosts": 8, "hosts_per_leaf": 4, "spines": 2, "host_link_gbps": 100.0, **DELAYS},
-        "fat-tree": {"k": 4, "link_gbps": 100.0, "link_delay_ns": 10.0},
-        "rail-optimized": {"servers": 2, "spines": 2, "host_link_gbps": 400.0, **DELAYS},
-    }
+    servers = {"single-switch": 2, "leaf-spine": 2, "fat-tree": 16, "rail-optimized": 2}
     for name in topo.TOPOLOGIES:
-        f = topo.build_topology(name, **params[name])
-        assert f.name == name
-    with pytest.raises(CosimInputError, match="unknown topology 'torus'.*single-switch, leaf-spine") as err:
-        topo.build_topology("torus", k=4)
-    assert err.value.field == "topology"
+        gps = 1 if name == "fat-tree" else 2
+        net = NetworkSpec(topology=name, link_gbps=200.0, link_delay_ns=10.0)
+        f = topo.for_network(net, servers=servers[name], gpus_per_server=gps, hosts_per_leaf=4)
+        assert f.name == name and f.n_hosts == servers[name] * gps
+        assert f.link_rate_bps.min() == 200e9 and np.all(f.link_delay_ns == 10.0)
+        key = f.host_server.astype(np.int64) * gps + f.host_gpu
+        assert np.array_equal(np.sort(key), np.arange(f.n_hosts))  # one NIC per (server, GPU)
+    padded = topo.for_network(NetworkSpec(topology="leaf-spine"), servers=3, gpus_per_server=2,
+                              hosts_per_leaf=4, fill_leaves=True)
+    assert padded.n_hosts == 8  # idle servers fill the last leaf
+    with pytest.raises(CosimInputError, match="unknown value 'torus'.*single-switch, leaf-spine") as err:
+        NetworkSpec(topology="torus")
+    assert err.value.field == "network.topology"
     with pytest.raises(CosimInputError) as err:
-        topo.build_topology("fat-tree", k=4, link_gbps=100.0, link_delay_ns=1.0, hosts=3)
-    assert err.value.field == "hosts"
+        topo.for_network(NetworkSpec(topology="fat-tree"), servers=3, gpus_per_server=1, hosts_per_leaf=4)
+    assert err.value.field == "network.hosts"
     with pytest.raises(CosimInputError) as err:
-        topo.build_topology("fat-tree", k=4, link_gbps=100.0)
-    assert err.value.field == "link_delay_ns"
+        topo.for_network(NetworkSpec(topology="leaf-spine"), servers=2, gpus_per_server=3, hosts_per_leaf=4)
+    assert err.value.field == "network.hosts_per_leaf"
+    with pytest.raises(CosimInputError) as err:
+        topo.for_network(NetworkSpec(topology="single-switch"), servers=0, gpus_per_server=1, hosts_per_leaf=4)
+    assert err.value.field == "servers"
 
 
 def test_describe_reports_tiers_and_oversubscription():

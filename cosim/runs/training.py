@@ -72,11 +72,14 @@ COLL_KIND_NAMES = {1: "all_reduce", 2: "reduce_scatter", 3: "all_gather", 4: "al
 
 def resolve_trace(exp: Experiment, trace=None):
     """The Trace a run uses: ``trace`` if given, else the workload's trace file, else the one it generates."""
+    work = exp.workload
     if trace is not None:
         if not isinstance(trace, Trace):
             raise CosimInputError("trace", f"must be a cosim.workload.trace.Trace, got {type(trace).__name__}")
+        if work.trace is not None or work.model is not None:
+            raise CosimInputError("trace", "give either workload.trace / workload.model or an in-memory trace, "
+                                  "not both", "the stored experiment must say what ran")
         return trace
-    work = exp.workload
     if work.trace is not None:
         return read_trace(work.trace)
     if work.model is None:
