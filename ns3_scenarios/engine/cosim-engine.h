@@ -219,7 +219,7 @@ class Engine
     int64_t GetCounter(const std::string& name) const;
 
     /// @return simulator events executed so far
-    uint64_t EventsExecuted() const;
+    uint64_t EventsExecuted() const; // model events only: RunUntil's slice limits are not counted
 
     /// @return packets serialized on any link so far (packet-hops), control packets included
     uint64_t PacketHops() const;
