@@ -26,14 +26,14 @@ HostNic::GetTypeId()
             .AddConstructor<HostNic>()
             .AddAttribute("MtuBytes",
                           "Payload bytes carried by a full data packet, in bytes.",
-                          UintegerValue(4096),
+                          UintegerValue(cosim::kDefaultMtuBytes),
                           MakeUintegerAccessor(&HostNic::m_mtuBytes),
                           MakeUintegerChecker<uint32_t>(1, 1 << 20))
             .AddAttribute("HeaderBytes",
                           "Header and framing bytes added to every data packet on the wire, in bytes. "
                           "Default 82 = RoCEv2 (Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4) "
                           "plus preamble/SFD 8 and inter-frame gap 12, which also occupy the link.",
-                          UintegerValue(82),
+                          UintegerValue(cosim::kDefaultHeaderBytes),
                           MakeUintegerAccessor(&HostNic::m_headerBytes),
                           MakeUintegerChecker<uint32_t>(0, 1 << 16))
             .AddAttribute("ControlPacketBytes",

@@ -161,7 +161,7 @@ class HostNic : public FabricNode, public PacketSource
     std::unordered_map<uint64_t, int64_t> m_lastCnpPs; ///< receiver: last CNP per flow, in ps
     std::unordered_map<uint64_t, uint64_t> m_unacked;  ///< receiver: bytes since the last ACK per flow
 
-    uint32_t m_mtuBytes{4096};     ///< payload bytes per full packet
+    uint32_t m_mtuBytes{cosim::kDefaultMtuBytes}; ///< payload bytes per full packet
     uint32_t m_headerBytes{0};     ///< per-packet header + framing bytes
     uint32_t m_ackBytes{0};        ///< wire size of ACK and CNP packets, in bytes
     uint64_t m_ackIntervalBytes{0}; ///< receiver acknowledges every this many bytes
