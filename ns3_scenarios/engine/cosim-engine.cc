@@ -1,9 +1,9 @@
 #include "cosim-engine.h"
 
 #include "../helper/fabric-builder.h"
+#include "../helper/picosecond-resolution.h"
 #include "../model/dag-executor.h"
 #include "../model/egress-queue-sampler.h"
-#include "../model/dcqcn-rate-control.h"
 
 #include "ns3/config.h"
 #include "ns3/nstime.h"
@@ -33,18 +33,6 @@ using namespace ns3;
 namespace
 {
 bool g_engineAlive = false; ///< ns-3's simulator is a singleton: one Engine at a time
-
-/// Set the time resolution to ps once per process, before any simulation exists.
-void
-EnsurePicosecondResolution()
-{
-    static bool done = false;
-    if (!done)
-    {
-        Time::SetResolution(Time::PS);
-        done = true;
-    }
-}
 
 /**
  * ns-3's attribute parsers abort the process on a malformed string (NS_ABORT in DeserializeFromString)
@@ -792,60 +780,6 @@ Engine::GetCounter(const std::string& name) const
         }
     }
     return result;
-}
-
-double
-Engine::ProbeEcnMarkFraction(double rateBps, int64_t queueBytes, int64_t trials, uint64_t seed)
-{
-    EnsurePicosecondResolution();
-    RngSeedManager::SetSeed(static_cast<uint32_t>(seed % 4294967295ull) + 1);
-    Ptr<FabricSwitch> sw = CreateObject<FabricSwitch>();
-    Ptr<EgressPort> port = CreateObject<EgressPort>();
-    port->SetDataRate(DataRate(uint64_t(rateBps)));
-    sw->AddPort(port);
-    sw->SetupBuffers(4096 + 82);
-    sw->AssignStreams(0);
-    int64_t marked = 0;
-    for (int64_t i = 0; i < trials; ++i)
-    {
-        marked += sw->DecideMark(0, uint64_t(queueBytes)) ? 1 : 0;
-    }
-    sw->Dispose();
-    return double(marked) / double(trials);
-}
-
-void
-Engine::ProbeDcqcnAfterCnp(double lineRateBps,
-                           double rateBps,
-                           double alpha,
-                           int64_t steps,
-                           int64_t bytesPerStep,
-                           double* rateOut,
-                           double* targetOut,
-                           double* alphaOut)
-{
-    EnsurePicosecondResolution();
-    Ptr<DcqcnRateControl> rp = CreateObject<DcqcnRateControl>();
-    DcqcnState s = rp->Initial(lineRateBps);
-    s.rateBps = rateBps;
-    s.targetBps = rateBps;
-    s.alpha = alpha;
-    rp->OnCnp(s);
-    rateOut[0] = s.rateBps;
-    targetOut[0] = s.targetBps;
-    alphaOut[0] = s.alpha;
-    for (int64_t k = 1; k <= steps; ++k)
-    {
-        if (bytesPerStep > 0)
-        {
-            rp->OnBytesSent(s, uint64_t(bytesPerStep), lineRateBps);
-        }
-        rp->OnIncreaseTimer(s, lineRateBps);
-        rp->OnAlphaTimer(s);
-        rateOut[k] = s.rateBps;
-        targetOut[k] = s.targetBps;
-        alphaOut[k] = s.alpha;
-    }
 }
 
 uint64_t

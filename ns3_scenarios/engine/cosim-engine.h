@@ -230,34 +230,6 @@ class Engine
     /// @return packets the pool ever had to create (peak in flight), a measure of memory use
     uint64_t PacketPoolCapacity() const;
 
-    /**
-     * @brief Unit probe of the ECN marker: the fraction of @p trials data packets a switch marks when
-     * they join an egress queue of @p queueBytes on a port of @p rateBps (attribute defaults apply).
-     */
-    static double ProbeEcnMarkFraction(double rateBps, int64_t queueBytes, int64_t trials, uint64_t seed);
-
-    /**
-     * @brief Unit probe of the DCQCN reaction point: a QP at rate @p rateBps (target the same) with
-     * @p alpha receives one CNP, then @p steps periods pass, each with @p bytesPerStep bytes sent, one
-     * rate-increase timer expiry and one alpha update (attribute defaults apply).
-     * @param lineRateBps line rate, in bit/s
-     * @param rateBps rate before the CNP, in bit/s
-     * @param alpha alpha before the CNP
-     * @param steps periods simulated after the CNP
-     * @param bytesPerStep bytes sent in each period, in bytes
-     * @param rateOut current rate after the CNP and after each step, [steps + 1], in bit/s
-     * @param targetOut target rate, same layout, in bit/s
-     * @param alphaOut alpha, same layout
-     */
-    static void ProbeDcqcnAfterCnp(double lineRateBps,
-                                   double rateBps,
-                                   double alpha,
-                                   int64_t steps,
-                                   int64_t bytesPerStep,
-                                   double* rateOut,
-                                   double* targetOut,
-                                   double* alphaOut);
-
   private:
     struct Impl;
     std::unique_ptr<Impl> m_impl; ///< ns-3 side of the engine
