@@ -16,6 +16,18 @@ def engine_ns():
     return engine.load()
 
 
+@pytest.fixture(scope="session")
+def model_probes(engine_ns):
+    """``cosim::ModelProbes``: unit probes of single models, compiled into the plugin but declared in their
+    own header (ns3_scenarios/test/model-probes.h, installed beside the engine header's directory)."""
+    import cppyy
+    from cosim import engine
+
+    _, engine_include = engine.find_plugin()
+    cppyy.include(str(engine_include.parent / "test" / "model-probes.h"))
+    return cppyy.gbl.cosim.ModelProbes
+
+
 def run_main(args, capsys):
     """Run ``cosim ARGS`` in-process as users do; @return (exit code, stdout, stderr)."""
     from cosim.cli import main

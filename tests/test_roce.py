@@ -18,8 +18,8 @@ PMAX = 0.2
 
 
 @pytest.mark.parametrize("queue_bytes", [0, 300e3, 500e3, 1000e3, 1500e3, 2000e3])
-def test_ecn_mark_fraction_follows_red(engine_ns, queue_bytes):
-    frac = engine_ns.Engine.ProbeEcnMarkFraction(100e9, int(queue_bytes), 20_000, 3)
+def test_ecn_mark_fraction_follows_red(model_probes, queue_bytes):
+    frac = model_probes.EcnMarkFraction(100e9, int(queue_bytes), 20_000, 3)
     if queue_bytes <= KMIN_100G:
         expected = 0.0
     elif queue_bytes > KMAX_100G:
@@ -29,11 +29,11 @@ def test_ecn_mark_fraction_follows_red(engine_ns, queue_bytes):
     assert abs(frac - expected) <= 0.02
 
 
-def test_dcqcn_rate_after_one_cnp_matches_closed_form(engine_ns):
+def test_dcqcn_rate_after_one_cnp_matches_closed_form(model_probes):
     line, r0, alpha0, steps = 100e9, 60e9, 0.5, 12
     g, F, r_ai = 1 / 256, 5, 2e9  # DcqcnRateControl defaults: G, FastRecoverySteps, RateAI
     rate, target, alpha = (np.empty(steps + 1) for _ in range(3))
-    engine_ns.Engine.ProbeDcqcnAfterCnp(line, r0, alpha0, steps, 0, rate, target, alpha)
+    model_probes.DcqcnAfterCnp(line, r0, alpha0, steps, 0, rate, target, alpha)
     # The cut: Rt <- Rc, Rc <- Rc (1 - alpha/2), alpha <- (1 - g) alpha + g.
     rc0 = r0 * (1 - alpha0 / 2)
     alpha1 = (1 - g) * alpha0 + g

@@ -1,9 +1,9 @@
 #include "cosim-engine.h"
 
 #include "../helper/fabric-builder.h"
+#include "../helper/picosecond-resolution.h"
 #include "../model/dag-executor.h"
 #include "../model/egress-queue-sampler.h"
-#include "../model/dcqcn-rate-control.h"
 
 #include "ns3/config.h"
 #include "ns3/nstime.h"
@@ -12,9 +12,10 @@
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
-#include <map>
 #include <regex>
 #include <stdexcept>
 #include <utility>
@@ -32,18 +33,6 @@ using namespace ns3;
 namespace
 {
 bool g_engineAlive = false; ///< ns-3's simulator is a singleton: one Engine at a time
-
-/// Set the time resolution to ps once per process, before any simulation exists.
-void
-EnsurePicosecondResolution()
-{
-    static bool done = false;
-    if (!done)
-    {
-        Time::SetResolution(Time::PS);
-        done = true;
-    }
-}
 
 /**
  * ns-3's attribute parsers abort the process on a malformed string (NS_ABORT in DeserializeFromString)
@@ -226,6 +215,30 @@ std::string
 Engine::Ns3Version()
 {
     return COSIM_NS3_VERSION;
+}
+
+std::string
+Engine::SharedCodes()
+{
+    std::string out;
+    auto line = [&out](const std::string& key, long value) { out += key + "=" + std::to_string(value) + "\n"; };
+    line("op_kind.FLOW", long(DagOpKind::FLOW));
+    line("op_kind.COMPUTE", long(DagOpKind::COMPUTE));
+    line("op_kind.NVLINK", long(DagOpKind::NVLINK));
+    line("op_kind.NOP", long(DagOpKind::NOP));
+    line("node_kind.HOST", long(NodeKind::HOST));
+    line("node_kind.SWITCH", long(NodeKind::SWITCH));
+    line("run_status.TIME_REACHED", long(RunStatus::TIME_REACHED));
+    line("run_status.ALL_FLOWS_DONE", long(RunStatus::ALL_FLOWS_DONE));
+    line("run_status.NO_EVENTS", long(RunStatus::NO_EVENTS));
+    for (uint32_t c = 0; c < kNumCounters; ++c)
+    {
+        line(std::string("counter.") + kCounterNames[c], long(c));
+    }
+    line("priorities", long(kNumPriorities));
+    line("default.mtu_bytes", long(kDefaultMtuBytes));
+    line("default.header_bytes", long(kDefaultHeaderBytes));
+    return out;
 }
 
 void
@@ -667,38 +680,74 @@ Engine::GetLatencyHistogram(int64_t* out) const
     }
 }
 
+namespace
+{
+/// How one counter is read from a switch or a NIC (null: not kept there), and how values combine.
+struct CounterReader
+{
+    enum class Combine
+    {
+        SUM,
+        MAX,
+        MIN,
+    };
+
+    int64_t (*fromSwitch)(const FabricSwitch&, uint32_t port); ///< per switch port (port 0 if per switch)
+    bool perPort;                                               ///< fromSwitch reads one port at a time
+    int64_t (*fromNic)(const HostNic&);                         ///< per NIC
+    Combine combine;                                            ///< how the nodes' values combine
+};
+
+/// @return how counter @p c is read (a switch, so a new Counter without a reader fails to compile)
+CounterReader
+ReaderOf(Counter c)
+{
+    using C = CounterReader::Combine;
+    switch (c)
+    {
+    case Counter::ECN_MARKS:
+        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetEcnMarks()); }, false, nullptr, C::SUM};
+    case Counter::CNPS_SENT:
+        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsSent()); }, C::SUM};
+    case Counter::CNPS_RECEIVED:
+        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsReceived()); }, C::SUM};
+    case Counter::SWITCH_DROPS:
+        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetDrops()); }, false, nullptr, C::SUM};
+    case Counter::PAUSE_FRAMES_SENT:
+        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetPauseFramesSent()); }, false, nullptr,
+                C::SUM};
+    case Counter::PEAK_HEADROOM_USED_BYTES:
+        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetMmu()->GetPeakHeadroomUsed()); }, false,
+                nullptr, C::MAX};
+    case Counter::MIN_HEADROOM_BYTES:
+        return {[](const FabricSwitch& s, uint32_t p) { return int64_t(s.GetMmu()->GetHeadroomBytes(p)); }, true,
+                nullptr, C::MIN};
+    case Counter::ACKS:
+        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetAcksReceived()); }, C::SUM};
+    case Counter::CREDIT_VIOLATIONS:
+        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetCreditViolations()); }, false, nullptr,
+                C::SUM};
+    case Counter::PEAK_LANE_BYTES:
+        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetPeakLaneBytes()); }, false, nullptr,
+                C::MAX};
+    case Counter::CREDIT_PACKETS_SENT:
+        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetCreditPacketsSent()); }, false,
+                [](const HostNic& n) { return int64_t(n.GetCreditPacketsSent()); }, C::SUM};
+    }
+    throw std::invalid_argument("unknown counter code " + std::to_string(int(c)));
+}
+} // namespace
+
 int64_t
 Engine::GetCounter(const std::string& name) const
 {
-    // Each counter: how to read it from a switch or a NIC (null: not kept there), and how to combine.
-    enum class Combine { SUM, MAX, MIN };
-    struct Counter
-    {
-        int64_t (*fromSwitch)(const FabricSwitch&, uint32_t port); ///< per switch port (port 0 if per switch)
-        bool perPort;                                            ///< fromSwitch reads one port at a time
-        int64_t (*fromNic)(const HostNic&);
-        Combine combine;
-    };
-    static const std::map<std::string, Counter> counters = {
-        {"ecn_marks", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetEcnMarks()); }, false, nullptr, Combine::SUM}},
-        {"switch_drops", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetDrops()); }, false, nullptr, Combine::SUM}},
-        {"pause_frames_sent", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetPauseFramesSent()); }, false, nullptr, Combine::SUM}},
-        {"peak_headroom_used_bytes", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetMmu()->GetPeakHeadroomUsed()); }, false, nullptr, Combine::MAX}},
-        {"min_headroom_bytes", {[](const FabricSwitch& s, uint32_t p) { return int64_t(s.GetMmu()->GetHeadroomBytes(p)); }, true, nullptr, Combine::MIN}},
-        {"cnps_sent", {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsSent()); }, Combine::SUM}},
-        {"cnps_received", {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsReceived()); }, Combine::SUM}},
-        {"acks", {nullptr, false, [](const HostNic& n) { return int64_t(n.GetAcksReceived()); }, Combine::SUM}},
-        {"credit_violations", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetCreditViolations()); }, false, nullptr, Combine::SUM}},
-        {"peak_lane_bytes", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetPeakLaneBytes()); }, false, nullptr, Combine::MAX}},
-        {"credit_packets_sent", {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetCreditPacketsSent()); }, false,
-                                 [](const HostNic& n) { return int64_t(n.GetCreditPacketsSent()); }, Combine::SUM}},
-    };
-    const auto it = counters.find(name);
-    if (it == counters.end())
+    const auto* const begin = std::begin(kCounterNames);
+    const auto* const found = std::find(begin, std::end(kCounterNames), name);
+    if (found == std::end(kCounterNames))
     {
         throw std::invalid_argument("unknown counter " + name);
     }
-    const Counter& c = it->second;
+    const CounterReader c = ReaderOf(Counter(found - begin));
     bool any = false;
     int64_t result = 0;
     auto add = [&](int64_t v) {
@@ -706,13 +755,13 @@ Engine::GetCounter(const std::string& name) const
         {
             result = v;
         }
-        else if (c.combine == Combine::SUM)
+        else if (c.combine == CounterReader::Combine::SUM)
         {
             result += v;
         }
         else
         {
-            result = c.combine == Combine::MAX ? std::max(result, v) : std::min(result, v);
+            result = c.combine == CounterReader::Combine::MAX ? std::max(result, v) : std::min(result, v);
         }
         any = true;
     };
@@ -731,60 +780,6 @@ Engine::GetCounter(const std::string& name) const
         }
     }
     return result;
-}
-
-double
-Engine::ProbeEcnMarkFraction(double rateBps, int64_t queueBytes, int64_t trials, uint64_t seed)
-{
-    EnsurePicosecondResolution();
-    RngSeedManager::SetSeed(static_cast<uint32_t>(seed % 4294967295ull) + 1);
-    Ptr<FabricSwitch> sw = CreateObject<FabricSwitch>();
-    Ptr<EgressPort> port = CreateObject<EgressPort>();
-    port->SetDataRate(DataRate(uint64_t(rateBps)));
-    sw->AddPort(port);
-    sw->SetupBuffers(4096 + 82);
-    sw->AssignStreams(0);
-    int64_t marked = 0;
-    for (int64_t i = 0; i < trials; ++i)
-    {
-        marked += sw->DecideMark(0, uint64_t(queueBytes)) ? 1 : 0;
-    }
-    sw->Dispose();
-    return double(marked) / double(trials);
-}
-
-void
-Engine::ProbeDcqcnAfterCnp(double lineRateBps,
-                           double rateBps,
-                           double alpha,
-                           int64_t steps,
-                           int64_t bytesPerStep,
-                           double* rateOut,
-                           double* targetOut,
-                           double* alphaOut)
-{
-    EnsurePicosecondResolution();
-    Ptr<DcqcnRateControl> rp = CreateObject<DcqcnRateControl>();
-    DcqcnState s = rp->Initial(lineRateBps);
-    s.rateBps = rateBps;
-    s.targetBps = rateBps;
-    s.alpha = alpha;
-    rp->OnCnp(s);
-    rateOut[0] = s.rateBps;
-    targetOut[0] = s.targetBps;
-    alphaOut[0] = s.alpha;
-    for (int64_t k = 1; k <= steps; ++k)
-    {
-        if (bytesPerStep > 0)
-        {
-            rp->OnBytesSent(s, uint64_t(bytesPerStep), lineRateBps);
-        }
-        rp->OnIncreaseTimer(s, lineRateBps);
-        rp->OnAlphaTimer(s);
-        rateOut[k] = s.rateBps;
-        targetOut[k] = s.targetBps;
-        alphaOut[k] = s.alpha;
-    }
 }
 
 uint64_t

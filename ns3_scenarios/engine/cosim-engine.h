@@ -10,20 +10,14 @@
 #ifndef COSIM_ENGINE_H
 #define COSIM_ENGINE_H
 
+#include "shared-codes.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
 
 namespace cosim
 {
-
-/// Why Engine::RunUntil returned.
-enum class RunStatus : int
-{
-    TIME_REACHED = 0, ///< the simulated clock reached the requested time; flows remain
-    ALL_FLOWS_DONE = 1, ///< every flow has delivered its last byte (with a DAG: every op finished)
-    NO_EVENTS = 2,      ///< nothing left to simulate yet flows remain (a stalled or lossy fabric)
-};
 
 /**
  * @brief One simulation: fabric, flows, telemetry. At most one Engine exists at a time (ns-3's
@@ -41,6 +35,14 @@ class Engine
     /// @return the ns-3 version the library was built against, e.g. "3.44"
     static std::string Ns3Version();
 
+    /**
+     * @brief The codes Python shares with the models (shared-codes.h), for a check at load time.
+     * @return newline-separated `key=value` lines: `op_kind.<DagOpKind>`, `node_kind.<NodeKind>`,
+     * `run_status.<RunStatus>`, `counter.<name>` (the Counter value of every name GetCounter accepts),
+     * `priorities`, `default.mtu_bytes` and `default.header_bytes` (in bytes)
+     */
+    static std::string SharedCodes();
+
     /// Config::SetDefault(@p path, @p value) for models created later; throws std::invalid_argument.
     void SetDefault(const std::string& path, const std::string& value);
 
@@ -49,7 +51,7 @@ class Engine
 
     /**
      * @brief Create the fabric.
-     * @param kind node kind per node (0 host, 1 switch)
+     * @param kind NodeKind per node
      * @param nNodes number of nodes
      * @param linkA first endpoint of each link
      * @param linkB second endpoint of each link
@@ -71,7 +73,7 @@ class Engine
      * @param dst destination host node id per flow
      * @param sizeBytes payload per flow, in bytes
      * @param startPs start time per flow, in ps
-     * @param priority priority class per flow (0..7)
+     * @param priority priority class per flow (below kNumPriorities)
      * @param n number of flows
      */
     void AddFlows(const int32_t* src,
@@ -84,13 +86,13 @@ class Engine
     /**
      * @brief Load a co-simulation DAG (after BuildFabric, instead of AddFlows): ops start when their
      * dependencies finish; FLOW ops become flows (ids in start order) between the given host nodes.
-     * @param kind op kind per op: 0 FLOW, 1 COMPUTE, 2 NVLINK, 3 NOP
+     * @param kind DagOpKind per op
      * @param gpu sending GPU per op (NVLINK copies of one GPU are serialized), -1 if none
      * @param srcNode FLOW: source host node id (else ignored)
      * @param dstNode FLOW: destination host node id (else ignored)
      * @param bytes payload per op, in bytes (FLOW, NVLINK)
      * @param durationPs busy time per op, in ps (COMPUTE)
-     * @param priority FLOW: priority class 0..7
+     * @param priority FLOW: priority class (below kNumPriorities)
      * @param depPtr CSR row pointers of the dependencies, [n + 1]
      * @param depIdx dependency op indices, each below its own op's index
      * @param n number of ops
@@ -211,9 +213,7 @@ class Engine
     void GetLatencyHistogram(int64_t* out) const;
 
     /**
-     * @return the fabric-wide counter @p name: "ecn_marks", "cnps_sent", "cnps_received",
-     * "switch_drops", "pause_frames_sent", "peak_headroom_used_bytes", "min_headroom_bytes", "acks",
-     * "credit_violations", "peak_lane_bytes", "credit_packets_sent"
+     * @return the fabric-wide counter @p name, one of kCounterNames (see Counter for their meaning)
      * (throws std::invalid_argument for another name)
      */
     int64_t GetCounter(const std::string& name) const;
@@ -229,34 +229,6 @@ class Engine
 
     /// @return packets the pool ever had to create (peak in flight), a measure of memory use
     uint64_t PacketPoolCapacity() const;
-
-    /**
-     * @brief Unit probe of the ECN marker: the fraction of @p trials data packets a switch marks when
-     * they join an egress queue of @p queueBytes on a port of @p rateBps (attribute defaults apply).
-     */
-    static double ProbeEcnMarkFraction(double rateBps, int64_t queueBytes, int64_t trials, uint64_t seed);
-
-    /**
-     * @brief Unit probe of the DCQCN reaction point: a QP at rate @p rateBps (target the same) with
-     * @p alpha receives one CNP, then @p steps periods pass, each with @p bytesPerStep bytes sent, one
-     * rate-increase timer expiry and one alpha update (attribute defaults apply).
-     * @param lineRateBps line rate, in bit/s
-     * @param rateBps rate before the CNP, in bit/s
-     * @param alpha alpha before the CNP
-     * @param steps periods simulated after the CNP
-     * @param bytesPerStep bytes sent in each period, in bytes
-     * @param rateOut current rate after the CNP and after each step, [steps + 1], in bit/s
-     * @param targetOut target rate, same layout, in bit/s
-     * @param alphaOut alpha, same layout
-     */
-    static void ProbeDcqcnAfterCnp(double lineRateBps,
-                                   double rateBps,
-                                   double alpha,
-                                   int64_t steps,
-                                   int64_t bytesPerStep,
-                                   double* rateOut,
-                                   double* targetOut,
-                                   double* alphaOut);
 
   private:
     struct Impl;

@@ -182,7 +182,7 @@ FabricBuilder::SetupSwitches()
         for (uint32_t p = 0; p < m_nodes[s]->GetNPorts(); ++p)
         {
             Ptr<EgressPort> port = m_nodes[s]->GetPort(p);
-            if (port->IsCreditMode())
+            if (port->GetFlowControl() == EgressPort::FlowControl::CREDIT)
             {
                 port->InitCredits(port->GetPeer()->GetVlBufferBytes(), maxPacketBytes);
             }

@@ -6,6 +6,7 @@
 #ifndef COSIM_FABRIC_BUILDER_H
 #define COSIM_FABRIC_BUILDER_H
 
+#include "../engine/shared-codes.h"
 #include "../model/egress-port.h"
 #include "../model/fabric-node.h"
 #include "../model/fabric-switch.h"
@@ -19,12 +20,7 @@
 namespace ns3
 {
 
-/// Kind of a fabric node, as stored in the node-kind array handed to FabricBuilder.
-enum class NodeKind : uint8_t
-{
-    HOST = 0,   ///< an endpoint with a NIC (one GPU's NIC)
-    SWITCH = 1, ///< a packet switch
-};
+using cosim::NodeKind;
 
 /**
  * @ingroup cosim

@@ -6,6 +6,8 @@
 #ifndef COSIM_DAG_EXECUTOR_H
 #define COSIM_DAG_EXECUTOR_H
 
+#include "../engine/shared-codes.h"
+
 #include "ns3/callback.h"
 #include "ns3/data-rate.h"
 #include "ns3/nstime.h"
@@ -18,14 +20,7 @@
 namespace ns3
 {
 
-/// What a DAG op does (values match cosim.collectives.DagOpKind).
-enum class DagOpKind : uint8_t
-{
-    FLOW = 0,    ///< inter-server transfer through a NIC and the packet-level fabric
-    COMPUTE = 1, ///< busy time on a GPU
-    NVLINK = 2,  ///< intra-server GPU-to-GPU copy (latency + bytes at the NVLink rate, per sender in order)
-    NOP = 3,     ///< zero-time join or barrier
-};
+using cosim::DagOpKind;
 
 /**
  * @ingroup cosim

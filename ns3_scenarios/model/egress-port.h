@@ -109,10 +109,10 @@ class EgressPort : public Object
         m_sampleMarked = false;
     }
 
-    /// @return true if this link runs credit-based flow control (InfiniBand)
-    bool IsCreditMode() const
+    /// @return the link-level flow control this port obeys (the LinkFlowControl attribute)
+    FlowControl GetFlowControl() const
     {
-        return m_flowControl == FlowControl::CREDIT;
+        return m_flowControl;
     }
 
     /// @return the queue (priority class or, with credits, virtual lane) packets of @p prio use

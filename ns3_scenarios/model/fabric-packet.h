@@ -10,6 +10,8 @@
 #ifndef COSIM_FABRIC_PACKET_H
 #define COSIM_FABRIC_PACKET_H
 
+#include "../engine/shared-codes.h"
+
 #include <cstdint>
 
 namespace ns3
@@ -35,8 +37,7 @@ CreditBlocks(uint32_t wireBytes)
     return (wireBytes + kCreditBlockBytes - 1) / kCreditBlockBytes;
 }
 
-/// Number of priorities (traffic classes / virtual lanes) a port keeps queues for.
-constexpr uint32_t kNumPriorities = 8;
+using cosim::kNumPriorities;
 
 /**
  * @ingroup cosim

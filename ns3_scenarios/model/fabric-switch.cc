@@ -145,7 +145,7 @@ FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
         m_portKmin[i] = m_kminBytes ? double(m_kminBytes) : kKminBytesPer25G * scale;
         m_portKmax[i] = m_kmaxBytes ? double(m_kmaxBytes) : kKmaxBytesPer25G * scale;
     }
-    if (!m_ports.empty() && m_ports[0]->IsCreditMode())
+    if (!m_ports.empty() && m_ports[0]->GetFlowControl() == EgressPort::FlowControl::CREDIT)
     {
         // InfiniBand: each input lane is a fixed buffer the upstream sender holds credits for.
         m_laneCapacityBlocks = m_vlBufferBytes / kCreditBlockBytes;

@@ -26,14 +26,14 @@ HostNic::GetTypeId()
             .AddConstructor<HostNic>()
             .AddAttribute("MtuBytes",
                           "Payload bytes carried by a full data packet, in bytes.",
-                          UintegerValue(4096),
+                          UintegerValue(cosim::kDefaultMtuBytes),
                           MakeUintegerAccessor(&HostNic::m_mtuBytes),
                           MakeUintegerChecker<uint32_t>(1, 1 << 20))
             .AddAttribute("HeaderBytes",
                           "Header and framing bytes added to every data packet on the wire, in bytes. "
                           "Default 82 = RoCEv2 (Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 + FCS 4) "
                           "plus preamble/SFD 8 and inter-frame gap 12, which also occupy the link.",
-                          UintegerValue(82),
+                          UintegerValue(cosim::kDefaultHeaderBytes),
                           MakeUintegerAccessor(&HostNic::m_headerBytes),
                           MakeUintegerChecker<uint32_t>(0, 1 << 16))
             .AddAttribute("ControlPacketBytes",
@@ -45,7 +45,7 @@ HostNic::GetTypeId()
                           "The receiver sends one coalesced ACK per this many payload bytes of a flow "
                           "(and one at its last byte), in bytes.",
                           UintegerValue(64 * 1024),
-                          MakeUintegerAccessor(&HostNic::m_ackIntervalBytes),
+                          MakeUintegerAccessor(&HostNic::SetAckIntervalBytes, &HostNic::GetAckIntervalBytes),
                           MakeUintegerChecker<uint64_t>(1))
             .AddAttribute("ControlPriority",
                           "Priority class of ACK and CNP packets (0..7).",
@@ -65,31 +65,40 @@ HostNic::GetTypeId()
                           BooleanValue(false),
                           MakeBooleanAccessor(&HostNic::m_ibCc),
                           MakeBooleanChecker())
+            .AddAttribute("IbCc",
+                          "The IB congestion-control reaction and its parameters (used when IbCcEnabled).",
+                          PointerValue(),
+                          MakePointerAccessor(&HostNic::m_ibCcAlgo),
+                          MakePointerChecker<IbCcControl>())
             .AddAttribute("CctiIncrease",
-                          "IB congestion control: CCTI added per BECN (dimensionless).",
-                          UintegerValue(1),
-                          MakeUintegerAccessor(&HostNic::m_cctiIncrease),
+                          "IB congestion control: CCTI added per BECN (dimensionless); sets "
+                          "IbCcControl::CctiIncrease of this NIC.",
+                          UintegerValue(IbCcControl::kDefaultCctiIncrease),
+                          MakeUintegerAccessor(&HostNic::SetCctiIncrease, &HostNic::GetCctiIncrease),
                           MakeUintegerChecker<uint32_t>(1, 1024))
             .AddAttribute("CctiLimit",
-                          "IB congestion control: largest CCTI, the last table entry (dimensionless).",
-                          UintegerValue(127),
-                          MakeUintegerAccessor(&HostNic::m_cctiLimit),
+                          "IB congestion control: largest CCTI, the last table entry (dimensionless); sets "
+                          "IbCcControl::CctiLimit of this NIC.",
+                          UintegerValue(IbCcControl::kDefaultCctiLimit),
+                          MakeUintegerAccessor(&HostNic::SetCctiLimit, &HostNic::GetCctiLimit),
                           MakeUintegerChecker<uint32_t>(1, 16383))
             .AddAttribute("CctiTimer",
-                          "IB congestion control: recovery period; CCTI drops by one each period.",
-                          TimeValue(MicroSeconds(2)),
-                          MakeTimeAccessor(&HostNic::m_cctiTimer),
+                          "IB congestion control: recovery period; CCTI drops by one each period. Sets "
+                          "IbCcControl::CctiTimer of this NIC.",
+                          TimeValue(NanoSeconds(IbCcControl::kDefaultCctiTimerNs)),
+                          MakeTimeAccessor(&HostNic::SetCctiTimer, &HostNic::GetCctiTimer),
                           MakeTimeChecker(NanoSeconds(1)))
             .AddAttribute("CctGapStep",
                           "IB congestion control: inter-packet delay per CCTI step (a linear "
-                          "congestion-control table: entry i delays each packet by i x CctGapStep).",
-                          TimeValue(NanoSeconds(50)),
-                          MakeTimeAccessor(&HostNic::m_cctGapStep),
+                          "congestion-control table: entry i delays each packet by i x CctGapStep). Sets "
+                          "IbCcControl::CctGapStep of this NIC.",
+                          TimeValue(NanoSeconds(IbCcControl::kDefaultCctGapStepNs)),
+                          MakeTimeAccessor(&HostNic::SetCctGapStep, &HostNic::GetCctGapStep),
                           MakeTimeChecker(Time(0)))
             .AddAttribute("CnpInterval",
                           "Notification point: at most one CNP per flow per this interval.",
                           TimeValue(MicroSeconds(50)),
-                          MakeTimeAccessor(&HostNic::m_cnpInterval),
+                          MakeTimeAccessor(&HostNic::SetCnpInterval, &HostNic::GetCnpInterval),
                           MakeTimeChecker(Time(0)))
             .AddAttribute("Dcqcn",
                           "The DCQCN reaction-point algorithm and its parameters.",
@@ -108,11 +117,103 @@ HostNic::GetTypeId()
 }
 
 HostNic::HostNic()
-    : m_dcqcnAlgo(CreateObject<DcqcnRateControl>())
+    : m_dcqcnAlgo(CreateObject<DcqcnRateControl>()),
+      m_ibCcAlgo(CreateObject<IbCcControl>())
 {
 }
 
 HostNic::~HostNic() = default;
+
+void
+HostNic::NotifyConstructionCompleted()
+{
+    m_constructed = true;
+    FabricNode::NotifyConstructionCompleted();
+}
+
+void
+HostNic::SetCnpInterval(Time interval)
+{
+    m_np.SetIntervalPs(interval.GetTimeStep());
+}
+
+Time
+HostNic::GetCnpInterval() const
+{
+    return TimeStep(m_np.GetIntervalPs());
+}
+
+void
+HostNic::SetAckIntervalBytes(uint64_t bytes)
+{
+    m_acks.SetIntervalBytes(bytes);
+}
+
+uint64_t
+HostNic::GetAckIntervalBytes() const
+{
+    return m_acks.GetIntervalBytes();
+}
+
+void
+HostNic::SetCctiIncrease(uint32_t increase)
+{
+    if (ForwardsToIbCc(increase == IbCcControl::kDefaultCctiIncrease))
+    {
+        m_ibCcAlgo->SetCctiIncrease(increase);
+    }
+}
+
+uint32_t
+HostNic::GetCctiIncrease() const
+{
+    return m_ibCcAlgo->GetCctiIncrease();
+}
+
+void
+HostNic::SetCctiLimit(uint32_t limit)
+{
+    if (ForwardsToIbCc(limit == IbCcControl::kDefaultCctiLimit))
+    {
+        m_ibCcAlgo->SetCctiLimit(limit);
+    }
+}
+
+uint32_t
+HostNic::GetCctiLimit() const
+{
+    return m_ibCcAlgo->GetCctiLimit();
+}
+
+void
+HostNic::SetCctiTimer(Time period)
+{
+    if (ForwardsToIbCc(period == NanoSeconds(IbCcControl::kDefaultCctiTimerNs)))
+    {
+        m_ibCcAlgo->SetRecoveryPeriod(period);
+    }
+}
+
+Time
+HostNic::GetCctiTimer() const
+{
+    return m_ibCcAlgo->GetRecoveryPeriod();
+}
+
+void
+HostNic::SetCctGapStep(Time step)
+{
+    if (ForwardsToIbCc(step == NanoSeconds(IbCcControl::kDefaultCctGapStepNs)))
+    {
+        m_ibCcAlgo->SetCctGapStep(step);
+    }
+}
+
+Time
+HostNic::GetCctGapStep() const
+{
+    return m_ibCcAlgo->GetCctGapStep();
+}
 
 void
 HostNic::SetFlowTable(FlowTable* table)
@@ -174,8 +275,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
     {
         const std::size_t idx = (m_next + k) % n;
         QueuePair& qp = m_qps[m_active[idx]];
-        const uint64_t flowId = qp.flowId;
-        if (pausedMask & (1u << m_flows->priority[flowId]))
+        if (pausedMask & (1u << m_flows->priority[qp.flowId]))
         {
             continue;
         }
@@ -184,63 +284,80 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
             earliestPs = std::min(earliestPs, qp.nextSendPs);
             continue;
         }
-        const uint64_t remaining = m_flows->sizeBytes[flowId] - m_flows->sentBytes[flowId];
-        const uint32_t payload = remaining < m_mtuBytes ? static_cast<uint32_t>(remaining) : m_mtuBytes;
-
-        FabricPacket* p = m_pool->Allocate();
-        p->flowId = flowId;
-        p->seqBytes = m_flows->sentBytes[flowId];
-        p->src = m_nodeId;
-        p->dst = m_flows->dst[flowId];
-        p->payloadBytes = payload;
-        p->wireBytes = payload + m_headerBytes;
-        p->kind = PacketKind::DATA;
-        p->priority = m_flows->priority[flowId];
-
-        const double line = LineRateBps();
-        if (m_dcqcn)
-        {
-            if (m_dcqcnAlgo->OnBytesSent(qp.cc, p->wireBytes, line))
-            {
-                m_rateTrace(flowId, qp.cc.rateBps);
-            }
-        }
-        // Rate limiter: below line rate, space packets by their size at the QP's rate. At line rate the
-        // port itself paces, and no timer is needed. IB congestion control adds the CCT entry's delay.
-        qp.nextSendPs = qp.cc.rateBps < line
-                            ? nowPs + int64_t(double(p->wireBytes) * 8e12 / qp.cc.rateBps)
-                            : nowPs;
-        if (qp.ccti != 0)
-        {
-            qp.nextSendPs = nowPs + m_ports[0]->SerializationPs(p->wireBytes) +
-                            int64_t(qp.ccti) * m_cctGapStep.GetTimeStep();
-        }
-
-        m_flows->sentBytes[flowId] += payload;
-        if (m_flows->sentBytes[flowId] == m_flows->sizeBytes[flowId])
-        {
-            qp.done = true;
-            qp.increaseTimer.Cancel();
-            qp.alphaTimer.Cancel();
-            --m_activeAtPrio[p->priority];
-            // Swap-remove; the QP swapped in is served next.
-            m_active[idx] = m_active.back();
-            m_active.pop_back();
-            m_next = idx;
-        }
-        else
-        {
-            m_next = idx + 1;
-        }
+        FabricPacket* p = MakeDataPacket(qp.flowId);
+        ChargeRate(qp, *p, nowPs);
+        Advance(qp, idx, *p);
         return p;
     }
+    SchedulePaceWake(earliestPs, nowPs);
+    return nullptr;
+}
+
+FabricPacket*
+HostNic::MakeDataPacket(uint64_t flowId)
+{
+    NS_ASSERT_MSG(m_flows->sentBytes[flowId] < m_flows->sizeBytes[flowId],
+                  "flow " << flowId << " has no payload left but its queue pair is active");
+    const uint64_t remaining = m_flows->sizeBytes[flowId] - m_flows->sentBytes[flowId];
+    const uint32_t payload = remaining < m_mtuBytes ? static_cast<uint32_t>(remaining) : m_mtuBytes;
+    FabricPacket* p = m_pool->Allocate();
+    p->flowId = flowId;
+    p->seqBytes = m_flows->sentBytes[flowId];
+    p->src = m_nodeId;
+    p->dst = m_flows->dst[flowId];
+    p->payloadBytes = payload;
+    p->wireBytes = payload + m_headerBytes;
+    p->kind = PacketKind::DATA;
+    p->priority = m_flows->priority[flowId];
+    return p;
+}
+
+void
+HostNic::ChargeRate(QueuePair& qp, const FabricPacket& p, int64_t nowPs)
+{
+    const double line = LineRateBps();
+    if (m_dcqcn && m_dcqcnAlgo->OnBytesSent(qp.cc, p.wireBytes, line))
+    {
+        m_rateTrace(qp.flowId, qp.cc.rateBps);
+    }
+    // Below line rate, space packets by their size at the QP's rate. At line rate the port itself paces,
+    // and no timer is needed. IB congestion control adds the CCT entry's delay to the serialization.
+    qp.nextSendPs = qp.cc.rateBps < line ? nowPs + int64_t(double(p.wireBytes) * 8e12 / qp.cc.rateBps) : nowPs;
+    if (qp.ibCc.ccti != 0)
+    {
+        qp.nextSendPs = nowPs + m_ports[0]->SerializationPs(p.wireBytes) + m_ibCcAlgo->GapPs(qp.ibCc);
+    }
+}
+
+void
+HostNic::Advance(QueuePair& qp, std::size_t idx, const FabricPacket& p)
+{
+    m_flows->sentBytes[qp.flowId] += p.payloadBytes;
+    if (m_flows->sentBytes[qp.flowId] != m_flows->sizeBytes[qp.flowId])
+    {
+        m_next = idx + 1;
+        return;
+    }
+    NS_ASSERT_MSG(m_activeAtPrio[p.priority] > 0, "priority " << int(p.priority) << " has no active QP");
+    qp.done = true;
+    qp.increaseTimer.Cancel();
+    qp.alphaTimer.Cancel();
+    --m_activeAtPrio[p.priority];
+    // Swap-remove; the QP swapped in is served next.
+    m_active[idx] = m_active.back();
+    m_active.pop_back();
+    m_next = idx;
+}
+
+void
+HostNic::SchedulePaceWake(int64_t earliestPs, int64_t nowPs)
+{
     if (earliestPs != std::numeric_limits<int64_t>::max() && (m_paceAtPs < 0 || earliestPs < m_paceAtPs))
     {
         m_paceEvent.Cancel();
         m_paceAtPs = earliestPs;
         m_paceEvent = Simulator::Schedule(TimeStep(earliestPs - nowPs), &HostNic::PaceWake, this);
     }
-    return nullptr;
 }
 
 bool
@@ -300,79 +417,112 @@ HostNic::Receive(FabricPacket* p, uint32_t inPort)
     case PacketKind::CREDIT:
         ApplyCredit(p, inPort);
         return;
-    case PacketKind::DATA: {
-        const uint64_t flowId = p->flowId;
-        const int64_t nowPs = Simulator::Now().GetTimeStep();
-        ++m_latency[LatencyBucket(uint64_t(nowPs - p->sendTimePs))];
-        if (p->ecnMarked)
-        {
-            ++m_ecnReceived;
-            if (m_dcqcn || m_ibCc)
-            {
-                // DCQCN's notification point paces CNPs per flow; IB answers every FECN with a BECN.
-                auto [it, fresh] = m_lastCnpPs.try_emplace(flowId, nowPs);
-                if (fresh || m_ibCc || nowPs - it->second >= m_cnpInterval.GetTimeStep())
-                {
-                    it->second = nowPs;
-                    ++m_cnpsSent;
-                    SendControl(PacketKind::CNP, flowId, p->src, 0);
-                }
-            }
-        }
-        const uint64_t rcvd = (m_flows->rcvdBytes[flowId] += p->payloadBytes);
-        const bool last = rcvd == m_flows->sizeBytes[flowId];
-        uint64_t& unacked = m_unacked[flowId];
-        unacked += p->payloadBytes;
-        if (unacked >= m_ackIntervalBytes || last)
-        {
-            unacked = 0;
-            SendControl(PacketKind::ACK, flowId, p->src, rcvd);
-        }
-        if (last)
-        {
-            m_unacked.erase(flowId);
-            m_lastCnpPs.erase(flowId);
-            FinishFlow(flowId);
-        }
+    case PacketKind::DATA:
+        OnData(*p);
         break;
-    }
     case PacketKind::ACK:
-        ++m_acksReceived;
+        OnAck(*p);
         break;
-    case PacketKind::CNP: {
-        ++m_cnpsReceived;
-        auto it = m_qpOf.find(p->flowId);
-        if (m_ibCc && it != m_qpOf.end() && !m_qps[it->second].done)
-        {
-            // BECN: step up the congestion-control table; the recovery timer walks it back down.
-            QueuePair& qp = m_qps[it->second];
-            qp.ccti = std::min(m_cctiLimit, qp.ccti + m_cctiIncrease);
-            if (!qp.cctiTimerRunning)
-            {
-                qp.cctiTimerRunning = true;
-                Simulator::Schedule(m_cctiTimer, &HostNic::CctiTimer, this, it->second);
-            }
-        }
-        if (m_dcqcn && it != m_qpOf.end() && !m_qps[it->second].done)
-        {
-            QueuePair& qp = m_qps[it->second];
-            m_dcqcnAlgo->OnCnp(qp.cc);
-            m_rateTrace(qp.flowId, qp.cc.rateBps);
-            // The increase timer restarts with the counters (a CNP resets T and BC).
-            qp.increaseTimer.Cancel();
-            qp.increaseTimer = Simulator::Schedule(m_dcqcnAlgo->GetRateIncreasePeriod(),
-                                                   &HostNic::IncreaseTimer, this, it->second);
-            StartTimers(it->second);
-        }
+    case PacketKind::CNP:
+        OnCnp(*p);
         break;
     }
-    }
-    if (m_ports[inPort]->IsCreditMode())
+    Consume(p, inPort);
+}
+
+void
+HostNic::Consume(FabricPacket* p, uint32_t inPort)
+{
+    if (m_ports[inPort]->GetFlowControl() == EgressPort::FlowControl::CREDIT)
     {
         // The NIC consumes what it receives at once: the buffer it occupied is free again.
         ReturnCredits(inPort, m_ports[inPort]->QueueOf(p->priority), CreditBlocks(p->wireBytes));
     }
     m_pool->Release(p);
+}
+
+void
+HostNic::OnData(const FabricPacket& p)
+{
+    const uint64_t flowId = p.flowId;
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
+    if (p.ecnMarked)
+    {
+        OnMarked(p, nowPs);
+    }
+    const uint64_t rcvd = (m_flows->rcvdBytes[flowId] += p.payloadBytes);
+    NS_ASSERT_MSG(rcvd <= m_flows->sizeBytes[flowId], "flow " << flowId << " received more than its size");
+    const bool last = rcvd == m_flows->sizeBytes[flowId];
+    if (m_acks.OnData(flowId, p.payloadBytes, last))
+    {
+        SendControl(PacketKind::ACK, flowId, p.src, rcvd);
+    }
+    if (last)
+    {
+        m_np.Forget(flowId);
+        FinishFlow(flowId);
+    }
+}
+
+void
+HostNic::OnMarked(const FabricPacket& p, int64_t nowPs)
+{
+    ++m_ecnReceived;
+    // IB congestion control answers every FECN with a BECN; DCQCN's notification point paces CNPs per flow.
+    if (m_ibCc || (m_dcqcn && m_np.OnMarked(p.flowId, nowPs)))
+    {
+        ++m_cnpsSent;
+        SendControl(PacketKind::CNP, p.flowId, p.src, 0);
+    }
+}
+
+void
+HostNic::OnAck(const FabricPacket& /*p*/)
+{
+    ++m_acksReceived;
+}
+
+void
+HostNic::OnCnp(const FabricPacket& p)
+{
+    ++m_cnpsReceived;
+    auto it = m_qpOf.find(p.flowId);
+    if (it == m_qpOf.end() || m_qps[it->second].done)
+    {
+        return; // the flow has handed its last byte to the port: nothing left to slow down
+    }
+    if (m_ibCc)
+    {
+        OnBecn(it->second);
+    }
+    if (m_dcqcn)
+    {
+        OnDcqcnCnp(it->second);
+    }
+}
+
+void
+HostNic::OnBecn(uint32_t qpIndex)
+{
+    // Step up the congestion-control table; the recovery timer walks it back down.
+    if (m_ibCcAlgo->OnBecn(m_qps[qpIndex].ibCc))
+    {
+        Simulator::Schedule(m_ibCcAlgo->GetRecoveryPeriod(), &HostNic::CctiTimer, this, qpIndex);
+    }
+}
+
+void
+HostNic::OnDcqcnCnp(uint32_t qpIndex)
+{
+    QueuePair& qp = m_qps[qpIndex];
+    m_dcqcnAlgo->OnCnp(qp.cc);
+    m_rateTrace(qp.flowId, qp.cc.rateBps);
+    // The increase timer restarts with the counters (a CNP resets T and BC).
+    qp.increaseTimer.Cancel();
+    qp.increaseTimer =
+        Simulator::Schedule(m_dcqcnAlgo->GetRateIncreasePeriod(), &HostNic::IncreaseTimer, this, qpIndex);
+    StartTimers(qpIndex);
 }
 
 void
@@ -406,14 +556,11 @@ void
 HostNic::CctiTimer(uint32_t qpIndex)
 {
     QueuePair& qp = m_qps[qpIndex];
-    qp.ccti = qp.ccti > 0 ? qp.ccti - 1 : 0;
-    qp.cctiTimerRunning = qp.ccti > 0 && !qp.done;
-    if (qp.cctiTimerRunning)
+    if (m_ibCcAlgo->OnRecoveryTimer(qp.ibCc, qp.done))
     {
-        Simulator::Schedule(m_cctiTimer, &HostNic::CctiTimer, this, qpIndex);
+        Simulator::Schedule(m_ibCcAlgo->GetRecoveryPeriod(), &HostNic::CctiTimer, this, qpIndex);
     }
-    qp.nextSendPs = std::min(qp.nextSendPs, Simulator::Now().GetTimeStep() + int64_t(qp.ccti) *
-                                                                              m_cctGapStep.GetTimeStep());
+    qp.nextSendPs = std::min(qp.nextSendPs, Simulator::Now().GetTimeStep() + m_ibCcAlgo->GapPs(qp.ibCc));
     m_ports[0]->Wake();
 }
 

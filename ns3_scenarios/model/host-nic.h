@@ -1,16 +1,21 @@
 /**
  * @file
  * @ingroup cosim
- * A host's RDMA NIC: one queue pair per flow with a rate limiter, coalesced ACKs, DCQCN (reaction point
- * at the sender, notification point at the receiver), and receive-side latency telemetry.
+ * A host's RDMA NIC: one queue pair per flow with a rate limiter, served round-robin to its port. The
+ * mechanisms it combines live in their own classes: DCQCN's reaction point (DcqcnRateControl) and
+ * notification point (DcqcnNotificationPoint), InfiniBand congestion control (IbCcControl) and ACK
+ * coalescing (AckCoalescer).
  */
 #ifndef COSIM_HOST_NIC_H
 #define COSIM_HOST_NIC_H
 
+#include "ack-coalescer.h"
+#include "dcqcn-notification-point.h"
 #include "dcqcn-rate-control.h"
 #include "egress-port.h"
 #include "fabric-node.h"
 #include "flow-table.h"
+#include "ib-cc-control.h"
 
 #include "ns3/event-id.h"
 #include "ns3/traced-callback.h"
@@ -48,7 +53,8 @@ LatencyBucket(uint64_t ps)
  * flow of any size costs memory for one packet at a time. Active queue pairs are served round-robin,
  * each no faster than its current rate (the per-QP rate limiter); with DCQCN off every QP runs at line
  * rate. The receiver acknowledges every AckIntervalBytes (and the last byte) and, with DCQCN, sends at
- * most one CNP per flow per CnpInterval when ECN-marked packets arrive. A flow completes when its last
+ * most one CNP per flow per CnpInterval when ECN-marked packets arrive; with IB congestion control it
+ * answers every FECN-marked packet with a BECN (carried as a CNP packet). A flow completes when its last
  * payload byte reaches the destination NIC.
  */
 class HostNic : public FabricNode, public PacketSource
@@ -115,24 +121,48 @@ class HostNic : public FabricNode, public PacketSource
     /// @return current DCQCN rate of the QP of flow @p flowId, in bit/s (line rate if unknown)
     double GetFlowRateBps(uint64_t flowId) const;
 
+  protected:
+    void NotifyConstructionCompleted() override;
+
   private:
     /// Per-flow sender state.
     struct QueuePair
     {
-        uint64_t flowId;      ///< the flow it sends
-        int64_t nextSendPs;   ///< rate limiter: earliest time of the next packet, in ps
-        DcqcnState cc;        ///< DCQCN rate state
-        bool timersRunning;   ///< DCQCN timers scheduled
-        bool done;            ///< every byte handed to the port
+        uint64_t flowId;       ///< the flow it sends
+        int64_t nextSendPs;    ///< rate limiter: earliest time of the next packet, in ps
+        DcqcnState cc;         ///< DCQCN rate state
+        bool done;             ///< every byte handed to the port
         EventId increaseTimer; ///< DCQCN rate-increase timer
         EventId alphaTimer;    ///< DCQCN alpha-update timer
-        uint32_t ccti;         ///< IB congestion control: index into the congestion-control table
-        bool cctiTimerRunning; ///< IB congestion control: the recovery timer is scheduled
+        IbCcState ibCc;        ///< IB congestion-control state
     };
+
+    /// Receive handlers, one per packet kind the NIC consumes (Receive dispatches).
+    void OnData(const FabricPacket& p);
+    void OnAck(const FabricPacket& p);
+    void OnCnp(const FabricPacket& p);
+    /// A BECN (IB congestion control) arrived for QP @p qp: step up its congestion-control table.
+    void OnBecn(uint32_t qp);
+    /// DCQCN reaction point: a CNP arrived for QP @p qp: cut its rate and restart its timers.
+    void OnDcqcnCnp(uint32_t qp);
+    /// Receiver: the data packet @p p arrived ECN/FECN-marked at @p nowPs (ps); notify its sender if due.
+    void OnMarked(const FabricPacket& p, int64_t nowPs);
+    /// The NIC consumed @p p from @p inPort: return its credits (credit mode) and free it.
+    void Consume(FabricPacket* p, uint32_t inPort);
+
+    /// @return a new data packet carrying the next payload of flow @p flowId
+    FabricPacket* MakeDataPacket(uint64_t flowId);
+    /// Rate limiter: QP @p qp just sent @p p at @p nowPs (ps); set the earliest time of its next packet.
+    void ChargeRate(QueuePair& qp, const FabricPacket& p, int64_t nowPs);
+    /// Account @p p as sent by QP @p qp at m_active[@p idx]; retire the QP after its last byte.
+    void Advance(QueuePair& qp, std::size_t idx, const FabricPacket& p);
+    /// Pacing: wake the port at @p earliestPs (ps; INT64_MAX: no QP waits) unless a wake-up comes sooner.
+    void SchedulePaceWake(int64_t earliestPs, int64_t nowPs);
+    /// Pacing: wake the port when the earliest rate-limited QP may send.
+    void PaceWake();
 
     /// IB congestion control: the CCTI recovery timer of QP @p qp fired.
     void CctiTimer(uint32_t qp);
-
     /// Make flow @p flowId eligible for transmission.
     void StartFlow(uint64_t flowId);
     /// Record the completion of @p flowId at the receiver.
@@ -144,10 +174,33 @@ class HostNic : public FabricNode, public PacketSource
     void AlphaTimer(uint32_t qp);
     /// Start DCQCN timers of QP @p qp if not running.
     void StartTimers(uint32_t qp);
-    /// Pacing: wake the port when the earliest rate-limited QP may send.
-    void PaceWake();
     /// @return line rate of the NIC port, in bit/s
     double LineRateBps() const;
+
+    /// Attribute accessors that forward to the notification point, the ACK coalescer and IbCcControl.
+    void SetCnpInterval(Time interval);
+    Time GetCnpInterval() const;
+    void SetAckIntervalBytes(uint64_t bytes);
+    uint64_t GetAckIntervalBytes() const;
+    void SetCctiIncrease(uint32_t increase);
+    uint32_t GetCctiIncrease() const;
+    void SetCctiLimit(uint32_t limit);
+    uint32_t GetCctiLimit() const;
+    void SetCctiTimer(Time period);
+    Time GetCctiTimer() const;
+    void SetCctGapStep(Time step);
+    Time GetCctGapStep() const;
+    /**
+     * HostNic::Ccti* and CctGapStep name IbCcControl's attributes of this NIC. Building the NIC applies
+     * HostNic's defaults, which share IbCcControl's registration values: one still at that value must not
+     * undo an IbCcControl default the user changed, so only changed values are forwarded until then.
+     * @param atRegistrationDefault the value equals the attribute's registration default
+     * @return whether the value is forwarded to IbCcControl
+     */
+    bool ForwardsToIbCc(bool atRegistrationDefault) const
+    {
+        return m_constructed || !atRegistrationDefault;
+    }
 
     FlowTable* m_flows{nullptr};                   ///< the run's flows
     std::vector<QueuePair> m_qps;                  ///< queue pairs, in creation order
@@ -158,22 +211,18 @@ class HostNic : public FabricNode, public PacketSource
     EventId m_paceEvent;                           ///< pending pacing wake-up
     int64_t m_paceAtPs{-1};                        ///< time of m_paceEvent, in ps (-1: none)
 
-    std::unordered_map<uint64_t, int64_t> m_lastCnpPs; ///< receiver: last CNP per flow, in ps
-    std::unordered_map<uint64_t, uint64_t> m_unacked;  ///< receiver: bytes since the last ACK per flow
+    DcqcnNotificationPoint m_np; ///< receiver: CNP pacing per flow (DCQCN)
+    AckCoalescer m_acks;         ///< receiver: when to acknowledge
 
-    uint32_t m_mtuBytes{4096};     ///< payload bytes per full packet
+    uint32_t m_mtuBytes{cosim::kDefaultMtuBytes}; ///< payload bytes per full packet
     uint32_t m_headerBytes{0};     ///< per-packet header + framing bytes
     uint32_t m_ackBytes{0};        ///< wire size of ACK and CNP packets, in bytes
-    uint64_t m_ackIntervalBytes{0}; ///< receiver acknowledges every this many bytes
     uint8_t m_controlPriority{7};  ///< priority of ACK and CNP packets
     bool m_dcqcn{true};            ///< DCQCN on (RP and NP)
     bool m_ibCc{false};            ///< InfiniBand congestion control on (FECN -> BECN -> CCTI)
-    uint32_t m_cctiIncrease{1};    ///< CCTI added per BECN
-    uint32_t m_cctiLimit{127};     ///< largest CCTI
-    Time m_cctiTimer;              ///< CCTI recovery period: one step back per period
-    Time m_cctGapStep;             ///< injection gap added per CCTI step (linear congestion-control table)
-    Time m_cnpInterval;            ///< NP: minimum gap between CNPs of a flow
+    bool m_constructed{false};     ///< the attribute defaults have been applied
     Ptr<DcqcnRateControl> m_dcqcnAlgo; ///< DCQCN parameters and reactions
+    Ptr<IbCcControl> m_ibCcAlgo;       ///< IB congestion-control parameters and reactions
 
     std::array<uint64_t, kLatencyBuckets> m_latency{}; ///< receive latency histogram
     uint64_t m_cnpsSent{0};      ///< CNPs sent

@@ -1,0 +1,59 @@
+/**
+ * @file
+ * @ingroup cosim
+ * Unit probes of single models, for the tests: each builds one model alone and reports what it computes,
+ * so a test can check it against a closed form without running a fabric.
+ *
+ * Like the engine header, this header includes no ns-3 header, so cppyy parses it in milliseconds; the
+ * probes are compiled into libcosim-ns3 beside the engine.
+ */
+#ifndef COSIM_MODEL_PROBES_H
+#define COSIM_MODEL_PROBES_H
+
+#include <cstdint>
+
+namespace cosim
+{
+
+/**
+ * @brief Test probes of the ECN marker and of the DCQCN reaction point (attribute defaults apply).
+ */
+class ModelProbes
+{
+  public:
+    /**
+     * @brief Probe of the ECN marker (the DCQCN congestion point).
+     * @param rateBps rate of the switch port, in bit/s
+     * @param queueBytes egress queue the data packets join, in bytes
+     * @param trials packets decided
+     * @param seed seed of ns-3's random streams
+     * @return the fraction of @p trials data packets the switch marks
+     */
+    static double EcnMarkFraction(double rateBps, int64_t queueBytes, int64_t trials, uint64_t seed);
+
+    /**
+     * @brief Probe of the DCQCN reaction point: a QP at rate @p rateBps (target the same) with @p alpha
+     * receives one CNP, then @p steps periods pass, each with @p bytesPerStep bytes sent, one
+     * rate-increase timer expiry and one alpha update.
+     * @param lineRateBps line rate, in bit/s
+     * @param rateBps rate before the CNP, in bit/s
+     * @param alpha alpha before the CNP (dimensionless)
+     * @param steps periods simulated after the CNP
+     * @param bytesPerStep bytes sent in each period, in bytes
+     * @param rateOut current rate after the CNP and after each step, [steps + 1], in bit/s
+     * @param targetOut target rate, same layout, in bit/s
+     * @param alphaOut alpha, same layout (dimensionless)
+     */
+    static void DcqcnAfterCnp(double lineRateBps,
+                              double rateBps,
+                              double alpha,
+                              int64_t steps,
+                              int64_t bytesPerStep,
+                              double* rateOut,
+                              double* targetOut,
+                              double* alphaOut);
+};
+
+} // namespace cosim
+
+#endif // COSIM_MODEL_PROBES_H
