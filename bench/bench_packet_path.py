@@ -39,7 +39,7 @@ def main() -> None:
     import argparse
 
     from cosim import engine
-    from cosim.network.transport import fabric_attributes
+    from cosim.network.transport import transport_attributes
     import stock_ns3
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -49,7 +49,7 @@ def main() -> None:
 
     fabric, flows = scenario()
     engine.load()
-    attributes = fabric_attributes(args.fabric)
+    attributes = transport_attributes(args.fabric)
     outs, walls = [], []
     for _ in range(args.repeat):
         t = time.perf_counter()
