@@ -207,6 +207,7 @@ EgressPort::Pause(uint8_t prio, uint32_t quanta)
 void
 EgressPort::EndPause(uint8_t prio)
 {
+    NS_ASSERT_MSG(m_pausedMask & (1u << prio), "priority " << int(prio) << " resumed without a pause");
     m_pausedMask &= uint8_t(~(1u << prio));
     m_pausedPs[prio] += Simulator::Now().GetTimeStep() - m_pauseStartPs[prio];
     m_pauseTrace(prio, false);
@@ -241,7 +242,8 @@ EgressPort::GetVlWeights() const
 void
 EgressPort::InitCredits(uint64_t peerBufferBytes, uint32_t maxPacketBytes)
 {
-    m_credits.fill(peerBufferBytes / kCreditBlockBytes);
+    m_peerLaneBlocks = peerBufferBytes / kCreditBlockBytes;
+    m_credits.fill(m_peerLaneBlocks);
     m_maxPacketBlocks = CreditBlocks(maxPacketBytes);
     m_lowCreditMask = m_credits[0] < m_maxPacketBlocks ? 0xff : 0;
     m_vlPrios.fill(0);
@@ -254,6 +256,8 @@ EgressPort::InitCredits(uint64_t peerBufferBytes, uint32_t maxPacketBytes)
 void
 EgressPort::AddCredits(uint8_t vl, uint32_t blocks)
 {
+    NS_ASSERT_MSG(m_credits[vl] + blocks <= m_peerLaneBlocks,
+                  "lane " << int(vl) << " credited beyond the peer's buffer of " << m_peerLaneBlocks << " blocks");
     m_credits[vl] += blocks;
     if (m_credits[vl] >= m_maxPacketBlocks)
     {
@@ -323,7 +327,10 @@ EgressPort::UpdateStalls()
 FabricPacket*
 EgressPort::PopQueue(uint8_t q)
 {
+    NS_ASSERT_MSG(!m_queues[q].Empty() && (m_nonEmptyMask & (1u << q)),
+                  "pop from queue " << int(q) << " that is empty or not in the non-empty mask");
     FabricPacket* p = m_queues[q].Pop();
+    NS_ASSERT_MSG(m_queuedBytes >= p->wireBytes, "port queue byte count below its packets' bytes");
     m_queuedBytes -= p->wireBytes;
     if (m_queues[q].Empty())
     {
@@ -386,59 +393,96 @@ EgressPort::TrySend()
     FabricPacket* p = nullptr;
     if (!m_control.Empty())
     {
-        p = m_control.Pop();
-    }
-    else if (m_flowControl == FlowControl::CREDIT)
-    {
-        p = NextCreditPacket();
-        if (p == nullptr && m_source != nullptr)
-        {
-            uint8_t blocked = 0; // priorities whose lane cannot take a full packet now
-            for (uint32_t bits = m_lowCreditMask; bits != 0; bits &= bits - 1)
-            {
-                blocked |= m_vlPrios[__builtin_ctz(bits)];
-            }
-            p = m_source->PullPacket(m_index, blocked);
-        }
-        if (p != nullptr)
-        {
-            const uint8_t vl = QueueOf(p->priority);
-            m_credits[vl] -= CreditBlocks(p->wireBytes);
-            if (m_credits[vl] < m_maxPacketBlocks)
-            {
-                m_lowCreditMask |= uint8_t(1u << vl);
-            }
-            m_busy = true; // first: TransmitStarted may queue control frames on this very port
-            m_owner->TransmitStarted(p, m_index);
-        }
-        if ((m_lowCreditMask | m_stalledMask) != 0)
-        {
-            UpdateStalls(); // only a lane short of credits can start or end a stall
-        }
-        if (p == nullptr)
-        {
-            return;
-        }
+        p = m_control.Pop(); // link-level frames: never paused, need no credits, hold no switch buffer
     }
     else
     {
-        const uint32_t ready = m_nonEmptyMask & ~m_pausedMask;
-        if (ready != 0)
+        switch (m_flowControl)
         {
-            const uint32_t prio = 31u - uint32_t(__builtin_clz(ready)); // highest ready priority
-            p = PopQueue(uint8_t(prio));
-        }
-        if (p == nullptr && m_source != nullptr)
-        {
-            p = m_source->PullPacket(m_index, m_pausedMask);
+        case FlowControl::PFC:
+            p = ArbitratePfc();
+            break;
+        case FlowControl::CREDIT:
+            p = ArbitrateCredit();
+            break;
         }
         if (p == nullptr)
         {
             return;
         }
-        m_busy = true; // first: TransmitStarted may queue control frames on this very port
-        m_owner->TransmitStarted(p, m_index);
     }
+    StartTransmission(p);
+}
+
+void
+EgressPort::HandOver(FabricPacket* p)
+{
+    m_busy = true; // first: TransmitStarted may queue control frames on this very port
+    m_owner->TransmitStarted(p, m_index);
+}
+
+FabricPacket*
+EgressPort::ArbitratePfc()
+{
+    FabricPacket* p = nullptr;
+    const uint32_t ready = m_nonEmptyMask & ~m_pausedMask;
+    if (ready != 0)
+    {
+        p = PopQueue(uint8_t(31u - uint32_t(__builtin_clz(ready)))); // strict priority: highest ready
+    }
+    else if (m_source != nullptr)
+    {
+        p = m_source->PullPacket(m_index, m_pausedMask);
+    }
+    if (p != nullptr)
+    {
+        HandOver(p);
+    }
+    return p;
+}
+
+FabricPacket*
+EgressPort::ArbitrateCredit()
+{
+    FabricPacket* p = NextCreditPacket();
+    if (p == nullptr && m_source != nullptr)
+    {
+        uint8_t blocked = 0; // priorities whose lane cannot take a full packet now
+        for (uint32_t bits = m_lowCreditMask; bits != 0; bits &= bits - 1)
+        {
+            blocked |= m_vlPrios[__builtin_ctz(bits)];
+        }
+        p = m_source->PullPacket(m_index, blocked);
+    }
+    if (p != nullptr)
+    {
+        ChargeCredits(*p);
+        HandOver(p);
+    }
+    if ((m_lowCreditMask | m_stalledMask) != 0)
+    {
+        UpdateStalls(); // only a lane short of credits can start or end a stall
+    }
+    return p;
+}
+
+void
+EgressPort::ChargeCredits(const FabricPacket& p)
+{
+    const uint8_t vl = QueueOf(p.priority);
+    const uint32_t blocks = CreditBlocks(p.wireBytes);
+    NS_ASSERT_MSG(m_credits[vl] >= blocks,
+                  "lane " << int(vl) << " sends " << blocks << " blocks holding " << m_credits[vl] << " credits");
+    m_credits[vl] -= blocks;
+    if (m_credits[vl] < m_maxPacketBlocks)
+    {
+        m_lowCreditMask |= uint8_t(1u << vl);
+    }
+}
+
+void
+EgressPort::StartTransmission(FabricPacket* p)
+{
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     const int64_t serPs = SerializationPs(p->wireBytes);
     m_busy = true;
@@ -471,6 +515,7 @@ EgressPort::TransmitDone()
 void
 EgressPort::DeliverHead()
 {
+    NS_ASSERT_MSG(!m_onWire.Empty(), "delivery event with no packet on the wire");
     FabricPacket* p = m_onWire.Pop();
     if (!m_onWire.Empty())
     {

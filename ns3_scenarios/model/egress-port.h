@@ -247,14 +247,18 @@ class EgressPort : public Object
     void DoDispose() override;
 
   private:
-    /// Start serializing the next packet if idle and one is available.
+    /// Start serializing the next packet if idle and one is available: control frames first, then what
+    /// the arbiter of the link's flow control picks.
     void TrySend();
+    /// Serialize @p p now and put it on the wire (whatever its origin).
+    void StartTransmission(FabricPacket* p);
+    /// @p p leaves the port's queues or source: mark the port busy and tell the owner (buffer release).
+    void HandOver(FabricPacket* p);
+
     /// Event: the current serialization ended.
     void TransmitDone();
     /// Event: the oldest packet on the wire reached the peer.
     void DeliverHead();
-    /// The pause of priority @p prio ends (expiry or resume frame).
-    void EndPause(uint8_t prio);
     /// The queue changed: tell the sampler once per sample.
     void NoteQueueChange()
     {
@@ -268,14 +272,31 @@ class EgressPort : public Object
     void MarkForSampler();
     /// Take the head of queue @p q (priority or lane), keeping the byte count, mask and sampler in step.
     FabricPacket* PopQueue(uint8_t q);
-    /// Credit mode: pick the next packet by weighted round robin over lanes holding enough credits.
+
+    /// @name PFC arbiter (FlowControl::PFC)
+    /// @{
+    /// Strict priority over unpaused queues, then the source; @return the packet handed over, or nullptr.
+    FabricPacket* ArbitratePfc();
+    /// The pause of priority @p prio ends (expiry or resume frame).
+    void EndPause(uint8_t prio);
+    /// @}
+
+    /// @name Credit arbiter (FlowControl::CREDIT)
+    /// @{
+    /// Queued lanes by weighted round robin, then the source for lanes that can take a full packet;
+    /// @return the packet handed over (its credits charged), or nullptr.
+    FabricPacket* ArbitrateCredit();
+    /// Pick the next queued packet by weighted round robin over lanes holding enough credits.
     FabricPacket* NextCreditPacket();
-    /// Credit mode: note lanes that have data but too few credits (stall begins) or no longer (ends).
+    /// Take the credits @p p needs from its lane.
+    void ChargeCredits(const FabricPacket& p);
+    /// Note lanes that have data but too few credits (stall begins) or no longer (ends).
     void UpdateStalls();
     /// Parse the VlArbitrationWeights attribute.
     void SetVlWeights(std::string weights);
     /// @return the VlArbitrationWeights attribute
     std::string GetVlWeights() const;
+    /// @}
 
     std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
     PacketFifo m_control;                            ///< link-level control frames, served first
@@ -301,6 +322,7 @@ class EgressPort : public Object
     std::array<uint32_t, kNumPriorities> m_vlWeight{};  ///< WRR weight per lane, in 64-byte units
     std::array<uint64_t, kNumPriorities> m_credits{};   ///< credits held per lane, in 64-byte blocks
     uint32_t m_maxPacketBlocks{0};                      ///< credits a full packet needs
+    uint64_t m_peerLaneBlocks{0};                       ///< the peer's buffer per lane, in 64-byte blocks
     std::array<uint8_t, kNumPriorities> m_vlPrios{};    ///< priorities that map to each lane
     uint8_t m_arbVl{0};                                 ///< lane the arbiter is serving
     int64_t m_arbBudgetBytes{0};                        ///< bytes the lane may still send this turn

@@ -145,7 +145,14 @@ FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
         m_portKmin[i] = m_kminBytes ? double(m_kminBytes) : kKminBytesPer25G * scale;
         m_portKmax[i] = m_kmaxBytes ? double(m_kmaxBytes) : kKmaxBytesPer25G * scale;
     }
-    if (!m_ports.empty() && m_ports[0]->GetFlowControl() == EgressPort::FlowControl::CREDIT)
+    // The switch obeys the flow control of its links, which all run the same (the LinkFlowControl default).
+    m_flowControl = m_ports.empty() ? EgressPort::FlowControl::PFC : m_ports[0]->GetFlowControl();
+    for (const Ptr<EgressPort>& port : m_ports)
+    {
+        NS_ABORT_MSG_IF(port->GetFlowControl() != m_flowControl,
+                        "switch " << m_nodeId << " has ports with different LinkFlowControl");
+    }
+    if (m_flowControl == EgressPort::FlowControl::CREDIT)
     {
         // InfiniBand: each input lane is a fixed buffer the upstream sender holds credits for.
         m_laneCapacityBlocks = m_vlBufferBytes / kCreditBlockBytes;
@@ -212,22 +219,34 @@ FabricSwitch::DecideMark(uint32_t port, uint64_t queueBytes)
 void
 FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
 {
-    if (p->kind == PacketKind::PAUSE)
+    switch (p->kind)
     {
+    case PacketKind::PAUSE:
         ApplyPause(p, inPort);
         return;
-    }
-    if (p->kind == PacketKind::CREDIT)
-    {
+    case PacketKind::CREDIT:
         ApplyCredit(p, inPort);
         return;
+    case PacketKind::DATA:
+    case PacketKind::ACK:
+    case PacketKind::CNP:
+        break;
     }
     const uint32_t out = SelectPort(p->flowId, p->dst);
-    if (!m_laneBlocks.empty())
+    switch (m_flowControl)
     {
+    case EgressPort::FlowControl::PFC:
+        ReceiveInSharedBuffer(p, inPort, out);
+        return;
+    case EgressPort::FlowControl::CREDIT:
         ReceiveOnLane(p, inPort, out);
         return;
     }
+}
+
+void
+FabricSwitch::ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t out)
+{
     const BufferClass cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
     if (cls == BufferClass::DROP)
     {
@@ -278,17 +297,36 @@ FabricSwitch::ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out)
 void
 FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t /*port*/)
 {
-    const auto cls = static_cast<BufferClass>(p->bufferClass);
-    const uint32_t in = p->ingressPort;
-    if (cls == BufferClass::CREDIT)
+    switch (m_flowControl)
     {
-        const uint8_t vl = m_ports[in]->QueueOf(p->priority);
-        const uint32_t blocks = CreditBlocks(p->wireBytes);
-        m_laneBlocks[in * kNumPriorities + vl] -= blocks;
-        p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
-        ReturnCredits(in, vl, blocks);
+    case EgressPort::FlowControl::PFC:
+        ReleaseSharedBuffer(p);
+        return;
+    case EgressPort::FlowControl::CREDIT:
+        ReleaseLane(p);
         return;
     }
+}
+
+void
+FabricSwitch::ReleaseLane(FabricPacket* p)
+{
+    NS_ASSERT_MSG(p->bufferClass == static_cast<uint8_t>(BufferClass::CREDIT), "packet holds no input lane");
+    const uint32_t in = p->ingressPort;
+    const uint8_t vl = m_ports[in]->QueueOf(p->priority);
+    const uint32_t blocks = CreditBlocks(p->wireBytes);
+    uint64_t& used = m_laneBlocks[in * kNumPriorities + vl];
+    NS_ASSERT_MSG(used >= blocks, "input lane " << int(vl) << " of port " << in << " releases more than it holds");
+    used -= blocks;
+    p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
+    ReturnCredits(in, vl, blocks);
+}
+
+void
+FabricSwitch::ReleaseSharedBuffer(FabricPacket* p)
+{
+    const auto cls = static_cast<BufferClass>(p->bufferClass);
+    const uint32_t in = p->ingressPort;
     m_mmu->Release(in, p->priority, p->wireBytes, cls);
     p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
     if (!m_xoffed.empty() && (cls == BufferClass::SHARED || m_mmu->IsXoff(in, p->priority)))

@@ -6,6 +6,7 @@
 #ifndef COSIM_FABRIC_SWITCH_H
 #define COSIM_FABRIC_SWITCH_H
 
+#include "egress-port.h"
 #include "fabric-node.h"
 #include "shared-buffer-mmu.h"
 
@@ -111,8 +112,14 @@ class FabricSwitch : public FabricNode
   private:
     /// Mark @p p (ECN or FECN) by the queue it joins on @p out, then queue it there.
     void MarkAndEnqueue(FabricPacket* p, uint32_t out);
+    /// PFC: admit @p p to the shared buffer of @p inPort (pausing the sender if due) and queue it on @p out.
+    void ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t out);
+    /// PFC: @p p left for the wire: free its shared-buffer share and resume paused senders it allows.
+    void ReleaseSharedBuffer(FabricPacket* p);
     /// Credit mode: account @p p in its input lane of @p inPort and queue it on @p out.
     void ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out);
+    /// Credit mode: @p p left for the wire: free its input lane and return the credits upstream.
+    void ReleaseLane(FabricPacket* p);
     /// Send a PFC frame for @p prio out of @p port with @p quanta (0 = XON).
     void SendPause(uint32_t port, uint8_t prio, uint32_t quanta);
     /// Send XON for every paused (port, priority) whose buffer use allows it now.
@@ -124,6 +131,7 @@ class FabricSwitch : public FabricNode
     std::vector<uint16_t> m_routePorts; ///< equal-cost egress ports
     uint32_t m_ecmpSeed{0};             ///< perturbs the ECMP hash (per run)
 
+    EgressPort::FlowControl m_flowControl{EgressPort::FlowControl::PFC}; ///< of every link (SetupBuffers)
     Ptr<SharedBufferMmu> m_mmu;            ///< ingress accounting and PFC decisions
     uint32_t m_pauseQuanta{0xffff};        ///< quanta carried by XOFF frames (512 bit times each)
     uint32_t m_pauseFrameBytes{84};        ///< wire size of a PFC frame, in bytes

@@ -1,5 +1,6 @@
 #include "shared-buffer-mmu.h"
 
+#include "ns3/assert.h"
 #include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/uinteger.h"
@@ -109,6 +110,7 @@ SharedBufferMmu::Admit(uint32_t port, uint8_t prio, uint32_t bytes)
     {
         m_sharedUsed[i] += bytes;
         m_sharedUsedBytes += bytes;
+        NS_ASSERT_MSG(m_sharedUsedBytes <= m_sharedPoolBytes, "shared buffer use above the pool");
         return BufferClass::SHARED;
     }
     if (IsLossless(prio) && m_headroomUsed[i] + bytes <= m_headroomBytes[port])
@@ -130,13 +132,17 @@ SharedBufferMmu::Release(uint32_t port, uint8_t prio, uint32_t bytes, BufferClas
     switch (cls)
     {
     case BufferClass::RESERVED:
+        NS_ASSERT_MSG(m_reservedUsed[i] >= bytes, "reserved buffer of port " << port << " released below 0");
         m_reservedUsed[i] -= bytes;
         break;
     case BufferClass::SHARED:
+        NS_ASSERT_MSG(m_sharedUsed[i] >= bytes && m_sharedUsedBytes >= int64_t(bytes),
+                      "shared buffer of port " << port << " released below 0");
         m_sharedUsed[i] -= bytes;
         m_sharedUsedBytes -= bytes;
         break;
     case BufferClass::HEADROOM:
+        NS_ASSERT_MSG(m_headroomUsed[i] >= bytes, "headroom of port " << port << " released below 0");
         m_headroomUsed[i] -= bytes;
         break;
     default:
