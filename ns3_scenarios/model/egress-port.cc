@@ -7,8 +7,6 @@
 #include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/string.h"
-
-#include <sstream>
 #include "ns3/uinteger.h"
 
 namespace ns3
@@ -184,18 +182,15 @@ EgressPort::Pause(uint8_t prio, uint32_t quanta)
 {
     if (quanta == 0)
     {
-        if (m_pausedMask & (1u << prio))
+        if (m_pfcArbiter.IsPaused(prio))
         {
             m_pauseExpiry[prio].Cancel();
             EndPause(prio);
         }
         return;
     }
-    ++m_pauseFrames[prio];
-    if (!(m_pausedMask & (1u << prio)))
+    if (m_pfcArbiter.OnXoff(prio, Simulator::Now().GetTimeStep()))
     {
-        m_pausedMask |= uint8_t(1u << prio);
-        m_pauseStartPs[prio] = Simulator::Now().GetTimeStep();
         m_pauseTrace(prio, true);
     }
     // A refresh restarts the pause timer (802.1Qbb): the pause lasts quanta x 512 bit times from now.
@@ -207,62 +202,39 @@ EgressPort::Pause(uint8_t prio, uint32_t quanta)
 void
 EgressPort::EndPause(uint8_t prio)
 {
-    NS_ASSERT_MSG(m_pausedMask & (1u << prio), "priority " << int(prio) << " resumed without a pause");
-    m_pausedMask &= uint8_t(~(1u << prio));
-    m_pausedPs[prio] += Simulator::Now().GetTimeStep() - m_pauseStartPs[prio];
+    m_pfcArbiter.Resume(prio, Simulator::Now().GetTimeStep());
     m_pauseTrace(prio, false);
     TrySend();
+}
+
+int64_t
+EgressPort::GetPausedPs(uint8_t prio) const
+{
+    return m_pfcArbiter.GetPausedPs(prio, Simulator::Now().GetTimeStep());
 }
 
 void
 EgressPort::SetVlWeights(std::string weights)
 {
-    std::stringstream in(weights);
-    std::string item;
-    m_vlWeight.fill(64);
-    for (uint32_t vl = 0; vl < kNumPriorities && std::getline(in, item, ','); ++vl)
-    {
-        const unsigned long w = std::stoul(item);
-        NS_ABORT_MSG_IF(w == 0 || w > 255, "VlArbitrationWeights entries are 1..255 (units of 64 bytes)");
-        m_vlWeight[vl] = uint32_t(w);
-    }
+    m_creditArbiter.SetWeights(weights);
 }
 
 std::string
 EgressPort::GetVlWeights() const
 {
-    std::string out;
-    for (uint32_t vl = 0; vl < kNumPriorities; ++vl)
-    {
-        out += (vl ? "," : "") + std::to_string(m_vlWeight[vl]);
-    }
-    return out;
+    return m_creditArbiter.GetWeights();
 }
 
 void
 EgressPort::InitCredits(uint64_t peerBufferBytes, uint32_t maxPacketBytes)
 {
-    m_peerLaneBlocks = peerBufferBytes / kCreditBlockBytes;
-    m_credits.fill(m_peerLaneBlocks);
-    m_maxPacketBlocks = CreditBlocks(maxPacketBytes);
-    m_lowCreditMask = m_credits[0] < m_maxPacketBlocks ? 0xff : 0;
-    m_vlPrios.fill(0);
-    for (uint32_t prio = 0; prio < kNumPriorities; ++prio)
-    {
-        m_vlPrios[prio % m_dataVls] |= uint8_t(1u << prio);
-    }
+    m_creditArbiter.Init(peerBufferBytes, maxPacketBytes, m_dataVls);
 }
 
 void
 EgressPort::AddCredits(uint8_t vl, uint32_t blocks)
 {
-    NS_ASSERT_MSG(m_credits[vl] + blocks <= m_peerLaneBlocks,
-                  "lane " << int(vl) << " credited beyond the peer's buffer of " << m_peerLaneBlocks << " blocks");
-    m_credits[vl] += blocks;
-    if (m_credits[vl] >= m_maxPacketBlocks)
-    {
-        m_lowCreditMask &= uint8_t(~(1u << vl));
-    }
+    m_creditArbiter.Add(vl, blocks);
     UpdateStalls();
     TrySend();
 }
@@ -270,58 +242,18 @@ EgressPort::AddCredits(uint8_t vl, uint32_t blocks)
 int64_t
 EgressPort::GetCreditStallPs(uint8_t vl) const
 {
-    int64_t total = m_stallPs[vl];
-    if (m_stalledMask & (1u << vl))
-    {
-        total += Simulator::Now().GetTimeStep() - m_stallStartPs[vl];
-    }
-    return total;
+    return m_creditArbiter.GetStallPs(vl, Simulator::Now().GetTimeStep());
 }
 
 void
 EgressPort::UpdateStalls()
 {
-    uint8_t stalled = 0;
-    for (uint32_t vl = 0; vl < m_dataVls; ++vl)
+    const uint8_t changed = m_creditArbiter.UpdateStalls(m_queues, m_source, Simulator::Now().GetTimeStep());
+    for (uint32_t bits = changed; bits != 0; bits &= bits - 1)
     {
-        if (!(m_lowCreditMask & (1u << vl)))
-        {
-            continue; // any packet fits: no stall on this lane, whatever waits
-        }
-        const PacketFifo& q = m_queues[vl];
-        uint64_t need = q.Empty() ? 0 : CreditBlocks(q.Front()->wireBytes);
-        if (need == 0 && m_source != nullptr)
-        {
-            need = m_source->HasPending(m_vlPrios[vl]) ? m_maxPacketBlocks : 0;
-        }
-        if (need > m_credits[vl])
-        {
-            stalled |= uint8_t(1u << vl);
-        }
+        const uint8_t vl = uint8_t(__builtin_ctz(bits));
+        m_stallTrace(vl, m_creditArbiter.IsStalled(vl));
     }
-    const uint8_t changed = stalled ^ m_stalledMask;
-    if (changed == 0)
-    {
-        return;
-    }
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
-    for (uint32_t vl = 0; vl < m_dataVls; ++vl)
-    {
-        if (changed & (1u << vl))
-        {
-            const bool on = stalled & (1u << vl);
-            if (on)
-            {
-                m_stallStartPs[vl] = nowPs;
-            }
-            else
-            {
-                m_stallPs[vl] += nowPs - m_stallStartPs[vl];
-            }
-            m_stallTrace(uint8_t(vl), on);
-        }
-    }
-    m_stalledMask = stalled;
 }
 
 FabricPacket*
@@ -338,49 +270,6 @@ EgressPort::PopQueue(uint8_t q)
     }
     NoteQueueChange();
     return p;
-}
-
-FabricPacket*
-EgressPort::NextCreditPacket()
-{
-    uint32_t ready = 0;
-    for (uint32_t bits = m_nonEmptyMask; bits != 0; bits &= bits - 1)
-    {
-        const uint32_t vl = uint32_t(__builtin_ctz(bits));
-        if (CreditBlocks(m_queues[vl].Front()->wireBytes) <= m_credits[vl])
-        {
-            ready |= 1u << vl;
-        }
-    }
-    if (ready == 0)
-    {
-        return nullptr;
-    }
-    if (!(ready & (1u << m_arbVl)) || m_arbBudgetBytes <= 0)
-    {
-        // Next lane in round-robin order that can send; it gets a fresh turn of its weight.
-        uint32_t vl = m_arbVl;
-        do
-        {
-            vl = (vl + 1) % m_dataVls;
-        } while (!(ready & (1u << vl)));
-        m_arbVl = uint8_t(vl);
-        m_arbBudgetBytes = int64_t(m_vlWeight[vl]) * kCreditBlockBytes;
-    }
-    FabricPacket* p = PopQueue(m_arbVl);
-    m_arbBudgetBytes -= p->wireBytes;
-    return p;
-}
-
-int64_t
-EgressPort::GetPausedPs(uint8_t prio) const
-{
-    int64_t total = m_pausedPs[prio];
-    if (m_pausedMask & (1u << prio))
-    {
-        total += Simulator::Now().GetTimeStep() - m_pauseStartPs[prio];
-    }
-    return total;
 }
 
 void
@@ -425,14 +314,14 @@ FabricPacket*
 EgressPort::ArbitratePfc()
 {
     FabricPacket* p = nullptr;
-    const uint32_t ready = m_nonEmptyMask & ~m_pausedMask;
-    if (ready != 0)
+    const int prio = m_pfcArbiter.Pick(m_nonEmptyMask);
+    if (prio >= 0)
     {
-        p = PopQueue(uint8_t(31u - uint32_t(__builtin_clz(ready)))); // strict priority: highest ready
+        p = PopQueue(uint8_t(prio));
     }
     else if (m_source != nullptr)
     {
-        p = m_source->PullPacket(m_index, m_pausedMask);
+        p = m_source->PullPacket(m_index, m_pfcArbiter.GetPausedMask());
     }
     if (p != nullptr)
     {
@@ -444,40 +333,27 @@ EgressPort::ArbitratePfc()
 FabricPacket*
 EgressPort::ArbitrateCredit()
 {
-    FabricPacket* p = NextCreditPacket();
-    if (p == nullptr && m_source != nullptr)
+    FabricPacket* p = nullptr;
+    const int vl = m_creditArbiter.PickLane(m_queues, m_nonEmptyMask);
+    if (vl >= 0)
     {
-        uint8_t blocked = 0; // priorities whose lane cannot take a full packet now
-        for (uint32_t bits = m_lowCreditMask; bits != 0; bits &= bits - 1)
-        {
-            blocked |= m_vlPrios[__builtin_ctz(bits)];
-        }
-        p = m_source->PullPacket(m_index, blocked);
+        p = PopQueue(uint8_t(vl));
+        m_creditArbiter.Served(p->wireBytes);
+    }
+    else if (m_source != nullptr)
+    {
+        p = m_source->PullPacket(m_index, m_creditArbiter.BlockedPriorities());
     }
     if (p != nullptr)
     {
-        ChargeCredits(*p);
+        m_creditArbiter.Charge(QueueOf(p->priority), CreditBlocks(p->wireBytes));
         HandOver(p);
     }
-    if ((m_lowCreditMask | m_stalledMask) != 0)
+    if (m_creditArbiter.MayStallChange())
     {
         UpdateStalls(); // only a lane short of credits can start or end a stall
     }
     return p;
-}
-
-void
-EgressPort::ChargeCredits(const FabricPacket& p)
-{
-    const uint8_t vl = QueueOf(p.priority);
-    const uint32_t blocks = CreditBlocks(p.wireBytes);
-    NS_ASSERT_MSG(m_credits[vl] >= blocks,
-                  "lane " << int(vl) << " sends " << blocks << " blocks holding " << m_credits[vl] << " credits");
-    m_credits[vl] -= blocks;
-    if (m_credits[vl] < m_maxPacketBlocks)
-    {
-        m_lowCreditMask |= uint8_t(1u << vl);
-    }
 }
 
 void

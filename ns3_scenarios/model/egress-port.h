@@ -7,7 +7,10 @@
 #ifndef COSIM_EGRESS_PORT_H
 #define COSIM_EGRESS_PORT_H
 
+#include "credit-arbiter.h"
 #include "fabric-packet.h"
+#include "packet-source.h"
+#include "pfc-arbiter.h"
 #include "reusable-event.h"
 
 #include "ns3/data-rate.h"
@@ -26,33 +29,16 @@ class PacketPool;
 
 /**
  * @ingroup cosim
- * @brief Supplies packets to an egress port when its own queues are empty (a NIC's scheduler).
- */
-class PacketSource
-{
-  public:
-    virtual ~PacketSource() = default;
-
-    /**
-     * @return the next packet to transmit on @p port, or nullptr if nothing is ready now
-     * @param port the port asking
-     * @param pausedMask bit p set: priority p may not send now (paused by PFC, or its virtual lane lacks
-     * credits for a full packet) and must not be returned
-     */
-    virtual FabricPacket* PullPacket(uint32_t port, uint8_t pausedMask) = 0;
-
-    /// @return true if the source has data waiting at any priority of @p prioMask (sent or not yet)
-    virtual bool HasPending(uint8_t prioMask) const = 0;
-};
-
-/**
- * @ingroup cosim
  * @brief Egress side of one link direction: strict-priority FIFOs, a serializer and a pipe.
  *
  * A packet is serialized at DataRate (wire bytes, headers included), then arrives at the peer after
  * PropagationDelay, whole (store-and-forward). The port keeps at most two pending events, whatever its
  * load: the end of the current serialization and the arrival of the oldest packet on the wire (packets
  * on the wire are kept in arrival order, as htsim's pipes do). Nothing is allocated per packet.
+ *
+ * Which packet goes next is the link's flow control (LinkFlowControl): link-level control frames first,
+ * then the PfcArbiter (strict priority over what the peer has not paused) or the CreditArbiter (weighted
+ * round robin over virtual lanes holding credits); the source is asked only for what they allow.
  */
 class EgressQueueSampler;
 
@@ -134,7 +120,7 @@ class EgressPort : public Object
     /// @return credits (64-byte blocks) held for virtual lane @p vl
     uint64_t GetCredits(uint8_t vl) const
     {
-        return m_credits[vl];
+        return m_creditArbiter.GetCredits(vl);
     }
 
     /// @return total time virtual lane @p vl had data waiting but too few credits, in ps (ongoing: to now)
@@ -156,7 +142,7 @@ class EgressPort : public Object
     /// @return bit p set if priority p is currently paused by the peer
     uint8_t GetPausedMask() const
     {
-        return m_pausedMask;
+        return m_pfcArbiter.GetPausedMask();
     }
 
     /// @return total time priority @p prio spent paused so far, in ps (an ongoing pause counts up to now)
@@ -165,7 +151,7 @@ class EgressPort : public Object
     /// @return PAUSE frames (with non-zero quanta) received for priority @p prio
     uint64_t GetPauseFramesReceived(uint8_t prio) const
     {
-        return m_pauseFrames[prio];
+        return m_pfcArbiter.GetPauseFrames(prio);
     }
 
     /// @return wire bytes queued over all priorities (not counting the packet being serialized), in bytes
@@ -273,39 +259,25 @@ class EgressPort : public Object
     /// Take the head of queue @p q (priority or lane), keeping the byte count, mask and sampler in step.
     FabricPacket* PopQueue(uint8_t q);
 
-    /// @name PFC arbiter (FlowControl::PFC)
-    /// @{
-    /// Strict priority over unpaused queues, then the source; @return the packet handed over, or nullptr.
+    /// PFC: strict priority over unpaused queues, then the source; @return the packet handed over, or
+    /// nullptr.
     FabricPacket* ArbitratePfc();
-    /// The pause of priority @p prio ends (expiry or resume frame).
+    /// PFC: the pause of priority @p prio ends (expiry or resume frame).
     void EndPause(uint8_t prio);
-    /// @}
 
-    /// @name Credit arbiter (FlowControl::CREDIT)
-    /// @{
-    /// Queued lanes by weighted round robin, then the source for lanes that can take a full packet;
-    /// @return the packet handed over (its credits charged), or nullptr.
+    /// Credits: queued lanes by weighted round robin, then the source for lanes that can take a full
+    /// packet; @return the packet handed over (its credits charged), or nullptr.
     FabricPacket* ArbitrateCredit();
-    /// Pick the next queued packet by weighted round robin over lanes holding enough credits.
-    FabricPacket* NextCreditPacket();
-    /// Take the credits @p p needs from its lane.
-    void ChargeCredits(const FabricPacket& p);
-    /// Note lanes that have data but too few credits (stall begins) or no longer (ends).
+    /// Credits: recompute the credit-stalled lanes and report the changes.
     void UpdateStalls();
-    /// Parse the VlArbitrationWeights attribute.
+    /// Credits: VlArbitrationWeights attribute accessors.
     void SetVlWeights(std::string weights);
-    /// @return the VlArbitrationWeights attribute
     std::string GetVlWeights() const;
-    /// @}
 
     std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
     PacketFifo m_control;                            ///< link-level control frames, served first
-    uint8_t m_pausedMask{0};                         ///< bit p: priority p paused by the peer
     uint8_t m_nonEmptyMask{0};                       ///< bit p: m_queues[p] holds a packet
-    std::array<int64_t, kNumPriorities> m_pauseStartPs{};  ///< start of the ongoing pause, in ps
-    std::array<int64_t, kNumPriorities> m_pausedPs{};      ///< finished pause time, in ps
-    std::array<uint64_t, kNumPriorities> m_pauseFrames{};  ///< PAUSE frames received
-    std::array<EventId, kNumPriorities> m_pauseExpiry;     ///< end of the current pause
+    std::array<EventId, kNumPriorities> m_pauseExpiry;     ///< PFC: end of the current pause
     PacketFifo m_onWire;                             ///< serialized or serializing packets, arrival order
     uint64_t m_queuedBytes{0};                       ///< wire bytes in m_queues, in bytes
     uint64_t m_peakQueueBytes{0};                    ///< high-water mark of m_queuedBytes, in bytes
@@ -319,17 +291,8 @@ class EgressPort : public Object
 
     FlowControl m_flowControl{FlowControl::PFC}; ///< link-level flow control mode
     uint32_t m_dataVls{2};                              ///< data virtual lanes (credit mode)
-    std::array<uint32_t, kNumPriorities> m_vlWeight{};  ///< WRR weight per lane, in 64-byte units
-    std::array<uint64_t, kNumPriorities> m_credits{};   ///< credits held per lane, in 64-byte blocks
-    uint32_t m_maxPacketBlocks{0};                      ///< credits a full packet needs
-    uint64_t m_peerLaneBlocks{0};                       ///< the peer's buffer per lane, in 64-byte blocks
-    std::array<uint8_t, kNumPriorities> m_vlPrios{};    ///< priorities that map to each lane
-    uint8_t m_arbVl{0};                                 ///< lane the arbiter is serving
-    int64_t m_arbBudgetBytes{0};                        ///< bytes the lane may still send this turn
-    uint8_t m_stalledMask{0};                           ///< bit v: lane v is credit-stalled
-    uint8_t m_lowCreditMask{0};                         ///< bit v: lane v holds less than a full packet
-    std::array<int64_t, kNumPriorities> m_stallStartPs{}; ///< start of the ongoing stall, in ps
-    std::array<int64_t, kNumPriorities> m_stallPs{};      ///< finished stall time, in ps
+    PfcArbiter m_pfcArbiter;                            ///< PFC: pause state, strict priority
+    CreditArbiter m_creditArbiter;                      ///< credits: lane credits, WRR, stalls
     DataRate m_rate;      ///< link rate
     uint64_t m_rateBps{0};     ///< m_rate in bit/s
     int64_t m_psPerByte{0};    ///< 8e12 / m_rateBps when that is an integer (exact shortcut), else 0

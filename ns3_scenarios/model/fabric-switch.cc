@@ -125,26 +125,8 @@ FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
                " B is below one maximum packet (" + std::to_string(maxPacketBytes) +
                " B): set it to 0 (automatic) or at least " + std::to_string(maxPacketBytes);
     }
-    std::vector<uint64_t> headroom(m_ports.size());
-    m_portKmin.resize(m_ports.size());
-    m_portKmax.resize(m_ports.size());
+    SetupEcnThresholds();
     m_refresh.resize(m_ports.size());
-    for (std::size_t i = 0; i < m_ports.size(); ++i)
-    {
-        const Ptr<EgressPort>& port = m_ports[i];
-        const double rateBps = double(port->GetDataRate().GetBitRate());
-        // Headroom: what arrives after we decide to pause. The packet that entered headroom and triggered
-        // XOFF; one our egress may be serializing ahead of the PAUSE; the link's round trip at its rate;
-        // the PAUSE frame's own time; and the packet the peer is serializing when the PAUSE lands. Fewer
-        // than three packets overflows when the dynamic threshold falls under a port's use (measured).
-        const double bdpBytes = rateBps * port->GetPropagationDelay().GetSeconds() / 8.0;
-        headroom[i] = m_headroomBytes ? m_headroomBytes
-                                      : uint64_t(std::ceil(2 * bdpBytes)) + 3 * uint64_t(maxPacketBytes) +
-                                            2 * m_pauseFrameBytes;
-        const double scale = rateBps / 25e9;
-        m_portKmin[i] = m_kminBytes ? double(m_kminBytes) : kKminBytesPer25G * scale;
-        m_portKmax[i] = m_kmaxBytes ? double(m_kmaxBytes) : kKmaxBytesPer25G * scale;
-    }
     // The switch obeys the flow control of its links, which all run the same (the LinkFlowControl default).
     m_flowControl = m_ports.empty() ? EgressPort::FlowControl::PFC : m_ports[0]->GetFlowControl();
     for (const Ptr<EgressPort>& port : m_ports)
@@ -152,23 +134,65 @@ FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
         NS_ABORT_MSG_IF(port->GetFlowControl() != m_flowControl,
                         "switch " << m_nodeId << " has ports with different LinkFlowControl");
     }
-    if (m_flowControl == EgressPort::FlowControl::CREDIT)
+    switch (m_flowControl)
     {
-        // InfiniBand: each input lane is a fixed buffer the upstream sender holds credits for.
-        m_laneCapacityBlocks = m_vlBufferBytes / kCreditBlockBytes;
-        m_laneBlocks.assign(m_ports.size() * kNumPriorities, 0);
-        if (m_vlBufferBytes < maxPacketBytes)
-        {
-            return "FabricNode::VlBufferBytes " + std::to_string(m_vlBufferBytes) +
-                   " B cannot hold one maximum packet (" + std::to_string(maxPacketBytes) + " B)";
-        }
-        return "";
+    case EgressPort::FlowControl::PFC:
+        return SetupSharedBuffer(maxPacketBytes);
+    case EgressPort::FlowControl::CREDIT:
+        return SetupLanes(maxPacketBytes);
+    }
+    return "";
+}
+
+void
+FabricSwitch::SetupEcnThresholds()
+{
+    m_portKmin.resize(m_ports.size());
+    m_portKmax.resize(m_ports.size());
+    for (std::size_t i = 0; i < m_ports.size(); ++i)
+    {
+        const double scale = double(m_ports[i]->GetDataRate().GetBitRate()) / 25e9;
+        m_portKmin[i] = m_kminBytes ? double(m_kminBytes) : kKminBytesPer25G * scale;
+        m_portKmax[i] = m_kmaxBytes ? double(m_kmaxBytes) : kKmaxBytesPer25G * scale;
+    }
+}
+
+std::string
+FabricSwitch::SetupSharedBuffer(uint32_t maxPacketBytes)
+{
+    std::vector<uint64_t> headroom(m_ports.size());
+    for (std::size_t i = 0; i < m_ports.size(); ++i)
+    {
+        const Ptr<EgressPort>& port = m_ports[i];
+        // Headroom: what arrives after we decide to pause. The packet that entered headroom and triggered
+        // XOFF; one our egress may be serializing ahead of the PAUSE; the link's round trip at its rate;
+        // the PAUSE frame's own time; and the packet the peer is serializing when the PAUSE lands. Fewer
+        // than three packets overflows when the dynamic threshold falls under a port's use (measured).
+        const double bdpBytes =
+            double(port->GetDataRate().GetBitRate()) * port->GetPropagationDelay().GetSeconds() / 8.0;
+        headroom[i] = m_headroomBytes ? m_headroomBytes
+                                      : uint64_t(std::ceil(2 * bdpBytes)) + 3 * uint64_t(maxPacketBytes) +
+                                            2 * m_pauseFrameBytes;
     }
     if (!m_mmu->Setup(headroom, maxPacketBytes))
     {
         return "SharedBufferMmu::BufferBytes is too small for the reserved space and PFC headroom of every "
                "port and lossless priority: raise it, or lower SharedBufferMmu::LosslessPriorityMask, "
                "ReservedBytes or FabricSwitch::HeadroomBytes";
+    }
+    return "";
+}
+
+std::string
+FabricSwitch::SetupLanes(uint32_t maxPacketBytes)
+{
+    // InfiniBand: each input lane is a fixed buffer the upstream sender holds credits for.
+    m_laneCapacityBlocks = m_vlBufferBytes / kCreditBlockBytes;
+    m_laneBlocks.assign(m_ports.size() * kNumPriorities, 0);
+    if (m_vlBufferBytes < maxPacketBytes)
+    {
+        return "FabricNode::VlBufferBytes " + std::to_string(m_vlBufferBytes) +
+               " B cannot hold one maximum packet (" + std::to_string(maxPacketBytes) + " B)";
     }
     return "";
 }

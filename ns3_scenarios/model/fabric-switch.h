@@ -110,6 +110,12 @@ class FabricSwitch : public FabricNode
     }
 
   private:
+    /// Per-port ECN thresholds: the attributes, or scaled with the port's rate.
+    void SetupEcnThresholds();
+    /// PFC: size every port's headroom and the MMU; @return an empty string, or why it cannot fit.
+    std::string SetupSharedBuffer(uint32_t maxPacketBytes);
+    /// Credit mode: size the input lanes; @return an empty string, or why a packet cannot fit.
+    std::string SetupLanes(uint32_t maxPacketBytes);
     /// Mark @p p (ECN or FECN) by the queue it joins on @p out, then queue it there.
     void MarkAndEnqueue(FabricPacket* p, uint32_t out);
     /// PFC: admit @p p to the shared buffer of @p inPort (pausing the sender if due) and queue it on @p out.

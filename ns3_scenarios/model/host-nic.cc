@@ -156,63 +156,60 @@ HostNic::GetAckIntervalBytes() const
 }
 
 void
+HostNic::ForwardToIbCc(const std::string& name, const AttributeValue& value, bool atRegistrationDefault)
+{
+    if (m_constructed || !atRegistrationDefault)
+    {
+        m_ibCcAlgo->SetAttribute(name, value);
+    }
+}
+
+void
 HostNic::SetCctiIncrease(uint32_t increase)
 {
-    if (ForwardsToIbCc(increase == IbCcControl::kDefaultCctiIncrease))
-    {
-        m_ibCcAlgo->SetCctiIncrease(increase);
-    }
+    ForwardToIbCc("CctiIncrease", UintegerValue(increase), increase == IbCcControl::kDefaultCctiIncrease);
 }
 
 uint32_t
 HostNic::GetCctiIncrease() const
 {
-    return m_ibCcAlgo->GetCctiIncrease();
+    return uint32_t(IbCcAttribute<UintegerValue>("CctiIncrease").Get());
 }
 
 void
 HostNic::SetCctiLimit(uint32_t limit)
 {
-    if (ForwardsToIbCc(limit == IbCcControl::kDefaultCctiLimit))
-    {
-        m_ibCcAlgo->SetCctiLimit(limit);
-    }
+    ForwardToIbCc("CctiLimit", UintegerValue(limit), limit == IbCcControl::kDefaultCctiLimit);
 }
 
 uint32_t
 HostNic::GetCctiLimit() const
 {
-    return m_ibCcAlgo->GetCctiLimit();
+    return uint32_t(IbCcAttribute<UintegerValue>("CctiLimit").Get());
 }
 
 void
 HostNic::SetCctiTimer(Time period)
 {
-    if (ForwardsToIbCc(period == NanoSeconds(IbCcControl::kDefaultCctiTimerNs)))
-    {
-        m_ibCcAlgo->SetRecoveryPeriod(period);
-    }
+    ForwardToIbCc("CctiTimer", TimeValue(period), period == NanoSeconds(IbCcControl::kDefaultCctiTimerNs));
 }
 
 Time
 HostNic::GetCctiTimer() const
 {
-    return m_ibCcAlgo->GetRecoveryPeriod();
+    return IbCcAttribute<TimeValue>("CctiTimer").Get();
 }
 
 void
 HostNic::SetCctGapStep(Time step)
 {
-    if (ForwardsToIbCc(step == NanoSeconds(IbCcControl::kDefaultCctGapStepNs)))
-    {
-        m_ibCcAlgo->SetCctGapStep(step);
-    }
+    ForwardToIbCc("CctGapStep", TimeValue(step), step == NanoSeconds(IbCcControl::kDefaultCctGapStepNs));
 }
 
 Time
 HostNic::GetCctGapStep() const
 {
-    return m_ibCcAlgo->GetCctGapStep();
+    return IbCcAttribute<TimeValue>("CctGapStep").Get();
 }
 
 void

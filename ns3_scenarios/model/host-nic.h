@@ -21,6 +21,7 @@
 #include "ns3/traced-callback.h"
 
 #include <array>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -191,15 +192,25 @@ class HostNic : public FabricNode, public PacketSource
     void SetCctGapStep(Time step);
     Time GetCctGapStep() const;
     /**
-     * HostNic::Ccti* and CctGapStep name IbCcControl's attributes of this NIC. Building the NIC applies
-     * HostNic's defaults, which share IbCcControl's registration values: one still at that value must not
-     * undo an IbCcControl default the user changed, so only changed values are forwarded until then.
-     * @param atRegistrationDefault the value equals the attribute's registration default
-     * @return whether the value is forwarded to IbCcControl
+     * @brief Set IbCcControl attribute @p name of this NIC to @p value (HostNic::Ccti* and CctGapStep
+     * name IbCcControl's attributes).
+     *
+     * Building the NIC applies HostNic's defaults, which share IbCcControl's registration values: one
+     * still at that value must not undo an IbCcControl default the user changed, so until then only
+     * changed values are forwarded.
+     * @param name the IbCcControl attribute
+     * @param value its new value
+     * @param atRegistrationDefault @p value equals the attribute's registration default
      */
-    bool ForwardsToIbCc(bool atRegistrationDefault) const
+    void ForwardToIbCc(const std::string& name, const AttributeValue& value, bool atRegistrationDefault);
+
+    /// @return IbCcControl attribute @p name of this NIC, as a @p V (UintegerValue, TimeValue)
+    template <typename V>
+    V IbCcAttribute(const std::string& name) const
     {
-        return m_constructed || !atRegistrationDefault;
+        V value;
+        m_ibCcAlgo->GetAttribute(name, value);
+        return value;
     }
 
     FlowTable* m_flows{nullptr};                   ///< the run's flows

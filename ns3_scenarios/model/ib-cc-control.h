@@ -86,48 +86,6 @@ class IbCcControl : public Object
         return m_cctiTimer;
     }
 
-    /// @return CCTI added per BECN (dimensionless)
-    uint32_t GetCctiIncrease() const
-    {
-        return m_cctiIncrease;
-    }
-
-    /// Set the CCTI added per BECN to @p increase (dimensionless).
-    void SetCctiIncrease(uint32_t increase)
-    {
-        m_cctiIncrease = increase;
-    }
-
-    /// @return the largest CCTI (dimensionless)
-    uint32_t GetCctiLimit() const
-    {
-        return m_cctiLimit;
-    }
-
-    /// Set the largest CCTI to @p limit (dimensionless).
-    void SetCctiLimit(uint32_t limit)
-    {
-        m_cctiLimit = limit;
-    }
-
-    /// Set the recovery period to @p period.
-    void SetRecoveryPeriod(Time period)
-    {
-        m_cctiTimer = period;
-    }
-
-    /// @return the injection delay per CCTI step
-    Time GetCctGapStep() const
-    {
-        return m_cctGapStep;
-    }
-
-    /// Set the injection delay per CCTI step to @p step.
-    void SetCctGapStep(Time step)
-    {
-        m_cctGapStep = step;
-    }
-
   private:
     uint32_t m_cctiIncrease{kDefaultCctiIncrease}; ///< CCTI added per BECN (dimensionless)
     uint32_t m_cctiLimit{kDefaultCctiLimit};       ///< largest CCTI, the last table entry (dimensionless)
