@@ -23,7 +23,8 @@ import time
 
 def run_one(args: argparse.Namespace) -> dict:
     """Build, lower and co-simulate one iteration on ``args.fabric`` in this process; return the figures."""
-    from cosim.runs.training import TrainingSpec, run_training
+    from cosim.runs.experiment import make
+    from cosim.runs.training import run_training
     from cosim.workload.builder import build_trace
     from cosim.workload.hardware import get_hardware
     from cosim.workload.model import get_model
@@ -35,11 +36,11 @@ def run_one(args: argparse.Namespace) -> dict:
                                         zero_stage=args.zero),
                         get_hardware("h100", gpus_per_host=args.tp))
     t_trace = time.perf_counter() - t0
-    spec = TrainingSpec(name=args.fabric, trace=trace, fabric=args.fabric, topology="rail-optimized",
-                        gpus_per_server=args.tp, spines=args.spines, link_gbps=args.gbps, link_delay_ns=1000.0,
-                        iterations=1, queue_sample_interval_ns=args.queue_interval_ns, max_sim_time_ns=1e11)
+    exp = make("training", name=args.fabric, transport=args.fabric, topology="rail-optimized",
+               gpus_per_server=args.tp, spines=args.spines, link_gbps=args.gbps, link_delay_ns=1000.0,
+               iterations=1, queue_sample_interval_ns=args.queue_interval_ns, max_sim_time_ns=1e11)
     t1 = time.perf_counter()
-    rec = run_training(spec)
+    rec = run_training(exp, trace=trace)
     t_total = time.perf_counter() - t0
     s = rec.summary
     return {

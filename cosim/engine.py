@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cosim.collectives.dag import DagOpKind
+from cosim.collectives.dag import NUM_PRIORITIES, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.workload.flows import FlowSet
 from cosim.network.topology import HOST, SWITCH, Fabric
@@ -167,8 +167,6 @@ ProgressFn = Callable[[float, int, int], None]
 _STATUS = {0: "time-limit", 1: "complete", 2: "stalled"}
 #: Engine RunStatus codes by their C++ names
 _RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS"}
-#: priorities (traffic classes, virtual lanes) every port keeps queues for
-NUM_PRIORITIES = 8
 COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_frames_sent",
             "peak_headroom_used_bytes", "min_headroom_bytes", "acks", "credit_violations", "peak_lane_bytes",
             "credit_packets_sent")

@@ -316,7 +316,11 @@ def test_for_network_dispatches_every_name():
     assert err.value.field == "network.hosts_per_leaf"
     with pytest.raises(CosimInputError) as err:
         topo.for_network(NetworkSpec(topology="single-switch"), servers=0, gpus_per_server=1, hosts_per_leaf=4)
-    assert err.value.field == "servers"
+    assert err.value.field == "network.hosts"  # the field that sets the host count
+    with pytest.raises(CosimInputError) as err:
+        topo.for_network(NetworkSpec(topology="fat-tree"), servers=3, gpus_per_server=1, hosts_per_leaf=4,
+                         fill_leaves=True, hosts_field="network.topology")
+    assert err.value.field == "network.topology"  # a training run's host count comes from its trace
 
 
 def test_describe_reports_tiers_and_oversubscription():

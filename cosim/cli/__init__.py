@@ -16,13 +16,13 @@ from cosim.errors import CosimInputError
 
 #: verb -> "module:attribute" of its click command
 COMMANDS = {
-    "run": ("cosim.cli.run:run", "Simulate a scenario in ns-3 and write an HDF5 results file."),
+    "run": ("cosim.cli.run:run", "Run an experiment (shipped name, TOML file or flags) in ns-3; write HDF5 results."),
     "inspect": ("cosim.cli.inspect:inspect", "List the runs of a results file with their summaries."),
     "trace": ("cosim.cli.trace:trace", "Generate the per-rank trace of one LLM training iteration."),
     "compare": ("cosim.cli.compare:compare", "Compare runs side by side: metrics x runs, delta and ratio."),
     "plot": ("cosim.cli.plot:plot", "Draw queue, CDF, pause/stall and iteration figures of results."),
     "report": ("cosim.cli.report:report", "Write a self-contained HTML report of results files."),
-    "sweep": ("cosim.cli.sweep:sweep", "Run a TOML grid of scenarios, one results file per point."),
+    "sweep": ("cosim.cli.sweep:sweep", "Run a TOML grid of experiments, one results file per point."),
     "merge": ("cosim.cli.merge:merge", "Merge the point files of a sweep into one results file."),
 }
 
@@ -66,7 +66,8 @@ def cli():
 
     \b
     Typical session:
-      cosim run                       # built-in scenario -> results.h5, summary table
+      cosim run                       # built-in experiment -> results.h5, summary table
+      cosim run --list                # shipped experiments; cosim run NAME runs one
       cosim run --hosts 16 -o a.h5    # a bigger incast
       cosim inspect a.h5              # runs and summaries of a results file
       cosim trace --list-models       # workload presets

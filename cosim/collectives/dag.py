@@ -40,6 +40,10 @@ import numpy as np
 from cosim.errors import CosimInputError
 
 
+#: priorities (traffic classes, virtual lanes) every port keeps queues for; a priority is 0..NUM_PRIORITIES-1
+NUM_PRIORITIES = 8
+
+
 class DagOpKind(IntEnum):
     """What a DAG op does."""
     FLOW = 0
@@ -160,7 +164,7 @@ class FlowDag:
                 raise CosimInputError("dag.dep_idx", f"op {i} depends on op {int(self.dep_idx[bad][0])}, which is "
                                       "not an earlier op (ops must be in topological order)")
         _where("dag.kind", self.kind > max(DagOpKind), "unknown op kind")
-        _where("dag.priority", self.priority > 7, "priority must be 0..7")
+        _where("dag.priority", self.priority >= NUM_PRIORITIES, f"priority must be 0..{NUM_PRIORITIES - 1}")
         _where("dag.rank", (self.rank < -1) | (self.rank >= self.n_ranks), "rank out of range")
         xfer = (self.kind == DagOpKind.FLOW) | (self.kind == DagOpKind.NVLINK)
         _where("dag.src", xfer & ((self.src < 0) | (self.src >= self.n_ranks) | (self.dst < 0)

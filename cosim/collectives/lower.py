@@ -31,7 +31,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from cosim.collectives.algorithms import SUPPORTED, Algorithm, schedule, server_layout
-from cosim.collectives.dag import DagBuilder, DagOpKind, FlowDag, ragged_take, sorted_unique
+from cosim.collectives.dag import NUM_PRIORITIES, DagBuilder, DagOpKind, FlowDag, ragged_take, sorted_unique
 from cosim.errors import CosimInputError
 from cosim.workload.trace import AlgoHint, CollKind, GroupKind, OpKind, Trace
 
@@ -96,8 +96,9 @@ def _priority_table(priorities: Mapping | None) -> np.ndarray:
         except (KeyError, ValueError):
             raise CosimInputError("priorities", f"unknown group kind {key!r}",
                                   f"use one of {', '.join(k.name for k in GroupKind)}") from None
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= 7:
-            raise CosimInputError("priorities", f"priority of {gk.name} must be an integer 0..7, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < NUM_PRIORITIES:
+            raise CosimInputError("priorities", f"priority of {gk.name} must be an integer "
+                                  f"0..{NUM_PRIORITIES - 1}, got {value!r}")
         table[gk] = value
     return table
 

@@ -499,15 +499,31 @@ TOPOLOGIES = tuple(GENERATORS)
 
 
 def for_network(network, *, servers: int, gpus_per_server: int, hosts_per_leaf: int,
-                fill_leaves: bool = False) -> Fabric:
+                fill_leaves: bool = False, hosts_field: str = "network.hosts") -> Fabric:
     """The fabric of ``network`` (a :class:`cosim.network.spec.NetworkSpec`) for ``servers`` servers of
     ``gpus_per_server`` NICs: every topology named by one dispatch.
 
     ``hosts_per_leaf`` is the leaf-spine leaf size in NICs; with ``fill_leaves`` idle servers are added to
     fill the last leaf (a training run sized to its ranks), otherwise the hosts must fill whole leaves. A
-    fat tree must have exactly k³/4 hosts.
+    fat tree must have exactly k³/4 hosts. Errors name the Experiment field to change; ``hosts_field`` is
+    the one that sets the number of hosts (a training run's is its trace).
     """
-    gps = _whole("gpus_per_server", gpus_per_server, minimum=1)
+    try:
+        return _for_network(network, servers, gpus_per_server, hosts_per_leaf, fill_leaves)
+    except CosimInputError as exc:
+        field = {"hosts": hosts_field, "servers": hosts_field, "k": hosts_field,
+                 "host_link_gbps": "network.link_gbps", "link_gbps": "network.link_gbps",
+                 "host_link_delay_ns": "network.link_delay_ns", "fabric_link_delay_ns": "network.link_delay_ns",
+                 "link_delay_ns": "network.link_delay_ns"}.get(exc.field, exc.field)
+        if "." not in field and field in ("hosts_per_leaf", "spines", "oversubscription", "gpus_per_server"):
+            field = f"network.{field}"
+        if field == exc.field:
+            raise
+        raise CosimInputError(field, exc.problem, exc.fix) from None
+
+
+def _for_network(network, servers: int, gps: int, hosts_per_leaf: int, fill_leaves: bool) -> Fabric:
+    gps = _whole("gpus_per_server", gps, minimum=1)
     servers = _whole("servers", servers, minimum=1)
     rate, delay = network.link_gbps, network.link_delay_ns
     two_tier = {"spines": network.spines, "oversubscription": network.oversubscription, "host_link_gbps": rate,
@@ -526,7 +542,7 @@ def for_network(network, *, servers: int, gpus_per_server: int, hosts_per_leaf: 
     if network.topology == "fat-tree":
         k = round((4 * hosts) ** (1 / 3))
         if k ** 3 // 4 != hosts:
-            raise CosimInputError("network.hosts", f"a k-ary fat tree has k^3/4 hosts; {hosts} is not one of them",
+            raise CosimInputError("hosts", f"a k-ary fat tree has k^3/4 hosts; {hosts} is not one of them",
                                   "use 16 (k=4), 54 (k=6), 128 (k=8), ...")
         return fat_tree(k=k, link_gbps=rate, link_delay_ns=delay, gpus_per_server=gps)
     fabric = single_switch(hosts=hosts, link_gbps=rate, link_delay_ns=delay)

@@ -107,7 +107,7 @@ def build_fabric(exp: Experiment, n_ranks: int, gpus_per_server: int):
     if per_leaf is None:
         per_leaf = gps * min(2, servers)
     return topology.for_network(exp.network, servers=servers, gpus_per_server=gps, hosts_per_leaf=per_leaf,
-                                fill_leaves=True)
+                                fill_leaves=True, hosts_field="network.topology")
 
 
 def rank_hosts(fabric, n_ranks: int, gpus_per_server: int) -> np.ndarray:
