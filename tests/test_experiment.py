@@ -130,3 +130,17 @@ def test_sweep_over_training_fields(tmp_path, capsys):
     assert [r.summary["iterations"] for r in runs.values()] == [1, 2, 1, 2]
     assert [r.config["experiment"]["network"]["transport"] for r in runs.values()] == ["roce", "roce", "ib", "ib"]
     assert all(r.summary["status"] == "complete" for r in runs.values())
+
+
+@pytest.mark.parametrize("fields", [
+    {"topology": "leaf-spine", "hosts": 8, "oversubscription": 2.0, "link_delay_ns": 3000.0},
+    {"hosts": 4, "link_gbps": 400.0, "attributes.SharedBufferMmu::LosslessPriorityMask": "3"},
+    {"hosts": 4, "attributes.FabricSwitch::HeadroomBytes": "20000"},
+])
+def test_dry_run_headroom_is_what_the_switches_configure(fields):
+    """The PFC headroom --dry-run reports per switch port equals the smallest one the C++ switches set up
+    (the min_headroom_bytes counter of a real run)."""
+    exp = make("flows", flow_bytes=10_000, **fields)
+    plan = runner.describe(exp)
+    assert plan["headroom_bytes_per_port_min"] == runner.run(exp).summary["min_headroom_bytes"]
+    assert 0 < plan["shared_pool_bytes_per_switch_min"] < plan["buffer_bytes_per_switch"]

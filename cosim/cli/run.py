@@ -17,7 +17,6 @@ import sys
 import time
 
 import click
-from click.core import ParameterSource
 
 from cosim.cli.options import FieldType, parse_assignments
 
@@ -155,7 +154,7 @@ def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> 
         else:
             out[SHORTHANDS[opt]] = value
     for flag in ("dcqcn", "ib_cc"):
-        if ctx.get_parameter_source(flag) not in (ParameterSource.DEFAULT, None):
+        if ctx.params[flag] is not None:
             out[SHORTHANDS[flag]] = ctx.params[flag]
     if transport is not None:
         out["network.transport"] = transport

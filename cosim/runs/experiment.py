@@ -235,7 +235,7 @@ def _from_document(doc: Mapping) -> list[Experiment]:
     for key in doc:
         if key not in _TOP and key not in _SECTIONS and key != "workload":
             raise CosimInputError(key, "unknown key",
-                                  f"valid keys: {', '.join(_TOP)} and sections {', '.join(['network', 'workload', *_SECTIONS][1:])}")
+                                  f"valid keys: {', '.join(_TOP)} and sections workload, {', '.join(_SECTIONS)}")
     workload = dict(doc.get("workload", {}) or {})
     kind = workload.get("kind", "flows")
     if kind not in _WORKLOADS:

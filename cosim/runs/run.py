@@ -7,15 +7,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
 
 from cosim import engine
 from cosim.collectives import DagOpKind
+from cosim.collectives.dag import NUM_PRIORITIES
 from cosim.network import ideal
-from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, run_attributes
+from cosim.network.transport import run_attributes
 from cosim.network.topology import SWITCH
 from cosim.results import RunRecord
 from cosim.runs import catalog, flows, training
@@ -71,7 +71,9 @@ def describe(exp: Experiment, *, trace=None) -> dict:
     engine.check_fabric(fabric, attributes)
     resolved = engine.attribute_values(attributes, (
         "HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes", "FabricSwitch::HeadroomBytes",
-        "SharedBufferMmu::LosslessPriorityMask", "EgressPort::LinkFlowControl", "FabricNode::VlBufferBytes"))
+        "SharedBufferMmu::LosslessPriorityMask", "EgressPort::LinkFlowControl", "FabricNode::VlBufferBytes",
+        "FabricSwitch::PauseFrameBytes", "SharedBufferMmu::PfcEnabled",
+        "SharedBufferMmu::ReservedBytes"))
     desc = fabric.describe()
     leaf_ratio = fabric.oversubscription(1)
     leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
@@ -87,27 +89,33 @@ def describe(exp: Experiment, *, trace=None) -> dict:
 
 
 def _buffers(fabric, attrs: Mapping[str, str]) -> dict:
-    """Buffer and headroom per switch as the switch model sizes them (FabricSwitch::SetupBuffers)."""
-    mtu, header = int(attrs["HostNic::MtuBytes"]), int(attrs["HostNic::HeaderBytes"])
+    """Buffer, PFC headroom and shared pool per switch as the switch model sizes them
+    (FabricSwitch::SetupBuffers, SharedBufferMmu::Setup); IB: the input buffer of every lane."""
     if attrs["EgressPort::LinkFlowControl"] == "credit":
         return {"flow_control": "credit", "vl_buffer_bytes_per_port_lane": int(attrs["FabricNode::VlBufferBytes"])}
-    max_packet = mtu + header
-    lossless = bin(int(attrs["SharedBufferMmu::LosslessPriorityMask"])).count("1")
+    max_packet = int(attrs["HostNic::MtuBytes"]) + int(attrs["HostNic::HeaderBytes"])
+    pfc = attrs["SharedBufferMmu::PfcEnabled"] == "true"
+    lossless = bin(int(attrs["SharedBufferMmu::LosslessPriorityMask"])).count("1") if pfc else 0
     fixed = int(attrs["FabricSwitch::HeadroomBytes"])
-    pause_frame = 64
-    a, b = fabric.link_a.astype(np.int64), fabric.link_b.astype(np.int64)
+    # headroom of a port: 2 x its link's BDP + 3 maximum packets + 2 PAUSE frames, unless set
     bdp = fabric.link_rate_bps * fabric.link_delay_ns * 1e-9 / 8
-    per_port = fixed if fixed else np.ceil(2 * bdp).astype(np.int64) + 3 * max_packet + 2 * pause_frame
-    per_port = np.broadcast_to(per_port, a.shape)
-    carved = np.zeros(fabric.n_nodes, np.int64)
-    for end in (a, b):
-        np.add.at(carved, end, per_port * lossless)
+    per_port = np.full(bdp.shape, fixed, np.int64) if fixed else (
+        np.ceil(2 * bdp).astype(np.int64) + 3 * max_packet + 2 * int(attrs["FabricSwitch::PauseFrameBytes"]))
+    ends = np.concatenate([fabric.link_a, fabric.link_b]).astype(np.int64)
+    both = np.concatenate([per_port, per_port])
+    switch_port = fabric.node_kind[ends] == SWITCH
+    carved = np.bincount(ends, weights=both * lossless, minlength=fabric.n_nodes).astype(np.int64)
+    ports = np.bincount(ends, minlength=fabric.n_nodes)
     switches = fabric.node_kind == SWITCH
-    head = carved[switches]
-    return {"flow_control": "pfc", "buffer_bytes_per_switch": int(attrs["SharedBufferMmu::BufferBytes"]),
-            "headroom_bytes_per_switch_max": int(head.max()) if head.size else 0,
-            "headroom_bytes_per_switch_min": int(head.min()) if head.size else 0,
-            "lossless_priorities": lossless, "max_packet_bytes": max_packet}
+    buffer = int(attrs["SharedBufferMmu::BufferBytes"])
+    shared = buffer - carved[switches] - int(attrs["SharedBufferMmu::ReservedBytes"]) * ports[switches] * NUM_PRIORITIES
+    pick = lambda x, f: int(f(x)) if x.size else 0  # noqa: E731
+    return {"flow_control": "pfc", "buffer_bytes_per_switch": buffer, "lossless_priorities": lossless,
+            "max_packet_bytes": max_packet,
+            "headroom_bytes_per_port_min": pick(both[switch_port], np.min) if lossless else 0,
+            "headroom_bytes_per_port_max": pick(both[switch_port], np.max) if lossless else 0,
+            "headroom_bytes_per_switch_max": pick(carved[switches], np.max),
+            "shared_pool_bytes_per_switch_min": pick(shared, np.min)}
 
 
 def _estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np.ndarray, mtu: int) -> dict:
