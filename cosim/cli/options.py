@@ -43,7 +43,7 @@ def parse_assignments(assignments: tuple[str, ...]) -> tuple[tuple[str, str], ..
             if not sep:
                 raise CosimInputError("--set", f"{item!r} is not NAME=VALUE")
             out.append((values.attribute_name("--set", name), values.attribute_value("--set", value)))
-        except CosimInputError:
-            raise click.BadParameter(f"{item!r} is not NAME=VALUE (e.g. HostNic::MtuBytes=1024)",
-                                     param_hint="'--set'") from None
+        except CosimInputError as exc:
+            raise click.BadParameter(f"{item!r}: {exc.problem} (write Type::Attribute=value, e.g. "
+                                     "HostNic::MtuBytes=1024)", param_hint="'--set'") from None
     return tuple(out)

@@ -229,6 +229,14 @@ def from_document(doc: Mapping, *, where: str = "experiment") -> list[Experiment
         raise CosimInputError(prefix + exc.field, exc.problem, exc.fix) from None
 
 
+def _table(doc: Mapping, key: str) -> dict:
+    """Section ``key`` of a document as a dict ({} if absent)."""
+    value = doc.get(key, {})
+    if not isinstance(value, Mapping):
+        raise CosimInputError(key, f"must be a table, got {value!r}", f"write it as [{key}]")
+    return dict(value)
+
+
 def _from_document(doc: Mapping) -> list[Experiment]:
     if not isinstance(doc, Mapping):
         raise CosimInputError("experiment", "must be a table of sections")
@@ -236,21 +244,19 @@ def _from_document(doc: Mapping) -> list[Experiment]:
         if key not in _TOP and key not in _SECTIONS and key != "workload":
             raise CosimInputError(key, "unknown key",
                                   f"valid keys: {', '.join(_TOP)} and sections workload, {', '.join(_SECTIONS)}")
-    workload = dict(doc.get("workload", {}) or {})
+    workload = _table(doc, "workload")
     kind = workload.get("kind", "flows")
-    if kind not in _WORKLOADS:
+    if not isinstance(kind, str) or kind not in _WORKLOADS:
         raise CosimInputError("workload.kind", f"unknown workload kind {kind!r}",
                               f"choose one of {', '.join(WORKLOAD_KINDS)}")
     work = _spec_from_table(_WORKLOADS[kind], workload, "workload", skip=("kind",))
-    network = dict(doc.get("network", {}) or {})
-    if not isinstance(doc.get("network", {}), Mapping):
-        raise CosimInputError("network", "must be a table")
+    network = _table(doc, "network")
     transport = network.get("transport", "roce")
-    if transport not in TRANSPORT_CHOICES:
+    if not isinstance(transport, str) or transport not in TRANSPORT_CHOICES:
         raise CosimInputError("network.transport", f"unknown value {transport!r}",
                               f"choose one of {', '.join(TRANSPORT_CHOICES)}")
     transports = TRANSPORTS if transport == "both" else (transport,)
-    sections = {s: _spec_from_table(cls, doc.get(s, {}) or {}, s) for s, cls in _SECTIONS.items() if s != "network"}
+    sections = {s: _spec_from_table(cls, _table(doc, s), s) for s, cls in _SECTIONS.items() if s != "network"}
     name = doc.get("name")
     top = {k: doc[k] for k in ("description", "seed") if k in doc}
     out = []
