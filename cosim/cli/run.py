@@ -20,6 +20,7 @@ import click
 
 from cosim.cli.options import FieldType, parse_assignments
 
+#: cosim.runs.experiment.TRANSPORT_CHOICES, repeated so that --help loads no numpy (a test checks both)
 TRANSPORT_CHOICES = ("roce", "ib", "both")
 #: options that make a bare ``cosim run`` a flow-level experiment
 FLOW_ONLY = ("pattern", "hosts", "flow_bytes")
