@@ -243,6 +243,10 @@ class Trace:
         _range("trace.rank", self.rank, 0, nr - 1)
         if np.any(np.diff(self.rank) < 0):
             raise CosimInputError("trace.rank", "ops are not grouped by rank in increasing order")
+        if int(np.count_nonzero(np.diff(self.rank))) + 1 != nr:
+            # every rank runs at least one op; a larger n_ranks would size the fabric for idle GPUs
+            raise CosimInputError("trace.n_ranks", f"is {nr} but the ops run on {np.unique(self.rank).size} ranks",
+                                  "every rank 0..n_ranks-1 needs at least one op")
         for name, (_, _, _, enum) in OP_COLUMNS.items():
             if enum is not None:
                 _range(f"trace.{name}", getattr(self, name), 0, max(enum))
