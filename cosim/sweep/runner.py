@@ -15,7 +15,7 @@ import re
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,8 +161,16 @@ def plan(sweep: Sweep, outdir: Path, shard: tuple[int, int] = (0, 1)) -> tuple[l
 
 
 def run_sweep(sweep: Sweep, outdir: str | Path, *, shard: tuple[int, int] = (0, 1), jobs: int = 1,
-              on_done: Callable[[PointResult, int, int], None] | None = None) -> SweepOutcome:
-    """Run the unfinished points of ``shard`` into ``outdir``; ``on_done(result, done, total)`` after each."""
+              on_done: Callable[[PointResult, int, int], None] | None = None,
+              point_runner: Callable[[dict, str, str], PointResult] | None = None) -> SweepOutcome:
+    """Run the unfinished points of ``shard`` into ``outdir``; ``on_done(result, done, total)`` after each.
+
+    Points run in ``jobs`` child processes (also for ``jobs=1``), so a native crash (abort, segfault, out of
+    memory) fails only its point: the pool is recreated and the other points run. Workers die with the
+    sweep process (PR_SET_PDEATHSIG on Linux, and a check of their parent pid).
+
+    @param point_runner  the picklable, module-level function a worker runs per point (default run_point)
+    """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     write_manifest(sweep, outdir)
@@ -176,26 +184,131 @@ def run_sweep(sweep: Sweep, outdir: str | Path, *, shard: tuple[int, int] = (0, 
         if on_done is not None:
             on_done(res, len(outcome.results), total)
 
-    if jobs <= 1 or total <= 1:
-        for p in todo:
-            record(run_point(_point_dict(p), str(outdir), sweep.name))
-    else:
-        _run_parallel(todo, outdir, sweep.name, min(jobs, total), record)
+    if todo:
+        _run_pooled(todo, outdir, sweep.name, max(1, min(jobs, total)), record, point_runner or run_point)
     outcome.results.sort(key=lambda r: r.index)
     return outcome
 
 
-def _run_parallel(todo: list[SweepPoint], outdir: Path, sweep_name: str, jobs: int, record) -> None:
+# ---------------------------------------------------------------- worker processes
 
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Worker initializer: die with the parent (SIGKILL on its death via prctl on Linux; if the parent is
+    already gone, exit), and watch the parent pid from a thread where prctl is not available."""
+    import signal  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes  # noqa: PLC0415
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+    if not armed:
+        def watch() -> None:
+            while os.getppid() == parent_pid:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="cosim-parent-watch", daemon=True).start()
+
+
+def _new_pool(jobs: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_worker_init, initargs=(os.getpid(),))
+
+
+def _died(p: SweepPoint, how: str = "") -> PointResult:
+    return PointResult(p.index, p.run_name, "error", 0.0,
+                       f"worker process died{how} (a native crash, an abort or out of memory); "
+                       "rerun the point alone to see its output")
+
+
+def _isolated_child(runner, point: dict, outdir: str, sweep_name: str, conn) -> None:
+    """Entry of a one-point child process: run the point, send its result."""
+    _worker_init(os.getppid())
+    conn.send(runner(point, outdir, sweep_name))
+    conn.close()
+
+
+def _run_isolated(runner, p: SweepPoint, outdir: Path, sweep_name: str) -> PointResult:
+    """Run one point alone in a child process; a crash is that point's error, with the signal that ended it."""
+    import signal  # noqa: PLC0415
+
+    ctx = multiprocessing.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_isolated_child, args=(runner, _point_dict(p), str(outdir), sweep_name, send),
+                        daemon=True)
+    child.start()
+    send.close()
+    result = None
     try:
-        futures = {pool.submit(run_point, _point_dict(p), str(outdir), sweep_name): p for p in todo}
-        for fut in as_completed(futures):
-            try:
-                record(fut.result())
-            except BrokenProcessPool:  # a worker died (e.g. killed, out of memory): its points failed
-                p = futures[fut]
-                record(PointResult(p.index, p.run_name, "error", 0.0, "worker process died"))
+        result = recv.recv()
+    except (EOFError, OSError):
+        pass
+    child.join()
+    recv.close()
+    if isinstance(result, PointResult):
+        return result
+    code = child.exitcode
+    how = ""
+    if code is not None and code < 0:
+        try:
+            how = f" with {signal.Signals(-code).name}"
+        except ValueError:
+            how = f" with signal {-code}"
+    elif code:
+        how = f" with exit code {code}"
+    return _died(p, how)
+
+
+def _run_pooled(todo: list[SweepPoint], outdir: Path, sweep_name: str, jobs: int, record, runner) -> None:
+    """Run ``todo`` on ``jobs`` workers, at most one point in flight per worker.
+
+    A native crash breaks the pool and fails every point in flight: with one in flight it was the crash;
+    with several, each is rerun alone, so only the one that crashes again fails. The pool is recreated and
+    the remaining points run."""
+    pending = list(reversed(todo))
+    pool = _new_pool(jobs)
+    inflight: dict = {}
+    try:
+        while pending or inflight:
+            while pending and len(inflight) < jobs:
+                p = pending.pop()
+                inflight[pool.submit(runner, _point_dict(p), str(outdir), sweep_name)] = p
+            finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+            broken = []
+            if any(isinstance(f.exception(), BrokenProcessPool) for f in finished):
+                finished = set(wait(inflight)[0])  # a broken pool fails every future at once
+            for fut in finished:
+                p = inflight.pop(fut)
+                exc = fut.exception()
+                if exc is None:
+                    record(fut.result())
+                elif isinstance(exc, BrokenProcessPool):
+                    broken.append(p)
+                else:
+                    record(PointResult(p.index, p.run_name, "error", 0.0, f"{type(exc).__name__}: {exc}"))
+            if broken:
+                pool.shutdown(wait=True)
+                for p in broken:  # a crashed worker could not remove its temporary file
+                    for tmp in outdir.glob(f".{p.file_name}.*.tmp"):
+                        tmp.unlink(missing_ok=True)
+                if len(broken) == 1:
+                    record(_died(broken[0]))
+                else:
+                    for p in sorted(broken, key=lambda p: p.index):
+                        record(_run_isolated(runner, p, outdir, sweep_name))
+                pool = _new_pool(jobs)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
