@@ -53,7 +53,7 @@ def inspect(path, as_json, as_config, run_name):
     for n, r in runs.items():
         p = r.provenance
         click.echo(f"  {n}: {_experiment_line(r.config.get('experiment'))}; cosim {p.get('cosim_version')}, "
-                   f"ns-3 {p.get('ns3_version')}, seed {p.get('seed')}, {r.flows['src'].size} flows")
+                   f"ns-3 {p.get('ns3_version')}, seed {p.get('seed')}, {len(r.flows.get('src', ()))} flows")
     click.echo(summary_table({n: r.summary for n, r in runs.items()}))
 
 

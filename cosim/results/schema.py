@@ -70,6 +70,46 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
 }
 GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations")
 
+#: datasets whose values may be nan, as documented: times of flows, ops, collectives and iterations that did
+#: not finish (a run cut by its time limit)
+NAN_OK = frozenset({
+    ("flows", "finish_ns"), ("flows", "fct_ns"), ("flows", "slowdown"),
+    ("ops", "start_ns"), ("ops", "finish_ns"), ("collectives", "start_ns"), ("collectives", "finish_ns"),
+    ("iterations", "start_ns"), ("iterations", "finish_ns"), ("iterations", "time_ns"),
+    ("iterations", "exposed_comm_ns"),
+})
+#: integer datasets that use -1 for "none" (every other known dataset is non-negative)
+MINUS_ONE_OK = frozenset({("ops", "coll_id")})
+
+#: columns added to version 1 after its first files: a table written before may lack them
+LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports", "rate_bps"),
+                           ("ports", "credit_stall_ps")})
+
+
+def required_columns(group: str) -> tuple[str, ...]:
+    """The columns a stored table ``group`` must hold (every schema column but LATER_COLUMNS)."""
+    return tuple(n for g, n in DATASETS if g == group and (g, n) not in LATER_COLUMNS)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """What a known dataset must hold: its dtype kind (``"f"`` float, ``"i"`` integer), whether nan is
+    allowed (else every value is finite), and its smallest allowed value."""
+
+    kind: str
+    nan_ok: bool
+    minimum: float
+
+
+def column_rule(group: str, name: str) -> Column | None:
+    """The rule of dataset ``group/name`` (None for a dataset the schema does not know): times (``*_ns``),
+    rates and slowdowns are floats, everything else integers; all non-negative, nan only where documented."""
+    if (group, name) not in DATASETS:
+        return None
+    kind = "f" if name.endswith("_ns") or name in ("slowdown", "rate_bps") else "i"
+    return Column(kind=kind, nan_ok=(group, name) in NAN_OK, minimum=-1 if (group, name) in MINUS_ONE_OK else 0)
+
+
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class RunRecord:

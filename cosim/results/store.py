@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import h5py
 from cosim import __version__
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
-from cosim.results.schema import DATASETS, GROUPS, SCHEMA, SCHEMA_VERSION, RunRecord
+from cosim.results.schema import DATASETS, GROUPS, SCHEMA, SCHEMA_VERSION, RunRecord, column_rule, required_columns
 
 
 def _check_name(name: str) -> None:
@@ -51,11 +50,51 @@ def _write_root(h5) -> None:
     h5.attrs["schema_version"] = SCHEMA_VERSION
     h5.attrs["cosim_version"] = __version__
     h5.attrs["created_utc"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    h5.create_group("runs", track_order=True)
 
 
-def check_writable(path: str | Path, *, append: bool = False) -> None:
-    """Fail before a run, not after it, when ``path`` cannot be written: its folder is missing or read-only,
-    it is a folder, or (with ``append``) it exists but is not a cosim results file."""
+#: margin of the output-size estimate: HDF5 metadata, attributes, JSON documents and queue samples
+OUTPUT_MARGIN_BYTES = 1 << 20
+
+
+def estimate_bytes(*, flows: int = 0, ops: int = 0, collectives: int = 0, ports: int = 0) -> int:
+    """An upper estimate of the bytes a run record takes on disk (uncompressed columns plus a margin).
+
+    @param flows  flow rows (9 columns of 8 B or less)
+    @param ops  trace ops times iterations (ops table, 8 columns) @param collectives  collective calls rows
+    @param ports  egress ports (ports table; queue and pause samples are in the margin)
+    """
+    return int(flows * 72 + ops * 64 + collectives * 64 + ports * 80 + OUTPUT_MARGIN_BYTES)
+
+
+def _probe_folder(folder: Path) -> None:
+    """Create and remove a file in ``folder``: the one test of writability that also holds for root."""
+    import errno  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    from cosim.h5io import NO_SPACE, os_error_code  # noqa: PLC0415
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".cosim-probe.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        code = os_error_code(exc)
+        problem = ("is on a read-only file system" if code == errno.EROFS else
+                   "is not writable (permission denied)" if code in (errno.EACCES, errno.EPERM) else
+                   "is full (no space left on its device)" if code in NO_SPACE else
+                   f"cannot be written ({os.strerror(code) if code else exc})")
+        raise CosimInputError("--output", f"folder {folder} {problem}", "choose another output path") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def check_writable(path: str | Path, *, append: bool = False, run_names: tuple[str, ...] | list[str] = (),
+                   replace: bool = False, need_bytes: int | None = None) -> None:
+    """Fail before a run, not after it, when ``path`` cannot be written.
+
+    Its folder is missing, read-only or not writable (a file is created and removed there, so a read-only
+    mount or missing permission is found also for root), it is a folder, it lacks ``need_bytes`` of free
+    space (plus the existing file's size with ``append``, which copies it), or with ``append`` it exists but
+    is not an intact cosim results file, or already holds one of ``run_names`` (unless ``replace``)."""
     p = Path(path)
     if not str(path):
         raise CosimInputError("--output", "is empty", "name a results file, e.g. -o results.h5")
@@ -64,38 +103,248 @@ def check_writable(path: str | Path, *, append: bool = False) -> None:
         raise CosimInputError("--output", f"{p} is a folder", "name a file inside it")
     if not folder.is_dir():
         raise CosimInputError("--output", f"folder {folder} does not exist", "create it first")
+    _probe_folder(folder)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise CosimInputError("--output", f"folder {folder} is not writable", "choose another output path")
+    existing = 0
     if append and p.exists():
-        read_results(p)
+        runs = read_results(p)
+        existing = p.stat().st_size
+        if not replace:
+            _refuse_existing(p, runs, run_names)
+    if need_bytes is not None:
+        check_space(p, int(need_bytes) + existing)
 
 
-def write_results(path: str | Path, runs: list[RunRecord], *, append: bool = False) -> Path:
-    """Write ``runs`` to ``path`` atomically; with ``append`` keep the runs already in an existing file."""
+def check_space(path: str | Path, need_bytes: int) -> None:
+    """Fail when the folder of ``path`` has less than ``need_bytes`` free (an estimate of the output)."""
+    from cosim.h5io import free_bytes  # noqa: PLC0415
+
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    free = free_bytes(folder)
+    if free is not None and free < need_bytes:
+        raise CosimInputError("--output", f"folder {folder} has {free} B free, the results need about "
+                              f"{need_bytes} B", "free some space or write elsewhere with -o")
+
+
+def _refuse_existing(path: Path, runs, names) -> None:
+    clash = [n for n in names if n in runs]
+    if clash:
+        raise CosimInputError("--name", f"run {clash[0]!r} already exists in {path}",
+                              "choose another --name, or pass --replace to overwrite it")
+
+
+def write_results(path: str | Path, runs: list[RunRecord], *, append: bool = False, replace: bool = False,
+                  need_bytes: int | None = None) -> Path:
+    """Write ``runs`` to ``path`` atomically; with ``append`` keep the runs already in an existing file.
+
+    With ``append``, a run whose name is already in the file is an error unless ``replace``. A write that
+    fails (no space, read-only, permission) is a one-line CosimInputError and leaves no file behind;
+    ``need_bytes`` (the estimate) is named in the no-space message."""
     path = Path(path)
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
         raise CosimInputError("run name", f"duplicate run names in {names}")
+    for n in names:
+        _check_name(n)
     keep_existing = append and path.exists()
     if keep_existing:
-        read_results(path)  # validates the existing file before we touch it
-    with atomic_output(path) as tmp:
-        if keep_existing:
-            shutil.copyfile(path, tmp)
-        with h5py.File(tmp, "a" if keep_existing else "w") as h5:
-            if not keep_existing:
-                _write_root(h5)
-            for run in runs:
-                _write_run(h5, run)
+        existing = read_results(path)  # validates the existing file before we touch it
+        if not replace:
+            _refuse_existing(path, existing, names)
+    if need_bytes is None:
+        need_bytes = sum(estimate_bytes(flows=len(r.flows.get("src", ())), ops=len(r.ops.get("rank", ())),
+                                        collectives=len(r.collectives.get("coll_id", ())),
+                                        ports=len(r.ports.get("node", ()))) for r in runs)
+        need_bytes += sum(int(np.asarray(x).nbytes) for r in runs for g in ("queues", "pauses", "stalls")
+                          for x in r.table(g).values())
+    # The file is built in memory (HDF5 core driver) and its image written with plain writes: HDF5 does not
+    # survive a full device (ENOSPC inside its metadata cache can crash the process), a Python write does.
+    if keep_existing:
+        h5 = h5py.File(path, "r+", driver="core", backing_store=False)
+    else:
+        h5 = h5py.File(f"{path}.in-memory", "w", driver="core", backing_store=False)
+    with h5:
+        if not keep_existing:
+            _write_root(h5)
+        for run in runs:
+            _write_run(h5, run)
+        h5.flush()
+        image = h5.id.get_file_image()
+    with atomic_output(path, need_bytes=len(image)) as tmp, open(tmp, "wb") as out:
+        out.write(image)
+        out.flush()
+        os.fsync(out.fileno())
     return path
 
 
+_DAMAGED = "the file is damaged; rerun or restore it"
+_NOT_RESULTS = "pass a results file written by 'cosim run'"
+_JSON_ATTRS = ("config", "provenance", "summary")
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _show(name: str) -> str:
+    """``name`` as one printable line (HDF5 names may hold newlines or control characters)."""
+    return name if name.isprintable() else name.encode("unicode_escape").decode("ascii")
+
+
 def _corrupt(path: Path, problem: str) -> CosimInputError:
-    return CosimInputError(str(path), problem, "pass a results file written by 'cosim run'")
+    return CosimInputError(str(path), problem, _NOT_RESULTS)
+
+
+def _damaged(path: Path, where: str, problem: str) -> CosimInputError:
+    return CosimInputError(str(path), f"{_show(where)}: {problem}", _DAMAGED)
+
+
+def _member(path: Path, parent, name: str, where: str, want: type):
+    """The member ``name`` of ``parent`` if it is a hard-linked ``want`` (h5py.Group or h5py.Dataset).
+
+    Links are inspected before they are followed, so a soft-link loop or an external link to another file
+    is reported instead of being resolved."""
+    noun = "group" if want is h5py.Group else "dataset"
+    try:
+        link = parent.get(name, getlink=True)
+    except (OSError, KeyError, ValueError, RuntimeError):
+        link = None
+    if link is None:
+        raise _damaged(path, where, "cannot be opened")
+    if isinstance(link, h5py.SoftLink):
+        raise _damaged(path, where, f"is a soft link to {_show(str(link.path))}, not a {noun}")
+    if isinstance(link, h5py.ExternalLink):
+        raise _damaged(path, where, f"is an external link to {_show(str(link.filename))}:{_show(str(link.path))}, "
+                                    f"not a {noun}")
+    try:
+        obj = parent[name]
+    except (OSError, KeyError, ValueError, RuntimeError):
+        raise _damaged(path, where, "cannot be opened") from None
+    if not isinstance(obj, want):
+        what = "group" if isinstance(obj, h5py.Group) else "dataset" if isinstance(obj, h5py.Dataset) else \
+            "named datatype" if isinstance(obj, h5py.Datatype) else type(obj).__name__
+        raise _damaged(path, where, f"is a {what}, expected a {noun}")
+    return obj
+
+
+def _names(path: Path, group, where: str) -> list[str]:
+    try:
+        return list(group.keys())
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise _damaged(path, where, f"members cannot be listed ({type(exc).__name__})") from None
+
+
+def _json_attr(path: Path, g, key: str, where: str) -> dict:
+    """Attribute ``key`` of run group ``g``: a JSON text holding an object."""
+    try:
+        raw = g.attrs[key] if key in g.attrs else None
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError):
+        raise _damaged(path, f"{where}.{key}", "cannot be read") from None
+    if raw is None:
+        raise _damaged(path, where, f"has no {key} attribute")
+    if isinstance(raw, (bytes, np.bytes_)):
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _damaged(path, f"{where}.{key}", "is not UTF-8 text") from None
+    if not isinstance(raw, str):
+        raise _damaged(path, f"{where}.{key}", f"is a {type(raw).__name__}, expected JSON text")
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise _damaged(path, f"{where}.{key}", "is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise _damaged(path, f"{where}.{key}", f"is a JSON {type(value).__name__}, expected an object")
+    return value
+
+
+def _check_summary(path: Path, summary: dict, where: str) -> None:
+    """Summary values are JSON scalars or lists of them; status is text; known metrics are numbers or null."""
+    from cosim.results.metrics import METRICS  # noqa: PLC0415
+
+    numeric = {m.key for m in METRICS} - {"status"}
+    for key, value in summary.items():
+        at = f"{where}.summary[{key!r}]"
+        if isinstance(value, list):
+            if not all(isinstance(x, _SCALARS) for x in value):
+                raise _damaged(path, at, "holds a nested value, expected a list of numbers")
+        elif not isinstance(value, _SCALARS):
+            raise _damaged(path, at, f"is a JSON {type(value).__name__}, expected a number or text")
+        if key == "status" and not isinstance(value, str):
+            raise _damaged(path, at, f"is {value!r}, expected text such as 'complete'")
+        if key in numeric and (isinstance(value, bool) or not isinstance(value, (int, float, type(None)))):
+            raise _damaged(path, at, f"is {type(value).__name__} {value!r}, expected a number")
+
+
+def _read_table(path: Path, run: h5py.Group, group: str, where: str) -> dict[str, np.ndarray]:
+    """The columns of table ``group`` of a run, each checked against the schema (column_rule)."""
+    g = _member(path, run, group, where, h5py.Group)
+    table: dict[str, np.ndarray] = {}
+    lengths: dict[str, int] = {}
+    for name in _names(path, g, where):
+        at = f"{where}/{name}"
+        ds = _member(path, g, name, at, h5py.Dataset)
+        if ds.ndim != 1:
+            raise _damaged(path, at, f"has shape {ds.shape}, expected a 1-D column")
+        rule = column_rule(group, name)
+        kinds = {"f": "f", "i": "iu"}[rule.kind] if rule else "fiub"
+        if ds.dtype.kind not in kinds:
+            want = {"f": "floats", "iu": "integers"}.get(kinds, "numbers")
+            raise _damaged(path, at, f"has dtype {ds.dtype}, expected {want}")
+        try:
+            values = ds[()]
+        except (OSError, ValueError, TypeError, RuntimeError) as exc:
+            raise _damaged(path, at, f"data cannot be read ({type(exc).__name__})") from None
+        if rule is not None and values.size:
+            if rule.kind == "f":
+                bad = ~np.isfinite(values)
+                if rule.nan_ok:
+                    bad &= ~np.isnan(values)
+                if np.any(bad):
+                    i = int(np.argmax(bad))
+                    allowed = "finite numbers or nan (unfinished)" if rule.nan_ok else "finite numbers"
+                    raise _damaged(path, at, f"value {values[i]} at row {i}, expected {allowed}")
+            low = values < rule.minimum  # nan compares False
+            if np.any(low):
+                i = int(np.argmax(low))
+                raise _damaged(path, at, f"value {values[i]} at row {i} is negative, expected >= {rule.minimum:g}"
+                               if rule.minimum == 0 else f"value {values[i]} at row {i}, expected >= {rule.minimum:g}")
+        table[name] = values
+        lengths[name] = values.size
+    missing = [n for n in required_columns(group) if n not in table]
+    if missing:
+        raise _damaged(path, f"{where}/{missing[0]}", f"is missing (the {group} table needs "
+                                                       f"{', '.join(required_columns(group))})")
+    if len(set(lengths.values())) > 1:
+        common = max(set(lengths.values()), key=list(lengths.values()).count)
+        odd = next(n for n, k in lengths.items() if k != common)
+        raise _damaged(path, f"{where}/{odd}",
+                       f"length {lengths[odd]}, other columns of {group} have {common}")
+    return table
+
+
+def _read_run(path: Path, runs: h5py.Group, name: str) -> RunRecord:
+    where = f"runs/{name}"
+    g = _member(path, runs, name, where, h5py.Group)
+    docs = {key: _json_attr(path, g, key, where) for key in _JSON_ATTRS}
+    _check_summary(path, docs["summary"], where)
+    members = _names(path, g, where)
+    unknown = [m for m in members if m not in GROUPS]
+    if unknown:
+        raise _damaged(path, f"{where}/{unknown[0]}", f"is not a table of the results schema (tables: "
+                                                       f"{', '.join(GROUPS)})")
+    tables = {grp: _read_table(path, g, grp, f"{where}/{grp}") if grp in members else {} for grp in GROUPS}
+    return RunRecord(name=name, **docs, **tables)
 
 
 def read_results(path: str | Path) -> dict[str, RunRecord]:
-    """Read every run of a results file, validating its schema; raise CosimInputError if it is not one."""
+    """Read every run of a results file, validating it; raise CosimInputError naming the first bad field.
+
+    Checked: the schema attributes; a ``/runs`` group of run groups; each run's config, provenance and summary
+    attributes are JSON objects (summary values numbers, text or lists of numbers); its members are tables of
+    the schema, real groups of real datasets (no soft or external links, so no link loops); each known column
+    is 1-D with the schema's dtype kind, finite (nan only where documented: unfinished times) and
+    non-negative (coll_id: -1 for none); the columns of a table have one length.
+    """
     path = Path(path)
     if not path.is_file():
         raise CosimInputError(str(path), "no such file")
@@ -104,22 +353,22 @@ def read_results(path: str | Path) -> dict[str, RunRecord]:
     except OSError:
         raise _corrupt(path, "not a readable HDF5 file (corrupt or truncated?)") from None
     with h5:
-        if h5.attrs.get("schema") != SCHEMA:
-            raise _corrupt(path, f"not a cosim results file (schema attribute {h5.attrs.get('schema')!r})")
-        version = int(h5.attrs.get("schema_version", -1))
+        try:
+            schema = h5.attrs.get("schema")
+            version = h5.attrs.get("schema_version", -1)
+        except (OSError, TypeError, ValueError, RuntimeError):
+            raise _corrupt(path, "root attributes cannot be read") from None
+        if isinstance(schema, (bytes, np.bytes_)):
+            schema = bytes(schema).decode("utf-8", "replace")
+        if not isinstance(schema, str) or schema != SCHEMA:
+            raise _corrupt(path, f"not a cosim results file (schema attribute {_show(repr(schema))})")
+        try:
+            version = int(version)
+        except (TypeError, ValueError):
+            raise _damaged(path, "schema_version", f"is {_show(repr(version))}, expected an integer") from None
         if version != SCHEMA_VERSION:
             raise _corrupt(path, f"schema version {version}, this cosim reads version {SCHEMA_VERSION}")
-        runs: dict[str, RunRecord] = {}
-        try:
-            for name, g in h5.get("runs", {}).items():
-                tables = {grp: {k: v[()] for k, v in g[grp].items()} if grp in g else {} for grp in GROUPS}
-                runs[name] = RunRecord(
-                    name=name,
-                    config=json.loads(g.attrs["config"]),
-                    provenance=json.loads(g.attrs["provenance"]),
-                    summary=json.loads(g.attrs["summary"]),
-                    **tables,
-                )
-        except (KeyError, ValueError, OSError, TypeError) as exc:
-            raise _corrupt(path, f"damaged run data ({type(exc).__name__}: {exc})") from None
-    return runs
+        if "runs" not in _names(path, h5, "/"):
+            raise _damaged(path, "runs", "the file has no /runs group")
+        runs_group = _member(path, h5, "runs", "runs", h5py.Group)
+        return {name: _read_run(path, runs_group, name) for name in _names(path, runs_group, "runs")}

@@ -79,13 +79,97 @@ def resolve_trace(exp: Experiment, trace=None):
         if work.trace is not None or work.model is not None:
             raise CosimInputError("trace", "give either workload.trace / workload.model or an in-memory trace, "
                                   "not both", "the stored experiment must say what ran")
-        return trace
+        return checked_trace(trace, "trace")
     if work.trace is not None:
-        return read_trace(work.trace)
+        return checked_trace(read_trace(work.trace), str(work.trace))
     if work.model is None:
         raise CosimInputError("workload", "no training workload given",
                               "set workload.trace (a cosim trace file) or workload.model, or pass a Trace")
     return work.generate_trace(exp.network.gpus_per_server)
+
+
+def checked_trace(trace, source: str):
+    """``trace`` after the semantic checks across ranks (cosim.workload.validate.check_trace: sends match
+    recvs of the same size, every collective has each member of its group with one size, no deadlock), which
+    reading a file does not do; a violation is a CosimInputError naming ``source``."""
+    from cosim.workload.validate import check_trace  # noqa: PLC0415
+
+    try:
+        check_trace(trace)
+    except CosimInputError as exc:
+        if source == "trace":
+            raise
+        raise CosimInputError(source, f"{exc.field}: {exc.problem}",
+                              exc.fix or "regenerate the trace with 'cosim trace'") from None
+    return trace
+
+
+#: most DAG ops a training run may lower to, and the memory one takes (DAG, engine and tables, measured)
+MAX_DAG_OPS = 50_000_000
+BYTES_PER_DAG_OP = 260
+#: most NICs a training fabric may have (a trace's n_ranks beyond this is damage, not a workload)
+MAX_HOSTS = 1 << 17
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo (Linux), else physical memory, else None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import os  # noqa: PLC0415
+
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def dag_op_limit() -> int:
+    """The most DAG ops a run may have: MAX_DAG_OPS, or fewer if they would not fit in available memory."""
+    mem = available_memory_bytes()
+    return MAX_DAG_OPS if mem is None else max(1, min(MAX_DAG_OPS, mem // BYTES_PER_DAG_OP))
+
+
+def _too_many_ops(n_ops: float, how: str, exp: Experiment, trace, limit: int) -> CosimInputError:
+    work = exp.workload
+    comm = (trace.kind == OpKind.SEND) | (trace.kind == OpKind.COLLECTIVE)
+    total = float(np.asarray(trace.bytes, np.float64)[comm].sum())
+    budget = limit / work.iterations - trace.n_ops
+    if budget > 0 and total > 0:
+        chunk = 1 << max(10, int(np.ceil(np.log2(max(total / budget, 1.0)))))
+        fix = f"raise workload.chunk_bytes to {chunk} or more, or run fewer workload.iterations"
+    else:
+        fix = f"run fewer workload.iterations (each has {trace.n_ops} trace ops)"
+    return CosimInputError("workload.chunk_bytes", f"the run would lower to {how}{n_ops:.3g} DAG ops "
+                           f"(chunk_bytes {work.chunk_bytes} x {work.iterations} iterations), more than the "
+                           f"{limit:.3g} this machine can hold at {BYTES_PER_DAG_OP} B per op", fix)
+
+
+def dag_ops_lower_bound(trace, chunk_bytes: int) -> float:
+    """A lower bound on the DAG ops of one lowered iteration, without lowering: an op per compute, a chunk
+    per ``chunk_bytes`` of every send, and per collective member a chunk per ``chunk_bytes`` of the
+    (n-1)/n x S bytes every algorithm makes a member of an n-rank group send at least."""
+    kind = np.asarray(trace.kind)
+    size = np.asarray(trace.bytes, np.float64)
+    send, coll = kind == OpKind.SEND, kind == OpKind.COLLECTIVE
+    n = np.diff(np.asarray(trace.group_ptr, np.int64))[np.asarray(trace.group, np.int64)[coll]].astype(np.float64)
+    sent = size[coll] * (n - 1) / np.maximum(n, 1)
+    return float(np.count_nonzero(kind == OpKind.COMPUTE) + np.ceil(size[send] / chunk_bytes).sum()
+                 + np.ceil(sent / chunk_bytes).sum())
+
+
+def check_dag_size(exp: Experiment, trace) -> None:
+    """Refuse, before lowering, a run whose DAG would not fit: :func:`dag_ops_lower_bound` times the
+    iterations above :func:`dag_op_limit`."""
+    work = exp.workload
+    estimate = dag_ops_lower_bound(trace, work.chunk_bytes) * work.iterations
+    limit = dag_op_limit()
+    if estimate > limit:
+        raise _too_many_ops(estimate, "at least ", exp, trace, limit)
 
 
 def gpus_per_server_of(exp: Experiment, trace) -> int:
@@ -100,6 +184,9 @@ def build_fabric(exp: Experiment, n_ranks: int, gpus_per_server: int):
     """The fabric of ``exp`` sized for ``n_ranks`` ranks, ``gpus_per_server`` NICs per server."""
     gps = gpus_per_server
     servers = -(-n_ranks // gps)
+    if servers * gps > MAX_HOSTS:
+        raise CosimInputError("trace.n_ranks", f"{n_ranks} ranks need {servers * gps} NICs, more than the "
+                              f"{MAX_HOSTS} a packet-level fabric can hold", "check the trace (is it damaged?)")
     if servers * gps < 2:
         raise CosimInputError("trace", f"{n_ranks} rank on servers of {gps} GPU is one NIC; a fabric needs two",
                               "use a trace with more ranks")
@@ -221,10 +308,14 @@ def plan(exp: Experiment, trace=None) -> TrainingPlan:
     trace = resolve_trace(exp, trace)
     gps = gpus_per_server_of(exp, trace)
     work = exp.workload
+    fabric = build_fabric(exp, trace.n_ranks, gps)
+    check_dag_size(exp, trace)
     dag = lower(trace, gpus_per_server=gps, chunk_bytes=work.chunk_bytes, algorithm=work.algorithm)
+    limit = dag_op_limit()
+    if dag.n_ops * work.iterations > limit:
+        raise _too_many_ops(dag.n_ops * work.iterations, "", exp, trace, limit)
     if work.iterations > 1:
         dag = repeat(dag, work.iterations)
-    fabric = build_fabric(exp, trace.n_ranks, gps)
     host_of = rank_hosts(fabric, trace.n_ranks, gps)
     flow = dag.kind == DagOpKind.FLOW
     src_node = np.where(flow, host_of[np.maximum(dag.src, 0)], -1).astype(np.int32)
@@ -233,13 +324,14 @@ def plan(exp: Experiment, trace=None) -> TrainingPlan:
                         src_node=src_node, dst_node=dst_node)
 
 
-def run_training(exp: Experiment, trace=None, progress=None) -> RunRecord:
+def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None) -> RunRecord:
     """Co-simulate ``exp`` (its trace, or ``trace``) and return its :class:`cosim.results.RunRecord`.
 
     @param progress  optional callable progress(sim_time_ns, ops_done, ops_total), called between slices
+    @param planned  ``plan(exp, trace)`` if the caller already made it (it is not made again)
     @throws CosimInputError on a bad trace, fabric, attribute or a trace that deadlocks
     """
-    p = plan(exp, trace)
+    p = planned if planned is not None else plan(exp, trace)
     trace, dag, fabric = p.trace, p.dag, p.fabric
     attributes = run_attributes(exp.network, exp.seed)
     interval = exp.telemetry.queue_sample_interval_ns
