@@ -13,6 +13,7 @@ checked by the same field kinds as TOML files and sweeps (cosim.values), before 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -75,13 +76,15 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
               help="HDF5 results file to write.")
 @click.option("--name", default=None, help="Run name inside the file (with both transports: NAME-roce and "
                                            "NAME-ib). [default: the experiment's, else the pattern or transport]")
-@click.option("--append", is_flag=True, help="Add the runs to an existing results file instead of replacing it.")
+@click.option("--append", is_flag=True, help="Add the runs to an existing results file instead of replacing it "
+              "(a run name already in the file is an error, unless --replace).")
+@click.option("--replace", is_flag=True, help="With --append: overwrite runs of the same name in the file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no table (progress is off anyway when "
               "stderr is not a terminal, e.g. in batch jobs).")
 @click.option("-v", "--verbose", is_flag=True, help="Also log each run's status, wall time and simulator cost.")
 @click.pass_context
-def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, output, name, append, quiet, verbose,
-        **fields):
+def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, output, name, append, replace, quiet,
+        verbose, **fields):
     """Run EXPERIMENT (a shipped name or a TOML file) packet by packet in ns-3; write an HDF5 results file.
 
     \b
@@ -109,7 +112,9 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, out
     if dry_run:
         _dry_run(exps, runner)
         return
-    _run_all(exps, runner, output=output, append=append, quiet=quiet, verbose=verbose)
+    if replace and not append:
+        raise click.UsageError("--replace applies with --append (without it the file is replaced anyway)")
+    _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose)
 
 
 def _list_experiments(catalog) -> None:
@@ -187,23 +192,32 @@ def _dry_run(exps, runner) -> None:
         click.echo("")
 
 
-def _run_all(exps, runner, *, output, append, quiet, verbose) -> None:
+def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
     from cosim import results  # noqa: PLC0415
-    from cosim.results.store import check_writable  # noqa: PLC0415
+    from cosim.results.store import check_space, check_writable  # noqa: PLC0415
 
-    check_writable(output, append=append)
+    check_writable(output, append=append, run_names=[e.name for e in exps], replace=replace)
     training = exps[0].is_training
+    # every run's trace, DAG size and settings are checked, and the output's size estimated, before the
+    # first one starts: a finished simulation is not lost to a bad trace of the next or a full disk
+    plans = [runner.prepare(exp) for exp in exps]
     if len(exps) > 1:
-        for exp in exps:  # every run's settings are checked before the first one starts
-            runner.preflight(exp)
+        for exp, planned in zip(exps, plans):
+            runner.preflight(exp, planned=planned)
+    need = sum(runner.output_bytes_estimate(exp, planned) for exp, planned in zip(exps, plans))
+    if append and os.path.isfile(output):
+        need += os.path.getsize(output)
+    check_space(output, need)
     if not quiet and exps[0].description:
         click.echo(exps[0].description)
     show_progress = not quiet and sys.stderr.isatty()
     items = "ops" if training else "flows"
     records = []
-    for exp in exps:
+    for i, exp in enumerate(exps):
         progress = _progress_printer(exp.name if len(exps) > 1 else "", items) if show_progress else None
-        records.append(runner.run(exp, progress=progress))
+        planned, plans[i] = plans[i], None  # the plan's memory goes with its run
+        records.append(runner.run(exp, progress=progress, planned=planned))
+        del planned
         if progress is not None:
             click.echo("", err=True)
         if verbose:
@@ -211,7 +225,7 @@ def _run_all(exps, runner, *, output, append, quiet, verbose) -> None:
             click.echo(f"  {exp.name}: {s['status']}, simulated {s['sim_time_ns'] / 1e6:.3f} ms in "
                        f"{s['wall_time_s']:.2f} s wall, {s['events']} events, {s['packet_hops']} packet-hops "
                        f"({s['packet_hops_per_s'] / 1e6:.2f} M/s)", err=True)
-    results.write_results(output, records, append=append)
+    results.write_results(output, records, append=append, replace=replace)
     if not quiet:
         from cosim.results.metrics import summary_table  # noqa: PLC0415
 

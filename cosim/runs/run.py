@@ -31,21 +31,45 @@ def experiments_of(source: str | Mapping, overrides: Mapping[str, object] | None
     return from_document(with_overrides(doc, overrides or {}), where=where)
 
 
-def run(exp: Experiment, *, trace=None, progress=None) -> RunRecord:
+def run(exp: Experiment, *, trace=None, progress=None, planned=None) -> RunRecord:
     """Simulate ``exp`` and return its RunRecord (``trace``: an in-memory Trace for a training workload).
 
     @param progress  optional progress(sim_time_ns, done, total) between simulation slices (flows or DAG ops)
+    @param planned  a training run's ``prepare(exp, trace)`` if already made (not made again)
     """
     if exp.is_training:
-        return training.run_training(exp, trace=trace, progress=progress)
+        return training.run_training(exp, trace=trace, progress=progress, planned=planned)
     if trace is not None:
         raise ValueError("a trace applies to a training workload")
     return flows.run_flows(exp, progress=progress)
 
 
-def preflight(exp: Experiment, *, trace=None) -> None:
+def prepare(exp: Experiment, *, trace=None):
+    """What must hold before ``exp`` simulates, checked: a training run's trace (every semantic check),
+    DAG size and fabric (its training.TrainingPlan is returned, to pass to :func:`run`); None for flows."""
+    return training.plan(exp, trace) if exp.is_training else None
+
+
+def output_bytes_estimate(exp: Experiment, planned=None) -> int:
+    """An upper estimate of the bytes ``exp``'s results take on disk, from its plan (flows, trace ops x
+    iterations, collective calls, ports; a margin for queue samples): what ``cosim run`` checks is free."""
+    from cosim.results.store import estimate_bytes  # noqa: PLC0415
+
+    if exp.is_training:
+        p = planned if planned is not None else training.plan(exp)
+        return estimate_bytes(flows=int(np.count_nonzero(p.dag.kind == DagOpKind.FLOW)),
+                              ops=p.trace.n_ops * exp.workload.iterations,
+                              collectives=int(np.asarray(p.dag.coll_iteration).size), ports=2 * p.fabric.n_links)
+    fabric, fs = flows.build(exp)
+    return estimate_bytes(flows=int(fs.src.size), ports=2 * fabric.n_links)
+
+
+def preflight(exp: Experiment, *, trace=None, planned=None) -> None:
     """Check that ``exp``'s fabric, rank placement and attributes can start, without simulating."""
-    fabric = training.plan(exp, trace).fabric if exp.is_training else flows.build(exp)[0]
+    if exp.is_training:
+        fabric = (planned if planned is not None else training.plan(exp, trace)).fabric
+    else:
+        fabric = flows.build(exp)[0]
     engine.check_fabric(fabric, run_attributes(exp.network, exp.seed))
 
 

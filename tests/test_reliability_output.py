@@ -1,0 +1,228 @@
+"""Output problems: existing run names, full and read-only devices, permissions, absurd DAG sizes.
+
+Each is a one-line ``Error:`` with exit 2 and no file (nor temporary) left behind; the checks that can run
+before simulating do (writable folder, free space for the estimate, run names, DAG size). Mount-based
+cases need root's mount(8) and are skipped with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_main
+
+REPO = Path(__file__).resolve().parents[1]
+TRACE = REPO / "traces" / "llama2-7b-2l_tp2-pp2-dp2.h5"
+FLOWS = ["run", "--hosts", "4", "--flow-bytes", "16KiB", "-q"]
+
+
+def _one_error_line(code, out, err, needle):
+    lines = err.strip().splitlines()
+    assert code == 2, (code, out, err)
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and needle in lines[0], err
+    assert "Traceback" not in out + err
+
+
+def _no_leftovers(folder: Path, keep=()):
+    left = sorted(p.name for p in folder.iterdir() if p.name not in keep)
+    assert not left, f"left behind: {left}"
+
+
+@contextlib.contextmanager
+def _tmpfs(folder: Path, options: str):
+    """Mount a tmpfs with ``options`` on ``folder`` for the block; skip the test if mounting is not permitted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if shutil.which("mount") is None:
+        pytest.skip("no mount(8) here")
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True,
+                          text=True, timeout=10)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.strip() or 'not permitted'})")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, timeout=10)
+
+
+# ---------------------------------------------------------------- run names in --append
+
+@pytest.mark.parametrize("flags,name,code,needle,runs", [
+    (["--append"], "roce", 2, "--name: run 'roce' already exists in", ["roce"]),
+    (["--append", "--replace"], "roce", 0, "", ["roce"]),
+    (["--append"], "other", 0, "", ["roce", "other"]),
+    (["--replace"], "roce", 2, "--replace applies with --append", ["roce"]),
+])
+def test_append_refuses_an_existing_run_name_unless_replace(tmp_path, capsys, engine_ns, flags, name, code,
+                                                            needle, runs):
+    """--append adds runs; a name already in the file is refused before simulating (the file unchanged)
+    unless --replace, which overwrites that run (its flows are the new run's: 8 hosts -> 7 flows)."""
+    from cosim import results
+
+    path = tmp_path / "r.h5"
+    assert run_main([*FLOWS, "--transport", "roce", "--name", "roce", "-o", str(path)], capsys)[0] == 0
+    before = path.read_bytes()
+    got = run_main(["run", "--hosts", "8", "--flow-bytes", "16KiB", "-q", "--transport", "roce", "--name", name,
+                    *flags, "-o", str(path)], capsys)
+    if code:
+        _one_error_line(*got, needle)
+        assert path.read_bytes() == before
+    else:
+        assert got[0] == 0, got
+    stored = results.read_results(path)
+    assert list(stored) == runs
+    assert stored[name if name in stored else "roce"].flows["src"].size == (7 if code == 0 else 3)
+    _no_leftovers(tmp_path, keep=("r.h5",))
+
+
+# ---------------------------------------------------------------- the size estimate
+
+@pytest.mark.parametrize("argv", [
+    [*FLOWS, "--transport", "both"],
+    ["run", "--hosts", "16", "--flow-bytes", "64KiB", "--pattern", "permutation", "-q"],
+    ["run", "--trace", str(TRACE), "--iterations", "2", "--transport", "ib", "-q"],
+])
+def test_output_estimate_bounds_the_written_file(tmp_path, capsys, engine_ns, argv):
+    """The free-space check asks for the plan's estimate (flows, ops x iterations, collectives, ports and a
+    margin): it is at least what the run then writes, so a run that passes the check fits."""
+    from cosim.runs import run as runner
+    from cosim.cli.run import _base, _overrides  # noqa: F401 - same resolution as the command line
+
+    out = tmp_path / "r.h5"
+    assert run_main([*argv, "-o", str(out)], capsys)[0] == 0
+    from cosim import results
+
+    stored = results.read_results(out)
+    estimate = 0
+    for rec in stored.values():
+        from cosim.runs.experiment import from_document
+
+        exp = from_document(rec.config["experiment"])[0]
+        estimate += runner.output_bytes_estimate(exp)
+    assert out.stat().st_size <= estimate
+
+
+# ---------------------------------------------------------------- full and read-only devices
+
+@pytest.mark.parametrize("size,precheck,needle", [
+    ("64k", True, "has 65536 B free, the results need about"),  # refused before simulating
+    ("32k", False, "no space left on the device of"),  # the write itself fails: a full device
+])
+def test_full_device_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatch, engine_ns, size, precheck,
+                                                     needle):
+    """On a small tmpfs the free-space check refuses the run before it simulates; and if the device
+    fills anyway (check bypassed, as when another process takes the space), the write fails with one
+    line naming the bytes needed and free, no half-written file and no temporary left."""
+    import cosim.results.store as store
+
+    with _tmpfs(tmp_path / "small", f"size={size}") as folder:
+        if not precheck:
+            monkeypatch.setattr(store, "check_space", lambda path, need: None)
+        out = folder / "r.h5"
+        t0 = time.monotonic()
+        code, stdout, err = run_main([*FLOWS, "--transport", "both", "-o", str(out)], capsys)
+        _one_error_line(code, stdout, err, needle)
+        assert str(out) in err if not precheck else "--output" in err
+        assert " B " in err or err.rstrip().endswith(")")
+        if not precheck:
+            assert "B needed" in err and "B free" in err and "nothing was written" in err
+        _no_leftovers(folder)
+        assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("precheck,needle", [
+    (True, "read-only file system"),  # found by the probe before simulating
+    (False, "read-only file system; nothing was written"),  # found when the write starts
+])
+def test_read_only_device_is_one_line(tmp_path, capsys, monkeypatch, engine_ns, precheck, needle):
+    """A read-only mount is found also for root (os.access does not see it for root on every system; a
+    probe file does): one line, exit 2; with the check bypassed the write's EROFS is the same one line."""
+    import cosim.results.store as store
+
+    with _tmpfs(tmp_path / "ro", "ro,size=1m") as folder:
+        if not precheck:
+            monkeypatch.setattr(store, "check_writable", lambda *a, **k: None)
+            monkeypatch.setattr(store, "check_space", lambda path, need: None)
+        code, stdout, err = run_main([*FLOWS, "-o", str(folder / "r.h5")], capsys)
+        _one_error_line(code, stdout, err, needle)
+        _no_leftovers(folder)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv(1) to drop the capability that lets root write anywhere")
+@pytest.mark.parametrize("mode", [0o555, 0o500])
+def test_folder_without_permission_is_one_line(tmp_path, mode):
+    """A folder the user may not write (root ignores modes, so the run drops CAP_DAC_OVERRIDE): one
+    line, exit 2, before simulating, nothing written."""
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(mode)
+    try:
+        proc = subprocess.run(["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--",
+                               sys.executable, "-m", "cosim", *FLOWS, "-o", str(folder / "r.h5")], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode != 2 and "Error:" not in proc.stderr:
+            pytest.skip(f"cannot drop capabilities here ({proc.stderr.strip()[-200:]})")
+        _one_error_line(proc.returncode, proc.stdout, proc.stderr, f"--output: folder {folder} is not writable")
+        _no_leftovers(folder)
+    finally:
+        folder.chmod(0o755)
+
+
+# ---------------------------------------------------------------- absurd DAG sizes
+
+@pytest.mark.parametrize("chunk,iterations", [("1", "10000"), ("1", "1"), ("64", "10000")])
+def test_absurd_dag_is_refused_before_lowering(tmp_path, capsys, engine_ns, chunk, iterations):
+    """A training run whose DAG would exceed the op limit (5e7, or what memory holds at 260 B per op)
+    is refused in well under a second, before lowering, with the numbers and the fix."""
+    out = tmp_path / "r.h5"
+    t0 = time.monotonic()
+    got = run_main(["run", "--trace", str(TRACE), "--chunk-bytes", chunk, "--iterations", iterations, "-q",
+                    "-o", str(out)], capsys)
+    elapsed = time.monotonic() - t0
+    _one_error_line(*got, "workload.chunk_bytes: the run would lower to at least")
+    assert "DAG ops" in got[2] and "raise workload.chunk_bytes to" in got[2]
+    assert elapsed < 5, elapsed
+    _no_leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("trace", sorted(p.name for p in (REPO / "traces").glob("*.h5")))
+@pytest.mark.parametrize("chunk", [1 << 12, 1 << 16, 4 << 20, 1 << 30])
+def test_dag_size_estimate_is_a_lower_bound(trace, chunk, engine_ns):
+    """The pre-lowering estimate never exceeds the DAG lowering makes, for every shipped trace and chunk
+    size (so the guard refuses no run that would fit), and is within a factor 3 of it."""
+    from cosim.collectives import lower
+    from cosim.runs import training
+    from cosim.workload.trace import read_trace
+
+    t = read_trace(REPO / "traces" / trace)
+    bound = training.dag_ops_lower_bound(t, chunk)
+    actual = lower(t, gpus_per_server=4, chunk_bytes=chunk).n_ops
+    assert bound <= actual < 3 * bound
+
+
+@pytest.mark.parametrize("chunk,iterations,refused", [(1, 10000, True), (1, 1, True), (4 << 20, 10000, False),
+                                                      (1 << 16, 1, False)])
+def test_dag_guard_refuses_only_what_does_not_fit(chunk, iterations, refused, engine_ns):
+    """check_dag_size raises exactly when the lower bound times the iterations exceeds the op limit."""
+    from cosim.errors import CosimInputError
+    from cosim.runs import training
+    from cosim.runs.experiment import make
+    from cosim.workload.trace import read_trace
+
+    exp = make("training", trace=str(TRACE), chunk_bytes=chunk, iterations=iterations)
+    trace = read_trace(TRACE)
+    assert (training.dag_ops_lower_bound(trace, chunk) * iterations > training.dag_op_limit()) == refused
+    if refused:
+        with pytest.raises(CosimInputError, match="workload.chunk_bytes: the run would lower to at least"):
+            training.check_dag_size(exp, trace)
+    else:
+        training.check_dag_size(exp, trace)
