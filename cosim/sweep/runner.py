@@ -1,8 +1,10 @@
 """Run the points of a sweep shard: one results file per point, finished points skipped, 1..N processes.
 
-ns-3 is a process-wide singleton, so a process runs one point at a time: ``jobs > 1`` spawns worker
-processes (multiprocessing "spawn" context), each running its points one after the other. Files are
-written atomically, so a killed sweep leaves only complete point files and a rerun redoes only the rest.
+ns-3 is a process-wide singleton, so a process runs one point at a time: points run in ``jobs`` worker
+processes (multiprocessing "spawn" context; one also for ``jobs=1``), each running its points one after the
+other. A native crash in a worker fails only its point (the pool is recreated), and workers die with the
+sweep process. Files are written atomically, so a killed sweep leaves only complete point files and a rerun
+redoes only the rest.
 """
 
 from __future__ import annotations
