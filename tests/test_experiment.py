@@ -135,7 +135,7 @@ def test_sweep_over_training_fields(tmp_path, capsys):
 @pytest.mark.parametrize("fields", [
     {"topology": "leaf-spine", "hosts": 8, "oversubscription": 2.0, "link_delay_ns": 3000.0},
     {"hosts": 4, "link_gbps": 400.0, "attributes.SharedBufferMmu::LosslessPriorityMask": "3"},
-    {"hosts": 4, "attributes.FabricSwitch::HeadroomBytes": "20000"},
+    {"hosts": 4, "attributes.FabricSwitch::HeadroomBytes": "40000"},
 ])
 def test_dry_run_headroom_is_what_the_switches_configure(fields):
     """The PFC headroom --dry-run reports per switch port equals the smallest one the C++ switches set up

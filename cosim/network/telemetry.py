@@ -88,6 +88,8 @@ def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]],
     ports = tables["ports"]
     summary = summarize(tables["flows"], tables["queues"], ports, sim_time_ns=out.sim_time_ns)
     summary |= {k: v for k, v in out.counters.items()}
+    # drops anywhere: egress tail drops (per port) and shared-buffer drops at switch ingress
+    summary["drops"] += int(out.counters.get("switch_drops", 0))
     summary["pfc_paused_ns"] = float(np.asarray(ports["paused_ps"]).sum() / 1e3)
     summary["pause_events"] = int(np.asarray(out.pause_paused).sum())
     summary["credit_stall_ns"] = float(np.asarray(ports["credit_stall_ps"]).sum() / 1e3)

@@ -69,12 +69,26 @@ def run_attributes(network, seed: int) -> dict[str, str]:
     return attributes | dict(network.attributes)
 
 
+#: attributes every run sets from its Experiment, with the field to use instead (a --set would be ignored)
+RUN_SET_ATTRIBUTES = {
+    "EgressQueueSampler::Interval": "telemetry.queue_sample_interval_ns (--queue-interval-ns)",
+    "EgressPort::DataRate": "network.link_gbps (--link-gbps)",
+    "EgressPort::PropagationDelay": "network.link_delay_ns (--link-delay-ns)",
+    "FabricSwitch::EcmpSeed": "seed (--seed)",
+    "EgressPort::LinkFlowControl": "network.transport (--transport)",
+}
+
+
 def check_attributes(transport: str, attributes) -> None:
     """Reject, before anything runs, the --set combinations that make no sense whatever the topology:
     ECN Kmin above Kmax, and PFC headroom below one maximum packet (MTU + header of ``transport``). Values
     that are not plain integers are left for the engine's own checks; 0 means "automatic"."""
 
     attrs = {qualify_attribute(k): v for k, v in attributes}
+    for name, instead in RUN_SET_ATTRIBUTES.items():
+        if qualify_attribute(name) in attrs:
+            raise CosimInputError(name, "is set by the run itself, so this setting would be ignored",
+                                  f"use {instead}")
     kmin, kmax = (attrs.get(f"ns3::FabricSwitch::Ecn{k}Bytes", "0") for k in ("Kmin", "Kmax"))
     if kmin.isdigit() and kmax.isdigit() and int(kmin) and int(kmax) and int(kmin) > int(kmax):
         raise CosimInputError("FabricSwitch::EcnKminBytes", f"Kmin {kmin} B exceeds Kmax {kmax} B", "set Kmin <= Kmax")

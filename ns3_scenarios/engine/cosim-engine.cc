@@ -2,10 +2,13 @@
 
 #include "../helper/fabric-builder.h"
 #include "../helper/picosecond-resolution.h"
+#include "../model/credit-arbiter.h"
 #include "../model/dag-executor.h"
 #include "../model/egress-queue-sampler.h"
 
 #include "ns3/config.h"
+#include "ns3/data-rate.h"
+#include "ns3/pointer.h"
 #include "ns3/nstime.h"
 #include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
@@ -17,6 +20,7 @@
 #include <iterator>
 #include <limits>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -74,6 +78,64 @@ WellFormed(const std::string& typeName, const std::string& value)
         return std::regex_match(value, rate);
     }
     return true; // strings, enums, ...: their parsers report errors by return value
+}
+
+/**
+ * Values the models cannot run with although their type parses them: objects given as strings, names
+ * outside an enum or values outside a checker's bounds, rates a picosecond clock cannot serialize, and
+ * negative times. ns-3 would abort later, when the model is built.
+ * @return why @p value cannot be attribute @p path (checked by @p info), or "" if it can
+ */
+std::string
+ValueProblem(const std::string& path, const TypeId::AttributeInformation& info, const std::string& value)
+{
+    const std::string type = info.checker->GetValueTypeName();
+    if (type == "ns3::PointerValue" || type == "ns3::ObjectPtrContainerValue" || type == "ns3::CallbackValue")
+    {
+        return path + " is a model object, not a value: set the attributes of its own type instead";
+    }
+    if (type.find("EnumValue") != std::string::npos)
+    {
+        // an unknown name fails an NS_ASSERT inside the enum checker: match it against the names first
+        const std::string names = info.checker->GetUnderlyingTypeInformation();
+        std::stringstream in(names);
+        std::string name;
+        bool known = false;
+        while (std::getline(in, name, '|'))
+        {
+            known = known || name == value;
+        }
+        if (!known)
+        {
+            return "'" + value + "' is not a value of " + path + " (accepted: " + names + ")";
+        }
+    }
+    const Ptr<AttributeValue> parsed = info.checker->CreateValidValue(StringValue(value));
+    if (!parsed)
+    {
+        const std::string allowed = info.checker->GetUnderlyingTypeInformation();
+        return "'" + value + "' is not a valid " + type + " for " + path +
+               (allowed.empty() ? "" : " (accepted: " + allowed + ")");
+    }
+    if (const auto* rate = dynamic_cast<const DataRateValue*>(PeekPointer(parsed)))
+    {
+        const double bps = double(rate->Get().GetBitRate());
+        if (bps < 1e6 || bps > 1e15)
+        {
+            return path + " must be between 1Mbps and 1000Tbps (the models count time in picoseconds), got " +
+                   value;
+        }
+    }
+    if (const auto* time = dynamic_cast<const TimeValue*>(PeekPointer(parsed)); time && time->Get().IsNegative())
+    {
+        return path + " must not be negative, got " + value;
+    }
+    if (path == "ns3::EgressPort::VlArbitrationWeights")
+    {
+        const std::string problem = CreditArbiter::WeightsProblem(value);
+        return problem.empty() ? "" : path + ": " + problem;
+    }
+    return "";
 }
 
 /// Event at the end of a RunUntil slice: note why the simulator stopped, then stop it.
@@ -256,6 +318,10 @@ Engine::SetDefault(const std::string& path, const std::string& value)
     {
         throw std::invalid_argument("'" + value + "' is not a valid " + info.checker->GetValueTypeName() +
                                     " for " + path);
+    }
+    if (const std::string problem = ValueProblem(path, info, value); !problem.empty())
+    {
+        throw std::invalid_argument(problem);
     }
     if (!Config::SetDefaultFailSafe(path, StringValue(value)))
     {

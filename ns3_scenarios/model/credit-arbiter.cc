@@ -1,5 +1,7 @@
 #include "credit-arbiter.h"
 
+#include <regex>
+
 #include "ns3/abort.h"
 
 #include <sstream>
@@ -34,6 +36,28 @@ CreditArbiter::SetWeights(const std::string& weights)
         NS_ABORT_MSG_IF(w == 0 || w > 255, "VlArbitrationWeights entries are 1..255 (units of 64 bytes)");
         m_vlWeight[vl] = uint32_t(w);
     }
+}
+
+std::string
+CreditArbiter::WeightsProblem(const std::string& weights)
+{
+    static const std::regex item(R"(\s*[0-9]{1,3}\s*)");
+    std::stringstream in(weights);
+    std::string w;
+    uint32_t n = 0;
+    while (std::getline(in, w, ','))
+    {
+        if (!std::regex_match(w, item) || std::stoul(w) == 0 || std::stoul(w) > 255)
+        {
+            return "entry '" + w + "' is not an integer 1..255 (units of 64 bytes)";
+        }
+        ++n;
+    }
+    if (n == 0 || n > kNumPriorities)
+    {
+        return "needs 1.." + std::to_string(kNumPriorities) + " comma-separated weights, got " + std::to_string(n);
+    }
+    return "";
 }
 
 std::string

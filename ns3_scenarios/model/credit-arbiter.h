@@ -41,6 +41,12 @@ class CreditArbiter
     /// Parse comma-separated lane weights (units of 64 bytes per turn, 1..255; missing ones are 64).
     void SetWeights(const std::string& weights);
 
+    /**
+     * @brief Why @p weights cannot be VlArbitrationWeights (comma-separated integers 1..255, at most one
+     * per priority), or "" if it can; checked before the attribute is set, since SetWeights aborts.
+     */
+    static std::string WeightsProblem(const std::string& weights);
+
     /// @return the lane weights, comma-separated
     std::string GetWeights() const;
 

@@ -60,6 +60,12 @@ FabricSwitch::GetTypeId()
                           UintegerValue(84),
                           MakeUintegerAccessor(&FabricSwitch::m_pauseFrameBytes),
                           MakeUintegerChecker<uint32_t>(64, 1 << 16))
+            .AddAttribute("AllowLossyHeadroom",
+                          "Accept a HeadroomBytes below what a port has in flight when it pauses: the switch "
+                          "may then drop packets (counted in switch_drops), and the run is no longer lossless.",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&FabricSwitch::m_allowLossyHeadroom),
+                          MakeBooleanChecker())
             .AddAttribute("HeadroomBytes",
                           "PFC headroom per (ingress port, lossless priority), in bytes (0 = per port: "
                           "2 x link bandwidth-delay product + 3 maximum packets + 2 PFC frames). Must hold "
@@ -170,9 +176,16 @@ FabricSwitch::SetupSharedBuffer(uint32_t maxPacketBytes)
         // than three packets overflows when the dynamic threshold falls under a port's use (measured).
         const double bdpBytes =
             double(port->GetDataRate().GetBitRate()) * port->GetPropagationDelay().GetSeconds() / 8.0;
-        headroom[i] = m_headroomBytes ? m_headroomBytes
-                                      : uint64_t(std::ceil(2 * bdpBytes)) + 3 * uint64_t(maxPacketBytes) +
-                                            2 * m_pauseFrameBytes;
+        const uint64_t needBytes =
+            uint64_t(std::ceil(2 * bdpBytes)) + 3 * uint64_t(maxPacketBytes) + 2 * m_pauseFrameBytes;
+        if (m_headroomBytes != 0 && m_headroomBytes < needBytes && !m_allowLossyHeadroom)
+        {
+            return "FabricSwitch::HeadroomBytes " + std::to_string(m_headroomBytes) + " B is below the " +
+                   std::to_string(needBytes) + " B in flight on port " + std::to_string(i) + " of switch " +
+                   std::to_string(m_nodeId) + " (2 x BDP + 3 maximum packets + 2 PAUSE frames): raise it, set 0 "
+                   "(automatic), or set FabricSwitch::AllowLossyHeadroom=true to run lossy";
+        }
+        headroom[i] = m_headroomBytes ? m_headroomBytes : needBytes;
     }
     if (!m_mmu->Setup(headroom, maxPacketBytes))
     {

@@ -142,6 +142,7 @@ class FabricSwitch : public FabricNode
     uint32_t m_pauseQuanta{0xffff};        ///< quanta carried by XOFF frames (512 bit times each)
     uint32_t m_pauseFrameBytes{84};        ///< wire size of a PFC frame, in bytes
     uint64_t m_headroomBytes{0};           ///< PFC headroom per (port, priority), in bytes (0 = auto)
+    bool m_allowLossyHeadroom{false};      ///< accept a headroom below the bytes in flight (lossy PFC)
     std::vector<uint64_t> m_laneBlocks;    ///< credit mode: input occupancy per (port, lane), in blocks
     uint64_t m_laneCapacityBlocks{0};      ///< credit mode: input lane size, in blocks
     uint64_t m_peakLaneBlocks{0};          ///< credit mode: high-water mark of any lane, in blocks
