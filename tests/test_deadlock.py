@@ -78,9 +78,9 @@ def test_congested_incast_without_a_cycle_never_triggers(engine_ns, transport):
 
 
 def test_deadlock_summary_lists_the_cycle(engine_ns):
-    """The run summary carries the cycle as "node:port:queue" strings, and only when there is one."""
+    """The run summary carries the cycle as space-separated "node:port:queue" elements when there is one."""
     fabric, flows, out = ring_run("ib")
     tables = network_tables(fabric, out, src=flows.src, dst=flows.dst, size_bytes=flows.size_bytes,
                             start_ns=flows.start_ns)
     summary = network_summary(fabric, out, tables, queue_sample_interval_ns=1000.0)
-    assert summary["status"] == "deadlock" and summary["deadlock_cycle"] == list(out.deadlock_cycle)
+    assert summary["status"] == "deadlock" and summary["deadlock_cycle"].split() == list(out.deadlock_cycle)
