@@ -39,9 +39,6 @@ DeadlockWatchdog::GetTypeId()
     return tid;
 }
 
-DeadlockWatchdog::DeadlockWatchdog() = default;
-DeadlockWatchdog::~DeadlockWatchdog() = default;
-
 void
 DeadlockWatchdog::AddSwitch(Ptr<FabricNode> sw)
 {

@@ -54,8 +54,8 @@ class DeadlockWatchdog : public Object
     /// @return the TypeId of DeadlockWatchdog
     static TypeId GetTypeId();
 
-    DeadlockWatchdog();
-    ~DeadlockWatchdog() override;
+    DeadlockWatchdog() = default;
+    ~DeadlockWatchdog() override = default;
 
     /// Watch every egress port of switch @p sw (call for each switch, after its links exist, then Start).
     void AddSwitch(Ptr<FabricNode> sw);

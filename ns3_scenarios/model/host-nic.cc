@@ -47,16 +47,6 @@ HostNic::GetTypeId()
                           UintegerValue(64 * 1024),
                           MakeUintegerAccessor(&HostNic::SetAckIntervalBytes, &HostNic::GetAckIntervalBytes),
                           MakeUintegerChecker<uint64_t>(1))
-            .AddAttribute("RetransmitTimeout",
-                          "Go-back-N: a queue pair with unacknowledged data that has neither sent nor seen "
-                          "ACK progress for this long resends from its last acked PSN (tail loss, lost NAK). "
-                          "Default 4 ms: above the deepest lossless queueing (a 32 MB switch buffer drains in "
-                          "2.7 ms at 100 Gbps), so PFC pauses never cause a spurious timeout; near the 4.096 us "
-                          "x 2^10 of RoCE's local ACK timeout. 0 = no timer (NAKs alone). Only on links "
-                          "without credits: InfiniBand links cannot lose packets.",
-                          TimeValue(MilliSeconds(4)),
-                          MakeTimeAccessor(&HostNic::SetRetransmitTimeout, &HostNic::GetRetransmitTimeout),
-                          MakeTimeChecker(Time(0)))
             .AddAttribute("ControlPriority",
                           "Priority class of ACK and CNP packets (0..7).",
                           UintegerValue(7),
@@ -115,6 +105,16 @@ HostNic::GetTypeId()
                           PointerValue(),
                           MakePointerAccessor(&HostNic::m_dcqcnAlgo),
                           MakePointerChecker<DcqcnRateControl>())
+            .AddAttribute("RetransmitTimeout",
+                          "Go-back-N: a queue pair with unacknowledged data that has neither sent nor seen "
+                          "ACK progress for this long resends from its last acked PSN (tail loss, lost NAK). "
+                          "Default 4 ms: above the deepest lossless queueing (a 32 MB switch buffer drains in "
+                          "2.7 ms at 100 Gbps), so PFC pauses never cause a spurious timeout; near the 4.096 us "
+                          "x 2^10 of RoCE's local ACK timeout. 0 = no timer (NAKs alone). Only on links "
+                          "without credits: InfiniBand links cannot lose packets.",
+                          TimeValue(MilliSeconds(4)),
+                          MakeTimeAccessor(&HostNic::m_retransmitTimeout),
+                          MakeTimeChecker(Time(0)))
             .AddTraceSource("FlowFinish",
                             "The last payload byte of a flow arrived at this NIC (argument: flow id).",
                             MakeTraceSourceAccessor(&HostNic::m_flowFinishTrace),
@@ -151,18 +151,6 @@ Time
 HostNic::GetCnpInterval() const
 {
     return TimeStep(m_np.GetIntervalPs());
-}
-
-void
-HostNic::SetRetransmitTimeout(Time timeout)
-{
-    m_gbnTx.SetTimeoutPs(timeout.GetTimeStep());
-}
-
-Time
-HostNic::GetRetransmitTimeout() const
-{
-    return TimeStep(m_gbnTx.GetTimeoutPs());
 }
 
 void
@@ -277,6 +265,7 @@ HostNic::StartFlow(uint64_t flowId)
     m_active.push_back(static_cast<uint32_t>(m_qps.size()));
     m_qps.push_back(qp);
     ++m_activeAtPrio[m_flows->priority[flowId]];
+    m_gbnTx.SetTimeoutPs(m_retransmitTimeout.GetTimeStep());
     m_rtoOn = m_gbnTx.GetTimeoutPs() > 0 && m_ports[0]->GetFlowControl() != EgressPort::FlowControl::CREDIT;
     m_ports[0]->Wake();
 }

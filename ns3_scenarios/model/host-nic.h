@@ -226,8 +226,6 @@ class HostNic : public FabricNode, public PacketSource
     /// Attribute accessors that forward to the notification point, the ACK coalescer and IbCcControl.
     void SetCnpInterval(Time interval);
     Time GetCnpInterval() const;
-    void SetRetransmitTimeout(Time timeout);
-    Time GetRetransmitTimeout() const;
     void SetAckIntervalBytes(uint64_t bytes);
     uint64_t GetAckIntervalBytes() const;
     void SetCctiIncrease(uint32_t increase);
@@ -274,6 +272,7 @@ class HostNic : public FabricNode, public PacketSource
     GoBackNReceiver m_gbnRx;     ///< receiver: in-order delivery, NAKs
     GoBackNSender m_gbnTx;       ///< sender: ACK/NAK reactions, retransmission timeout
     bool m_rtoOn{false};         ///< the retransmission timer runs (a timeout is set, the link has no credits)
+    Time m_retransmitTimeout;    ///< RetransmitTimeout attribute (given to m_gbnTx when a flow starts)
 
     uint32_t m_mtuBytes{cosim::kDefaultMtuBytes}; ///< payload bytes per full packet
     uint32_t m_headerBytes{0};     ///< per-packet header + framing bytes
