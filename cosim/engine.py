@@ -148,7 +148,7 @@ class SimulationOutput:
     stalls: dict[str, np.ndarray]  # credit-stall changes (IB): time_ns, node, port, vl, stalled (1 began, 0 ended)
     counters: dict[str, int]  # fabric-wide counters (ecn_marks, cnps_sent, switch_drops, ...)
     sim_time_ns: float  # simulated clock at the end
-    status: str  # "complete", "time-limit", "stalled" or "flow-control-error" (credit overrun: a bug)
+    status: str  # "complete", "time-limit", "stalled", "deadlock" or "flow-control-error" (credit overrun: a bug)
     events: int  # simulator events executed
     packet_hops: int  # packets serialized on any link (ACKs, CNPs, PFC and credit packets included)
     data_packet_hops: int  # data packets serialized on any link
@@ -159,17 +159,22 @@ class SimulationOutput:
     header_bytes: int  # wire overhead per data packet in effect (HostNic::HeaderBytes)
     snapshot_ns: np.ndarray  # float64 [n_snapshots], times at which delivered bytes were recorded
     delivered_at_bytes: np.ndarray  # int64 [n_snapshots, n_flows], payload delivered by each snapshot
+    #: status "deadlock": the wait-for cycle the watchdog found, as "node:port:queue" (queue: PFC priority or
+    #: IB virtual lane), each switch egress queue waiting for the next and the last for the first
+    deadlock_cycle: tuple[str, ...] = ()
 
 
 ProgressFn = Callable[[float, int, int], None]
 """Called as progress(sim_time_ns, flows_done, flows_total) between simulation slices."""
 
-_STATUS = {0: "time-limit", 1: "complete", 2: "stalled"}
+_STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock"}
 #: Engine RunStatus codes by their C++ names
-_RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS"}
+_RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS", 3: "DEADLOCK"}
 COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_frames_sent",
             "peak_headroom_used_bytes", "min_headroom_bytes", "acks", "credit_violations", "peak_lane_bytes",
-            "credit_packets_sent")
+            "credit_packets_sent", "retransmitted_packets", "naks_sent", "timeouts")
+#: go-back-N loss-recovery counters: zero on a lossless fabric, so summaries carry them only when non-zero
+LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "naks_sent", "timeouts")
 
 
 def simulate(
@@ -415,6 +420,10 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
     engine.GetLatencyHistogram(hist)
     low_ns = np.array([engine.LatencyBucketLowPs(b) for b in range(nb)]) / 1e3
     counters = {name: int(engine.GetCounter(name)) for name in COUNTERS}
+    c = int(engine.DeadlockCycleLength())
+    cycle = [np.empty(c, np.int32) for _ in range(3)]
+    if c:
+        engine.GetDeadlockCycle(*cycle)
     return SimulationOutput(
         finish_ns=finish_ns,
         delivered_bytes=delivered,
@@ -446,4 +455,5 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         header_bytes=int(str(engine.GetDefault("ns3::HostNic::HeaderBytes"))),
         snapshot_ns=np.empty(0),
         delivered_at_bytes=np.empty((0, n_flows), np.int64),
+        deadlock_cycle=tuple(f"{n}:{p}:{q}" for n, p, q in zip(*(a.tolist() for a in cycle))),
     )

@@ -87,9 +87,11 @@ def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]],
 
     ports = tables["ports"]
     summary = summarize(tables["flows"], tables["queues"], ports, sim_time_ns=out.sim_time_ns)
-    summary |= {k: v for k, v in out.counters.items()}
+    summary |= {k: v for k, v in out.counters.items() if v or k not in engine.LOSS_RECOVERY_COUNTERS}
     # drops anywhere: egress tail drops (per port) and shared-buffer drops at switch ingress
     summary["drops"] += int(out.counters.get("switch_drops", 0))
+    if out.deadlock_cycle:
+        summary["deadlock_cycle"] = " ".join(out.deadlock_cycle)  # a scalar, like every summary value
     summary["pfc_paused_ns"] = float(np.asarray(ports["paused_ps"]).sum() / 1e3)
     summary["pause_events"] = int(np.asarray(out.pause_paused).sum())
     summary["credit_stall_ns"] = float(np.asarray(ports["credit_stall_ps"]).sum() / 1e3)

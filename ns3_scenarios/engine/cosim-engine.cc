@@ -4,6 +4,7 @@
 #include "../helper/picosecond-resolution.h"
 #include "../model/credit-arbiter.h"
 #include "../model/dag-executor.h"
+#include "../model/deadlock-watchdog.h"
 #include "../model/egress-queue-sampler.h"
 
 #include "ns3/config.h"
@@ -156,6 +157,7 @@ struct Engine::Impl
     FabricBuilder builder{&pool, &flows};
     Ptr<EgressQueueSampler> sampler;
     Ptr<DagExecutor> dag;              ///< co-simulation graph, if one was loaded
+    Ptr<DeadlockWatchdog> watchdog;    ///< flow-control deadlock detection (BuildFabric)
     std::vector<int32_t> dagSrc;       ///< FLOW op -> source host node
     std::vector<int32_t> dagDst;       ///< FLOW op -> destination host node
     std::vector<uint8_t> dagPrio;      ///< FLOW op -> priority
@@ -264,6 +266,10 @@ Engine::~Engine()
     {
         m_impl->sampler->Dispose();
     }
+    if (m_impl->watchdog)
+    {
+        m_impl->watchdog->Dispose();
+    }
     m_impl->builder.Dispose();
     for (auto it = m_impl->overridden.rbegin(); it != m_impl->overridden.rend(); ++it)
     {
@@ -293,6 +299,7 @@ Engine::SharedCodes()
     line("run_status.TIME_REACHED", long(RunStatus::TIME_REACHED));
     line("run_status.ALL_FLOWS_DONE", long(RunStatus::ALL_FLOWS_DONE));
     line("run_status.NO_EVENTS", long(RunStatus::NO_EVENTS));
+    line("run_status.DEADLOCK", long(RunStatus::DEADLOCK));
     for (uint32_t c = 0; c < kNumCounters; ++c)
     {
         line(std::string("counter.") + kCounterNames[c], long(c));
@@ -391,6 +398,15 @@ Engine::BuildFabric(const uint8_t* kind,
         port->TraceConnectWithoutContext("CreditStall",
                                          MakeBoundCallback(&Impl::RecordStall, m_impl.get(), id, p));
     });
+    m_impl->watchdog = CreateObject<DeadlockWatchdog>();
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        if (m_impl->builder.GetSwitch(id))
+        {
+            m_impl->watchdog->AddSwitch(m_impl->builder.GetNode(id));
+        }
+    }
+    m_impl->watchdog->Start();
     m_impl->built = true;
 }
 
@@ -532,6 +548,11 @@ Engine::GetFlowStartPs(int64_t* out) const
 int
 Engine::RunUntil(int64_t stopPs)
 {
+    const auto deadlocked = [this] { return m_impl->watchdog && m_impl->watchdog->Deadlocked(); };
+    if (deadlocked())
+    {
+        return static_cast<int>(RunStatus::DEADLOCK);
+    }
     if (m_impl->AllDone())
     {
         return static_cast<int>(RunStatus::ALL_FLOWS_DONE);
@@ -546,6 +567,10 @@ Engine::RunUntil(int64_t stopPs)
     Simulator::Run();
     Simulator::Cancel(stop);
     m_impl->sliceStops += limitReached ? 1 : 0;
+    if (deadlocked())
+    {
+        return static_cast<int>(RunStatus::DEADLOCK);
+    }
     if (m_impl->AllDone())
     {
         return static_cast<int>(RunStatus::ALL_FLOWS_DONE);
@@ -799,6 +824,12 @@ ReaderOf(Counter c)
     case Counter::CREDIT_PACKETS_SENT:
         return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetCreditPacketsSent()); }, false,
                 [](const HostNic& n) { return int64_t(n.GetCreditPacketsSent()); }, C::SUM};
+    case Counter::RETRANSMITTED_PACKETS:
+        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetRetransmittedPackets()); }, C::SUM};
+    case Counter::NAKS_SENT:
+        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetNaksSent()); }, C::SUM};
+    case Counter::TIMEOUTS:
+        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetTimeouts()); }, C::SUM};
     }
     throw std::invalid_argument("unknown counter code " + std::to_string(int(c)));
 }
@@ -851,8 +882,35 @@ Engine::GetCounter(const std::string& name) const
 uint64_t
 Engine::EventsExecuted() const
 {
-    // How a run is cut into slices (for progress reports) must not change its results, counters included.
-    return Simulator::GetEventCount() - m_impl->sliceStops;
+    // How a run is cut into slices (for progress reports) must not change its results, counters included;
+    // nor do the checks of the deadlock watchdog and the retransmission timers that found nothing to do.
+    uint64_t bookkeeping = m_impl->sliceStops + (m_impl->watchdog ? m_impl->watchdog->GetChecks() : 0);
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        if (Ptr<HostNic> nic = m_impl->builder.GetHost(id))
+        {
+            bookkeeping += nic->GetIdleTimerEvents();
+        }
+    }
+    return Simulator::GetEventCount() - bookkeeping;
+}
+
+uint64_t
+Engine::DeadlockCycleLength() const
+{
+    return m_impl->watchdog ? m_impl->watchdog->GetCycle().size() : 0;
+}
+
+void
+Engine::GetDeadlockCycle(int32_t* node, int32_t* port, int32_t* queue) const
+{
+    uint64_t k = 0;
+    for (const DeadlockWatchdog::Element& e : m_impl->watchdog->GetCycle())
+    {
+        node[k] = int32_t(e.node);
+        port[k] = int32_t(e.port);
+        queue[k++] = e.queue;
+    }
 }
 
 uint64_t

@@ -219,7 +219,19 @@ class Engine
     int64_t GetCounter(const std::string& name) const;
 
     /// @return simulator events executed so far
-    uint64_t EventsExecuted() const; // model events only: RunUntil's slice limits are not counted
+    uint64_t EventsExecuted() const; // model events only: slice limits and idle timer checks are not counted
+
+    /// @return elements of the deadlock cycle the watchdog found (0: none; the run status is DEADLOCK otherwise)
+    uint64_t DeadlockCycleLength() const;
+
+    /**
+     * @brief Copy the deadlock cycle to arrays of DeadlockCycleLength(): each switch egress queue waits
+     * for the next (the last for the first).
+     * @param node switch node id
+     * @param port egress port number at that switch
+     * @param queue priority (PFC) or virtual lane (credits)
+     */
+    void GetDeadlockCycle(int32_t* node, int32_t* port, int32_t* queue) const;
 
     /// @return packets serialized on any link so far (packet-hops), control packets included
     uint64_t PacketHops() const;

@@ -47,6 +47,7 @@ enum class RunStatus : int
     TIME_REACHED = 0,   ///< the simulated clock reached the requested time; flows remain
     ALL_FLOWS_DONE = 1, ///< every flow has delivered its last byte (with a DAG: every op finished)
     NO_EVENTS = 2,      ///< nothing left to simulate yet flows remain (a stalled or lossy fabric)
+    DEADLOCK = 3,       ///< the DeadlockWatchdog found a cycle of ports waiting on each other (Engine::GetDeadlockCycle)
 };
 
 /// The fabric-wide counters Engine::GetCounter reads; the value indexes kCounterNames.
@@ -63,10 +64,13 @@ enum class Counter : uint8_t
     CREDIT_VIOLATIONS = 8,        ///< arrivals beyond an input lane's advertised buffer (a bug if not 0)
     PEAK_LANE_BYTES = 9,          ///< largest input-lane occupancy of any switch (credit mode), in bytes
     CREDIT_PACKETS_SENT = 10,     ///< IB credit-update packets sent by switches and NICs
+    RETRANSMITTED_PACKETS = 11,   ///< data packets senders resent after a go-back-N rewind (NAK or timeout)
+    NAKS_SENT = 12,               ///< go-back-N NAKs (PSN sequence errors) sent by receivers
+    TIMEOUTS = 13,                ///< retransmission timeouts of senders
 };
 
 /// Number of Counter values.
-constexpr uint32_t kNumCounters = 11;
+constexpr uint32_t kNumCounters = 14;
 
 /// Name of each Counter, as GetCounter accepts it and Python stores it, indexed by the Counter value.
 inline constexpr const char* kCounterNames[kNumCounters] = {
@@ -81,6 +85,9 @@ inline constexpr const char* kCounterNames[kNumCounters] = {
     "credit_violations",
     "peak_lane_bytes",
     "credit_packets_sent",
+    "retransmitted_packets",
+    "naks_sent",
+    "timeouts",
 };
 
 } // namespace cosim

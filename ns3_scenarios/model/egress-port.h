@@ -229,6 +229,18 @@ class EgressPort : public Object
         return m_peer;
     }
 
+    /// @return the port number at the peer that packets from this port arrive on (their input port there)
+    uint32_t GetPeerPort() const
+    {
+        return m_peerPort;
+    }
+
+    /// @return queue @p q (a priority or, with credits, a virtual lane), read-only for inspection
+    const PacketFifo& GetQueue(uint8_t q) const
+    {
+        return m_queues[q];
+    }
+
   protected:
     void DoDispose() override;
 

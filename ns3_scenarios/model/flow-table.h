@@ -28,7 +28,7 @@ struct FlowTable
     std::vector<uint64_t> sizeBytes;   ///< payload to deliver, in bytes
     std::vector<int64_t> startPs;      ///< time the sender may start, in ps
     std::vector<int64_t> finishPs;     ///< time the last payload byte reached dst, in ps (-1 until then)
-    std::vector<uint64_t> sentBytes;   ///< payload put on the wire by the sender, in bytes
+    std::vector<uint64_t> sentBytes;   ///< next payload byte the sender puts on the wire (go-back-N rewinds it), in bytes
     std::vector<uint64_t> rcvdBytes;   ///< payload delivered to the receiver, in bytes
     std::vector<uint8_t> priority;     ///< priority class of the flow's data packets
     uint64_t completed{0};             ///< flows whose last byte arrived

@@ -105,6 +105,16 @@ HostNic::GetTypeId()
                           PointerValue(),
                           MakePointerAccessor(&HostNic::m_dcqcnAlgo),
                           MakePointerChecker<DcqcnRateControl>())
+            .AddAttribute("RetransmitTimeout",
+                          "Go-back-N: a queue pair with unacknowledged data that has neither sent nor seen "
+                          "ACK progress for this long resends from its last acked PSN (tail loss, lost NAK). "
+                          "Default 4 ms: above the deepest lossless queueing (a 32 MB switch buffer drains in "
+                          "2.7 ms at 100 Gbps), so PFC pauses never cause a spurious timeout; near the 4.096 us "
+                          "x 2^10 of RoCE's local ACK timeout. 0 = no timer (NAKs alone). Only on links "
+                          "without credits: InfiniBand links cannot lose packets.",
+                          TimeValue(MilliSeconds(4)),
+                          MakeTimeAccessor(&HostNic::m_retransmitTimeout),
+                          MakeTimeChecker(Time(0)))
             .AddTraceSource("FlowFinish",
                             "The last payload byte of a flow arrived at this NIC (argument: flow id).",
                             MakeTraceSourceAccessor(&HostNic::m_flowFinishTrace),
@@ -255,6 +265,8 @@ HostNic::StartFlow(uint64_t flowId)
     m_active.push_back(static_cast<uint32_t>(m_qps.size()));
     m_qps.push_back(qp);
     ++m_activeAtPrio[m_flows->priority[flowId]];
+    m_gbnTx.SetTimeoutPs(m_retransmitTimeout.GetTimeStep());
+    m_rtoOn = m_gbnTx.GetTimeoutPs() > 0 && m_ports[0]->GetFlowControl() != EgressPort::FlowControl::CREDIT;
     m_ports[0]->Wake();
 }
 
@@ -283,6 +295,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
         }
         FabricPacket* p = MakeDataPacket(qp.flowId);
         ChargeRate(qp, *p, nowPs);
+        NoteSent(qp, *p, nowPs);
         Advance(qp, idx, *p);
         return p;
     }
@@ -327,6 +340,13 @@ HostNic::ChargeRate(QueuePair& qp, const FabricPacket& p, int64_t nowPs)
 }
 
 void
+HostNic::NoteSent(QueuePair& qp, const FabricPacket& p, int64_t nowPs)
+{
+    m_retransmittedPackets += p.seqBytes < qp.gbn.resendBelowBytes;
+    qp.gbn.lastActivityPs = nowPs;
+}
+
+void
 HostNic::Advance(QueuePair& qp, std::size_t idx, const FabricPacket& p)
 {
     m_flows->sentBytes[qp.flowId] += p.payloadBytes;
@@ -340,6 +360,12 @@ HostNic::Advance(QueuePair& qp, std::size_t idx, const FabricPacket& p)
     qp.increaseTimer.Cancel();
     qp.alphaTimer.Cancel();
     --m_activeAtPrio[p.priority];
+    // A QP that still sends cannot time out (sending restarts the timeout), so the retransmission timer
+    // starts only now, keeping the event queue short while flows run.
+    if (m_rtoOn && !qp.gbn.timerPending)
+    {
+        ArmRetransmitTimer(m_active[idx], m_gbnTx.GetTimeoutPs());
+    }
     // Swap-remove; the QP swapped in is served next.
     m_active[idx] = m_active.back();
     m_active.pop_back();
@@ -378,7 +404,7 @@ HostNic::PaceWake()
 }
 
 void
-HostNic::SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seqBytes)
+HostNic::SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seqBytes, uint32_t aux)
 {
     FabricPacket* c = m_pool->Allocate();
     c->kind = kind;
@@ -386,6 +412,7 @@ HostNic::SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seq
     c->src = m_nodeId;
     c->dst = to;
     c->seqBytes = seqBytes;
+    c->aux = aux;
     c->wireBytes = m_ackBytes;
     c->priority = m_controlPriority;
     m_ports[0]->Enqueue(c);
@@ -443,11 +470,18 @@ HostNic::OnData(const FabricPacket& p)
 {
     const uint64_t flowId = p.flowId;
     const int64_t nowPs = Simulator::Now().GetTimeStep();
-    ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
     if (p.ecnMarked)
     {
-        OnMarked(p, nowPs);
+        OnMarked(p, nowPs); // congestion is signalled whether or not the packet is delivered
     }
+    const uint64_t expected = m_flows->rcvdBytes[flowId];
+    const GoBackNReceiver::Verdict verdict = m_gbnRx.OnData(flowId, p.seqBytes, expected);
+    if (verdict != GoBackNReceiver::Verdict::DELIVER)
+    {
+        OnOutOfOrder(p, verdict, expected);
+        return;
+    }
+    ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
     const uint64_t rcvd = (m_flows->rcvdBytes[flowId] += p.payloadBytes);
     NS_ASSERT_MSG(rcvd <= m_flows->sizeBytes[flowId], "flow " << flowId << " received more than its size");
     const bool last = rcvd == m_flows->sizeBytes[flowId];
@@ -459,6 +493,25 @@ HostNic::OnData(const FabricPacket& p)
     {
         m_np.Forget(flowId);
         FinishFlow(flowId);
+    }
+}
+
+void
+HostNic::OnOutOfOrder(const FabricPacket& p, GoBackNReceiver::Verdict verdict, uint64_t expectedBytes)
+{
+    switch (verdict)
+    {
+    case GoBackNReceiver::Verdict::DUPLICATE:
+        // The sender went back past what arrived (a timeout after lost ACKs): tell it where we are.
+        SendControl(PacketKind::ACK, p.flowId, p.src, expectedBytes);
+        return;
+    case GoBackNReceiver::Verdict::NAK:
+        ++m_naksSent;
+        SendControl(PacketKind::ACK, p.flowId, p.src, expectedBytes, uint32_t(AckSyndrome::NAK));
+        return;
+    case GoBackNReceiver::Verdict::DROP:
+    case GoBackNReceiver::Verdict::DELIVER:
+        return;
     }
 }
 
@@ -475,9 +528,91 @@ HostNic::OnMarked(const FabricPacket& p, int64_t nowPs)
 }
 
 void
-HostNic::OnAck(const FabricPacket& /*p*/)
+HostNic::OnAck(const FabricPacket& p)
 {
     ++m_acksReceived;
+    const bool nak = p.aux == uint32_t(AckSyndrome::NAK);
+    if (!nak && !m_rtoOn)
+    {
+        return; // only the retransmission timer needs to know what was acknowledged
+    }
+    auto it = m_qpOf.find(p.flowId);
+    if (it == m_qpOf.end())
+    {
+        return;
+    }
+    GoBackNState& gbn = m_qps[it->second].gbn;
+    const bool stale = p.seqBytes < gbn.ackedBytes; // overtaken by later ACKs: its gap was filled long ago
+    GoBackNSender::OnAck(gbn, p.seqBytes, Simulator::Now().GetTimeStep());
+    if (gbn.timerPending && gbn.ackedBytes >= m_flows->sizeBytes[p.flowId])
+    {
+        // Every byte is acknowledged: take the timer out of the event queue rather than let it fire.
+        Simulator::Remove(m_qps[it->second].rtoEvent);
+        gbn.timerPending = false;
+    }
+    if (nak && !stale)
+    {
+        OnNak(it->second, p.seqBytes);
+    }
+}
+
+void
+HostNic::OnNak(uint32_t qpIndex, uint64_t seqBytes)
+{
+    Rewind(qpIndex, seqBytes);
+}
+
+void
+HostNic::Rewind(uint32_t qpIndex, uint64_t toBytes)
+{
+    QueuePair& qp = m_qps[qpIndex];
+    uint64_t& sent = m_flows->sentBytes[qp.flowId];
+    if (!GoBackNSender::Rewind(qp.gbn, toBytes, sent))
+    {
+        return; // a stale NAK: the sender already went back at least that far
+    }
+    sent = toBytes;
+    if (qp.done)
+    {
+        qp.done = false;
+        m_active.push_back(qpIndex);
+        ++m_activeAtPrio[m_flows->priority[qp.flowId]];
+    }
+    m_ports[0]->Wake();
+}
+
+void
+HostNic::ArmRetransmitTimer(uint32_t qpIndex, int64_t delayPs)
+{
+    NS_ASSERT_MSG(!m_qps[qpIndex].gbn.timerPending, "QP " << qpIndex << " already has a retransmission timer");
+    m_qps[qpIndex].gbn.timerPending = true;
+    m_qps[qpIndex].rtoEvent = Simulator::Schedule(TimeStep(delayPs), &HostNic::RetransmitTimer, this, qpIndex);
+}
+
+void
+HostNic::RetransmitTimer(uint32_t qpIndex)
+{
+    QueuePair& qp = m_qps[qpIndex];
+    qp.gbn.timerPending = false;
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const uint64_t flowId = qp.flowId;
+    int64_t deadlinePs = 0;
+    switch (m_gbnTx.OnTimer(qp.gbn, m_flows->sentBytes[flowId], m_flows->sizeBytes[flowId], nowPs, &deadlinePs))
+    {
+    case GoBackNSender::TimerVerdict::IDLE:
+        ++m_idleTimerEvents;
+        return;
+    case GoBackNSender::TimerVerdict::REARM:
+        ++m_idleTimerEvents;
+        ArmRetransmitTimer(qpIndex, deadlinePs - nowPs);
+        return;
+    case GoBackNSender::TimerVerdict::TIMEOUT:
+        ++m_timeouts;
+        qp.gbn.lastActivityPs = nowPs;
+        ArmRetransmitTimer(qpIndex, m_gbnTx.GetTimeoutPs()); // first: the rewind may send at once
+        Rewind(qpIndex, qp.gbn.ackedBytes);
+        return;
+    }
 }
 
 void

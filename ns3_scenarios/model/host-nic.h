@@ -3,8 +3,8 @@
  * @ingroup cosim
  * A host's RDMA NIC: one queue pair per flow with a rate limiter, served round-robin to its port. The
  * mechanisms it combines live in their own classes: DCQCN's reaction point (DcqcnRateControl) and
- * notification point (DcqcnNotificationPoint), InfiniBand congestion control (IbCcControl) and ACK
- * coalescing (AckCoalescer).
+ * notification point (DcqcnNotificationPoint), InfiniBand congestion control (IbCcControl), ACK
+ * coalescing (AckCoalescer) and go-back-N loss recovery (GoBackNSender, GoBackNReceiver).
  */
 #ifndef COSIM_HOST_NIC_H
 #define COSIM_HOST_NIC_H
@@ -15,6 +15,8 @@
 #include "egress-port.h"
 #include "fabric-node.h"
 #include "flow-table.h"
+#include "go-back-n-receiver.h"
+#include "go-back-n-sender.h"
 #include "ib-cc-control.h"
 
 #include "ns3/event-id.h"
@@ -56,7 +58,12 @@ LatencyBucket(uint64_t ps)
  * rate. The receiver acknowledges every AckIntervalBytes (and the last byte) and, with DCQCN, sends at
  * most one CNP per flow per CnpInterval when ECN-marked packets arrive; with IB congestion control it
  * answers every FECN-marked packet with a BECN (carried as a CNP packet). A flow completes when its last
- * payload byte reaches the destination NIC.
+ * payload byte reaches the destination NIC in order.
+ *
+ * Loss recovery is go-back-N, as RoCE NICs do it: the receiver delivers only the expected PSN, drops
+ * anything else and NAKs the first packet after a gap; the sender rewinds to the NAK'ed PSN, and on
+ * links without credits (a lossy Ethernet priority) resends from the last acked PSN after
+ * RetransmitTimeout without sending or ACK progress. Lossless runs never take these paths.
  */
 class HostNic : public FabricNode, public PacketSource
 {
@@ -119,6 +126,30 @@ class HostNic : public FabricNode, public PacketSource
         return m_acksReceived;
     }
 
+    /// @return data packets sent again after a go-back-N rewind (NAK or timeout)
+    uint64_t GetRetransmittedPackets() const
+    {
+        return m_retransmittedPackets;
+    }
+
+    /// @return NAKs this NIC sent (as a receiver)
+    uint64_t GetNaksSent() const
+    {
+        return m_naksSent;
+    }
+
+    /// @return retransmission timeouts that made a QP go back to its last acked PSN
+    uint64_t GetTimeouts() const
+    {
+        return m_timeouts;
+    }
+
+    /// @return retransmission-timer events that found nothing to resend (bookkeeping, not model events)
+    uint64_t GetIdleTimerEvents() const
+    {
+        return m_idleTimerEvents;
+    }
+
     /// @return current DCQCN rate of the QP of flow @p flowId, in bit/s (line rate if unknown)
     double GetFlowRateBps(uint64_t flowId) const;
 
@@ -136,12 +167,26 @@ class HostNic : public FabricNode, public PacketSource
         EventId increaseTimer; ///< DCQCN rate-increase timer
         EventId alphaTimer;    ///< DCQCN alpha-update timer
         IbCcState ibCc;        ///< IB congestion-control state
+        GoBackNState gbn;      ///< go-back-N loss-recovery state
+        EventId rtoEvent;      ///< go-back-N retransmission timer (while gbn.timerPending)
     };
 
     /// Receive handlers, one per packet kind the NIC consumes (Receive dispatches).
     void OnData(const FabricPacket& p);
     void OnAck(const FabricPacket& p);
     void OnCnp(const FabricPacket& p);
+    /// Receiver: @p p is not the expected PSN @p expectedBytes of its flow (@p verdict): drop it, NAK or re-ACK.
+    void OnOutOfOrder(const FabricPacket& p, GoBackNReceiver::Verdict verdict, uint64_t expectedBytes);
+    /// Sender: a NAK for @p seqBytes arrived for QP @p qp: go back to it.
+    void OnNak(uint32_t qp, uint64_t seqBytes);
+    /// Sender: resume QP @p qp at payload offset @p toBytes (go-back-N), re-activating it if it was done.
+    void Rewind(uint32_t qp, uint64_t toBytes);
+    /// Sender: the retransmission timer of QP @p qp fired.
+    void RetransmitTimer(uint32_t qp);
+    /// Sender: schedule the retransmission timer of QP @p qp in @p delayPs (ps).
+    void ArmRetransmitTimer(uint32_t qp, int64_t delayPs);
+    /// Sender: QP @p qp sends @p p at @p nowPs: count a retransmission, restart its timeout.
+    void NoteSent(QueuePair& qp, const FabricPacket& p, int64_t nowPs);
     /// A BECN (IB congestion control) arrived for QP @p qp: step up its congestion-control table.
     void OnBecn(uint32_t qp);
     /// DCQCN reaction point: a CNP arrived for QP @p qp: cut its rate and restart its timers.
@@ -168,8 +213,8 @@ class HostNic : public FabricNode, public PacketSource
     void StartFlow(uint64_t flowId);
     /// Record the completion of @p flowId at the receiver.
     void FinishFlow(uint64_t flowId);
-    /// Send a control packet (ACK or CNP) of flow @p flowId back to @p to.
-    void SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seqBytes);
+    /// Send a control packet (ACK, NAK or CNP) of flow @p flowId back to @p to (@p aux: the AckSyndrome).
+    void SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seqBytes, uint32_t aux = 0);
     /// DCQCN timers of QP @p qp.
     void IncreaseTimer(uint32_t qp);
     void AlphaTimer(uint32_t qp);
@@ -224,6 +269,10 @@ class HostNic : public FabricNode, public PacketSource
 
     DcqcnNotificationPoint m_np; ///< receiver: CNP pacing per flow (DCQCN)
     AckCoalescer m_acks;         ///< receiver: when to acknowledge
+    GoBackNReceiver m_gbnRx;     ///< receiver: in-order delivery, NAKs
+    GoBackNSender m_gbnTx;       ///< sender: ACK/NAK reactions, retransmission timeout
+    bool m_rtoOn{false};         ///< the retransmission timer runs (a timeout is set, the link has no credits)
+    Time m_retransmitTimeout;    ///< RetransmitTimeout attribute (given to m_gbnTx when a flow starts)
 
     uint32_t m_mtuBytes{cosim::kDefaultMtuBytes}; ///< payload bytes per full packet
     uint32_t m_headerBytes{0};     ///< per-packet header + framing bytes
@@ -240,6 +289,10 @@ class HostNic : public FabricNode, public PacketSource
     uint64_t m_cnpsReceived{0};  ///< CNPs received
     uint64_t m_ecnReceived{0};   ///< marked data packets received
     uint64_t m_acksReceived{0};  ///< ACKs received
+    uint64_t m_retransmittedPackets{0}; ///< data packets resent after a rewind
+    uint64_t m_naksSent{0};             ///< NAKs sent
+    uint64_t m_timeouts{0};             ///< retransmission timeouts
+    uint64_t m_idleTimerEvents{0};      ///< retransmission-timer firings that resent nothing
     TracedCallback<uint64_t> m_flowFinishTrace; ///< flow id whose last byte arrived here
     TracedCallback<uint64_t, double> m_rateTrace; ///< (flow id, new rate in bit/s) on DCQCN changes
 };
