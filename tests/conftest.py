@@ -50,3 +50,15 @@ def help_output_loading_nothing_heavy(argvs, heavy=("cppyy", "numpy", "h5py")) -
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+@pytest.fixture(scope="module")
+def valid_results(tmp_path_factory, engine_ns):
+    """A real two-run (roce, ib) flow results file, for tests that damage or read one."""
+    from cosim.cli import main
+
+    path = tmp_path_factory.mktemp("valid") / "valid.h5"
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--hosts", "4", "--flow-bytes", "16KiB", "--transport", "both", "-q", "-o", str(path)])
+    assert exc.value.code == 0
+    return path

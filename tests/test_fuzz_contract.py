@@ -3,7 +3,6 @@ exit 0/1, or 2 with one ``Error:`` line, never a traceback, an abort or a half-w
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from fuzz_contract import (TRACE, check_contract, cli_args, damage_results, damage_trace, run_cosim,
@@ -11,19 +10,6 @@ from fuzz_contract import (TRACE, check_contract, cli_args, damage_results, dama
 
 FEW = settings(max_examples=12, deadline=None, derandomize=True, phases=(Phase.explicit, Phase.generate),
                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-
-@pytest.fixture(scope="module")
-def small_results(tmp_path_factory, engine_ns):
-    """A valid two-run results file to damage."""
-    path = tmp_path_factory.mktemp("fuzz") / "valid.h5"
-
-    from cosim.cli import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(["run", "--hosts", "4", "--flow-bytes", "64KiB", "--transport", "both", "-q", "-o", str(path)])
-    assert exc.value.code == 0
-    return path
 
 
 @FEW
@@ -51,12 +37,12 @@ def test_damaged_trace_keeps_the_contract(damage, tmp_path_factory):
 
 @FEW
 @given(damage=trace_damage())
-def test_damaged_results_keep_the_contract(damage, small_results, tmp_path_factory):
+def test_damaged_results_keep_the_contract(damage, valid_results, tmp_path_factory):
     """inspect, compare and merge of a results file with one dataset or attribute damaged keep the contract,
     and merge writes nothing from damaged input."""
     folder = tmp_path_factory.mktemp("results")
     bad = folder / "bad.h5"
     _, kind, index, value = damage
-    damage_results(small_results, bad, "", kind, index, value)
+    damage_results(valid_results, bad, "", kind, index, value)
     for verb in (["inspect", str(bad)], ["compare", str(bad)], ["merge", str(folder), "-o", str(folder / "m.h5")]):
         check_contract(run_cosim(verb, cwd=folder), folder / "m.h5" if verb[0] == "merge" else None)

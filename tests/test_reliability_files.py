@@ -22,18 +22,6 @@ TRACE = REPO / "traces" / "llama2-7b-2l_tp2-pp2-dp2.h5"
 FIX = "(the file is damaged; rerun or restore it)"
 
 
-@pytest.fixture(scope="module")
-def valid_results(tmp_path_factory, engine_ns):
-    """A real two-run (roce, ib) flow results file to damage."""
-    path = tmp_path_factory.mktemp("valid") / "valid.h5"
-    from cosim.cli import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(["run", "--hosts", "4", "--flow-bytes", "16KiB", "--transport", "both", "-q", "-o", str(path)])
-    assert exc.value.code == 0
-    return path
-
-
 def _replace(h5, name, data):
     del h5[name]
     h5[name] = data
