@@ -124,6 +124,9 @@ def test_full_device_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatc
     import cosim.results.store as store
 
     with _tmpfs(tmp_path / "small", f"size={size}") as folder:
+        rescue = tmp_path / "rescue"
+        rescue.mkdir()
+        monkeypatch.setenv(store.RESCUE_DIR_ENV, str(rescue))
         if not precheck:
             monkeypatch.setattr(store, "check_space", lambda path, need: None)
         out = folder / "r.h5"
@@ -133,14 +136,24 @@ def test_full_device_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatc
         assert str(out) in err if not precheck else "--output" in err
         assert " B " in err or err.rstrip().endswith(")")
         if not precheck:
-            assert "B needed" in err and "B free" in err and "nothing was written" in err
+            assert "B needed" in err and "B free" in err
+            _assert_rescued(rescue, err, n_runs=2)
         _no_leftovers(folder)
         assert time.monotonic() - t0 < 30
 
 
+def _assert_rescued(rescue: Path, err: str, *, n_runs: int) -> None:
+    """The finished simulation was not lost: the one error line names a complete results file elsewhere."""
+    from cosim import results
+
+    (saved,) = rescue.iterdir()
+    assert f"saved to {saved} instead" in err and f"mv {saved}" in err
+    assert len(results.read_results(saved)) == n_runs
+
+
 @pytest.mark.parametrize("precheck,needle", [
     (True, "read-only file system"),  # found by the probe before simulating
-    (False, "read-only file system; nothing was written"),  # found when the write starts
+    (False, "read-only file system; the finished results were saved to"),  # found when the write starts
 ])
 def test_read_only_device_is_one_line(tmp_path, capsys, monkeypatch, engine_ns, precheck, needle):
     """A read-only mount is found also for root (os.access does not see it for root on every system; a
@@ -148,11 +161,16 @@ def test_read_only_device_is_one_line(tmp_path, capsys, monkeypatch, engine_ns, 
     import cosim.results.store as store
 
     with _tmpfs(tmp_path / "ro", "ro,size=1m") as folder:
+        rescue = tmp_path / "rescue"
+        rescue.mkdir()
+        monkeypatch.setenv(store.RESCUE_DIR_ENV, str(rescue))
         if not precheck:
             monkeypatch.setattr(store, "check_writable", lambda *a, **k: None)
             monkeypatch.setattr(store, "check_space", lambda path, need: None)
         code, stdout, err = run_main([*FLOWS, "-o", str(folder / "r.h5")], capsys)
         _one_error_line(code, stdout, err, needle)
+        if not precheck:
+            _assert_rescued(rescue, err, n_runs=1)
         _no_leftovers(folder)
 
 

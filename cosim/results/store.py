@@ -172,11 +172,51 @@ def write_results(path: str | Path, runs: list[RunRecord], *, append: bool = Fal
             _write_run(h5, run)
         h5.flush()
         image = h5.id.get_file_image()
+    try:
+        _write_image(path, image)
+    except CosimInputError as exc:
+        raise _rescue(path, image, exc) from None
+    return path
+
+
+def _write_image(path: Path, image: bytes) -> None:
     with atomic_output(path, need_bytes=len(image)) as tmp, open(tmp, "wb") as out:
         out.write(image)
         out.flush()
         os.fsync(out.fileno())
-    return path
+
+
+#: where finished results go when their output folder refuses them (full, read-only, no permission)
+RESCUE_DIR_ENV = "COSIM_RESCUE_DIR"
+
+
+def _rescue_folders(refused: Path) -> list[Path]:
+    import tempfile  # noqa: PLC0415
+
+    candidates = [os.environ.get(RESCUE_DIR_ENV), tempfile.gettempdir(), Path.home(), Path.cwd()]
+    folders: list[Path] = []
+    for c in candidates:
+        if not c:
+            continue
+        folder = Path(c).resolve()
+        if folder != refused.resolve() and folder not in folders:
+            folders.append(folder)
+    return folders
+
+
+def _rescue(path: Path, image: bytes, failure: CosimInputError) -> CosimInputError:
+    """A simulation that finished is never lost to its output: write the image to the first folder that
+    takes it and return the one-line error that says where it went (or the original error if none did)."""
+    problem = failure.problem.removesuffix("; nothing was written")
+    for folder in _rescue_folders(path.parent if str(path.parent) else Path(".")):
+        rescued = folder / f"cosim-rescued-{os.getpid()}-{path.name}"
+        try:
+            _write_image(rescued, image)
+        except CosimInputError:
+            continue
+        return CosimInputError(str(path), f"{problem}; the finished results were saved to {rescued} instead",
+                               f"move that file to where you want it, e.g. mv {rescued} {path}")
+    return failure
 
 
 _DAMAGED = "the file is damaged; rerun or restore it"
