@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cosim import __version__
-from cosim.analysis.compare import compare_runs
+from cosim.results.compare import compare_runs
 from cosim.analysis.plots import iter_figures, render
 from cosim.h5io import atomic_output
-from cosim.runs.experiment import flat_fields
+from cosim.results.api import flat_fields
 
 MAX_RUN_FIGURES = 12  # runs that get their per-run figures in a report (a 500-point sweep would be huge)
 

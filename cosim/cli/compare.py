@@ -28,7 +28,7 @@ def compare(files, baseline, runs, fmt, output):
       cosim compare a.h5 b.h5 --csv -o cmp.csv         # for a spreadsheet or pandas
       cosim compare a.h5 --json | jq '.metrics[] | select(.key=="fct_p99_ns")'
     """
-    from cosim.analysis.compare import compare_runs, load_runs, resolve_run  # noqa: PLC0415
+    from cosim.results.compare import compare_runs, load_runs, resolve_run  # noqa: PLC0415
 
     records = load_runs(files, runs)
     base = resolve_run(records, baseline, option="--baseline") if baseline else None

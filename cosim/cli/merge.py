@@ -21,7 +21,7 @@ def merge(outdir, output, summary_only, partial, sweep_name, quiet):
     \b
     Points come from the sweep's manifest (OUTDIR/<sweep>.sweep.json), in point order, each run under its
     point's run name, so the merge of N shards equals a single-process sweep. The result reads like any
-    results file ('cosim compare', 'cosim report', cosim.analysis.open). Examples:
+    results file ('cosim compare', 'cosim report', cosim.results.open). Examples:
       cosim merge ecn-sweep -o ecn.h5
       cosim merge ecn-sweep -o ecn-summary.h5 --summary-only
       cosim merge ecn-sweep --partial          # while shards are still running

@@ -33,7 +33,7 @@ def plot(files, outdir, runs, fmt, top_n, quiet):
       cosim plot roce.h5 ib.h5 -o figs --format svg
       cosim plot sweep.h5 --run "dcqcn=false" --top 4
     """
-    from cosim.analysis.compare import load_runs  # noqa: PLC0415
+    from cosim.results.compare import load_runs  # noqa: PLC0415
     from cosim.analysis.plots import write_figures  # noqa: PLC0415
 
     records = load_runs(files, runs)

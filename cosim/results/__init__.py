@@ -1,4 +1,4 @@
-"""Results: the schema, the store and the metric registry of run records (notebooks: cosim.analysis.open).
+"""Results: the schema, the store, the metric registry and the notebook API (``cosim.results.open``).
 
 Results files: one HDF5 file per experiment, one group per named run.
 
@@ -33,4 +33,11 @@ Files are written under a temporary name and renamed when complete (cosim.h5io.a
 from cosim.results.schema import DATASETS, GROUPS, SCHEMA, SCHEMA_VERSION, RunRecord
 from cosim.results.store import read_results, write_results
 
-__all__ = ["DATASETS", "GROUPS", "SCHEMA", "SCHEMA_VERSION", "RunRecord", "read_results", "write_results"]
+__all__ = ["DATASETS", "GROUPS", "SCHEMA", "SCHEMA_VERSION", "RunRecord", "open", "read_results", "write_results"]
+
+
+def open(path):  # noqa: A001 - notebooks read it as cosim.results.open(path)
+    """A results file as a mapping run name → Run, tables as pandas DataFrames (see cosim.results.api)."""
+    from cosim.results.api import open_results  # noqa: PLC0415 - pandas-free, h5py-free import of the package
+
+    return open_results(path)

@@ -284,26 +284,6 @@ def to_document(exp: Experiment) -> dict:
     return doc
 
 
-def flat_fields(doc: Mapping) -> dict:
-    """A document as flat ``section.field`` keys (attributes as ``attr:Type::Name``), run name left out: the
-    columns in which runs of a sweep or a comparison differ."""
-    out = {}
-    for key, value in doc.items():
-        if key == "name":
-            continue
-        if not isinstance(value, Mapping):
-            out[key] = value
-            continue
-        for k, x in value.items():
-            if k == "attributes":
-                out |= {f"attr:{a}": y for a, y in sorted(x.items())}
-            elif isinstance(x, Mapping):
-                out |= {f"{key}.{k}.{a}": y for a, y in x.items()}
-            else:
-                out[f"{key}.{k}"] = x
-    return out
-
-
 # ---------------------------------------------------------------- overrides
 
 #: CLI option / sweep shorthand -> the document path it sets

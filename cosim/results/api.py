@@ -1,7 +1,7 @@
 """Notebook API: a results file as a mapping of run name -> Run, with tables as pandas DataFrames.
 
-    >>> from cosim.analysis import open_results
-    >>> res = open_results("results.h5")
+    >>> import cosim.results
+    >>> res = cosim.results.open("results.h5")
     >>> res.summary_frame()[["fct_p99_ns", "max_queue_bytes"]]
     >>> res["incast"].flows.fct_ns.describe()
     >>> res["incast"].table("queues", as_frame=False)["bytes"]   # numpy arrays, no pandas needed
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from cosim.analysis.compare import compare_runs, sweep_order
-from cosim.results import DATASETS, GROUPS, RunRecord, read_results
+from cosim.results.compare import compare_runs, sweep_order
+from cosim.results.schema import DATASETS, GROUPS, RunRecord
+from cosim.results.store import read_results
 from cosim.results.metrics import ordered_keys
-from cosim.runs.experiment import flat_fields
 
 _PANDAS_HINT = ("pandas is needed for DataFrames: pip install 'cosim[analysis]' "
                 "(or pass as_frame=False for a dict of numpy arrays)")
@@ -35,6 +35,26 @@ def _pandas():
 
 def _columns(group: str) -> list[str]:
     return [name for g, name in DATASETS if g == group]
+
+
+def flat_fields(doc: Mapping) -> dict:
+    """A document as flat ``section.field`` keys (attributes as ``attr:Type::Name``), run name left out: the
+    columns in which runs of a sweep or a comparison differ."""
+    out = {}
+    for key, value in doc.items():
+        if key == "name":
+            continue
+        if not isinstance(value, Mapping):
+            out[key] = value
+            continue
+        for k, x in value.items():
+            if k == "attributes":
+                out |= {f"attr:{a}": y for a, y in sorted(x.items())}
+            elif isinstance(x, Mapping):
+                out |= {f"{key}.{k}.{a}": y for a, y in x.items()}
+            else:
+                out[f"{key}.{k}"] = x
+    return out
 
 
 class Run:
@@ -142,7 +162,7 @@ class Results(Mapping):
         return frame
 
     def compare(self, baseline: str | None = None):
-        """The CompareTable of these runs (see cosim.analysis.compare); print(.to_text()) to read it."""
+        """The CompareTable of these runs (see cosim.results.compare); print(.to_text()) to read it."""
         return compare_runs({n: r.record for n, r in self._runs.items()}, baseline=baseline)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cosim.errors import CosimInputError
-from cosim.results import read_results
+from cosim.results.store import read_results
 from cosim.results.metrics import METRICS, Metric, metric_for, ordered_keys
 
 
