@@ -75,14 +75,15 @@ def test_known_metrics_first_in_catalogue_order_then_the_rest_sorted():
     """ordered_keys puts catalogued metrics in METRICS order, then unknown scalar keys sorted; units by
     suffix."""
     keys = ordered_keys([{"zeta_ns": 1.0, "fct_p99_ns": 2.0, "alpha": 3, "status": "complete", "blob": [1, 2]},
-                         {"flows": 4, "coll_all_reduce_p50_ns": 5.0}])
-    assert keys == ["status", "coll_all_reduce_p50_ns", "flows", "fct_p99_ns", "alpha", "zeta_ns"]
-    m = metric_for("coll_all_reduce_p50_ns")
-    assert (m.unit, m.raw_unit, m.scale) == ("us", "ns", 1e-3)
+                         {"flows": 4, "coll_dp_all_reduce_p50_ns": 5.0}])
+    assert keys == ["status", "coll_dp_all_reduce_p50_ns", "flows", "fct_p99_ns", "alpha", "zeta_ns"]
+    m = metric_for("coll_dp_all_reduce_p50_ns")
+    assert (m.label, m.unit, m.raw_unit, m.scale) == ("DP all-reduce time p50", "us", "ns", 1e-3)
+    assert metric_for("coll_tp_all_gather_busbw_gbyte_per_s").raw_unit == "GB/s"
     table = compare_runs({"x": {"fct_p99_ns": 2000.0}, "y": {"flows": 3}})
     assert table.row("fct_p99_ns").values == (2000.0, None) and table.row("flows").values == (None, 3)
     header, body = table.cells()
-    assert body[0][:3] == ["flows", "", ""] and body[1][2] == "2.000"  # missing -> blank, ns -> us
+    assert body[0][:3] == ["flows", "", ""] and body[1][2] == "2"  # missing -> blank, ns -> us
 
 
 def test_text_table_is_aligned_with_units(files, capsys):

@@ -29,9 +29,10 @@ def test_trace_run_writes_ops_collectives_iterations(tmp_path, engine_ns):
     r = CliRunner().invoke(cli, ["run", "--trace", str(DP8), "--fabric", "roce", "--gpus-per-server", "4",
                                  "-o", str(out)])
     assert r.exit_code == 0, r.output
-    for label in ("iteration time (ms)", "exposed communication (ms)", "reduce-scatter time p99 (us)",
-                  "all-gather time p50 (us)", "FCT slowdown p99.9", "max queue (KB)", "p99 queue (KB)",
-                  "PFC paused time (us)", "credit-stall time (us)"):
+    for label in ("iteration time (ms)", "exposed communication (ms)", "DP reduce-scatter time p99 (us)",
+                  "DP all-gather time p50 (us)", "DP all-gather busbw p50 (GB/s)", "FCT slowdown p99, per flow",
+                  "max queue, busiest port (KB)", "queue p99, over switch ports and time (KB)",
+                  "PFC paused time, sum over ports (us)", "credit-stall time, most-stalled port (us)"):
         assert label in r.output
     run = results.read_results(out)["roce"]
     s = run.summary

@@ -155,7 +155,10 @@ def check_ring_allreduce(fabric: str, topology: str, n: int, size_bytes: int) ->
           f"(alpha {alpha:.1f} ns), ratio {t_sim / t_model:.5f}")
     assert abs(t_sim - t_model) <= 0.03 * t_model
     assert rec.summary["iteration_time_ns"] == pytest.approx(t_sim, rel=1e-12)
-    assert rec.summary["coll_all_reduce_p50_ns"] == pytest.approx(t_sim, rel=1e-12)
+    assert rec.summary["coll_dp_all_reduce_p50_ns"] == pytest.approx(t_sim, rel=1e-12)
+    busbw = size_bytes / t_sim * 2 * (n - 1) / n  # nccl-tests: algbw × 2(n−1)/n, GB/s = B/ns
+    assert rec.summary["coll_dp_all_reduce_busbw_gbyte_per_s"] == pytest.approx(busbw, rel=1e-12)
+    assert busbw <= 100 / 8  # never above one NIC's 100 Gbit/s
     assert rec.summary["n_flows"] == 2 * (n - 1) * n  # one flow per rank and step
 
 

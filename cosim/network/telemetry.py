@@ -92,9 +92,14 @@ def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]],
     summary["drops"] += int(out.counters.get("switch_drops", 0))
     if out.deadlock_cycle:
         summary["deadlock_cycle"] = " ".join(out.deadlock_cycle)  # a scalar, like every summary value
-    summary["pfc_paused_ns"] = float(np.asarray(ports["paused_ps"]).sum() / 1e3)
+    # totals over ports (each port's time already summed over its priorities / VLs) can exceed the run;
+    # the most-affected port's time cannot exceed it per priority
+    paused, stalled = np.asarray(ports["paused_ps"]), np.asarray(ports["credit_stall_ps"])
+    summary["pfc_paused_ns"] = float(paused.sum() / 1e3)
+    summary["pfc_paused_port_max_ns"] = float(paused.max() / 1e3) if paused.size else 0.0
     summary["pause_events"] = int(np.asarray(out.pause_paused).sum())
-    summary["credit_stall_ns"] = float(np.asarray(ports["credit_stall_ps"]).sum() / 1e3)
+    summary["credit_stall_ns"] = float(stalled.sum() / 1e3)
+    summary["credit_stall_port_max_ns"] = float(stalled.max() / 1e3) if stalled.size else 0.0
     summary["credit_stall_events"] = int(np.asarray(out.stalls["stalled"]).sum())
     n_switch_ports = int(np.count_nonzero(fabric.node_kind[np.asarray(ports["node"], np.int64)] == SWITCH)) \
         if len(ports) and np.asarray(ports["node"]).size else 0

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cosim.errors import CosimInputError
 from cosim.results.store import read_results
-from cosim.results.metrics import METRICS, Metric, metric_for, ordered_keys
+from cosim.results.metrics import Metric, format_cell, layout, metric_for, ordered_keys
 
 
 def _is_number(v) -> bool:
@@ -101,30 +101,16 @@ class CompareTable:
             body.append(line)
         return header, body
 
-    def to_text(self) -> str:
-        """Aligned plain-text table for the terminal."""
+    def to_text(self, width: int | None = None) -> str:
+        """Aligned plain-text table for the terminal; many runs are shown in blocks that fit ``width``
+        (default: the terminal's), each repeating the metric and unit columns."""
         header, body = self.cells()
-        widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-        fmt = lambda row: "  ".join(c.ljust(w) if i < 2 else c.rjust(w)  # noqa: E731
-                                    for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-        return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *map(fmt, body)])
+        return layout(header, body, fixed=3, group=3, left=2, width=width)
 
 
 def format_value(m: Metric, v, *, signed: bool = False) -> str:
     """A stored value in the metric's display unit ("" if missing)."""
-    if v is None:
-        return ""
-    if not _is_number(v):
-        return str(v)
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    x = v * m.scale if m.scale != 1 else v
-    sign = "+" if signed else ""
-    if m.decimals is None:
-        return f"{x:{sign}d}" if isinstance(x, int) else f"{x:{sign}.6g}"
-    if m.decimals == 0 and float(x).is_integer():
-        return f"{int(x):{sign}d}"
-    return f"{x:{sign}.{m.decimals}f}"
+    return format_cell(m, v, signed=signed, missing="")
 
 
 def format_ratio(q) -> str:

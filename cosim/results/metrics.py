@@ -8,19 +8,25 @@ and the notebook frames all read this registry.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    """How a summary key is shown: label, display unit, scale from the stored value, decimals."""
+    """How a summary key is shown: label, display unit and scale from the stored value, and its section.
+
+    ``integer`` values (counts) are shown whole; every other number with :data:`SIGNIFICANT` significant
+    digits in its one display unit, so a tiny queue reads 0.064 KB, never 0.0 KB. ``section`` is "result"
+    or "simulator" (what the simulation cost: events, packet-hops, wall time), which tables keep apart."""
 
     key: str
     label: str
     unit: str = ""  # unit of the text table (after scale)
     scale: float = 1.0
-    decimals: int | None = None  # None: integers as is, other floats with 6 significant digits
+    integer: bool = False
+    section: str = "result"
 
     @property
     def raw_unit(self) -> str:
@@ -28,89 +34,108 @@ class Metric:
         return raw_unit(self.key)
 
 
-_US, _MS, _KB, _MB = ("us", 1e-3, 3), ("ms", 1e-6, 3), ("KB", 1e-3, 1), ("MB", 1e-6, 3)
-_N, _X = ("", 1.0, 0), ("", 1.0, 3)
+#: significant digits of every non-integer value in a text table
+SIGNIFICANT = 4
 
-#: collective time metrics per collective kind (summary keys coll_<kind>_p50_ns, ...)
-_COLL = tuple((f"coll_{kind}_{q}_ns", f"{label} time {q}", ("us", 1e-3, 1))
-              for kind, label in (("all_reduce", "all-reduce"), ("reduce_scatter", "reduce-scatter"),
-                                  ("all_gather", "all-gather"), ("all_to_all", "all-to-all"),
-                                  ("broadcast", "broadcast"))
-              for q in ("p50", "p99"))
+_US, _MS, _KB, _MB = ("us", 1e-3), ("ms", 1e-6), ("KB", 1e-3), ("MB", 1e-6)
+_X = ("", 1.0)
+_COUNT = {"integer": True}
+
+#: group kinds and collective kinds of the per-group collective metrics, in display order
+_GROUP_LABELS = (("tp", "TP"), ("cp", "CP"), ("pp", "PP"), ("dp", "DP"), ("ep", "EP"), ("edp", "expert-DP"),
+                 ("embd", "embedding"), ("world", "world"), ("other", "other"))
+_COLL_LABELS = (("all_reduce", "all-reduce"), ("reduce_scatter", "reduce-scatter"), ("all_gather", "all-gather"),
+                ("all_to_all", "all-to-all"), ("broadcast", "broadcast"))
+#: per (group, kind): calls, time p50/p99 and busbw (nccl-tests' convention, cosim.results.collectives)
+_COLL = tuple(entry for g, gl in _GROUP_LABELS for c, cl in _COLL_LABELS for entry in (
+    (f"coll_{g}_{c}_count", f"{gl} {cl} calls", _X, _COUNT),
+    (f"coll_{g}_{c}_p50_ns", f"{gl} {cl} time p50", _US, {}),
+    (f"coll_{g}_{c}_p99_ns", f"{gl} {cl} time p99", _US, {}),
+    (f"coll_{g}_{c}_busbw_gbyte_per_s", f"{gl} {cl} busbw p50", ("GB/s", 1.0), {})))
+_SIM = {"section": "simulator"}
 
 #: Known summary keys in display order (keys absent from every run are not shown).
-METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u) for k, label, u in (
-    ("status", "status", ("", 1.0, None)),
-    ("iterations", "iterations", _N),
-    ("iteration_time_ns", "iteration time", _MS),
-    ("iteration_time_first_ns", "first iteration time", _MS),
-    ("compute_time_ns", "compute, busiest rank", _MS),
-    ("exposed_comm_ns", "exposed communication", _MS),
+METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, kw in (
+    ("status", "status", _X, {}),
+    ("iterations", "iterations", _X, _COUNT),
+    ("iteration_time_ns", "iteration time", _MS, {}),
+    ("iteration_time_first_ns", "first iteration time", _MS, {}),
+    ("compute_time_ns", "compute, busiest rank", _MS, {}),
+    ("exposed_comm_ns", "exposed communication", _MS, {}),
     *_COLL,
-    ("n_ranks", "ranks", _N),
-    ("flows", "flows", ("", 1.0, 0)),
-    ("flows_completed", "flows completed", ("", 1.0, 0)),
-    ("fct_p50_ns", "FCT p50", _US),
-    ("fct_p99_ns", "FCT p99", _US),
-    ("fct_p999_ns", "FCT p99.9", _US),
-    ("fct_max_ns", "FCT max", _US),
-    ("fct_slowdown_p50", "FCT slowdown p50", _X),
-    ("fct_slowdown_p99", "FCT slowdown p99", _X),
-    ("fct_slowdown_p999", "FCT slowdown p99.9", _X),
-    ("goodput_gbps", "goodput", ("Gbps", 1.0, 2)),
-    ("link_utilization_max", "busiest link utilization", ("", 1.0, 3)),
-    ("link_utilization_mean", "mean utilization of used links", ("", 1.0, 3)),
-    ("latency_p50_ns", "latency p50", _US),
-    ("latency_p99_ns", "latency p99", _US),
-    ("latency_p999_ns", "latency p99.9", _US),
-    ("max_queue_bytes", "max queue", _KB),
-    ("queue_p99_bytes", "p99 queue", _KB),
-    ("pfc_paused_ns", "PFC paused time", ("us", 1e-3, 1)),
-    ("pause_frames_sent", "PFC PAUSE frames", ("", 1.0, 0)),
-    ("pause_events", "PFC pause events", ("", 1.0, 0)),
-    ("credit_stall_ns", "credit-stall time", ("us", 1e-3, 1)),
-    ("ecn_marks", "ECN marks", ("", 1.0, 0)),
-    ("cnps_sent", "CNPs", ("", 1.0, 0)),
-    ("cnps_received", "CNPs received", ("", 1.0, 0)),
-    ("drops", "drops", ("", 1.0, 0)),
-    ("switch_drops", "switch drops", ("", 1.0, 0)),
-    ("payload_bytes", "payload", _MB),
-    ("delivered_bytes", "delivered", _MB),
-    ("sim_time_ns", "simulated time", _US),
-    ("peak_headroom_used_bytes", "peak PFC headroom used", _KB),
-    ("min_headroom_bytes", "min PFC headroom", _KB),
-    ("acks", "ACKs", ("", 1.0, 0)),
-    ("packet_hops", "packet-hops", ("", 1.0, 0)),
-    ("events", "events", ("", 1.0, 0)),
-    ("wall_time_s", "wall time", ("s", 1.0, 3)),
-    ("packet_hops_per_s", "packet-hops/s", ("M/s", 1e-6, 2)),
+    ("n_ranks", "ranks", _X, _COUNT),
+    ("flows", "flows", _X, _COUNT),
+    ("flows_completed", "flows completed", _X, _COUNT),
+    ("fct_p50_ns", "FCT p50", _US, {}),
+    ("fct_p99_ns", "FCT p99", _US, {}),
+    ("fct_p999_ns", "FCT p99.9", _US, {}),
+    ("fct_max_ns", "FCT max", _US, {}),
+    ("fct_slowdown_p50", "FCT slowdown p50, per flow", _X, {}),
+    ("fct_slowdown_p99", "FCT slowdown p99, per flow", _X, {}),
+    ("fct_slowdown_p999", "FCT slowdown p99.9, per flow", _X, {}),
+    ("transfer_slowdown_p50", "slowdown p50, per whole transfer", _X, {}),
+    ("transfer_slowdown_p99", "slowdown p99, per whole transfer", _X, {}),
+    ("goodput_gbps", "goodput", ("Gbps", 1.0), {}),
+    ("link_utilization_max", "busiest link utilization", _X, {}),
+    ("link_utilization_mean", "mean utilization of used links", _X, {}),
+    ("latency_p50_ns", "packet latency p50", _US, {}),
+    ("latency_p99_ns", "packet latency p99", _US, {}),
+    ("latency_p999_ns", "packet latency p99.9", _US, {}),
+    ("max_queue_bytes", "max queue, busiest port", _KB, {}),
+    ("queue_p99_bytes", "queue p99, over switch ports and time", _KB, {}),
+    ("pfc_paused_ns", "PFC paused time, sum over ports", _US, {}),
+    ("pfc_paused_port_max_ns", "PFC paused time, most-paused port", _US, {}),
+    ("pause_frames_sent", "PFC PAUSE frames", _X, _COUNT),
+    ("pause_events", "PFC pause events", _X, _COUNT),
+    ("credit_stall_ns", "credit-stall time, sum over ports", _US, {}),
+    ("credit_stall_port_max_ns", "credit-stall time, most-stalled port", _US, {}),
+    ("ecn_marks", "ECN marks", _X, _COUNT),
+    ("cnps_sent", "CNPs", _X, _COUNT),
+    ("cnps_received", "CNPs received", _X, _COUNT),
+    ("drops", "drops", _X, _COUNT),
+    ("switch_drops", "switch drops", _X, _COUNT),
+    ("retransmitted_packets", "retransmitted packets", _X, _COUNT),
+    ("naks_sent", "NAKs", _X, _COUNT),
+    ("timeouts", "retransmission timeouts", _X, _COUNT),
+    ("payload_bytes", "payload", _MB, {}),
+    ("delivered_bytes", "delivered", _MB, {}),
+    ("peak_headroom_used_bytes", "peak PFC headroom used", _KB, {}),
+    ("min_headroom_bytes", "min PFC headroom", _KB, {}),
+    ("acks", "ACKs", _X, _COUNT),
+    ("sim_time_ns", "simulated time", _MS, _SIM),
+    ("packet_hops", "packet-hops", _X, _COUNT | _SIM),
+    ("events", "events", _X, _COUNT | _SIM),
+    ("wall_time_s", "wall time", ("s", 1.0), _SIM),
+    ("packet_hops_per_s", "packet-hops/s", ("M/s", 1e-6), _SIM),
 ))
 _KNOWN = {m.key: m for m in METRICS}
 
-#: key suffix -> (raw unit, display unit, scale, decimals) for keys not in METRICS
+#: key suffix -> (raw unit, display unit, scale) for keys not in METRICS
 _SUFFIXES = (
-    ("_per_s", "1/s", "1/s", 1.0, None),
-    ("_ns", "ns", "us", 1e-3, 3),
-    ("_ps", "ps", "us", 1e-6, 3),
-    ("_s", "s", "s", 1.0, 3),
-    ("_bytes", "B", "KB", 1e-3, 1),
-    ("_gbps", "Gbit/s", "Gbps", 1.0, 2),
-    ("_bps", "bit/s", "Gbps", 1e-9, 2),
+    ("_per_s", "1/s", "1/s", 1.0),
+    ("_gbyte_per_s", "GB/s", "GB/s", 1.0),
+    ("_ns", "ns", "us", 1e-3),
+    ("_ps", "ps", "us", 1e-6),
+    ("_s", "s", "s", 1.0),
+    ("_bytes", "B", "KB", 1e-3),
+    ("_gbps", "Gbit/s", "Gbps", 1.0),
+    ("_bps", "bit/s", "Gbps", 1e-9),
 )
 
 
 def raw_unit(key: str) -> str:
     """Unit of a summary value from its key's suffix (``_ns`` → ns, ``_bytes`` → B; none → "")."""
-    return next((raw for suffix, raw, *_ in _SUFFIXES if key.endswith(suffix)), "")
+    return next((raw for suffix, raw, *_ in sorted(_SUFFIXES, key=lambda x: -len(x[0])) if key.endswith(suffix)),
+                "")
 
 
 def metric_for(key: str) -> Metric:
     """The display rule of a summary key: the catalogued one, or one inferred from the key's suffix."""
     if key in _KNOWN:
         return _KNOWN[key]
-    for suffix, _raw, unit, scale, decimals in _SUFFIXES:
+    for suffix, _raw, unit, scale in _SUFFIXES:
         if key.endswith(suffix):
-            return Metric(key, key[: -len(suffix)].replace("_", " "), unit, scale, decimals)
+            return Metric(key, key[: -len(suffix)].replace("_", " "), unit, scale)
     return Metric(key, key.replace("_", " "))
 
 
@@ -120,14 +145,15 @@ def ordered_keys(summaries: Sequence[Mapping]) -> list[str]:
     return [m.key for m in METRICS if m.key in present] + sorted(present - _KNOWN.keys())
 
 
-#: the rows of the side-by-side table of co-simulated training runs
+#: the result rows of the side-by-side table of co-simulated training runs (simulator rows follow them)
 TRAINING_KEYS = frozenset({
     "status", "iterations", "iteration_time_ns", "iteration_time_first_ns", "compute_time_ns", "exposed_comm_ns",
-    *(c[0] for c in _COLL), "n_ranks", "flows", "flows_completed", "fct_slowdown_p50", "fct_slowdown_p99",
-    "fct_slowdown_p999", "link_utilization_max", "max_queue_bytes", "queue_p99_bytes", "drops", "switch_drops",
-    "ecn_marks", "cnps_sent", "pause_frames_sent", "pfc_paused_ns", "credit_stall_ns", "packet_hops", "events",
-    "wall_time_s", "packet_hops_per_s"})
-#: summary keys not shown in the terminal table (simulator internals; they stay in the file and in compare)
+    *(c[0] for c in _COLL), "n_ranks", "flows", "flows_completed", "transfer_slowdown_p50",
+    "transfer_slowdown_p99", "fct_slowdown_p50", "fct_slowdown_p99", "link_utilization_max", "max_queue_bytes",
+    "queue_p99_bytes", "drops", "switch_drops", "retransmitted_packets", "naks_sent", "timeouts", "ecn_marks",
+    "cnps_sent", "pause_frames_sent", "pfc_paused_ns", "pfc_paused_port_max_ns", "credit_stall_ns",
+    "credit_stall_port_max_ns"})
+#: summary keys not shown in the terminal table (details of the models; they stay in the file and in compare)
 _DETAIL_KEYS = frozenset({"link_utilization_mean", "pause_events", "cnps_received", "peak_headroom_used_bytes",
                           "min_headroom_bytes", "acks"})
 
@@ -137,26 +163,87 @@ def row_label(m: Metric) -> str:
     return f"{m.label} ({m.unit})" if m.unit else m.label
 
 
-def format_cell(m: Metric, value) -> str:
-    """One value of metric ``m`` scaled to its display unit ("-" if absent)."""
+def format_number(x: float, *, integer: bool = False, signed: bool = False) -> str:
+    """``x`` for a text table: whole if ``integer``, else SIGNIFICANT significant digits without an exponent
+    between 1e-3 and 1e15, trailing zeros dropped (12345.6 → 12346, 1.23456 → 1.235, 1.5 → 1.5, 0.0000642 →
+    6.420e-05)."""
+    sign = "+" if signed else ""
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    if integer and float(x).is_integer():
+        return f"{int(x):{sign}d}"
+    a = abs(x)
+    if a == 0:
+        return f"{0:{sign}d}"
+    if a < 1e-3 or a >= 1e15:
+        return f"{x:{sign}.{SIGNIFICANT - 1}e}"
+    digits = max(0, SIGNIFICANT - 1 - math.floor(math.log10(a)))
+    text = f"{x:{sign}.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def format_cell(m: Metric, value, *, signed: bool = False, missing: str = "-") -> str:
+    """One value of metric ``m`` in its display unit (``missing`` if absent)."""
     if value is None:
-        return "-"
+        return missing
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
-    scaled = value * m.scale
-    if m.decimals is None:
-        return str(value) if isinstance(value, int) else f"{scaled:.6g}"
-    return f"{scaled:.{m.decimals}f}" if m.decimals else f"{scaled:.0f}"
+    return format_number(value * m.scale, integer=m.integer, signed=signed)
 
 
-def summary_table(summaries: Mapping[str, Mapping], *, training: bool = False) -> str:
+def table_width() -> int:
+    """Columns a text table may use: the terminal's, or $COLUMNS, else 100."""
+    import shutil  # noqa: PLC0415
+
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
+
+
+def layout(header: Sequence[str], body: Sequence[Sequence[str]], *, fixed: int = 1, group: int = 1,
+           left: int = 1, width: int | None = None) -> str:
+    """An aligned text table; when it is wider than ``width``, the columns after the first ``fixed`` are
+    split into blocks (of ``group`` columns that belong together) shown one below the other, each with the
+    ``fixed`` columns repeated, so many runs never make a line wider than the terminal. The first ``left``
+    columns are left-aligned (labels), the rest right-aligned (numbers)."""
+    width = table_width() if width is None else width
+    rows = [list(header), *map(list, body)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    head, tail = list(range(fixed)), list(range(fixed, len(header)))
+    groups = [tail[i:i + group] for i in range(0, len(tail), group)]
+    blocks: list[list[int]] = []
+    used = sum(widths[i] + 2 for i in head)
+    for g in groups:
+        need = sum(widths[i] + 2 for i in g)
+        if blocks and used + need > width:
+            blocks.append([])
+            used = sum(widths[i] + 2 for i in head)
+        if not blocks:
+            blocks.append([])
+        blocks[-1] += g
+        used += need
+    blocks = blocks or [[]]
+
+    def line(r, cols):
+        return "  ".join(r[i].ljust(widths[i]) if i < left else r[i].rjust(widths[i]) for i in cols).rstrip()
+
+    out = []
+    for cols in blocks:
+        cols = head + cols
+        out += [line(rows[0], cols), "  ".join("-" * widths[i] for i in cols)] + [line(r, cols) for r in rows[1:]]
+        out.append("")
+    return "\n".join(out[:-1])
+
+
+def summary_table(summaries: Mapping[str, Mapping], *, training: bool = False, width: int | None = None) -> str:
     """Run summaries side by side for the terminal: a column per run, a row per catalogued metric present
-    in any run (for training runs, the training rows)."""
+    in any run (for training runs, the training rows), then what the simulation cost, below a rule."""
     names = list(summaries)
-    keys = [m.key for m in METRICS if (m.key in TRAINING_KEYS if training else m.key not in _DETAIL_KEYS)]
-    body = [[row_label(_KNOWN[k])] + [format_cell(_KNOWN[k], summaries[n].get(k)) for n in names]
-            for k in keys if any(k in s for s in summaries.values())]
-    header = ["metric"] + names
-    widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
-    return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in body])
+    present = lambda k: any(k in s for s in summaries.values())  # noqa: E731
+    wanted = [m for m in METRICS if present(m.key)]
+    results = [m for m in wanted if m.section == "result" and
+               (m.key in TRAINING_KEYS if training else m.key not in _DETAIL_KEYS)]
+    simulator = [m for m in wanted if m.section == "simulator"]
+    row = lambda m: [row_label(m)] + [format_cell(m, summaries[n].get(m.key)) for n in names]  # noqa: E731
+    body = [row(m) for m in results]
+    if simulator:
+        body += [["simulator:"] + [""] * len(names)] + [row(m) for m in simulator]
+    return layout(["metric", *names], body, width=width)

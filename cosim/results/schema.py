@@ -58,6 +58,9 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("collectives", "coll_id"): ("", "collective call id (trace coll_id)"),
     ("collectives", "kind"): ("", "trace CollKind: 1 ALL_REDUCE, 2 REDUCE_SCATTER, 3 ALL_GATHER, 4 ALL_TO_ALL, 5 BROADCAST"),
     ("collectives", "group"): ("", "index into the trace's groups table"),
+    ("collectives", "group_kind"): ("", "trace GroupKind of the group: 0 TP, 1 CP, 2 PP, 3 DP, 4 EP, 5 EDP, 6 EMBD, "
+                                        "7 WORLD, 8 OTHER"),
+    ("collectives", "ranks"): ("", "members of the group (n of the busbw factor)"),
     ("collectives", "bytes"): ("B", "collective size S (nccl-tests convention)"),
     ("collectives", "algorithm"): ("", "lowering algorithm (cosim.collectives Algorithm)"),
     ("collectives", "start_ns"): ("ns", "time every member was ready"),
@@ -83,7 +86,7 @@ MINUS_ONE_OK = frozenset({("ops", "coll_id")})
 
 #: columns added to version 1 after its first files: a table written before may lack them
 LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports", "rate_bps"),
-                           ("ports", "credit_stall_ps")})
+                           ("ports", "credit_stall_ps"), ("collectives", "group_kind"), ("collectives", "ranks")})
 
 
 def required_columns(group: str) -> tuple[str, ...]:

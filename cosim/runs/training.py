@@ -39,8 +39,9 @@ Tables (columns and units: ``cosim.results.DATASETS``)
 
 Summary keys (besides :func:`cosim.results.summarize`'s): ``iteration_time_ns``, ``iteration_time_first_ns``,
 ``iteration_times_ns`` (list), ``exposed_comm_ns`` (mean over the same iterations as ``iteration_time_ns``),
-``compute_time_ns`` (busiest rank, per iteration), ``coll_<kind>_p50_ns``/``_p99_ns`` per collective kind
-present (collective time finish − start over the same iterations), ``queue_p99_bytes`` (p99 of the sampled
+``compute_time_ns`` (busiest rank, per iteration), ``coll_<group>_<kind>_{count,p50_ns,p99_ns,
+busbw_gbyte_per_s}`` per group kind (tp, dp, ...) and collective kind present (call time finish − start over
+the same iterations, busbw as nccl-tests: :mod:`cosim.results.collectives`), ``queue_p99_bytes`` (p99 of the sampled
 depth of every switch egress queue over every sample of the run: each recorded change holds until the
 next one; samples before a port's first change are 0), ``pfc_paused_ns``, ``credit_stall_ns``, ``n_ranks``,
 ``n_ops`` (trace ops per iteration), ``n_dag_ops``, ``n_flows``, plus status, events, packet_hops,
@@ -59,14 +60,10 @@ from cosim.collectives import DagOpKind, lower, repeat
 from cosim.errors import CosimInputError
 from cosim.network import telemetry, topology
 from cosim.network.transport import run_attributes
-from cosim.results import RunRecord
+from cosim.results import RunRecord, collectives
 from cosim.runs.experiment import Experiment, to_document
 from cosim.values import Int
 from cosim.workload.trace import OpKind, Trace, read_trace
-
-#: CollKind value → the lower-case name used in summary keys (coll_all_reduce_p50_ns, ...)
-COLL_KIND_NAMES = {1: "all_reduce", 2: "reduce_scatter", 3: "all_gather", 4: "all_to_all", 5: "broadcast"}
-
 
 # --- building blocks (pure functions) --------------------------------------------------------------------
 
@@ -240,6 +237,9 @@ def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarra
         "coll_id": dag.coll_trace_id.copy(),
         "kind": dag.coll_kind.copy(),
         "group": dag.coll_group.copy(),
+        "group_kind": trace.group_kind[dag.coll_group].astype(np.uint8) if dag.coll_group.size
+        else np.zeros(0, np.uint8),
+        "ranks": np.diff(dag.coll_ranks_ptr).astype(np.int32),
         "bytes": dag.coll_bytes.copy(),
         "algorithm": dag.coll_algo.copy(),
         "start_ns": op_start_ns[dag.coll_start_op],
@@ -263,7 +263,7 @@ def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarra
 
 
 def training_summary(tables: Mapping[str, Mapping[str, np.ndarray]], compute_time_ns: int) -> dict:
-    """iteration_time_ns, exposed_comm_ns, per-kind collective percentiles ... (module docstring)."""
+    """iteration_time_ns, exposed_comm_ns, collective statistics per group and kind ... (module docstring)."""
     its = tables["iterations"]
     times = np.asarray(its["time_ns"], np.float64)
     steady = slice(1, None) if times.size > 1 else slice(None)
@@ -276,15 +276,8 @@ def training_summary(tables: Mapping[str, Mapping[str, np.ndarray]], compute_tim
         "exposed_comm_ns": num(np.mean(np.asarray(its["exposed_comm_ns"], np.float64)[steady])),
         "compute_time_ns": int(compute_time_ns),
     }
-    colls = tables["collectives"]
-    measured = np.asarray(colls["iteration"]) >= (1 if times.size > 1 else 0)
-    dur = np.asarray(colls["finish_ns"], np.float64) - np.asarray(colls["start_ns"], np.float64)
-    for value, name in COLL_KIND_NAMES.items():
-        d = dur[measured & (np.asarray(colls["kind"]) == value)]
-        d = d[np.isfinite(d)]
-        if d.size:
-            out[f"coll_{name}_p50_ns"] = float(np.percentile(d, 50))
-            out[f"coll_{name}_p99_ns"] = float(np.percentile(d, 99))
+    out |= collectives.summary_entries(
+        collectives.collective_stats(tables["collectives"], first_iteration=1 if times.size > 1 else 0))
     return out
 
 
