@@ -164,8 +164,9 @@ class SimulationOutput:
     deadlock_cycle: tuple[str, ...] = ()
 
 
-ProgressFn = Callable[[float, int, int], None]
-"""Called as progress(sim_time_ns, flows_done, flows_total) between simulation slices."""
+ProgressFn = Callable[[float, int, int, int], None]
+"""Called as progress(sim_time_ns, done, total, data_packet_hops) between simulation slices: flows (or DAG
+ops) done of total, and the data packets serialized on links so far (the work that costs wall time)."""
 
 _STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock"}
 #: Engine RunStatus codes by their C++ names
@@ -265,7 +266,7 @@ def simulate_dag(
 
     The C++ DagExecutor starts every op when its dependencies finish: COMPUTE for its duration, NVLINK
     copies at the NVLink rate, FLOW ops as packet-level flows between ``src_node`` and ``dst_node``.
-    ``progress`` is called as progress(sim_ns, ops_done, ops_total).
+    ``progress`` is called as progress(sim_ns, ops_done, ops_total, data_packet_hops).
     """
     n = int(np.asarray(kind).size)
     with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
@@ -373,7 +374,7 @@ def _run_sliced(engine, stop_ps: int, n_items: int, count_done: Callable[[], int
         target = min(stop_ps, engine.NowPs() + slice_ps)
         status = int(engine.RunUntil(target))
         if progress is not None:
-            progress(engine.NowPs() / 1e3, int(count_done()), n_items)
+            progress(engine.NowPs() / 1e3, int(count_done()), n_items, int(engine.DataPacketHops()))
         if status != 0 or engine.NowPs() >= stop_ps:
             return status
         elapsed = max(time.perf_counter() - t, 1e-6)

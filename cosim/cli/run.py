@@ -72,8 +72,9 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
         flag="--queue-interval-ns")
 @_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [flows 1000, training "
         "100000].", flag="--max-sim-time-ms")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default="results.h5", show_default=True,
-              help="HDF5 results file to write.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="HDF5 results file to write (replaced if it exists). [default: results.h5, or the first free "
+                   "results-N.h5 if it exists: a default never replaces an earlier run]")
 @click.option("--name", default=None, help="Run name inside the file (with both transports: NAME-roce and "
                                            "NAME-ib). [default: the experiment's, else the pattern or transport]")
 @click.option("--append", is_flag=True, help="Add the runs to an existing results file instead of replacing it "
@@ -114,6 +115,10 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, out
         return
     if replace and not append:
         raise click.UsageError("--replace applies with --append (without it the file is replaced anyway)")
+    if output is None:
+        output = DEFAULT_OUTPUT if append else _free_default_output()
+        if output != DEFAULT_OUTPUT and not quiet:
+            click.echo(f"{DEFAULT_OUTPUT} exists: writing {output} (-o chooses the file)", err=True)
     _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose)
 
 
@@ -173,6 +178,20 @@ def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> 
     return out
 
 
+DEFAULT_OUTPUT = "results.h5"
+
+
+def _free_default_output() -> str:
+    """results.h5, or the first results-N.h5 (N = 2, 3, ...) that does not exist yet."""
+    if not os.path.exists(DEFAULT_OUTPUT):
+        return DEFAULT_OUTPUT
+    stem, suffix = os.path.splitext(DEFAULT_OUTPUT)
+    n = 2
+    while os.path.exists(f"{stem}-{n}{suffix}"):
+        n += 1
+    return f"{stem}-{n}{suffix}"
+
+
 def _dry_run(exps, runner) -> None:
     from cosim.runs.experiment import to_document, to_toml  # noqa: PLC0415
 
@@ -189,6 +208,11 @@ def _dry_run(exps, runner) -> None:
             click.echo(f"#   tier {t['tier']}: {t.get('n_switches', 0)} switches, {t['n_links']} links at "
                        f"{'/'.join(f'{r:g}' for r in t['link_rates_gbps'])} Gbps"
                        + (f", oversubscription {ratio['max']:g}" if ratio else ""))
+        if exp.is_training:
+            warning = runner.fabric_warning({"flows": plan["flows"]}, {"workload": {
+                "n_ranks": plan["ranks"], "gpus_per_server": plan["gpus_per_server"]}})
+            if warning:
+                click.echo(f"Warning: run '{exp.name}': {warning}", err=True)
         click.echo("")
 
 
@@ -214,7 +238,8 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
     items = "ops" if training else "flows"
     records = []
     for i, exp in enumerate(exps):
-        progress = _progress_printer(exp.name if len(exps) > 1 else "", items) if show_progress else None
+        progress = _progress_printer(exp.name if len(exps) > 1 else "", items,
+                                     runner.work_estimate(exp, plans[i])) if show_progress else None
         planned, plans[i] = plans[i], None  # the plan's memory goes with its run
         records.append(runner.run(exp, progress=progress, planned=planned))
         del planned
@@ -232,6 +257,10 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
         click.echo(summary_table({r.name: r.summary for r in records}, training=training))
         names = ", ".join(f"'{r.name}'" for r in records)
         click.echo(f"wrote {output} (run{'s' if len(records) > 1 else ''} {names})")
+    for r in records:
+        warning = runner.fabric_warning(r.summary, r.config)
+        if warning:
+            click.echo(f"Warning: run '{r.name}': {warning}", err=True)
     failed = [r for r in records if r.summary["status"] != "complete"]
     for r in failed:
         s = r.summary
@@ -242,18 +271,21 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
         sys.exit(1)
 
 
-def _progress_printer(label: str, items: str):
-    """Progress line on stderr: simulated time (us for flow experiments, ms for training) and items done."""
+def _progress_printer(label: str, items: str, total_hops: int):
+    """Progress line on stderr: simulated time (us for flow experiments, ms for training), items done, the
+    share of the data packet-hops done and the time left at the recent rate (cosim.runs.progress)."""
+    from cosim.runs.progress import WorkProgress  # noqa: PLC0415
+
     prefix = f"[{label}] " if label else ""
     scale, unit = (1e-3, "us") if items == "flows" else (1e-6, "ms")
-
+    work = WorkProgress(total_hops)
     t0 = time.perf_counter()
 
-    def show(sim_ns: float, done: int, total: int) -> None:
-        frac = done / total if total else 1.0
+    def show(sim_ns: float, done: int, total: int, hops: int) -> None:
         wall = time.perf_counter() - t0
-        eta = f"ETA {wall * (1 - frac) / frac:6.0f} s" if 0 < frac < 1 else " " * 10
-        click.echo(f"\r  {prefix}simulated {sim_ns * scale:12.3f} {unit}   {items} {done}/{total} "
-                   f"({100 * frac:5.1f}%)   wall {wall:6.0f} s {eta}", err=True, nl=False)
+        est = work.update(wall, hops, finished=done == total)
+        eta = "ETA      ?" if est.eta_s is None else f"ETA {est.eta_s:6.0f} s"
+        click.echo(f"\r  {prefix}simulated {sim_ns * scale:12.3f} {unit}   {items} {done}/{total}   "
+                   f"work {100 * est.fraction:5.1f}%   wall {wall:6.0f} s {eta}", err=True, nl=False)
 
     return show

@@ -95,6 +95,8 @@ class CompareTable:
         body = []
         for r in self.rows:
             m = r.metric
+            if m.section == "simulator" and all(b[0] != "simulator:" for b in body):
+                body.append(["simulator:"] + [""] * (len(header) - 1))
             line = [m.label, m.unit, format_value(m, r.values[0])]
             for v, d, q in zip(r.values[1:], r.deltas[1:], r.ratios[1:]):
                 line += [format_value(m, v), format_value(m, d, signed=True), format_ratio(q)]

@@ -102,8 +102,19 @@ METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, 
     ("peak_headroom_used_bytes", "peak PFC headroom used", _KB, {}),
     ("min_headroom_bytes", "min PFC headroom", _KB, {}),
     ("acks", "ACKs", _X, _COUNT),
+    ("credit_stall_events", "credit-stall events", _X, _COUNT),
+    ("credit_packets_sent", "credit packets", _X, _COUNT),
+    ("credit_violations", "credit violations", _X, _COUNT),
+    ("peak_lane_bytes", "peak VL input buffer used", _KB, {}),
+    ("mtu_bytes", "MTU", ("B", 1.0), _COUNT | _SIM),
+    ("header_bytes", "header per packet", ("B", 1.0), _COUNT | _SIM),
+    ("n_ops", "trace ops per iteration", _X, _COUNT | _SIM),
+    ("n_dag_ops", "DAG ops", _X, _COUNT | _SIM),
+    ("n_dag_ops_finished", "DAG ops finished", _X, _COUNT | _SIM),
+    ("n_flows", "flows created", _X, _COUNT | _SIM),
     ("sim_time_ns", "simulated time", _MS, _SIM),
     ("packet_hops", "packet-hops", _X, _COUNT | _SIM),
+    ("data_packet_hops", "data packet-hops", _X, _COUNT | _SIM),
     ("events", "events", _X, _COUNT | _SIM),
     ("wall_time_s", "wall time", ("s", 1.0), _SIM),
     ("packet_hops_per_s", "packet-hops/s", ("M/s", 1e-6), _SIM),
@@ -140,9 +151,12 @@ def metric_for(key: str) -> Metric:
 
 
 def ordered_keys(summaries: Sequence[Mapping]) -> list[str]:
-    """Scalar summary keys present in any summary: catalogued ones in METRICS order, then the rest sorted."""
+    """Scalar summary keys present in any summary: catalogued results in METRICS order, then other keys
+    sorted, then what the simulation cost (the "simulator" section)."""
     present = {k for s in summaries for k, v in s.items() if v is None or isinstance(v, (bool, int, float, str))}
-    return [m.key for m in METRICS if m.key in present] + sorted(present - _KNOWN.keys())
+    known = [m for m in METRICS if m.key in present]
+    return ([m.key for m in known if m.section == "result"] + sorted(present - _KNOWN.keys())
+            + [m.key for m in known if m.section == "simulator"])
 
 
 #: the result rows of the side-by-side table of co-simulated training runs (simulator rows follow them)
@@ -155,7 +169,12 @@ TRAINING_KEYS = frozenset({
     "credit_stall_port_max_ns"})
 #: summary keys not shown in the terminal table (details of the models; they stay in the file and in compare)
 _DETAIL_KEYS = frozenset({"link_utilization_mean", "pause_events", "cnps_received", "peak_headroom_used_bytes",
-                          "min_headroom_bytes", "acks"})
+                          "min_headroom_bytes", "acks", "credit_stall_events", "credit_packets_sent",
+                          "credit_violations", "peak_lane_bytes"})
+
+
+#: the simulator rows of the terminal table (the others stay in the file and in compare)
+_SIMULATOR_ROWS = frozenset({"sim_time_ns", "packet_hops", "events", "wall_time_s", "packet_hops_per_s"})
 
 
 def row_label(m: Metric) -> str:
@@ -241,7 +260,7 @@ def summary_table(summaries: Mapping[str, Mapping], *, training: bool = False, w
     wanted = [m for m in METRICS if present(m.key)]
     results = [m for m in wanted if m.section == "result" and
                (m.key in TRAINING_KEYS if training else m.key not in _DETAIL_KEYS)]
-    simulator = [m for m in wanted if m.section == "simulator"]
+    simulator = [m for m in wanted if m.section == "simulator" and m.key in _SIMULATOR_ROWS]
     row = lambda m: [row_label(m)] + [format_cell(m, summaries[n].get(m.key)) for n in names]  # noqa: E731
     body = [row(m) for m in results]
     if simulator:

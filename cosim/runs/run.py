@@ -34,7 +34,8 @@ def experiments_of(source: str | Mapping, overrides: Mapping[str, object] | None
 def run(exp: Experiment, *, trace=None, progress=None, planned=None) -> RunRecord:
     """Simulate ``exp`` and return its RunRecord (``trace``: an in-memory Trace for a training workload).
 
-    @param progress  optional progress(sim_time_ns, done, total) between simulation slices (flows or DAG ops)
+    @param progress  optional progress(sim_time_ns, done, total, data_packet_hops) between simulation slices
+                     (done/total: flows or DAG ops; see cosim.engine.ProgressFn)
     @param planned  a training run's ``prepare(exp, trace)`` if already made (not made again)
     """
     if exp.is_training:
@@ -144,11 +145,56 @@ def _buffers(fabric, attrs: Mapping[str, str]) -> dict:
 
 def _estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np.ndarray, mtu: int) -> dict:
     """Flows, payload and data packet-hops (packets × shortest-path hops) of the traffic."""
-    hops = np.zeros(src.size, np.int64)
-    for s in np.unique(src):
-        dist = ideal.hop_counts(fabric, int(s))
-        sel = src == s
-        hops[sel] = dist[dst[sel]]
-    packets = -(-np.asarray(size, np.int64) // max(mtu, 1))
     return {"flows": int(src.size), "payload_bytes": int(np.asarray(size, np.int64).sum()),
-            "data_packet_hops_estimate": int((packets * hops).sum())}
+            "data_packet_hops_estimate": data_packet_hops_estimate(fabric, src, dst, size, mtu)}
+
+
+def data_packet_hops_estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np.ndarray, mtu: int, *,
+                              max_sources: int = 64) -> int:
+    """Payload packets × shortest-path hops, summed over the flows: the work a simulation does.
+
+    Exact when the flows have at most ``max_sources`` distinct sources; beyond, the hops per packet are
+    measured on the flows of ``max_sources`` sources drawn with a fixed seed (one breadth-first search each,
+    so a 16k-host fabric costs what a 64-host one does) and scaled to every packet."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    packets = -(-np.asarray(size, np.int64) // max(mtu, 1))
+    sources = np.unique(src)
+    if sources.size > max_sources:
+        sources = np.sort(np.random.default_rng(0).choice(sources, max_sources, replace=False))
+    hops = np.zeros(src.size, np.int64)
+    measured = np.zeros(src.size, bool)
+    for s in sources:
+        sel = src == s
+        hops[sel] = ideal.hop_counts(fabric, int(s))[dst[sel]]
+        measured |= sel
+    if measured.all():
+        return int((packets * hops).sum())
+    sampled = int(packets[measured].sum())
+    per_packet = (packets[measured] * hops[measured]).sum() / sampled if sampled else 0.0
+    return int(round(per_packet * int(packets.sum())))
+
+
+def work_estimate(exp: Experiment, planned=None) -> int:
+    """The data packet-hops ``exp`` will simulate (its plan's flows on shortest paths; retransmissions and
+    control packets not counted): the denominator of the progress line's ETA."""
+    attributes = run_attributes(exp.network, exp.seed)
+    mtu = int(engine.attribute_values(attributes, ("HostNic::MtuBytes",))["HostNic::MtuBytes"])
+    if exp.is_training:
+        p = planned if planned is not None else training.plan(exp)
+        flow = p.dag.kind == DagOpKind.FLOW
+        return data_packet_hops_estimate(p.fabric, p.src_node[flow], p.dst_node[flow], p.dag.bytes[flow], mtu)
+    fabric, fs = flows.build(exp)
+    return data_packet_hops_estimate(fabric, fs.src, fs.dst, fs.size_bytes, mtu)
+
+
+def fabric_warning(summary: Mapping, config: Mapping) -> str | None:
+    """Why a training run moved nothing over the fabric (so its network figures are empty), or None."""
+    if summary.get("flows", 1) != 0 or summary.get("status", "complete") != "complete" or "workload" not in config:
+        return None
+    ranks, gps = config["workload"].get("n_ranks"), config["workload"].get("gpus_per_server")
+    if isinstance(ranks, int) and isinstance(gps, int) and ranks <= gps:
+        fix = f"--gpus-per-server {max(1, ranks // 2)} or fewer" if ranks > 1 else "a trace with more ranks"
+        return (f"nothing crossed the fabric: all {ranks} ranks sit on one server ({gps} GPUs per server), so "
+                f"every transfer went over NVLink; use {fix} to spread them over servers")
+    return ("nothing crossed the fabric: every transfer of the trace stays inside a server (NVLink); "
+            "use a smaller --gpus-per-server to spread the groups over servers")

@@ -320,7 +320,7 @@ def plan(exp: Experiment, trace=None) -> TrainingPlan:
 def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None) -> RunRecord:
     """Co-simulate ``exp`` (its trace, or ``trace``) and return its :class:`cosim.results.RunRecord`.
 
-    @param progress  optional callable progress(sim_time_ns, ops_done, ops_total), called between slices
+    @param progress  optional callable progress(sim_time_ns, ops_done, ops_total, data_packet_hops)
     @param planned  ``plan(exp, trace)`` if the caller already made it (it is not made again)
     @throws CosimInputError on a bad trace, fabric, attribute or a trace that deadlocks
     """
