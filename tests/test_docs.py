@@ -2,13 +2,15 @@
 
 Each Markdown file's fenced blocks run in order in one fresh folder (so a block may use what an earlier
 one wrote), with ``traces/`` and ``docs/`` of the repository linked in and ``cosim`` on PATH running this
-checkout: ``bash`` blocks as ``bash -e`` scripts, ``python`` blocks with this interpreter, and a ``toml``
+checkout: ``bash`` blocks as ``bash -e`` scripts, ``python`` blocks with this interpreter in one namespace
+per page (like notebook cells), and a ``toml``
 block whose first line is ``# NAME.toml`` written to NAME.toml. Blocks that install (``pip install``) are the
 Quick start's, which CI runs itself (``.ci/run``); ``text`` and unlabelled blocks are output, not commands.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -50,26 +52,41 @@ def _env(shim: Path) -> dict:
     return env
 
 
+#: runs a page's blocks in order in one process, so Python blocks share their names as notebook cells do
+_DRIVER = """
+import json, subprocess, sys, traceback
+namespace = {"__name__": "__main__"}
+for i, (lang, text) in enumerate(json.load(open(sys.argv[1]))):
+    print(f"=== block {i + 1} ({lang})", file=sys.stderr, flush=True)
+    if lang == "bash":
+        if subprocess.run(["bash", "-e", "-o", "pipefail", "-c", text]).returncode:
+            sys.exit(f"block {i + 1} (bash) failed")
+    else:
+        exec(compile(text, f"<block {i + 1}>", "exec"), namespace)
+"""
+
+
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_block_runs(doc, shim, tmp_path, engine_ns):
-    runnable = [(lang, text) for lang, text in blocks(doc) if not _installs(text)]
+    runnable = []
+    for lang, text in blocks(doc):
+        if _installs(text):
+            continue
+        if lang == "toml":
+            target = re.fullmatch(r"#\s*(\S+\.toml)\s*", text.splitlines()[0])
+            if target:
+                (tmp_path / target.group(1)).write_text(text)
+            continue
+        runnable.append((lang, text))
     if not runnable:
         pytest.skip("no runnable block")
     for name in ("traces", "docs"):
         (tmp_path / name).symlink_to(REPO / name)
-    env = _env(shim)
-    for i, (lang, text) in enumerate(runnable):
-        where = f"{doc.name} block {i + 1} ({lang})"
-        if lang == "toml":
-            first = text.splitlines()[0]
-            target = re.fullmatch(r"#\s*(\S+\.toml)\s*", first)
-            if target:
-                (tmp_path / target.group(1)).write_text(text)
-            continue
-        argv = ["bash", "-e", "-o", "pipefail", "-c", text] if lang == "bash" else [sys.executable, "-c", text]
-        proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"{where} failed ({proc.returncode}):\n{text}\n--- stderr:\n{proc.stderr[-3000:]}"
-        assert "Traceback" not in proc.stderr, f"{where}:\n{proc.stderr[-3000:]}"
+    (tmp_path / ".blocks.json").write_text(json.dumps(runnable))
+    proc = subprocess.run([sys.executable, "-c", _DRIVER, ".blocks.json"], cwd=tmp_path, env=_env(shim),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{doc.name} failed:\n{proc.stderr[-4000:]}"
+    assert "Traceback" not in proc.stderr, f"{doc.name}:\n{proc.stderr[-4000:]}"
 
 
 def test_quick_start_is_two_commands_and_ci_runs_the_second():

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cosim.results.collectives import collective_stats
 from cosim.results.compare import compare_runs, sweep_order
 from cosim.results.schema import DATASETS, GROUPS, RunRecord
 from cosim.results.store import read_results
@@ -107,6 +108,20 @@ class Run:
         if not data:
             return pd.DataFrame({c: np.empty(0) for c in _columns(group)})
         return pd.DataFrame({k: np.asarray(v) for k, v in data.items()})
+
+    def collective_stats(self, as_frame: bool = True):
+        """Collectives in nccl-tests' terms, one row per (group kind, collective kind): calls, ranks, median
+        size, time p50/p99/max, algbw and busbw p50 (GB/s); steady-state iterations (all but the first) when
+        the run has several. See cosim.results.collectives."""
+        its = self.record.table("iterations")
+        first = 1 if len(its) and np.asarray(its["iteration"]).size > 1 else 0
+        rows = collective_stats(self.record.table("collectives"), first_iteration=first)
+        if not as_frame:
+            return rows
+        pd = _pandas()
+        columns = ["group", "kind", "calls", "ranks", "bytes_p50", "time_p50_ns", "time_p99_ns", "time_max_ns",
+                   "algbw_p50_gbyte_per_s", "busbw_p50_gbyte_per_s"]
+        return pd.DataFrame(rows, columns=columns)
 
     flows = property(lambda self: self.table("flows"), doc="flows table as a DataFrame (one row per flow).")
     queues = property(lambda self: self.table("queues"), doc="queue-depth change samples as a DataFrame.")

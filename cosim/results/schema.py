@@ -37,8 +37,11 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("pauses", "paused"): ("", "1 paused, 0 resumed"),
     ("latency", "low_ns"): ("ns", "lower edge of a log-spaced receive-latency bucket (8 per octave)"),
     ("latency", "count"): ("", "data packets whose one-way latency fell in the bucket"),
-    ("flows", "ideal_ns"): ("ns", "ideal FCT: payload with headers at the bottleneck line rate plus base RTT"),
+    ("flows", "ideal_ns"): ("ns", "ideal FCT: the flow alone on the idle fabric, store-and-forward at line rates "
+                                  "plus propagation delays, to the last byte's arrival (one way)"),
     ("flows", "slowdown"): ("", "fct_ns / ideal_ns (>= 1; nan: unfinished)"),
+    ("flows", "transfer"): ("", "training runs: row of the first flow of the flow's transfer (all chunks one "
+                                "collective or send moves from one rank to another in an iteration)"),
     ("ports", "rate_bps"): ("bit/s", "line rate of the egress port"),
     ("ports", "credit_stall_ps"): ("ps", "time the port had data but no credits (InfiniBand), summed over VLs"),
     ("stalls", "time_ns"): ("ns", "time of a credit-stall state change"),
@@ -86,7 +89,8 @@ MINUS_ONE_OK = frozenset({("ops", "coll_id")})
 
 #: columns added to version 1 after its first files: a table written before may lack them
 LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports", "rate_bps"),
-                           ("ports", "credit_stall_ps"), ("collectives", "group_kind"), ("collectives", "ranks")})
+                           ("ports", "credit_stall_ps"), ("collectives", "group_kind"), ("collectives", "ranks"),
+                           ("flows", "transfer")})
 
 
 def required_columns(group: str) -> tuple[str, ...]:

@@ -1,0 +1,85 @@
+"""Training metrics that mean what they say: collective statistics per group and kind in nccl-tests' terms,
+and slowdown per whole transfer beside slowdown per chunk (flow)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosim.results.collectives import bus_factor, collective_stats
+from cosim.runs.experiment import make
+from cosim.runs.training import run_training
+from test_cosim_roce import make_trace, ring_allreduce_trace
+from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase
+
+MIB = 1 << 20
+
+
+def _two_group_trace(n: int, tp_bytes: int, dp_bytes: int):
+    """Ranks 0..3 on two servers of two GPUs: TP groups {0,1} and {2,3} (inside a server), DP groups {0,2}
+    and {1,3} (across); each rank runs its TP all-reduce, then its DP all-reduce."""
+    groups = [[0, 1], [2, 3], [0, 2], [1, 3]]
+    kinds = [GroupKind.TP, GroupKind.TP, GroupKind.DP, GroupKind.DP]
+    ops, deps = [], []
+    for r in range(n):
+        tp, dp = r // 2, 2 + r % 2
+        ops.append(dict(rank=r, kind=OpKind.COLLECTIVE, phase=Phase.FORWARD, bytes=tp_bytes,
+                        coll_kind=CollKind.ALL_REDUCE, group=tp, coll_id=tp))
+        deps.append([])
+        ops.append(dict(rank=r, kind=OpKind.COLLECTIVE, phase=Phase.GRAD_SYNC, bytes=dp_bytes,
+                        coll_kind=CollKind.ALL_REDUCE, group=dp, coll_id=dp))
+        deps.append([len(ops) - 2])
+    return make_trace(n, ops, deps, groups=groups, group_kind=kinds)
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_collectives_are_summarized_per_group_kind_with_nccl_tests_busbw(transport, engine_ns):
+    """TP (inside a server, NVLink) and DP (across servers, NICs) all-reduces are kept apart; busbw is
+    algbw × 2(n−1)/n of each call, and the DP one stays below the NIC's rate."""
+    tr = _two_group_trace(4, tp_bytes=1 * MIB, dp_bytes=8 * MIB)
+    exp = make("training", transport=transport, topology="single-switch", gpus_per_server=2, link_gbps=100,
+               chunk_bytes=MIB, algorithm="ring")
+    rec = run_training(exp, trace=tr)
+    s = rec.summary
+    assert s["status"] == "complete"
+    assert s["coll_tp_all_reduce_count"] == 2 and s["coll_dp_all_reduce_count"] == 2
+    assert "coll_all_reduce_p50_ns" not in s  # no percentile mixing the two groups
+    c = rec.collectives
+    assert sorted(c["group_kind"]) == [GroupKind.TP, GroupKind.TP, GroupKind.DP, GroupKind.DP]
+    assert np.all(c["ranks"] == 2)
+    dp = c["group_kind"] == GroupKind.DP
+    t = c["finish_ns"][dp] - c["start_ns"][dp]
+    busbw = 8 * MIB / t * 2 * (2 - 1) / 2  # GB/s = B/ns
+    assert s["coll_dp_all_reduce_busbw_gbyte_per_s"] == pytest.approx(np.median(busbw), rel=1e-12)
+    assert s["coll_dp_all_reduce_busbw_gbyte_per_s"] < 100 / 8  # one 100 Gbit/s NIC per rank
+    assert s["coll_tp_all_reduce_p50_ns"] < s["coll_dp_all_reduce_p50_ns"]  # NVLink beats the NIC
+    rows = {(r["group"], r["kind"]): r for r in collective_stats(c)}
+    assert rows[("dp", "all_reduce")]["calls"] == 2 and rows[("tp", "all_reduce")]["ranks"] == 2
+
+
+def test_bus_factors_are_nccl_tests():
+    n = np.array([2, 4, 8, 8, 8, 8])
+    kind = np.array([1, 1, 2, 3, 4, 5])
+    assert np.allclose(bus_factor(kind, n), [1.0, 1.5, 7 / 8, 7 / 8, 7 / 8, 1.0])
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_transfer_slowdown_takes_the_chunks_of_a_message_together(transport, engine_ns):
+    """A ring all-reduce of 16 MiB over n servers in 1 MiB chunks on an idle fabric: each rank's transfer to
+    its successor is 2(n−1) pipelined steps of S/n in chunks; every chunk's bytes are counted once, and a
+    whole transfer takes within a few percent of its ideal time, where chunks whose steps overlap on one
+    link look up to 2× slower one by one."""
+    n, size = 4, 16 * MIB
+    exp = make("training", transport=transport, topology="single-switch", gpus_per_server=1, link_gbps=100,
+               chunk_bytes=MIB, algorithm="ring")
+    rec = run_training(exp, trace=ring_allreduce_trace(n, size))
+    f = rec.flows
+    roots, counts = np.unique(f["transfer"], return_counts=True)
+    assert roots.size == n  # one transfer per rank: to its ring successor
+    assert np.all(counts == 2 * (n - 1) * size // n // MIB)  # 2(n−1) steps of S/n bytes in 1 MiB chunks
+    per_transfer = np.bincount(np.searchsorted(roots, f["transfer"]), weights=f["size_bytes"])
+    assert np.all(per_transfer == 2 * (n - 1) * size // n) and f["size_bytes"].sum() == 2 * (n - 1) * size
+    assert rec.summary["fct_slowdown_p99"] > 1.5  # chunk by chunk, overlapping steps share the link
+    assert np.all(f["transfer"][roots] == roots)  # a root is its own first chunk
+    s = rec.summary
+    assert 1.0 <= s["transfer_slowdown_p50"] <= s["transfer_slowdown_p99"] < 1.05
