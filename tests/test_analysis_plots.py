@@ -13,6 +13,10 @@ import pytest
 
 from cosim import results
 from cosim.analysis import plots
+from cosim.analysis.ports import PortNames, port_names
+from cosim.results.metrics import format_number, metric_for
+from cosim.runs.experiment import make
+from cosim.runs.run import run as run_experiment
 from conftest import run_main
 from test_analysis_compare import incast_pair
 
@@ -86,7 +90,7 @@ def test_run_selection_format_and_stall_timeline(results_file, tmp_path, capsys)
                                                "vl": p["priority"], "stalled": p["paused"]})
     fig = plots.stall_timeline(stalled)
     assert fig is not None and "credit-stall" in fig.axes[0].get_title()
-    assert fig.axes[0].get_xlabel() == "simulated time (us)"
+    assert fig.axes[0].get_xlabel() == f"simulated time ({metric_for('sim_time_ns').unit})"
     png = plots.render(fig)
     assert_real_image(png)
     assert plots.render(fig) == png and plots.render(fig, "svg") == plots.render(fig, "svg")  # bit for bit
@@ -155,3 +159,131 @@ def test_unknown_run_exits_2_before_writing(results_file, tmp_path, capsys):
         code, _, err = run_main([verb, str(results_file), "--run", "nope", "-o", str(target)], capsys)
         assert code == 2 and "--run" in err and len(err.strip().splitlines()) == 1
         assert not target.exists()
+
+
+# ---------------------------------------------------------------- real runs with a shape to show
+
+def rail_training_run():
+    """One iteration of the shipped llama2 trace (TP2 PP2 DP2) on a rail-optimized RoCE fabric: its egress
+    queues only ever hold microsecond bursts of a few KB, over a run of ~100 ms."""
+    return run_experiment(make("training", name="train", trace=str(TRACE), topology="rail-optimized",
+                               gpus_per_server=2, iterations=1))
+
+
+@pytest.fixture(scope="module")
+def training_run(engine_ns):
+    return rail_training_run()
+
+
+@pytest.fixture(scope="module")
+def leaf_spine_run(engine_ns):
+    """A permutation of 8 hosts on 2 leaves and 2 spines (half the flows cross a spine)."""
+    return run_experiment(make("flows", name="perm", pattern="permutation", topology="leaf-spine", hosts=8,
+                               hosts_per_leaf=4, flow_bytes=200_000))
+
+
+@pytest.fixture(scope="module")
+def star_permutation(engine_ns):
+    """A permutation of 4 hosts on one switch: every flow has the same two-hop path and no competitor."""
+    return run_experiment(make("flows", name="star", pattern="permutation", topology="single-switch", hosts=4,
+                               flow_bytes=100_000))
+
+
+def test_heatmap_keeps_bursts_shorter_than_a_bin(training_run):
+    """Each heatmap cell is its port's peak in the bin, so the colour scale tops at the line plot's peak; a
+    point sample per bin (forward fill) would show a few percent of it on this bursty run."""
+    lines = plots.queue_lines(training_run, top_n=1)
+    line_peak = max(float(np.max(line.get_ydata())) for line in lines.axes[0].get_lines())
+    heat = plots.queue_heatmap(training_run)
+    image = heat.axes[0].images[0]
+    scale = metric_for("max_queue_bytes").scale
+    assert float(image.get_array().max()) == pytest.approx(line_peak, rel=1e-12)
+    assert image.norm.vmax == pytest.approx(line_peak, rel=1e-12)
+    assert line_peak == pytest.approx(training_run.queues["bytes"].max() * scale, rel=1e-12)
+    assert "peak per bin" in heat.axes[1].get_ylabel()  # the colourbar
+    q = training_run.queues
+    keys, kid = plots.key_ids(q["node"], q["port"])
+    grid = np.linspace(0.0, plots._end_ns(training_run), plots.GRID_POINTS)
+    sampled = plots.forward_fill(q["time_ns"], kid, q["bytes"], len(keys), grid).max() * scale
+    print(f"\nqueue peak {line_peak:.4g} KB; forward-filled grid shows {sampled:.4g} KB")
+    assert sampled < 0.2 * line_peak  # the bursts are shorter than a bin: this run really tests it
+
+
+@pytest.mark.parametrize("t,k,v,edges,expected", [
+    # key 0: 3 at 5 ns, 9 at 12, 1 at 13; key 1: 4 at 30 and 6 exactly at the last edge (counts in the last bin)
+    ([5, 12, 13, 30, 40], [0, 0, 0, 1, 1], [3, 9, 1, 4, 6], [0, 10, 20, 40], [[3, 9, 1], [0, 0, 6]]),
+    # a value set before the grid starts carries into every bin until it changes
+    ([0, 25], [0, 0], [7, 2], [0, 10, 20, 30], [[7, 7, 7]]),
+    # no samples at all: zeros
+    ([], [], [], [0, 10, 20], [[0, 0]]),
+])
+def test_peak_per_bin_is_exact(t, k, v, edges, expected):
+    """A bin's value is the larger of the depth carried in at its start and every sample inside it."""
+    got = plots.peak_per_bin(np.array(t, np.float64), np.array(k, np.int64), np.array(v, np.int64),
+                             len(expected), np.array(edges, np.float64))
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_ports_are_named_by_switch_and_the_peer_they_face(leaf_spine_run):
+    """Leaf-spine ports read "leaf1 → spine0", "spine0 → leaf1", "leaf0 → host3", consistent with the wiring."""
+    names = port_names(leaf_spine_run)
+    p = leaf_spine_run.ports
+    labels = [names.port(n, q) for n, q in zip(p["node"], p["port"])]
+    hosts = [f"host{i} → leaf{i // 4}" for i in range(8)]
+    down = [f"leaf{i // 4} → host{i}" for i in range(8)]
+    fabric = [f"{a} → {b}" for leaf in ("leaf0", "leaf1") for spine in ("spine0", "spine1")
+              for a, b in ((leaf, spine), (spine, leaf))]
+    assert sorted(labels) == sorted(hosts + down + fabric)
+    heat = plots.queue_heatmap(leaf_spine_run)
+    ticks = [t.get_text() for t in heat.axes[0].get_yticklabels()]
+    assert ticks and all(re.fullmatch(r"(leaf|spine)\d → (host|leaf|spine)\d", t) for t in ticks), ticks
+
+
+def test_port_labels_fall_back_to_ids_and_mark_parallel_links(leaf_spine_run):
+    """Without a rebuildable fabric a port is "node N port P"; parallel links to one peer add the port."""
+    bare = dataclasses.replace(leaf_spine_run, config={})
+    assert port_names(bare).port(8, 0) == "node 8 port 0"
+    broken = dataclasses.replace(leaf_spine_run, config={**leaf_spine_run.config,
+                                                         "fabric": {**leaf_spine_run.config["fabric"], "n_nodes": 3}})
+    assert port_names(broken).port(8, 0) == "node 8 port 0"  # a rebuilt fabric that differs is not trusted
+    no_ports = dataclasses.replace(leaf_spine_run, ports={})
+    assert port_names(no_ports).port(8, 4) == "leaf0 port 4"
+    twin = PortNames(names=("host0", "leaf0", "spine0"), peer={(1, 1): 2, (1, 2): 2}, parallel=frozenset({(1, 2)}))
+    assert twin.port(1, 2) == "leaf0 → spine0 (port 2)" and twin.port(0, 0) == "host0 port 0"
+
+
+def test_degenerate_cdfs_draw_a_step_at_the_value_with_a_note(star_permutation, training_run):
+    """All flows of the uncontended star finish at one FCT, and every packet of the quiet training run lands
+    in one latency bucket: each CDF is a visible step there, with a note, on axes of non-zero width."""
+    fct_ns = star_permutation.flows["fct_ns"]
+    assert np.unique(fct_ns).size == 1
+    fct = metric_for("fct_p50_ns")
+    fig = plots.fct_cdf({"star": star_permutation})
+    ax = fig.axes[0]
+    value = float(fct_ns[0]) * fct.scale
+    left, right = ax.get_xlim()
+    assert left < value < right and right - left >= 0.1 * value
+    x, y = ax.get_lines()[0].get_data()
+    assert y[0] == 0 and y[-1] == 1 and set(x[(y > 0) & (y < 1)]) == {value}  # the rise is all at the value
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == [f"star: all 4 flows at {format_number(value)} {fct.unit}"]
+    lat = plots.latency_cdf({"train": training_run}).axes[0]
+    assert "every packet in one bucket" in lat.get_legend().get_texts()[0].get_text()
+    lo, hi = lat.get_xlim()
+    bucket = lat.get_lines()[0].get_xdata()[1:-1]
+    assert lo < bucket.min() < bucket.max() < hi
+
+
+def test_plots_use_the_units_of_the_tables(results_file, training_run):
+    """Time, queue depth, FCT and latency axes carry the display unit the metric registry gives the
+    summary tables, so a number reads the same on a plot as in 'cosim run'."""
+    unit = lambda key: metric_for(key).unit  # noqa: E731
+    runs = dict(results.read_results(results_file)) | {"train": training_run}
+    figures = {r.stem.split("-")[0] if r.stem.startswith(("queues", "iterations")) else r.stem: r.figure
+               for r in plots.iter_figures(runs) if r.figure is not None}
+    assert figures["fct-cdf"].axes[0].get_xlabel().endswith(f"({unit('fct_p50_ns')})")
+    assert figures["latency-cdf"].axes[0].get_xlabel().endswith(f"({unit('latency_p50_ns')})")
+    for fig in plots.iter_figures(runs):
+        if fig.figure is not None and not fig.stem.endswith("cdf"):
+            assert fig.figure.axes[0].get_xlabel() == f"simulated time ({unit('sim_time_ns')})", fig.stem
+    assert figures["queues"].axes[0].get_ylabel() == f"queue depth ({unit('max_queue_bytes')})"

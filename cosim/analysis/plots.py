@@ -1,21 +1,26 @@
 """Headless figures of results files (matplotlib's object API with the Agg canvas; no pyplot, no display).
 
-matplotlib is imported inside the functions that draw, never at module import. Each builder returns a
-Figure, or None when its data is absent (a RoCE run has no credit stalls, a flow-level run no ops).
-Every axis label carries its unit.
+matplotlib is imported inside the functions that draw, never at module import (``cosim --help`` stays
+fast). Each builder returns a Figure, or None when its data is absent (a RoCE run has no credit stalls, a
+flow-level run no ops). Every axis label carries its unit, and each quantity is shown in the unit of the
+terminal tables: the metric registry (:func:`cosim.results.metrics.metric_for`) says which.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from cosim.analysis.ports import PortNames, port_names
+from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
+from cosim.results.metrics import format_number, metric_for
 
 FORMATS = ("png", "svg", "pdf")
 FIGSIZE_IN = (8.0, 4.5)
@@ -23,6 +28,15 @@ DPI = 100
 GRID_POINTS = 400  # time bins of the heatmap
 MAX_ROWS = 32  # ports / ranks shown in timelines and heatmaps (the busiest ones)
 MAX_LEGEND = 12  # CDF curves that still get a legend
+
+#: summary key whose display unit each plotted quantity takes (one unit per quantity, tables and plots alike)
+TIME_KEY, QUEUE_KEY, FCT_KEY, LATENCY_KEY = "sim_time_ns", "max_queue_bytes", "fct_p50_ns", "latency_p50_ns"
+
+
+def display_unit(key: str) -> tuple[float, str]:
+    """(scale from the stored unit, display unit) of the quantity of summary key ``key``."""
+    m = metric_for(key)
+    return m.scale, m.unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +86,24 @@ def forward_fill(time_ns: np.ndarray, key: np.ndarray, values: np.ndarray, n_key
     return np.where(valid, v[safe], 0)
 
 
+def peak_per_bin(time_ns: np.ndarray, key: np.ndarray, values: np.ndarray, n_keys: int,
+                 edges_ns: np.ndarray) -> np.ndarray:
+    """Change-only samples → (n_keys, len(edges) - 1): each key's largest value in each time bin.
+
+    A bin's peak is the larger of the value in effect when the bin opens and every sample inside it, so a
+    burst shorter than a bin still shows at its full height (a point sample per bin would miss it). Samples
+    at or after the last edge count in the last bin.
+    """
+    edges_ns = np.asarray(edges_ns, np.float64)
+    n_bins = edges_ns.size - 1
+    values = np.asarray(values)
+    peak = forward_fill(time_ns, key, values, n_keys, edges_ns[:-1]).astype(np.float64)
+    if np.size(time_ns):
+        bins = np.clip(np.searchsorted(edges_ns, np.asarray(time_ns, np.float64), side="right") - 1, 0, n_bins - 1)
+        np.maximum.at(peak, (np.asarray(key, np.int64), bins), values.astype(np.float64))
+    return peak
+
+
 def state_intervals(time_ns: np.ndarray, key: np.ndarray, state: np.ndarray,
                     end_ns: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """On/off events → (key, start_ns, end_ns) of every 'on' interval; one still on lasts until ``end_ns``."""
@@ -82,11 +114,6 @@ def state_intervals(time_ns: np.ndarray, key: np.ndarray, state: np.ndarray,
     nxt = np.where(same_next, np.r_[t[1:], end_ns], max(end_ns, t.max() if t.size else end_ns))
     on = s != 0
     return k[on], t[on], nxt[on]
-
-
-def time_unit(span_ns: float) -> tuple[float, str]:
-    """(scale from ns, unit) that keeps the axis numbers readable: us below 10 ms, else ms."""
-    return (1e-3, "us") if span_ns < 1e7 else (1e-6, "ms")
 
 
 def latency_cdf_points(low_ns: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,7 +145,18 @@ def _end_ns(run) -> float:
 
 # ---------------------------------------------------------------- figure builders
 
+def _matplotlib():
+    """The matplotlib package, or a one-line error saying how to install it (a CLI exit 2, no traceback)."""
+    try:
+        import matplotlib  # noqa: PLC0415
+    except ImportError:
+        raise CosimInputError("matplotlib", "is not installed, and figures need it",
+                              f"install it: {sys.executable} -m pip install matplotlib") from None
+    return matplotlib
+
+
 def _figure(title: str):
+    _matplotlib()
     from matplotlib.figure import Figure  # noqa: PLC0415
 
     fig = Figure(figsize=FIGSIZE_IN, dpi=DPI, layout="constrained")
@@ -127,15 +165,28 @@ def _figure(title: str):
     return fig, ax
 
 
-def _port_labels(keys: np.ndarray, rows: np.ndarray, extra: str = "") -> list[str]:
+def _time_axis(ax, end_ns: float) -> float:
+    """Label the x axis as simulated time in the tables' unit, spanning the run; return the ns → unit scale."""
+    scale, unit = display_unit(TIME_KEY)
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_xlim(0, end_ns * scale)
+    return scale
+
+
+def _port_labels(names: PortNames, keys: np.ndarray, rows: np.ndarray, extra: str = "") -> list[str]:
+    """Labels of the key rows ``rows`` (node, port[, lane]): ``leaf1 → spine0`` plus ``extra`` and the lane."""
     out = []
     for r in rows:
         k = keys[r]
-        label = f"node {k[0]} port {k[1]}"
+        label = names.port(k[0], k[1])
         if extra and len(k) > 2:
             label += f" {extra} {k[2]}"
         out.append(label)
     return out
+
+
+def _tick_size(n_rows: int) -> int:
+    return max(4, 9 - n_rows // 8)
 
 
 def _hottest_ports(q, n: int):
@@ -152,18 +203,18 @@ def queue_lines(run, *, top_n: int = 8, label: str | None = None):
         return None
     keys, kid, peak, top = _hottest_ports(q, top_n)
     end = _end_ns(run)
-    scale, unit = time_unit(end)
+    qscale, qunit = display_unit(QUEUE_KEY)
     fig, ax = _figure(f"{label or run.name}: queue depth, {len(top)} hottest of {len(keys)} egress ports")
+    scale = _time_axis(ax, end)
     t, b = np.asarray(q["time_ns"], np.float64), np.asarray(q["bytes"], np.float64)
-    for row, port in zip(top, _port_labels(keys, top)):
+    for row, port in zip(top, _port_labels(port_names(run), keys, top)):
         m = kid == row
         order = np.argsort(t[m], kind="stable")
         tx = np.r_[0.0, t[m][order], end] * scale
-        by = np.r_[0.0, b[m][order], b[m][order][-1]] / 1e3
-        ax.plot(tx, by, drawstyle="steps-post", lw=1.2, label=f"{port} (peak {peak[row] / 1e3:.0f} KB)")
-    ax.set_xlabel(f"simulated time ({unit})")
-    ax.set_ylabel("queue depth (KB)")
-    ax.set_xlim(0, end * scale)
+        by = np.r_[0.0, b[m][order], b[m][order][-1]] * qscale
+        ax.plot(tx, by, drawstyle="steps-post", lw=1.2,
+                label=f"{port} (peak {format_number(peak[row] * qscale)} {qunit})")
+    ax.set_ylabel(f"queue depth ({qunit})")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7, loc="upper right")
     ax.grid(alpha=0.3)
@@ -171,88 +222,138 @@ def queue_lines(run, *, top_n: int = 8, label: str | None = None):
 
 
 def queue_heatmap(run, *, max_rows: int = MAX_ROWS, grid_points: int = GRID_POINTS, label: str | None = None):
-    """Port × time heatmap of egress-queue depth (change-only samples forward-filled on a time grid)."""
+    """Port × time heatmap of egress-queue depth, each cell the peak depth of its port in its time bin (so
+    the colour scale tops at the same peak as the line plot, however short the burst)."""
     q = run.queues
     if not q or not q["time_ns"].size:
         return None
-    keys, kid, peak, top = _hottest_ports(q, max_rows)
+    keys, kid, _peak, top = _hottest_ports(q, max_rows)
     remap = np.full(len(keys), -1, np.int64)
     remap[top] = np.arange(top.size)
     keep = remap[kid] >= 0
     end = _end_ns(run)
-    grid = np.linspace(0.0, end, grid_points)
-    depth = forward_fill(q["time_ns"][keep], remap[kid[keep]], q["bytes"][keep], top.size, grid) / 1e3
-    scale, unit = time_unit(end)
-    fig, ax = _figure(f"{label or run.name}: egress-queue depth, {top.size} busiest of {len(keys)} ports")
+    edges = np.linspace(0.0, end, grid_points + 1)
+    qscale, qunit = display_unit(QUEUE_KEY)
+    depth = peak_per_bin(q["time_ns"][keep], remap[kid[keep]], q["bytes"][keep], top.size, edges) * qscale
+    tscale, tunit = display_unit(TIME_KEY)
+    fig, ax = _figure(f"{label or run.name}: egress-queue depth, {top.size} busiest of {len(keys)} ports, "
+                      f"bins of {format_number(end / grid_points * tscale)} {tunit}")
+    scale = _time_axis(ax, end)
     im = ax.imshow(depth, aspect="auto", interpolation="nearest", cmap="viridis",
                    extent=(0, end * scale, top.size - 0.5, -0.5))
-    ax.set_yticks(np.arange(top.size), _port_labels(keys, top), fontsize=max(4, 9 - top.size // 8))
-    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_yticks(np.arange(top.size), _port_labels(port_names(run), keys, top), fontsize=_tick_size(top.size))
     ax.set_ylabel("egress port (hottest first)")
-    fig.colorbar(im, ax=ax, label="queue depth (KB)")
+    fig.colorbar(im, ax=ax, label=f"queue depth, peak per bin ({qunit})")
     return fig
 
 
-def _cdf_axes(title: str, xlabel: str, curves: list[tuple[str, np.ndarray, np.ndarray]], *, log_x: bool):
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """One CDF curve: x in display units, cumulative fraction y; ``note`` says why it is a single step."""
+
+    name: str
+    x: np.ndarray
+    y: np.ndarray
+    note: str = ""
+
+
+def _padded_range(lo: float, hi: float, *, log_x: bool) -> tuple[float, float]:
+    """x limits around [lo, hi] with room on both sides, never zero-width (one value gets ±10 %)."""
+    if log_x:
+        factor = max((hi / lo) ** 0.05, 1.1) if lo > 0 else 1.1
+        return lo / factor, hi * factor
+    pad = 0.05 * (hi - lo) if hi > lo else (0.1 * abs(lo) or 1.0)
+    return lo - pad, hi + pad
+
+
+def _log_axis(ax, left: float, right: float) -> None:
+    """A log x axis with plain numbers (2.5, not 2.5×10⁰); minor ticks labelled when under a decade wide."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: PLC0415
+
+    ax.set_xscale("log")
+    plain = FuncFormatter(lambda v, _pos: format_number(v))
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(plain if right / left < 10 else NullFormatter())
+
+
+def _cdf_axes(title: str, xlabel: str, curves: list[Curve], *, log_x: bool, steps: bool):
+    """Curves on shared axes, each drawn from fraction 0 at the left edge to 1 at the right edge, so a curve
+    of one value (or one histogram bucket) is a visible step with its note in the legend."""
     fig, ax = _figure(title)
-    for name, x, y in curves:
-        ax.plot(x, y, drawstyle="steps-post" if not log_x else "default", lw=1.5, label=name)
+    left, right = _padded_range(min(float(c.x[0]) for c in curves), max(float(c.x[-1]) for c in curves),
+                                log_x=log_x)
+    for c in curves:
+        name = f"{c.name}: {c.note}" if c.note else c.name
+        ax.plot(np.r_[left, c.x, right], np.r_[0.0, c.y, 1.0], drawstyle="steps-post" if steps else "default",
+                lw=1.5, label=name)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("fraction (CDF)")
     ax.set_ylim(0, 1.02)
     if log_x:
-        ax.set_xscale("log")
+        _log_axis(ax, left, right)
+    ax.set_xlim(left, right)
     ax.grid(alpha=0.3, which="both")
     if len(curves) <= MAX_LEGEND:
         ax.legend(fontsize=8, loc="lower right")
     else:
-        ax.set_title(f"{title} ({len(curves)} runs; legend omitted)", fontsize=11)
+        single = sum(bool(c.note) for c in curves)
+        ax.set_title(f"{title} ({len(curves)} runs; legend omitted"
+                     + (f"; {single} of one value" if single else "") + ")", fontsize=11)
     return fig
+
+
+def _sample_curve(name: str, values: np.ndarray, scale: float, unit: str, what: str) -> Curve | None:
+    """The empirical CDF of finite ``values`` (stored units) in display units, or None if there are none."""
+    v = np.asarray(values, np.float64)
+    v = np.sort(v[np.isfinite(v)]) * scale
+    if not v.size:
+        return None
+    note = f"all {v.size} {what} at {format_number(v[0])}{' ' + unit if unit else ''}" if v[0] == v[-1] else ""
+    return Curve(name, np.r_[v[0], v], np.r_[0.0, np.arange(1, v.size + 1) / v.size], note)
 
 
 def fct_cdf(runs: Mapping):
     """Flow-completion-time CDF of every run on shared axes (unfinished flows left out)."""
-    curves = []
-    for name, run in runs.items():
-        fct = np.asarray(run.flows.get("fct_ns", np.empty(0)), np.float64)
-        fct = np.sort(fct[np.isfinite(fct)]) / 1e3
-        if fct.size:
-            curves.append((name, np.r_[fct[0], fct], np.r_[0.0, np.arange(1, fct.size + 1) / fct.size]))
+    scale, unit = display_unit(FCT_KEY)
+    curves = [c for name, run in runs.items()
+              if (c := _sample_curve(name, run.flows.get("fct_ns", np.empty(0)), scale, unit, "flows"))]
     if not curves:
         return None
-    spread = max(c[1][-1] for c in curves) / max(min(c[1][0] for c in curves), 1e-9)
-    return _cdf_axes("Flow completion time", "flow completion time (us)", curves, log_x=spread > 30)
+    spread = max(c.x[-1] for c in curves) / max(min(c.x[0] for c in curves), 1e-9)
+    return _cdf_axes("Flow completion time", f"flow completion time ({unit})", curves, log_x=spread > 30,
+                     steps=True)
 
 
 def slowdown_cdf(runs: Mapping):
     """FCT-slowdown CDF (fct / ideal) of every run that stores flows/slowdown, on shared axes."""
-    curves = []
-    for name, run in runs.items():
-        sd = np.asarray(run.flows.get("slowdown", np.empty(0)), np.float64)
-        sd = np.sort(sd[np.isfinite(sd)])
-        if sd.size:
-            curves.append((name, np.r_[sd[0], sd], np.r_[0.0, np.arange(1, sd.size + 1) / sd.size]))
+    curves = [c for name, run in runs.items()
+              if (c := _sample_curve(name, run.flows.get("slowdown", np.empty(0)), 1.0, "", "flows"))]
     if not curves:
         return None
-    return _cdf_axes("FCT slowdown", "slowdown (FCT / ideal FCT, x)", curves, log_x=False)
+    return _cdf_axes("FCT slowdown", "slowdown (FCT / ideal FCT, ratio)", curves, log_x=False, steps=True)
 
 
 def latency_cdf(runs: Mapping):
     """One-way packet-latency CDF of every run (from the log-bucket histogram), on shared log axes."""
+    scale, unit = display_unit(LATENCY_KEY)
     curves = []
     for name, run in runs.items():
         lat = run.latency
         if lat and lat.get("count", np.empty(0)).size:
             x, y = latency_cdf_points(lat["low_ns"], lat["count"])
             if x.size:
-                curves.append((name, x / 1e3, y))
+                x = x * scale
+                note = (f"every packet in one bucket, {format_number(x[0])}–{format_number(x[-1])} {unit}"
+                        if x.size == 2 else "")
+                curves.append(Curve(name, x, y, note))
     if not curves:
         return None
-    return _cdf_axes("Packet latency (histogram, 8 buckets per octave)", "one-way packet latency (us)", curves,
-                     log_x=True)
+    return _cdf_axes("Packet latency (histogram, 8 buckets per octave)", f"one-way packet latency ({unit})",
+                     curves, log_x=True, steps=False)
 
 
-def _timeline(run, table: Mapping, state_col: str, third: str, what: str, color: str, label: str | None):
+def _timeline(run, table: Mapping, state_col: str, third: str, lane: str, what: str, color: str,
+              label: str | None):
     if not table or not table.get("time_ns", np.empty(0)).size or not np.any(table[state_col]):
         return None
     keys, kid = key_ids(table["node"], table["port"], table[third])
@@ -261,15 +362,14 @@ def _timeline(run, table: Mapping, state_col: str, third: str, what: str, color:
     total = np.bincount(k, weights=stop - start, minlength=len(keys))
     rows = np.argsort(-total, kind="stable")[:MAX_ROWS]
     rows = rows[total[rows] > 0]
-    scale, unit = time_unit(end)
-    fig, ax = _figure(f"{label or run.name}: {what} ({rows.size} of {len(keys)} port/{third} pairs)")
+    fig, ax = _figure(f"{label or run.name}: {what} ({rows.size} of {len(keys)} port/{lane} pairs)")
+    scale = _time_axis(ax, end)
     for y, row in enumerate(rows):
         m = k == row
         ax.broken_barh(list(zip(start[m] * scale, (stop[m] - start[m]) * scale)), (y - 0.4, 0.8), color=color)
-    ax.set_yticks(np.arange(rows.size), _port_labels(keys, rows, third), fontsize=max(4, 9 - rows.size // 8))
+    ax.set_yticks(np.arange(rows.size), _port_labels(port_names(run), keys, rows, lane),
+                  fontsize=_tick_size(rows.size))
     ax.set_ylim(rows.size - 0.5, -0.5)
-    ax.set_xlim(0, end * scale)
-    ax.set_xlabel(f"simulated time ({unit})")
     ax.set_ylabel("egress port")
     ax.grid(alpha=0.3, axis="x")
     return fig
@@ -277,12 +377,12 @@ def _timeline(run, table: Mapping, state_col: str, third: str, what: str, color:
 
 def pause_timeline(run, *, label: str | None = None):
     """PFC pause intervals per (port, priority) row, from the pauses events."""
-    return _timeline(run, run.pauses, "paused", "priority", "PFC paused intervals", "tab:red", label)
+    return _timeline(run, run.pauses, "paused", "priority", "prio", "PFC paused intervals", "tab:red", label)
 
 
 def stall_timeline(run, *, label: str | None = None):
     """InfiniBand credit-stall intervals per (port, VL) row, from the stalls events."""
-    return _timeline(run, run.stalls, "stalled", "vl", "credit-stall intervals", "tab:purple", label)
+    return _timeline(run, run.stalls, "stalled", "vl", "VL", "credit-stall intervals", "tab:purple", label)
 
 
 #: ops kind -> (legend label, colour); kind codes as in the trace's OpKind
@@ -301,8 +401,8 @@ def iteration_gantt(run, *, label: str | None = None):
     if not np.isfinite(finish).any():
         return None
     end = float(np.nanmax(finish))
-    scale, unit = time_unit(end)
     fig, ax = _figure(f"{label or run.name}: per-rank timeline ({ranks.size} of {np.unique(rank).size} ranks)")
+    scale = _time_axis(ax, end)
     row_of = np.full(int(rank.max()) + 1, -1, np.int64)
     row_of[ranks] = np.arange(ranks.size)
     row = row_of[rank]
@@ -320,10 +420,8 @@ def iteration_gantt(run, *, label: str | None = None):
     if it and it.get("start_ns", np.empty(0)).size:
         for t in np.asarray(it["start_ns"], np.float64)[1:]:
             ax.axvline(t * scale, color="k", ls="--", lw=0.8)
-    ax.set_yticks(np.arange(ranks.size), [f"rank {r}" for r in ranks], fontsize=max(4, 9 - ranks.size // 8))
+    ax.set_yticks(np.arange(ranks.size), [f"rank {r}" for r in ranks], fontsize=_tick_size(ranks.size))
     ax.set_ylim(ranks.size - 0.5, -0.5)
-    ax.set_xlim(0, end * scale)
-    ax.set_xlabel(f"simulated time ({unit})")
     ax.set_ylabel("GPU rank")
     fig.legend(fontsize=8, loc="outside lower center", ncol=len(OP_KINDS), frameon=False)
     return fig
@@ -372,8 +470,7 @@ _NO_STAMP = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"Creation
 
 def render(fig, fmt: str = "png") -> bytes:
     """The figure encoded as ``fmt`` bytes (png, svg or pdf); the same figure gives the same bytes."""
-    import matplotlib  # noqa: PLC0415
-
+    matplotlib = _matplotlib()
     buf = io.BytesIO()
     with matplotlib.rc_context({"svg.hashsalt": "cosim", "pdf.compression": 6}):
         fig.savefig(buf, format=fmt, metadata=_NO_STAMP.get(fmt))

@@ -1,7 +1,10 @@
-"""One self-contained HTML page of a results file: comparison table, scenarios, figures (base64 PNG).
+"""One self-contained HTML page of a results file: what ran, comparison table, figures (base64 PNG),
+every experiment field and the provenance of each run.
 
 The page references nothing outside itself (no scripts, fonts or image files) and carries no timestamp,
-so the same results give the same bytes.
+so the same results give the same bytes. It uses the window's full width: figures flow into as many
+columns as fit, wide tables scroll sideways inside their box. Numbers are rounded as in the terminal
+tables (the metric registry; 4 significant digits for experiment fields).
 """
 
 from __future__ import annotations
@@ -13,22 +16,26 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cosim import __version__
-from cosim.results.compare import compare_runs
+from cosim.analysis.describe import FACT_ORDER, run_facts
 from cosim.analysis.plots import iter_figures, render
 from cosim.h5io import atomic_output
 from cosim.results.api import flat_fields
+from cosim.results.compare import compare_runs
+from cosim.results.metrics import format_number, metric_for
 
 MAX_RUN_FIGURES = 12  # runs that get their per-run figures in a report (a 500-point sweep would be huge)
 
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 1em 2vw; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { padding: 2px 8px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
-th { background: #f4f4f4; } td.l, th.l { text-align: left; }
+th { background: #f4f4f4; position: sticky; top: 0; } td.l, th.l { text-align: left; }
 tr.diff td { background: #fff7d6; } td.d { color: #666; }
-figure { margin: 1em 0; } figcaption { font-size: 0.85em; color: #555; }
-img { max-width: 100%; border: 1px solid #eee; }
+.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 560px), 1fr)); gap: 1em; }
+figure { margin: 0; } figcaption { font-size: 0.85em; color: #555; }
+img { width: 100%; height: auto; border: 1px solid #eee; }
 """
 
 
@@ -47,7 +54,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 
             klass = "l" if i < left else (cell_class(i) if cell_class else "")
             cells.append(f'<td class="{klass}">{_e(c)}</td>')
         out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
-    return "\n".join(out + ["</table>"])
+    return '<div class="scroll">' + "\n".join(out + ["</table>"]) + "</div>"
 
 
 def compare_html(runs: Mapping, *, baseline: str | None = None) -> str:
@@ -56,22 +63,53 @@ def compare_html(runs: Mapping, *, baseline: str | None = None) -> str:
     return _table(header, body, left=2, cell_class=lambda i: "d" if i > 2 and (i - 3) % 3 else "")
 
 
-def experiment_html(runs: Mapping) -> str:
-    """Experiment fields (config["experiment"]) per run; rows where runs differ are highlighted."""
-    specs = {n: flat_fields(r.config.get("experiment", {})) for n, r in runs.items()}
+def field_text(value) -> str:
+    """An experiment or provenance value as table text: numbers to 4 significant digits, integers whole,
+    lists and tables inline with their numbers rounded alike, an unset (automatic) value as "-"."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return "-" if value is None else str(value)
+    if isinstance(value, (int, float)):
+        return format_number(value, integer=isinstance(value, int))
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {field_text(v)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(field_text(v) for v in value) + "]"
+    return str(value)
+
+
+def _side_by_side(specs: Mapping[str, Mapping], names: Sequence[str], *, first: str, left: int = 1,
+                  order: Sequence[str] = ()) -> str:
+    """Rows of ``specs`` ({run: {field: value}}) as a table, rows where runs differ highlighted; rows named
+    in ``order`` come first, in that order."""
     keys = list(dict.fromkeys(k for s in specs.values() for k in s))
-    if not keys:
-        return "<p>No experiment stored.</p>"
-    cell = lambda v: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v  # noqa: E731
-    rows = [[k] + [cell(specs[n].get(k)) for n in runs] for k in keys]
-    diff = ["diff" if len({json.dumps(specs[n].get(k), sort_keys=True) for n in runs}) > 1 else "" for k in keys]
-    return _table(["field", *runs], rows, row_class=diff)
+    rank = {k: i for i, k in enumerate(order)}
+    keys.sort(key=lambda k: rank.get(k, len(rank)))
+    rows = [[k] + [field_text(specs[n].get(k)) for n in names] for k in keys]
+    diff = ["diff" if len({json.dumps(specs[n].get(k), sort_keys=True, default=str) for n in names}) > 1 else ""
+            for k in keys]
+    return _table([first, *names], rows, row_class=diff, left=left)
+
+
+def facts_html(runs: Mapping) -> str:
+    """What each run was (workload, fabric as built, transport, rates), from cosim.analysis.describe."""
+    return _side_by_side({n: run_facts(r.config) for n, r in runs.items()}, list(runs), first="",
+                         left=len(runs) + 1, order=FACT_ORDER)
+
+
+def experiment_html(runs: Mapping) -> str:
+    """Every field of the resolved experiment (config["experiment"]) per run, training and flow runs alike;
+    rows where runs differ are highlighted."""
+    specs = {n: flat_fields(r.config.get("experiment") or {}) for n, r in runs.items()}
+    if not any(specs.values()):
+        return "<p>No experiment stored (files written by an older cosim).</p>"
+    return _side_by_side(specs, list(runs), first="field", left=len(runs) + 1)
 
 
 def provenance_html(runs: Mapping) -> str:
-    """Provenance (versions, seed, host, wall time) per run."""
+    """Provenance (versions, seed, host, wall time) per run, numbers rounded as in the tables."""
     keys = list(dict.fromkeys(k for r in runs.values() for k in r.provenance))
-    return _table(["", *runs], [[k] + [runs[n].provenance.get(k) for n in runs] for k in keys])
+    label = lambda k: f"{k} ({metric_for(k).unit})" if metric_for(k).unit else k  # noqa: E731
+    return _table(["", *runs], [[label(k)] + [field_text(runs[n].provenance.get(k)) for n in runs] for k in keys])
 
 
 def figures_html(runs: Mapping, *, top_n: int = 8,
@@ -84,30 +122,36 @@ def figures_html(runs: Mapping, *, top_n: int = 8,
             skipped.append((res.stem, res.reason))
             continue
         data = base64.b64encode(render(res.figure, "png")).decode("ascii")
-        parts.append(f'<figure><img alt="{_e(res.title)}" src="data:image/png;base64,{data}">'
-                     f"<figcaption>{_e(res.title)}</figcaption></figure>")
-    return "\n".join(parts), skipped
+        w, h = (round(x * res.figure.dpi) for x in res.figure.get_size_inches())
+        parts.append(f'<figure><img alt="{_e(res.title)}" width="{w}" height="{h}" '
+                     f'src="data:image/png;base64,{data}"><figcaption>{_e(res.title)}</figcaption></figure>')
+    return ('<div class="figures">\n' + "\n".join(parts) + "\n</div>" if parts else ""), skipped
 
 
 def build_report(runs: Mapping, *, title: str, sources: Sequence[str] = (), baseline: str | None = None,
                  top_n: int = 8) -> str:
-    """The HTML page of ``runs`` ({label: RunRecord}) as text."""
+    """The HTML page of ``runs`` ({label: RunRecord}) as text; every table has the baseline's column first."""
+    if baseline in runs:
+        runs = {baseline: runs[baseline]} | {n: r for n, r in runs.items() if n != baseline}
     figures, skipped = figures_html(runs, top_n=top_n)
     skipped_html = ("<p>Skipped (data absent): " + "; ".join(f"{_e(s)} ({_e(r)})" for s, r in skipped) + "</p>"
                     if skipped else "")
     src = ", ".join(_e(s) for s in sources)
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{_CSS}</style></head>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title><style>{_CSS}</style></head>
 <body>
 <h1>{_e(title)}</h1>
 <p>{len(runs)} run(s){" from " + src if src else ""}; report by cosim {_e(__version__)}.
-Deltas and ratios are against the first run.</p>
+Deltas and ratios are against the first run{" (" + _e(baseline) + ")" if baseline else ""}.</p>
+<h2>What ran</h2>
+{facts_html(runs)}
 <h2>Summary</h2>
 {compare_html(runs, baseline=baseline)}
 <h2>Figures</h2>
 {figures or "<p>No figure: the runs store no tables (a summary-only file?).</p>"}
 {skipped_html}
-<h2>Scenarios</h2>
+<h2>Experiments</h2>
 {experiment_html(runs)}
 <h2>Provenance</h2>
 {provenance_html(runs)}

@@ -16,6 +16,10 @@ def inspect(path, as_json, as_config, run_name):
     """List the runs of results file PATH with their experiments and summaries, side by side.
 
     \b
+    First what ran (workload, topology, transport, hosts, link rate, and the
+    trace, parallelism and iterations of a training run, or the flow
+    pattern), then the summary table as 'cosim run' prints it.
+    --config prints the whole experiment of one run; --json everything.
     Examples:
       cosim inspect results.h5
       cosim inspect results.h5 --config --run roce > roce.toml && cosim run roce.toml -o again.h5
@@ -49,20 +53,19 @@ def inspect(path, as_json, as_config, run_name):
     if not runs:
         click.echo(f"{path}: no runs")
         return
-    click.echo(f"{path}: {len(runs)} run(s)")
+    from cosim.analysis.describe import FACT_ORDER, run_facts  # noqa: PLC0415
+    from cosim.results.metrics import layout  # noqa: PLC0415
+
+    click.echo(f"{path}: {len(runs)} run(s)\n")
+    facts = {n: run_facts(r.config) for n, r in runs.items()}
     for n, r in runs.items():
         p = r.provenance
-        click.echo(f"  {n}: {_experiment_line(r.config.get('experiment'))}; cosim {p.get('cosim_version')}, "
-                   f"ns-3 {p.get('ns3_version')}, seed {p.get('seed')}, {len(r.flows.get('src', ()))} flows")
-    click.echo(summary_table({n: r.summary for n, r in runs.items()}))
-
-
-def _experiment_line(doc) -> str:
-    """One line saying what ran: workload, topology, transport, rate."""
-    if not isinstance(doc, dict):
-        return "no stored experiment"
-    net, work = doc.get("network", {}), doc.get("workload", {})
-    what = (f"{work.get('pattern')} of {work.get('flow_bytes')} B over {net.get('hosts')} hosts"
-            if work.get("kind") == "flows" else
-            f"training {work.get('trace') or work.get('model')} x{work.get('iterations')}")
-    return f"{what} on {net.get('topology')} {net.get('transport')} at {net.get('link_gbps')} Gbps"
+        facts[n]["written by"] = f"cosim {p.get('cosim_version')}, ns-3 {p.get('ns3_version')}"
+    present = {k for f in facts.values() for k in f}
+    labels = [k for k in (*FACT_ORDER, "written by") if k in present]
+    click.echo(layout(["experiment", *runs], [[k] + [facts[n].get(k, "-") for n in runs] for k in labels],
+                      left=len(runs) + 1))
+    click.echo("")
+    training = all(r.config.get("experiment", {}).get("workload", {}).get("kind") == "training"
+                   for r in runs.values())
+    click.echo(summary_table({n: r.summary for n, r in runs.items()}, training=training))

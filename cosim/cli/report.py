@@ -20,9 +20,11 @@ def report(files, output, runs, baseline, title, top_n, quiet):
     """Write one self-contained HTML page for results FILES.
 
     \b
-    The page holds the comparison table (as 'cosim compare'), every figure of 'cosim plot' embedded as
-    PNG, the scenario parameters of each run (differences highlighted) and their provenance. It needs
-    no other file: mail it, attach it to a ticket, open it offline. Examples:
+    The page holds what each run was (workload, fabric as built, transport),
+    the comparison table (as 'cosim compare'), every figure of 'cosim plot'
+    embedded as PNG, every field of each run's experiment (differences
+    highlighted) and their provenance. It needs no other file: mail it,
+    attach it to a ticket, open it offline. Examples:
       cosim report results.h5                      # -> report.html
       cosim report roce.h5 ib.h5 -o roce-vs-ib.html --baseline roce:incast
     """
