@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cosim.errors import CosimInputError
 from cosim.results.store import read_results
-from cosim.results.metrics import Metric, format_cell, layout, metric_for, ordered_keys
+from cosim.results.metrics import Metric, format_cell, format_number, layout, metric_for, ordered_keys
 
 
 def _is_number(v) -> bool:
@@ -116,10 +116,10 @@ def format_value(m: Metric, v, *, signed: bool = False) -> str:
 
 
 def format_ratio(q) -> str:
-    """A ratio as ``1.234`` ("" if undefined)."""
+    """A ratio with 4 significant digits, ``1.234`` or ``30.82`` ("" if undefined)."""
     if q is None or not math.isfinite(q):
         return ""
-    return f"{q:.3f}" if abs(q) < 1000 else f"{q:.4g}"
+    return format_number(q)
 
 
 def _summaries(records) -> dict[str, Mapping]:
@@ -151,7 +151,11 @@ def compare_runs(records, *, baseline: str | None = None) -> CompareTable:
         deltas, ratios = [], []
         for v in values:
             ok = _is_number(v) and _is_number(b)
-            deltas.append(v - b if ok else None)
+            d = v - b if ok else None
+            # a difference below the last bits of the values is float noise (sums in another order), not a delta
+            if d is not None and isinstance(d, float) and abs(d) <= 1e-9 * max(abs(v), abs(b)):
+                d = 0.0
+            deltas.append(d)
             ratios.append(v / b if ok and b != 0 else None)
         rows.append(Row(metric_for(key), values, tuple(deltas), tuple(ratios)))
     return CompareTable(runs=tuple(names), rows=tuple(rows))
