@@ -178,6 +178,7 @@ class SliceSet:
 class CounterSet:
     """Samples of counter tracks: series (index into ``series_names``), time in ps and value."""
 
+    what: str  # the series name prefix: "queue", "PFC paused", "credit stall"
     arg: str  # the args key, e.g. "bytes" (Perfetto names the track "<series name> <arg>")
     series: np.ndarray  # int64 [n]
     time_ps: np.ndarray  # int64 [n]
@@ -390,115 +391,170 @@ def _coll_lookup(record: RunRecord, iteration: np.ndarray, coll_id: np.ndarray) 
     return np.where(key[order][pos] == want, order[pos], -1)
 
 
-def rank_slices(record: RunRecord, ctx: Context) -> SliceSet | None:
-    """The ops of every rank (module docstring); None for a run without ops."""
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class _Ops:
+    """The ops table rows that started, as int64 columns, with their [start, finish] in ps."""
+
+    rank: np.ndarray
+    kind: np.ndarray
+    phase: np.ndarray
+    iteration: np.ndarray
+    coll_id: np.ndarray
+    trace_op: np.ndarray
+    start_ps: np.ndarray
+    finish_ps: np.ndarray
+    unfinished: np.ndarray  # bool
+
+    @staticmethod
+    def of(record: RunRecord) -> _Ops:
+        ops = record.ops
+        keep, start, finish, unfinished = _ends(record, ops["start_ns"], ops["finish_ns"])
+        col = lambda c: np.asarray(ops[c], np.int64)[keep]  # noqa: E731
+        return _Ops(rank=col("rank"), kind=col("kind"), phase=np.clip(col("phase"), 0, len(PHASE_NAMES) - 1),
+                    iteration=col("iteration"), coll_id=col("coll_id"), trace_op=col("trace_op"), start_ps=start,
+                    finish_ps=finish, unfinished=unfinished)
+
+
+def _calls_span_servers(record: RunRecord, gps: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted collective call ids, whether the call's members sit on more than one server), from the
+    ranks of the ops that ran each call."""
     ops = record.ops
-    if not ops or not len(ops.get("rank", ())):
-        return None
-    keep, start, finish, unfinished = _ends(record, ops["start_ns"], ops["finish_ns"])
-    rank = np.asarray(ops["rank"], np.int64)[keep]
-    kind = np.asarray(ops["kind"], np.int64)[keep]
-    phase = np.asarray(ops["phase"], np.int64)[keep]
-    iteration = np.asarray(ops["iteration"], np.int64)[keep]
-    coll_id = np.asarray(ops["coll_id"], np.int64)[keep]
-    trace_op = np.asarray(ops["trace_op"], np.int64)[keep]
-    gps = max(ctx.gpus_per_server, 1)
-    server = rank // gps
-    coll = kind == OP_COLLECTIVE
-    # members of each collective call, from the ops that ran it (iteration 0 of every call id)
-    all_kind = np.asarray(ops["kind"], np.int64)
-    all_coll = np.asarray(ops["coll_id"], np.int64)
-    member_rows = np.flatnonzero((all_kind == OP_COLLECTIVE) & (all_coll >= 0))
-    ids, inverse = np.unique(all_coll[member_rows], return_inverse=True)
-    srv = np.asarray(ops["rank"], np.int64)[member_rows] // gps
+    kind, coll = np.asarray(ops["kind"], np.int64), np.asarray(ops["coll_id"], np.int64)
+    rows = np.flatnonzero((kind == OP_COLLECTIVE) & (coll >= 0))
+    ids, inverse = np.unique(coll[rows], return_inverse=True)
+    server = np.asarray(ops["rank"], np.int64)[rows] // gps
     lo = np.full(ids.size, np.iinfo(np.int64).max)
     hi = np.full(ids.size, -1)
-    np.minimum.at(lo, inverse, srv)
-    np.maximum.at(hi, inverse, srv)
-    spans = hi > lo
-    call_pos = np.clip(np.searchsorted(ids, coll_id), 0, max(ids.size - 1, 0))
+    np.minimum.at(lo, inverse, server)
+    np.maximum.at(hi, inverse, server)
+    return ids, hi > lo
 
-    category = np.full(rank.size, CAT_COMM, np.int64)
-    category[kind == OP_COMPUTE] = CAT_COMPUTE
-    if ids.size:
-        category[coll] = np.where(spans[call_pos[coll]], CAT_NETWORK, CAT_NVLINK)
-    trace = ctx.trace
-    p2p = (kind == OP_SEND) | (kind == OP_RECV)
-    row = _coll_lookup(record, iteration, coll_id)
-    colls = record.collectives
-    c_kind = np.where(row >= 0, np.asarray(colls.get("kind", np.zeros(1)), np.int64)[np.maximum(row, 0)], 0) \
-        if colls else np.zeros(rank.size, np.int64)
-    group_kind = np.full(rank.size, -1, np.int64)
-    if trace is not None:
-        t_group = np.asarray(trace.group, np.int64)[trace_op]
-        g_kind = np.asarray(trace.group_kind, np.int64)
-        group_kind = np.where(t_group >= 0, g_kind[np.maximum(t_group, 0)] if g_kind.size else -1, -1)
-        peer = np.asarray(trace.peer, np.int64)[trace_op]
-        category[p2p] = np.where(peer[p2p] // gps == server[p2p], CAT_NVLINK, CAT_NETWORK)
-        if not colls:
-            c_kind = np.asarray(trace.coll_kind, np.int64)[trace_op]
 
-    # names
-    gk_text = np.array([""] + [f" {g}" for g in GROUP_KIND_NAMES], dtype=object)[group_kind + 1]
-    label = np.empty(rank.size, dtype=object)
+def _op_categories(record: RunRecord, ops: _Ops, ctx: Context) -> np.ndarray:
+    """RANK_CATEGORIES index of every op: compute; NVLink or network by whether the collective's members
+    (or the send/recv peer, from the trace) share the op's server; comm for a send/recv without trace."""
+    gps = max(ctx.gpus_per_server, 1)
+    category = np.full(ops.rank.size, CAT_COMM, np.int64)
+    category[ops.kind == OP_COMPUTE] = CAT_COMPUTE
+    coll = ops.kind == OP_COLLECTIVE
+    ids, spans = _calls_span_servers(record, gps)
+    if ids.size and coll.any():
+        pos = np.clip(np.searchsorted(ids, ops.coll_id[coll]), 0, ids.size - 1)
+        category[coll] = np.where(spans[pos], CAT_NETWORK, CAT_NVLINK)
+    if ctx.trace is not None:
+        p2p = (ops.kind == OP_SEND) | (ops.kind == OP_RECV)
+        peer = np.asarray(ctx.trace.peer, np.int64)[ops.trace_op[p2p]]
+        category[p2p] = np.where(peer // gps == ops.rank[p2p] // gps, CAT_NVLINK, CAT_NETWORK)
+    return category
+
+
+def _op_group_kinds(ops: _Ops, trace) -> np.ndarray:
+    """GROUP_KIND_NAMES index of every op's group (trace), -1 where unknown."""
+    if trace is None or trace.n_groups == 0:
+        return np.full(ops.rank.size, -1, np.int64)
+    group = np.asarray(trace.group, np.int64)[ops.trace_op]
+    kind = np.asarray(trace.group_kind, np.int64)[np.maximum(group, 0)]
+    return np.where((group >= 0) & (kind < len(GROUP_KIND_NAMES)), kind, -1)
+
+
+def _op_names(ops: _Ops, coll_kind: np.ndarray, group_kind: np.ndarray, trace) -> tuple[np.ndarray, list[str]]:
+    """Slice names: ``fwd/attn`` (trace label: phase and op) or ``compute forward``; ``all_reduce TP``;
+    ``send PP`` / ``recv PP`` (no group word when the trace is unknown)."""
+    word = np.array([""] + [f" {g}" for g in GROUP_KIND_NAMES], dtype=object)[group_kind + 1]
+    text = np.empty(ops.rank.size, dtype=object)
+    comp = ops.kind == OP_COMPUTE
     if trace is not None:
-        short = np.array([f"{s.split('/')[0]}/{s.split('/')[-1]}" if "/" in s else s
-                          for s in map(str, np.asarray(trace.labels, dtype=object))], dtype=object)
-        label[:] = short[np.asarray(trace.label, np.int64)[trace_op]]
+        short = np.array([f"{s.split('/')[0]}/{s.split('/')[-1]}" for s in map(str, trace.labels)], dtype=object)
+        text[comp] = short[np.asarray(trace.label, np.int64)[ops.trace_op[comp]]]
     else:
-        label[:] = np.array([f"compute {p}" for p in PHASE_NAMES], dtype=object)[np.clip(phase, 0, 4)]
-    comp = kind == OP_COMPUTE
-    text = np.empty(rank.size, dtype=object)
-    text[comp] = label[comp]
-    coll_names = np.array([COLL_KIND_NAMES.get(k, "collective") for k in range(6)], dtype=object)
-    text[coll] = coll_names[np.clip(c_kind[coll], 0, 5)] + gk_text[coll]
-    text[kind == OP_SEND] = "send" + gk_text[kind == OP_SEND]
-    text[kind == OP_RECV] = "recv" + gk_text[kind == OP_RECV]
+        text[comp] = np.array([f"compute {p}" for p in PHASE_NAMES], dtype=object)[ops.phase[comp]]
+    coll = ops.kind == OP_COLLECTIVE
+    kinds = np.array([COLL_KIND_NAMES.get(k, "collective") for k in range(6)], dtype=object)
+    text[coll] = kinds[np.clip(coll_kind[coll], 0, 5)] + word[coll]
+    for kind, verb in ((OP_SEND, "send"), (OP_RECV, "recv")):
+        m = ops.kind == kind
+        text[m] = verb + word[m]
+    other = ~(comp | coll | (ops.kind == OP_SEND) | (ops.kind == OP_RECV))
+    text[other] = "op"
     name, names = _coded(text)
-    name = _unfinished_names(name, names, unfinished)
+    return _unfinished_names(name, names, ops.unfinished), names
 
-    # args: common columns, then per-kind ones
-    phase_json = np.array(_escaped(PHASE_NAMES), dtype=object)[np.clip(phase, 0, 4)]
-    common = [("iteration", iteration), ("trace_op", trace_op), ("phase", list(phase_json))]
-    args: list[str] = [""] * rank.size
-    masks = {"compute": comp, "collective": coll, "p2p": p2p}
-    for what, m in masks.items():
-        idx = np.flatnonzero(m)
+
+def _op_args(ops: _Ops, trace, coll_bytes: np.ndarray) -> list[str]:
+    """JSON args of every op: iteration, trace_op, phase; with the trace its label, micro-batch, layer and
+    compute time and FLOPs (compute) or bytes (communication) and peer (send/recv); coll_id of collectives
+    (bytes from the collectives table when there is no trace); ``unfinished``."""
+    phase = np.array(_escaped(PHASE_NAMES), dtype=object)[ops.phase]
+    labels = np.array(_escaped([str(x) for x in trace.labels]), dtype=object) if trace is not None else None
+    args: list[str] = [""] * ops.rank.size
+    groups = {"compute": ops.kind == OP_COMPUTE, "collective": ops.kind == OP_COLLECTIVE,
+              "p2p": (ops.kind == OP_SEND) | (ops.kind == OP_RECV)}
+    groups["other"] = ~(groups["compute"] | groups["collective"] | groups["p2p"])
+    for what, mask in groups.items():
+        idx = np.flatnonzero(mask)
         if not idx.size:
             continue
-        fields = [(k, [v[i] for i in idx.tolist()] if isinstance(v, list) else v[idx]) for k, v in common]
-        if trace is not None:
-            t_op = trace_op[idx]
-            lab = np.array(_escaped([str(s) for s in trace.labels]), dtype=object)
-            fields.append(("label", list(lab[np.asarray(trace.label, np.int64)[t_op]])))
-            if what == "compute":
-                fields += [("duration_ns", np.asarray(trace.duration_ns, np.int64)[t_op]),
-                           ("flops", np.asarray(trace.flops, np.int64)[t_op])]
-            else:
-                fields.append(("bytes", np.asarray(trace.bytes, np.int64)[t_op]))
+        fields = [("iteration", ops.iteration[idx]), ("trace_op", ops.trace_op[idx]), ("phase", list(phase[idx]))]
+        if trace is not None and what != "other":
+            t_op = ops.trace_op[idx]
+            column = lambda c: np.asarray(getattr(trace, c), np.int64)[t_op]  # noqa: E731
+            fields.append(("label", list(labels[column("label")])))
+            fields += ([("duration_ns", column("duration_ns")), ("flops", column("flops"))] if what == "compute"
+                       else [("bytes", column("bytes"))])
             if what == "p2p":
-                fields.append(("peer", np.asarray(trace.peer, np.int64)[t_op]))
-            fields += [("microbatch", np.asarray(trace.microbatch, np.int64)[t_op]),
-                       ("layer", np.asarray(trace.layer, np.int64)[t_op])]
+                fields.append(("peer", column("peer")))
+            fields += [("microbatch", column("microbatch")), ("layer", column("layer"))]
         if what == "collective":
-            fields.append(("coll_id", coll_id[idx]))
-            if colls and "bytes" in colls and trace is None:
-                r = row[idx]
-                fields.append(("bytes", np.where(r >= 0, np.asarray(colls["bytes"], np.int64)[np.maximum(r, 0)], -1)))
-        if unfinished[idx].any():
-            fields.append(("unfinished", unfinished[idx]))
-        for i, text_row in zip(idx.tolist(), json_rows(fields)):
-            args[i] = text_row
+            fields.append(("coll_id", ops.coll_id[idx]))
+            if trace is None:
+                fields.append(("bytes", coll_bytes[idx]))
+        if ops.unfinished[idx].any():
+            fields.append(("unfinished", ops.unfinished[idx]))
+        for i, text in zip(idx.tolist(), json_rows(fields)):
+            args[i] = text
+    return args
 
-    key = rank * len(RANK_CATEGORIES) + category
+
+def rank_slices(record: RunRecord, ctx: Context) -> SliceSet | None:
+    """The ops of every rank on its compute / NVLink / network / comm tracks; None for a run without ops."""
+    if not record.ops or not len(record.ops.get("rank", ())):
+        return None
+    ops = _Ops.of(record)
+    colls = record.collectives
+    row = _coll_lookup(record, ops.iteration, ops.coll_id)
+    from_table = lambda c: np.where(row >= 0, np.asarray(colls[c], np.int64)[np.maximum(row, 0)], -1)  # noqa: E731
+    have_table = bool(colls) and len(colls.get("coll_id", ())) > 0
+    coll_kind = from_table("kind") if have_table else (
+        np.asarray(ctx.trace.coll_kind, np.int64)[ops.trace_op] if ctx.trace is not None
+        else np.zeros(ops.rank.size, np.int64))
+    coll_bytes = from_table("bytes") if have_table else np.full(ops.rank.size, -1, np.int64)
+    category = _op_categories(record, ops, ctx)
+    name, names = _op_names(ops, coll_kind, _op_group_kinds(ops, ctx.trace), ctx.trace)
+    key = ops.rank * len(RANK_CATEGORIES) + category
     tracks = {}
     for k in np.unique(key).tolist():
         r, c = divmod(k, len(RANK_CATEGORIES))
-        host = f" ({ctx.node(int(ctx.rank_host[r]))})" if ctx.rank_host is not None and r < ctx.rank_host.size \
-            else ""
+        known = ctx.rank_host is not None and r < ctx.rank_host.size
+        host = f" ({ctx.node(int(ctx.rank_host[r]))})" if known else ""
         tracks[k] = f"rank {r}{host} {RANK_CATEGORIES[c]}"
-    return SliceSet(category="ops", key=key, start_ps=start, finish_ps=finish, name=name, names=tuple(names),
-                    args=args, tracks=tracks)
+    return SliceSet(category="ops", key=key, start_ps=ops.start_ps, finish_ps=ops.finish_ps, name=name,
+                    names=tuple(names), args=_op_args(ops, ctx.trace, coll_bytes), tracks=tracks)
+
+
+def _members_from_ops(record: RunRecord) -> dict[int, str]:
+    """Group index → its member ranks as text, from the ranks of the collective ops of its calls."""
+    ops, colls = record.ops, record.collectives
+    if not ops or not len(ops.get("rank", ())):
+        return {}
+    call, group = np.asarray(colls["coll_id"], np.int64), np.asarray(colls["group"], np.int64)
+    ids, first = np.unique(call, return_index=True)
+    rows = np.flatnonzero(np.asarray(ops["kind"], np.int64) == OP_COLLECTIVE)
+    o_call = np.asarray(ops["coll_id"], np.int64)[rows]
+    pos = np.clip(np.searchsorted(ids, o_call), 0, ids.size - 1)
+    found = ids[pos] == o_call
+    pairs = np.unique(np.stack([group[first][pos[found]], np.asarray(ops["rank"], np.int64)[rows][found]], 1), axis=0)
+    split = np.flatnonzero(np.diff(pairs[:, 0])) + 1
+    return {int(chunk[0, 0]): rank_list(chunk[:, 1].tolist()) for chunk in np.split(pairs, split) if chunk.size}
 
 
 def collective_slices(record: RunRecord, ctx: Context) -> SliceSet | None:
@@ -519,32 +575,24 @@ def collective_slices(record: RunRecord, ctx: Context) -> SliceSet | None:
             ptr = np.asarray(trace.group_ptr, np.int64)
             members[g] = rank_list(np.asarray(trace.group_ranks)[ptr[g]:ptr[g + 1]].tolist())
             group_kind[g] = int(np.asarray(trace.group_kind)[g])
-    ops = record.ops
-    missing = [g for g in np.unique(group).tolist() if g not in members]
-    if missing and ops and len(ops.get("rank", ())):
-        o_coll = np.asarray(ops["coll_id"], np.int64)
-        o_rank = np.asarray(ops["rank"], np.int64)
-        is_coll = np.asarray(ops["kind"], np.int64) == OP_COLLECTIVE
-        for g in missing:
-            ids = np.unique(coll_id[group == g])
-            members[g] = rank_list(np.unique(o_rank[is_coll & np.isin(o_coll, ids)]).tolist())
+    if len(members) < np.unique(group).size:
+        members = _members_from_ops(record) | members
     word = {g: GROUP_KIND_NAMES[k] for g, k in group_kind.items() if 0 <= k < len(GROUP_KIND_NAMES)}
     coll_names = [COLL_KIND_NAMES.get(k, "collective") for k in range(6)]
     text = [coll_names[k] + (f" {word[g]}" if g in word else "")
             for k, g in zip(np.clip(kind, 0, 5).tolist(), group.tolist())]
     name, names = _coded(text)
     name = _unfinished_names(name, names, unfinished)
-    algo = np.asarray(colls.get("algorithm", np.zeros(keep.size)), np.int64)[keep] if "algorithm" in colls \
-        else np.zeros(keep.size, np.int64)
+    algo = np.asarray(colls["algorithm"], np.int64)[keep]
+    members_json = {g: json.dumps(members.get(g, "")) for g in np.unique(group).tolist()}
     algo_json = np.array(_escaped(ALGORITHM_NAMES + ("unknown",)), dtype=object)[
         np.where((algo >= 0) & (algo < len(ALGORITHM_NAMES)), algo, len(ALGORITHM_NAMES))]
-    members_json = {g: json.dumps(m) for g, m in members.items()}
     fields = [("iteration", np.asarray(colls["iteration"], np.int64)[keep]), ("coll_id", coll_id),
               ("group", group), ("bytes", np.asarray(colls["bytes"], np.int64)[keep]),
               ("algorithm", list(algo_json)), ("members", [members_json[g] for g in group.tolist()])]
     if unfinished.any():
         fields.append(("unfinished", unfinished))
-    tracks = {g: (f"{word[g]} " if g in word else "") + f"group {g} (ranks {members[g]})"
+    tracks = {g: (f"{word[g]} " if g in word else "") + f"group {g} (ranks {members.get(g, '?')})"
               for g in np.unique(group).tolist()}
     return SliceSet(category="collectives", key=group, start_ps=start, finish_ps=finish, name=name,
                     names=tuple(names), args=json_rows(fields), tracks=tracks)
@@ -623,14 +671,16 @@ def _counter_set(record: RunRecord, ctx: Context, node, port, time_ps, value, *,
                  ports: int | None) -> CounterSet | None:
     """Counter samples per (node, port), keeping the ``ports`` busiest series (largest held integral) and,
     per series and time, the last sample."""
-    if not np.asarray(node).size:
+    if not np.asarray(node).size or ports == 0:
         return None
     node, port = np.asarray(node, np.int64), np.asarray(port, np.int64)
     width = int(port.max(initial=0)) + 1
     codes, key = np.unique(node * width + port, return_inverse=True)
     pairs = np.stack(np.divmod(codes, width), axis=1)
     key = key.reshape(-1).astype(np.int64)
-    order = np.lexsort((np.arange(key.size), time_ps, key))
+    # samples are recorded in time order: a stable sort by key then keeps each port's samples in time order
+    in_time_order = time_ps.size < 2 or bool(np.all(time_ps[1:] >= time_ps[:-1]))
+    order = np.argsort(key, kind="stable") if in_time_order else np.lexsort((np.arange(key.size), time_ps, key))
     key, time_ps, value = key[order], time_ps[order], value[order]
     last = np.append((key[1:] != key[:-1]) | (time_ps[1:] != time_ps[:-1]), True)
     key, time_ps, value = key[last], time_ps[last], value[last]
@@ -647,7 +697,7 @@ def _counter_set(record: RunRecord, ctx: Context, node, port, time_ps, value, *,
     remap[chosen] = np.arange(chosen.size)
     rows = remap[key] >= 0
     labels = port_names(record, ctx, pairs[chosen, 0], pairs[chosen, 1])
-    return CounterSet(arg=arg, series=remap[key][rows], time_ps=time_ps[rows], value=value[rows].astype(np.int64),
+    return CounterSet(what=prefix, arg=arg, series=remap[key][rows], time_ps=time_ps[rows], value=value[rows].astype(np.int64),
                       series_names=tuple(f"{prefix} {s}" for s in labels), selected_of=len(pairs))
 
 
@@ -664,7 +714,7 @@ def _state_counts(record: RunRecord, ctx: Context, table: Mapping, sub: str, fla
                   ports: int | None) -> CounterSet | None:
     """From state-change events of (node, port, ``sub``), the number of ``sub`` in state 1 per (node, port)
     after each event (repeated events of one state change nothing)."""
-    if not table or not len(table.get("node", ())):
+    if not table or not len(table.get("node", ())) or ports == 0:
         return None
     node, port = np.asarray(table["node"], np.int64), np.asarray(table["port"], np.int64)
     subkey, state = np.asarray(table[sub], np.int64), (np.asarray(table[flag]) != 0).astype(np.int64)
@@ -724,7 +774,9 @@ def _meta(pid: int, tid: int | None, what: str, args: str) -> str:
 
 @dataclass(slots=True)
 class ExportStats:
-    """What an export wrote: per run, slices, counter samples, counter tracks (of how many ports) and notes."""
+    """What an export wrote. ``runs[name]``: ``tracks`` (slice tracks), ``slices``, ``counter_samples``,
+    ``counter_tracks`` (counter kind → (ports exported, ports with data)) and ``notes`` (what could not be
+    resolved, e.g. a trace file not found)."""
 
     path: Path
     runs: dict[str, dict] = field(default_factory=dict)
@@ -776,7 +828,7 @@ def _run_events(pid: int, tl: RunTimeline, stats: dict) -> Iterator[list[str]]:
             yield [f'{{"ph":"C","pid":{pid},"ts":{a},"name":{names[k]},"args":{{{arg}:{v}}}}}'
                    for a, k, v in zip(_us(c.time_ps[rows]), c.series[rows].tolist(), c.value[rows].tolist())]
         stats["counter_samples"] += c.n
-        stats["counter_tracks"][c.arg] = (len(c.series_names), c.selected_of)
+        stats["counter_tracks"][c.what] = (len(c.series_names), c.selected_of)
 
 
 def write_timelines(path: str | Path, timelines: Sequence[RunTimeline], *, source: str = "") -> ExportStats:

@@ -67,7 +67,7 @@ def export(path, fmt, output, runs, ports, flows, trace_path, quiet):
     if quiet:
         return
     for name, run in stats.runs.items():
-        counters = ", ".join(f"{k} on {shown} of {total} ports" for k, (shown, total) in run["counter_tracks"].items())
+        counters = ", ".join(f"{what}: {shown} of {total} ports" for what, (shown, total) in run["counter_tracks"].items())
         click.echo(f"{name}: {run['tracks']} tracks, {run['slices']} slices, {run['counter_samples']} counter "
                    f"samples" + (f" ({counters})" if counters else ""))
         for note in run["notes"]:
