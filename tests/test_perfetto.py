@@ -330,6 +330,27 @@ def test_flow_run_exports_flows_per_source_host(flow_file, tmp_path):
         assert {e["name"] for e in mine} == {"flow → host0"}
 
 
+def test_a_run_cut_by_its_time_limit_ends_unfinished_work_at_the_end(tmp_path, capsys):
+    """Ops and iterations that started but did not finish last to the end of the simulation, named
+    '(unfinished)' with "unfinished": true; ops that never started are left out."""
+    cut = tmp_path / "cut.h5"
+    code, _, err = run_main(["run", "--trace", str(OTHER_TRACE), "--gpus-per-server", str(GPS),
+                             "--max-sim-time-ms", "30", "-q", "-o", str(cut)], capsys)
+    assert code == 1 and "time-limit" in err
+    rec = read_results(cut)["roce"]
+    end = ps(rec.summary["sim_time_ns"])
+    _, _, xs, _ = by_run(export(cut, tmp_path / "cut.json"))
+    started = np.isfinite(rec.ops["start_ns"])
+    running = started & ~np.isfinite(rec.ops["finish_ns"])
+    ops = [e for e in xs if e["cat"] == "ops"]
+    assert len(ops) == started.sum() < rec.ops["start_ns"].size
+    late = [e for e in xs if e["args"].get("unfinished")]
+    assert len([e for e in late if e["cat"] == "ops"]) == running.sum() > 0
+    assert all(e["name"].endswith(" (unfinished)") and ends_ps(e)[1] == end for e in late)
+    assert [e["cat"] for e in late if e["cat"] != "ops"] == ["iterations"]
+    _check_nesting(xs)
+
+
 def test_output_is_deterministic_and_gzip_holds_the_same_json(flow_file, tmp_path):
     """Two exports are byte-identical; a .gz output decompresses to the plain output."""
     a, b, z = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json.gz"

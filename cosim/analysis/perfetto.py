@@ -609,6 +609,8 @@ def iteration_slices(record: RunRecord) -> SliceSet | None:
     name = _unfinished_names(name, names, unfinished)
     fields = [("iteration", it), ("time_ns", np.asarray(its["time_ns"], np.float64)[keep]),
               ("exposed_comm_ns", np.asarray(its["exposed_comm_ns"], np.float64)[keep])]
+    if unfinished.any():
+        fields.append(("unfinished", unfinished))
     return SliceSet(category="iterations", key=np.zeros(it.size, np.int64), start_ps=start, finish_ps=finish,
                     name=name, names=tuple(names), args=json_rows(fields), tracks={0: "iterations"})
 
