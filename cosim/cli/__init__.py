@@ -24,6 +24,7 @@ COMMANDS = {
     "report": ("cosim.cli.report:report", "Write a self-contained HTML report of results files."),
     "sweep": ("cosim.cli.sweep:sweep", "Run a TOML grid of experiments, one results file per point."),
     "merge": ("cosim.cli.merge:merge", "Merge the point files of a sweep into one results file."),
+    "export": ("cosim.cli.export:export", "Export runs as a Perfetto / chrome://tracing timeline (JSON)."),
 }
 
 
