@@ -24,6 +24,8 @@ COMMANDS = {
     "report": ("cosim.cli.report:report", "Write a self-contained HTML report of results files."),
     "sweep": ("cosim.cli.sweep:sweep", "Run a TOML grid of experiments, one results file per point."),
     "merge": ("cosim.cli.merge:merge", "Merge the point files of a sweep into one results file."),
+    "collective": ("cosim.cli.collective:collective",
+                   "Sweep one collective over sizes like nccl-tests: time, algbw, busbw; HDF5 out."),
 }
 
 

@@ -17,10 +17,11 @@ Coefficients and provenance
 Fitted with :func:`fit_all_reduce` (relative least squares, sizes ≥ 2 MiB, n ∈ {2, 4, 8} together) to the
 median times of NCCL all-reduce inside one DGX in ``data/profiling/network/{a100_dgx,h100_dgx}/
 all_reduce.csv`` of microsoft/vidur (commit 7d47513, MIT license), sizes 2 KiB to 64 MiB.
-``bench/fit_nvlink_all_reduce.py`` refits them from files of that format. Relative error of the fit over
-the 4–64 MiB points: A100 p90 ≈ 9 % (n = 8 is the worst: NCCL switches protocol near 32 MiB), H100 p90
-≈ 8 %. H200 shares H100's NVLink 4 / NVSwitch generation and uses its coefficients; an unknown GPU uses
-H100's too.
+``bench/fit_nvlink_all_reduce.py`` refits them from files of that format and prints the fit's error:
+relative error over the 4–64 MiB points, median / p90 by GPU count 2, 4, 8 — A100 1.4 / 5.9 %, 5.4 / 11 %,
+6.8 / 13 % (NCCL changes protocol near 32 MiB on 8 A100s, which one line cannot follow); H100 7.9 / 11 %,
+4.0 / 7.9 %, 3.6 / 7.6 %. H200 shares H100's NVLink 4 / NVSwitch generation and uses its coefficients;
+an unknown GPU uses H100's too.
 """
 
 from __future__ import annotations

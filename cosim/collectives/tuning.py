@@ -30,7 +30,7 @@ Bandwidth (bus bandwidth B, the nccl-tests busbw the call reaches; time = factor
 - factor: 2(n−1)/n all-reduce, (n−1)/n reduce-scatter, all-gather, all-to-all, 1 broadcast.
 
 Candidates per kind (the others are available by name only): all-reduce → ring, or tree when the group
-spans several servers; reduce-scatter / all-gather → ring; all-to-all → PXN when it applies (several
+spans several servers; reduce-scatter / all-gather → ring; all-to-all → PXN (NCCL's default, not tuned) when it applies (several
 servers, the same rail-aligned members on each), else direct; broadcast → chain. The idealized
 hierarchical scheme and halving-doubling are never picked by "auto".
 """
@@ -71,7 +71,7 @@ CANDIDATES: dict[CollKind, tuple[Algorithm, ...]] = {
     CollKind.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE),
     CollKind.REDUCE_SCATTER: (Algorithm.RING,),
     CollKind.ALL_GATHER: (Algorithm.RING,),
-    CollKind.ALL_TO_ALL: (Algorithm.PXN, Algorithm.DIRECT),
+    CollKind.ALL_TO_ALL: (Algorithm.PXN,),  # NCCL's default (NCCL_PXN_DISABLE=0); direct where PXN does not apply
     CollKind.BROADCAST: (Algorithm.CHAIN,),
 }
 
