@@ -43,6 +43,9 @@ Algorithms and bytes sent per rank (S divisible by n):
   interior in the other. Tree t carries h_t bytes (h_0 = ceil(S/2), h_1 = floor(S/2)): reduce up (a node
   sends to its parent after its children's data arrived), then broadcast down from the root. Exact bytes
   sent by a rank: Σ_t h_t · ([rank is not root of t] + children_t(rank)); summed over ranks 2(n−1)·S.
+  For a group on k > 1 servers with the same g > 1 members on each, the trees are NCCL's: a chain through
+  the server's members, the servers in the double binary tree above (tree 0 enters each server at its
+  lowest member, tree 1 at its highest, so the two use different NICs).
 - recursive halving-doubling all-reduce (Rabenseifner), n a power of two: log2 n reduce-scatter steps with
   partner p XOR n/2^(k+1), each sending the half of its current range it does not keep (S/2, S/4, … S/n),
   then log2 n all-gather steps with partners p XOR 1, 2, 4, … sending S/n, 2S/n, … S/2.
@@ -502,11 +505,34 @@ def ring_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Sch
     return _expand(_ring(_members(members), size_bytes, CollKind.ALL_REDUCE), chunk_bytes)
 
 
-def tree_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
-    """NCCL double binary tree all-reduce: each tree reduces up and broadcasts down half of S."""
+def node_tree_parents(k: int, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """NCCL's trees over a [k, g] grid of members (positions s·g + j): inside every server a chain, across
+    servers the double binary tree of the servers (:func:`tree_parents`). Tree 0 enters a server at its
+    member 0 and chains upwards (j−1 is the parent of j), tree 1 enters at member g−1 and chains downwards,
+    so the two trees cross servers on different NICs."""
+    p0, p1 = tree_parents(k)
+    j = np.arange(g, dtype=_I64)[None, :]
+    s = np.arange(k, dtype=_I64)[:, None]
+    out = []
+    for node_parent, head, step in ((p0, 0, -1), (p1, g - 1, 1)):
+        chain = s * g + j + step                       # the neighbour towards the head
+        up = np.where(node_parent[s] >= 0, node_parent[s] * g + head, -1)
+        out.append(np.where(j == head, up, chain).ravel())
+    return out[0], out[1]
+
+
+def tree_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20, *,
+                    gpus_per_server: int | None = None) -> Schedule:
+    """NCCL double binary tree all-reduce: each tree reduces up and broadcasts down half of S. With
+    ``gpus_per_server`` and a group on several servers with the same g > 1 members on each, the trees are
+    NCCL's: a chain inside every server, the double binary tree across servers (:func:`node_tree_parents`)."""
     _check(size_bytes, chunk_bytes)
     m = _members(members)
-    p0, p1 = tree_parents(m.size)
+    grid = server_grid(m, gpus_per_server) if gpus_per_server else None
+    if grid is not None and grid.shape[1] > 1:
+        p0, p1 = node_tree_parents(*grid.shape)
+    else:
+        p0, p1 = tree_parents(m.size)
     t0 = _tree_transfers(m, p0, (size_bytes + 1) // 2, 0)
     t1 = _tree_transfers(m, p1, size_bytes // 2, t0.src.size)
     return _expand(_concat([t0, t1]), chunk_bytes)
@@ -616,7 +642,9 @@ def schedule(kind: CollKind, algorithm: Algorithm, members, size_bytes: int, chu
     if algorithm == Algorithm.PXN:
         used = algorithm if pxn_applies(m, gpus_per_server) else Algorithm.DIRECT
         return used, pxn_all_to_all(m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server)
-    fn = {Algorithm.TREE: tree_all_reduce, Algorithm.DIRECT: direct_all_to_all, Algorithm.CHAIN: chain_broadcast}
+    if algorithm == Algorithm.TREE:
+        return algorithm, tree_all_reduce(m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server)
+    fn = {Algorithm.DIRECT: direct_all_to_all, Algorithm.CHAIN: chain_broadcast}
     if algorithm in fn:
         return algorithm, fn[algorithm](m, size_bytes, chunk_bytes)
     return algorithm, channel_ring(kind, m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server,
