@@ -76,8 +76,6 @@ RUN_SET_ATTRIBUTES = {
     "EgressPort::PropagationDelay": "network.link_delay_ns (--link-delay-ns)",
     "FabricSwitch::EcmpSeed": "seed (--seed)",
     "EgressPort::LinkFlowControl": "network.transport (--transport)",
-    "DagExecutor::NvlinkDataRate": "the trace's hardware.nvlink_bytes_per_s (cosim trace --gpu, --set hardware.nvlink_bytes_per_s=V)",
-    "DagExecutor::NvlinkLatency": "the trace's hardware nvlink_latency_ns",
 }
 
 

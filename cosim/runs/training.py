@@ -358,8 +358,10 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     """
     p = planned if planned is not None else plan(exp, trace, n_channels=n_channels)
     trace, dag, fabric = p.trace, p.dag, p.fabric
-    # the NVLink copies run at what NCCL sustains on the trace's GPU (rate and latency from its hardware spec)
-    attributes = run_attributes(exp.network, exp.seed) | nvlink_model(trace.spec_dict().get("hardware")).executor_attributes()
+    # the NVLink copies run at what NCCL sustains on the trace's GPU (rate and latency from its hardware
+    # spec); a --set DagExecutor::... of the user comes later and wins
+    attributes = nvlink_model(trace.spec_dict().get("hardware")).executor_attributes() \
+        | run_attributes(exp.network, exp.seed)
     interval = exp.telemetry.queue_sample_interval_ns
     out = engine.simulate_dag(
         fabric, kind=dag.kind, gpu=dag.rank, src_node=p.src_node, dst_node=p.dst_node, bytes_=dag.bytes,
