@@ -39,11 +39,17 @@ def check_dag(dag: FlowDag) -> None:
         mine = np.flatnonzero((dag.coll == c) & xfer)
         assert set(mine.tolist()) <= seen
         assert int(dag.coll_start_op[c]) in seen
-        # total bytes of a call: every algorithm moves 2(n−1)·S for all-reduce, (n−1)·S for the others
+        # total bytes of a call: every algorithm moves 2(n−1)·S for all-reduce, (n−1)·S for the others;
+        # PXN relays over NVLink on top, its network bytes are direct's
         n = dag.coll_members(c).size
         total = int(dag.bytes[mine].sum())
         factor = 2 if dag.coll_kind[c] == CollKind.ALL_REDUCE else 1
-        assert total == factor * (n - 1) * int(dag.coll_bytes[c])
+        if dag.coll_algo[c] == Algorithm.PXN:
+            k = np.unique(dag.coll_members(c) // dag.gpus_per_server).size
+            flow = mine[dag.kind[mine] == DagOpKind.FLOW]
+            assert int(dag.bytes[flow].sum()) * k == (k - 1) * n * int(dag.coll_bytes[c])
+        else:
+            assert total == factor * (n - 1) * int(dag.coll_bytes[c])
 
 
 @pytest.fixture(scope="module", params=EXAMPLES, ids=[p.stem for p in EXAMPLES])
@@ -61,9 +67,11 @@ def test_lower_example_traces(example, gps):
     assert dag.trace_done.size == example.n_ops and np.all(dag.trace_done >= 0)
     assert np.all(dag.trace_start <= dag.trace_done)
     assert dag.n_collectives == np.unique(example.coll_id[example.coll_id >= 0]).size
-    # compute ops carry the trace's durations exactly once
-    comp = dag.kind == DagOpKind.COMPUTE
-    assert dag.duration_ns.sum() == example.duration_ns.sum()
+    # compute ops carry the trace's durations exactly once; the others are collectives' start latencies
+    comp = (dag.kind == DagOpKind.COMPUTE) & (dag.rank >= 0)
+    assert dag.duration_ns[comp].sum() == example.duration_ns.sum()
+    latency = (dag.kind == DagOpKind.COMPUTE) & (dag.rank < 0)
+    assert np.all(np.isin(np.flatnonzero(latency), dag.coll_start_op)) and np.all(dag.duration_ns[latency] > 0)
     assert np.array_equal(np.sort(dag.trace_op[comp]), np.flatnonzero(example.kind == OpKind.COMPUTE))
     # every trace dependency is honoured: an op's start waits (directly) for its deps' completion
     owner = np.repeat(np.arange(example.n_ops), np.diff(example.dep_ptr))
@@ -87,18 +95,25 @@ def xfer_mask(dag: FlowDag) -> np.ndarray:
     return (dag.kind == DagOpKind.FLOW) | (dag.kind == DagOpKind.NVLINK)
 
 
-def test_default_choice_is_hierarchical_on_multi_gpu_servers(example):
+def test_default_choice_is_the_tuners_never_hierarchical(example):
+    """auto: NCCL's candidates only (ring/tree, ring, PXN/direct, chain); hierarchical only by name."""
     dag8 = lower(example)  # the example traces are 8 GPUs on one 8-GPU server: everything is NVLink
     assert dag8.summary()["n_flow"] == 0 and dag8.summary()["n_nvlink"] > 0
     dag2 = lower(example, gpus_per_server=2)
+    check_dag(dag2)
+    allowed = {CollKind.ALL_REDUCE: {Algorithm.RING, Algorithm.TREE}, CollKind.REDUCE_SCATTER: {Algorithm.RING},
+               CollKind.ALL_GATHER: {Algorithm.RING}, CollKind.ALL_TO_ALL: {Algorithm.PXN, Algorithm.DIRECT},
+               CollKind.BROADCAST: {Algorithm.CHAIN}}
+    multi = np.diff(dag2.coll_ranks_ptr) > 1
+    for c in np.flatnonzero(multi):
+        assert dag2.coll_algo[c] in allowed[CollKind(dag2.coll_kind[c])]
+    hier = lower(example, gpus_per_server=2, algorithm="hierarchical")
     def two_level(m):  # several servers, the same number (> 1) of members on each
         _, counts = np.unique(m // 2, return_counts=True)
         return counts.size > 1 and counts.min() == counts.max() > 1
-    spans = np.array([two_level(dag2.coll_members(c)) for c in range(dag2.n_collectives)])
-    ar = np.isin(dag2.coll_kind, [CollKind.ALL_REDUCE, CollKind.REDUCE_SCATTER, CollKind.ALL_GATHER])
-    hier = dag2.coll_algo == Algorithm.HIERARCHICAL
-    assert np.array_equal(hier, spans & ar)
-    assert np.all(dag2.coll_algo[dag2.coll_kind == CollKind.ALL_TO_ALL] == Algorithm.DIRECT)
+    spans = np.array([two_level(hier.coll_members(c)) for c in range(hier.n_collectives)])
+    ar = np.isin(hier.coll_kind, [CollKind.ALL_REDUCE, CollKind.REDUCE_SCATTER, CollKind.ALL_GATHER])
+    assert np.array_equal(hier.coll_algo == Algorithm.HIERARCHICAL, spans & ar)
 
 
 def test_algorithm_override_and_priorities(example):

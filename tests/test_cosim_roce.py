@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 
 from cosim.runs.experiment import Experiment, from_document, make
-from cosim.runs.training import run_training
+from cosim.collectives.dag import DagOpKind
+from cosim.runs.training import plan, run_training
 from cosim.errors import CosimInputError
 from cosim.network.ideal import path_properties
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase, Trace
@@ -145,12 +146,19 @@ def check_ring_allreduce(fabric: str, topology: str, n: int, size_bytes: int) ->
     tr = ring_allreduce_trace(n, size_bytes)
     exp = make("training", transport=fabric, topology=topology, gpus_per_server=1, hosts_per_leaf=2,
                link_gbps=100, link_delay_ns=1000, chunk_bytes=size_bytes, algorithm="ring")
-    rec = run_training(exp, trace=tr)
+    planned = plan(exp, tr)
+    rec = run_training(exp, trace=tr, planned=planned)
     assert rec.summary["status"] == "complete"
     assert rec.summary["pfc_paused_ns"] == 0 and rec.summary["credit_stall_ns"] == 0  # uncongested
     t_sim = float(rec.collectives["finish_ns"][0] - rec.collectives["start_ns"][0])
     t_model, alpha = ring_allreduce_model_ns(exp, n, size_bytes, mtu_bytes=rec.summary["mtu_bytes"],
                                              header_bytes=rec.summary["header_bytes"])
+    # plus the tuner's start latency (launch, NCCL's per-step proxy latency: docs/models/collectives.md)
+    dag = planned.dag
+    start = int(dag.coll_start_op[0])
+    assert dag.kind[start] == DagOpKind.COMPUTE and dag.duration_ns[start] > 0
+    t_model += float(dag.duration_ns[start])
+    channels = 2  # NCCL's rings: two channels per NIC, each on half of S
     print(f"\n{fabric} {topology} n={n} S={size_bytes >> 20} MiB: sim {t_sim:.0f} ns, model {t_model:.0f} ns "
           f"(alpha {alpha:.1f} ns), ratio {t_sim / t_model:.5f}")
     assert abs(t_sim - t_model) <= 0.03 * t_model
@@ -159,7 +167,7 @@ def check_ring_allreduce(fabric: str, topology: str, n: int, size_bytes: int) ->
     busbw = size_bytes / t_sim * 2 * (n - 1) / n  # nccl-tests: algbw × 2(n−1)/n, GB/s = B/ns
     assert rec.summary["coll_dp_all_reduce_busbw_gbyte_per_s"] == pytest.approx(busbw, rel=1e-12)
     assert busbw <= 100 / 8  # never above one NIC's 100 Gbit/s
-    assert rec.summary["n_flows"] == 2 * (n - 1) * n  # one flow per rank and step
+    assert rec.summary["n_flows"] == 2 * (n - 1) * n * channels  # one flow per rank, step and channel
 
 
 def check_compute_only(fabric: str) -> None:

@@ -216,7 +216,9 @@ def test_absurd_dag_is_refused_before_lowering(tmp_path, capsys, engine_ns, chun
 @pytest.mark.parametrize("chunk", [1 << 12, 1 << 16, 4 << 20, 1 << 30])
 def test_dag_size_estimate_is_a_lower_bound(trace, chunk, engine_ns):
     """The pre-lowering estimate never exceeds the DAG lowering makes, for every shipped trace and chunk
-    size (so the guard refuses no run that would fit), and is within a factor 3 of it."""
+    size (so the guard refuses no run that would fit), and is within a factor 3 of it while chunks are
+    below a channel's share (with larger chunks NCCL's channel rings, 2 per NIC, make more transfers than
+    bytes / chunk)."""
     from cosim.collectives import lower
     from cosim.runs import training
     from cosim.workload.trace import read_trace
@@ -224,7 +226,9 @@ def test_dag_size_estimate_is_a_lower_bound(trace, chunk, engine_ns):
     t = read_trace(REPO / "traces" / trace)
     bound = training.dag_ops_lower_bound(t, chunk)
     actual = lower(t, gpus_per_server=4, chunk_bytes=chunk).n_ops
-    assert bound <= actual < 3 * bound
+    assert bound <= actual
+    if chunk <= 4 << 20:
+        assert actual < 3 * bound
 
 
 @pytest.mark.parametrize("chunk,iterations,refused", [(1, 10000, True), (1, 1, True), (4 << 20, 10000, False),

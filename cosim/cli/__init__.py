@@ -25,6 +25,8 @@ COMMANDS = {
     "sweep": ("cosim.cli.sweep:sweep", "Run a TOML grid of experiments, one results file per point."),
     "merge": ("cosim.cli.merge:merge", "Merge the point files of a sweep into one results file."),
     "export": ("cosim.cli.export:export", "Export runs as a Perfetto / chrome://tracing timeline (JSON)."),
+    "collective": ("cosim.cli.collective:collective",
+                   "Sweep one collective over sizes like nccl-tests: time, algbw, busbw; HDF5 out."),
 }
 
 

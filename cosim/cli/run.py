@@ -44,7 +44,7 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
 @_field("workload.iterations", "iterations", "Training iterations to chain (the first warms the fabric up).")
 @_field("workload.chunk_bytes", "chunk_bytes", "Transfers are split into flows of at most this size (4MiB).",
         metavar="size")
-@_field("workload.algorithm", "algorithm", "Collective algorithm: auto, ring, tree, halving_doubling, direct, "
+@_field("workload.algorithm", "algorithm", "Collective algorithm: auto, ring, tree, halving_doubling, direct, pxn, "
         "hierarchical, chain.")
 @click.option("--transport", "--fabric", "transport", type=click.Choice(TRANSPORT_CHOICES), default=None,
               help="roce: PFC + ECN + DCQCN; ib: credit-based flow control; both: one run on each, side by side. "

@@ -28,18 +28,34 @@ Algorithms and bytes sent per rank (S divisible by n):
 - ring reduce-scatter / all-gather: n−1 steps; at step k position p sends segment (p−k) mod n to p+1.
   (n−1)/n·S per rank.
 - ring all-reduce = ring reduce-scatter then ring all-gather continuing the same ring (2(n−1) steps; step k
-  sends segment (p−k) mod n). 2(n−1)/n·S per rank. The step-k send of p depends on the step-(k−1) transfer
+  sends segment (p−k) mod n).
+- channel rings (NCCL's rings, for a group on k > 1 servers with the same number g of members on each):
+  C channels, each a ring over all n = k·g members carrying its share S/C of the buffer (parts as for
+  segments). Channel c is on rail r = c mod g (the g-th lowest member of a server is on rail g): on even
+  servers it enters at the member on rail r and walks the rails upwards r, r+1, … r−1 (mod g) over NVLink,
+  on odd servers it enters at rail r−1 and walks downwards r−1, r−2, … r, so every server-to-server hop
+  joins two members of one rail (GPU i of a server to GPU i of the next); with k odd the hop closing the
+  ring joins rail r−1 to rail r. Over C = 2g channels (the default) every member sends on the network
+  twice, so the bytes are balanced over the NICs. Per rank 2(n−1)/n·S (all-reduce), (n−1)/n·S (RS, AG). 2(n−1)/n·S per rank. The step-k send of p depends on the step-(k−1) transfer
   into p from its predecessor; step 0 depends only on the barrier.
 - double binary tree all-reduce (NCCL): tree 0 is NCCL's btree over positions (parent from the lowest set
   bit), tree 1 is its mirror (n even) or its shift by one (n odd), so a rank that is a leaf of one tree is
   interior in the other. Tree t carries h_t bytes (h_0 = ceil(S/2), h_1 = floor(S/2)): reduce up (a node
   sends to its parent after its children's data arrived), then broadcast down from the root. Exact bytes
   sent by a rank: Σ_t h_t · ([rank is not root of t] + children_t(rank)); summed over ranks 2(n−1)·S.
+  For a group on k > 1 servers with the same g > 1 members on each, the trees are NCCL's: a chain through
+  the server's members, the servers in the double binary tree above (tree 0 enters each server at its
+  lowest member, tree 1 at its highest, so the two use different NICs).
 - recursive halving-doubling all-reduce (Rabenseifner), n a power of two: log2 n reduce-scatter steps with
   partner p XOR n/2^(k+1), each sending the half of its current range it does not keep (S/2, S/4, … S/n),
   then log2 n all-gather steps with partners p XOR 1, 2, 4, … sending S/n, 2S/n, … S/2.
   2(n−1)/n·S per rank. For n not a power of two it falls back to the ring (the returned algorithm says so).
 - direct all-to-all: every rank sends block q (S/n) to every other member q at once. (n−1)/n·S per rank.
+- PXN all-to-all (NCCL's PXN, a group on k > 1 servers with the same g > 1 rail-aligned members on each):
+  member (s, i) copies over NVLink to each local member (s, j), j ≠ i, the blocks of every destination on
+  rail j (its own-server one included); then (s, j) sends to each (t, j), t ≠ s, one flow aggregating the
+  blocks of all g local members for it, after the g − 1 copies into (s, j) arrived. Network bytes per rank
+  are direct's, (k−1)/k·S, all on the member's own rail; NVLink bytes (g−1)/g·S.
 - chain broadcast from the group's first rank: m0 → m1 → … → m(n−1), S per link, pipelined by chunks.
   S per rank except the last member (0).
 - hierarchical two-level (NCCL on multi-GPU hosts) for a group spanning k > 1 servers with the same number
@@ -74,8 +90,9 @@ class Algorithm(IntEnum):
     TREE = 2              #: double binary tree (all-reduce)
     HALVING_DOUBLING = 3  #: Rabenseifner (all-reduce, power-of-two groups)
     DIRECT = 4            #: all-to-all, every pair at once
-    HIERARCHICAL = 5      #: intra-server NVLink + inter-server ring
+    HIERARCHICAL = 5      #: idealized two-level scheme: intra-server NVLink rings + inter-server ring
     CHAIN = 6             #: pipelined chain broadcast
+    PXN = 7               #: all-to-all across rails through the NVLink peer on the destination's rail
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -272,6 +289,44 @@ def _chain(members: np.ndarray, size_bytes: int) -> _Transfers:
                       t - 1)
 
 
+def server_grid(members: np.ndarray, gpus_per_server: int) -> np.ndarray | None:
+    """Members as [k servers, g per server] (k > 1, any g ≥ 1, the same g on each server, every column on
+    one rail: the same local GPU index on every server), else None."""
+    server = members // gpus_per_server
+    _, counts = np.unique(server, return_counts=True)
+    if counts.size < 2 or np.any(counts != counts[0]):
+        return None
+    grid = members.reshape(counts.size, int(counts[0])).astype(_I64)
+    local = grid % gpus_per_server
+    return grid if np.all(local == local[0]) else None
+
+
+#: fewest bytes of the buffer a channel carries: smaller calls use fewer channels (NCCL lowers its channel
+#: count for small messages the same way)
+CHANNEL_MIN_BYTES = 64 << 10
+
+
+def default_channels(grid: np.ndarray | None) -> int:
+    """Channels NCCL would open for a group laid out as ``grid``: two per NIC of a server (one if None)."""
+    return 1 if grid is None else 2 * int(grid.shape[1])
+
+
+def channels_used(n_channels: int, size_bytes: int) -> int:
+    """Channels a call of ``size_bytes`` uses out of ``n_channels``: each carries ≥ CHANNEL_MIN_BYTES."""
+    return int(max(1, min(n_channels, size_bytes // CHANNEL_MIN_BYTES)))
+
+
+def channel_rings(grid: np.ndarray, n_channels: int) -> np.ndarray:
+    """[C, n] rank order of each channel's ring (rail-aligned, alternating direction; module docstring)."""
+    k, g = grid.shape
+    r = (np.arange(n_channels, dtype=_I64) % g)[:, None]
+    j = np.arange(g, dtype=_I64)[None, :]
+    up, down = (r + j) % g, (r - 1 - j) % g                       # [C, g] local order on even / odd servers
+    s = np.arange(k, dtype=_I64)
+    local = np.where((s % 2 == 0)[None, :, None], up[:, None, :], down[:, None, :])  # [C, k, g]
+    return grid[s[None, :, None], local].reshape(n_channels, k * g)
+
+
 def server_layout(members: np.ndarray, gpus_per_server: int) -> np.ndarray | None:
     """Members as a [k servers, g per server] array if hierarchical applies (k > 1, g > 1, equal g), else None."""
     server = members // gpus_per_server
@@ -309,6 +364,37 @@ def _hierarchical(grid: np.ndarray, size_bytes: int, kind: CollKind) -> _Transfe
         phase(False, seg, k - 1, 0)                    # inter AG gathers segment j on the j-th members
         phase(True, totals, g - 1, 0)
     return _concat(parts)
+
+
+def _channel_ring(grid: np.ndarray, size_bytes: int, kind: CollKind, n_channels: int) -> _Transfers:
+    rings = channel_rings(grid, n_channels)
+    n = rings.shape[1]
+    steps = 2 * (n - 1) if kind == CollKind.ALL_REDUCE else n - 1
+    return _ring_transfers(rings, split_bytes(size_bytes, n_channels).ravel(), steps, 0, 0)[0]
+
+
+def _pxn(grid: np.ndarray, size_bytes: int) -> _Transfers:
+    k, g = grid.shape
+    blk = split_bytes(size_bytes, k * g).reshape(k, g)  # block of the destination at grid position (t, j)
+    # NVLink copies (s, i) → (s, j), i ≠ j: the blocks of every destination on rail j
+    s, i, j = np.nonzero(np.broadcast_to(~np.eye(g, dtype=bool), (k, g, g)))
+    n_copy = s.size
+    copy_idx = np.full((k, g, g), -1, _I64)
+    copy_idx[s, i, j] = np.arange(n_copy)
+    # network flows (s, j) → (t, j), t ≠ s: the blocks of all g members of s for (t, j)
+    fs, ft, fj = np.nonzero(np.broadcast_to(~np.eye(k, dtype=bool)[:, :, None], (k, k, g)))
+    n_flow = fs.size
+    flow_idx = n_copy + np.arange(n_flow, dtype=_I64)
+    into = copy_idx[fs, :, fj]                                # [n_flow, g]: copies into the relay (s, j)
+    have = into >= 0
+    e_owner = np.repeat(flow_idx, have.sum(axis=1))
+    e_dep = into[have]
+    return _Transfers(
+        np.concatenate([grid[s, i], grid[fs, fj]]), np.concatenate([grid[s, j], grid[ft, fj]]),
+        np.concatenate([blk[:, j].sum(axis=0), g * blk[ft, fj]]),
+        np.concatenate([np.zeros(n_copy, _I64), np.ones(n_flow, _I64)]),
+        np.concatenate([np.arange(n_copy, dtype=_I64), e_owner]),
+        np.concatenate([np.full(n_copy, -1, _I64), e_dep]))
 
 
 # --- chunk expansion --------------------------------------------------------------------------------
@@ -419,11 +505,34 @@ def ring_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Sch
     return _expand(_ring(_members(members), size_bytes, CollKind.ALL_REDUCE), chunk_bytes)
 
 
-def tree_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
-    """NCCL double binary tree all-reduce: each tree reduces up and broadcasts down half of S."""
+def node_tree_parents(k: int, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """NCCL's trees over a [k, g] grid of members (positions s·g + j): inside every server a chain, across
+    servers the double binary tree of the servers (:func:`tree_parents`). Tree 0 enters a server at its
+    member 0 and chains upwards (j−1 is the parent of j), tree 1 enters at member g−1 and chains downwards,
+    so the two trees cross servers on different NICs."""
+    p0, p1 = tree_parents(k)
+    j = np.arange(g, dtype=_I64)[None, :]
+    s = np.arange(k, dtype=_I64)[:, None]
+    out = []
+    for node_parent, head, step in ((p0, 0, -1), (p1, g - 1, 1)):
+        chain = s * g + j + step                       # the neighbour towards the head
+        up = np.where(node_parent[s] >= 0, node_parent[s] * g + head, -1)
+        out.append(np.where(j == head, up, chain).ravel())
+    return out[0], out[1]
+
+
+def tree_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20, *,
+                    gpus_per_server: int | None = None) -> Schedule:
+    """NCCL double binary tree all-reduce: each tree reduces up and broadcasts down half of S. With
+    ``gpus_per_server`` and a group on several servers with the same g > 1 members on each, the trees are
+    NCCL's: a chain inside every server, the double binary tree across servers (:func:`node_tree_parents`)."""
     _check(size_bytes, chunk_bytes)
     m = _members(members)
-    p0, p1 = tree_parents(m.size)
+    grid = server_grid(m, gpus_per_server) if gpus_per_server else None
+    if grid is not None and grid.shape[1] > 1:
+        p0, p1 = node_tree_parents(*grid.shape)
+    else:
+        p0, p1 = tree_parents(m.size)
     t0 = _tree_transfers(m, p0, (size_bytes + 1) // 2, 0)
     t1 = _tree_transfers(m, p1, size_bytes // 2, t0.src.size)
     return _expand(_concat([t0, t1]), chunk_bytes)
@@ -465,19 +574,58 @@ def hierarchical(kind: CollKind, members, size_bytes: int, chunk_bytes: int = 4 
     return _expand(_hierarchical(grid, size_bytes, kind), chunk_bytes)
 
 
+def channel_ring(kind: CollKind, members, size_bytes: int, chunk_bytes: int = 4 << 20, *, gpus_per_server: int,
+                 n_channels: int | None = None) -> Schedule:
+    """NCCL's rings: ``n_channels`` rail-aligned rings (default two per NIC of a server), each on its share
+    of S; the flat ring when the group is on one server or its servers are not laid out alike."""
+    _check(size_bytes, chunk_bytes)
+    kind = CollKind(kind)
+    m = _members(members)
+    grid = server_grid(m, gpus_per_server)
+    if grid is None:
+        return _expand(_ring(m, size_bytes, kind), chunk_bytes)
+    nch = channels_used(default_channels(grid) if n_channels is None else _positive(n_channels), size_bytes)
+    return _expand(_channel_ring(grid, size_bytes, kind, nch), chunk_bytes)
+
+
+def pxn_all_to_all(members, size_bytes: int, chunk_bytes: int = 4 << 20, *, gpus_per_server: int) -> Schedule:
+    """PXN all-to-all (module docstring); direct when the group's layout does not qualify."""
+    _check(size_bytes, chunk_bytes)
+    m = _members(members)
+    grid = server_grid(m, gpus_per_server)
+    if grid is None or grid.shape[1] < 2:
+        return _expand(_direct(m, size_bytes), chunk_bytes)
+    return _expand(_pxn(grid, size_bytes), chunk_bytes)
+
+
+def pxn_applies(members, gpus_per_server: int) -> bool:
+    """True if PXN changes anything for this group: several servers, the same g > 1 rail-aligned members."""
+    grid = server_grid(_members(members), gpus_per_server)
+    return grid is not None and grid.shape[1] > 1
+
+
+def _positive(n_channels) -> int:
+    if isinstance(n_channels, bool) or not isinstance(n_channels, (int, np.integer)) or n_channels < 1:
+        raise CosimInputError("n_channels", f"must be an integer >= 1, got {n_channels!r}")
+    return int(n_channels)
+
+
 #: algorithms each collective kind accepts (besides "auto")
 SUPPORTED: dict[CollKind, tuple[Algorithm, ...]] = {
     CollKind.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.HALVING_DOUBLING, Algorithm.HIERARCHICAL),
     CollKind.REDUCE_SCATTER: (Algorithm.RING, Algorithm.HIERARCHICAL),
     CollKind.ALL_GATHER: (Algorithm.RING, Algorithm.HIERARCHICAL),
-    CollKind.ALL_TO_ALL: (Algorithm.DIRECT,),
+    CollKind.ALL_TO_ALL: (Algorithm.DIRECT, Algorithm.PXN),
     CollKind.BROADCAST: (Algorithm.CHAIN,),
 }
 
 
 def schedule(kind: CollKind, algorithm: Algorithm, members, size_bytes: int, chunk_bytes: int,
-             gpus_per_server: int) -> tuple[Algorithm, Schedule]:
-    """Lower one collective call with ``algorithm``; returns the algorithm actually used (after fallbacks)."""
+             gpus_per_server: int, n_channels: int | None = None) -> tuple[Algorithm, Schedule]:
+    """Lower one collective call with ``algorithm``; returns the algorithm actually used (after fallbacks).
+
+    @param n_channels  rings of a RING call across servers (default: two per NIC of a server)
+    """
     kind, algorithm = CollKind(kind), Algorithm(algorithm)
     m = _members(members)
     if m.size == 1:
@@ -491,9 +639,13 @@ def schedule(kind: CollKind, algorithm: Algorithm, members, size_bytes: int, chu
     if algorithm == Algorithm.HALVING_DOUBLING:
         used = Algorithm.RING if m.size & (m.size - 1) else algorithm
         return used, halving_doubling_all_reduce(m, size_bytes, chunk_bytes)
-    fn = {Algorithm.TREE: tree_all_reduce, Algorithm.DIRECT: direct_all_to_all, Algorithm.CHAIN: chain_broadcast}
+    if algorithm == Algorithm.PXN:
+        used = algorithm if pxn_applies(m, gpus_per_server) else Algorithm.DIRECT
+        return used, pxn_all_to_all(m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server)
+    if algorithm == Algorithm.TREE:
+        return algorithm, tree_all_reduce(m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server)
+    fn = {Algorithm.DIRECT: direct_all_to_all, Algorithm.CHAIN: chain_broadcast}
     if algorithm in fn:
         return algorithm, fn[algorithm](m, size_bytes, chunk_bytes)
-    ring = {CollKind.ALL_REDUCE: ring_all_reduce, CollKind.REDUCE_SCATTER: ring_reduce_scatter,
-            CollKind.ALL_GATHER: ring_all_gather}[kind]
-    return algorithm, ring(m, size_bytes, chunk_bytes)
+    return algorithm, channel_ring(kind, m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server,
+                                   n_channels=n_channels)

@@ -5,7 +5,8 @@ One row per DAG op (length n):
 - ``kind`` (:class:`DagOpKind`): FLOW (inter-server transfer through the NIC and the packet-level fabric),
   COMPUTE (busy time on a GPU), NVLINK (intra-server GPU-to-GPU copy; the executor models latency +
   bytes / bandwidth, serialized per sending GPU), NOP (zero-time join or barrier).
-- ``rank``: sender (FLOW/NVLINK), executor (COMPUTE), owner or −1 for a collective-wide barrier (NOP).
+- ``rank``: sender (FLOW/NVLINK), executor (COMPUTE), owner or −1 for a collective-wide barrier (NOP, or
+  COMPUTE for a start barrier that lasts the collective's latency).
 - ``src``/``dst``: sending and receiving rank of FLOW/NVLINK (−1 otherwise). Rank r sits on server
   r // gpus_per_server; FLOW iff src and dst are on different servers, NVLINK iff on the same one, never
   src == dst, and ``bytes`` > 0.
@@ -180,7 +181,8 @@ class FlowDag:
         _where("dag.kind", (self.kind == DagOpKind.NVLINK) & ~same, "an NVLINK copy between servers (use FLOW)")
         _where("dag.duration_ns", (self.duration_ns < 0) | ((self.kind != DagOpKind.COMPUTE) & (self.duration_ns != 0)),
                "only COMPUTE ops have a duration, and it is >= 0")
-        _where("dag.rank", (self.kind == DagOpKind.COMPUTE) & (self.rank < 0), "a COMPUTE op needs a rank")
+        _where("dag.rank", (self.kind == DagOpKind.COMPUTE) & (self.rank < 0) & (self.coll < 0),
+               "a COMPUTE op needs a rank (or a collective, whose start latency it is)")
         _where("dag.coll", (self.coll < -1) | (self.coll >= m), "collective index out of range")
         nt = self.n_iterations * self.n_trace_ops
         for name in ("trace_start", "trace_done"):
@@ -238,7 +240,8 @@ class FlowDag:
                    n_iterations=self.n_iterations,
                    flow_bytes=int(self.bytes[self.kind == DagOpKind.FLOW].sum()),
                    nvlink_bytes=int(self.bytes[self.kind == DagOpKind.NVLINK].sum()),
-                   compute_ns=int(self.duration_ns.sum()))
+                   compute_ns=int(self.duration_ns[self.rank >= 0].sum()),
+                   collective_latency_ns=int(self.duration_ns[self.rank < 0].sum()))
         return out
 
 

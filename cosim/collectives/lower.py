@@ -17,11 +17,18 @@ work); a trace that can never finish raises CosimInputError. The DAG op counts o
 known, so all ops are laid out with cumulative sums and filled with numpy: compute, sends and recvs at
 once, collectives once per distinct (kind, group, size, algorithm) template, broadcast over its calls.
 
-Algorithm choice (``algorithm="auto"``): ALL_REDUCE → ring, or the double binary tree if the trace hints
-TREE; REDUCE_SCATTER / ALL_GATHER → ring; the ring becomes hierarchical when the group spans several
-servers with the same number (> 1) of members on each; ALL_TO_ALL → direct; BROADCAST → chain. An explicit
-name given as a string applies to every collective kind that supports it (others stay "auto"); a mapping
-CollKind → name must name an algorithm the kind supports. An explicit "ring" is the flat ring.
+Algorithm choice (``algorithm="auto"``): the tuning model (:mod:`cosim.collectives.tuning`) estimates every
+candidate of the call's kind on its group's shape and size and takes the fastest — ring or tree for
+ALL_REDUCE (tree only across servers, or whenever the trace hints TREE), ring for REDUCE_SCATTER /
+ALL_GATHER, PXN (or direct) for ALL_TO_ALL, chain for BROADCAST. The idealized "hierarchical" scheme is
+used only when named. An explicit name given as a string applies to every collective kind that supports
+it (others stay "auto"); a mapping CollKind → name must name an algorithm the kind supports. "ring" across
+servers is NCCL's rail-aligned channel rings (``n_channels`` of them, default two per NIC of a server).
+
+Latency: every call's start barrier is a COMPUTE op of rank −1 lasting the tuning model's latency of the
+algorithm used with its best protocol (:meth:`~cosim.collectives.tuning.TuningModel.start_latency_ns`:
+launch, per-step synchronisation, network proxy — what the NVLink copies and the packet-level network do
+not model); a NOP when that is 0 (a one-member group).
 """
 
 from __future__ import annotations
@@ -30,15 +37,17 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cosim.collectives.algorithms import SUPPORTED, Algorithm, schedule, server_layout
+from cosim.collectives.algorithms import SUPPORTED, Algorithm, pxn_applies, schedule
 from cosim.collectives.dag import NUM_PRIORITIES, DagBuilder, DagOpKind, FlowDag, ragged_take, sorted_unique
+from cosim.collectives.tuning import CANDIDATES, Shape, TuningModel
 from cosim.errors import CosimInputError
 from cosim.workload.trace import AlgoHint, CollKind, GroupKind, OpKind, Trace
 
 #: algorithm names accepted by :func:`lower`
-ALGORITHM_NAMES = ("auto", "ring", "tree", "halving_doubling", "direct", "hierarchical", "chain")
+ALGORITHM_NAMES = ("auto", "ring", "tree", "halving_doubling", "direct", "pxn", "hierarchical", "chain")
 _BY_NAME = {"ring": Algorithm.RING, "tree": Algorithm.TREE, "halving_doubling": Algorithm.HALVING_DOUBLING,
-            "direct": Algorithm.DIRECT, "hierarchical": Algorithm.HIERARCHICAL, "chain": Algorithm.CHAIN}
+            "direct": Algorithm.DIRECT, "pxn": Algorithm.PXN, "hierarchical": Algorithm.HIERARCHICAL,
+            "chain": Algorithm.CHAIN}
 _COLL_KINDS = tuple(k for k in CollKind if k != CollKind.NONE)
 
 
@@ -72,20 +81,30 @@ def algorithm_table(algorithm: str | Mapping) -> dict[CollKind, str]:
     return table
 
 
-def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray, gpus_per_server: int) -> Algorithm:
-    """The algorithm a call of ``kind`` on ``members`` uses under the choice ``name`` and the trace's hint."""
+def group_shape(members: np.ndarray, gpus_per_server: int) -> Shape:
+    """The tuner's view of a group: n ranks, k servers, g per server (0 if the servers hold different counts)."""
+    _, counts = np.unique(np.asarray(members) // gpus_per_server, return_counts=True)
+    g = int(counts[0]) if counts.size and np.all(counts == counts[0]) else 0
+    return Shape(int(np.size(members)), int(counts.size), g)
+
+
+def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray, gpus_per_server: int,
+                      tuning: TuningModel, size_bytes: int) -> tuple[Algorithm, float]:
+    """(algorithm, start latency in ns) of a call of ``kind`` on ``members`` under the choice ``name``."""
     kind = CollKind(kind)
+    shape = group_shape(members, gpus_per_server)
     if name == "auto":
-        if kind == CollKind.ALL_TO_ALL:
-            return Algorithm.DIRECT
-        if kind == CollKind.BROADCAST:
-            return Algorithm.CHAIN
+        cands = CANDIDATES[kind]
         if kind == CollKind.ALL_REDUCE and hint == AlgoHint.TREE:
-            return Algorithm.TREE
-        return Algorithm.HIERARCHICAL if server_layout(members, gpus_per_server) is not None else Algorithm.RING
-    if name == "ring" and kind == CollKind.BROADCAST:
-        return Algorithm.CHAIN
-    return _BY_NAME[name]
+            cands = (Algorithm.TREE,)
+        elif kind == CollKind.ALL_REDUCE and shape.k < 2:
+            cands = (Algorithm.RING,)
+        elif kind == CollKind.ALL_TO_ALL and not pxn_applies(members, gpus_per_server):
+            cands = (Algorithm.DIRECT,)
+        best = tuning.choose(kind, shape, size_bytes, cands)
+        return best.algorithm, best.start_latency_ns
+    algo = Algorithm.CHAIN if name == "ring" and kind == CollKind.BROADCAST else _BY_NAME[name]
+    return algo, tuning.best_protocol(kind, algo, shape, size_bytes).start_latency_ns
 
 
 def _priority_table(priorities: Mapping | None) -> np.ndarray:
@@ -187,16 +206,24 @@ def _match_recvs(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
 
 
 def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int = 4 << 20,
-          algorithm: str | Mapping = "auto", priorities: Mapping | None = None) -> FlowDag:
+          algorithm: str | Mapping = "auto", priorities: Mapping | None = None, tuning: TuningModel | None = None,
+          n_channels: int | None = None) -> FlowDag:
     """Lower ``trace`` (one iteration) into a FlowDag of flows, NVLink copies, compute ops and joins.
 
     @param gpus_per_server  GPUs per server (default: the trace's hardware.gpus_per_host, else 8)
     @param chunk_bytes  transfers are split into chunks of at most this many bytes
     @param algorithm  "auto", an algorithm name, or a mapping CollKind → name (module docstring)
     @param priorities  optional mapping GroupKind → network priority 0..7 of that group's transfers
+    @param tuning  the tuning model (default: TuningModel.for_hardware of the trace's hardware spec)
+    @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
     @throws CosimInputError on bad arguments or a trace that deadlocks
     """
     gps = _gpus_per_server(trace, gpus_per_server)
+    if tuning is None:
+        tuning = TuningModel.for_hardware(trace.spec_dict().get("hardware"))
+    if n_channels is not None and (isinstance(n_channels, bool) or not isinstance(n_channels, (int, np.integer))
+                                   or n_channels < 1):
+        raise CosimInputError("n_channels", f"must be an integer >= 1, got {n_channels!r}")
     if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer)) or chunk_bytes < 1:
         raise CosimInputError("chunk_bytes", f"must be an integer >= 1, got {chunk_bytes!r}")
     chunk_bytes = int(chunk_bytes)
@@ -231,10 +258,12 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     else:
         uniq, tmpl_of_call = np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
     templates = []
-    for kk, g, b, h in uniq.tolist():
+    t_latency = np.zeros(len(uniq), np.int64)
+    for t, (kk, g, b, h) in enumerate(uniq.tolist()):
         members = trace.group_members(g).astype(np.int64)
-        algo = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps)
-        templates.append(schedule(CollKind(kk), algo, members, b, chunk_bytes, gps))
+        algo, latency = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps, tuning, b)
+        templates.append(schedule(CollKind(kk), algo, members, b, chunk_bytes, gps, n_channels))
+        t_latency[t] = round(latency) if members.size > 1 else 0
     t_size = np.array([s.n_ops for _, s in templates], dtype=np.int64)
 
     # --- placement order and DAG layout ---
@@ -291,6 +320,9 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     calls = np.arange(n_calls, dtype=np.int64)
     b.ops(np.concatenate([call_base, call_end]), kind=DagOpKind.NOP, rank=-1,
           trace_op=np.tile(call_ids, 2), coll=np.tile(calls, 2))
+    latency = t_latency[tmpl_of_call] if n_calls else np.zeros(0, np.int64)
+    slow = latency > 0  # the start barrier lasts the call's latency
+    b.ops(call_base[slow], kind=DagOpKind.COMPUTE, duration_ns=latency[slow])
     c_prio = prio[trace.group_kind[c_group]] if n_calls else np.zeros(0, np.uint8)
     c_algo = np.zeros(n_calls, np.uint8)
     order = np.argsort(tmpl_of_call, kind="stable")

@@ -57,10 +57,12 @@ import numpy as np
 
 from cosim import engine
 from cosim.collectives import DagOpKind, lower, repeat
+from cosim.collectives.calibration import nvlink_model
+from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
 from cosim.network import telemetry, topology
 from cosim.network.ideal import ideal_fct_ns
-from cosim.network.transport import run_attributes
+from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, run_attributes, transport_attributes
 from cosim.results import RunRecord, collectives
 from cosim.runs.experiment import Experiment, to_document
 from cosim.values import Int
@@ -342,6 +344,23 @@ def _transfer_summary(fabric, net, dag, fop: np.ndarray, flows: dict) -> dict:
             "transfer_slowdown_p99": float(np.percentile(slow, 99))}
 
 
+def nic_payload_bytes_per_s(network) -> float:
+    """Payload rate of one NIC of ``network``: the link rate less the transport's per-packet headers."""
+    attrs = transport_attributes(network.transport) | dict(network.attributes)
+    def number(name, default):
+        value = str(attrs.get(name, attrs.get("ns3::" + name, default)))
+        return int(value) if value.isdigit() else default
+    mtu = number("HostNic::MtuBytes", DEFAULT_MTU_BYTES)
+    header = number("HostNic::HeaderBytes", DEFAULT_HEADER_BYTES)
+    return network.link_gbps * 1e9 / 8 * mtu / (mtu + header)
+
+
+def tuning_model(exp: Experiment, trace) -> TuningModel:
+    """The collective tuner of a run: the trace's GPU and NVLink rate, the network's NIC rate."""
+    return TuningModel(nvlink=nvlink_model(trace.spec_dict().get("hardware")),
+                       nic_bytes_per_s=nic_payload_bytes_per_s(exp.network))
+
+
 # --- the run ---------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -357,14 +376,18 @@ class TrainingPlan:
     dst_node: np.ndarray  # int32 [n_dag_ops]
 
 
-def plan(exp: Experiment, trace=None) -> TrainingPlan:
-    """Resolve ``exp`` (its trace, or ``trace``): lower the trace, size the fabric, place the ranks."""
+def plan(exp: Experiment, trace=None, *, n_channels: int | None = None) -> TrainingPlan:
+    """Resolve ``exp`` (its trace, or ``trace``): lower the trace, size the fabric, place the ranks.
+
+    @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
+    """
     trace = resolve_trace(exp, trace)
     gps = gpus_per_server_of(exp, trace)
     work = exp.workload
     fabric = build_fabric(exp, trace.n_ranks, gps)
     check_dag_size(exp, trace)
-    dag = lower(trace, gpus_per_server=gps, chunk_bytes=work.chunk_bytes, algorithm=work.algorithm)
+    dag = lower(trace, gpus_per_server=gps, chunk_bytes=work.chunk_bytes, algorithm=work.algorithm,
+                tuning=tuning_model(exp, trace), n_channels=n_channels)
     limit = dag_op_limit()
     if dag.n_ops * work.iterations > limit:
         raise _too_many_ops(dag.n_ops * work.iterations, "", exp, trace, limit)
@@ -378,16 +401,21 @@ def plan(exp: Experiment, trace=None) -> TrainingPlan:
                         src_node=src_node, dst_node=dst_node)
 
 
-def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None) -> RunRecord:
+def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None,
+                 n_channels: int | None = None) -> RunRecord:
     """Co-simulate ``exp`` (its trace, or ``trace``) and return its :class:`cosim.results.RunRecord`.
 
     @param progress  optional callable progress(sim_time_ns, ops_done, ops_total, data_packet_hops)
     @param planned  ``plan(exp, trace)`` if the caller already made it (it is not made again)
+    @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
     @throws CosimInputError on a bad trace, fabric, attribute or a trace that deadlocks
     """
-    p = planned if planned is not None else plan(exp, trace)
+    p = planned if planned is not None else plan(exp, trace, n_channels=n_channels)
     trace, dag, fabric = p.trace, p.dag, p.fabric
-    attributes = run_attributes(exp.network, exp.seed)
+    # the NVLink copies run at what NCCL sustains on the trace's GPU (rate and latency from its hardware
+    # spec); a --set DagExecutor::... of the user comes later and wins
+    attributes = nvlink_model(trace.spec_dict().get("hardware")).executor_attributes() \
+        | run_attributes(exp.network, exp.seed)
     interval = exp.telemetry.queue_sample_interval_ns
     out = engine.simulate_dag(
         fabric, kind=dag.kind, gpu=dag.rank, src_node=p.src_node, dst_node=p.dst_node, bytes_=dag.bytes,

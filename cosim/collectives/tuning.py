@@ -1,0 +1,206 @@
+"""Which algorithm and protocol a collective call uses, chosen as NCCL's tuner does: by estimated time.
+
+For every candidate (algorithm, protocol) the model estimates ``time = latency + bytes / bandwidth`` from
+the group's shape — n ranks on k servers, g on each — and the call's size S, and takes the fastest; ties
+go to the earlier candidate in :data:`CANDIDATES`. The chosen latency also enters the simulation: a
+collective's start barrier lasts :func:`TuningModel.latency_ns` (what neither the NVLink copies nor the
+packet-level network model: kernel launch, per-step synchronisation, the network proxy; the NVLink
+copies' own latency, one per NVLink step, is left out of it since the executor adds it).
+
+Latency (ns), with steps split into NVLink steps and network steps:
+
+- ring all-reduce: 2(n−1) steps, 2(k−1) of them cross servers; reduce-scatter / all-gather: n−1 and k−1;
+  broadcast (chain): n−1 and k−1;
+- tree all-reduce (k > 1 only): 2·((g−1) NVLink steps + ⌈log2 k⌉ network steps) — up and down the tree;
+- hierarchical: 2(g−1) NVLink and 2(k−1) network steps (all-reduce; half of each for RS / AG);
+- all-to-all: one network step (PXN adds one NVLink step), or one NVLink step inside a server.
+
+``latency = launch_ns + nvlink_steps · step_ns + network_steps · net_step_ns[protocol]``; launch_ns and
+step_ns are the calibrated NVLink coefficients of the GPU (:mod:`cosim.collectives.calibration`), the
+per-protocol network step latencies are NCCL's ring / tree "NET" latencies (LL 2.7 / 5.0 µs, LL128 4.0 /
+8.5 µs, Simple 9.6 / 50 µs; NCCL's src/graph/tuning.cc, 2.8 era).
+
+Bandwidth (bus bandwidth B, the nccl-tests busbw the call reaches; time = factor · S / B):
+
+- inside one server: the calibrated NVLink bus bandwidth, whatever the protocol;
+- across servers: ``min(NVLink bus bandwidth, e_p · g · nic_bytes_per_s)`` — a ring's channels spread over
+  the group's g NICs per server, so g NICs carry every server's share; e_p is the protocol's efficiency
+  (LL 1/4: half of every 16-byte line is flags and the rest is polled; LL128 0.92 = 120/128; Simple 1);
+- tree: 0.9 × that (NCCL's tree derating), and the tree moves 2·S per byte of busbw (NCCL's ratio 1/2);
+- factor: 2(n−1)/n all-reduce, (n−1)/n reduce-scatter, all-gather, all-to-all, 1 broadcast.
+
+Candidates per kind (the others are available by name only): all-reduce → ring, or tree when the group
+spans several servers; reduce-scatter / all-gather → ring; all-to-all → PXN (NCCL's default, not tuned) when it applies (several
+servers, the same rail-aligned members on each), else direct; broadcast → chain. The idealized
+hierarchical scheme and halving-doubling are never picked by "auto".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import IntEnum
+
+from cosim.collectives.algorithms import Algorithm
+from cosim.collectives.calibration import NvlinkModel, nvlink_model
+from cosim.errors import CosimInputError
+from cosim.workload.trace import CollKind
+
+
+class Protocol(IntEnum):
+    """NCCL's wire protocols: low latency, low latency with 128-byte lines, and the bandwidth one."""
+    LL = 0
+    LL128 = 1
+    SIMPLE = 2
+
+
+#: bandwidth efficiency of each protocol over the network (module docstring)
+PROTOCOL_EFFICIENCY = {Protocol.LL: 0.25, Protocol.LL128: 0.92, Protocol.SIMPLE: 1.0}
+#: NCCL's per-step network latency of a ring / a tree, by protocol, ns
+NET_STEP_NS = {
+    Algorithm.RING: {Protocol.LL: 2_700.0, Protocol.LL128: 4_000.0, Protocol.SIMPLE: 9_600.0},
+    Algorithm.TREE: {Protocol.LL: 5_000.0, Protocol.LL128: 8_500.0, Protocol.SIMPLE: 50_000.0},
+}
+#: NCCL's derating of the tree's bus bandwidth
+TREE_BANDWIDTH_FACTOR = 0.9
+#: per-NIC payload rate a tuning model assumes when none is given (400 Gb/s), bytes/s
+DEFAULT_NIC_BYTES_PER_S = 50e9
+
+#: algorithms "auto" weighs, per collective kind, in tie-break order
+CANDIDATES: dict[CollKind, tuple[Algorithm, ...]] = {
+    CollKind.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE),
+    CollKind.REDUCE_SCATTER: (Algorithm.RING,),
+    CollKind.ALL_GATHER: (Algorithm.RING,),
+    CollKind.ALL_TO_ALL: (Algorithm.PXN,),  # NCCL's default (NCCL_PXN_DISABLE=0); direct where PXN does not apply
+    CollKind.BROADCAST: (Algorithm.CHAIN,),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """A group as the tuner sees it: n ranks on k servers, g per server (g = 0 if servers differ)."""
+    n: int
+    k: int
+    g: int
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """One tuner decision: algorithm, protocol, estimated time, its latency part and the start delay the
+    simulation adds (:meth:`TuningModel.start_latency_ns`), ns."""
+    algorithm: Algorithm
+    protocol: Protocol
+    time_ns: float
+    latency_ns: float
+    start_latency_ns: float
+
+
+def bus_factor(kind: CollKind, n: int) -> float:
+    """nccl-tests' busbw / algbw correction of ``kind`` on n ranks."""
+    kind = CollKind(kind)
+    if n < 2:
+        return 1.0
+    if kind == CollKind.ALL_REDUCE:
+        return 2 * (n - 1) / n
+    if kind == CollKind.BROADCAST:
+        return 1.0
+    return (n - 1) / n
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TuningModel:
+    """Latency and bandwidth of the candidates of every call (module docstring)."""
+
+    nvlink: NvlinkModel
+    nic_bytes_per_s: float = DEFAULT_NIC_BYTES_PER_S  #: payload rate of one NIC, bytes/s
+
+    def __post_init__(self) -> None:
+        v = self.nic_bytes_per_s
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or not math.isfinite(v):
+            raise CosimInputError("nic_bytes_per_s", f"must be a positive number, got {v!r}")
+
+    @classmethod
+    def for_hardware(cls, hardware: dict | None, nic_bytes_per_s: float = DEFAULT_NIC_BYTES_PER_S) -> TuningModel:
+        """The model of a trace's hardware spec (its GPU name and NVLink rate) and a NIC rate."""
+        return cls(nvlink=nvlink_model(hardware), nic_bytes_per_s=float(nic_bytes_per_s))
+
+    # --- the two terms ---------------------------------------------------------------------------------
+
+    def steps(self, kind: CollKind, algorithm: Algorithm, shape: Shape) -> tuple[int, int]:
+        """(NVLink steps, network steps) on the latency path of one call."""
+        n, k, g = shape.n, shape.k, shape.g
+        kind, algorithm = CollKind(kind), Algorithm(algorithm)
+        if n < 2 or algorithm == Algorithm.NONE:
+            return 0, 0
+        twice = 2 if kind == CollKind.ALL_REDUCE else 1
+        if algorithm == Algorithm.TREE:
+            if k > 1:
+                return 2 * max(g - 1, 0), 2 * math.ceil(math.log2(k))
+            return 2 * math.ceil(math.log2(n)), 0
+        if algorithm == Algorithm.HIERARCHICAL and k > 1 and g > 1:
+            return twice * (g - 1), twice * (k - 1)
+        if algorithm in (Algorithm.DIRECT, Algorithm.PXN):
+            if k == 1:
+                return 1, 0
+            return (1 if algorithm == Algorithm.PXN else 0), 1
+        if algorithm == Algorithm.HALVING_DOUBLING:
+            rounds = 2 * math.ceil(math.log2(n))
+            return (rounds, 0) if k == 1 else (0, rounds)
+        total, inter = twice * (n - 1), twice * (k - 1)
+        return total - inter, inter
+
+    def latency_ns(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol, shape: Shape) -> float:
+        """Launch + NVLink steps × step_ns + network steps × NCCL's per-step network latency, ns."""
+        if shape.n < 2:
+            return 0.0
+        intra, inter = self.steps(kind, algorithm, shape)
+        table = NET_STEP_NS[Algorithm.TREE if algorithm == Algorithm.TREE else Algorithm.RING]
+        return self.nvlink.launch_ns + intra * self.nvlink.step_ns + inter * table[Protocol(protocol)]
+
+    def start_latency_ns(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol, shape: Shape) -> float:
+        """The part of :meth:`latency_ns` the simulation adds as the call's start delay: all of it except
+        what the DAG executor's NVLink copies already take, one copy latency per NVLink step."""
+        intra, _ = self.steps(kind, algorithm, shape)
+        modelled = intra * min(self.nvlink.step_ns, self.nvlink.copy_latency_ns)
+        return max(0.0, self.latency_ns(kind, algorithm, protocol, shape) - modelled)
+
+    def bus_bytes_per_s(self, algorithm: Algorithm, protocol: Protocol, shape: Shape) -> float:
+        """Bus bandwidth the call reaches (module docstring), bytes/s."""
+        nvl = self.nvlink.bus_bytes_per_s
+        if shape.k <= 1:
+            return nvl
+        nics = max(shape.g, 1)
+        bw = min(nvl, PROTOCOL_EFFICIENCY[Protocol(protocol)] * nics * self.nic_bytes_per_s)
+        return TREE_BANDWIDTH_FACTOR * bw if algorithm == Algorithm.TREE else bw
+
+    def estimate_ns(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol, shape: Shape,
+                    size_bytes: int) -> float:
+        """Estimated time of one call, ns."""
+        if shape.n < 2:
+            return 0.0
+        factor = 2.0 if algorithm == Algorithm.TREE else bus_factor(kind, shape.n)
+        bw = self.bus_bytes_per_s(algorithm, protocol, shape)
+        return self.latency_ns(kind, algorithm, protocol, shape) + factor * size_bytes / bw * 1e9
+
+    # --- decisions ---------------------------------------------------------------------------------------
+
+    def best_protocol(self, kind: CollKind, algorithm: Algorithm, shape: Shape, size_bytes: int) -> Estimate:
+        """The fastest protocol for ``algorithm`` (ties: the later, bandwidth-oriented protocol)."""
+        best = None
+        for p in reversed(Protocol):
+            t = self.estimate_ns(kind, algorithm, p, shape, size_bytes)
+            if best is None or t < best.time_ns:
+                best = Estimate(Algorithm(algorithm), p, t, self.latency_ns(kind, algorithm, p, shape),
+                                self.start_latency_ns(kind, algorithm, p, shape))
+        return best
+
+    def choose(self, kind: CollKind, shape: Shape, size_bytes: int, candidates: tuple[Algorithm, ...]) -> Estimate:
+        """The fastest (algorithm, protocol) among ``candidates`` (ties: the earlier candidate)."""
+        best = None
+        for a in candidates:
+            e = self.best_protocol(kind, a, shape, size_bytes)
+            if best is None or e.time_ns < best.time_ns:
+                best = e
+        if best is None:
+            raise CosimInputError("algorithm", f"no candidate algorithm for {CollKind(kind).name}")
+        return best

@@ -1,0 +1,69 @@
+"""``cosim collective``: nccl-tests' columns on a tiny sweep, a readable results file, one-line errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cosim import results
+from cosim.runs.collective import parse_sizes
+from conftest import help_output_loading_nothing_heavy, run_main
+
+
+def test_tiny_sweep_prints_nccl_tests_columns_and_writes_hdf5(tmp_path, capsys):
+    """Two sizes on 16 ranks (2 servers), both transports: a row each with busbw = algbw × 2(n−1)/n."""
+    out = tmp_path / "ar.h5"
+    code, stdout, err = run_main(["collective", "--sizes", "64KiB..256KiB:4", "--ranks", "16", "--transport", "both",
+                                  "-o", str(out)], capsys)
+    assert code == 0, err
+    for column in ("size", "count", "type", "redop", "time", "algbw", "busbw", "(us)", "(GB/s)"):
+        assert column in stdout
+    rows = [line.split() for line in stdout.splitlines() if line.split()[:1] in (["roce"], ["ib"])]
+    assert [(r[0], int(r[1])) for r in rows] == [("roce", 65536), ("roce", 262144), ("ib", 65536), ("ib", 262144)]
+    for r in rows:
+        assert int(r[2]) == int(r[1]) // 4 and r[3] == "float" and r[4] == "sum"
+        time_us, algbw, busbw = map(float, r[6:9])
+        assert algbw == pytest.approx(int(r[1]) / (time_us * 1e3), rel=1e-2)
+        assert busbw == pytest.approx(algbw * 2 * 15 / 16, rel=1e-2)
+    runs = results.read_results(out)
+    assert sorted(runs) == sorted(f"all_reduce-{s}B-{t}" for s in (65536, 262144) for t in ("roce", "ib"))
+    run = runs["all_reduce-65536B-roce"]
+    assert run.summary["status"] == "complete" and run.summary["collective_size_bytes"] == 65536
+    assert np.all(np.asarray(run.collectives["bytes"]) == 65536) and len(run.flows["src"]) > 0
+
+
+def test_all_to_all_across_servers_uses_pxn(capsys):
+    """auto all-to-all on 2 servers is PXN; in-server it is direct (nothing to relay)."""
+    code, stdout, err = run_main(["collective", "--op", "all_to_all", "--sizes", "1MiB", "--ranks", "16"], capsys)
+    assert code == 0, err
+    assert " pxn " in stdout
+    code, stdout, _ = run_main(["collective", "--op", "all_to_all", "--sizes", "1MiB", "--ranks", "8"], capsys)
+    assert code == 0 and " direct " in stdout
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--sizes", "1MiB..1KiB"], "--sizes"),
+    (["--sizes", "lots"], "--sizes"),
+    (["--gpu", "tpu9"], "hardware"),
+    (["--algorithm", "rings"], "algorithm"),
+    (["--ranks", "1"], "--ranks"),
+    (["--channels", "0"], "--channels"),
+])
+def test_bad_input_is_one_line_exit_2(args, field, capsys, tmp_path):
+    """Bad input: one 'Error:' line naming the field, exit 2, no file."""
+    out = tmp_path / "x.h5"
+    code, _, err = run_main(["collective", *args, "-o", str(out)], capsys)
+    assert code == 2 and err.startswith("Error:") and field in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_sizes_grammar():
+    """LOW..HIGH doubles, :F sets the factor, commas list sizes."""
+    assert parse_sizes("1KiB..8KiB") == (1024, 2048, 4096, 8192)
+    assert parse_sizes("1MiB..1GiB:32") == (1 << 20, 32 << 20, 1 << 30)
+    assert parse_sizes("4096, 1MiB") == (4096, 1 << 20)
+
+
+def test_help_teaches_and_loads_nothing_heavy():
+    text = help_output_loading_nothing_heavy([["collective"]])
+    assert "busbw" in text and "cosim collective --op all_reduce" in text
