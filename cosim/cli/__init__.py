@@ -24,6 +24,7 @@ COMMANDS = {
     "report": ("cosim.cli.report:report", "Write a self-contained HTML report of results files."),
     "sweep": ("cosim.cli.sweep:sweep", "Run a TOML grid of experiments, one results file per point."),
     "merge": ("cosim.cli.merge:merge", "Merge the point files of a sweep into one results file."),
+    "calibrate": ("cosim.cli.calibrate:calibrate", "Fit the compute model to measured kernel profiles (TOML out)."),
 }
 
 
