@@ -4,16 +4,20 @@ Three kinds of kernel (bf16 operands, 2 B per element):
 
 GEMM ``C[M,N] = A[M,K]·B[K,N]`` (``Gemm``)::
 
-    t_flop = 2·M·N·K / (peak · compute_efficiency) · wave^w · (1 + M0/M)(1 + N0/N)(1 + K0/K)
+    area   = (M + M0)·(N + N0)                   output area with the small-dimension penalties
+    waves  = ceil(T/SMs)·SMs·Tm·Tn  if T > SMs else T·Tm·Tn,   T = ceil(M/Tm)·ceil(N/Tn) output tiles
+    t_flop = 2·area^(1-w)·waves^w·(K + K0) / (peak · compute_efficiency)
     t_mem  = 2·(M·K + K·N + M·N) / (hbm · gemm_memory_efficiency)
     t      = (t_flop^p + t_mem^p)^(1/p) + gemm_launch_ns
 
-  ``wave`` is the wave quantization of ceil(M/Tm)·ceil(N/Tn) output tiles over the SMs: ceil(tiles/SMs) ·
-  SMs / tiles (1 when there are fewer tiles than SMs: split-K fills the machine), raised to the fitted
-  weight w in [0, 1] because cuBLAS softens the steps by choosing among tile shapes. M0, N0, K0 (elements)
-  are the small-dimension penalties (tile padding, prologue/epilogue). The smooth maximum of the compute
-  and memory rooflines with fitted sharpness p ≥ 1 (p → ∞ is the plain max) covers the middle sizes that
-  reach neither roofline. A grouped GEMM (MoE experts, ``count`` > 1) is ``count`` GEMMs sharing one launch.
+  ``waves`` is the tile area the SMs sweep when every wave of tiles takes as long as a full one (wave
+  quantization; with fewer tiles than SMs split-K spreads them, leaving only the tile padding); the fitted
+  weight w in [0, 1] blends it geometrically with the smooth area, as cuBLAS softens the steps by choosing
+  among tile shapes. M0, N0, K0 (elements) are small-dimension penalties (under-filled tiles, prologue and
+  epilogue). Both factors grow with every dimension, so the time does too. The smooth maximum of the
+  compute and memory rooflines with fitted sharpness p ≥ 1 (p → ∞ is the plain max) covers the middle
+  sizes that reach neither roofline. A grouped GEMM (MoE experts, ``count`` > 1) is ``count`` GEMMs
+  sharing one launch.
 
 Memory-bound operator (``Stream``: norms, rotary embedding, activation, residual add, embedding lookup,
 cross-entropy, MoE permutation, optimizer step)::
@@ -109,9 +113,10 @@ def gemm_time_ns(m, n, k, *, peak_flops_per_s: float, hbm_bytes_per_s: float, sm
     """Time in ns of GEMMs of shapes (m, n, k) (arrays), formula in the module docstring."""
     m, n, k = (np.asarray(x, dtype=np.float64) for x in (m, n, k))
     tiles = np.ceil(m / tile_m) * np.ceil(n / tile_n)
-    wave = np.where(tiles > sm_count, np.ceil(tiles / sm_count) * sm_count / tiles, 1.0) ** wave_weight
-    shape = (1.0 + small_m / m) * (1.0 + small_n / n) * (1.0 + small_k / k)
-    t_flop = 2.0 * m * n * k * 1e9 / (peak_flops_per_s * compute_efficiency) * wave * shape
+    waves = np.where(tiles > sm_count, np.ceil(tiles / sm_count) * sm_count, tiles) * (tile_m * tile_n)
+    area = (m + small_m) * (n + small_n)
+    work = area ** (1.0 - wave_weight) * waves ** wave_weight * (k + small_k)
+    t_flop = 2.0 * work * 1e9 / (peak_flops_per_s * compute_efficiency)
     t_mem = ELEMENT_BYTES * (m * k + k * n + m * n) * 1e9 / (hbm_bytes_per_s * memory_efficiency)
     # scale before the power so large exponents cannot overflow
     top = np.maximum(t_flop, t_mem)
