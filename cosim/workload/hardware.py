@@ -151,7 +151,10 @@ def spec_from_coefficients(doc: dict, *, where: str) -> HardwareSpec:
         raise CosimInputError(f"{where}: gpu", f"unknown GPU preset {base!r}",
                               f"choose among {', '.join(sorted(DATASHEETS))}")
     fields = {**DATASHEETS[base], **datasheet, **coefficients}
-    return HardwareSpec(name=base, calibration=calibration, **fields)
+    try:
+        return HardwareSpec(name=base, calibration=calibration, **fields)
+    except CosimInputError as exc:
+        raise CosimInputError(f"{where}: {exc.field}", exc.problem, exc.fix) from None
 
 
 @functools.lru_cache(maxsize=None)
