@@ -31,7 +31,7 @@ import numpy as np
 from cosim.errors import CosimInputError
 from cosim.workload import kernels as kn
 from cosim.workload.coefficients import COEFFICIENT_FIELDS
-from cosim.workload.compute import gemm_coefficients, gemm_time_ns, stream_time_ns
+from cosim.workload.compute import gemm_coefficients, gemm_time_ns, stream_coefficients, stream_time_ns
 from cosim.workload.hardware import HardwareSpec
 from cosim.workload.lsq import least_squares
 
@@ -178,9 +178,7 @@ def predict_ns(p: Profiles, hw: HardwareSpec) -> dict[str, np.ndarray]:
         if op in GEMM_OPS:
             out[op] = gemm_time_ns(*shapes[op], **gemm_coefficients(hw))
         else:
-            kind = STREAM_OPS[op]
-            eff, launch = ((hw.memory_efficiency, hw.memory_launch_ns) if kind == "elementwise" else
-                           (getattr(hw, f"{kind}_memory_efficiency"), getattr(hw, f"{kind}_launch_ns")))
+            eff, launch = stream_coefficients(hw, STREAM_OPS[op])
             out[op] = stream_time_ns(nbytes[op], hbm_bytes_per_s=hw.hbm_bytes_per_s, efficiency=eff,
                                      launch_ns=launch)
     return out
@@ -285,9 +283,9 @@ def fit_profiles(p: Profiles, base: HardwareSpec) -> Fit:
         kinds.append(kind)
         eff, launch = _fit_stream(np.concatenate([nbytes[op] for op in ops]),
                                   np.concatenate([p.times_ns[op] for op in ops]), base.hbm_bytes_per_s)
-        prefix = "memory" if kind == "elementwise" else f"{kind}_memory"
-        coeffs[f"{prefix}_efficiency"] = _sig(eff)
-        coeffs[f"{'memory' if kind == 'elementwise' else kind}_launch_ns"] = _sig(launch)
+        prefix = "memory" if kind == "elementwise" else kind  # field names of cosim.workload.hardware
+        coeffs["memory_efficiency" if kind == "elementwise" else f"{kind}_memory_efficiency"] = _sig(eff)
+        coeffs[f"{prefix}_launch_ns"] = _sig(launch)
     hw = base.with_overrides(**coeffs)
     return Fit(coefficients=coeffs, hardware=hw, errors=errors(p, hw), fitted_kinds=tuple(kinds))
 

@@ -30,18 +30,17 @@ from cosim.errors import CosimInputError
 
 SCHEMA = "cosim.compute-coefficients"
 SCHEMA_VERSION = 1
-#: HardwareSpec datasheet fields (what a preset fixes and a coefficients file may override in its [datasheet] table)
+#: HardwareSpec datasheet fields: what a preset fixes and a file's [datasheet] table may override
 DATASHEET_FIELDS = ("peak_flops_per_s", "hbm_bytes", "hbm_bytes_per_s", "nvlink_bytes_per_s", "nic_bytes_per_s",
                     "sm_count", "gpus_per_host")
-#: HardwareSpec fields the fit sets (the [coefficients] table of a coefficients file)
+#: HardwareSpec compute-model coefficients, the [coefficients] table (the fit sets all but the attention
+#: efficiencies and tile shape, which come from the base preset)
 COEFFICIENT_FIELDS = ("compute_efficiency", "gemm_memory_efficiency", "gemm_small_m", "gemm_small_n",
                       "gemm_small_k", "gemm_wave_weight", "gemm_roofline_sharpness", "gemm_launch_ns",
                       "gemm_tile_m", "gemm_tile_n", "attention_efficiency", "attention_bwd_efficiency",
                       "memory_efficiency", "memory_launch_ns", "norm_memory_efficiency", "norm_launch_ns",
                       "rope_memory_efficiency", "rope_launch_ns", "activation_memory_efficiency",
                       "activation_launch_ns", "embedding_memory_efficiency", "embedding_launch_ns")
-
-
 
 
 def read_coefficients(path: str | Path) -> dict:
