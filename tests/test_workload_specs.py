@@ -85,9 +85,10 @@ def test_hardware_presets_and_compute_time():
     assert (a.peak_flops_per_s, h.peak_flops_per_s) == (312e12, 989e12)
     assert (a.nvlink_bytes_per_s, h.nvlink_bytes_per_s) == (300e9, 450e9)
     assert a.gpus_per_host == h.gpus_per_host == 8
-    assert h.compute_efficiency == 0.5
-    assert h.compute_ns(int(494.5e12)) == 1_000_000_000  # 1 s at half of peak
-    assert h.compute_ns(0) == 0 and h.compute_ns(1) == 1
+    assert 0.5 < h.compute_efficiency < 1  # fitted GEMM efficiency (tests/test_compute_model.py)
+    half = get_hardware("h100", compute_efficiency=0.5)
+    assert half.compute_ns(int(494.5e12)) == 1_000_000_000  # 1 s at half of peak
+    assert half.compute_ns(0) == 0 and half.compute_ns(1) == 1
     assert get_hardware("h100", compute_efficiency=0.25).compute_ns(int(494.5e12)) == 2_000_000_000
 
 

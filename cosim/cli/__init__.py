@@ -27,6 +27,7 @@ COMMANDS = {
     "export": ("cosim.cli.export:export", "Export runs as a Perfetto / chrome://tracing timeline (JSON)."),
     "collective": ("cosim.cli.collective:collective",
                    "Sweep one collective over sizes like nccl-tests: time, algbw, busbw; HDF5 out."),
+    "calibrate": ("cosim.cli.calibrate:calibrate", "Fit the compute model to measured kernel profiles (TOML out)."),
 }
 
 

@@ -20,13 +20,25 @@ Overrides (--set, repeatable, applied after the other options):
                          seq_length (seq), num_experts (experts), top_k, gated_mlp, linear_bias,
                          norm, position_embedding, tied_embeddings
   parallelism.<field>=V  any ParallelismSpec field, e.g. dp_bucket_bytes=80000000
-  hardware.<field>=V     peak_flops_per_s, hbm_bytes, hbm_bytes_per_s, nvlink_bytes_per_s,
-                         gpus_per_host, compute_efficiency, memory_efficiency
+  hardware.<field>=V     datasheet: peak_flops_per_s, hbm_bytes, hbm_bytes_per_s, nvlink_bytes_per_s,
+                         nic_bytes_per_s, sm_count, gpus_per_host; compute-model coefficients (fitted
+                         per preset, docs/models/compute.md): compute_efficiency (GEMM fraction of peak),
+                         gemm_memory_efficiency, gemm_small_m/n/k, gemm_wave_weight,
+                         gemm_roofline_sharpness, gemm_launch_ns, gemm_tile_m/n, attention_efficiency,
+                         attention_bwd_efficiency, memory_efficiency (elementwise ops, optimizer),
+                         memory_launch_ns, {norm,rope,activation,embedding}_memory_efficiency and
+                         {norm,rope,activation,embedding}_launch_ns
+\b
+Compute times: every compute op is the sum of its kernels (GEMMs, flash attention, norms, rotary
+embedding, activation, residual adds, embedding, cross-entropy) timed by the per-operator model fitted
+to measured kernel profiles; --kernels prints them for one layer. --gpu also takes a coefficients file
+written by 'cosim calibrate'.
 \b
 Examples:
   cosim trace --list-models
   cosim trace --model llama2-7b --tp 8 --pp 2 --dp 4 --micro-batch 1 --global-batch 64 --gpu h100 -o x.h5
   cosim trace --model mixtral-8x7b --tp 2 --sp --dp 4 --ep 4 --set model.layers=4 --chakra et/
+  cosim trace --model llama2-70b --tp 8 --pp 4 --dp 2 --gpu b200 --kernels
 """
 
 
@@ -102,21 +114,50 @@ def _list_models() -> str:
 
 
 def _list_gpus() -> str:
-    from cosim.workload.hardware import ALIASES, PRESETS
+    from cosim.workload.hardware import ALIASES, get_hardware, preset_names
 
-    rows = [f"{'gpu':<6}{'bf16 TFLOP/s':>13}{'HBM GiB':>8}{'HBM TB/s':>9}{'NVLink GB/s/dir':>16}{'GPUs/host':>10}"
-            f"  aliases"]
-    for name, h in PRESETS.items():
+    rows = [f"{'gpu':<6}{'bf16 TFLOP/s':>13}{'HBM GiB':>8}{'HBM TB/s':>9}{'NVLink GB/s/dir':>16}{'NIC Gb/s':>9}"
+            f"{'SMs':>5}{'GEMM eff':>9}  coefficients, aliases"]
+    for name in preset_names():
+        h = get_hardware(name)
         aliases = ", ".join(sorted(a for a, t in ALIASES.items() if t == name))
         rows.append(f"{name:<6}{h.peak_flops_per_s / 1e12:>13.0f}{h.hbm_bytes / 2**30:>8.0f}"
-                    f"{h.hbm_bytes_per_s / 1e12:>9.2f}{h.nvlink_bytes_per_s / 1e9:>16.0f}{h.gpus_per_host:>10}"
-                    f"  {aliases}")
+                    f"{h.hbm_bytes_per_s / 1e12:>9.2f}{h.nvlink_bytes_per_s / 1e9:>16.0f}"
+                    f"{h.nic_bytes_per_s * 8 / 1e9:>9.0f}{h.sm_count:>5}{h.compute_efficiency:>9.3f}"
+                    f"  {h.calibration.split(':')[0]}; {aliases}")
+    return "\n".join(rows)
+
+
+def _kernel_table(model, par, hw) -> str:
+    """Predicted kernels of one layer's (and the head's) compute ops, for --kernels."""
+    from cosim.workload.compute import Attention, Gemm, kernel_ns, kernels_ns
+    from cosim.workload.kernels import block_kernels
+
+    wanted = (["attn", "attn_dgrad", "attn_wgrad"] if par.cp == 1 else
+              ["qkv", "attn_core_chunk", "oproj", "oproj_dgrad", "attn_core_bwd_chunk", "qkv_dgrad", "attn_wgrad"])
+    wanted += (["router", "experts", "experts_dgrad", "router_bwd", "experts_wgrad"] if model.is_moe else
+               ["mlp", "mlp_dgrad", "mlp_wgrad"])
+    wanted += ["lookup", "lookup_wgrad", "logits", "logits_dgrad", "logits_wgrad"]
+    blocks = block_kernels(model, par)
+    rows = [f"kernels per micro-batch on one rank ({hw.name}; {hw.calibration.split(':')[0]}):",
+            f"  {'op':<21}{'kernel':<46}{'time us':>10}"]
+    for name in wanted:
+        for i, k in enumerate(blocks[name]):
+            if isinstance(k, Gemm):
+                what = f"GEMM {k.m}x{k.n}x{k.k}" + (f" x{k.count}" if k.count > 1 else "")
+            elif isinstance(k, Attention):
+                what = f"flash attention {'bwd' if k.backward else 'fwd'} {k.queries}x{k.keys} {k.heads}h"
+            else:
+                what = f"{k.kind} {k.nbytes / 1e6:.1f} MB"
+            rows.append(f"  {name if i == 0 else '':<21}{what:<46}{kernel_ns(hw, k) / 1e3:>10.1f}")
+        rows.append(f"  {'':<21}{'= total':<46}{kernels_ns(hw, blocks[name]) / 1e3:>10.1f}")
     return "\n".join(rows)
 
 
 @click.command("trace", epilog=EPILOG, context_settings={"max_content_width": 110})
 @click.option("--model", "model_name", default="llama2-7b", show_default=True, help="Model preset (--list-models).")
-@click.option("--gpu", "gpu_name", default="h100", show_default=True, help="GPU preset (--list-gpus).")
+@click.option("--gpu", "gpu_name", default="h100", show_default=True,
+              help="GPU preset (--list-gpus), or a coefficients file from 'cosim calibrate'.")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel degree.")
 @click.option("--pp", type=int, default=1, show_default=True, help="Pipeline-parallel degree.")
 @click.option("--dp", type=int, default=1, show_default=True, help="Data-parallel degree.")
@@ -132,17 +173,19 @@ def _list_gpus() -> str:
 @click.option("--global-batch", type=int, default=None, help="Sequences per iteration [default: micro·dp·4·pp].")
 @click.option("--gpus", type=int, default=None, help="Number of GPUs; checked against tp·cp·pp·dp.")
 @click.option("--order", default="tp-cp-pp-dp", show_default=True, help="Rank placement, fastest axis first.")
-@click.option("--efficiency", type=float, default=None, help="Achievable fraction of peak FLOP/s [preset: 0.5].")
+@click.option("--efficiency", type=float, default=None,
+              help="GEMM FLOP/s as a fraction of peak (hardware.compute_efficiency) [preset: fitted].")
 @click.option("--set", "sets", multiple=True, metavar="SCOPE.FIELD=VALUE", help="Override a spec field (below).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the HDF5 trace here.")
 @click.option("--chakra", type=click.Path(file_okay=False), default=None,
               help="Also export Chakra ET files (<DIR>/cosim.<rank>.et + comm_group.json).")
 @click.option("--list-models", is_flag=True, help="List model presets and exit.")
 @click.option("--list-gpus", is_flag=True, help="List GPU presets and exit.")
+@click.option("--kernels", "show_kernels", is_flag=True, help="Also print the predicted kernels of one layer.")
 def trace(model_name: str, gpu_name: str, tp: int, pp: int, dp: int, cp: int, ep: int, vpp: int, sp: bool,
           zero: str, recompute: bool, micro_batch: int, global_batch: int | None, gpus: int | None, order: str,
           efficiency: float | None, sets: tuple[str, ...], output: str | None, chakra: str | None,
-          list_models: bool, list_gpus: bool) -> None:
+          list_models: bool, list_gpus: bool, show_kernels: bool) -> None:
     """Build the per-rank trace of one training iteration and print its summary.
 
     The trace (compute, collectives, pipeline and context-parallel sends) is validated: matching sends and
@@ -160,13 +203,13 @@ def trace(model_name: str, gpu_name: str, tp: int, pp: int, dp: int, cp: int, ep
         _run(model_name, gpu_name, dict(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, sequence_parallel=sp,
                                         zero_stage=int(zero), recompute=recompute, micro_batch_size=micro_batch,
                                         global_batch_size=global_batch, num_gpus=gpus, order=order),
-             efficiency, sets, output, chakra)
+             efficiency, sets, output, chakra, show_kernels)
     except CosimInputError as exc:
         raise InputError(str(exc)) from None
 
 
 def _run(model_name: str, gpu_name: str, par_fields: dict, efficiency: float | None, sets: tuple[str, ...],
-         output: str | None, chakra: str | None) -> None:
+         output: str | None, chakra: str | None, show_kernels: bool = False) -> None:
     from cosim.workload.builder import build_trace
     from cosim.workload.hardware import get_hardware
     from cosim.workload.model import get_model
@@ -189,6 +232,8 @@ def _run(model_name: str, gpu_name: str, par_fields: dict, efficiency: float | N
                f"ep={par.ep} vpp={par.vpp} sp={par.sp} zero={par.zero_stage} recompute={par.recompute} "
                f"b={par.micro_batch_size} B={par.global_batch_size} m={par.num_microbatches}")
     click.echo(format_summary(summary))
+    if show_kernels:
+        click.echo(_kernel_table(model, par, hw))
     if par.tp > hw.gpus_per_host:
         click.echo(f"note: tp={par.tp} spans hosts ({hw.gpus_per_host} GPUs per host)", err=True)
     if output:

@@ -1,10 +1,12 @@
 """Workload model: model, parallelism and hardware specs → per-rank trace of one training iteration.
 
 Modules (one job each): ``model`` (ModelSpec, presets, parameter count), ``hardware`` (HardwareSpec, GPU
-presets, compute-time model), ``parallelism`` (ParallelismSpec and its rules), ``layout`` (rank placement,
-groups), ``schedule`` (1F1B / interleaved order), ``flops`` and ``sizes`` (FLOP and message-size formulas),
-``builder`` (build_trace), ``trace`` (Trace and the HDF5 schema), ``validate``, ``timeline``, ``summary``,
-``chakra`` (MLCommons Chakra ET export/import), ``cli`` (``cosim trace``), ``examples`` (shipped traces).
+presets: datasheet numbers and fitted coefficients), ``compute`` (kernel time model), ``kernels`` (the
+kernels of each compute op), ``calibrate``, ``coefficients``, ``lsq`` and ``shipped_coefficients`` (fitting
+the model to kernel profiles, its TOML files), ``parallelism`` (ParallelismSpec and its rules), ``layout``
+(rank placement, groups), ``schedule`` (1F1B / interleaved order), ``flops`` and ``sizes`` (FLOP and
+message-size formulas), ``builder`` (build_trace), ``trace`` (Trace and the HDF5 schema), ``validate``,
+``timeline``, ``summary``, ``chakra`` (MLCommons Chakra ET export/import), ``examples`` (shipped traces).
 
 Attributes listed in ``__all__`` are imported lazily, so ``import cosim.cli.trace`` stays light.
 """

@@ -2,7 +2,10 @@
 
 Each pipeline stage gets one *program* (ops with symbolic groups and peers); every rank of that stage runs
 the same program, instantiated with its own groups and neighbours (ranks of a stage differ only in
-coordinates). Message sizes come from :mod:`cosim.workload.sizes`, FLOPs from :mod:`cosim.workload.flops`.
+coordinates). Message sizes come from :mod:`cosim.workload.sizes`, FLOPs from :mod:`cosim.workload.flops`,
+and each compute op's duration is the sum of the predicted times of its kernels (:mod:`cosim.workload.kernels`
+lists them: GEMMs, flash attention, norms, rotary embedding, activation, residual adds, embedding lookup,
+cross-entropy; :mod:`cosim.workload.compute` times them with the HardwareSpec's fitted coefficients).
 
 Per layer and micro-batch (t = tp > 1; ops of size-1 groups are left out):
 
@@ -16,13 +19,15 @@ backward  [ZeRO-3 all-gather] [recompute: the forward ops again] then in reverse
           → its TP collective (the backward of the forward's: all-reduce, or AG before and RS after with
           SP; MoE: the all-to-alls and TP gather/scatter in reverse) → MLP weight-gradient compute; the same
           for attention (CP: ring of K,V,dK,dV); [ZeRO-3 reduce-scatter of the layer's grads]
-embedding forward all-reduce (SP: reduce-scatter) of the vocabulary-parallel lookup; output head: logits
-compute (SP: all-gather before), backward input-gradient compute → all-reduce (SP: reduce-scatter) →
-weight-gradient compute. Cross-entropy's three small all-reduces are not modelled.
+embedding forward: lookup compute → all-reduce (SP: reduce-scatter) of the vocabulary-parallel lookup;
+backward: the scatter-add of its gradient (compute). Output head: logits compute (final norm, logits GEMM,
+cross-entropy; SP: all-gather before), backward input-gradient compute → all-reduce (SP: reduce-scatter)
+→ weight-gradient compute. Cross-entropy's three small all-reduces are not modelled.
 
 Pipeline: a forward on a stage other than the first starts with a RECV of the activation from the
 previous (virtual) stage and ends with a SEND to the next; a backward the reverse, in 1F1B or interleaved
-order (:mod:`cosim.workload.schedule`). The backward SEND waits for the whole backward of the chunk,
+order (:mod:`cosim.workload.schedule`). Each TP rank sends its 1/t slice of the activation (Megatron's
+scatter/gather); without SP the receiving stage then all-gathers the full tensor over TP. The backward SEND waits for the whole backward of the chunk,
 weight gradients included (Megatron sends after autograd returns). Gradient sync: in the last micro-batch's backward, layers' gradients
 are packed into buckets (``dp_bucket_bytes``, never splitting a layer; dense and expert parameters
 separately, per model chunk) and each bucket's all-reduce (ZeRO-1: reduce-scatter) is issued as soon as
@@ -46,7 +51,9 @@ import numpy as np
 
 from cosim.errors import CosimInputError
 from cosim.workload import flops as fl
+from cosim.workload import kernels as kn
 from cosim.workload import sizes as sz
+from cosim.workload.compute import kernels_ns
 from cosim.workload.hardware import HardwareSpec
 from cosim.workload.layout import Layout, PeerKind, make_layout
 from cosim.workload.model import ModelSpec, active_params, total_params
@@ -79,9 +86,9 @@ def pick(a: int | None, b: int | None) -> int | None:
 class _Program:
     """Ops of one pipeline stage in issue order, groups and peers symbolic (GroupKind, PeerKind)."""
 
-    def __init__(self, group_size: dict[GroupKind, int], hw: HardwareSpec):
+    def __init__(self, group_size: dict[GroupKind, int], block_ns: dict[str, int]):
         self.group_size = group_size
-        self.hw = hw
+        self.block_ns = block_ns  # duration of each kind of compute op, ns
         self.cols: dict[str, list[int]] = {k: [] for k in (
             "kind", "phase", "duration_ns", "flops", "bytes", "coll_kind", "gkind", "pkind", "algo_hint",
             "microbatch", "layer")}
@@ -119,9 +126,10 @@ class _Program:
         return i
 
     def compute(self, label: str, flops: int, deps: Any, *, phase: Phase, mb: int, layer: int,
-                duration_ns: int | None = None) -> int:
-        """Append a compute op after the previous compute of the rank; duration from FLOPs by default."""
-        dur = self.hw.compute_ns(flops) if duration_ns is None else duration_ns
+                block: str | None = None, duration_ns: int | None = None) -> int:
+        """Append a compute op after the previous compute of the rank; its duration is that of the kernels of
+        ``block`` (a key of kernels.block_kernels) unless ``duration_ns`` is given."""
+        dur = self.block_ns[block] if duration_ns is None else duration_ns
         i = self._push(kind=OpKind.COMPUTE, label=label, deps=[deps, self.last_compute], phase=phase, mb=mb,
                        layer=layer, flops=flops, duration_ns=dur)
         self.last_compute = i
@@ -167,14 +175,14 @@ class _StageBuilder:
         self.head_flops = fl.head_forward_flops(m, par)
         # message sizes, formulas in cosim.workload.sizes (Megatron's):
         self.tp_bytes = sz.tp_activation_bytes(m, par)  # TP AR / SP RS+AG full tensor: 2·b·(s/cp)·h
-        self.pp_bytes = sz.pp_activation_bytes(m, par)  # PP send/recv: 2·b·(s/cp)·h, ÷t with SP
+        self.pp_bytes = sz.pp_activation_bytes(m, par)  # PP send/recv per TP rank: 2·b·(s/cp)·h/t
         self.kv_bytes = sz.cp_kv_bytes(m, par)  # CP ring step: 2·2·b·(s/cp)·kv·d/t (×2 in backward)
         self.a2a_bytes = sz.moe_dispatch_bytes(m, par)  # MoE all-to-all: 2·b·(s/cp)/t·k·h
         self.moe_tp_bytes = sz.moe_tp_bytes(m, par)  # MoE TP AG/RS of routed tokens: 2·b·(s/cp)·k·h
         self.layer_p = sz.layer_unit_params(m, par)
         self.embed_p = sz.embedding_unit_params(m, par)
         self.head_p = sz.head_unit_params(m, par)
-        self.prog = _Program(group_size, hw)
+        self.prog = _Program(group_size, {name: kernels_ns(hw, ks) for name, ks in kn.block_kernels(m, par).items()})
         self.zero3 = par.zero_stage == 3
         self.acc = {DP: _Bucket(), EDP: _Bucket()}
         self.n_buckets = 0
@@ -224,6 +232,7 @@ class _StageBuilder:
         if vs > 0:  # Megatron p2p: activation from the previous virtual stage
             x = P.p2p(OpKind.RECV, f"fwd/mb{mb}/vs{vs}/pp_recv", PeerKind.PP_PREV, PP, self.pp_bytes,
                       ("pp_f", mb, vs - 1), [P.last_compute], phase=FWD, mb=mb, layer=-1)
+            x = self._pp_gather(f"fwd/mb{mb}/vs{vs}/pp_allgather", x, FWD, mb)
         for unit in self.units(chunk):
             first = len(P.compute_idx)
             gather = self._zero3_gather(unit, f"fwd/mb{mb}/{self._unit_name(unit)}/", FWD, mb)
@@ -245,13 +254,14 @@ class _StageBuilder:
         if vs < self.n_vstages - 1:  # gradient of our output from the next virtual stage
             g = P.p2p(OpKind.RECV, f"bwd/mb{mb}/vs{vs}/pp_recv", PeerKind.PP_NEXT, PP, self.pp_bytes,
                       ("pp_b", mb, vs + 1), [P.last_compute], phase=BWD, mb=mb, layer=-1)
+            g = self._pp_gather(f"bwd/mb{mb}/vs{vs}/pp_allgather", g, BWD, mb)
         last_mb = mb == self.nmb - 1
         for unit in reversed(self.units(chunk)):
             first = len(P.compute_idx)
             pre = f"bwd/mb{mb}/{self._unit_name(unit)}/"
             gather = self._zero3_gather(unit, pre, BWD, mb) if unit[0] != "embed" else []
-            if unit[0] == "embed":
-                wgrads: list[int] = []
+            if unit[0] == "embed":  # scatter-add of the output gradient into the embedding's gradient rows
+                wgrads = [P.compute(pre + "lookup_wgrad", 0, [g], block="lookup_wgrad", phase=BWD, mb=mb, layer=-1)]
             elif unit[0] == "layer":
                 g, wgrads = self._layer_bwd(unit[1], mb, g, gather)
             else:
@@ -276,6 +286,13 @@ class _StageBuilder:
         if vs > 0:
             P.p2p(OpKind.SEND, f"bwd/mb{mb}/vs{vs}/pp_send", PeerKind.PP_PREV, PP, self.pp_bytes,
                   ("pp_b", mb, vs), [g, P.last_compute], phase=BWD, mb=mb, layer=-1)
+
+    def _pp_gather(self, label: str, recv: int, phase: Phase, mb: int) -> int:
+        """Without SP, Megatron sends each TP rank's 1/t slice of the pipeline tensor and rebuilds the whole
+        2·b·(s/cp)·h on the receiving stage with an all-gather over TP; with SP the tensor is already split."""
+        if self.sp:
+            return recv
+        return pick(self.prog.coll(label, AG, TP, self.tp_bytes, [recv], phase=phase, mb=mb, layer=-1), recv)
 
     @staticmethod
     def _unit_name(unit: tuple[str, int]) -> str:
@@ -315,23 +332,24 @@ class _StageBuilder:
     def _embed_fwd(self, mb: int, x: int | None, gather: list[int]) -> int | None:
         P = self.prog
         kw = dict(phase=FWD, mb=mb, layer=-1)
+        e = P.compute(f"fwd/mb{mb}/embed/lookup", 0, [gather], block="lookup", **kw)
         # vocabulary-parallel embedding: partial lookups summed over TP (2·b·s·h), SP scatters the sum
-        o = self._tp_out(f"fwd/mb{mb}/embed/embed", [P.last_compute, gather], kw)
-        return pick(o, x)
+        o = self._tp_out(f"fwd/mb{mb}/embed/embed", [e], kw)
+        return pick(o, e)
 
     def _head_fwd(self, mb: int, x: int | None, gather: list[int]) -> int:
         P = self.prog
         kw = dict(phase=FWD, mb=mb, layer=-1)
         inp = pick(self._tp_in(f"fwd/mb{mb}/head/head", [x], kw), x)
-        return P.compute(f"fwd/mb{mb}/head/logits", self.head_flops, [inp, gather], **kw)
+        return P.compute(f"fwd/mb{mb}/head/logits", self.head_flops, [inp, gather], block="logits", **kw)
 
     def _head_bwd(self, mb: int, gather: list[int]) -> tuple[int, list[int]]:
         P = self.prog
         kw = dict(phase=BWD, mb=mb, layer=-1)
-        d = P.compute(f"bwd/mb{mb}/head/logits_dgrad", self.head_flops, [gather], **kw)
+        d = P.compute(f"bwd/mb{mb}/head/logits_dgrad", self.head_flops, [gather], block="logits_dgrad", **kw)
         # column-parallel output layer: input gradient all-reduced over TP (SP: reduce-scattered)
         o = self._tp_out(f"bwd/mb{mb}/head/head", [d], kw)
-        w = P.compute(f"bwd/mb{mb}/head/logits_wgrad", self.head_flops, [d], **kw)
+        w = P.compute(f"bwd/mb{mb}/head/logits_wgrad", self.head_flops, [d], block="logits_wgrad", **kw)
         return pick(o, d), [w]
 
     def _layer_fwd(self, L: int, mb: int, x: int | None, gather: list[int], recompute: bool) -> int:
@@ -341,14 +359,14 @@ class _StageBuilder:
         lf = self.lf
         inp = pick(self._tp_in(pre + "attn", [x], kw), x)
         if self.par.cp == 1:
-            c = P.compute(pre + "attn", lf.attention_flops, [inp, gather], **kw)
+            c = P.compute(pre + "attn", lf.attention_flops, [inp, gather], block="attn", **kw)
         else:
             c = self._ring_fwd(pre, inp, gather, kw, "r" if recompute else "f", mb, L)
         o = pick(self._tp_out(pre + "attn", [c], kw), c)
         if self.m.is_moe:
             return self._moe_fwd(pre, o, kw)
         inp = pick(self._tp_in(pre + "mlp", [o], kw), o)
-        c = P.compute(pre + "mlp", lf.mlp_flops, [inp], **kw)
+        c = P.compute(pre + "mlp", lf.mlp_flops, [inp], block="mlp", **kw)
         return pick(self._tp_out(pre + "mlp", [c], kw), c)
 
     def _ring_fwd(self, pre: str, inp: int | None, gather: list[int], kw: dict, tag: str, mb: int, L: int) -> int:
@@ -356,39 +374,39 @@ class _StageBuilder:
         P, cp = self.prog, self.par.cp
         b, s, h, t = self.par.micro_batch_size, self.m.seq_length, self.m.hidden_size, self.par.tp
         chunk_flops = 4 * b * (s // cp) * (s // cp) * h // t  # core_flops / cp: one K,V chunk per step
-        q = P.compute(pre + "qkv", self.lf.qkv_flops, [inp, gather], **kw)
+        q = P.compute(pre + "qkv", self.lf.qkv_flops, [inp, gather], block="qkv", **kw)
         recvs: list[int | None] = [q] + [None] * (cp - 1)
         for j in range(1, cp):
             key = ("cp", tag, mb, L, j)
             P.p2p(OpKind.SEND, f"{pre}cp_send_kv_s{j}", PeerKind.CP_NEXT, CP, self.kv_bytes, key, [recvs[j - 1]], **kw)
             recvs[j] = P.p2p(OpKind.RECV, f"{pre}cp_recv_kv_s{j}", PeerKind.CP_PREV, CP, self.kv_bytes, key, [q],
                              **kw)
-            P.compute(f"{pre}attn_core_c{j - 1}", chunk_flops, [recvs[j - 1]], **kw)
-        P.compute(f"{pre}attn_core_c{cp - 1}", chunk_flops, [recvs[cp - 1]], **kw)
-        return P.compute(pre + "oproj", self.lf.oproj_flops, [], **kw)
+            P.compute(f"{pre}attn_core_c{j - 1}", chunk_flops, [recvs[j - 1]], block="attn_core_chunk", **kw)
+        P.compute(f"{pre}attn_core_c{cp - 1}", chunk_flops, [recvs[cp - 1]], block="attn_core_chunk", **kw)
+        return P.compute(pre + "oproj", self.lf.oproj_flops, [], block="oproj", **kw)
 
     def _ring_bwd(self, pre: str, inp: int | None, kw: dict, mb: int, L: int) -> int:
         """Ring attention backward: cp-1 steps pass K,V and partial dK,dV (twice the forward chunk)."""
         P, cp = self.prog, self.par.cp
         b, s, h, t = self.par.micro_batch_size, self.m.seq_length, self.m.hidden_size, self.par.tp
         chunk_flops = 2 * 4 * b * (s // cp) * (s // cp) * h // t  # backward of a core chunk: 2× forward
-        d0 = P.compute(pre + "oproj_dgrad", self.lf.oproj_flops, [inp], **kw)
-        core = P.compute(pre + "attn_core_bwd_c0", chunk_flops, [d0], **kw)
+        d0 = P.compute(pre + "oproj_dgrad", self.lf.oproj_flops, [inp], block="oproj_dgrad", **kw)
+        core = P.compute(pre + "attn_core_bwd_c0", chunk_flops, [d0], block="attn_core_bwd_chunk", **kw)
         recv: int | None = None
         nbytes = sz.cp_kv_grad_bytes(self.m, self.par)  # K, V, dK, dV: 2 × 2·2·b·(s/cp)·kv·d/t
         for j in range(1, cp):
             key = ("cp", "b", mb, L, j)
             P.p2p(OpKind.SEND, f"{pre}cp_send_kvgrad_s{j}", PeerKind.CP_NEXT, CP, nbytes, key, [core, recv], **kw)
             recv = P.p2p(OpKind.RECV, f"{pre}cp_recv_kvgrad_s{j}", PeerKind.CP_PREV, CP, nbytes, key, [d0], **kw)
-            core = P.compute(f"{pre}attn_core_bwd_c{j}", chunk_flops, [recv], **kw)
-        return P.compute(pre + "qkv_dgrad", self.lf.qkv_flops, [core], **kw)
+            core = P.compute(f"{pre}attn_core_bwd_c{j}", chunk_flops, [recv], block="attn_core_bwd_chunk", **kw)
+        return P.compute(pre + "qkv_dgrad", self.lf.qkv_flops, [core], block="qkv_dgrad", **kw)
 
     def _moe_fwd(self, pre: str, o: int, kw: dict) -> int:
         P, lf = self.prog, self.lf
-        r = P.compute(pre + "router", lf.router_flops, [o], **kw)
+        r = P.compute(pre + "router", lf.router_flops, [o], block="router", **kw)
         d = pick(P.coll(pre + "moe_dispatch_alltoall", A2A, EP, self.a2a_bytes, [r], algo=AlgoHint.PAIRWISE, **kw), r)
         g = pick(P.coll(pre + "moe_tp_allgather", AG, TP, self.moe_tp_bytes, [d], **kw), d)
-        e = P.compute(pre + "experts", lf.experts_flops, [g], **kw)
+        e = P.compute(pre + "experts", lf.experts_flops, [g], block="experts", **kw)
         rs = pick(P.coll(pre + "moe_tp_reducescatter", RS, TP, self.moe_tp_bytes, [e], **kw), e)
         return pick(P.coll(pre + "moe_combine_alltoall", A2A, EP, self.a2a_bytes, [rs], algo=AlgoHint.PAIRWISE,
                            **kw), rs)
@@ -402,25 +420,27 @@ class _StageBuilder:
             c1 = pick(P.coll(pre + "moe_combine_alltoall", A2A, EP, self.a2a_bytes, [g], algo=AlgoHint.PAIRWISE,
                              **kw), g)
             c2 = pick(P.coll(pre + "moe_tp_allgather", AG, TP, self.moe_tp_bytes, [c1], **kw), c1)
-            d = P.compute(pre + "experts_dgrad", lf.experts_flops, [c2, gather, rec], **kw)
+            d = P.compute(pre + "experts_dgrad", lf.experts_flops, [c2, gather, rec], block="experts_dgrad",
+                          **kw)
             c3 = pick(P.coll(pre + "moe_tp_reducescatter", RS, TP, self.moe_tp_bytes, [d], **kw), d)
             c4 = pick(P.coll(pre + "moe_dispatch_alltoall", A2A, EP, self.a2a_bytes, [c3], algo=AlgoHint.PAIRWISE,
                              **kw), c3)
-            rb = P.compute(pre + "router_bwd", 2 * lf.router_flops, [c4], **kw)
-            w1 = P.compute(pre + "experts_wgrad", lf.experts_flops, [d], **kw)
+            rb = P.compute(pre + "router_bwd", 2 * lf.router_flops, [c4], block="router_bwd", **kw)
+            w1 = P.compute(pre + "experts_wgrad", lf.experts_flops, [d], block="experts_wgrad", **kw)
             out = rb
         else:
             inp = pick(self._tp_in(pre + "mlp", [g], kw), g)
-            d = P.compute(pre + "mlp_dgrad", lf.mlp_flops, [inp, gather, rec], **kw)
+            d = P.compute(pre + "mlp_dgrad", lf.mlp_flops, [inp, gather, rec], block="mlp_dgrad", **kw)
             out = pick(self._tp_out(pre + "mlp", [d], kw), d)
-            w1 = P.compute(pre + "mlp_wgrad", lf.mlp_flops, [d], **kw)
+            w1 = P.compute(pre + "mlp_wgrad", lf.mlp_flops, [d], block="mlp_wgrad", **kw)
         inp = pick(self._tp_in(pre + "attn", [out], kw), out)
         if self.par.cp == 1:
-            d = P.compute(pre + "attn_dgrad", lf.qkv_flops + 2 * lf.core_flops + lf.oproj_flops, [inp], **kw)
+            d = P.compute(pre + "attn_dgrad", lf.qkv_flops + 2 * lf.core_flops + lf.oproj_flops, [inp],
+                          block="attn_dgrad", **kw)
         else:
             d = self._ring_bwd(pre, inp, kw, mb, L)
         out = pick(self._tp_out(pre + "attn", [d], kw), d)
-        w2 = P.compute(pre + "attn_wgrad", lf.qkv_flops + lf.oproj_flops, [d], **kw)
+        w2 = P.compute(pre + "attn_wgrad", lf.qkv_flops + lf.oproj_flops, [d], block="attn_wgrad", **kw)
         return out, [w1, w2]
 
     # --- gradient sync and optimizer -------------------------------------------------------------------
@@ -476,7 +496,7 @@ class _StageBuilder:
             # tied embeddings: first and last stage sum their copies' grads, 4·V·h/t
             emb = self.m.vocab_size * self.m.hidden_size // self.par.tp
             fin.append(P.coll("grad/embd_allreduce", AR, EMBD, sz.grad_bytes(emb), [base, fin], **kw))
-        opt_ns = self.hw.memory_ns(sz.OPTIMIZER_BYTES_PER_PARAM * self.optimizer_params())
+        opt_ns = kernels_ns(self.hw, kn.optimizer_kernels(self.optimizer_params(), sz.OPTIMIZER_BYTES_PER_PARAM))
         opt = P.compute("opt/step", 0, [base, fin], phase=OPT, mb=-1, layer=-1, duration_ns=opt_ns)
         for gk, params, chunk, k in self.zero1_buckets:
             name = "dp" if gk == DP else "edp"

@@ -1,54 +1,110 @@
-"""GPU and host specs (public datasheet numbers) and the compute-time model.
+"""GPU and host specs: public datasheet numbers plus the fitted coefficients of the compute model.
 
-Compute time of an operation = FLOPs / (peak dense bf16 FLOP/s × compute_efficiency); the efficiency is the
-achievable fraction of peak (model FLOPs utilisation of the matmuls), 0.5 by default. Memory-bound work (the
-optimizer step) takes bytes / (HBM bandwidth × memory_efficiency).
+A :class:`HardwareSpec` holds what the datasheet says (peak dense bf16 FLOP/s, HBM capacity and bandwidth,
+NVLink and NIC bandwidth per GPU, SM count) and the coefficients of the per-operator compute model of
+:mod:`cosim.workload.compute` (GEMM efficiency and shape penalties, flash-attention efficiency, HBM
+efficiency and launch overhead of each kind of memory-bound operator). Presets take their coefficients
+from ``cosim/workload/calibration/<gpu>.toml`` (fitted by ``cosim calibrate`` to measured kernel
+profiles, with their provenance); :func:`get_hardware` also accepts the path of such a file.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 from cosim.errors import CosimInputError
+from cosim.workload.coefficients import COEFFICIENT_FIELDS, DATASHEET_FIELDS, check_document, read_coefficients
+
+#: fields in (0, 1]: fractions of a datasheet rate
+FRACTION_FIELDS = ("compute_efficiency", "gemm_memory_efficiency", "attention_efficiency",
+                   "attention_bwd_efficiency", "memory_efficiency", "norm_memory_efficiency",
+                   "rope_memory_efficiency", "activation_memory_efficiency", "embedding_memory_efficiency")
+#: fields ≥ 0: durations (ns) and dimensions (elements)
+NONNEGATIVE_FIELDS = ("gemm_small_m", "gemm_small_n", "gemm_small_k", "gemm_launch_ns", "memory_launch_ns",
+                      "norm_launch_ns", "rope_launch_ns", "activation_launch_ns", "embedding_launch_ns")
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HardwareSpec:
-    """One GPU type, its host, and the efficiencies the compute model assumes."""
+    """One GPU type and its host: datasheet numbers and compute-model coefficients (module docstring).
+
+    Coefficient defaults are round, uncalibrated values; the presets replace them with fitted ones.
+    """
 
     name: str
     peak_flops_per_s: float  #: peak dense bf16 tensor-core FLOP/s
     hbm_bytes: int  #: HBM capacity per GPU, bytes
     hbm_bytes_per_s: float  #: HBM bandwidth per GPU, bytes/s
     nvlink_bytes_per_s: float  #: NVLink bandwidth per GPU per direction, bytes/s
+    nic_bytes_per_s: float = 50e9  #: scale-out NIC bandwidth per GPU per direction, bytes/s
+    sm_count: int = 132  #: streaming multiprocessors (GEMM wave quantization)
     gpus_per_host: int = 8  #: GPUs sharing one host (one NVLink domain)
-    compute_efficiency: float = 0.5  #: achieved fraction of peak FLOP/s, in (0, 1]
-    memory_efficiency: float = 0.8  #: achieved fraction of HBM bandwidth, in (0, 1]
+    # GEMM (cosim.workload.compute.gemm_time_ns)
+    compute_efficiency: float = 0.75  #: GEMM FLOP/s of large well-shaped GEMMs as a fraction of peak, (0, 1]
+    gemm_memory_efficiency: float = 0.8  #: fraction of HBM bandwidth GEMM operand traffic reaches, (0, 1]
+    gemm_small_m: float = 100.0  #: small-M penalty M0: time × (1 + M0/M), elements
+    gemm_small_n: float = 100.0  #: small-N penalty N0, elements
+    gemm_small_k: float = 40.0  #: small-K penalty K0 (tile prologue/epilogue), elements
+    gemm_wave_weight: float = 0.2  #: exponent in [0, 1] of the wave-quantization factor
+    gemm_roofline_sharpness: float = 4.0  #: p ≥ 1 of the smooth max of compute and memory rooflines
+    gemm_launch_ns: float = 5000.0  #: fixed time per GEMM (launch, tail), ns
+    gemm_tile_m: int = 128  #: output tile rows for wave quantization, elements
+    gemm_tile_n: int = 128  #: output tile columns for wave quantization, elements
+    # flash attention (chosen from published benchmarks, not fitted: the profiles hold no attention kernel)
+    attention_efficiency: float = 0.6  #: forward flash attention, fraction of peak of the executed FLOPs
+    attention_bwd_efficiency: float = 0.45  #: backward flash attention, fraction of peak
+    # memory-bound operators (cosim.workload.compute.stream_time_ns)
+    memory_efficiency: float = 0.8  #: elementwise ops (residual add, loss, optimizer step), fraction of HBM
+    memory_launch_ns: float = 2000.0  #: fixed time per elementwise op, ns
+    norm_memory_efficiency: float = 0.4  #: RMSNorm/LayerNorm, fraction of HBM bandwidth
+    norm_launch_ns: float = 3000.0  #: fixed time per norm, ns
+    rope_memory_efficiency: float = 0.5  #: rotary embedding, fraction of HBM bandwidth
+    rope_launch_ns: float = 2500.0  #: fixed time per rotary embedding, ns
+    activation_memory_efficiency: float = 0.5  #: SwiGLU/GELU, fraction of HBM bandwidth
+    activation_launch_ns: float = 2500.0  #: fixed time per activation, ns
+    embedding_memory_efficiency: float = 0.15  #: embedding lookup (row gather), fraction of HBM bandwidth
+    embedding_launch_ns: float = 3500.0  #: fixed time per embedding lookup, ns
+    calibration: str = "uncalibrated defaults"  #: where the coefficients come from (provenance summary)
 
     def __post_init__(self) -> None:
-        for field in ("peak_flops_per_s", "hbm_bytes_per_s", "nvlink_bytes_per_s"):
+        for field in ("peak_flops_per_s", "hbm_bytes_per_s", "nvlink_bytes_per_s", "nic_bytes_per_s"):
             value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            if not _is_number(value) or not value > 0:
                 raise CosimInputError(f"hardware.{field}", f"must be a positive number, got {value!r}")
-        for field in ("hbm_bytes", "gpus_per_host"):
+        for field in ("hbm_bytes", "gpus_per_host", "sm_count", "gemm_tile_m", "gemm_tile_n"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise CosimInputError(f"hardware.{field}", f"must be a positive integer, got {value!r}")
-        for field in ("compute_efficiency", "memory_efficiency"):
+        for field in FRACTION_FIELDS:
             value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+            if not _is_number(value) or not 0 < value <= 1:
                 raise CosimInputError(f"hardware.{field}", f"must be in (0, 1], got {value!r}",
-                                      "use a fraction of peak such as 0.5")
+                                      "use a fraction of the datasheet rate such as 0.5")
+        for field in NONNEGATIVE_FIELDS:
+            value = getattr(self, field)
+            if not _is_number(value) or not 0 <= value < 1e12:
+                raise CosimInputError(f"hardware.{field}", f"must be a number ≥ 0, got {value!r}")
+        if not _is_number(self.gemm_wave_weight) or not 0 <= self.gemm_wave_weight <= 1:
+            raise CosimInputError("hardware.gemm_wave_weight", f"must be in [0, 1], got {self.gemm_wave_weight!r}")
+        if not _is_number(self.gemm_roofline_sharpness) or not 1 <= self.gemm_roofline_sharpness <= 1000:
+            raise CosimInputError("hardware.gemm_roofline_sharpness",
+                                  f"must be in [1, 1000], got {self.gemm_roofline_sharpness!r}")
+        if not isinstance(self.calibration, str):
+            raise CosimInputError("hardware.calibration", f"must be text, got {self.calibration!r}")
 
     def compute_ns(self, flops: int) -> int:
-        """Duration in ns of ``flops`` floating-point operations at the achievable rate (≥ 1 ns if flops > 0)."""
+        """Duration in ns of ``flops`` FLOPs at ``compute_efficiency`` of peak (≥ 1 ns if flops > 0)."""
         if flops <= 0:
             return 0
         return max(1, round(flops * 1e9 / (self.peak_flops_per_s * self.compute_efficiency)))
 
     def memory_ns(self, nbytes: int) -> int:
-        """Duration in ns of moving ``nbytes`` through HBM at the achievable bandwidth (≥ 1 ns if nbytes > 0)."""
+        """Duration in ns of streaming ``nbytes`` through HBM at ``memory_efficiency`` (≥ 1 ns if > 0)."""
         if nbytes <= 0:
             return 0
         return max(1, round(nbytes * 1e9 / (self.hbm_bytes_per_s * self.memory_efficiency)))
@@ -64,27 +120,77 @@ class HardwareSpec:
 
 GIB = 1 << 30
 
-PRESETS: dict[str, HardwareSpec] = {
-    # NVIDIA A100 datasheet: 312 TFLOP/s dense bf16, 80 GB (80 GiB) HBM2e at 2,039 GB/s; NVLink 3: 600 GB/s total,
-    # 300 GB/s per direction.
-    "a100": HardwareSpec(name="a100", peak_flops_per_s=312e12, hbm_bytes=80 * GIB, hbm_bytes_per_s=2.039e12,
-                         nvlink_bytes_per_s=300e9),
-    # NVIDIA H100 SXM5 datasheet: 989 TFLOP/s dense bf16, 80 GB HBM3 at 3.35 TB/s; NVLink 4: 900 GB/s total,
-    # 450 GB/s per direction.
-    "h100": HardwareSpec(name="h100", peak_flops_per_s=989e12, hbm_bytes=80 * GIB, hbm_bytes_per_s=3.35e12,
-                         nvlink_bytes_per_s=450e9),
-    # NVIDIA H200 SXM: H100 compute with 141 GB HBM3e at 4.8 TB/s (HBM capacities are binary GB).
-    "h200": HardwareSpec(name="h200", peak_flops_per_s=989e12, hbm_bytes=141 * GIB, hbm_bytes_per_s=4.8e12,
-                         nvlink_bytes_per_s=450e9),
+#: datasheet numbers (NVIDIA product datasheets; HBM capacities counted as binary GB). NIC: the scale-out
+#: NIC per GPU of the reference DGX/HGX system of each generation.
+DATASHEETS: dict[str, dict[str, float | int]] = {
+    # A100 SXM4 80GB: 312 TFLOP/s dense bf16, 80 GB HBM2e at 2,039 GB/s, NVLink 3 600 GB/s total (300 per
+    # direction), 108 SMs; DGX A100: one ConnectX-6 HDR 200 Gb/s per GPU.
+    "a100": dict(peak_flops_per_s=312e12, hbm_bytes=80 * GIB, hbm_bytes_per_s=2.039e12, nvlink_bytes_per_s=300e9,
+                 nic_bytes_per_s=25e9, sm_count=108),
+    # H100 SXM5: 989 TFLOP/s dense bf16, 80 GB HBM3 at 3.35 TB/s, NVLink 4 900 GB/s total (450 per direction),
+    # 132 SMs; DGX H100: one ConnectX-7 400 Gb/s per GPU.
+    "h100": dict(peak_flops_per_s=989e12, hbm_bytes=80 * GIB, hbm_bytes_per_s=3.35e12, nvlink_bytes_per_s=450e9,
+                 nic_bytes_per_s=50e9, sm_count=132),
+    # H200 SXM: H100 compute (989 TFLOP/s, 132 SMs) with 141 GB HBM3e at 4.8 TB/s, NVLink 4; ConnectX-7 400 Gb/s.
+    "h200": dict(peak_flops_per_s=989e12, hbm_bytes=141 * GIB, hbm_bytes_per_s=4.8e12, nvlink_bytes_per_s=450e9,
+                 nic_bytes_per_s=50e9, sm_count=132),
+    # B200 (HGX/DGX B200): 2.25 PFLOP/s dense bf16 (4.5 with sparsity), 180 GB HBM3e at 8 TB/s, NVLink 5
+    # 1.8 TB/s total (900 GB/s per direction), 148 SMs; DGX B200: one ConnectX-7 400 Gb/s per GPU.
+    "b200": dict(peak_flops_per_s=2.25e15, hbm_bytes=180 * GIB, hbm_bytes_per_s=8e12, nvlink_bytes_per_s=900e9,
+                 nic_bytes_per_s=50e9, sm_count=148),
 }
-ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200"}
+ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200"}
+CALIBRATION_DIR = Path(__file__).resolve().parent / "calibration"
+
+
+def spec_from_coefficients(doc: dict, *, where: str) -> HardwareSpec:
+    """The HardwareSpec a parsed coefficients document describes (its base preset's datasheet, its
+    [datasheet] overrides, its [coefficients]); ``where`` names the source in errors."""
+    base, datasheet, coefficients, calibration = check_document(doc, where=where)
+    if base not in DATASHEETS:
+        raise CosimInputError(f"{where}: gpu", f"unknown GPU preset {base!r}",
+                              f"choose among {', '.join(sorted(DATASHEETS))}")
+    fields = {**DATASHEETS[base], **datasheet, **coefficients}
+    try:
+        return HardwareSpec(name=base, calibration=calibration, **fields)
+    except CosimInputError as exc:
+        raise CosimInputError(f"{where}: {exc.field}", exc.problem, exc.fix) from None
+
+
+@functools.lru_cache(maxsize=None)
+def _preset(key: str) -> HardwareSpec:
+    import tomllib
+
+    path = CALIBRATION_DIR / f"{key}.toml"
+    with open(path, "rb") as fh:
+        doc = tomllib.load(fh)
+    return spec_from_coefficients(doc, where=str(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _from_file(path: str, mtime_ns: int) -> HardwareSpec:
+    return spec_from_coefficients(read_coefficients(path), where=path)
+
+
+def preset_names() -> list[str]:
+    """GPU preset names, in datasheet order."""
+    return list(DATASHEETS)
 
 
 def get_hardware(name: str, **overrides: object) -> HardwareSpec:
-    """Return GPU preset ``name`` (case-insensitive; aliases such as ``h100-sxm``) with ``overrides`` applied."""
-    key = ALIASES.get(name.lower(), name.lower())
-    if key not in PRESETS:
-        raise CosimInputError("hardware", f"unknown GPU preset {name!r}",
-                              f"choose among {', '.join(sorted(set(PRESETS) | set(ALIASES)))}")
-    spec = PRESETS[key]
+    """Return GPU preset ``name`` (case-insensitive; aliases such as ``h100-sxm``), or the GPU a coefficients
+    file (``cosim calibrate -o FILE.toml``) describes, with ``overrides`` applied."""
+    if name.lower().endswith(".toml"):
+        path = Path(name)
+        if not path.is_file():
+            raise CosimInputError("hardware", f"no coefficients file {name!r}",
+                                  "give a GPU preset name or a file written by cosim calibrate")
+        spec = _from_file(str(path), path.stat().st_mtime_ns)
+    else:
+        key = ALIASES.get(name.lower(), name.lower())
+        if key not in DATASHEETS:
+            raise CosimInputError("hardware", f"unknown GPU preset {name!r}",
+                                  f"choose among {', '.join(sorted(set(DATASHEETS) | set(ALIASES)))}, or give "
+                                  "a coefficients file (cosim calibrate)")
+        spec = _preset(key)
     return spec.with_overrides(**overrides) if overrides else spec

@@ -10,7 +10,8 @@ message                    size S                                  where
 TP all-reduce              2·b·(s/cp)·h                            2 per layer forward, 2 backward
 TP reduce-scatter / all-   2·b·(s/cp)·h (full tensor)              sequence parallelism: each all-reduce
 gather (SP)                                                        becomes RS + AG of the same tensor
-PP send/recv               2·b·(s/cp)·h, ÷t with SP                per stage boundary, micro-batch, direction
+PP send/recv               2·b·(s/cp)·h/t (each TP rank's slice)   per stage boundary, micro-batch, direction
+PP all-gather (no SP)      2·b·(s/cp)·h (full tensor)              TP group of the receiving stage rebuilds it
 CP ring send/recv          2·2·b·(s/cp)·kv·d/t forward (K and V);  cp-1 steps per layer per pass
                            twice that backward (K, V, dK, dV)
 MoE all-to-all             2·b·(s/cp)/t·k·h (k = top_k)            dispatch + combine, forward and backward
@@ -46,8 +47,10 @@ def tp_activation_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
 
 
 def pp_activation_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
-    """PP send/recv per boundary per micro-batch: 2·b·(s/cp)·h, ÷t with sequence parallelism (Megatron)."""
-    return tp_activation_bytes(m, par) // (par.tp if par.sp else 1)
+    """PP send/recv per boundary per micro-batch and TP rank: 2·b·(s/cp)·h/t. With SP the activation is
+    sequence-sharded; without, Megatron's scatter/gather sends each rank's 1/t slice and all-gathers the
+    full tensor over TP on the receiving stage (that all-gather is :func:`tp_activation_bytes`)."""
+    return tp_activation_bytes(m, par) // par.tp
 
 
 def cp_kv_bytes(m: ModelSpec, par: ParallelismSpec) -> int:

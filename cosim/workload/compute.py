@@ -1,0 +1,172 @@
+"""Per-operator compute-time model: the duration of one GPU kernel from its shape and a HardwareSpec.
+
+Three kinds of kernel (bf16 operands, 2 B per element):
+
+GEMM ``C[M,N] = A[M,K]·B[K,N]`` (``Gemm``)::
+
+    area   = (M + M0)·(N + N0)                   output area with the small-dimension penalties
+    waves  = ceil(T/SMs)·SMs·Tm·Tn  if T > SMs else T·Tm·Tn,   T = ceil(M/Tm)·ceil(N/Tn) output tiles
+    t_flop = 2·area^(1-w)·waves^w·(K + K0) / (peak · compute_efficiency)
+    t_mem  = 2·(M·K + K·N + M·N) / (hbm · gemm_memory_efficiency)
+    t      = (t_flop^p + t_mem^p)^(1/p) + gemm_launch_ns
+
+  ``waves`` is the tile area the SMs sweep when every wave of tiles takes as long as a full one (wave
+  quantization; with fewer tiles than SMs split-K spreads them, leaving only the tile padding); the fitted
+  weight w in [0, 1] blends it geometrically with the smooth area, as cuBLAS softens the steps by choosing
+  among tile shapes. M0, N0, K0 (elements) are small-dimension penalties (under-filled tiles, prologue and
+  epilogue). Both factors grow with every dimension, so the time does too. The smooth maximum of the
+  compute and memory rooflines with fitted sharpness p ≥ 1 (p → ∞ is the plain max) covers the middle
+  sizes that reach neither roofline. A grouped GEMM (MoE experts, ``count`` > 1) is ``count`` GEMMs
+  sharing one launch.
+
+Memory-bound operator (``Stream``: norms, rotary embedding, activation, residual add, embedding lookup,
+cross-entropy, MoE permutation, optimizer step)::
+
+    t = bytes / (hbm · <kind>_memory_efficiency) + <kind>_launch_ns
+
+  with one fitted (efficiency, launch) pair per kind of STREAM_KINDS.
+
+Flash attention (``Attention``): executed FLOPs 4·n_q·n_k·heads·d, halved by a causal mask (blocks above
+the diagonal are skipped), and 2.5× that in backward (FlashAttention recomputes Q·Kᵀ: five matmuls
+instead of two); time = FLOPs / (peak · attention[_bwd]_efficiency) + gemm_launch_ns.
+
+Everything is numpy-vectorised: the ``*_time_ns`` functions take arrays and the coefficients explicitly
+(the fit in :mod:`cosim.workload.calibrate` calls them with trial coefficients); ``kernel_ns`` and
+``kernels_ns`` apply a HardwareSpec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from cosim.workload.hardware import HardwareSpec
+
+ELEMENT_BYTES = 2  #: bf16 operand element
+#: kinds of memory-bound operator, each with its own fitted HBM efficiency and launch overhead
+STREAM_KINDS = ("elementwise", "norm", "rope", "activation", "embedding")
+CAUSAL_FRACTION = 0.5  #: share of the score matrix a causal flash-attention kernel computes
+ATTENTION_BWD_FLOPS_RATIO = 2.5  #: FlashAttention backward = 5 matmuls of the forward's 2
+
+
+@dataclass(frozen=True, slots=True)
+class Gemm:
+    """``count`` independent GEMMs C[m,n] = A[m,k]·B[k,n] (count > 1: a grouped GEMM, one launch)."""
+
+    m: int
+    n: int
+    k: int
+    count: int = 1
+
+    @property
+    def flops(self) -> int:
+        """2·m·n·k·count."""
+        return 2 * self.m * self.n * self.k * self.count
+
+    def dgrad(self) -> Gemm:
+        """Input gradient dA[m,k] = dC[m,n]·Bᵀ."""
+        return Gemm(self.m, self.k, self.n, self.count)
+
+    def wgrad(self) -> Gemm:
+        """Weight gradient dB[k,n] = Aᵀ·dC (the reduction runs over the m tokens)."""
+        return Gemm(self.k, self.n, self.m, self.count)
+
+
+@dataclass(frozen=True, slots=True)
+class Stream:
+    """A memory-bound operator of kind ``kind`` (STREAM_KINDS) moving ``nbytes`` through HBM."""
+
+    kind: str
+    nbytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Attention:
+    """Flash attention of ``queries`` × ``keys`` tokens over ``heads`` heads of size ``head_dim``."""
+
+    queries: int
+    keys: int
+    heads: int
+    head_dim: int
+    causal: bool = True
+    backward: bool = False
+
+    @property
+    def executed_flops(self) -> float:
+        """FLOPs the kernel performs: 4·n_q·n_k·heads·d, × CAUSAL_FRACTION, × 2.5 in backward."""
+        f = 4.0 * self.queries * self.keys * self.heads * self.head_dim
+        f *= CAUSAL_FRACTION if self.causal else 1.0
+        return f * (ATTENTION_BWD_FLOPS_RATIO if self.backward else 1.0)
+
+
+Kernel = Gemm | Stream | Attention
+
+
+def gemm_time_ns(m, n, k, *, peak_flops_per_s: float, hbm_bytes_per_s: float, sm_count: int,
+                 compute_efficiency: float, memory_efficiency: float, small_m: float, small_n: float,
+                 small_k: float, wave_weight: float, sharpness: float, launch_ns: float, tile_m: int,
+                 tile_n: int) -> np.ndarray:
+    """Time in ns of GEMMs of shapes (m, n, k) (arrays), formula in the module docstring."""
+    m, n, k = (np.asarray(x, dtype=np.float64) for x in (m, n, k))
+    tiles = np.ceil(m / tile_m) * np.ceil(n / tile_n)
+    waves = np.where(tiles > sm_count, np.ceil(tiles / sm_count) * sm_count, tiles) * (tile_m * tile_n)
+    area = (m + small_m) * (n + small_n)
+    work = area ** (1.0 - wave_weight) * waves ** wave_weight * (k + small_k)
+    t_flop = 2.0 * work * 1e9 / (peak_flops_per_s * compute_efficiency)
+    t_mem = ELEMENT_BYTES * (m * k + k * n + m * n) * 1e9 / (hbm_bytes_per_s * memory_efficiency)
+    # scale before the power so large exponents cannot overflow
+    top = np.maximum(t_flop, t_mem)
+    smooth = top * ((t_flop / top) ** sharpness + (t_mem / top) ** sharpness) ** (1.0 / sharpness)
+    return smooth + launch_ns
+
+
+def stream_time_ns(nbytes, *, hbm_bytes_per_s: float, efficiency: float, launch_ns: float) -> np.ndarray:
+    """Time in ns of memory-bound operators moving ``nbytes`` (array): bytes / (hbm · eff) + launch."""
+    return np.asarray(nbytes, dtype=np.float64) * 1e9 / (hbm_bytes_per_s * efficiency) + launch_ns
+
+
+def gemm_coefficients(hw: HardwareSpec) -> dict[str, float]:
+    """The keyword arguments of :func:`gemm_time_ns` that ``hw`` sets."""
+    return dict(peak_flops_per_s=hw.peak_flops_per_s, hbm_bytes_per_s=hw.hbm_bytes_per_s, sm_count=hw.sm_count,
+                compute_efficiency=hw.compute_efficiency, memory_efficiency=hw.gemm_memory_efficiency,
+                small_m=hw.gemm_small_m, small_n=hw.gemm_small_n, small_k=hw.gemm_small_k,
+                wave_weight=hw.gemm_wave_weight, sharpness=hw.gemm_roofline_sharpness,
+                launch_ns=hw.gemm_launch_ns, tile_m=hw.gemm_tile_m, tile_n=hw.gemm_tile_n)
+
+
+def stream_coefficients(hw: HardwareSpec, kind: str) -> tuple[float, float]:
+    """(HBM efficiency, launch ns) of memory-bound kind ``kind`` on ``hw``."""
+    if kind not in STREAM_KINDS:
+        raise ValueError(f"unknown memory-bound kind {kind!r}; choose among {', '.join(STREAM_KINDS)}")
+    if kind == "elementwise":
+        return hw.memory_efficiency, hw.memory_launch_ns
+    return getattr(hw, f"{kind}_memory_efficiency"), getattr(hw, f"{kind}_launch_ns")
+
+
+def kernel_ns(hw: HardwareSpec, kernel: Kernel) -> float:
+    """Predicted duration in ns (float) of one kernel on ``hw``."""
+    if isinstance(kernel, Gemm):
+        one = float(gemm_time_ns(kernel.m, kernel.n, kernel.k, **gemm_coefficients(hw)))
+        return kernel.count * one - (kernel.count - 1) * hw.gemm_launch_ns
+    if isinstance(kernel, Stream):
+        eff, launch = stream_coefficients(hw, kernel.kind)
+        return float(stream_time_ns(kernel.nbytes, hbm_bytes_per_s=hw.hbm_bytes_per_s, efficiency=eff,
+                                    launch_ns=launch))
+    if isinstance(kernel, Attention):
+        eff = hw.attention_bwd_efficiency if kernel.backward else hw.attention_efficiency
+        return kernel.executed_flops * 1e9 / (hw.peak_flops_per_s * eff) + hw.gemm_launch_ns
+    raise TypeError(f"not a kernel: {kernel!r}")
+
+
+def kernels_ns(hw: HardwareSpec, kernels: Iterable[Kernel]) -> int:
+    """Duration in whole ns of kernels run back to back on one stream (0 for none, else ≥ 1)."""
+    total = 0.0
+    any_kernel = False
+    for k in kernels:
+        total += kernel_ns(hw, k)
+        any_kernel = True
+    return max(1, round(total)) if any_kernel else 0

@@ -1,0 +1,165 @@
+"""The kernels inside each compute op of the training trace, from the model and the parallelism.
+
+One rank, one micro-batch, bf16 activations. ``n = b·s/cp`` local tokens, t = tp, ``n_sp = n/t`` with
+sequence parallelism (norms and residual adds then run on the sequence shard) else n; h hidden, f FFN,
+kv = kv_heads·d, V vocabulary, E experts, k = top_k. Forward GEMMs ``(M, N, K)``::
+
+    qkv     (n, (h + 2·kv)/t, h)      oproj  (n, h, h/t)
+    mlp up  (n, g·f/t, h)             down   (n, h, f/t)       g = 2 for SwiGLU (gate and up), else 1
+    router  (n_r, E, h)               experts: E/ep grouped GEMMs of n·k·ep/E tokens, up and down as mlp
+    logits  (n, V/t, h)
+
+Backward: input gradient ``(M, K, N)`` and weight gradient ``(K, N, M)`` of each (``Gemm.dgrad``,
+``Gemm.wgrad``). Attention: causal flash attention of n queries over s keys (CP: s/cp per ring step).
+
+Memory-bound bytes per element (reads + writes), forward / backward:
+
+=================  ===================  ========  ====================================================
+operator           elements             fwd, bwd  kind (fitted efficiency)
+=================  ===================  ========  ====================================================
+RMSNorm/LayerNorm  n_sp·h               4, 6      norm        (read x, write y / read x, dy, write dx)
+rotary embedding   n·(h + kv)/t         4, 4      rope        (Q and K in place)
+SwiGLU / GELU      n·f/t                6/4, 10/6 activation  (gate, up → out / gate, up, dy → dgate, dup)
+residual add       n_sp·h               6, 6      elementwise (two reads, one write; backward sums grads)
+embedding lookup   n·h                  4, 10     embedding   (gather rows / fp32 scatter-add into grads)
+cross-entropy      n·V/t                14, 8     elementwise (fp32 vocab-parallel softmax passes)
+MoE permutation    n·k·h, ×2 (both)     4, 4      elementwise (dispatch permute and combine unpermute)
+Adam step          parameters           32        elementwise (``sizes.OPTIMIZER_BYTES_PER_PARAM``)
+=================  ===================  ========  ====================================================
+
+Left out as negligible: biases (fused into GEMM epilogues), the router's softmax/top-k over n·E values,
+norm weight gradients, dropout (LLaMA-style models have none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cosim.workload.compute import Attention, Gemm, Kernel, Stream
+from cosim.workload.model import ModelSpec
+from cosim.workload.parallelism import ParallelismSpec
+
+# bytes moved per element, the table above
+NORM_FWD, NORM_BWD = 4, 6
+ROPE_FWD = ROPE_BWD = 4
+ADD_FWD = ADD_BWD = 6
+EMBED_FWD, EMBED_BWD = 4, 10
+LOSS_FWD, LOSS_BWD = 14, 8
+PERMUTE = 4
+
+
+def _act_bytes(gated: bool, backward: bool) -> int:
+    if gated:
+        return 10 if backward else 6
+    return 6 if backward else 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Shapes:
+    n: int  # local tokens b·s/cp
+    n_sp: int  # tokens of norms and residual adds (n/t with SP)
+    t: int
+    h: int
+    kv: int
+    f: int
+    gated: bool
+    heads: int  # query heads per TP rank
+    d: int
+    s_keys: int  # keys per attention kernel (s, or s/cp per ring step)
+
+
+def _shapes(m: ModelSpec, par: ParallelismSpec) -> _Shapes:
+    n = par.micro_batch_size * m.seq_length // par.cp
+    return _Shapes(n=n, n_sp=n // par.tp if par.sp else n, t=par.tp, h=m.hidden_size, kv=m.kv_size,
+                   f=m.ffn_hidden_size, gated=m.gated_mlp, heads=m.num_heads // par.tp, d=m.head_dim,
+                   s_keys=m.seq_length // par.cp)
+
+
+def _norm(x: _Shapes, backward: bool) -> Stream:
+    return Stream("norm", (NORM_BWD if backward else NORM_FWD) * x.n_sp * x.h)
+
+
+def _add(x: _Shapes) -> Stream:
+    return Stream("elementwise", ADD_FWD * x.n_sp * x.h)
+
+
+def _rope(x: _Shapes, backward: bool) -> Stream:
+    return Stream("rope", (ROPE_BWD if backward else ROPE_FWD) * x.n * (x.h + x.kv) // x.t)
+
+
+def _qkv(x: _Shapes) -> Gemm:
+    return Gemm(x.n, (x.h + 2 * x.kv) // x.t, x.h)
+
+
+def _oproj(x: _Shapes) -> Gemm:
+    return Gemm(x.n, x.h, x.h // x.t)
+
+
+def _attention(x: _Shapes, *, backward: bool) -> Attention:
+    return Attention(queries=x.n, keys=x.s_keys, heads=x.heads, head_dim=x.d, causal=True, backward=backward)
+
+
+def _mlp_gemms(x: _Shapes, tokens: int, count: int = 1) -> tuple[Gemm, Gemm]:
+    up = Gemm(tokens, (2 if x.gated else 1) * x.f // x.t, x.h, count)
+    down = Gemm(tokens, x.h, x.f // x.t, count)
+    return up, down
+
+
+def block_kernels(m: ModelSpec, par: ParallelismSpec) -> dict[str, tuple[Kernel, ...]]:
+    """Kernels of each kind of compute op the builder emits, keyed by op kind (the label's last part).
+
+    Keys: ``attn``, ``attn_dgrad``, ``attn_wgrad`` (cp = 1); ``qkv``, ``attn_core_chunk``, ``oproj``,
+    ``oproj_dgrad``, ``attn_core_bwd_chunk``, ``qkv_dgrad`` (ring attention, cp > 1); ``mlp``, ``mlp_dgrad``,
+    ``mlp_wgrad`` (dense); ``router``, ``experts``, ``experts_dgrad``, ``router_bwd``, ``experts_wgrad``
+    (MoE); ``lookup``, ``lookup_wgrad`` (embedding); ``logits``, ``logits_dgrad``, ``logits_wgrad``.
+    """
+    x = _shapes(m, par)
+    qkv, oproj = _qkv(x), _oproj(x)
+    out: dict[str, tuple[Kernel, ...]] = {}
+    out["attn"] = (_norm(x, False), qkv, _rope(x, False), _attention(x, backward=False), oproj, _add(x))
+    out["attn_dgrad"] = (_add(x), oproj.dgrad(), _attention(x, backward=True), _rope(x, True), qkv.dgrad(),
+                         _norm(x, True))
+    out["attn_wgrad"] = (qkv.wgrad(), oproj.wgrad())
+    # ring attention (cp > 1): the same kernels split around the K,V exchange
+    out["qkv"] = (_norm(x, False), qkv, _rope(x, False))
+    out["attn_core_chunk"] = (_attention(x, backward=False),)
+    out["oproj"] = (oproj, _add(x))
+    out["oproj_dgrad"] = (_add(x), oproj.dgrad())
+    out["attn_core_bwd_chunk"] = (_attention(x, backward=True),)
+    out["qkv_dgrad"] = (_rope(x, True), qkv.dgrad(), _norm(x, True))
+
+    act_elems = x.n * x.f // x.t
+    if m.is_moe:
+        n_r = x.n // x.t if par.sp else x.n  # the router runs on the sequence shard with SP
+        router = Gemm(n_r, m.num_experts, x.h)
+        local = m.num_experts // par.ep
+        up, down = _mlp_gemms(x, x.n * m.top_k * par.ep // m.num_experts, local)
+        permute = Stream("elementwise", PERMUTE * x.n * m.top_k * x.h)
+        moe_act = x.n * m.top_k * x.f // x.t
+        out["router"] = (_norm(x, False), router, permute)
+        out["experts"] = (up, Stream("activation", _act_bytes(x.gated, False) * moe_act), down, permute, _add(x))
+        out["experts_dgrad"] = (_add(x), permute, down.dgrad(),
+                                Stream("activation", _act_bytes(x.gated, True) * moe_act), up.dgrad())
+        out["router_bwd"] = (permute, router.dgrad(), router.wgrad(), _norm(x, True))
+        out["experts_wgrad"] = (down.wgrad(), up.wgrad())
+    else:
+        up, down = _mlp_gemms(x, x.n)
+        out["mlp"] = (_norm(x, False), up, Stream("activation", _act_bytes(x.gated, False) * act_elems), down,
+                      _add(x))
+        out["mlp_dgrad"] = (_add(x), down.dgrad(), Stream("activation", _act_bytes(x.gated, True) * act_elems),
+                            up.dgrad(), _norm(x, True))
+        out["mlp_wgrad"] = (down.wgrad(), up.wgrad())
+
+    out["lookup"] = (Stream("embedding", EMBED_FWD * x.n * x.h),)
+    out["lookup_wgrad"] = (Stream("embedding", EMBED_BWD * x.n * x.h),)
+    logits = Gemm(x.n, m.vocab_size // x.t, x.h)
+    loss_elems = x.n * m.vocab_size // x.t
+    out["logits"] = (_norm(x, False), logits, Stream("elementwise", LOSS_FWD * loss_elems))
+    out["logits_dgrad"] = (Stream("elementwise", LOSS_BWD * loss_elems), logits.dgrad(), _norm(x, True))
+    out["logits_wgrad"] = (logits.wgrad(),)
+    return out
+
+
+def optimizer_kernels(params: int, bytes_per_param: int) -> tuple[Kernel, ...]:
+    """The Adam step over ``params`` parameters: one memory-bound pass of ``bytes_per_param`` each."""
+    return (Stream("elementwise", bytes_per_param * params),) if params > 0 else ()
