@@ -189,21 +189,42 @@ def star_permutation(engine_ns):
                                flow_bytes=100_000))
 
 
-def test_heatmap_keeps_bursts_shorter_than_a_bin(training_run):
+@pytest.fixture(scope="module")
+def burst_run(engine_ns):
+    """4 ranks on 4 servers: 20 ms of compute, a 64 KiB all-to-all (a few microseconds of queueing at the
+    switch), 20 ms of compute: one short burst in a 40 ms run, far shorter than a heatmap bin (100 us)."""
+    from test_cosim_roce import make_trace
+    from cosim.runs.training import run_training
+    from cosim.workload.trace import CollKind, OpKind, Phase
+
+    ops, deps = [], []
+    for r in range(4):
+        first = len(ops)
+        ops += [dict(rank=r, kind=OpKind.COMPUTE, phase=Phase.FORWARD, duration_ns=20_000_000),
+                dict(rank=r, kind=OpKind.COLLECTIVE, phase=Phase.FORWARD, bytes=64 * 1024,
+                     coll_kind=CollKind.ALL_TO_ALL, group=0, coll_id=0),
+                dict(rank=r, kind=OpKind.COMPUTE, phase=Phase.FORWARD, duration_ns=20_000_000)]
+        deps += [[], [first], [first + 1]]
+    trace = make_trace(4, ops, deps, groups=[[0, 1, 2, 3]])
+    return run_training(make("training", name="burst", topology="single-switch", gpus_per_server=1,
+                             link_gbps=100), trace=trace)
+
+
+def test_heatmap_keeps_bursts_shorter_than_a_bin(burst_run):
     """Each heatmap cell is its port's peak in the bin, so the colour scale tops at the line plot's peak; a
-    point sample per bin (forward fill) would show a few percent of it on this bursty run."""
-    lines = plots.queue_lines(training_run, top_n=1)
+    point sample per bin (forward fill) misses the burst of this run."""
+    lines = plots.queue_lines(burst_run, top_n=1)
     line_peak = max(float(np.max(line.get_ydata())) for line in lines.axes[0].get_lines())
-    heat = plots.queue_heatmap(training_run)
+    heat = plots.queue_heatmap(burst_run)
     image = heat.axes[0].images[0]
     scale = metric_for("max_queue_bytes").scale
     assert float(image.get_array().max()) == pytest.approx(line_peak, rel=1e-12)
     assert image.norm.vmax == pytest.approx(line_peak, rel=1e-12)
-    assert line_peak == pytest.approx(training_run.queues["bytes"].max() * scale, rel=1e-12)
+    assert line_peak == pytest.approx(burst_run.queues["bytes"].max() * scale, rel=1e-12)
     assert "peak per bin" in heat.axes[1].get_ylabel()  # the colourbar
-    q = training_run.queues
+    q = burst_run.queues
     keys, kid = plots.key_ids(q["node"], q["port"])
-    grid = np.linspace(0.0, plots._end_ns(training_run), plots.GRID_POINTS)
+    grid = np.linspace(0.0, plots._end_ns(burst_run), plots.GRID_POINTS)
     sampled = plots.forward_fill(q["time_ns"], kid, q["bytes"], len(keys), grid).max() * scale
     print(f"\nqueue peak {line_peak:.4g} KB; forward-filled grid shows {sampled:.4g} KB")
     assert sampled < 0.2 * line_peak  # the bursts are shorter than a bin: this run really tests it
