@@ -282,6 +282,13 @@ class Job:
         return 1 if self.servers is None else self.servers
 
 
+def _reserved_prefixes() -> frozenset[str]:
+    """First words of the run summary's own keys: a workload named so would read as one of them."""
+    from cosim.results.metrics import METRICS  # noqa: PLC0415
+
+    return frozenset(m.key.split("_")[0] for m in METRICS) | {"deadlock", "n", "alone"}
+
+
 def _host_list(where: str, value) -> tuple[int, ...]:
     try:
         hosts = tuple(value)
@@ -389,6 +396,13 @@ class Experiment:
         if dup is not None:
             raise CosimInputError(f"workloads.{dup}.name", f"two workloads are named {dup!r}",
                                   "give every workload its own name")
+        for n in names:
+            clash = next((m for m in names if m != n and m.startswith(f"{n}_")), None)
+            if clash is not None or n.split("_")[0] in _reserved_prefixes():
+                raise CosimInputError(f"workloads.{n}.name", f"{n!r} would make results keys "
+                                      + (f"that {clash!r}'s keys also start with" if clash else
+                                         "that read as the shared fabric's (fct_..., link_...)"),
+                                      "rename the workload, e.g. job0, storage, ckpt")
         hosted = {j.name for j in jobs if j.kind in ("training", "flows")}
         for j in jobs:
             refs = {"storage": "clients", "checkpoint": "writers"}.get(j.kind)
