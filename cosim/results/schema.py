@@ -97,6 +97,10 @@ LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports
                            ("flows", "transfer"), ("flows", "workload"), ("ops", "workload"),
                            ("collectives", "workload"), ("iterations", "workload")})
 
+#: columns only runs of several workloads on one fabric hold (cosim.runs.multi)
+SHARED_FABRIC_COLUMNS = frozenset({("flows", "workload"), ("ops", "workload"), ("collectives", "workload"),
+                                   ("iterations", "workload")})
+
 
 def required_columns(group: str) -> tuple[str, ...]:
     """The columns a stored table ``group`` must hold (every schema column but LATER_COLUMNS)."""
