@@ -261,12 +261,15 @@ def simulate_dag(
     queue_sample_interval_ns: float = 1000.0,
     max_sim_time_ns: float = 1e10,
     progress: ProgressFn | None = None,
+    snapshot_ns: Sequence[float] = (),
 ) -> DagOutput:
     """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
 
     The C++ DagExecutor starts every op when its dependencies finish: COMPUTE for its duration, NVLINK
     copies at the NVLink rate, FLOW ops as packet-level flows between ``src_node`` and ``dst_node``.
-    ``progress`` is called as progress(sim_ns, ops_done, ops_total, data_packet_hops).
+    ``progress`` is called as progress(sim_ns, ops_done, ops_total, data_packet_hops). ``snapshot_ns``:
+    simulated times at which every flow's delivered bytes are recorded (``network.delivered_at_bytes``;
+    a flow that had not started yet has delivered 0).
     """
     n = int(np.asarray(kind).size)
     with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
@@ -283,7 +286,19 @@ def simulate_dag(
         except Exception as exc:  # std::invalid_argument from the C++ checks
             raise CosimInputError("dag", _cpp_reason(exc)) from None
         t_run = time.perf_counter()
-        status = _run_sliced(engine, int(max_sim_time_ns * 1e3), n, engine.DagOpsFinished, progress)
+        snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
+        stop_ps = int(max_sim_time_ns * 1e3)
+        seen: list[np.ndarray] = []
+        status = 0
+        for snap in snaps:
+            if status == 0 and snap * 1e3 < stop_ps:
+                status = _run_sliced(engine, int(snap * 1e3), n, engine.DagOpsFinished, progress)
+            now = np.empty(int(engine.NumFlows()), np.int64)
+            if now.size:
+                engine.GetFlowDeliveredBytes(now)
+            seen.append(now)
+        if status == 0:
+            status = _run_sliced(engine, stop_ps, n, engine.DagOpsFinished, progress)
         run_s = time.perf_counter() - t_run
         start_ps, finish_ps = np.empty(n, np.int64), np.empty(n, np.int64)
         if n:
@@ -294,6 +309,11 @@ def simulate_dag(
             engine.GetFlowOps(flow_op)
             engine.GetFlowStartPs(flow_start)
         network = _collect(engine, status, time.perf_counter() - t0, run_s)
+    if snaps.size:
+        delivered_at = np.zeros((snaps.size, m), np.int64)
+        for i, now in enumerate(seen):
+            delivered_at[i, :now.size] = now
+        network = dataclasses.replace(network, snapshot_ns=snaps, delivered_at_bytes=delivered_at)
     return DagOutput(op_start_ns=np.where(start_ps >= 0, start_ps / 1e3, np.nan),
                      op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
                      flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network)

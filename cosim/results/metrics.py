@@ -54,6 +54,20 @@ _COLL = tuple(entry for g, gl in _GROUP_LABELS for c, cl in _COLL_LABELS for ent
     (f"coll_{g}_{c}_busbw_gbyte_per_s", f"{gl} {cl} busbw p50", ("GB/s", 1.0), {})))
 _SIM = {"section": "simulator"}
 
+#: per-workload rows of shared fabrics (cosim.runs.multi: ``<workload>_<key>`` in a run's summary)
+_SHARED_FABRIC = (
+    ("sharing_slowdown", "slowdown from sharing (shared / alone)", _X, {}),
+    ("alone_iteration_time_ns", "iteration time alone", _MS, {}),
+    ("fct_mean_ns", "FCT mean", _US, {}),
+    ("alone_fct_mean_ns", "FCT mean alone", _US, {}),
+    ("n_workloads", "workloads", _X, _COUNT),
+)
+#: the rows of the per-workload table of shared fabrics
+WORKLOAD_KEYS = frozenset({"status", "iterations", "iteration_time_ns", "iteration_time_first_ns",
+                           "compute_time_ns", "exposed_comm_ns", *(c[0] for c in _SHARED_FABRIC), "n_ranks",
+                           "flows", "flows_completed", "fct_p50_ns", "fct_p99_ns", "fct_slowdown_p50",
+                           "fct_slowdown_p99", "transfer_slowdown_p50", "transfer_slowdown_p99"})
+
 #: Known summary keys in display order (keys absent from every run are not shown).
 METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, kw in (
     ("status", "status", _X, {}),
@@ -62,6 +76,7 @@ METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, 
     ("iteration_time_first_ns", "first iteration time", _MS, {}),
     ("compute_time_ns", "compute, busiest rank", _MS, {}),
     ("exposed_comm_ns", "exposed communication", _MS, {}),
+    *_SHARED_FABRIC,
     *_COLL,
     ("n_ranks", "ranks", _X, _COUNT),
     ("flows", "flows", _X, _COUNT),

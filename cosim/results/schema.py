@@ -73,6 +73,10 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("iterations", "finish_ns"): ("ns", "last op finish"),
     ("iterations", "time_ns"): ("ns", "iteration time, finish_ns - start of the iteration"),
     ("iterations", "exposed_comm_ns"): ("ns", "iteration time not covered by compute on the busiest rank"),
+    ("flows", "workload"): ("", "shared fabrics: index of the flow's workload in config['workloads']"),
+    ("ops", "workload"): ("", "shared fabrics: index of the op's workload in config['workloads']"),
+    ("collectives", "workload"): ("", "shared fabrics: index of the call's workload in config['workloads']"),
+    ("iterations", "workload"): ("", "shared fabrics: index of the iteration's workload in config['workloads']"),
 }
 GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations")
 
@@ -90,7 +94,12 @@ MINUS_ONE_OK = frozenset({("ops", "coll_id")})
 #: columns added to version 1 after its first files: a table written before may lack them
 LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports", "rate_bps"),
                            ("ports", "credit_stall_ps"), ("collectives", "group_kind"), ("collectives", "ranks"),
-                           ("flows", "transfer")})
+                           ("flows", "transfer"), ("flows", "workload"), ("ops", "workload"),
+                           ("collectives", "workload"), ("iterations", "workload")})
+
+#: columns only runs of several workloads on one fabric hold (cosim.runs.multi)
+SHARED_FABRIC_COLUMNS = frozenset({("flows", "workload"), ("ops", "workload"), ("collectives", "workload"),
+                                   ("iterations", "workload")})
 
 
 def required_columns(group: str) -> tuple[str, ...]:

@@ -23,6 +23,18 @@ A document looks like::
     [limits]
     max_sim_time_ns = 1e9
 
+Several workloads share one fabric with ``[[workloads]]`` tables instead of ``[workload]`` (a training
+job, a flow pattern, or background traffic: ``storage``, ``checkpoint``, ``synthetic``), each with its own
+hosts (``placement`` or ``hosts``), start offset, priority and loss class (:class:`Job`; docs/multi-job.md)::
+
+    [[workloads]]
+    name = "job0"
+    kind = "training"
+    model = "llama2-7b"
+    placement = "spread"            # packed | spread | random | fragmented (cosim.runs.placement)
+    [workloads.parallelism]
+    dp = 4
+
 ``transport = "both"`` expands into two Experiments named ``<name>-roce`` and ``<name>-ib`` (``roce`` and
 ``ib`` without a name). :func:`to_document` gives the resolved document of one Experiment (every default
 filled in), which :func:`to_toml` writes so that running it reproduces the run bit for bit.
@@ -32,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,7 +54,8 @@ from cosim import values as v
 from cosim.collectives.lower import ALGORITHM_NAMES
 from cosim.errors import CosimInputError
 from cosim.network.spec import NetworkSpec
-from cosim.network.transport import TRANSPORTS
+from cosim.network.transport import TRANSPORTS, qualify_attribute
+from cosim.runs.placement import PLACEMENTS
 from cosim.workload.builder import build_trace
 from cosim.workload.hardware import get_hardware
 from cosim.workload.model import get_model
@@ -51,6 +65,10 @@ from cosim.workload.parallelism import ParallelismSpec
 TRANSPORT_CHOICES = (*TRANSPORTS, "both")
 PATTERNS = ("incast", "permutation")
 WORKLOAD_KINDS = ("flows", "training")
+#: kinds a workload of ``[[workloads]]`` may have: the two above and background traffic
+JOB_KINDS = (*WORKLOAD_KINDS, "storage", "checkpoint", "synthetic")
+#: built-in flow-size distributions of synthetic traffic (cosim.runs.background.DISTRIBUTIONS)
+DISTRIBUTION_NAMES = ("web-search", "data-mining")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,6 +144,165 @@ def _pairs(where: str, value) -> tuple[tuple[str, object], ...]:
     return pairs
 
 
+# ---------------------------------------------------------------- background traffic and shared fabrics
+
+def _names(where: str, value) -> tuple[str, ...]:
+    """A list of workload names (a single name accepted)."""
+    items = (value,) if isinstance(value, str) else value
+    try:
+        names = tuple(items)
+    except TypeError:
+        raise CosimInputError(where, "must be a list of workload names") from None
+    for n in names:
+        if not isinstance(n, str) or not n:
+            raise CosimInputError(where, f"must be a list of workload names, got {n!r}")
+    return names
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StorageWorkload:
+    """Storage traffic: the workload's own hosts are storage targets; the hosts of ``clients`` read
+    (target → client) and write (client → target) requests of ``request_bytes``, Poisson arrivals for
+    ``duration_ns`` at ``load`` × the targets' summed link rate (payload), each request to a random target.
+    """
+
+    kind = "storage"
+    clients: tuple[str, ...] = v.spec_field(v.Kind(), (), "workloads whose hosts are the clients (default: every "
+                                            "training and flow workload)")
+    request_bytes: int = v.spec_field(v.Size(minimum=1), 1 << 20, "size of each read or write, bytes")
+    read_fraction: float = v.spec_field(v.Real(minimum=0.0, maximum=1.0), 0.5, "share of requests that are reads")
+    load: float = v.spec_field(v.Real(positive=True, maximum=1.0), 0.3,
+                               "offered payload rate / summed link rate of the storage targets")
+    duration_ns: float = v.spec_field(v.Real(positive=True, maximum=1e12), 1e6, "arrivals during this long, ns")
+
+    def __post_init__(self) -> None:
+        v.check_fields(self, "workload")
+        object.__setattr__(self, "clients", _names("workload.clients", self.clients))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointWorkload:
+    """Periodic checkpoint bursts: every ``period_ns`` (``bursts`` times), every host of ``writers`` writes
+    ``bytes_per_host`` to one of this workload's hosts (the storage targets, in turn)."""
+
+    kind = "checkpoint"
+    writers: tuple[str, ...] = v.spec_field(v.Kind(), (), "workloads whose hosts write (default: every training "
+                                            "workload)")
+    bytes_per_host: int = v.spec_field(v.Size(minimum=1), 16 << 20, "bytes each writer NIC writes per burst")
+    period_ns: float = v.spec_field(v.Real(positive=True, maximum=1e12), 1e6, "time between bursts, ns")
+    bursts: int = v.spec_field(v.Int(minimum=1, maximum=100_000), 1, "number of bursts")
+
+    def __post_init__(self) -> None:
+        v.check_fields(self, "workload")
+        object.__setattr__(self, "writers", _names("workload.writers", self.writers))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyntheticWorkload:
+    """Datacenter background traffic among the workload's own hosts: every host starts flows to a random
+    other host as a Poisson process of rate ``load`` × its link rate / the mean flow size, for
+    ``duration_ns``; sizes from a built-in ``distribution`` or a ``cdf_file`` (lines ``size_bytes cdf``,
+    the cdf in 0..1 or in percent)."""
+
+    kind = "synthetic"
+    distribution: str | None = v.spec_field(v.Optional(v.Choice(DISTRIBUTION_NAMES)), None,
+                                            "web-search or data-mining (default web-search unless cdf_file)")
+    cdf_file: str | None = v.spec_field(v.Optional(v.Text(nonempty=True, path=True)), None,
+                                        "flow-size CDF file: lines of size_bytes and cumulative probability")
+    load: float = v.spec_field(v.Real(positive=True, maximum=1.0), 0.3, "offered payload rate / link rate per host")
+    duration_ns: float = v.spec_field(v.Real(positive=True, maximum=1e12), 1e6, "arrivals during this long, ns")
+
+    def __post_init__(self) -> None:
+        v.check_fields(self, "workload")
+        if self.distribution is not None and self.cdf_file is not None:
+            raise CosimInputError("workload.cdf_file", "give either a distribution or a cdf_file",
+                                  "remove one of them")
+        if self.distribution is None and self.cdf_file is None:
+            object.__setattr__(self, "distribution", "web-search")
+
+
+#: background kinds: their own hosts are storage targets (storage, checkpoint) or the traffic's hosts
+BACKGROUND = {"storage": StorageWorkload, "checkpoint": CheckpointWorkload, "synthetic": SyntheticWorkload}
+
+_JOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """One workload of a shared fabric (a ``[[workloads]]`` table): what it runs, on which hosts, when,
+    and in which traffic class.
+
+    ``hosts`` lists fabric host ids (rank r of a training job on hosts[r]); otherwise ``placement`` gives
+    the job whole servers (cosim.runs.placement): a training job the ones its ranks need, any other the
+    ``servers`` it names (default 1). ``start_ns`` delays every op of the job. ``priority`` is its traffic
+    class (0..7; RoCE serves higher ones first, InfiniBand maps it to lane priority mod
+    EgressPort::DataVls); ``lossless = false`` makes the class lossy on RoCE (SharedBufferMmu::
+    LosslessPriorityMask; InfiniBand lanes are lossless by construction). ``alone`` also simulates the job
+    alone on the idle fabric, on the same hosts, for its slowdown from sharing.
+    """
+
+    name: str = v.spec_field(v.Text(nonempty=True), "job", "workload name: results keys are <name>_...")
+    work: object = dataclasses.field(default=None)
+    placement: str = v.spec_field(v.Choice(PLACEMENTS), "packed", "placement policy when hosts are not listed")
+    hosts: tuple[int, ...] | None = v.spec_field(v.Kind(), None, "fabric host ids of the job, in rank order")
+    servers: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=1 << 17)), None,
+                                       "servers a non-training workload takes [1]")
+    placement_seed: int | None = v.spec_field(v.Optional(v.Int(minimum=0, maximum=2**63 - 1)), None,
+                                              "seed of the random placement [the experiment's seed]")
+    start_ns: float = v.spec_field(v.Real(minimum=0.0, maximum=1e15), 0.0, "start offset of the workload, ns")
+    priority: int = v.spec_field(v.Int(minimum=0, maximum=7), 0, "traffic class (priority) of its flows, 0..7")
+    lossless: bool = v.spec_field(v.Bool(), True, "RoCE: PFC protects its class (false: lossy, drops recovered)")
+    alone: bool = v.spec_field(v.Bool(), False, "also run it alone for the slowdown caused by sharing")
+
+    def __post_init__(self) -> None:
+        where = f"workloads.{self.name}" if isinstance(self.name, str) else "workloads"
+        v.check_fields(self, where)
+        if not _JOB_NAME.fullmatch(self.name):
+            raise CosimInputError(f"{where}.name", f"{self.name!r} is not a workload name",
+                                  "use a letter, then letters, digits or _ (e.g. job0)")
+        if not isinstance(self.work, (FlowWorkload, TrainingWorkload, *BACKGROUND.values())):
+            raise CosimInputError(f"{where}.kind", "must be a workload spec", f"kinds: {', '.join(JOB_KINDS)}")
+        if self.hosts is not None:
+            object.__setattr__(self, "hosts", _host_list(f"{where}.hosts", self.hosts))
+            if self.servers is not None:
+                raise CosimInputError(f"{where}.servers", "hosts already say where the workload runs",
+                                      "remove servers or hosts")
+        if self.work.kind == "training" and self.servers is not None:
+            raise CosimInputError(f"{where}.servers", "a training job takes the servers its ranks need",
+                                  "remove it")
+
+    @property
+    def kind(self) -> str:
+        """The workload kind (training, flows, storage, checkpoint, synthetic)."""
+        return self.work.kind
+
+    @property
+    def server_count(self) -> int:
+        """Servers a non-training job without hosts asks for."""
+        return 1 if self.servers is None else self.servers
+
+
+def _reserved_prefixes() -> frozenset[str]:
+    """First words of the run summary's own keys: a workload named so would read as one of them."""
+    from cosim.results.metrics import METRICS  # noqa: PLC0415
+
+    return frozenset(m.key.split("_")[0] for m in METRICS) | {"deadlock", "n", "alone"}
+
+
+def _host_list(where: str, value) -> tuple[int, ...]:
+    try:
+        hosts = tuple(value)
+    except TypeError:
+        raise CosimInputError(where, "must be a list of host ids") from None
+    out = tuple(v.Int(minimum=0, maximum=2**31 - 1).convert(h, where) for h in hosts)
+    if not out:
+        raise CosimInputError(where, "must list at least one host")
+    if len(set(out)) != len(out):
+        dup = next(h for h in out if out.count(h) > 1)
+        raise CosimInputError(where, f"host {dup} is listed twice", "give every GPU (NIC) one rank")
+    return out
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TelemetrySpec:
     """What the run records besides its tables."""
@@ -152,6 +329,7 @@ class LimitsSpec:
 _WORKLOAD_DEFAULTS = {
     "flows": {"topology": "single-switch", "max_sim_time_ns": 1e9},
     "training": {"topology": "rail-optimized", "max_sim_time_ns": 1e11},
+    "shared": {"topology": "leaf-spine", "max_sim_time_ns": 1e11},
 }
 
 
@@ -167,6 +345,8 @@ class Experiment:
     telemetry: TelemetrySpec = dataclasses.field(default_factory=TelemetrySpec)
     limits: LimitsSpec = dataclasses.field(default_factory=LimitsSpec)
     seed: int = v.spec_field(v.Int(minimum=0, maximum=2**63 - 1), 1, "seed of every random choice (ECMP, RNG)")
+    #: several workloads on one fabric (``[[workloads]]``); empty: the one ``workload``
+    workloads: tuple[Job, ...] = ()
 
     def __post_init__(self) -> None:
         v.check_fields(self, "")
@@ -174,6 +354,10 @@ class Experiment:
                           ("telemetry", TelemetrySpec), ("limits", LimitsSpec)):
             if not isinstance(getattr(self, name), cls):
                 raise CosimInputError(name, f"must be a {getattr(cls, '__name__', 'workload spec')}")
+        object.__setattr__(self, "workloads", tuple(self.workloads))
+        if self.workloads:
+            self._resolve_shared()
+            return
         defaults = _WORKLOAD_DEFAULTS[self.workload.kind]
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
@@ -192,8 +376,68 @@ class Experiment:
 
     @property
     def is_training(self) -> bool:
-        """True for a co-simulated training workload, False for flow-level traffic."""
-        return self.workload.kind == "training"
+        """True for one co-simulated training workload, False for flow-level traffic or shared fabrics."""
+        return not self.workloads and self.workload.kind == "training"
+
+    @property
+    def is_shared(self) -> bool:
+        """True when several workloads (``[[workloads]]``) share the fabric."""
+        return bool(self.workloads)
+
+    def _resolve_shared(self) -> None:
+        """Defaults and cross-workload checks of a shared fabric: unique names, references to workloads
+        that have hosts, one loss class per priority."""
+        jobs = self.workloads
+        for i, j in enumerate(jobs):
+            if not isinstance(j, Job):
+                raise CosimInputError(f"workloads[{i}]", "must be a cosim.runs.experiment.Job")
+        names = [j.name for j in jobs]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup is not None:
+            raise CosimInputError(f"workloads.{dup}.name", f"two workloads are named {dup!r}",
+                                  "give every workload its own name")
+        for n in names:
+            clash = next((m for m in names if m != n and m.startswith(f"{n}_")), None)
+            if clash is not None or n.split("_")[0] in _reserved_prefixes():
+                raise CosimInputError(f"workloads.{n}.name", f"{n!r} would make results keys "
+                                      + (f"that {clash!r}'s keys also start with" if clash else
+                                         "that read as the shared fabric's (fct_..., link_...)"),
+                                      "rename the workload, e.g. job0, storage, ckpt")
+        hosted = {j.name for j in jobs if j.kind in ("training", "flows")}
+        for j in jobs:
+            refs = {"storage": "clients", "checkpoint": "writers"}.get(j.kind)
+            for ref in getattr(j.work, refs, ()) if refs else ():
+                if ref not in hosted:
+                    raise CosimInputError(f"workloads.{j.name}.{refs}", f"{ref!r} is not a training or flow "
+                                          "workload of this experiment", f"choose from {', '.join(sorted(hosted))}"
+                                          if hosted else "add the workload it refers to")
+            if refs and not getattr(j.work, refs) and not hosted:
+                raise CosimInputError(f"workloads.{j.name}.{refs}", "there is no training or flow workload "
+                                      f"to take the {refs} from", "add one, or list the workloads")
+        lossy: dict[int, bool] = {}
+        for j in jobs:
+            if lossy.setdefault(j.priority, not j.lossless) != (not j.lossless):
+                raise CosimInputError(f"workloads.{j.name}.lossless", f"priority {j.priority} is lossless for one "
+                                      "workload and lossy for another", "give the lossy workloads their own priority")
+        if any(lossy.values()) and any(qualify_attribute(k) == "ns3::SharedBufferMmu::LosslessPriorityMask"
+                                       for k, _ in self.network.attributes):
+            raise CosimInputError("SharedBufferMmu::LosslessPriorityMask", "is set by the workloads' lossless "
+                                  "fields here", "remove the attribute, or set lossless on the workloads")
+        if self.workload != FlowWorkload():
+            raise CosimInputError("workload", "give either [workload] or [[workloads]]", "move it into [[workloads]]")
+        defaults = _WORKLOAD_DEFAULTS["shared"]
+        if self.network.topology is None:
+            object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
+        if self.limits.max_sim_time_ns is None:
+            object.__setattr__(self, "limits", LimitsSpec(max_sim_time_ns=defaults["max_sim_time_ns"]))
+        if self.name is None:
+            object.__setattr__(self, "name", self.network.transport)
+
+    def lossless_priority_mask(self) -> int | None:
+        """SharedBufferMmu::LosslessPriorityMask of a shared fabric with a lossy workload (its priorities'
+        bits cleared, every other priority lossless), else None (the attribute's default: all lossless)."""
+        lossy = {j.priority for j in self.workloads if not j.lossless}
+        return None if not lossy else 0xFF & ~sum(1 << p for p in lossy)
 
 
 # ---------------------------------------------------------------- documents
@@ -241,14 +485,19 @@ def _from_document(doc: Mapping) -> list[Experiment]:
     if not isinstance(doc, Mapping):
         raise CosimInputError("experiment", "must be a table of sections")
     for key in doc:
-        if key not in _TOP and key not in _SECTIONS and key != "workload":
-            raise CosimInputError(key, "unknown key",
-                                  f"valid keys: {', '.join(_TOP)} and sections workload, {', '.join(_SECTIONS)}")
+        if key not in _TOP and key not in _SECTIONS and key not in ("workload", "workloads"):
+            raise CosimInputError(key, "unknown key", f"valid keys: {', '.join(_TOP)} and sections workload "
+                                  f"(or [[workloads]]), {', '.join(_SECTIONS)}")
+    if "workload" in doc and "workloads" in doc:
+        raise CosimInputError("workloads", "give either one [workload] or a list of [[workloads]], not both",
+                              "move the [workload] table into [[workloads]]")
+    jobs = _jobs_from_list(doc["workloads"]) if "workloads" in doc else ()
     workload = _table(doc, "workload")
     kind = workload.get("kind", "flows")
     if not isinstance(kind, str) or kind not in _WORKLOADS:
         raise CosimInputError("workload.kind", f"unknown workload kind {kind!r}",
-                              f"choose one of {', '.join(WORKLOAD_KINDS)}")
+                              f"choose one of {', '.join(WORKLOAD_KINDS)}"
+                              + (" (background kinds go in [[workloads]])" if kind in BACKGROUND else ""))
     work = _spec_from_table(_WORKLOADS[kind], workload, "workload", skip=("kind",))
     network = _table(doc, "network")
     transport = network.get("transport", "roce")
@@ -263,8 +512,40 @@ def _from_document(doc: Mapping) -> list[Experiment]:
     for t in transports:
         net = _spec_from_table(NetworkSpec, network | {"transport": t}, "network")
         run_name = (f"{name}-{t}" if name else t) if len(transports) > 1 else name
-        out.append(Experiment(name=run_name, network=net, workload=work, **sections, **top))
+        out.append(Experiment(name=run_name, network=net, workload=work, workloads=jobs, **sections, **top))
     return out
+
+
+_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(Job) if f.name != "work")
+
+
+def _jobs_from_list(items) -> tuple[Job, ...]:
+    """The Jobs of a ``[[workloads]]`` list: job fields (name, placement, hosts, ...) and the fields of
+    the workload kind in one table; errors name ``workloads.<name>.<field>``."""
+    if isinstance(items, Mapping) or not isinstance(items, (list, tuple)) or not items:
+        raise CosimInputError("workloads", "must be a non-empty list of tables", "write each as [[workloads]]")
+    jobs = []
+    for i, table in enumerate(items):
+        if not isinstance(table, Mapping):
+            raise CosimInputError(f"workloads[{i}]", "must be a table", "write it as [[workloads]]")
+        name = table.get("name", f"job{i}")
+        where = f"workloads.{name}" if isinstance(name, str) and name else f"workloads[{i}]"
+        kind = table.get("kind", "training")
+        if not isinstance(kind, str) or kind not in JOB_KINDS:
+            raise CosimInputError(f"{where}.kind", f"unknown workload kind {kind!r}",
+                                  f"choose one of {', '.join(JOB_KINDS)}")
+        cls = _WORKLOADS.get(kind) or BACKGROUND[kind]
+        work_keys = {k: x for k, x in table.items() if k not in _JOB_FIELDS and k != "kind"}
+        job_keys = {k: x for k, x in table.items() if k in _JOB_FIELDS}
+        try:
+            work = _spec_from_table(cls, work_keys, "workload")
+        except CosimInputError as exc:
+            field = exc.field.replace("workload", where, 1) if exc.field.startswith("workload") else exc.field
+            fix = exc.fix if "unknown field" not in exc.problem else (
+                f"{exc.fix}; and for every workload: {', '.join(_JOB_FIELDS)}")
+            raise CosimInputError(field, exc.problem, fix) from None
+        jobs.append(Job(**({"name": name} | job_keys), work=work))
+    return tuple(jobs)
 
 
 def to_document(exp: Experiment) -> dict:
@@ -278,10 +559,21 @@ def to_document(exp: Experiment) -> dict:
             d[f.name] = x
         return d
 
-    doc = {"name": exp.name, "description": exp.description, "seed": exp.seed,
-           "network": table(exp.network), "workload": {"kind": exp.workload.kind, **table(exp.workload)},
-           "telemetry": table(exp.telemetry), "limits": table(exp.limits)}
+    doc = {"name": exp.name, "description": exp.description, "seed": exp.seed, "network": table(exp.network)}
+    if exp.workloads:
+        doc["workloads"] = [_job_document(j, table) for j in exp.workloads]
+    else:
+        doc["workload"] = {"kind": exp.workload.kind, **table(exp.workload)}
+    doc |= {"telemetry": table(exp.telemetry), "limits": table(exp.limits)}
     return doc
+
+
+def _job_document(job: Job, table) -> dict:
+    """One ``[[workloads]]`` table: the job's fields, its kind, then its workload's fields."""
+    d = {k: getattr(job, k) for k in _JOB_FIELDS}
+    d = {k: (list(x) if isinstance(x, tuple) else x) for k, x in d.items()}
+    work = {k: (list(x) if isinstance(x, tuple) else x) for k, x in table(job.work).items()}
+    return {"name": d.pop("name"), "kind": job.kind, **d, **work}
 
 
 # ---------------------------------------------------------------- overrides
@@ -346,15 +638,23 @@ def with_overrides(doc: Mapping, overrides: Mapping[str, object]) -> dict:
 
 def to_toml(doc: Mapping) -> str:
     """A document as TOML text (scalars at the top, then one table per section; None values left out)."""
-    lines = [f"{k} = {_toml_value(x)}" for k, x in doc.items() if not isinstance(x, Mapping) and x is not None]
+    lines = [f"{k} = {_toml_value(x)}" for k, x in doc.items()
+             if not isinstance(x, Mapping) and not _is_table_list(x) and x is not None]
     for section, table in doc.items():
         if isinstance(table, Mapping):
             _toml_table(lines, section, table)
+        elif _is_table_list(table):
+            for item in table:
+                _toml_table(lines, section, item, header=f"[[{section}]]")
     return "\n".join(lines) + "\n"
 
 
-def _toml_table(lines: list[str], name: str, table: Mapping) -> None:
-    lines += ["", f"[{name}]"]
+def _is_table_list(x) -> bool:
+    return isinstance(x, (list, tuple)) and bool(x) and all(isinstance(i, Mapping) for i in x)
+
+
+def _toml_table(lines: list[str], name: str, table: Mapping, *, header: str | None = None) -> None:
+    lines += ["", header or f"[{name}]"]
     lines += [f"{_toml_key(k)} = {_toml_value(x)}" for k, x in table.items()
               if not isinstance(x, Mapping) and x is not None]
     for k, x in table.items():
@@ -375,6 +675,8 @@ def _toml_value(x) -> str:
         return repr(x) if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
     if isinstance(x, str):
         return '"' + x.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(_toml_value(i) for i in x) + "]"
     raise CosimInputError("experiment", f"cannot write {x!r} to TOML")
 
 

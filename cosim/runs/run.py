@@ -18,7 +18,7 @@ from cosim.network import ideal
 from cosim.network.transport import run_attributes
 from cosim.network.topology import SWITCH
 from cosim.results import RunRecord
-from cosim.runs import catalog, flows, training
+from cosim.runs import catalog, flows, multi, training
 from cosim.runs.experiment import Experiment, from_document, with_overrides
 
 
@@ -42,12 +42,17 @@ def run(exp: Experiment, *, trace=None, progress=None, planned=None) -> RunRecor
         return training.run_training(exp, trace=trace, progress=progress, planned=planned)
     if trace is not None:
         raise ValueError("a trace applies to a training workload")
+    if exp.is_shared:
+        return multi.run_shared(exp, progress=progress, planned=planned)
     return flows.run_flows(exp, progress=progress)
 
 
 def prepare(exp: Experiment, *, trace=None):
     """What must hold before ``exp`` simulates, checked: a training run's trace (every semantic check),
-    DAG size and fabric (its training.TrainingPlan is returned, to pass to :func:`run`); None for flows."""
+    DAG size and fabric (its training.TrainingPlan, or a shared fabric's multi.SharedPlan, is returned, to
+    pass to :func:`run`); None for flows."""
+    if exp.is_shared:
+        return multi.plan(exp)
     return training.plan(exp, trace) if exp.is_training else None
 
 
@@ -61,12 +66,22 @@ def output_bytes_estimate(exp: Experiment, planned=None) -> int:
         return estimate_bytes(flows=int(np.count_nonzero(p.dag.kind == DagOpKind.FLOW)),
                               ops=p.trace.n_ops * exp.workload.iterations,
                               collectives=int(np.asarray(p.dag.coll_iteration).size), ports=2 * p.fabric.n_links)
+    if exp.is_shared:
+        p = planned if planned is not None else multi.plan(exp)
+        return estimate_bytes(flows=int(np.count_nonzero(p.dag.columns["kind"] == DagOpKind.FLOW)),
+                              ops=sum(j.trace.n_ops * j.job.work.iterations for j in p.jobs if j.is_training),
+                              collectives=sum(int(np.asarray(j.dag.coll_iteration).size) for j in p.jobs
+                                              if j.is_training), ports=2 * p.fabric.n_links)
     fabric, fs = flows.build(exp)
     return estimate_bytes(flows=int(fs.src.size), ports=2 * fabric.n_links)
 
 
 def preflight(exp: Experiment, *, trace=None, planned=None) -> None:
     """Check that ``exp``'s fabric, rank placement and attributes can start, without simulating."""
+    if exp.is_shared:
+        p = planned if planned is not None else multi.plan(exp)
+        engine.check_fabric(p.fabric, p.attributes)
+        return
     if exp.is_training:
         fabric = (planned if planned is not None else training.plan(exp, trace)).fabric
     else:
@@ -88,11 +103,17 @@ def describe(exp: Experiment, *, trace=None) -> dict:
         src, dst, size = p.src_node[flow], p.dst_node[flow], p.dag.bytes[flow]
         workload = {"ranks": p.trace.n_ranks, "trace_ops": p.trace.n_ops, "dag_ops": p.dag.n_ops,
                     "gpus_per_server": p.gpus_per_server}
+    elif exp.is_shared:
+        p = multi.plan(exp)
+        fabric = p.fabric
+        src, dst, size = p.flows_of()
+        workload = {"dag_ops": p.dag.n_ops, "gpus_per_server": p.gpus_per_server}
+        workload |= {f"workload {j.job.name}": _placement_line(multi.describe_job(p, j)) for j in p.jobs}
     else:
         fabric, fs = flows.build(exp)
         src, dst, size = fs.src, fs.dst, fs.size_bytes
         workload = {}
-    attributes = run_attributes(exp.network, exp.seed)
+    attributes = p.attributes if exp.is_shared else run_attributes(exp.network, exp.seed)
     engine.check_fabric(fabric, attributes)
     resolved = engine.attribute_values(attributes, (
         "HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes", "FabricSwitch::HeadroomBytes",
@@ -111,6 +132,27 @@ def describe(exp: Experiment, *, trace=None) -> dict:
     out |= _buffers(fabric, resolved)
     out |= _estimate(fabric, src, dst, size, int(resolved["HostNic::MtuBytes"]))
     return out
+
+
+def _placement_line(d: Mapping) -> str:
+    """One workload's placement as --dry-run shows it."""
+    what = f"{d['ranks']} ranks" if "ranks" in d else f"{d['flows']} flows, {d['payload_bytes']} B"
+    return (f"{d['kind']}, {what}; hosts {_ranges(d['hosts'])} on servers {_ranges(d['servers'])} under "
+            f"leaf switch{'es' if len(d['leaves']) > 1 else ''} {_ranges(d['leaves'])}; priority {d['priority']}"
+            f" ({'lossless' if d['lossless'] else 'lossy'}), start {d['start_ns']:g} ns")
+
+
+def _ranges(ids) -> str:
+    """[0, 1, 2, 5] → "0-2,5" (in the order given)."""
+    out, ids = [], list(ids)
+    i = 0
+    while i < len(ids):
+        k = i
+        while k + 1 < len(ids) and ids[k + 1] == ids[k] + 1:
+            k += 1
+        out.append(str(ids[i]) if k == i else f"{ids[i]}-{ids[k]}")
+        i = k + 1
+    return ",".join(out)
 
 
 def _buffers(fabric, attrs: Mapping[str, str]) -> dict:
@@ -183,6 +225,9 @@ def work_estimate(exp: Experiment, planned=None) -> int:
         p = planned if planned is not None else training.plan(exp)
         flow = p.dag.kind == DagOpKind.FLOW
         return data_packet_hops_estimate(p.fabric, p.src_node[flow], p.dst_node[flow], p.dag.bytes[flow], mtu)
+    if exp.is_shared:
+        p = planned if planned is not None else multi.plan(exp)
+        return data_packet_hops_estimate(p.fabric, *p.flows_of(), mtu)
     fabric, fs = flows.build(exp)
     return data_packet_hops_estimate(fabric, fs.src, fs.dst, fs.size_bytes, mtu)
 

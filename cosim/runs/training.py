@@ -327,7 +327,7 @@ def training_summary(tables: Mapping[str, Mapping[str, np.ndarray]], compute_tim
     return out
 
 
-def _transfer_summary(fabric, net, dag, fop: np.ndarray, flows: dict) -> dict:
+def transfer_summary(fabric, net, dag, fop: np.ndarray, flows: dict) -> dict:
     """transfer_slowdown_p50/p99 over finished transfers; stores each flow's transfer in flows["transfer"]
     (the row of its first flow)."""
     root_op = transfer_roots(dag)[fop]
@@ -431,7 +431,7 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     tables |= train
     summary = telemetry.network_summary(fabric, net, tables, queue_sample_interval_ns=interval)
     summary |= training_summary(tables, compute_ns)
-    summary |= _transfer_summary(fabric, net, dag, fop, tables["flows"])
+    summary |= transfer_summary(fabric, net, dag, fop, tables["flows"])
     done = np.isfinite(out.op_finish_ns)
     summary |= {"mtu_bytes": net.mtu_bytes, "header_bytes": net.header_bytes, "n_ranks": trace.n_ranks,
                 "n_ops": trace.n_ops, "n_dag_ops": dag.n_ops, "n_dag_ops_finished": int(done.sum()),

@@ -289,7 +289,8 @@ def preflight(sweep: Sweep) -> None:
     for p in sweep.points:
         exp = p.experiment()
         key = json.dumps({"network": to_document(exp)["network"], "seed": exp.seed,
-                          "workload": to_document(exp)["workload"]}, sort_keys=True, default=str)
+                          "workload": to_document(exp).get("workload", to_document(exp).get("workloads"))},
+                         sort_keys=True, default=str)
         if key in checked:
             continue
         checked.add(key)
