@@ -173,9 +173,13 @@ _STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock"}
 _RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS", 3: "DEADLOCK"}
 COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_frames_sent",
             "peak_headroom_used_bytes", "min_headroom_bytes", "acks", "credit_violations", "peak_lane_bytes",
-            "credit_packets_sent", "retransmitted_packets", "naks_sent", "timeouts")
+            "credit_packets_sent", "retransmitted_packets", "naks_sent", "timeouts", "reordered_packets",
+            "admission_grants", "peak_qp_inflight_bytes")
 #: go-back-N loss-recovery counters: zero on a lossless fabric, so summaries carry them only when non-zero
 LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "naks_sent", "timeouts")
+#: counters of transport mechanisms that are off by default (reorder-tolerant receivers, admission, QP
+#: window): zero unless one is on, so summaries carry them only when non-zero
+TRANSPORT_COUNTERS = ("reordered_packets", "admission_grants", "peak_qp_inflight_bytes")
 
 
 def simulate(

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from cosim import values as v
 from cosim.network.topology import TOPOLOGIES
-from cosim.network.transport import TRANSPORTS, check_attributes
+from cosim.network.transport import (ECMP_HASH_FIELDS, ECN_MARKING_POINTS, ROUTINGS, TRANSPORTS, check_attributes,
+                                     network_mechanisms)
 
 #: fastest link rate accepted, Gbit/s (ns-3's DataRate holds bit/s in 64 bits; 10^5 Gbps leaves margin)
 MAX_LINK_GBPS = 1e5
@@ -45,9 +46,19 @@ class NetworkSpec:
                                         "one-way propagation delay of every link, ns")
     dcqcn: bool = v.spec_field(v.Bool(), True, "RoCE: DCQCN congestion control at the NICs")
     ib_cc: bool = v.spec_field(v.Bool(), False, "InfiniBand: congestion control (FECN, BECN, CCTI)")
+    qps_per_connection: int = v.spec_field(v.Int(minimum=1, maximum=65535), 1,
+                                           "QP scaling: queue pairs per destination host, messages round robin")
+    ecmp_hash: str = v.spec_field(v.Choice(ECMP_HASH_FIELDS), "flow",
+                                  "ECMP hash fields: flow, five-tuple, five-tuple-qp (enhanced ECMP)")
+    routing: str = v.spec_field(v.Choice(ROUTINGS), "ecmp",
+                                "choice among equal-cost ports: ecmp, pinned, flowlet, adaptive, spray")
+    admission: bool = v.spec_field(v.Bool(), False, "receiver-driven admission (clear-to-send per chunk)")
+    qp_window_bytes: int = v.spec_field(v.Size(minimum=0), 0, "per-QP window of unacknowledged payload, bytes "
+                                        "(0 = none)")
+    ecn_marking: str = v.spec_field(v.Choice(ECN_MARKING_POINTS), "enqueue", "ECN marking point: enqueue, dequeue")
     attributes: tuple[tuple[str, str], ...] = v.spec_field(v.Attributes(), (),
                                                            "ns-3 attributes, Type::Attribute = value")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "network")
-        check_attributes(self.transport, self.attributes)
+        check_attributes(self.transport, self.attributes, network_mechanisms(self))

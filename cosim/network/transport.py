@@ -9,6 +9,23 @@ end-to-end congestion control differ:
   IB congestion control is switched on); InfiniBand framing: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B per
   data packet, 30 B for an ACK (AETH 4 more).
 
+On either transport, the mechanisms that decide RoCE against InfiniBand at scale are options of the
+transport (NetworkSpec fields; each off by default, so a run without them is the plain transport):
+
+- ``qps_per_connection`` (QP scaling, 1): a NIC spreads the flows (messages) to one destination over k
+  queue pairs, round robin, as collective libraries do; ``ecmp_hash`` says whether switches see them:
+  ``flow`` (default: every flow hashes alone, more entropy than real NICs give), ``five-tuple`` (one
+  path per host pair) or ``five-tuple-qp`` (plus the destination QP: enhanced ECMP, k paths).
+- ``routing`` (``ecmp``): ``pinned`` (destination mod k, a static flow-to-uplink map), ``flowlet``,
+  ``adaptive`` (per packet, least-loaded port) and ``spray`` (per packet, round robin); the last two
+  make receivers reordering-tolerant (they place packets beyond a gap instead of NAKing it).
+- ``admission`` (off): receiver-driven admission, a flow sends only what its receiver granted, the bytes
+  granted and not arrived bounded by ``HostNic::AdmissionChannels`` x ``HostNic::AdmissionBufferBytes``
+  per receiver; with ``dcqcn = false`` this is Meta's "PFC only" RoCE.
+- ``qp_window_bytes`` (0 = none): payload a QP may have unacknowledged (e.g. one bandwidth-delay product).
+- ``ecn_marking`` (``enqueue``): where switches read the queue that decides an ECN mark (``dequeue`` as
+  the HPCC-derived ns-3 models do).
+
 User ``--set`` values are applied after these, so they win.
 """
 
@@ -36,6 +53,19 @@ _ATTRIBUTES: dict[str, dict[str, str]] = {
 #: IB congestion control's marking threshold on an egress queue (FECN above it), in bytes
 IB_CC_THRESHOLD_BYTES = 65536
 
+#: ECMP hash fields (FabricSwitch::EcmpHashFields), the first the default
+ECMP_HASH_FIELDS = ("flow", "five-tuple", "five-tuple-qp")
+#: routing among equal-cost ports (FabricSwitch::Routing), the first the default
+ROUTINGS = ("ecmp", "pinned", "flowlet", "adaptive", "spray")
+#: routings that reorder a flow's packets, so receivers must place them out of order
+REORDERING_ROUTINGS = ("adaptive", "spray")
+#: where ECN marking reads the egress queue (FabricSwitch::EcnMarkingPoint), the first the default
+ECN_MARKING_POINTS = ("enqueue", "dequeue")
+#: receiver-driven admission defaults (HostNic::AdmissionChannels, AdmissionBufferBytes, AdmissionChunkBytes)
+DEFAULT_ADMISSION_CHANNELS, DEFAULT_ADMISSION_BUFFER_BYTES, DEFAULT_ADMISSION_CHUNK_BYTES = 2, 512 * 1024, 64 * 1024
+#: HostNic::AckIntervalBytes default: a QP window below it would never be opened by an ACK, in bytes
+DEFAULT_ACK_INTERVAL_BYTES = 64 * 1024
+
 
 def qualify_attribute(name: str) -> str:
     """``EgressPort::DataRate`` or ``ns3::EgressPort::DataRate`` → ``ns3::EgressPort::DataRate``."""
@@ -61,10 +91,46 @@ def transport_attributes(transport: str, *, dcqcn: bool = True, ib_cc: bool = Fa
     return attrs
 
 
+def mechanism_attributes(*, qps_per_connection: int = 1, ecmp_hash: str = "flow", routing: str = "ecmp",
+                         admission: bool = False, qp_window_bytes: int = 0,
+                         ecn_marking: str = "enqueue") -> dict[str, str]:
+    """ns-3 attributes of the transport options (module docstring) that differ from their defaults: none for
+    a plain run, so its attributes, and results, stay what they were before the options existed."""
+    for field, value, choices in (("network.ecmp_hash", ecmp_hash, ECMP_HASH_FIELDS),
+                                  ("network.routing", routing, ROUTINGS),
+                                  ("network.ecn_marking", ecn_marking, ECN_MARKING_POINTS)):
+        if value not in choices:
+            raise CosimInputError(field, f"unknown value {value!r}", f"choose one of {', '.join(choices)}")
+    attrs = {}
+    if qps_per_connection != 1:
+        attrs["HostNic::QueuePairsPerConnection"] = str(qps_per_connection)
+    if ecmp_hash != ECMP_HASH_FIELDS[0]:
+        attrs["FabricSwitch::EcmpHashFields"] = ecmp_hash
+    if routing != ROUTINGS[0]:
+        attrs["FabricSwitch::Routing"] = routing
+    if routing in REORDERING_ROUTINGS:
+        attrs["HostNic::ReorderTolerant"] = "true"
+    if admission:
+        attrs["HostNic::AdmissionEnabled"] = "true"
+    if qp_window_bytes:
+        attrs["HostNic::QpWindowBytes"] = str(qp_window_bytes)
+    if ecn_marking != ECN_MARKING_POINTS[0]:
+        attrs["FabricSwitch::EcnMarkingPoint"] = ecn_marking
+    return attrs
+
+
+def network_mechanisms(network) -> dict[str, str]:
+    """:func:`mechanism_attributes` of a NetworkSpec's transport options."""
+    return mechanism_attributes(qps_per_connection=network.qps_per_connection, ecmp_hash=network.ecmp_hash,
+                                routing=network.routing, admission=network.admission,
+                                qp_window_bytes=network.qp_window_bytes, ecn_marking=network.ecn_marking)
+
+
 def run_attributes(network, seed: int) -> dict[str, str]:
-    """All ns-3 attributes of one run on ``network`` (a NetworkSpec): the transport's settings, the ECMP
-    seed, then the user's ``attributes`` (--set), which win."""
+    """All ns-3 attributes of one run on ``network`` (a NetworkSpec): the transport's settings and options,
+    the ECMP seed, then the user's ``attributes`` (--set), which win."""
     attributes = transport_attributes(network.transport, dcqcn=network.dcqcn, ib_cc=network.ib_cc)
+    attributes |= network_mechanisms(network)
     attributes["FabricSwitch::EcmpSeed"] = str(seed)
     return attributes | dict(network.attributes)
 
@@ -79,12 +145,44 @@ RUN_SET_ATTRIBUTES = {
 }
 
 
-def check_attributes(transport: str, attributes) -> None:
+def _integer(attrs: dict[str, str], name: str, default: int) -> int | None:
+    """Attribute ``name`` (qualified) as an int: its value in ``attrs``, else ``default``; None if not an integer."""
+    value = attrs.get(name, str(default))
+    return int(value) if value.isdigit() else None
+
+
+def check_mechanisms(attrs: dict[str, str]) -> None:
+    """Reject transport-option settings (qualified attribute names → values, options and --set merged) that
+    cannot run: a QP window below one packet or below the ACK interval (no ACK would open it), admission
+    grants that are not whole packets, and per-packet routing without a receiver that tolerates reordering
+    (go-back-N would NAK nearly every packet; set HostNic::ReorderTolerant=false to study exactly that)."""
+    mtu = _integer(attrs, "ns3::HostNic::MtuBytes", DEFAULT_MTU_BYTES)
+    window = _integer(attrs, "ns3::HostNic::QpWindowBytes", 0)
+    ack = _integer(attrs, "ns3::HostNic::AckIntervalBytes", DEFAULT_ACK_INTERVAL_BYTES)
+    if window and mtu is not None and ack is not None and window < max(mtu, ack):
+        raise CosimInputError("HostNic::QpWindowBytes", f"a window of {window} B is below one packet ({mtu} B) or "
+                              f"the ACK interval ({ack} B): no ACK would ever open it",
+                              f"raise it to {max(mtu, ack)} B or more, or lower HostNic::AckIntervalBytes")
+    chunk = _integer(attrs, "ns3::HostNic::AdmissionChunkBytes", DEFAULT_ADMISSION_CHUNK_BYTES)
+    if attrs.get("ns3::HostNic::AdmissionEnabled") in ("true", "1") and chunk and mtu and chunk % mtu:
+        raise CosimInputError("HostNic::AdmissionChunkBytes", f"{chunk} B is not a whole number of packets "
+                              f"(MTU {mtu} B)", f"use a multiple of {mtu}, e.g. {max(1, chunk // mtu) * mtu}")
+    routing = attrs.get("ns3::FabricSwitch::Routing", ROUTINGS[0])
+    if routing in REORDERING_ROUTINGS and "ns3::HostNic::ReorderTolerant" not in attrs:
+        raise CosimInputError("FabricSwitch::Routing", f"{routing} routing reorders packets, and go-back-N "
+                              "receivers drop what arrives out of order",
+                              f'set network.routing = "{routing}" (it makes receivers tolerate reordering), or '
+                              "HostNic::ReorderTolerant explicitly")
+
+
+def check_attributes(transport: str, attributes, mechanisms: dict[str, str] | None = None) -> None:
     """Reject, before anything runs, the --set combinations that make no sense whatever the topology:
-    ECN Kmin above Kmax, and PFC headroom below one maximum packet (MTU + header of ``transport``). Values
-    that are not plain integers are left for the engine's own checks; 0 means "automatic"."""
+    ECN Kmin above Kmax, PFC headroom below one maximum packet (MTU + header of ``transport``), and the
+    transport options :func:`check_mechanisms` refuses (``mechanisms``: their attributes). Values that are
+    not plain integers are left for the engine's own checks; 0 means "automatic"."""
 
     attrs = {qualify_attribute(k): v for k, v in attributes}
+    check_mechanisms({qualify_attribute(k): v for k, v in (mechanisms or {}).items()} | attrs)
     for name, instead in RUN_SET_ATTRIBUTES.items():
         if qualify_attribute(name) in attrs:
             raise CosimInputError(name, "is set by the run itself, so this setting would be ignored",

@@ -36,7 +36,16 @@ hosts (``placement`` or ``hosts``), start offset, priority and loss class (:clas
     dp = 4
 
 ``transport = "both"`` expands into two Experiments named ``<name>-roce`` and ``<name>-ib`` (``roce`` and
-``ib`` without a name). :func:`to_document` gives the resolved document of one Experiment (every default
+``ib`` without a name). A ``[[variants]]`` array of tables expands a document into one Experiment per
+variant, named ``<name>-<variant name>``: each variant is a ``name`` and the fields it sets on the rest of
+the document (shorthands or dotted paths, as ``cosim run`` options and sweep points take them)::
+
+    [[variants]]
+    name = "pfc-only"
+    dcqcn = false
+    admission = true
+
+:func:`to_document` gives the resolved document of one Experiment (every default
 filled in), which :func:`to_toml` writes so that running it reproduces the run bit for bit.
 """
 
@@ -445,6 +454,8 @@ class Experiment:
 _SECTIONS = {"network": NetworkSpec, "telemetry": TelemetrySpec, "limits": LimitsSpec}
 _WORKLOADS = {"flows": FlowWorkload, "training": TrainingWorkload}
 _TOP = ("name", "description", "seed")
+#: the key of a document's variants (one Experiment each)
+_VARIANTS = "variants"
 
 
 def _spec_from_table(cls, table, where: str, *, skip=()):
@@ -481,13 +492,53 @@ def _table(doc: Mapping, key: str) -> dict:
     return dict(value)
 
 
+def _variant_fields(table: Mapping, prefix: str = "") -> dict:
+    """A variant's fields as with_overrides keys (tables such as ``attributes`` flattened to dotted keys)."""
+    out = {}
+    for key, value in table.items():
+        full = f"{prefix}{key}"
+        if full == "name":
+            continue
+        if isinstance(value, Mapping):
+            out |= _variant_fields(value, full + ".")
+        else:
+            resolve_path(full)  # a misspelt field fails here, where the error can name its variant
+            out[full] = value
+    return out
+
+
+def _expand_variants(doc: Mapping) -> list[Experiment]:
+    """The Experiments of a document with ``[[variants]]``: the rest of the document with each one's fields."""
+    variants = doc[_VARIANTS]
+    if not isinstance(variants, list) or not variants or not all(isinstance(x, Mapping) for x in variants):
+        raise CosimInputError(_VARIANTS, "must be a non-empty array of tables", "write each as [[variants]]")
+    base = {k: x for k, x in doc.items() if k != _VARIANTS}
+    out, seen = [], set()
+    for i, variant in enumerate(variants):
+        where = f"{_VARIANTS}[{i}]"
+        vname = v.RunName().convert(variant.get("name"), f"{where}.name")
+        if vname in seen:
+            raise CosimInputError(f"{where}.name", f"variant {vname!r} appears twice", "give each a distinct name")
+        seen.add(vname)
+        try:
+            fields = _variant_fields(variant)
+        except CosimInputError as exc:
+            raise CosimInputError(f"{where}.{exc.field}", exc.problem, exc.fix) from None
+        sub = with_overrides(base, fields)
+        sub["name"] = f"{base['name']}-{vname}" if base.get("name") else vname
+        out += _from_document(sub)
+    return out
+
+
 def _from_document(doc: Mapping) -> list[Experiment]:
     if not isinstance(doc, Mapping):
         raise CosimInputError("experiment", "must be a table of sections")
+    if _VARIANTS in doc:
+        return _expand_variants(doc)
     for key in doc:
         if key not in _TOP and key not in _SECTIONS and key not in ("workload", "workloads"):
-            raise CosimInputError(key, "unknown key", f"valid keys: {', '.join(_TOP)} and sections workload "
-                                  f"(or [[workloads]]), {', '.join(_SECTIONS)}")
+            raise CosimInputError(key, "unknown key", f"valid keys: {', '.join(_TOP)}, sections workload "
+                                  f"(or [[workloads]]), {', '.join(_SECTIONS)} and [[{_VARIANTS}]]")
     if "workload" in doc and "workloads" in doc:
         raise CosimInputError("workloads", "give either one [workload] or a list of [[workloads]], not both",
                               "move the [workload] table into [[workloads]]")
@@ -585,6 +636,9 @@ SHORTHANDS = {
     "hosts_per_leaf": "network.hosts_per_leaf", "spines": "network.spines",
     "oversubscription": "network.oversubscription", "link_gbps": "network.link_gbps",
     "link_delay_ns": "network.link_delay_ns", "dcqcn": "network.dcqcn", "ib_cc": "network.ib_cc",
+    "qps_per_connection": "network.qps_per_connection", "ecmp_hash": "network.ecmp_hash",
+    "routing": "network.routing", "admission": "network.admission", "qp_window_bytes": "network.qp_window_bytes",
+    "ecn_marking": "network.ecn_marking",
     "pattern": "workload.pattern", "flow_bytes": "workload.flow_bytes", "trace": "workload.trace",
     "iterations": "workload.iterations", "chunk_bytes": "workload.chunk_bytes",
     "algorithm": "workload.algorithm", "queue_sample_interval_ns": "telemetry.queue_sample_interval_ns",

@@ -127,7 +127,7 @@ ValueProblem(const std::string& path, const TypeId::AttributeInformation& info, 
                    value;
         }
     }
-    if (const auto* time = dynamic_cast<const TimeValue*>(PeekPointer(parsed)); time && time->Get().IsNegative())
+    if (const auto* time = dynamic_cast<const TimeValue*>(PeekPointer(parsed)); time && time->Get().IsStrictlyNegative())
     {
         return path + " must not be negative, got " + value;
     }
@@ -830,6 +830,12 @@ ReaderOf(Counter c)
         return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetNaksSent()); }, C::SUM};
     case Counter::TIMEOUTS:
         return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetTimeouts()); }, C::SUM};
+    case Counter::REORDERED_PACKETS:
+        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetReorderedPackets()); }, C::SUM};
+    case Counter::ADMISSION_GRANTS:
+        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetGrantsSent()); }, C::SUM};
+    case Counter::PEAK_QP_INFLIGHT_BYTES:
+        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetPeakInflightBytes()); }, C::MAX};
     }
     throw std::invalid_argument("unknown counter code " + std::to_string(int(c)));
 }

@@ -67,10 +67,13 @@ enum class Counter : uint8_t
     RETRANSMITTED_PACKETS = 11,   ///< data packets senders resent after a go-back-N rewind (NAK or timeout)
     NAKS_SENT = 12,               ///< go-back-N NAKs (PSN sequence errors) sent by receivers
     TIMEOUTS = 13,                ///< retransmission timeouts of senders
+    REORDERED_PACKETS = 14,       ///< data packets reorder-tolerant receivers held beyond a gap
+    ADMISSION_GRANTS = 15,        ///< clear-to-send grants receivers sent (receiver-driven admission)
+    PEAK_QP_INFLIGHT_BYTES = 16,  ///< most payload a QP had unacknowledged (tracked with a QP window), in bytes
 };
 
 /// Number of Counter values.
-constexpr uint32_t kNumCounters = 14;
+constexpr uint32_t kNumCounters = 17;
 
 /// Name of each Counter, as GetCounter accepts it and Python stores it, indexed by the Counter value.
 inline constexpr const char* kCounterNames[kNumCounters] = {
@@ -88,6 +91,9 @@ inline constexpr const char* kCounterNames[kNumCounters] = {
     "retransmitted_packets",
     "naks_sent",
     "timeouts",
+    "reordered_packets",
+    "admission_grants",
+    "peak_qp_inflight_bytes",
 };
 
 } // namespace cosim

@@ -25,6 +25,8 @@ enum class PacketKind : uint8_t
     CNP = 2,   ///< congestion notification packet (DCQCN)
     PAUSE = 3, ///< PFC PAUSE frame (aux: quanta; priority: the class paused)
     CREDIT = 4, ///< InfiniBand flow-control packet (aux: 64-byte blocks freed; priority: the VL)
+    REQUEST = 5, ///< receiver-driven admission: a sender asks to send its flow (seqBytes: the flow's size)
+    GRANT = 6,   ///< receiver-driven admission: clear-to-send up to payload offset seqBytes of the flow
 };
 
 /// Bytes per InfiniBand flow-control credit.
@@ -56,6 +58,7 @@ struct FabricPacket
     uint32_t hopCount;     ///< links traversed so far
     uint32_t aux;          ///< PAUSE: pause time in quanta of 512 bit times (0 = resume)
     uint16_t ingressPort;  ///< at a switch: the port the packet arrived on (for buffer accounting)
+    uint16_t qp;           ///< queue-pair index of its flow between its two hosts (FlowTable::qp; ECMP hash field)
     uint8_t bufferClass;   ///< at a switch: which part of the ingress buffer holds it (SharedBufferMmu)
     PacketKind kind;       ///< what the packet carries
     uint8_t priority;      ///< priority / traffic class, 0..kNumPriorities-1

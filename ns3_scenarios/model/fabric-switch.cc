@@ -1,11 +1,13 @@
 #include "fabric-switch.h"
 
+#include "adaptive-router.h"
 #include "egress-port.h"
 #include "packet-pool.h"
 
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
 #include "ns3/double.h"
+#include "ns3/enum.h"
 #include "ns3/pointer.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -19,18 +21,6 @@ NS_OBJECT_ENSURE_REGISTERED(FabricSwitch);
 
 namespace
 {
-/// 64-bit finalizer of MurmurHash3: cheap and well mixed, so consecutive flow ids spread evenly.
-inline uint64_t
-Mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 /// ECN thresholds given for 25 Gbps, scaled linearly with the port rate (DCQCN deployment practice).
 constexpr double kKminBytesPer25G = 100e3;
 constexpr double kKmaxBytesPer25G = 400e3;
@@ -49,6 +39,40 @@ FabricSwitch::GetTypeId()
                           UintegerValue(0),
                           MakeUintegerAccessor(&FabricSwitch::m_ecmpSeed),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("Routing",
+                          "Choice among a destination's equal-cost egress ports: ecmp (per-flow hash of "
+                          "EcmpHashFields), pinned (destination node id mod the number of ports: a static "
+                          "flow-to-uplink map), flowlet (a flow keeps its port until a gap above "
+                          "FlowletTimeout, then takes the least-loaded one), adaptive (every packet takes the "
+                          "least-loaded port, fewest bytes queued; receivers need HostNic::ReorderTolerant) or "
+                          "spray (packets take the ports in turn; RoCE packet spraying, same receiver need).",
+                          EnumValue(Routing::ECMP),
+                          MakeEnumAccessor<Routing>(&FabricSwitch::m_routing),
+                          MakeEnumChecker(Routing::ECMP, "ecmp", Routing::PINNED, "pinned", Routing::FLOWLET,
+                                          "flowlet", Routing::ADAPTIVE, "adaptive", Routing::SPRAY, "spray"))
+            .AddAttribute("EcmpHashFields",
+                          "Packet fields the ECMP hash covers (Routing ecmp and flowlet): flow (each flow, "
+                          "i.e. each message, hashes alone: more entropy than real NICs give), five-tuple "
+                          "(source and destination host, one UDP source port per host pair: all queue pairs "
+                          "of a host pair share a path) or five-tuple-qp (plus the destination queue pair, "
+                          "enhanced ECMP: see HostNic::QueuePairsPerConnection).",
+                          EnumValue(EcmpHashFields::FLOW),
+                          MakeEnumAccessor<EcmpHashFields>(&FabricSwitch::m_hashFields),
+                          MakeEnumChecker(EcmpHashFields::FLOW, "flow", EcmpHashFields::FIVE_TUPLE, "five-tuple",
+                                          EcmpHashFields::FIVE_TUPLE_QP, "five-tuple-qp"))
+            .AddAttribute("FlowletTimeout",
+                          "Routing flowlet: a gap between two packets of a flow longer than this ends its "
+                          "flowlet, and the next packet may take another port (time). Reordering-free when it "
+                          "exceeds the largest difference of path delays.",
+                          TimeValue(MicroSeconds(10)),
+                          MakeTimeAccessor(&FabricSwitch::m_flowletTimeout),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("FlowletTableEntries",
+                          "Routing flowlet: buckets of the switch's flowlet table, indexed by ECMP hash "
+                          "(flows sharing a bucket end each other's flowlets), in entries.",
+                          UintegerValue(4096),
+                          MakeUintegerAccessor(&FabricSwitch::m_flowletEntries),
+                          MakeUintegerChecker<uint32_t>(1, 1 << 24))
             .AddAttribute("PauseQuanta",
                           "Pause time carried by an XOFF frame, in quanta of 512 bit times; XOFF is "
                           "refreshed every half of it while it holds.",
@@ -78,6 +102,15 @@ FabricSwitch::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&FabricSwitch::m_ecnEnabled),
                           MakeBooleanChecker())
+            .AddAttribute("EcnMarkingPoint",
+                          "When a data packet is ECN/FECN-marked by the egress queue length: enqueue (as it "
+                          "joins the queue, by the bytes ahead of it) or dequeue (as it leaves for the wire, "
+                          "by the bytes behind it, as the HPCC-derived ns-3 models mark: the signal is "
+                          "fresher by the queue's drain time).",
+                          EnumValue(EcnMarkingPoint::ENQUEUE),
+                          MakeEnumAccessor<EcnMarkingPoint>(&FabricSwitch::m_ecnPoint),
+                          MakeEnumChecker(EcnMarkingPoint::ENQUEUE, "enqueue", EcnMarkingPoint::DEQUEUE,
+                                          "dequeue"))
             .AddAttribute("EcnKminBytes",
                           "Egress queue length where marking starts, in bytes (0 = 100 KB per 25 Gbps "
                           "of the port's rate).",
@@ -132,6 +165,13 @@ FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
                " B): set it to 0 (automatic) or at least " + std::to_string(maxPacketBytes);
     }
     SetupEcnThresholds();
+    m_markAtEnqueue = m_ecnEnabled && m_ecnPoint == EcnMarkingPoint::ENQUEUE;
+    m_markAtDequeue = m_ecnEnabled && m_ecnPoint == EcnMarkingPoint::DEQUEUE;
+    m_flowletTimeoutPs = m_flowletTimeout.GetTimeStep();
+    if (m_routing == Routing::FLOWLET)
+    {
+        m_flowlets.Resize(m_flowletEntries);
+    }
     m_refresh.resize(m_ports.size());
     // The switch obeys the flow control of its links, which all run the same (the LinkFlowControl default).
     m_flowControl = m_ports.empty() ? EgressPort::FlowControl::PFC : m_ports[0]->GetFlowControl();
@@ -218,17 +258,46 @@ FabricSwitch::AssignStreams(int64_t stream)
 }
 
 uint32_t
-FabricSwitch::SelectPort(uint64_t flowId, uint32_t dst) const
+FabricSwitch::SelectPort(const FabricPacket& p)
 {
-    const uint32_t begin = m_routeStart[dst];
-    const uint32_t count = m_routeStart[dst + 1] - begin;
-    NS_ABORT_MSG_IF(count == 0, "switch " << m_nodeId << " has no route to node " << dst);
+    const uint32_t begin = m_routeStart[p.dst];
+    const uint32_t count = m_routeStart[p.dst + 1] - begin;
+    NS_ABORT_MSG_IF(count == 0, "switch " << m_nodeId << " has no route to node " << p.dst);
+    const uint16_t* candidates = &m_routePorts[begin];
     if (count == 1)
     {
-        return m_routePorts[begin];
+        return candidates[0];
     }
-    const uint64_t h = Mix64(flowId * 0x9e3779b97f4a7c15ULL ^ (uint64_t(m_ecmpSeed) << 32 | m_nodeId));
-    return m_routePorts[begin + h % count];
+    const uint64_t salt = uint64_t(m_ecmpSeed) << 32 | m_nodeId;
+    switch (m_routing)
+    {
+    case Routing::ECMP:
+        return candidates[EcmpHash(p, m_hashFields, salt) % count];
+    case Routing::PINNED:
+        return candidates[p.dst % count];
+    case Routing::FLOWLET:
+        return SelectFlowletPort(p, candidates, count, EcmpHash(p, m_hashFields, salt));
+    case Routing::ADAPTIVE:
+        return AdaptiveRouter::LeastLoaded(candidates, count, EcmpHash(p, m_hashFields, salt) % count, m_ports);
+    case Routing::SPRAY:
+        return candidates[m_sprayNext++ % count];
+    }
+    NS_ABORT_MSG("unknown FabricSwitch::Routing " << int(m_routing));
+    return candidates[0];
+}
+
+uint32_t
+FabricSwitch::SelectFlowletPort(const FabricPacket& p, const uint16_t* candidates, uint32_t count, uint64_t hash)
+{
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int32_t ongoing = m_flowlets.Continue(hash, nowPs, m_flowletTimeoutPs);
+    if (ongoing >= 0)
+    {
+        return uint32_t(ongoing);
+    }
+    const uint32_t port = AdaptiveRouter::LeastLoaded(candidates, count, hash % count, m_ports);
+    m_flowlets.Start(hash, nowPs, uint16_t(port));
+    return port;
 }
 
 double
@@ -267,9 +336,11 @@ FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
     case PacketKind::DATA:
     case PacketKind::ACK:
     case PacketKind::CNP:
+    case PacketKind::REQUEST:
+    case PacketKind::GRANT:
         break;
     }
-    const uint32_t out = SelectPort(p->flowId, p->dst);
+    const uint32_t out = SelectPort(*p);
     switch (m_flowControl)
     {
     case EgressPort::FlowControl::PFC:
@@ -302,17 +373,36 @@ FabricSwitch::ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t o
     MarkAndEnqueue(p, out);
 }
 
+// Inlined into both marking points: an out-of-line call per packet-hop costs ~0.4% of the packet path.
+inline __attribute__((always_inline)) void
+FabricSwitch::MarkByQueue(FabricPacket* p, uint32_t port)
+{
+    if (p->kind == PacketKind::DATA && !p->ecnMarked)
+    {
+        const double prob = MarkProbability(port, m_ports[port]->GetQueueBytes(p->priority));
+        if (prob > 0 && (prob >= 1 || m_uniform->GetValue() < prob))
+        {
+            p->ecnMarked = true;
+            ++m_ecnMarks;
+        }
+    }
+}
+
 void
 FabricSwitch::MarkAndEnqueue(FabricPacket* p, uint32_t out)
 {
     // ECN for DCQCN on RoCE, FECN for IB congestion control: the same marker on the egress queue.
-    if (m_ecnEnabled && p->kind == PacketKind::DATA && !p->ecnMarked &&
-        DecideMark(out, m_ports[out]->GetQueueBytes(p->priority)))
+    if (m_markAtEnqueue)
     {
-        p->ecnMarked = true;
-        ++m_ecnMarks;
+        MarkByQueue(p, out);
     }
     m_ports[out]->Enqueue(p);
+}
+
+void
+FabricSwitch::MarkOnDequeue(FabricPacket* p, uint32_t port)
+{
+    MarkByQueue(p, port); // the packet has left its queue: what it sees is the queue behind it
 }
 
 void
@@ -332,8 +422,12 @@ FabricSwitch::ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out)
 }
 
 void
-FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t /*port*/)
+FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t port)
 {
+    if (m_markAtDequeue)
+    {
+        MarkOnDequeue(p, port);
+    }
     switch (m_flowControl)
     {
     case EgressPort::FlowControl::PFC:

@@ -1,13 +1,16 @@
 /**
  * @file
  * @ingroup cosim
- * An output-queued switch with a shared-buffer MMU, PFC, RED/ECN marking and per-flow ECMP.
+ * An output-queued switch with a shared-buffer MMU, PFC, RED/ECN marking and a choice of routing among
+ * equal-cost ports (ECMP hashing, static pinning, flowlets, adaptive, spraying).
  */
 #ifndef COSIM_FABRIC_SWITCH_H
 #define COSIM_FABRIC_SWITCH_H
 
+#include "ecmp-hash.h"
 #include "egress-port.h"
 #include "fabric-node.h"
+#include "flowlet-table.h"
 #include "shared-buffer-mmu.h"
 
 #include "ns3/event-id.h"
@@ -28,11 +31,21 @@ namespace ns3
  * buffer accounting (SharedBufferMmu) with PFC, and ECN marking on egress queue length.
  *
  * The table is CSR: the candidates for destination node d are m_routePorts[m_routeStart[d] ..
- * m_routeStart[d+1]). A flow always takes the same candidate (hash of flow id, node and EcmpSeed), so
- * packets of a flow stay in order and distinct flows can collide on a port, as in real fabrics.
+ * m_routeStart[d+1]). Routing picks one of them per packet:
+ * - ecmp (default): a hash of the EcmpHashFields, the node and EcmpSeed, so a flow always takes the same
+ *   candidate, its packets stay in order and distinct flows can collide on a port, as in real fabrics;
+ * - pinned: candidate (destination node id mod count), a static flow-to-uplink map (InfiniBand's
+ *   destination-mod-k fat-tree routing);
+ * - flowlet: a flow keeps its port while its packets come closer than FlowletTimeout; after a longer gap
+ *   the next one takes the least-loaded candidate;
+ * - adaptive: every packet takes the least-loaded candidate (fewest bytes queued; the hashed one wins
+ *   ties), as InfiniBand adaptive routing does; receivers must tolerate reordering;
+ * - spray: packets take the candidates in turn whatever their load (RoCE packet spraying).
  *
- * ECN (the DCQCN congestion point): a data packet joining an egress queue of q bytes is marked with
- * probability 0 below Kmin, EcnPmax x (q - Kmin) / (Kmax - Kmin) between, 1 above Kmax.
+ * ECN (the DCQCN congestion point): a data packet seeing an egress queue of q bytes is marked with
+ * probability 0 below Kmin, EcnPmax x (q - Kmin) / (Kmax - Kmin) between, 1 above Kmax. EcnMarkingPoint
+ * says when it sees the queue: as it joins it (enqueue, q before it) or as it leaves it for the wire
+ * (dequeue, q behind it, as the HPCC-derived ns-3 models do).
  */
 class FabricSwitch : public FabricNode
 {
@@ -64,8 +77,31 @@ class FabricSwitch : public FabricNode
     void Receive(FabricPacket* p, uint32_t inPort) override;
     void TransmitStarted(FabricPacket* p, uint32_t port) override;
 
-    /// @return the egress port a packet of flow @p flowId to node @p dst takes
-    uint32_t SelectPort(uint64_t flowId, uint32_t dst) const;
+    /// How the switch chooses among equal-cost egress ports (the Routing attribute).
+    enum class Routing : uint8_t
+    {
+        ECMP = 0,     ///< per-flow hash of the EcmpHashFields
+        PINNED = 1,   ///< static: destination node id mod the number of candidates
+        FLOWLET = 2,  ///< per flowlet: least loaded after a gap above FlowletTimeout
+        ADAPTIVE = 3, ///< per packet: least loaded
+        SPRAY = 4,    ///< per packet: round robin
+    };
+
+    /// Where ECN marking reads the egress queue (the EcnMarkingPoint attribute).
+    enum class EcnMarkingPoint : uint8_t
+    {
+        ENQUEUE = 0, ///< when the packet joins the queue (the queue ahead of it)
+        DEQUEUE = 1, ///< when it leaves the queue for the wire (the queue behind it)
+    };
+
+    /// @return the egress port @p p takes (spraying, flowlets: updates their state)
+    uint32_t SelectPort(const FabricPacket& p);
+
+    /// @return flowlets started (Routing flowlet)
+    uint64_t GetFlowlets() const
+    {
+        return m_flowlets.GetFlowlets();
+    }
 
     /// @return the ECN marking probability for a queue of @p queueBytes on port @p port
     double MarkProbability(uint32_t port, uint64_t queueBytes) const;
@@ -116,8 +152,14 @@ class FabricSwitch : public FabricNode
     std::string SetupSharedBuffer(uint32_t maxPacketBytes);
     /// Credit mode: size the input lanes; @return an empty string, or why a packet cannot fit.
     std::string SetupLanes(uint32_t maxPacketBytes);
-    /// Mark @p p (ECN or FECN) by the queue it joins on @p out, then queue it there.
+    /// Mark @p p (ECN or FECN) by the queue it joins on @p out (marking at enqueue), then queue it there.
     void MarkAndEnqueue(FabricPacket* p, uint32_t out);
+    /// Mark @p p (a data packet not yet marked) by the queue of its priority on @p port, as DecideMark would.
+    void MarkByQueue(FabricPacket* p, uint32_t port);
+    /// Marking at dequeue: mark @p p by the queue it leaves behind on @p port.
+    void MarkOnDequeue(FabricPacket* p, uint32_t port);
+    /// Routing flowlet: the port of @p p among @p count @p candidates (@p hash: its ECMP hash).
+    uint32_t SelectFlowletPort(const FabricPacket& p, const uint16_t* candidates, uint32_t count, uint64_t hash);
     /// PFC: admit @p p to the shared buffer of @p inPort (pausing the sender if due) and queue it on @p out.
     void ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t out);
     /// PFC: @p p left for the wire: free its shared-buffer share and resume paused senders it allows.
@@ -136,6 +178,13 @@ class FabricSwitch : public FabricNode
     std::vector<uint32_t> m_routeStart; ///< CSR offsets into m_routePorts, per destination node
     std::vector<uint16_t> m_routePorts; ///< equal-cost egress ports
     uint32_t m_ecmpSeed{0};             ///< perturbs the ECMP hash (per run)
+    Routing m_routing{Routing::ECMP};   ///< choice among equal-cost ports
+    EcmpHashFields m_hashFields{EcmpHashFields::FLOW}; ///< what the ECMP hash covers
+    uint64_t m_sprayNext{0};            ///< spraying: packets sprayed so far (round-robin cursor)
+    Time m_flowletTimeout;              ///< flowlet: gap that ends a flowlet
+    int64_t m_flowletTimeoutPs{0};      ///< m_flowletTimeout in ps
+    uint32_t m_flowletEntries{4096};    ///< flowlet: buckets of the flowlet table
+    FlowletTable m_flowlets;            ///< flowlet: current flowlets
 
     EgressPort::FlowControl m_flowControl{EgressPort::FlowControl::PFC}; ///< of every link (SetupBuffers)
     Ptr<SharedBufferMmu> m_mmu;            ///< ingress accounting and PFC decisions
@@ -151,6 +200,9 @@ class FabricSwitch : public FabricNode
     std::vector<std::pair<uint32_t, uint8_t>> m_xoffed;         ///< (port, priority) pairs in XOFF
 
     bool m_ecnEnabled{true};                 ///< mark ECN at all
+    EcnMarkingPoint m_ecnPoint{EcnMarkingPoint::ENQUEUE}; ///< when a packet sees the queue it is marked by
+    bool m_markAtEnqueue{true};              ///< m_ecnEnabled and marking at enqueue (SetupBuffers)
+    bool m_markAtDequeue{false};             ///< m_ecnEnabled and marking at dequeue (SetupBuffers)
     uint64_t m_kminBytes{0};                 ///< Kmin, in bytes (0 = 100 KB per 25 Gbps of port rate)
     uint64_t m_kmaxBytes{0};                 ///< Kmax, in bytes (0 = 400 KB per 25 Gbps of port rate)
     double m_pmax{0.2};                      ///< marking probability at Kmax

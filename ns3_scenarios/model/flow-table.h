@@ -31,6 +31,7 @@ struct FlowTable
     std::vector<uint64_t> sentBytes;   ///< next payload byte the sender puts on the wire (go-back-N rewinds it), in bytes
     std::vector<uint64_t> rcvdBytes;   ///< payload delivered to the receiver, in bytes
     std::vector<uint8_t> priority;     ///< priority class of the flow's data packets
+    std::vector<uint16_t> qp;          ///< queue pair the flow's messages use towards dst (HostNic::QueuePairsPerConnection)
     uint64_t completed{0};             ///< flows whose last byte arrived
     Callback<void, uint64_t> onFinish; ///< called with the flow id when a flow completes (may be null)
 
@@ -51,6 +52,7 @@ struct FlowTable
         sentBytes.push_back(0);
         rcvdBytes.push_back(0);
         priority.push_back(prio);
+        qp.push_back(0);
         return src.size() - 1;
     }
 };

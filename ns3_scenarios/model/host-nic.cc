@@ -115,6 +115,53 @@ HostNic::GetTypeId()
                           TimeValue(MilliSeconds(4)),
                           MakeTimeAccessor(&HostNic::m_retransmitTimeout),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("QueuePairsPerConnection",
+                          "QP scaling: queue pairs a NIC spreads the flows (messages) to one destination host "
+                          "over, round robin in start order, as collective libraries do (NCCL_IB_QPS_PER_"
+                          "CONNECTION); a flow's index is in its packets, for FabricSwitch::EcmpHashFields "
+                          "five-tuple-qp (dimensionless, 1 = one QP per host pair).",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&HostNic::m_qpsPerConnection),
+                          MakeUintegerChecker<uint32_t>(1, 65535))
+            .AddAttribute("QpWindowBytes",
+                          "Per-QP window: payload a queue pair may have sent and not yet acknowledged, in bytes "
+                          "(0 = no window). One bandwidth-delay product keeps a lone flow at line rate while "
+                          "bounding incast queues; at least MtuBytes and AckIntervalBytes (ACKs free it).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&HostNic::m_windowBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("ReorderTolerant",
+                          "The receiver places data packets that arrive beyond a gap and counts them delivered "
+                          "once the gap fills (InfiniBand with adaptive routing, RoCE NICs for packet "
+                          "spraying), instead of dropping them and NAKing the gap (go-back-N).",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&HostNic::m_reorderTolerant),
+                          MakeBooleanChecker())
+            .AddAttribute("AdmissionEnabled",
+                          "Receiver-driven admission: a flow sends only what its receiver cleared it to send. "
+                          "It starts with a REQUEST; the receiver answers with GRANTs of AdmissionChunkBytes "
+                          "each (ACK-sized, at ControlPriority) while the payload granted and not yet arrived, "
+                          "over all its senders, stays within AdmissionChannels x AdmissionBufferBytes.",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&HostNic::m_admission),
+                          MakeBooleanChecker())
+            .AddAttribute("AdmissionChannels",
+                          "Admission: channels of a receiver (dimensionless); its in-flight budget is "
+                          "AdmissionChannels x AdmissionBufferBytes.",
+                          UintegerValue(2),
+                          MakeUintegerAccessor(&HostNic::m_admissionChannels),
+                          MakeUintegerChecker<uint32_t>(1, 1024))
+            .AddAttribute("AdmissionBufferBytes",
+                          "Admission: receive buffer per channel, in bytes (the collective library's buffer).",
+                          UintegerValue(512 * 1024),
+                          MakeUintegerAccessor(&HostNic::m_admissionBufferBytes),
+                          MakeUintegerChecker<uint64_t>(1))
+            .AddAttribute("AdmissionChunkBytes",
+                          "Admission: payload one clear-to-send allows, in bytes (a buffer slot: buffer / 8 "
+                          "steps by default); a multiple of MtuBytes.",
+                          UintegerValue(64 * 1024),
+                          MakeUintegerAccessor(&HostNic::m_admissionChunkBytes),
+                          MakeUintegerChecker<uint64_t>(1))
             .AddTraceSource("FlowFinish",
                             "The last payload byte of a flow arrived at this NIC (argument: flow id).",
                             MakeTraceSourceAccessor(&HostNic::m_flowFinishTrace),
@@ -258,16 +305,57 @@ HostNic::StartFlow(uint64_t flowId)
         FinishFlow(flowId);
         return;
     }
+    NS_ABORT_MSG_IF(m_windowBytes != 0 && (m_windowBytes < m_mtuBytes || m_windowBytes < m_acks.GetIntervalBytes()),
+                    "HostNic::QpWindowBytes " << m_windowBytes << " B is below MtuBytes or AckIntervalBytes: no "
+                    "ACK would ever open it");
+    NS_ABORT_MSG_IF(m_admission && m_admissionChunkBytes % m_mtuBytes != 0,
+                    "HostNic::AdmissionChunkBytes " << m_admissionChunkBytes << " B is not a multiple of MtuBytes");
+    if (m_qpsPerConnection > 1)
+    {
+        AssignQueuePair(flowId);
+    }
     QueuePair qp{};
     qp.flowId = flowId;
     qp.cc = m_dcqcnAlgo->Initial(LineRateBps());
+    qp.grantedBytes = m_admission ? 0 : kNoSendLimit;
+    UpdateSendLimit(qp);
     m_qpOf[flowId] = static_cast<uint32_t>(m_qps.size());
     m_active.push_back(static_cast<uint32_t>(m_qps.size()));
     m_qps.push_back(qp);
     ++m_activeAtPrio[m_flows->priority[flowId]];
     m_gbnTx.SetTimeoutPs(m_retransmitTimeout.GetTimeStep());
     m_rtoOn = m_gbnTx.GetTimeoutPs() > 0 && m_ports[0]->GetFlowControl() != EgressPort::FlowControl::CREDIT;
+    if (m_admission)
+    {
+        SendControl(PacketKind::REQUEST, flowId, m_flows->dst[flowId], m_flows->sizeBytes[flowId]);
+    }
     m_ports[0]->Wake();
+}
+
+void
+HostNic::AssignQueuePair(uint64_t flowId)
+{
+    uint16_t& next = m_nextQp[m_flows->dst[flowId]];
+    m_flows->qp[flowId] = next;
+    next = uint16_t((next + 1u) % m_qpsPerConnection);
+}
+
+void
+HostNic::UpdateSendLimit(QueuePair& qp) const
+{
+    qp.limitBytes = qp.grantedBytes;
+    if (m_windowBytes != 0)
+    {
+        qp.limitBytes = std::min(qp.limitBytes, qp.gbn.ackedBytes + m_windowBytes);
+    }
+}
+
+bool
+HostNic::WithinSendLimit(const QueuePair& qp) const
+{
+    const uint64_t sent = m_flows->sentBytes[qp.flowId];
+    const uint64_t left = m_flows->sizeBytes[qp.flowId] - sent;
+    return sent + std::min<uint64_t>(left, m_mtuBytes) <= qp.limitBytes;
 }
 
 FabricPacket*
@@ -288,6 +376,10 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
         {
             continue;
         }
+        if (qp.limitBytes != kNoSendLimit && !WithinSendLimit(qp))
+        {
+            continue; // held back by its grant or window until a GRANT or an ACK arrives
+        }
         if (qp.nextSendPs > nowPs)
         {
             earliestPs = std::min(earliestPs, qp.nextSendPs);
@@ -296,6 +388,11 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
         FabricPacket* p = MakeDataPacket(qp.flowId);
         ChargeRate(qp, *p, nowPs);
         NoteSent(qp, *p, nowPs);
+        if (m_windowBytes != 0)
+        {
+            m_peakInflightBytes =
+                std::max(m_peakInflightBytes, m_flows->sentBytes[qp.flowId] + p->payloadBytes - qp.gbn.ackedBytes);
+        }
         Advance(qp, idx, *p);
         return p;
     }
@@ -319,6 +416,7 @@ HostNic::MakeDataPacket(uint64_t flowId)
     p->wireBytes = payload + m_headerBytes;
     p->kind = PacketKind::DATA;
     p->priority = m_flows->priority[flowId];
+    p->qp = m_flows->qp[flowId];
     return p;
 }
 
@@ -415,6 +513,7 @@ HostNic::SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seq
     c->aux = aux;
     c->wireBytes = m_ackBytes;
     c->priority = m_controlPriority;
+    c->qp = m_flows->qp[flowId];
     m_ports[0]->Enqueue(c);
 }
 
@@ -450,6 +549,12 @@ HostNic::Receive(FabricPacket* p, uint32_t inPort)
     case PacketKind::CNP:
         OnCnp(*p);
         break;
+    case PacketKind::REQUEST:
+        OnRequest(*p);
+        break;
+    case PacketKind::GRANT:
+        OnGrant(*p);
+        break;
     }
     Consume(p, inPort);
 }
@@ -465,6 +570,24 @@ HostNic::Consume(FabricPacket* p, uint32_t inPort)
     m_pool->Release(p);
 }
 
+// Inlined into both receive paths: the in-order one runs per data packet.
+inline __attribute__((always_inline)) void
+HostNic::DeliverInOrder(uint64_t flowId, uint32_t src, uint64_t bytes)
+{
+    const uint64_t rcvd = (m_flows->rcvdBytes[flowId] += bytes);
+    NS_ASSERT_MSG(rcvd <= m_flows->sizeBytes[flowId], "flow " << flowId << " received more than its size");
+    const bool last = rcvd == m_flows->sizeBytes[flowId];
+    if (m_acks.OnData(flowId, uint32_t(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max())), last))
+    {
+        SendControl(PacketKind::ACK, flowId, src, rcvd);
+    }
+    if (last)
+    {
+        m_np.Forget(flowId);
+        FinishFlow(flowId);
+    }
+}
+
 void
 HostNic::OnData(const FabricPacket& p)
 {
@@ -474,6 +597,11 @@ HostNic::OnData(const FabricPacket& p)
     {
         OnMarked(p, nowPs); // congestion is signalled whether or not the packet is delivered
     }
+    if (m_reorderTolerant)
+    {
+        OnDataAnyOrder(p, nowPs);
+        return;
+    }
     const uint64_t expected = m_flows->rcvdBytes[flowId];
     const GoBackNReceiver::Verdict verdict = m_gbnRx.OnData(flowId, p.seqBytes, expected);
     if (verdict != GoBackNReceiver::Verdict::DELIVER)
@@ -482,17 +610,82 @@ HostNic::OnData(const FabricPacket& p)
         return;
     }
     ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
-    const uint64_t rcvd = (m_flows->rcvdBytes[flowId] += p.payloadBytes);
-    NS_ASSERT_MSG(rcvd <= m_flows->sizeBytes[flowId], "flow " << flowId << " received more than its size");
-    const bool last = rcvd == m_flows->sizeBytes[flowId];
-    if (m_acks.OnData(flowId, p.payloadBytes, last))
+    DeliverInOrder(flowId, p.src, p.payloadBytes);
+    if (m_admission)
     {
-        SendControl(PacketKind::ACK, flowId, p.src, rcvd);
+        AdmitArrived(p.payloadBytes);
     }
-    if (last)
+}
+
+void
+HostNic::OnDataAnyOrder(const FabricPacket& p, int64_t nowPs)
+{
+    const uint64_t flowId = p.flowId;
+    const uint64_t expected = m_flows->rcvdBytes[flowId];
+    switch (m_reorder.OnData(flowId, p.seqBytes, expected, m_mtuBytes))
     {
-        m_np.Forget(flowId);
-        FinishFlow(flowId);
+    case ReorderBuffer::Verdict::DUPLICATE:
+        SendControl(PacketKind::ACK, flowId, p.src, expected); // the sender went back: tell it where we are
+        return;
+    case ReorderBuffer::Verdict::HELD:
+        ++m_reorderedPackets;
+        ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
+        break;
+    case ReorderBuffer::Verdict::IN_ORDER: {
+        ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
+        const uint64_t held = m_reorder.TakeHeld(flowId, expected + p.payloadBytes, m_mtuBytes);
+        const uint64_t left = m_flows->sizeBytes[flowId] - expected;
+        DeliverInOrder(flowId, p.src, std::min<uint64_t>(p.payloadBytes + held * m_mtuBytes, left));
+        break;
+    }
+    }
+    if (m_admission)
+    {
+        AdmitArrived(p.payloadBytes);
+    }
+}
+
+void
+HostNic::AdmitArrived(uint64_t bytes)
+{
+    m_cts.Arrived(bytes);
+    GrantWhatFits();
+}
+
+void
+HostNic::GrantWhatFits()
+{
+    uint64_t flowId = 0;
+    uint64_t grantedTo = 0;
+    while (m_cts.NextGrant(&flowId, &grantedTo))
+    {
+        ++m_grantsSent;
+        SendControl(PacketKind::GRANT, flowId, m_flows->src[flowId], grantedTo);
+    }
+}
+
+void
+HostNic::OnRequest(const FabricPacket& p)
+{
+    m_cts.Configure(uint64_t(m_admissionChannels) * m_admissionBufferBytes, m_admissionChunkBytes);
+    m_cts.Request(p.flowId, p.seqBytes);
+    GrantWhatFits();
+}
+
+void
+HostNic::OnGrant(const FabricPacket& p)
+{
+    auto it = m_qpOf.find(p.flowId);
+    if (it == m_qpOf.end())
+    {
+        return;
+    }
+    QueuePair& qp = m_qps[it->second];
+    if (p.seqBytes > qp.grantedBytes)
+    {
+        qp.grantedBytes = p.seqBytes;
+        UpdateSendLimit(qp);
+        m_ports[0]->Wake();
     }
 }
 
@@ -532,9 +725,9 @@ HostNic::OnAck(const FabricPacket& p)
 {
     ++m_acksReceived;
     const bool nak = p.aux == uint32_t(AckSyndrome::NAK);
-    if (!nak && !m_rtoOn)
+    if (!nak && !m_rtoOn && m_windowBytes == 0)
     {
-        return; // only the retransmission timer needs to know what was acknowledged
+        return; // only the retransmission timer and the window need to know what was acknowledged
     }
     auto it = m_qpOf.find(p.flowId);
     if (it == m_qpOf.end())
@@ -549,6 +742,11 @@ HostNic::OnAck(const FabricPacket& p)
         // Every byte is acknowledged: take the timer out of the event queue rather than let it fire.
         Simulator::Remove(m_qps[it->second].rtoEvent);
         gbn.timerPending = false;
+    }
+    if (m_windowBytes != 0)
+    {
+        UpdateSendLimit(m_qps[it->second]);
+        m_ports[0]->Wake();
     }
     if (nak && !stale)
     {

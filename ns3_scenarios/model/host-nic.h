@@ -4,12 +4,14 @@
  * A host's RDMA NIC: one queue pair per flow with a rate limiter, served round-robin to its port. The
  * mechanisms it combines live in their own classes: DCQCN's reaction point (DcqcnRateControl) and
  * notification point (DcqcnNotificationPoint), InfiniBand congestion control (IbCcControl), ACK
- * coalescing (AckCoalescer) and go-back-N loss recovery (GoBackNSender, GoBackNReceiver).
+ * coalescing (AckCoalescer), go-back-N loss recovery (GoBackNSender, GoBackNReceiver), out-of-order
+ * placement (ReorderBuffer) and receiver-driven admission (CtsAdmission).
  */
 #ifndef COSIM_HOST_NIC_H
 #define COSIM_HOST_NIC_H
 
 #include "ack-coalescer.h"
+#include "cts-admission.h"
 #include "dcqcn-notification-point.h"
 #include "dcqcn-rate-control.h"
 #include "egress-port.h"
@@ -18,6 +20,7 @@
 #include "go-back-n-receiver.h"
 #include "go-back-n-sender.h"
 #include "ib-cc-control.h"
+#include "reorder-buffer.h"
 
 #include "ns3/event-id.h"
 #include "ns3/traced-callback.h"
@@ -63,7 +66,18 @@ LatencyBucket(uint64_t ps)
  * Loss recovery is go-back-N, as RoCE NICs do it: the receiver delivers only the expected PSN, drops
  * anything else and NAKs the first packet after a gap; the sender rewinds to the NAK'ed PSN, and on
  * links without credits (a lossy Ethernet priority) resends from the last acked PSN after
- * RetransmitTimeout without sending or ACK progress. Lossless runs never take these paths.
+ * RetransmitTimeout without sending or ACK progress. Lossless runs never take these paths. With
+ * ReorderTolerant the receiver places packets beyond a gap instead (ReorderBuffer): what adaptive routing
+ * and packet spraying need.
+ *
+ * Transport mechanisms of large training fabrics, each off by default:
+ * - QP scaling (QueuePairsPerConnection = k): the flows (messages) to one destination take queue-pair
+ *   indices 0..k-1 in turn; switches hashing on the QP (FabricSwitch::EcmpHashFields five-tuple-qp) spread
+ *   them over up to k paths. The index labels a flow for hashing: rate state stays per flow.
+ * - a per-QP window (QpWindowBytes): payload sent and not yet acknowledged never exceeds it.
+ * - receiver-driven admission (AdmissionEnabled): a flow first sends a REQUEST; the receiver's
+ *   CtsAdmission grants it chunk by chunk (GRANT packets at ControlPriority), keeping the bytes granted
+ *   and not yet arrived within AdmissionChannels x AdmissionBufferBytes.
  */
 class HostNic : public FabricNode, public PacketSource
 {
@@ -150,6 +164,25 @@ class HostNic : public FabricNode, public PacketSource
         return m_idleTimerEvents;
     }
 
+    /// @return data packets that arrived beyond a gap and were held (ReorderTolerant)
+    uint64_t GetReorderedPackets() const
+    {
+        return m_reorderedPackets;
+    }
+
+    /// @return clear-to-send grants this NIC sent as a receiver (AdmissionEnabled)
+    uint64_t GetGrantsSent() const
+    {
+        return m_grantsSent;
+    }
+
+    /// @return the most payload any of its QPs had sent and not yet acknowledged, in bytes (tracked only
+    /// with a QpWindowBytes; 0 otherwise)
+    uint64_t GetPeakInflightBytes() const
+    {
+        return m_peakInflightBytes;
+    }
+
     /// @return current DCQCN rate of the QP of flow @p flowId, in bit/s (line rate if unknown)
     double GetFlowRateBps(uint64_t flowId) const;
 
@@ -169,13 +202,34 @@ class HostNic : public FabricNode, public PacketSource
         IbCcState ibCc;        ///< IB congestion-control state
         GoBackNState gbn;      ///< go-back-N loss-recovery state
         EventId rtoEvent;      ///< go-back-N retransmission timer (while gbn.timerPending)
+        uint64_t grantedBytes; ///< admission: payload offset the receiver cleared it to send up to, in bytes
+        uint64_t limitBytes;   ///< no packet may end beyond this payload offset (grant, window), in bytes
     };
+
+    /// QueuePair::limitBytes of a QP neither admission nor a window holds back.
+    static constexpr uint64_t kNoSendLimit = ~uint64_t(0);
 
     /// Receive handlers, one per packet kind the NIC consumes (Receive dispatches).
     void OnData(const FabricPacket& p);
     void OnAck(const FabricPacket& p);
     void OnCnp(const FabricPacket& p);
-    /// Receiver: @p p is not the expected PSN @p expectedBytes of its flow (@p verdict): drop it, NAK or re-ACK.
+    void OnRequest(const FabricPacket& p);
+    void OnGrant(const FabricPacket& p);
+    /// Receiver, ReorderTolerant: data packet @p p arrived at @p nowPs (ps); deliver or hold it.
+    void OnDataAnyOrder(const FabricPacket& p, int64_t nowPs);
+    /// Receiver: @p bytes more payload of flow @p flowId (from @p src) are delivered in order; ACK and
+    /// complete it as due.
+    void DeliverInOrder(uint64_t flowId, uint32_t src, uint64_t bytes);
+    /// Receiver, admission: @p bytes of granted payload arrived; grant what the budget allows now.
+    void AdmitArrived(uint64_t bytes);
+    /// Receiver, admission: send every grant the budget allows now.
+    void GrantWhatFits();
+    /// Sender: recompute the send limit of @p qp from its grant and window.
+    void UpdateSendLimit(QueuePair& qp) const;
+    /// @return true if the next packet of @p qp ends within its send limit
+    bool WithinSendLimit(const QueuePair& qp) const;
+    /// Sender, QP scaling: give flow @p flowId the next queue-pair index towards its destination.
+    void AssignQueuePair(uint64_t flowId);    /// Receiver: @p p is not the expected PSN @p expectedBytes of its flow (@p verdict): drop it, NAK or re-ACK.
     void OnOutOfOrder(const FabricPacket& p, GoBackNReceiver::Verdict verdict, uint64_t expectedBytes);
     /// Sender: a NAK for @p seqBytes arrived for QP @p qp: go back to it.
     void OnNak(uint32_t qp, uint64_t seqBytes);
@@ -293,6 +347,20 @@ class HostNic : public FabricNode, public PacketSource
     uint64_t m_naksSent{0};             ///< NAKs sent
     uint64_t m_timeouts{0};             ///< retransmission timeouts
     uint64_t m_idleTimerEvents{0};      ///< retransmission-timer firings that resent nothing
+
+    uint32_t m_qpsPerConnection{1};     ///< QP scaling: queue pairs per destination host
+    std::unordered_map<uint32_t, uint16_t> m_nextQp; ///< QP scaling: next queue-pair index per destination
+    uint64_t m_windowBytes{0};          ///< per-QP window: most payload unacknowledged, in bytes (0 = none)
+    uint64_t m_peakInflightBytes{0};    ///< largest unacknowledged payload of a QP (with a window), in bytes
+    bool m_reorderTolerant{false};      ///< receiver places packets beyond a gap (no go-back-N NAKs)
+    ReorderBuffer m_reorder;            ///< receiver: packets held beyond a gap
+    uint64_t m_reorderedPackets{0};     ///< data packets held beyond a gap
+    bool m_admission{false};            ///< receiver-driven admission (REQUEST / GRANT)
+    uint32_t m_admissionChannels{2};    ///< admission: channels per receiver
+    uint64_t m_admissionBufferBytes{0}; ///< admission: receive buffer per channel, in bytes
+    uint64_t m_admissionChunkBytes{0};  ///< admission: payload per grant, in bytes
+    CtsAdmission m_cts;                 ///< receiver: grants within the budget
+    uint64_t m_grantsSent{0};           ///< grants sent
     TracedCallback<uint64_t> m_flowFinishTrace; ///< flow id whose last byte arrived here
     TracedCallback<uint64_t, double> m_rateTrace; ///< (flow id, new rate in bit/s) on DCQCN changes
 };
