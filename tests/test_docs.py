@@ -1,7 +1,7 @@
 """Every command and snippet of the README and docs/ runs as written.
 
 Each Markdown file's fenced blocks run in order in one fresh folder (so a block may use what an earlier
-one wrote), with ``traces/`` and ``docs/`` of the repository linked in and ``cosim`` on PATH running this
+one wrote), with ``traces/``, ``docs/`` and ``tests/`` of the repository linked in and ``cosim`` on PATH running this
 checkout: ``bash`` blocks as ``bash -e`` scripts, ``python`` blocks with this interpreter in one namespace
 per page (like notebook cells), and a ``toml``
 block whose first line is ``# NAME.toml`` written to NAME.toml. Blocks that install (``pip install``) are the
@@ -80,7 +80,7 @@ def test_every_block_runs(doc, shim, tmp_path, engine_ns):
         runnable.append((lang, text))
     if not runnable:
         pytest.skip("no runnable block")
-    for name in ("traces", "docs"):
+    for name in ("traces", "docs", "tests"):
         (tmp_path / name).symlink_to(REPO / name)
     (tmp_path / ".blocks.json").write_text(json.dumps(runnable))
     proc = subprocess.run([sys.executable, "-c", _DRIVER, ".blocks.json"], cwd=tmp_path, env=_env(shim),
