@@ -102,3 +102,24 @@ def test_shipped_transport_comparison_has_the_three_setups():
     assert pfc.network.qps_per_connection > 1 and pfc.network.ecmp_hash == "five-tuple-qp"
     assert ib.network.transport == "ib" and ib.network.routing == "adaptive"
     assert all(e.is_training and e.workload.iterations == 1 for e in exps)
+
+
+def test_cosim_run_flags_set_the_transport_options(tmp_path, engine_ns):
+    """--routing, --ecmp-hash, --qps-per-connection, --admission, --qp-window-bytes and --ecn-marking reach
+    the stored experiment; the run completes with every byte delivered."""
+    from click.testing import CliRunner
+
+    from cosim import results
+    from cosim.cli.run import run
+
+    out = tmp_path / "t.h5"
+    r = CliRunner().invoke(run, ["--pattern", "incast", "--hosts", "4", "--flow-bytes", "64KiB", "--transport", "roce",
+                                 "--routing", "spray", "--ecmp-hash", "five-tuple-qp", "--qps-per-connection", "2",
+                                 "--admission", "--qp-window-bytes", "64KiB", "--ecn-marking", "dequeue", "-q",
+                                 "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    rec = results.read_results(out)["incast"]
+    net = rec.config["experiment"]["network"]
+    assert (net["routing"], net["ecmp_hash"], net["qps_per_connection"], net["admission"], net["qp_window_bytes"],
+            net["ecn_marking"]) == ("spray", "five-tuple-qp", 2, True, 65536, "dequeue")
+    assert rec.summary["delivered_bytes"] == rec.summary["payload_bytes"] == 3 * 65536

@@ -59,6 +59,16 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
 @_field("network.gpus_per_server", "gpus_per_server", "NICs (GPUs) per server [traces: the trace's].")
 @click.option("--dcqcn/--no-dcqcn", default=None, help="DCQCN on RoCE NICs (--no-dcqcn leaves PFC alone).")
 @click.option("--ib-cc/--no-ib-cc", default=None, help="InfiniBand congestion control (FECN, BECN, CCTI).")
+@_field("network.routing", "routing", "Switch path choice: ecmp, pinned, flowlet, adaptive (least-queued port) or "
+        "spray (per packet) [ecmp].")
+@_field("network.ecmp_hash", "ecmp_hash", "ECMP hash fields: flow, five-tuple or five-tuple-qp [flow].")
+@_field("network.qps_per_connection", "qps_per_connection", "Queue pairs a NIC spreads the flows to one "
+        "destination over (round robin) [1].")
+@click.option("--admission/--no-admission", default=None, help="Receiver-driven admission: a sender waits for "
+              "the receiver's grant before each chunk (docs/models/transport-mechanisms.md).")
+@_field("network.qp_window_bytes", "qp_window_bytes", "RoCE: bytes a queue pair may have unacknowledged, 0 = no "
+        "window [0].", metavar="size")
+@_field("network.ecn_marking", "ecn_marking", "Where switches mark ECN: enqueue or dequeue [enqueue].")
 @_field("network.link_gbps", "link_gbps", "Rate of every host link, Gbit/s [100].")
 @_field("network.link_delay_ns", "link_delay_ns", "One-way propagation delay of every link, ns [1000].")
 @_field("workload.pattern", "pattern", "Flow experiments: incast (every host to host 0) or permutation "
@@ -164,7 +174,7 @@ def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> 
             out["telemetry.queue_sample_interval_ns"] = value
         else:
             out[SHORTHANDS[opt]] = value
-    for flag in ("dcqcn", "ib_cc"):
+    for flag in ("dcqcn", "ib_cc", "admission"):
         if ctx.params[flag] is not None:
             out[SHORTHANDS[flag]] = ctx.params[flag]
     if transport is not None:
