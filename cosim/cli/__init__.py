@@ -24,6 +24,10 @@ COMMANDS = {
     "report": ("cosim.cli.report:report", "Write a self-contained HTML report of results files."),
     "sweep": ("cosim.cli.sweep:sweep", "Run a TOML grid of experiments, one results file per point."),
     "merge": ("cosim.cli.merge:merge", "Merge the point files of a sweep into one results file."),
+    "list": ("cosim.cli.listing:list_command", "List what experiments can name: experiments, models, GPUs, "
+             "topologies, transports, algorithms, patterns."),
+    "attributes": ("cosim.cli.attributes:attributes",
+                   "List the ns-3 model attributes --set can change, with defaults, units and help."),
 }
 
 
@@ -68,6 +72,8 @@ def cli():
     Typical session:
       cosim run                       # built-in experiment -> results.h5, summary table
       cosim run --list                # shipped experiments; cosim run NAME runs one
+      cosim list                      # every name an experiment can use (models, topologies, ...)
+      cosim attributes HostNic        # ns-3 attributes --set can change, defaults and units
       cosim run --hosts 16 -o a.h5    # a bigger incast
       cosim inspect a.h5              # runs and summaries of a results file
       cosim trace --list-models       # workload presets
