@@ -200,10 +200,7 @@ def simulate(
     ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
     (``delivered_at_bytes``), e.g. to measure throughput over part of a run.
     """
-    if queue_sample_interval_ns <= 0:
-        raise CosimInputError("queue_sample_interval_ns", f"must be positive, got {queue_sample_interval_ns}")
-    if max_sim_time_ns <= 0:
-        raise CosimInputError("max_sim_time_ns", f"must be positive, got {max_sim_time_ns}")
+    _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n_nodes = fabric.n_nodes
     kinds = fabric.node_kind
     for field, ids in (("flows.src", flows.src), ("flows.dst", flows.dst)):
@@ -275,6 +272,7 @@ def simulate_dag(
     simulated times at which every flow's delivered bytes are recorded (``network.delivered_at_bytes``;
     a flow that had not started yet has delivered 0).
     """
+    _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
     with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
         arrays = [np.ascontiguousarray(a, dt) for a, dt in (
@@ -323,6 +321,48 @@ def simulate_dag(
                      flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network)
 
 
+#: slowest and fastest link, bit/s, and longest link delay, ns, the engine takes (Engine::BuildFabric)
+MIN_LINK_RATE_BPS, MAX_LINK_RATE_BPS, MAX_LINK_DELAY_NS = 1e6, 1e15, 1e9
+#: shortest and longest queue sampling interval, ns (Engine::SampleSwitchQueues: 1 ps to 1e5 s)
+MIN_SAMPLE_INTERVAL_NS, MAX_SAMPLE_INTERVAL_NS = 1e-3, 1e14
+#: latest simulated time a run may stop at, ns (ns-3's picosecond clock ends at 2^63 ps, about 9.22e18 ps)
+MAX_SIM_TIME_NS = 9.2e15
+
+
+def _check_times(queue_sample_interval_ns: float, max_sim_time_ns: float) -> None:
+    """Both times must become whole picoseconds the engine can hold (nan fails every comparison)."""
+    if not MIN_SAMPLE_INTERVAL_NS <= queue_sample_interval_ns <= MAX_SAMPLE_INTERVAL_NS:
+        raise CosimInputError("queue_sample_interval_ns", f"must be {MIN_SAMPLE_INTERVAL_NS:g} ns (1 ps) to "
+                              f"{MAX_SAMPLE_INTERVAL_NS:g} ns, got {queue_sample_interval_ns}")
+    if not 0 < max_sim_time_ns <= MAX_SIM_TIME_NS:
+        raise CosimInputError("max_sim_time_ns", f"must be positive and at most {MAX_SIM_TIME_NS:g} ns, got "
+                              f"{max_sim_time_ns}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttributeInfo:
+    """One attribute of a cosim model, as its ns-3 TypeId declares it."""
+
+    name: str  # "Type::Attribute", as --set takes it
+    value_type: str  # ns-3 value type, e.g. "ns3::TimeValue", "ns3::UintegerValue"
+    default: str  # the default as ns-3 writes it ("+1000ns", "100000000000bps"); --set takes it back
+    accepted: str  # what the checker accepts, e.g. "uint32_t 1:8" or "pfc|credit" ("" if it does not say)
+    help: str  # the model's description, with the unit where the value has one
+
+    @property
+    def type_name(self) -> str:
+        """The model (TypeId) the attribute belongs to, e.g. "HostNic"."""
+        return self.name.partition("::")[0]
+
+
+def list_attributes() -> list[AttributeInfo]:
+    """Every attribute of every cosim model (TypeIds of group Cosim), sorted by name; read from the models'
+    TypeIds through Engine::ListAttributes (loads the plugin)."""
+    text = str(load().Engine.ListAttributes())
+    rows = (line.split("\t", 4) for line in text.splitlines() if line)
+    return [AttributeInfo(name=n, value_type=t, default=d, accepted=a, help=h) for n, t, d, a, h in rows]
+
+
 def _cpp_reason(exc: Exception) -> str:
     """The message of a C++ std::invalid_argument as cppyy re-raised it, without cppyy's prefix."""
     return str(exc).rsplit("invalid_argument:", 1)[-1].strip()
@@ -357,13 +397,25 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)
-        delay_ps = np.rint(np.asarray(fabric.link_delay_ns, dtype=np.float64) * 1e3).astype(np.int64)
+        delay_ns = np.asarray(fabric.link_delay_ns, dtype=np.float64)
+        # checked here, before the int64 cast would wrap a huge delay around to a negative one
+        if rate.size and not (rate.min() >= MIN_LINK_RATE_BPS and rate.max() <= MAX_LINK_RATE_BPS):
+            raise CosimInputError("fabric.link_rate_bps", f"link rates {rate.min():g}..{rate.max():g} bit/s leave "
+                                  "the engine's range", f"keep every link at {MIN_LINK_RATE_BPS:g} to "
+                                  f"{MAX_LINK_RATE_BPS:g} bit/s (1 Mbit/s to 1 Pbit/s)")
+        if delay_ns.size and not delay_ns.max() <= MAX_LINK_DELAY_NS:
+            raise CosimInputError("fabric.link_delay_ns", f"{delay_ns.max():g} ns is too long",
+                                  f"keep link delays at most {MAX_LINK_DELAY_NS:g} ns (1 s)")
+        delay_ps = np.rint(delay_ns * 1e3).astype(np.int64)
         try:
             engine.BuildFabric(np.ascontiguousarray(fabric.node_kind, dtype=np.uint8), fabric.n_nodes, link_a,
                                link_b, rate, delay_ps, link_a.size)
         except Exception as exc:
             raise CosimInputError("fabric", _cpp_reason(exc)) from None
-        engine.SampleSwitchQueues(int(round(queue_sample_interval_ns * 1e3)))
+        try:
+            engine.SampleSwitchQueues(int(round(queue_sample_interval_ns * 1e3)))
+        except Exception as exc:
+            raise CosimInputError("queue_sample_interval_ns", _cpp_reason(exc)) from None
         yield engine, t0
     finally:
         engine.__destruct__()

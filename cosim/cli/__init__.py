@@ -28,6 +28,10 @@ COMMANDS = {
     "collective": ("cosim.cli.collective:collective",
                    "Sweep one collective over sizes like nccl-tests: time, algbw, busbw; HDF5 out."),
     "calibrate": ("cosim.cli.calibrate:calibrate", "Fit the compute model to measured kernel profiles (TOML out)."),
+    "list": ("cosim.cli.listing:list_command", "List what experiments can name: experiments, models, GPUs, "
+             "topologies, transports, algorithms, patterns."),
+    "attributes": ("cosim.cli.attributes:attributes",
+                   "List the ns-3 model attributes --set can change, with defaults, units and help."),
 }
 
 
@@ -72,6 +76,8 @@ def cli():
     Typical session:
       cosim run                       # built-in experiment -> results.h5, summary table
       cosim run --list                # shipped experiments; cosim run NAME runs one
+      cosim list                      # every name an experiment can use (models, topologies, ...)
+      cosim attributes HostNic        # ns-3 attributes --set can change, defaults and units
       cosim run --hosts 16 -o a.h5    # a bigger incast
       cosim inspect a.h5              # runs and summaries of a results file
       cosim trace --list-models       # workload presets

@@ -133,11 +133,10 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, out
 
 
 def _list_experiments(catalog) -> None:
-    from cosim.runs.experiment import read_toml  # noqa: PLC0415
+    from cosim.cli.listing import experiments  # noqa: PLC0415
 
-    for n in catalog.names():
-        doc = read_toml(catalog.path_of(n))
-        click.echo(f"{n:22s} {doc.get('description', '')}")
+    for n, description in experiments():
+        click.echo(f"{n:22s} {description}")
 
 
 def _base(experiment, trace_path, given) -> tuple[str | None, dict]:

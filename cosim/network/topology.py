@@ -283,7 +283,7 @@ def _check_oversubscription(value) -> float:
 # --- generators -----------------------------------------------------------------------------------------
 
 def single_switch(*, hosts: int, link_gbps: float, link_delay_ns: float) -> Fabric:
-    """``hosts`` hosts on one switch (a star), every link at ``link_gbps`` with ``link_delay_ns``."""
+    """A star: the hosts around one switch, every link at ``link_gbps`` with ``link_delay_ns``."""
     hosts = _whole("hosts", hosts, minimum=0)
     if hosts < 2:
         raise CosimInputError("hosts", f"a fabric needs at least 2 hosts, got {hosts}")

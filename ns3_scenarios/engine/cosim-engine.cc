@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <limits>
 #include <regex>
@@ -38,6 +39,43 @@ using namespace ns3;
 namespace
 {
 bool g_engineAlive = false; ///< ns-3's simulator is a singleton: one Engine at a time
+
+/// Slowest and fastest rate of any DataRate attribute or link, in bit/s. Above 1 Pbit/s a byte's time on
+/// the wire (8e-3 ps) rounds to nothing on the picosecond clock; below 1 Mbit/s is no cluster link, and one
+/// packet would take seconds to serialize.
+constexpr double kMinRateBps = 1e6;
+constexpr double kMaxRateBps = 1e15;
+/// Longest time any Time attribute may take, in s: about a day of simulated time, far inside ns-3's
+/// picosecond clock (2^63 ps, 106 days) even when many such delays add up.
+constexpr double kMaxAttributeTimeS = 1e5;
+/// Longest link propagation delay, in ps (1 s)
+constexpr int64_t kMaxLinkDelayPs = 1000000000000;
+
+/// @return the attribute path without the "ns3::" prefix, as users write it
+std::string
+ShortName(const std::string& path)
+{
+    return path.rfind("ns3::", 0) == 0 ? path.substr(5) : path;
+}
+
+/// @return the seconds a Time string (well-formed: a number and an optional unit, seconds without one) means
+double
+TimeSeconds(const std::string& value)
+{
+    static const std::vector<std::pair<std::string, double>> units = {
+        {"y", 365 * 86400.0}, {"d", 86400.0}, {"h", 3600.0}, {"min", 60.0}, {"s", 1.0}, {"ms", 1e-3},
+        {"us", 1e-6},         {"ns", 1e-9},   {"ps", 1e-12}, {"fs", 1e-15}, {"", 1.0}};
+    char* end = nullptr;
+    const double number = std::strtod(value.c_str(), &end); // beyond double: +-inf, which fails any bound
+    for (const auto& [unit, seconds] : units)
+    {
+        if (unit == end)
+        {
+            return number * seconds;
+        }
+    }
+    return number;
+}
 
 /**
  * ns-3's attribute parsers abort the process on a malformed string (NS_ABORT in DeserializeFromString)
@@ -111,6 +149,12 @@ ValueProblem(const std::string& path, const TypeId::AttributeInformation& info, 
             return "'" + value + "' is not a value of " + path + " (accepted: " + names + ")";
         }
     }
+    // Time parses beyond its 64-bit picosecond range without complaint (the value wraps around), so the
+    // bound is checked on the number as written, before parsing
+    if (type == "ns3::TimeValue" && !(std::fabs(TimeSeconds(value)) <= kMaxAttributeTimeS))
+    {
+        return path + " must be at most 1e5s (about a day of simulated time), got " + value;
+    }
     const Ptr<AttributeValue> parsed = info.checker->CreateValidValue(StringValue(value));
     if (!parsed)
     {
@@ -121,7 +165,7 @@ ValueProblem(const std::string& path, const TypeId::AttributeInformation& info, 
     if (const auto* rate = dynamic_cast<const DataRateValue*>(PeekPointer(parsed)))
     {
         const double bps = double(rate->Get().GetBitRate());
-        if (bps < 1e6 || bps > 1e15)
+        if (bps < kMinRateBps || bps > kMaxRateBps)
         {
             return path + " must be between 1Mbps and 1000Tbps (the models count time in picoseconds), got " +
                    value;
@@ -137,6 +181,26 @@ ValueProblem(const std::string& path, const TypeId::AttributeInformation& info, 
         return problem.empty() ? "" : path + ": " + problem;
     }
     return "";
+}
+
+/// @return what SetDefault accepts for attribute @p info, in its checker's words ("uint32_t 1:8", "pfc|credit",
+/// "Time +0ns:+100000s"), with the bounds ValueProblem adds to times and rates; "" if the checker says nothing
+std::string
+Accepted(const TypeId::AttributeInformation& info)
+{
+    const std::string type = info.checker->GetValueTypeName();
+    const std::string checker =
+        info.checker->HasUnderlyingTypeInformation() ? info.checker->GetUnderlyingTypeInformation() : "";
+    if (type == "ns3::TimeValue")
+    {
+        return checker.substr(0, checker.find(':')) + ":+" + std::to_string(int64_t(kMaxAttributeTimeS)) + "s";
+    }
+    if (type == "ns3::DataRateValue")
+    {
+        return "DataRate " + std::to_string(int64_t(kMinRateBps)) + "bps:" + std::to_string(int64_t(kMaxRateBps)) +
+               "bps";
+    }
+    return checker;
 }
 
 /// Event at the end of a RunUntil slice: note why the simulator stopped, then stop it.
@@ -339,6 +403,38 @@ Engine::SetDefault(const std::string& path, const std::string& value)
 }
 
 std::string
+Engine::ListAttributes()
+{
+    std::vector<std::string> lines;
+    for (uint16_t t = 0; t < TypeId::GetRegisteredN(); ++t)
+    {
+        const TypeId tid = TypeId::GetRegistered(t);
+        if (tid.GetGroupName() != "Cosim")
+        {
+            continue;
+        }
+        for (std::size_t a = 0; a < tid.GetAttributeN(); ++a)
+        {
+            const TypeId::AttributeInformation info = tid.GetAttribute(a);
+            std::string help = info.help;
+            std::replace(help.begin(), help.end(), '\t', ' '); // tabs and newlines separate the fields
+            std::replace(help.begin(), help.end(), '\n', ' ');
+            const std::string accepted = Accepted(info);
+            lines.push_back(ShortName(tid.GetName()) + "::" + info.name + "\t" + info.checker->GetValueTypeName() +
+                            "\t" + info.initialValue->SerializeToString(info.checker) + "\t" + accepted + "\t" +
+                            help + "\n");
+        }
+    }
+    std::sort(lines.begin(), lines.end());
+    std::string out;
+    for (const std::string& line : lines)
+    {
+        out += line;
+    }
+    return out;
+}
+
+std::string
 Engine::GetDefault(const std::string& path) const
 {
     const auto sep = path.rfind("::");
@@ -379,9 +475,15 @@ Engine::BuildFabric(const uint8_t* kind,
         {
             throw std::invalid_argument("link " + std::to_string(i) + " joins invalid nodes");
         }
-        if (!(rateBps[i] > 0) || delayPs[i] < 0)
+        if (!(rateBps[i] >= kMinRateBps && rateBps[i] <= kMaxRateBps))
         {
-            throw std::invalid_argument("link " + std::to_string(i) + " has a non-positive rate or negative delay");
+            throw std::invalid_argument("link " + std::to_string(i) + " rate " + std::to_string(rateBps[i]) +
+                                        " bit/s is outside 1 Mbit/s..1 Pbit/s");
+        }
+        if (delayPs[i] < 0 || delayPs[i] > kMaxLinkDelayPs)
+        {
+            throw std::invalid_argument("link " + std::to_string(i) + " delay " + std::to_string(delayPs[i]) +
+                                        " ps is outside 0..1 s");
         }
     }
     m_impl->builder.AddNodes(kind, nNodes);
@@ -447,6 +549,11 @@ Engine::SampleSwitchQueues(int64_t intervalPs)
     if (!m_impl->built || m_impl->sampler)
     {
         throw std::logic_error("SampleSwitchQueues needs BuildFabric first and may be called once");
+    }
+    if (intervalPs < 1 || double(intervalPs) > kMaxAttributeTimeS * 1e12)
+    {
+        throw std::invalid_argument("queue sample interval " + std::to_string(intervalPs) +
+                                    " ps is outside 1 ps..1e5 s");
     }
     m_impl->sampler = CreateObject<EgressQueueSampler>();
     m_impl->sampler->SetAttribute("Interval", TimeValue(PicoSeconds(intervalPs)));

@@ -43,7 +43,20 @@ class Engine
      */
     static std::string SharedCodes();
 
-    /// Config::SetDefault(@p path, @p value) for models created later; throws std::invalid_argument.
+    /**
+     * @brief Every attribute of every cosim model (TypeIds of group "Cosim"), sorted by name.
+     * @return one line per attribute, tab-separated: `Type::Attribute`, value type, current default, what
+     * its checker accepts ("uint32_t 1:8", "pfc|credit"; empty if it does not say), help
+     */
+    static std::string ListAttributes();
+
+    /**
+     * @brief Config::SetDefault(@p path, @p value) for models created later.
+     *
+     * Throws std::invalid_argument naming the attribute for a value the models cannot take: malformed for
+     * its value type, outside its checker's range, a rate outside 1 Mbit/s..1 Pbit/s, a negative time or
+     * one beyond 1e5 s, a model object (pointer) set from text, or a value its model defines as invalid.
+     */
     void SetDefault(const std::string& path, const std::string& value);
 
     /// @return the current default of attribute @p path ("ns3::Type::Attribute"); throws std::invalid_argument
@@ -55,8 +68,8 @@ class Engine
      * @param nNodes number of nodes
      * @param linkA first endpoint of each link
      * @param linkB second endpoint of each link
-     * @param rateBps rate of each link, in bit/s
-     * @param delayPs propagation delay of each link, in ps
+     * @param rateBps rate of each link, in bit/s (1e6..1e15)
+     * @param delayPs propagation delay of each link, in ps (0..1e12)
      * @param nLinks number of links
      */
     void BuildFabric(const uint8_t* kind,
@@ -120,7 +133,7 @@ class Engine
     /// Copy each flow's start time in ps to @p out[NumFlows()].
     void GetFlowStartPs(int64_t* out) const;
 
-    /// Sample every switch egress queue each @p intervalPs ps (records changes only).
+    /// Sample every switch egress queue each @p intervalPs ps (1 ps..1e5 s; records changes only).
     void SampleSwitchQueues(int64_t intervalPs);
 
     /// Simulate until @p stopPs ps, all flows done, or no events left; @return the RunStatus as int.

@@ -3,6 +3,7 @@
 #include "ns3/simulator.h"
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 
 namespace ns3
@@ -25,7 +26,7 @@ DagExecutor::GetTypeId()
                           MakeDataRateAccessor(&DagExecutor::m_nvlinkRate),
                           MakeDataRateChecker())
             .AddAttribute("NvlinkLatency",
-                          "Fixed cost of one intra-server copy (launch, NVSwitch hop, completion).",
+                          "Fixed cost of one intra-server copy (launch, NVSwitch hop, completion), a time.",
                           TimeValue(MicroSeconds(1)),
                           MakeTimeAccessor(&DagExecutor::m_nvlinkLatency),
                           MakeTimeChecker(Time(0)));
@@ -73,6 +74,10 @@ DagExecutor::Load(const uint8_t* kind,
         }
         maxGpu = std::max(maxGpu, gpu[i]);
     }
+    if (const std::string problem = BusyTimeProblem(kind, bytes, durationPs, n); !problem.empty())
+    {
+        return problem;
+    }
     m_kind.assign(kind, kind + n);
     m_gpu.assign(gpu, gpu + n);
     m_bytes.assign(bytes, bytes + n);
@@ -105,6 +110,50 @@ DagExecutor::Load(const uint8_t* kind,
     m_nvlinkFreePs.assign(size_t(maxGpu + 1), 0);
     m_done = 0;
     return "";
+}
+
+std::string
+DagExecutor::BusyTimeProblem(const uint8_t* kind, const int64_t* bytes, const int64_t* durationPs, uint64_t n) const
+{
+    // The ops' busy times, added up, bound when the last one can end: kept far inside ns-3's clock, or a copy
+    // at a tiny NVLink rate would schedule its end at a wrapped-around, negative time.
+    double computePs = 0;
+    double nvlinkPs = 0;
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        if (kind[i] == uint8_t(DagOpKind::COMPUTE))
+        {
+            computePs += double(durationPs[i]);
+        }
+        else if (kind[i] == uint8_t(DagOpKind::NVLINK))
+        {
+            nvlinkPs += NvlinkWirePs(bytes[i]) + double(m_nvlinkLatency.GetTimeStep());
+        }
+    }
+    if (computePs + nvlinkPs <= kMaxTotalBusyPs)
+    {
+        return "";
+    }
+    std::ostringstream why;
+    why.precision(3);
+    why << "ops add up to " << (computePs + nvlinkPs) / 1e12 << " s of busy time, beyond the "
+        << kMaxTotalBusyPs / 1e12 << " s ns-3's clock holds: ";
+    if (nvlinkPs > computePs)
+    {
+        why << "raise DagExecutor::NvlinkDataRate (now " << m_nvlinkRate.GetBitRate()
+            << " bit/s) or lower DagExecutor::NvlinkLatency";
+    }
+    else
+    {
+        why << "shorten the COMPUTE ops";
+    }
+    return why.str();
+}
+
+double
+DagExecutor::NvlinkWirePs(int64_t bytes) const
+{
+    return double(bytes) * 8e12 / double(m_nvlinkRate.GetBitRate());
 }
 
 void
@@ -158,7 +207,7 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
         // time at the NVLink rate; the fixed latency overlaps with the next copy.
         int64_t& freePs = m_nvlinkFreePs[m_gpu[op]];
         const int64_t begin = std::max(nowPs, freePs);
-        const int64_t wirePs = int64_t(double(m_bytes[op]) * 8e12 / double(m_nvlinkRate.GetBitRate()));
+        const int64_t wirePs = int64_t(NvlinkWirePs(m_bytes[op]));
         freePs = begin + wirePs;
         Simulator::Schedule(TimeStep(freePs + m_nvlinkLatency.GetTimeStep() - nowPs), &DagExecutor::Finish,
                             this, op);

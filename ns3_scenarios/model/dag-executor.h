@@ -102,6 +102,15 @@ class DagExecutor : public Object
     }
 
   private:
+    /// Longest total busy time of a DAG's ops, in ps: 2^62, half of ns-3's clock, leaving room for the network
+    static constexpr double kMaxTotalBusyPs = 4611686018427387904.0;
+
+    /// @return why the COMPUTE and NVLINK ops of a DAG (Load's arrays) take longer than kMaxTotalBusyPs
+    /// altogether, naming the attribute to change, or "" if they fit
+    std::string BusyTimeProblem(const uint8_t* kind, const int64_t* bytes, const int64_t* durationPs,
+                                uint64_t n) const;
+    /// @return the time an NVLINK copy of @p bytes spends on the link at NvlinkDataRate, in ps
+    double NvlinkWirePs(int64_t bytes) const;
     /// Op @p op finished now: release its dependents, and theirs, until nothing more is ready now.
     void Finish(uint64_t op);
     /// Start op @p op now; zero-time ops are queued on @p ready instead of recursing.

@@ -29,12 +29,12 @@ DcqcnRateControl::GetTypeId()
                           MakeDoubleAccessor(&DcqcnRateControl::m_initialAlpha),
                           MakeDoubleChecker<double>(0, 1))
             .AddAttribute("AlphaUpdatePeriod",
-                          "Alpha decays by (1 - g) after each such period without a CNP.",
+                          "Alpha decays by (1 - g) after each such period without a CNP, a time (the paper's 55 us).",
                           TimeValue(MicroSeconds(55)),
                           MakeTimeAccessor(&DcqcnRateControl::m_alphaPeriod),
                           MakeTimeChecker(NanoSeconds(1)))
             .AddAttribute("RateIncreasePeriod",
-                          "Period of the rate-increase timer. A CNP restarts it, so it must be shorter "
+                          "Period of the rate-increase timer, a time. A CNP restarts it, so it must be shorter "
                           "than the receivers' CnpInterval (50 us) or rates never recover under steady "
                           "marking; 20 us measured good at 100-400 Gbps.",
                           TimeValue(MicroSeconds(20)),
@@ -46,7 +46,7 @@ DcqcnRateControl::GetTypeId()
                           MakeUintegerAccessor(&DcqcnRateControl::m_byteCounterBytes),
                           MakeUintegerChecker<uint64_t>(1))
             .AddAttribute("FastRecoverySteps",
-                          "F: increase stages of fast recovery before additive increase.",
+                          "F: increase stages of fast recovery before additive increase (a count).",
                           UintegerValue(5),
                           MakeUintegerAccessor(&DcqcnRateControl::m_fastRecoverySteps),
                           MakeUintegerChecker<uint32_t>(1, 1000))

@@ -29,7 +29,7 @@ EgressPort::GetTypeId()
                           MakeDataRateAccessor(&EgressPort::SetDataRate, &EgressPort::GetDataRate),
                           MakeDataRateChecker())
             .AddAttribute("PropagationDelay",
-                          "One-way propagation delay of the link (time from last bit sent to last bit "
+                          "One-way propagation delay of the link, a time (from last bit sent to last bit "
                           "received).",
                           TimeValue(NanoSeconds(1000)),
                           MakeTimeAccessor(&EgressPort::SetPropagationDelay,
@@ -42,7 +42,7 @@ EgressPort::GetTypeId()
                           MakeEnumAccessor<FlowControl>(&EgressPort::m_flowControl),
                           MakeEnumChecker(FlowControl::PFC, "pfc", FlowControl::CREDIT, "credit"))
             .AddAttribute("DataVls",
-                          "Credit mode: data virtual lanes; priority (service level) p uses lane "
+                          "Credit mode: number of data virtual lanes (a count); priority (service level) p uses lane "
                           "p mod DataVls. Link packets (credit updates) bypass the lanes, like VL15.",
                           UintegerValue(2),
                           MakeUintegerAccessor(&EgressPort::m_dataVls),

@@ -34,7 +34,7 @@ FabricNode::GetTypeId()
                           MakeUintegerAccessor(&FabricNode::m_creditUpdateBytes),
                           MakeUintegerChecker<uint64_t>(1))
             .AddAttribute("CreditUpdateInterval",
-                          "Credit mode: longest time freed buffer waits before its credits are sent.",
+                          "Credit mode: longest time freed buffer waits before its credits are sent, a time.",
                           TimeValue(MicroSeconds(4)),
                           MakeTimeAccessor(&FabricNode::m_creditUpdateInterval),
                           MakeTimeChecker(Time(0)))

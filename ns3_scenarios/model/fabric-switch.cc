@@ -92,8 +92,8 @@ FabricSwitch::GetTypeId()
                           MakeBooleanChecker())
             .AddAttribute("HeadroomBytes",
                           "PFC headroom per (ingress port, lossless priority), in bytes (0 = per port: "
-                          "2 x link bandwidth-delay product + 3 maximum packets + 2 PFC frames). Must hold "
-                          "at least one maximum packet.",
+                          "2 x link bandwidth-delay product + 3 maximum packets + 2 PFC frames). A fixed "
+                          "value below that need of a port is refused unless AllowLossyHeadroom.",
                           UintegerValue(0),
                           MakeUintegerAccessor(&FabricSwitch::m_headroomBytes),
                           MakeUintegerChecker<uint64_t>())

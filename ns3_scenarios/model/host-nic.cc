@@ -83,20 +83,21 @@ HostNic::GetTypeId()
                           MakeUintegerAccessor(&HostNic::SetCctiLimit, &HostNic::GetCctiLimit),
                           MakeUintegerChecker<uint32_t>(1, 16383))
             .AddAttribute("CctiTimer",
-                          "IB congestion control: recovery period; CCTI drops by one each period. Sets "
+                          "IB congestion control: recovery period, a time; CCTI drops by one each period. Sets "
                           "IbCcControl::CctiTimer of this NIC.",
                           TimeValue(NanoSeconds(IbCcControl::kDefaultCctiTimerNs)),
                           MakeTimeAccessor(&HostNic::SetCctiTimer, &HostNic::GetCctiTimer),
                           MakeTimeChecker(NanoSeconds(1)))
             .AddAttribute("CctGapStep",
-                          "IB congestion control: inter-packet delay per CCTI step (a linear "
+                          "IB congestion control: inter-packet delay per CCTI step, a time (a linear "
                           "congestion-control table: entry i delays each packet by i x CctGapStep). Sets "
                           "IbCcControl::CctGapStep of this NIC.",
                           TimeValue(NanoSeconds(IbCcControl::kDefaultCctGapStepNs)),
                           MakeTimeAccessor(&HostNic::SetCctGapStep, &HostNic::GetCctGapStep),
                           MakeTimeChecker(Time(0)))
             .AddAttribute("CnpInterval",
-                          "Notification point: at most one CNP per flow per this interval.",
+                          "Notification point: at most one CNP per flow per this interval, a time (the "
+                          "paper's 50 us).",
                           TimeValue(MicroSeconds(50)),
                           MakeTimeAccessor(&HostNic::SetCnpInterval, &HostNic::GetCnpInterval),
                           MakeTimeChecker(Time(0)))

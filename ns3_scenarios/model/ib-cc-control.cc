@@ -26,12 +26,12 @@ IbCcControl::GetTypeId()
                           MakeUintegerAccessor(&IbCcControl::m_cctiLimit),
                           MakeUintegerChecker<uint32_t>(1, 16383))
             .AddAttribute("CctiTimer",
-                          "Recovery period; CCTI drops by one each period.",
+                          "Recovery period, a time; CCTI drops by one each period.",
                           TimeValue(NanoSeconds(kDefaultCctiTimerNs)),
                           MakeTimeAccessor(&IbCcControl::m_cctiTimer),
                           MakeTimeChecker(NanoSeconds(1)))
             .AddAttribute("CctGapStep",
-                          "Inter-packet delay per CCTI step (a linear congestion-control table: entry i "
+                          "Inter-packet delay per CCTI step, a time (a linear congestion-control table: entry i "
                           "delays each packet by i x CctGapStep).",
                           TimeValue(NanoSeconds(kDefaultCctGapStepNs)),
                           MakeTimeAccessor(&IbCcControl::m_cctGapStep),

@@ -5,6 +5,9 @@
 #include "ns3/double.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace ns3
 {
 
@@ -80,19 +83,22 @@ SharedBufferMmu::Setup(const std::vector<uint64_t>& headroomBytes, uint32_t maxP
     {
         std::fill(m_headroomBytes.begin(), m_headroomBytes.end(), 0);
     }
-    int64_t carved = int64_t(m_reservedBytes * nPorts * kNumPriorities);
-    const int64_t lossless = m_pfcEnabled ? __builtin_popcount(m_losslessMask) : 0;
+    // 128-bit sums: byte attributes may be set anywhere in their 64-bit range without wrapping around.
+    using Wide = __int128;
+    Wide carved = Wide(m_reservedBytes) * Wide(nPorts) * kNumPriorities;
+    const int lossless = m_pfcEnabled ? __builtin_popcount(m_losslessMask) : 0;
     for (uint64_t h : m_headroomBytes)
     {
-        carved += int64_t(h) * lossless; // only lossless priorities need headroom
+        carved += Wide(h) * lossless; // only lossless priorities need headroom
     }
-    m_sharedPoolBytes = int64_t(m_bufferBytes) - carved;
+    const Wide pool = Wide(m_bufferBytes) - carved;
+    m_sharedPoolBytes = int64_t(std::min<Wide>(pool, std::numeric_limits<int64_t>::max()));
     m_sharedUsedBytes = 0;
     m_reservedUsed.assign(nPorts * kNumPriorities, 0);
     m_sharedUsed.assign(nPorts * kNumPriorities, 0);
     m_headroomUsed.assign(nPorts * kNumPriorities, 0);
     m_xoff.assign(nPorts * kNumPriorities, false);
-    return m_sharedPoolBytes > 0;
+    return pool > 0;
 }
 
 BufferClass
@@ -159,7 +165,8 @@ SharedBufferMmu::TakeXoff(uint32_t port, uint8_t prio)
         return false;
     }
     // Pause before the next full packet could overshoot the threshold, or as soon as headroom is used.
-    const bool over = m_headroomUsed[i] > 0 || double(m_sharedUsed[i] + m_xoffMarginBytes) > SharedThresholdBytes();
+    const bool over =
+        m_headroomUsed[i] > 0 || double(m_sharedUsed[i]) + double(m_xoffMarginBytes) > SharedThresholdBytes();
     if (over)
     {
         m_xoff[i] = true;
@@ -176,7 +183,7 @@ SharedBufferMmu::TakeXon(uint32_t port, uint8_t prio)
         return false;
     }
     const bool under = m_headroomUsed[i] == 0 &&
-                       double(m_sharedUsed[i] + m_xonOffsetBytes) <= SharedThresholdBytes();
+                       double(m_sharedUsed[i]) + double(m_xonOffsetBytes) <= SharedThresholdBytes();
     if (under)
     {
         m_xoff[i] = false;
