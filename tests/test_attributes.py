@@ -105,7 +105,7 @@ def test_a_model_is_listed_with_defaults_units_and_help(listed, engine_ns, capsy
 @pytest.mark.parametrize("which,says", [
     ("HostNik", "close matches: HostNic"),
     ("EcnKmin", "close matches: FabricSwitch::EcnKminBytes"),
-    ("NoSuchThing", "models: DagExecutor, DcqcnRateControl"),
+    ("Qqqqq", "models: DagExecutor, DcqcnRateControl"),
 ])
 def test_an_unknown_type_is_one_line_with_close_matches(which, says, engine_ns, capsys):
     """A name that matches nothing exits 2 with one Error line naming close matches (or the models)."""

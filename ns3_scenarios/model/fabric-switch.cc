@@ -69,7 +69,7 @@ FabricSwitch::GetTypeId()
                           MakeTimeChecker(Time(0)))
             .AddAttribute("FlowletTableEntries",
                           "Routing flowlet: buckets of the switch's flowlet table, indexed by ECMP hash "
-                          "(flows sharing a bucket end each other's flowlets), in entries.",
+                          "(a count; flows sharing a bucket end each other's flowlets).",
                           UintegerValue(4096),
                           MakeUintegerAccessor(&FabricSwitch::m_flowletEntries),
                           MakeUintegerChecker<uint32_t>(1, 1 << 24))
