@@ -67,6 +67,9 @@ OP_FIELDS: dict[str, tuple[type, int]] = {
     "iteration": (np.int32, 0),
 }
 
+#: ops checked at a time by FlowDag's dep validation (bounds its temporaries to a few tens of MB)
+_CHECK_BLOCK_OPS = 1 << 20
+
 COLL_FIELDS: dict[str, type] = {
     "coll_trace_id": np.int64,
     "coll_kind": np.uint8,
@@ -85,6 +88,8 @@ def _arr(field: str, value, dtype) -> np.ndarray:
         raise CosimInputError(f"dag.{field}", f"must be one-dimensional, got shape {a.shape}")
     if a.size and a.dtype.kind not in "iub":
         raise CosimInputError(f"dag.{field}", f"must hold integers, got dtype {a.dtype}")
+    if a.dtype == dtype and a.flags.owndata and not a.flags.writeable:
+        return a  # already immutable and nobody's view: adopt it (a copy would double the peak of a large DAG)
     if a.dtype != dtype:
         if a.size:
             info = np.iinfo(dtype)
@@ -157,12 +162,15 @@ class FlowDag:
                 raise CosimInputError(f"dag.{name}", f"has {getattr(self, name).size} entries, expected {m}")
         _csr("dag.dep_ptr", self.dep_ptr, n, self.dep_idx.size)
         _csr("dag.coll_ranks_ptr", self.coll_ranks_ptr, m, self.coll_ranks.size)
-        if self.dep_idx.size:
-            owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.dep_ptr))
-            bad = (self.dep_idx < 0) | (self.dep_idx >= owner)
+        for lo in range(0, n if self.dep_idx.size else 0, _CHECK_BLOCK_OPS):  # blocks bound the temporaries
+            hi = min(n, lo + _CHECK_BLOCK_OPS)
+            a, b = int(self.dep_ptr[lo]), int(self.dep_ptr[hi])
+            owner = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(self.dep_ptr[lo:hi + 1]))
+            dep = self.dep_idx[a:b]
+            bad = (dep < 0) | (dep >= owner)
             if np.any(bad):
                 i = int(owner[bad][0])
-                raise CosimInputError("dag.dep_idx", f"op {i} depends on op {int(self.dep_idx[bad][0])}, which is "
+                raise CosimInputError("dag.dep_idx", f"op {i} depends on op {int(dep[bad][0])}, which is "
                                       "not an earlier op (ops must be in topological order)")
         _where("dag.kind", self.kind > max(DagOpKind), "unknown op kind")
         _where("dag.priority", self.priority >= NUM_PRIORITIES, f"priority must be 0..{NUM_PRIORITIES - 1}")
@@ -260,14 +268,19 @@ def csr_from_edges(owner: np.ndarray, dep: np.ndarray, n: int) -> tuple[np.ndarr
     order = np.argsort(owner, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
-    return ptr, np.asarray(dep, dtype=np.int64)[order]
+    return ptr, np.asarray(dep)[order].astype(np.int64, copy=False)
 
 
 class DagBuilder:
-    """Collects op rows (at explicit DAG indices) and dep edges as numpy chunks; :meth:`build` concatenates once."""
+    """Fills the op columns of ``n_ops`` ops in place (later writes win) and collects dep edges as compact
+    chunks; :meth:`build` turns the edges into CSR once. Nothing per op is kept twice: the peak is the
+    columns plus the edges."""
 
-    def __init__(self) -> None:
-        self._ops: list[tuple[np.ndarray, dict[str, np.ndarray | int]]] = []
+    def __init__(self, n_ops: int) -> None:
+        self._n = int(n_ops)
+        self._cols = {name: np.full(self._n, default, dtype=dtype) for name, (dtype, default) in OP_FIELDS.items()}
+        # edges fit int32 whenever the op ids do: half the memory of the largest temporary of a lowering
+        self._edge_dtype = np.int32 if self._n < np.iinfo(np.int32).max else np.int64
         self._owner: list[np.ndarray] = []
         self._dep: list[np.ndarray] = []
 
@@ -276,27 +289,28 @@ class DagBuilder:
         unknown = set(columns) - set(OP_FIELDS)
         if unknown:
             raise TypeError(f"unknown op columns {sorted(unknown)}")
-        self._ops.append((np.asarray(idx, dtype=np.int64), columns))
+        idx = np.asarray(idx, dtype=np.int64)
+        for name, value in columns.items():
+            self._cols[name][idx] = value
 
     def deps(self, owner: np.ndarray | int, dep: np.ndarray) -> None:
         """Op(s) ``owner`` wait for ``dep`` (owner broadcast against dep)."""
-        dep = np.asarray(dep, dtype=np.int64)
-        self._owner.append(np.broadcast_to(np.asarray(owner, dtype=np.int64), dep.shape).ravel())
-        self._dep.append(dep.ravel())
+        dep = np.asarray(dep)
+        self._owner.append(np.broadcast_to(np.asarray(owner), dep.shape).astype(self._edge_dtype).ravel())
+        self._dep.append(dep.astype(self._edge_dtype).ravel())
 
-    def build(self, n_ops: int) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-        """Return (columns, dep_ptr, dep_idx) of ``n_ops`` ops."""
-        cols = {name: np.full(n_ops, default, dtype=dtype) for name, (dtype, default) in OP_FIELDS.items()}
-        for name in OP_FIELDS:
-            parts = [(idx, c[name]) for idx, c in self._ops if name in c]
-            if not parts:
-                continue
-            idx = np.concatenate([p[0] for p in parts])
-            val = np.concatenate([np.broadcast_to(np.asarray(v), i.shape) for i, v in parts])
-            cols[name][idx] = val
-        owner = np.concatenate(self._owner) if self._owner else np.zeros(0, np.int64)
-        dep = np.concatenate(self._dep) if self._dep else np.zeros(0, np.int64)
-        ptr, idx = csr_from_edges(owner, dep, n_ops)
+    def build(self) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """Return (columns, dep_ptr, dep_idx), every array read-only (FlowDag adopts them without a copy);
+        the builder is empty afterwards."""
+        owner = np.concatenate(self._owner) if self._owner else np.zeros(0, self._edge_dtype)
+        self._owner.clear()
+        dep = np.concatenate(self._dep) if self._dep else np.zeros(0, self._edge_dtype)
+        self._dep.clear()
+        ptr, idx = csr_from_edges(owner, dep, self._n)
+        del owner, dep
+        cols, self._cols = self._cols, {}
+        for a in (*cols.values(), ptr, idx):
+            a.flags.writeable = False
         return cols, ptr, idx
 
 

@@ -285,7 +285,7 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     done_of_op = np.where(call_of_op >= 0, call_end[np.maximum(call_of_op, 0)] if n_calls else 0,
                           op_base + n_chunks - 1)
 
-    b = DagBuilder()
+    b = DagBuilder(n_dag)
     # trace deps: the op's first DAG op (a collective's barrier) waits for the deps' completing DAG ops
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(trace.dep_ptr))
     e_own, e_dep = start_of_op[owner], done_of_op[trace.dep_idx]
@@ -347,7 +347,7 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
         term = np.flatnonzero(s.terminal)
         b.deps(np.repeat(call_end[cs], term.size), (base + term).ravel())
 
-    cols, dep_ptr, dep_idx = b.build(n_dag)
+    cols, dep_ptr, dep_idx = b.build()
     sizes = np.diff(trace.group_ptr)
     return FlowDag(
         n_ranks=trace.n_ranks, gpus_per_server=gps, n_iterations=1, n_trace_ops=n, **cols,

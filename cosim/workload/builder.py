@@ -59,7 +59,8 @@ from cosim.workload.layout import Layout, PeerKind, make_layout
 from cosim.workload.model import ModelSpec, active_params, total_params
 from cosim.workload.parallelism import ParallelismSpec, check_compatible
 from cosim.workload.schedule import bubble_fraction, pipeline_schedule
-from cosim.workload.trace import AlgoHint, CollKind, GroupKind, OpKind, Phase, Trace, collective_call_ids
+from cosim.workload.trace import (OP_COLUMNS, AlgoHint, CollKind, GroupKind, OpKind, Phase, Trace,
+                                  collective_call_ids)
 
 FWD, BWD, SYNC, OPT = Phase.FORWARD, Phase.BACKWARD, Phase.GRAD_SYNC, Phase.OPTIMIZER
 AR, RS, AG, A2A = CollKind.ALL_REDUCE, CollKind.REDUCE_SCATTER, CollKind.ALL_GATHER, CollKind.ALL_TO_ALL
@@ -550,8 +551,10 @@ def _instantiate(templates: list[_Template], layout: Layout, pp: int) -> dict[st
         for s in t.labels:
             label_ids.setdefault(s, len(label_ids))
 
-    out = {k: np.zeros(n, dtype=np.int64) for k in (
-        "kind", "phase", "duration_ns", "flops", "bytes", "coll_kind", "group", "peer", "match_id", "coll_id",
+    # columns in the Trace's own dtypes (Trace adopts them without a copy): a 16,384-GPU trace has ~10^7 ops,
+    # so int64 everywhere would more than double the peak
+    out = {k: np.zeros(n, dtype=OP_COLUMNS[k][0]) for k in (
+        "kind", "phase", "duration_ns", "flops", "bytes", "coll_kind", "group", "peer", "match_id",
         "algo_hint", "label", "microbatch", "layer", "rank")}
     dep_ptr = np.zeros(n + 1, dtype=np.int64)
     dep_idx = np.zeros(int(doff[-1]), dtype=np.int64)

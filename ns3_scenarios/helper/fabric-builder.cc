@@ -2,7 +2,6 @@
 
 #include "ns3/abort.h"
 
-#include <deque>
 #include <limits>
 
 namespace ns3
@@ -82,21 +81,68 @@ FabricBuilder::ComputeRoutes()
 {
     const uint32_t n = GetNNodes();
     constexpr uint32_t kUnreached = std::numeric_limits<uint32_t>::max();
-    // Each switch's routes as CSR (start offset per destination node, then the equal-cost ports), filled
-    // destination by destination in id order, so no per-(switch, destination) container is ever built:
-    // memory is one offset per (switch, node) plus the ports themselves.
+    // Every host has exactly one link (AddLinks enforces it) and is never a transit node, so the BFS from
+    // a host is the BFS from its leaf shifted by one hop: every other switch's equal-cost ports towards the
+    // host are its ports towards the leaf, and the leaf itself has one, the host's port. Routes are thus
+    // computed and stored per leaf (one BFS per leaf, one table row per leaf), not per host.
+    auto attachments = std::make_shared<HostAttachments>();
+    attachments->byNode.resize(n);
+    std::vector<uint32_t> leaves; // node id of each leaf row, in order of first appearance by host id
+    std::vector<uint32_t> rowOf(n, HostAttachments::kNone);
+    for (uint32_t d = 0; d < n; ++d)
+    {
+        if (!m_hosts[d] || m_nodes[d]->GetNPorts() == 0)
+        {
+            continue;
+        }
+        Ptr<EgressPort> link = m_nodes[d]->GetPort(0);
+        const uint32_t leaf = link->GetPeer()->GetNodeId();
+        if (!m_switches[leaf])
+        {
+            continue; // host-to-host link: no switch routes to either end
+        }
+        if (rowOf[leaf] == HostAttachments::kNone)
+        {
+            rowOf[leaf] = static_cast<uint32_t>(leaves.size());
+            leaves.push_back(leaf);
+        }
+        HostAttachments::Entry& at = attachments->byNode[d];
+        at.leafNode = leaf;
+        at.leafIndex = rowOf[leaf];
+        at.leafPort = static_cast<uint16_t>(link->GetPeerPort());
+    }
+    // Each switch's routes as CSR (start offset per leaf row, then the equal-cost ports), filled leaf by
+    // leaf, so no per-(switch, leaf) container is ever built.
     std::vector<std::vector<uint32_t>> start(n);
     std::vector<std::vector<uint16_t>> ports(n);
     for (uint32_t s = 0; s < n; ++s)
     {
         if (m_switches[s])
         {
-            start[s].reserve(n + 1);
+            start[s].reserve(leaves.size() + 1);
         }
     }
+    // The peers of every node's ports as flat CSR: the BFS below runs once per leaf over every link, so it
+    // reads plain integers instead of chasing port and node objects.
+    std::vector<uint32_t> peerStart(n + 1, 0);
+    for (uint32_t u = 0; u < n; ++u)
+    {
+        peerStart[u + 1] = peerStart[u] + m_nodes[u]->GetNPorts();
+    }
+    std::vector<uint32_t> peer(peerStart[n]);
+    std::vector<uint8_t> isSwitch(n);
+    for (uint32_t u = 0; u < n; ++u)
+    {
+        for (uint32_t p = 0; p < m_nodes[u]->GetNPorts(); ++p)
+        {
+            peer[peerStart[u] + p] = m_nodes[u]->GetPort(p)->GetPeer()->GetNodeId();
+        }
+        isSwitch[u] = m_switches[u] ? 1 : 0;
+    }
     std::vector<uint32_t> dist(n);
-    std::deque<uint32_t> frontier;
-    for (uint32_t d = 0; d < n; ++d)
+    std::vector<uint32_t> frontier;
+    frontier.reserve(n);
+    for (const uint32_t leaf : leaves)
     {
         for (uint32_t s = 0; s < n; ++s)
         {
@@ -105,44 +151,35 @@ FabricBuilder::ComputeRoutes()
                 start[s].push_back(static_cast<uint32_t>(ports[s].size()));
             }
         }
-        if (!m_hosts[d])
-        {
-            continue;
-        }
-        // BFS from the destination; hosts are never transit nodes.
+        // BFS from the leaf over switches; hosts are never transit nodes and never on a shortest path to
+        // another leaf (a host's only neighbour is its own leaf), so they are not visited at all.
         std::fill(dist.begin(), dist.end(), kUnreached);
-        dist[d] = 0;
-        frontier.assign(1, d);
-        while (!frontier.empty())
+        dist[leaf] = 0;
+        frontier.assign(1, leaf);
+        for (size_t head = 0; head < frontier.size(); ++head)
         {
-            const uint32_t u = frontier.front();
-            frontier.pop_front();
-            if (u != d && m_hosts[u])
+            const uint32_t u = frontier[head];
+            for (uint32_t j = peerStart[u]; j < peerStart[u + 1]; ++j)
             {
-                continue;
-            }
-            for (uint32_t p = 0; p < m_nodes[u]->GetNPorts(); ++p)
-            {
-                const uint32_t v = m_nodes[u]->GetPort(p)->GetPeer()->GetNodeId();
-                if (dist[v] == kUnreached)
+                const uint32_t v = peer[j];
+                if (dist[v] == kUnreached && isSwitch[v])
                 {
                     dist[v] = dist[u] + 1;
                     frontier.push_back(v);
                 }
             }
         }
-        for (uint32_t s = 0; s < n; ++s)
+        for (const uint32_t s : frontier)
         {
-            if (!m_switches[s] || dist[s] == kUnreached)
+            if (s == leaf)
             {
-                continue;
+                continue; // the leaf's route is the host's port (HostAttachments)
             }
-            for (uint32_t p = 0; p < m_nodes[s]->GetNPorts(); ++p)
+            for (uint32_t j = peerStart[s]; j < peerStart[s + 1]; ++j)
             {
-                const uint32_t v = m_nodes[s]->GetPort(p)->GetPeer()->GetNodeId();
-                if (dist[v] + 1 == dist[s])
+                if (dist[peer[j]] + 1 == dist[s])
                 {
-                    ports[s].push_back(static_cast<uint16_t>(p));
+                    ports[s].push_back(static_cast<uint16_t>(j - peerStart[s]));
                 }
             }
         }
@@ -153,7 +190,7 @@ FabricBuilder::ComputeRoutes()
         {
             start[s].push_back(static_cast<uint32_t>(ports[s].size()));
             ports[s].shrink_to_fit();
-            m_switches[s]->SetRoutes(std::move(start[s]), std::move(ports[s]));
+            m_switches[s]->SetRoutes(attachments, std::move(start[s]), std::move(ports[s]));
         }
     }
 }

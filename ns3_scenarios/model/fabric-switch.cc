@@ -149,8 +149,11 @@ FabricSwitch::FabricSwitch()
 FabricSwitch::~FabricSwitch() = default;
 
 void
-FabricSwitch::SetRoutes(std::vector<uint32_t> routeStart, std::vector<uint16_t> routePorts)
+FabricSwitch::SetRoutes(std::shared_ptr<const HostAttachments> hosts,
+                        std::vector<uint32_t> routeStart,
+                        std::vector<uint16_t> routePorts)
 {
+    m_attachments = std::move(hosts);
     m_routeStart = std::move(routeStart);
     m_routePorts = std::move(routePorts);
 }
@@ -260,8 +263,13 @@ FabricSwitch::AssignStreams(int64_t stream)
 uint32_t
 FabricSwitch::SelectPort(const FabricPacket& p)
 {
-    const uint32_t begin = m_routeStart[p.dst];
-    const uint32_t count = m_routeStart[p.dst + 1] - begin;
+    const HostAttachments::Entry& at = m_attachments->byNode[p.dst];
+    if (at.leafNode == m_nodeId)
+    {
+        return at.leafPort;
+    }
+    const uint32_t begin = at.leafIndex == HostAttachments::kNone ? 0 : m_routeStart[at.leafIndex];
+    const uint32_t count = at.leafIndex == HostAttachments::kNone ? 0 : m_routeStart[at.leafIndex + 1] - begin;
     NS_ABORT_MSG_IF(count == 0, "switch " << m_nodeId << " has no route to node " << p.dst);
     const uint16_t* candidates = &m_routePorts[begin];
     if (count == 1)

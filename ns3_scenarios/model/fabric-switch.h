@@ -18,6 +18,8 @@
 #include "ns3/traced-callback.h"
 
 #include <algorithm>
+#include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,11 +29,34 @@ namespace ns3
 
 /**
  * @ingroup cosim
+ * @brief Where every node attaches to the fabric, shared by all switches of a run.
+ *
+ * A host has one link, so its route from any switch but its own leaf is its leaf's route: switches keep
+ * routes per leaf (memory and build time grow with leaves, not hosts) and this table adds the last hop.
+ */
+struct HostAttachments
+{
+    static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max(); ///< no leaf
+
+    /// The attachment of one node.
+    struct Entry
+    {
+        uint32_t leafNode{kNone};  ///< node id of the switch the host hangs off (kNone: switch or unattached)
+        uint32_t leafIndex{kNone}; ///< that switch's row in every switch's route table
+        uint16_t leafPort{0};      ///< the leaf's port towards the host
+    };
+
+    std::vector<Entry> byNode; ///< indexed by node id
+};
+
+/**
+ * @ingroup cosim
  * @brief Switch: per-destination table of equal-cost egress ports, per-flow ECMP hashing, ingress
  * buffer accounting (SharedBufferMmu) with PFC, and ECN marking on egress queue length.
  *
- * The table is CSR: the candidates for destination node d are m_routePorts[m_routeStart[d] ..
- * m_routeStart[d+1]). Routing picks one of them per packet:
+ * The table is CSR over destination leaves: the candidates for host d on leaf row r =
+ * HostAttachments::byNode[d].leafIndex are m_routePorts[m_routeStart[r] .. m_routeStart[r+1]); on d's own
+ * leaf the only candidate is the port to d. Routing picks one of the candidates per packet:
  * - ecmp (default): a hash of the EcmpHashFields, the node and EcmpSeed, so a flow always takes the same
  *   candidate, its packets stay in order and distinct flows can collide on a port, as in real fabrics;
  * - pinned: candidate (destination node id mod count), a static flow-to-uplink map (InfiniBand's
@@ -58,10 +83,13 @@ class FabricSwitch : public FabricNode
 
     /**
      * @brief Install the forwarding table.
-     * @param routeStart CSR offsets, one per node plus one
-     * @param routePorts egress port numbers, grouped by destination node
+     * @param hosts where every host attaches (shared by the switches of the fabric)
+     * @param routeStart CSR offsets, one per leaf row plus one
+     * @param routePorts egress port numbers, grouped by destination leaf
      */
-    void SetRoutes(std::vector<uint32_t> routeStart, std::vector<uint16_t> routePorts);
+    void SetRoutes(std::shared_ptr<const HostAttachments> hosts,
+                   std::vector<uint32_t> routeStart,
+                   std::vector<uint16_t> routePorts);
 
     /**
      * @brief Size the MMU (or, with credits, the input lanes) and ECN thresholds from the ports, after all
@@ -175,7 +203,8 @@ class FabricSwitch : public FabricNode
     /// Refresh an XOFF that still holds before the peer's pause timer expires.
     void RefreshPause(uint32_t port, uint8_t prio);
 
-    std::vector<uint32_t> m_routeStart; ///< CSR offsets into m_routePorts, per destination node
+    std::shared_ptr<const HostAttachments> m_attachments; ///< each destination's leaf and last hop
+    std::vector<uint32_t> m_routeStart; ///< CSR offsets into m_routePorts, per destination leaf row
     std::vector<uint16_t> m_routePorts; ///< equal-cost egress ports
     uint32_t m_ecmpSeed{0};             ///< perturbs the ECMP hash (per run)
     Routing m_routing{Routing::ECMP};   ///< choice among equal-cost ports
