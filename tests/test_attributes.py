@@ -122,7 +122,7 @@ def _registries() -> dict[str, list[str]]:
     from cosim.runs.experiment import PATTERNS
     from cosim.workload import hardware, model
 
-    return {"experiments": catalog.names(), "models": list(model.PRESETS), "gpus": list(hardware.PRESETS),
+    return {"experiments": catalog.names(), "models": list(model.PRESETS), "gpus": hardware.preset_names(),
             "topologies": list(TOPOLOGIES), "transports": list(TRANSPORTS), "algorithms": list(ALGORITHM_NAMES),
             "patterns": list(PATTERNS)}
 

@@ -58,10 +58,10 @@ def models() -> list[tuple[str, str]]:
 
 def gpus() -> list[tuple[str, str]]:
     """(name, peak bf16 FLOP/s, HBM, NVLink and aliases) of every GPU preset."""
-    from cosim.workload.hardware import ALIASES, PRESETS  # noqa: PLC0415
+    from cosim.workload.hardware import ALIASES, get_hardware, preset_names  # noqa: PLC0415
 
     rows = []
-    for n, h in PRESETS.items():
+    for n, h in ((name, get_hardware(name)) for name in preset_names()):
         aliases = sorted(a for a, target in ALIASES.items() if target == n)
         rows.append((n, f"{h.peak_flops_per_s / 1e12:.0f} TFLOP/s bf16, {h.hbm_bytes / 2**30:.0f} GiB HBM, "
                         f"NVLink {h.nvlink_bytes_per_s / 1e9:.0f} GB/s per direction"
