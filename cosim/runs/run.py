@@ -19,6 +19,7 @@ from cosim.network.transport import run_attributes
 from cosim.network.topology import SWITCH
 from cosim.results import RunRecord
 from cosim.runs import catalog, flows, multi, training
+from cosim.runs.decompose import describe_parts
 from cosim.runs.experiment import Experiment, from_document, with_overrides
 
 
@@ -93,8 +94,9 @@ def describe(exp: Experiment, *, trace=None) -> dict:
     """The resolved plan of ``exp`` without simulating (what ``cosim run --dry-run`` prints).
 
     Servers, leaves and spines, the realized oversubscription, buffer and PFC headroom per switch, ranks
-    and ops of a training workload, and an estimate of its flows and data packet-hops (payload packets
-    times the hops of each flow's shortest path; ACKs and control packets not counted).
+    and ops of a training workload, an estimate of its flows and data packet-hops (payload packets
+    times the hops of each flow's shortest path; ACKs and control packets not counted), and the
+    independent parts its traffic splits into (cosim.runs.decompose).
     """
     if exp.is_training:
         p = training.plan(exp, trace)
@@ -131,6 +133,7 @@ def describe(exp: Experiment, *, trace=None) -> dict:
     out |= workload
     out |= _buffers(fabric, resolved)
     out |= _estimate(fabric, src, dst, size, int(resolved["HostNic::MtuBytes"]))
+    out |= describe_parts(fabric, src, dst)
     return out
 
 
