@@ -139,3 +139,12 @@ def test_continuous_batching_respects_the_decode_batch_and_token_budget():
         assert alive.sum() <= 8
     with pytest.raises(CosimInputError, match="policy"):
         schedule(req, prefill_replicas=1, decode_replicas=1, policy="random")
+
+
+def test_shipped_sample_is_what_its_generator_makes():
+    from cosim.workload.inference.requests import sample_requests  # noqa: PLC0415
+
+    made = poisson_requests(64, 20.0, seed=7, prompt_median_tokens=1200, output_median_tokens=40)
+    shipped = sample_requests()
+    assert np.array_equal(shipped.prompt_tokens, made.prompt_tokens)
+    assert np.allclose(shipped.arrival_ns, made.arrival_ns, atol=1.0)
