@@ -148,3 +148,34 @@ def test_shipped_sample_is_what_its_generator_makes():
     shipped = sample_requests()
     assert np.array_equal(shipped.prompt_tokens, made.prompt_tokens)
     assert np.allclose(shipped.arrival_ns, made.arrival_ns, atol=1.0)
+
+
+from cosim.workload.inference import traffic  # noqa: E402
+
+
+def test_decode_allreduce_sizes():
+    m = get_inference_model("llama2-70b")
+    # decode of 32 sequences: 32 tokens x 8192 x 2 B = 512 KiB per all-reduce, two per layer
+    assert traffic.tp_allreduce_bytes(m, 32) == 512 * 1024
+    assert traffic.tp_allreduces_per_layer(m, ep=1) == 2
+    assert traffic.pp_activation_bytes(m, 1) == 8192 * 2
+
+
+def test_ep_dispatch_bytes_for_top_k():
+    mix = get_inference_model("mixtral-8x7b")
+    # 100 tokens over 8 EP ranks: 13 local tokens, each to 2 experts, 4096 x 2 B each
+    assert traffic.ep_dispatch_bytes(mix, 100, 8) == 13 * 2 * 4096 * 2
+    ds = get_inference_model("deepseek-v3-like")
+    assert traffic.ep_dispatch_bytes(ds, 64, 8) == 8 * 8 * 7168 * 2
+    assert traffic.tp_allreduces_per_layer(ds, ep=8) == 1
+    with pytest.raises(CosimInputError, match="divide"):
+        traffic.ep_dispatch_bytes(mix, 10, 3)
+    with pytest.raises(CosimInputError, match="no experts"):
+        traffic.ep_dispatch_bytes(get_inference_model("llama2-70b"), 10, 1)
+
+
+def test_kv_transfer_bytes_at_once_and_per_layer():
+    m = get_inference_model("llama2-70b")
+    at_once = traffic.kv_transfer_bytes(m, 1000, tp=8)
+    assert at_once * 8 == 1000 * m.kv_bytes_per_token
+    assert traffic.kv_transfer_bytes(m, 1000, tp=8, layer_by_layer=True) * 80 == at_once
