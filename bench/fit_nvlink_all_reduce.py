@@ -8,7 +8,9 @@ columns ``size`` (bytes), ``num_workers``, ``devices_per_node`` and ``time_stats
 (milliseconds); only rows with every worker on one node are used. Prints launch_ns, step_ns, the bus
 bandwidth, its efficiency against the datasheet NVLink rate, and the fit's relative error per GPU count.
 ``--report GPU`` instead scores the coefficients SHIPPED in cosim.collectives.calibration for that GPU
-(in-sample): max and median relative error per GPU count over every measured size >= --report-min-size-bytes.
+(in-sample): max and median relative error per GPU count over every measured size >= --report-min-size-bytes,
+and beside it the measurement's own scatter: how many points lie > 10% from the median of their 19 size
+neighbours, and the size above which none does (no deterministic T(S, n) can be within 10% of a point below it).
 """
 
 from __future__ import annotations
@@ -56,8 +58,15 @@ def report(gpu: str, size: np.ndarray, n: np.ndarray, t_ns: np.ndarray, min_size
         m = (n == count) & (size >= min_size_bytes)
         err = np.abs(model[m] / t_ns[m] - 1)
         worst = int(size[m][np.argmax(err)])
+        order = np.argsort(size[m])
+        sizes, times = size[m][order], t_ns[m][order]
+        local = np.array([np.median(times[max(0, i - 9):i + 10]) for i in range(len(times))])
+        scattered = np.flatnonzero(np.abs(times / local - 1) > 0.1)
+        smooth_from = int(sizes[scattered[-1] + 1]) if len(scattered) and scattered[-1] + 1 < len(sizes) else (
+            int(sizes[0]) if not len(scattered) else -1)
         print(f"{gpu} {int(count)} GPUs, sizes {int(size[m].min())}-{int(size[m].max())} B: {m.sum()} points, "
-              f"|error| median {np.median(err):.3f} max {err.max():.3f} (at {worst} B)")
+              f"|error| median {np.median(err):.3f} max {err.max():.3f} (at {worst} B); "
+              f"measurement scatter: {len(scattered)} points > 10% off their neighbours, none above {smooth_from} B")
 
 
 if __name__ == "__main__":
