@@ -9,7 +9,7 @@ import click
 
 DEFAULT_GPUS = "1024,2048,4096,8192,16384,32768,65536,100000"
 EPILOG = """\b
-Model (docs/models/faults.md):
+Model (cosim/reliability/model.py):
   counts     GPUs, servers, NICs, links, switches of a non-blocking folded Clos of --switch-radix ports
              (one NIC per GPU)
   rates      FIT (failures per 10^9 device-hours) per component: --preset, then --set NAME=FIT

@@ -1,5 +1,5 @@
 """What failures cost a training job of N GPUs: component counts, failure rates, MTTF, checkpoint interval
-(Young/Daly), effective training time ratio (ETTR) and tokens per day (docs/models/faults.md)."""
+(Young/Daly), effective training time ratio (ETTR) and tokens per day (the model: cosim/reliability/model.py)."""
 
 from cosim.reliability.components import ComponentCounts, clos_counts, fabric_counts
 from cosim.reliability.model import (
