@@ -27,6 +27,8 @@ COMMANDS = {
     "export": ("cosim.cli.export:export", "Export runs as a Perfetto / chrome://tracing timeline (JSON)."),
     "collective": ("cosim.cli.collective:collective",
                    "Sweep one collective over sizes like nccl-tests: time, algbw, busbw; HDF5 out."),
+    "reliability": ("cosim.cli.reliability:reliability",
+                    "Analytic MTTF, checkpoint interval and ETTR of a training job at 1k..100k GPUs."),
     "calibrate": ("cosim.cli.calibrate:calibrate", "Fit the compute model to measured kernel profiles (TOML out)."),
     "list": ("cosim.cli.listing:list_command", "List what experiments can name: experiments, models, GPUs, "
              "topologies, transports, algorithms, patterns."),
