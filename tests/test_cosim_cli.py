@@ -190,3 +190,20 @@ def test_summary_is_json_clean(tmp_path, engine_ns):
     with h5py.File(out) as f:
         text = f["runs/roce"].attrs["summary"]
     json.loads(text, parse_constant=lambda c: pytest.fail(f"summary holds {c}"))
+
+
+def test_a_run_that_crosses_no_fabric_says_why(tmp_path, capsys, engine_ns):
+    """The 8 ranks of the DP8 trace on its 8-GPU servers share one server: the run completes with 0 flows
+    and one warning naming the cause and a --gpus-per-server that spreads them; --dry-run says it first."""
+    code, stdout, err = run_main(["run", "--trace", str(DP8), "--transport", "roce", "-q", "-o",
+                                  str(tmp_path / "one.h5")], capsys)
+    assert code == 0
+    assert err.strip() == ("Warning: run 'roce': nothing crossed the fabric: all 8 ranks sit on one server (8 GPUs "
+                           "per server), so every transfer went over NVLink; use --gpus-per-server 4 or fewer to "
+                           "spread them over servers")
+    assert results.read_results(tmp_path / "one.h5")["roce"].summary["flows"] == 0
+    code, _, err = run_main(["run", "--trace", str(DP8), "--transport", "roce", "--dry-run"], capsys)
+    assert code == 0 and "nothing crossed the fabric" in err
+    code, _, err = run_main(["run", "--trace", str(DP8), "--transport", "roce", "--gpus-per-server", "4", "-q",
+                             "-o", str(tmp_path / "two.h5")], capsys)
+    assert code == 0 and "Warning" not in err

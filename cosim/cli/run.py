@@ -218,8 +218,7 @@ def _dry_run(exps, runner) -> None:
                        f"{'/'.join(f'{r:g}' for r in t['link_rates_gbps'])} Gbps"
                        + (f", oversubscription {ratio['max']:g}" if ratio else ""))
         if exp.is_training:
-            warning = runner.fabric_warning({"flows": plan["flows"]}, {"workload": {
-                "n_ranks": plan["ranks"], "gpus_per_server": plan["gpus_per_server"]}})
+            warning = runner.fabric_warning(plan["flows"], plan["ranks"], plan["gpus_per_server"])
             if warning:
                 click.echo(f"Warning: run '{exp.name}': {warning}", err=True)
         click.echo("")
@@ -272,7 +271,10 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
         names = ", ".join(f"'{r.name}'" for r in records)
         click.echo(f"wrote {output} (run{'s' if len(records) > 1 else ''} {names})")
     for r in records:
-        warning = runner.fabric_warning(r.summary, r.config)
+        work = r.config.get("workload", {})
+        if r.summary["status"] != "complete" or "n_ranks" not in work:  # flows, multi-job, unfinished runs
+            continue
+        warning = runner.fabric_warning(r.summary["flows"], work["n_ranks"], work["gpus_per_server"])
         if warning:
             click.echo(f"Warning: run '{r.name}': {warning}", err=True)
     failed = [r for r in records if r.summary["status"] != "complete"]

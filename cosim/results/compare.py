@@ -93,10 +93,12 @@ class CompareTable:
         for n in self.runs[1:]:
             header += [n, "delta", "ratio"]
         body = []
+        simulator_rows = False
         for r in self.rows:
             m = r.metric
-            if m.section == "simulator" and all(b[0] != "simulator:" for b in body):
+            if m.section == "simulator" and not simulator_rows:  # ordered_keys puts them last
                 body.append(["simulator:"] + [""] * (len(header) - 1))
+                simulator_rows = True
             line = [m.label, m.unit, format_value(m, r.values[0])]
             for v, d, q in zip(r.values[1:], r.deltas[1:], r.ratios[1:]):
                 line += [format_value(m, v), format_value(m, d, signed=True), format_ratio(q)]

@@ -235,14 +235,14 @@ def work_estimate(exp: Experiment, planned=None) -> int:
     return data_packet_hops_estimate(fabric, fs.src, fs.dst, fs.size_bytes, mtu)
 
 
-def fabric_warning(summary: Mapping, config: Mapping) -> str | None:
-    """Why a training run moved nothing over the fabric (so its network figures are empty), or None."""
-    if summary.get("flows", 1) != 0 or summary.get("status", "complete") != "complete" or "workload" not in config:
+def fabric_warning(n_flows: int, n_ranks: int, gpus_per_server: int) -> str | None:
+    """Why a training run with ``n_flows`` fabric flows moves nothing over the fabric (so its network
+    figures are empty), or None when it does move something."""
+    if n_flows:
         return None
-    ranks, gps = config["workload"].get("n_ranks"), config["workload"].get("gpus_per_server")
-    if isinstance(ranks, int) and isinstance(gps, int) and ranks <= gps:
-        fix = f"--gpus-per-server {max(1, ranks // 2)} or fewer" if ranks > 1 else "a trace with more ranks"
-        return (f"nothing crossed the fabric: all {ranks} ranks sit on one server ({gps} GPUs per server), so "
-                f"every transfer went over NVLink; use {fix} to spread them over servers")
+    if n_ranks <= gpus_per_server:
+        fix = f"--gpus-per-server {max(1, n_ranks // 2)} or fewer" if n_ranks > 1 else "a trace with more ranks"
+        return (f"nothing crossed the fabric: all {n_ranks} ranks sit on one server ({gpus_per_server} GPUs per "
+                f"server), so every transfer went over NVLink; use {fix} to spread them over servers")
     return ("nothing crossed the fabric: every transfer of the trace stays inside a server (NVLink); "
             "use a smaller --gpus-per-server to spread the groups over servers")

@@ -62,7 +62,7 @@ from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
 from cosim.network import telemetry, topology
 from cosim.network.ideal import ideal_fct_ns
-from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, run_attributes, transport_attributes
+from cosim.network.transport import run_attributes
 from cosim.results import RunRecord, collectives
 from cosim.runs.experiment import Experiment, to_document
 from cosim.values import Int
@@ -240,8 +240,7 @@ def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarra
         "coll_id": dag.coll_trace_id.copy(),
         "kind": dag.coll_kind.copy(),
         "group": dag.coll_group.copy(),
-        "group_kind": trace.group_kind[dag.coll_group].astype(np.uint8) if dag.coll_group.size
-        else np.zeros(0, np.uint8),
+        "group_kind": trace.group_kind[dag.coll_group].astype(np.uint8),
         "ranks": np.diff(dag.coll_ranks_ptr).astype(np.int32),
         "bytes": dag.coll_bytes.copy(),
         "algorithm": dag.coll_algo.copy(),
@@ -345,13 +344,10 @@ def transfer_summary(fabric, net, dag, fop: np.ndarray, flows: dict) -> dict:
 
 
 def nic_payload_bytes_per_s(network) -> float:
-    """Payload rate of one NIC of ``network``: the link rate less the transport's per-packet headers."""
-    attrs = transport_attributes(network.transport) | dict(network.attributes)
-    def number(name, default):
-        value = str(attrs.get(name, attrs.get("ns3::" + name, default)))
-        return int(value) if value.isdigit() else default
-    mtu = number("HostNic::MtuBytes", DEFAULT_MTU_BYTES)
-    header = number("HostNic::HeaderBytes", DEFAULT_HEADER_BYTES)
+    """Payload rate of one NIC of ``network``: the link rate less the per-packet headers, with the MTU and
+    header size the engine applies for this network's settings."""
+    names = ("HostNic::MtuBytes", "HostNic::HeaderBytes")
+    mtu, header = (int(v) for v in engine.attribute_values(run_attributes(network, 0), names).values())
     return network.link_gbps * 1e9 / 8 * mtu / (mtu + header)
 
 
