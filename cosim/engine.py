@@ -159,10 +159,18 @@ class SimulationOutput:
     header_bytes: int  # wire overhead per data packet in effect (HostNic::HeaderBytes)
     snapshot_ns: np.ndarray  # float64 [n_snapshots], times at which delivered bytes were recorded
     delivered_at_bytes: np.ndarray  # int64 [n_snapshots, n_flows], payload delivered by each snapshot
+    #: network faults (Engine::GetFaultActions): time_ps, fault, action, link, node per logged action; empty
+    #: without faults
+    fault_actions: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     #: status "deadlock": the wait-for cycle the watchdog found, as "node:port:queue" (queue: PFC priority or
     #: IB virtual lane), each switch egress queue waiting for the next and the last for the first
     deadlock_cycle: tuple[str, ...] = ()
 
+
+SetupFn = Callable[[object, "dict[str, np.ndarray] | None"], None]
+"""Called as setup(engine, dag) once the fabric is built and before flows or DAG ops are loaded: ``engine``
+is the C++ Engine (Schedule* fault calls), ``dag`` the arrays Engine::LoadDag will take (kind, gpu,
+src_node, dst_node, bytes, duration_ps, priority, dep_ptr, dep_idx; changeable in place), None for flows."""
 
 ProgressFn = Callable[[float, int, int, int], None]
 """Called as progress(sim_time_ns, done, total, data_packet_hops) between simulation slices: flows (or DAG
@@ -177,6 +185,8 @@ COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_fr
             "admission_grants", "peak_qp_inflight_bytes")
 #: go-back-N loss-recovery counters: zero on a lossless fabric, so summaries carry them only when non-zero
 LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "naks_sent", "timeouts")
+#: network-fault counters (Engine::GetFaultCounter): in the counters only when the run had faults
+FAULT_COUNTERS = ("fault_drops", "ber_drops", "link_retransmissions", "reroutes")
 #: counters of transport mechanisms that are off by default (reorder-tolerant receivers, admission, QP
 #: window): zero unless one is on, so summaries carry them only when non-zero
 TRANSPORT_COUNTERS = ("reordered_packets", "admission_grants", "peak_qp_inflight_bytes")
@@ -192,13 +202,15 @@ def simulate(
     max_sim_time_ns: float = 1e9,
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
+    setup: SetupFn | None = None,
 ) -> SimulationOutput:
     """Run ``flows`` on ``fabric`` in ns-3 until every flow is delivered (or the time limit).
 
     ``attributes`` maps ns-3 attribute paths (``EgressPort::DataRate`` …) to values; they are applied as
     defaults before anything is built, and an unknown name or invalid value raises CosimInputError.
     ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
-    (``delivered_at_bytes``), e.g. to measure throughput over part of a run.
+    (``delivered_at_bytes``), e.g. to measure throughput over part of a run. ``setup`` (SetupFn) schedules
+    faults once the fabric is built.
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n_nodes = fabric.n_nodes
@@ -211,6 +223,8 @@ def simulate(
 
     snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
     with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
+        if setup is not None:
+            setup(engine, None)
         n = flows.n_flows
         if n:
             engine.AddFlows(np.ascontiguousarray(flows.src, np.int32), np.ascontiguousarray(flows.dst, np.int32),
@@ -263,6 +277,7 @@ def simulate_dag(
     max_sim_time_ns: float = 1e10,
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
+    setup: SetupFn | None = None,
 ) -> DagOutput:
     """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
 
@@ -270,7 +285,8 @@ def simulate_dag(
     copies at the NVLink rate, FLOW ops as packet-level flows between ``src_node`` and ``dst_node``.
     ``progress`` is called as progress(sim_ns, ops_done, ops_total, data_packet_hops). ``snapshot_ns``:
     simulated times at which every flow's delivered bytes are recorded (``network.delivered_at_bytes``;
-    a flow that had not started yet has delivered 0).
+    a flow that had not started yet has delivered 0). ``setup`` (SetupFn) schedules faults and may change
+    the DAG arrays before they are loaded.
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
@@ -283,6 +299,8 @@ def simulate_dag(
         arrays = [a if a.size else np.zeros(1, a.dtype) for a in arrays]
         if arrays[7].size != n + 1:
             raise CosimInputError("dep_ptr", f"must have n_ops + 1 = {n + 1} entries, got {arrays[7].size}")
+        if setup is not None:
+            setup(engine, dict(zip(_DAG_ARRAYS, arrays)))
         try:
             engine.LoadDag(*arrays, n)
         except Exception as exc:  # std::invalid_argument from the C++ checks
@@ -320,6 +338,9 @@ def simulate_dag(
                      op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
                      flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network)
 
+
+#: names of the DAG arrays a SetupFn sees, in Engine::LoadDag order
+_DAG_ARRAYS = ("kind", "gpu", "src_node", "dst_node", "bytes", "duration_ps", "priority", "dep_ptr", "dep_idx")
 
 #: slowest and fastest link, bit/s, and longest link delay, ns, the engine takes (Engine::BuildFabric)
 MIN_LINK_RATE_BPS, MAX_LINK_RATE_BPS, MAX_LINK_DELAY_NS = 1e6, 1e15, 1e9
@@ -497,6 +518,13 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
     engine.GetLatencyHistogram(hist)
     low_ns = np.array([engine.LatencyBucketLowPs(b) for b in range(nb)]) / 1e3
     counters = {name: int(engine.GetCounter(name)) for name in COUNTERS}
+    f = int(engine.NumFaultActions())
+    fault_actions = {}
+    if f:
+        fault_actions = {"time_ps": np.empty(f, np.int64), "fault": np.empty(f, np.int32),
+                         "action": np.empty(f, np.int8), "link": np.empty(f, np.int32), "node": np.empty(f, np.int32)}
+        engine.GetFaultActions(*fault_actions.values())
+        counters |= {name: int(engine.GetFaultCounter(name)) for name in FAULT_COUNTERS}
     c = int(engine.DeadlockCycleLength())
     cycle = [np.empty(c, np.int32) for _ in range(3)]
     if c:
@@ -532,5 +560,6 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         header_bytes=int(str(engine.GetDefault("ns3::HostNic::HeaderBytes"))),
         snapshot_ns=np.empty(0),
         delivered_at_bytes=np.empty((0, n_flows), np.int64),
+        fault_actions=fault_actions,
         deadlock_cycle=tuple(f"{n}:{p}:{q}" for n, p, q in zip(*(a.tolist() for a in cycle))),
     )

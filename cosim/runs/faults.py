@@ -505,6 +505,7 @@ class FaultContext:
     engine: object
     fabric: object
     seed: int
+    stop_ps: int  # the run's time limit, in ps
     dag: dict[str, np.ndarray] | None = None
     log: list[tuple[int, int, int, int, int]] = dataclasses.field(default_factory=list)
 
@@ -515,6 +516,9 @@ class FaultContext:
 
 def apply_all(resolved: Sequence[ResolvedFault], ctx: FaultContext) -> None:
     """Call every kind's ``apply`` with its faults (kinds in code order)."""
+    names = str(ctx.engine.FaultActionNames())
+    if names != ",".join(ACTIONS[:len(names.split(","))]):
+        raise RuntimeError(f"libcosim-ns3 names fault actions {names}, this cosim {ACTIONS}: rebuild it")
     for name in kind_names():
         mine = [r for r in resolved if r.fault.kind == name]
         if mine and KINDS[name].apply is not None:
@@ -536,6 +540,41 @@ def faults_table(resolved: Sequence[ResolvedFault], engine_log: Mapping[str, np.
     return {"time_ns": time_ps[order] / 1e3, "fault": fault[order].astype(np.int32), "kind": kind.astype(np.int32),
             "action": action[order].astype(np.int8), "link": link[order].astype(np.int32),
             "node": node[order].astype(np.int32)}
+
+
+@dataclass(slots=True, kw_only=True, eq=False)
+class FaultPlan:
+    """The faults of one run, resolved on its fabric: ``setup`` is the engine's SetupFn, ``results`` what
+    the run's record keeps (faults table, config entry, summary keys)."""
+
+    resolved: list[ResolvedFault]
+    fabric: object
+    seed: int
+    stop_ps: int
+    log: list = dataclasses.field(default_factory=list)
+
+    def setup(self, engine, dag) -> None:
+        ctx = FaultContext(engine=engine, fabric=self.fabric, seed=self.seed, stop_ps=self.stop_ps, dag=dag)
+        apply_all(self.resolved, ctx)
+        self.log = ctx.log
+
+    def results(self, out) -> tuple[dict[str, np.ndarray], dict, dict]:
+        """(faults table, config["faults"], summary keys) from the engine's SimulationOutput ``out``."""
+        table = faults_table(self.resolved, out.fault_actions, self.log)
+        action = table["action"]
+        summary = {"faults": len(self.resolved)}
+        summary |= {f"fault_{name}_actions": int(np.count_nonzero(action == code))
+                    for name, code in ACTION_CODES.items() if np.any(action == code)}
+        return table, faults_config(self.resolved), summary
+
+
+def plan(exp, fabric, rank_hosts: Sequence[int] | None = None) -> FaultPlan | None:
+    """The FaultPlan of Experiment ``exp`` on ``fabric`` (None without faults: the run is untouched)."""
+    if not exp.faults:
+        return None
+    stop_ns = exp.limits.max_sim_time_ns
+    return FaultPlan(resolved=resolve(exp.faults, fabric, max_sim_time_ns=stop_ns, rank_hosts=rank_hosts),
+                     fabric=fabric, seed=exp.seed, stop_ps=int(round(stop_ns * 1e3)))
 
 
 def faults_config(resolved: Sequence[ResolvedFault]) -> dict:

@@ -64,6 +64,7 @@ from cosim.network import telemetry, topology
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.transport import run_attributes
 from cosim.results import RunRecord, collectives
+from cosim.runs import faults as fault_specs
 from cosim.runs.experiment import Experiment, to_document
 from cosim.values import Int
 from cosim.workload.trace import OpKind, Trace, read_trace
@@ -413,11 +414,13 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     attributes = nvlink_model(trace.spec_dict().get("hardware")).executor_attributes() \
         | run_attributes(exp.network, exp.seed)
     interval = exp.telemetry.queue_sample_interval_ns
+    faults = fault_specs.plan(exp, fabric, p.host_of)
     out = engine.simulate_dag(
         fabric, kind=dag.kind, gpu=dag.rank, src_node=p.src_node, dst_node=p.dst_node, bytes_=dag.bytes,
         duration_ns=dag.duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
         seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
-        max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress)
+        max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress,
+        setup=None if faults is None else faults.setup)
     net = out.network
     fop = out.flow_op
     tables = telemetry.network_tables(fabric, net, src=p.src_node[fop], dst=p.dst_node[fop],
@@ -444,4 +447,7 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         "fabric": fabric.describe(),
         "attributes": attributes,
     }
+    if faults is not None:
+        tables["faults"], config["faults"], extra = faults.results(net)
+        summary |= extra
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
