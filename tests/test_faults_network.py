@@ -201,3 +201,27 @@ def test_bad_fault_options_exit_2_with_one_line(fault, message):
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], res.stderr
+
+
+def test_a_slow_nic_link_delays_every_ring_iteration_against_the_baseline(engine_ns):
+    """A training run (a 4-rank ring all-reduce of 8 MiB, 3 iterations) whose rank-1 NIC link runs at half
+    rate from the start: every iteration takes longer than the fault-free baseline's, by at most the
+    doubled transfer time (the ring moves at the pace of its slowest link); the delay per iteration, its
+    max and the baseline's iteration time are in the summary, and the faults table logs the degradation."""
+    from cosim.runs import experiment, run
+    from test_cosim_roce import ring_allreduce_trace
+
+    exp = experiment.make("training", topology="leaf-spine", gpus_per_server=1, hosts_per_leaf=2,
+                          link_gbps=LINK_GBPS, iterations=3, chunk_bytes=1 << 20, algorithm="ring",
+                          faults=[{"kind": "link_degrade", "element": "host1-leaf0", "at_ns": 0.0,
+                                   "rate_gbps": LINK_GBPS / 2}], baseline=True)
+    faulted, base = run.run_with_baseline(exp, trace=ring_allreduce_trace(4, 8 << 20))
+    s = faulted.summary
+    assert s["status"] == base.summary["status"] == "complete"
+    delay = s["iteration_delay_ns"]
+    assert len(delay) == 3 and s["iteration_delay_max_ns"] == max(delay)
+    base_times = base.iterations["time_ns"]
+    for d, t in zip(delay, base_times):
+        assert 0.3 * t < d <= 1.05 * t, (d, t)
+    assert s["baseline_iteration_time_ns"] == base.summary["iteration_time_ns"]
+    assert fs.ACTIONS[int(faulted.faults["action"][0])] == "degrade"
