@@ -123,6 +123,30 @@ def test_a_lossy_link_delivers_the_go_back_n_goodput(engine_ns):
     assert goodput == pytest.approx(expected, rel=0.05), (goodput, expected, p_hat, n)
 
 
+def test_a_lossy_credit_link_resends_and_loses_nothing(engine_ns):
+    """InfiniBand: a bit-error rate on the sender's link makes the link resend each corrupted packet (as
+    many as go-back-N would lose: within 5 sigma of p · packets) and loses nothing; each resend holds the
+    wire for at most a NAK round trip and the packet's serialization, which bounds the finish time."""
+    fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
+    size = 8 << 20
+    flows = FlowSet(src=np.array([0], np.int32), dst=np.array([1], np.int32), size_bytes=np.array([size], np.int64),
+                    start_ns=np.zeros(1), priority=np.zeros(1, np.uint8))
+    ber = 3e-7
+    fault = fs.Fault(kind="link_degrade", element="host0-switch0", at_ns=0.0, params=(("bit_error_rate", ber),))
+    out, _ = simulate_with(fabric, flows, [fault], "ib")
+    clean = engine.simulate(fabric, flows, attributes=transport_attributes("ib"), max_sim_time_ns=1e8)
+    assert out.status == "complete"
+    np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    c = out.counters
+    assert c["ber_drops"] == c["fault_drops"] == c["retransmitted_packets"] == 0
+    packets = -(-size // MTU)
+    p = 1 - (1 - ber) ** ((MTU + HEADER) * 8)
+    resent = c["link_retransmissions"]
+    assert abs(resent - p * packets) <= 5 * math.sqrt(p * (1 - p) * packets) + 1
+    per_resend_ns = 2 * DELAY_NS + (MTU + HEADER) * 8 / LINK_GBPS
+    assert clean.finish_ns[0] < out.finish_ns[0] <= clean.finish_ns[0] + resent * per_resend_ns
+
+
 def test_bytes_are_conserved_through_flaps_and_a_switch_outage(engine_ns):
     """A flapping uplink and a spine that dies and comes back: every byte of every flow arrives exactly
     once on both transports; the faults table logs each down with its up."""
