@@ -249,3 +249,51 @@ def test_a_slow_nic_link_delays_every_ring_iteration_against_the_baseline(engine
         assert 0.3 * t < d <= 1.05 * t, (d, t)
     assert s["baseline_iteration_time_ns"] == base.summary["iteration_time_ns"]
     assert fs.ACTIONS[int(faulted.faults["action"][0])] == "degrade"
+
+
+@pytest.mark.parametrize("kind, element, links, nodes", [
+    ("link_down", "leaf0-spine1", "leaf0-spine1", []),
+    ("link_down", "spine1-leaf0", "leaf0-spine1", []),
+    ("switch_down", "spine0", "leaf0-spine0 leaf1-spine0", ["spine0"]),
+    ("nic_down", "host5", "host5-leaf1", ["host5"]),
+    ("nic_down", "rank2", "host5-leaf1", ["host5"]),  # ranks placed in reverse: rank r on host 7 - r
+    ("link_down", "host2-leaf0", "host2-leaf0", []),
+])
+def test_elements_resolve_to_the_links_and_nodes_named(kind, element, links, nodes):
+    """Element names (cosim.network.names) resolve to the fabric's link and node ids, either end first."""
+    fabric = two_spines()
+    el = fs.elements_of(fabric, rank_hosts=[7, 6, 5, 4, 3, 2, 1, 0])
+    (r,) = fs.resolve([fs.Fault(kind=kind, element=element)], fabric, max_sim_time_ns=1e6,
+                      rank_hosts=[7, 6, 5, 4, 3, 2, 1, 0])
+    assert sorted(el.link_names[i] for i in r.links) == sorted(links.split())
+    assert [el.node_names[i] for i in r.nodes] == nodes
+
+
+def test_a_process_draws_its_elements_from_its_set_or_pattern():
+    """A Poisson process over ``fabric-links`` or ``leaf1-*`` only picks matching elements, expected count
+    rate x window, and the same seed gives the same draws."""
+    fabric = two_spines()
+    fault = fs.Fault(kind="link_down", element="fabric-links", rate_per_s=1e6, until_ns=1e5, seed=5)
+    drawn = fs.resolve([fault], fabric, max_sim_time_ns=1e6)
+    names = fs.elements_of(fabric).link_names
+    assert 50 <= len(drawn) <= 150 and all(names[r.links[0]].startswith("leaf") for r in drawn)
+    assert [r.at_ps for r in drawn] == [r.at_ps for r in fs.resolve([fault], fabric, max_sim_time_ns=1e6)]
+    host_side = fs.Fault(kind="link_down", element="host*-leaf1", rate_per_s=1e6, until_ns=1e5, seed=5)
+    assert all(names[r.links[0]].endswith("leaf1") for r in fs.resolve([host_side], fabric, max_sim_time_ns=1e6))
+
+
+def test_fault_figures_render_with_and_without_a_baseline(engine_ns):
+    """The fault plots of a training run with a baseline: iteration time around the fault (both runs) and
+    queues with fault markers render; runs without faults get no fault figures."""
+    from cosim.analysis import plots
+    from cosim.runs import experiment, run
+    from test_cosim_roce import ring_allreduce_trace
+
+    exp = experiment.make("training", topology="leaf-spine", gpus_per_server=1, hosts_per_leaf=2, iterations=2,
+                          chunk_bytes=1 << 20, faults=[{"kind": "link_down", "element": "leaf0-spine0",
+                                                        "at_ns": 5000.0, "duration_ns": 50000.0}], baseline=True)
+    faulted, base = run.run_with_baseline(exp, trace=ring_allreduce_trace(4, 4 << 20))
+    figures = {f.stem: f for f in plots.iter_figures({faulted.name: faulted, base.name: base})}
+    assert plots.render(figures[f"iteration-faults-{faulted.name}"].figure)[:4] == b"\x89PNG"
+    assert figures[f"queues-faults-{faulted.name}"].figure is not None
+    assert not any(s.startswith("iteration-faults") and s.endswith("baseline") for s in figures)
