@@ -477,15 +477,18 @@ def fault_iterations(run, baseline=None, *, label: str | None = None):
     end = float(np.nanmax(finish)) if np.isfinite(finish).any() else _end_ns(run)
     scale = _time_axis(ax, end * 1.02)
     yscale, yunit = display_unit("iteration_time_ns")
-    ax.plot(finish * scale, np.asarray(it["time_ns"], np.float64) * yscale, "o-", color="tab:red", lw=1.2,
-            label="with faults")
+    times = np.asarray(it["time_ns"], np.float64)
+    ax.plot(finish * scale, times * yscale, "o-", color="tab:red", lw=1.2, label="with faults")
+    tops = [np.nanmax(times)] if np.isfinite(times).any() else [1.0]
     if baseline is not None and baseline.iterations:
         b = baseline.iterations
-        ax.plot(np.asarray(b["finish_ns"], np.float64) * scale, np.asarray(b["time_ns"], np.float64) * yscale,
-                "s--", color="tab:blue", lw=1.0, label="without faults (baseline)")
+        base_times = np.asarray(b["time_ns"], np.float64)
+        ax.plot(np.asarray(b["finish_ns"], np.float64) * scale, base_times * yscale, "s--", color="tab:blue",
+                lw=1.0, label="without faults (baseline)")
+        tops += [np.nanmax(base_times)] if np.isfinite(base_times).any() else []
     _mark_faults(ax, run, scale)
     ax.set_ylabel(f"iteration time ({yunit})")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, max(tops) * yscale * 1.12)
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3)
     return fig
