@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -368,7 +367,7 @@ def _element(el: Elements, name: str, kind: FaultKind, where: str) -> tuple[str,
     """(element kind, link ids, node ids) of element ``name`` for a fault of ``kind``."""
     accepts = kind.elements
     m = re.fullmatch(r"rank([0-9]+)", name)
-    if m and "rank" in accepts or (m and "host" in accepts and el.rank_host):
+    if m and ("rank" in accepts or "host" in accepts):
         r = int(m.group(1))
         if not el.rank_host:
             raise CosimInputError(where, f"{name!r}: ranks name elements of training runs only",
