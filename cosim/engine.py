@@ -148,7 +148,8 @@ class SimulationOutput:
     stalls: dict[str, np.ndarray]  # credit-stall changes (IB): time_ns, node, port, vl, stalled (1 began, 0 ended)
     counters: dict[str, int]  # fabric-wide counters (ecn_marks, cnps_sent, switch_drops, ...)
     sim_time_ns: float  # simulated clock at the end
-    status: str  # "complete", "time-limit", "stalled", "deadlock" or "flow-control-error" (credit overrun: a bug)
+    status: str  # "complete", "time-limit", "stalled", "deadlock", "failed" (a collective timed out) or
+    #              "flow-control-error" (credit overrun: a bug)
     events: int  # simulator events executed
     packet_hops: int  # packets serialized on any link (ACKs, CNPs, PFC and credit packets included)
     data_packet_hops: int  # data packets serialized on any link
@@ -162,24 +163,60 @@ class SimulationOutput:
     #: status "deadlock": the wait-for cycle the watchdog found, as "node:port:queue" (queue: PFC priority or
     #: IB virtual lane), each switch egress queue waiting for the next and the last for the first
     deadlock_cycle: tuple[str, ...] = ()
+    #: PFC watchdog actions in time order (PfcWatchdog, off by default): time_ns, node (switch), port,
+    #: priority, disabled (1: queue disabled as stormed, 0: restored)
+    pfc_watchdog: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 ProgressFn = Callable[[float, int, int, int], None]
 """Called as progress(sim_time_ns, done, total, data_packet_hops) between simulation slices: flows (or DAG
 ops) done of total, and the data packets serialized on links so far (the work that costs wall time)."""
 
-_STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock"}
+_STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock", 4: "failed"}
 #: Engine RunStatus codes by their C++ names
-_RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS", 3: "DEADLOCK"}
+_RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS", 3: "DEADLOCK", 4: "COLLECTIVE_TIMEOUT"}
 COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_frames_sent",
             "peak_headroom_used_bytes", "min_headroom_bytes", "acks", "credit_violations", "peak_lane_bytes",
             "credit_packets_sent", "retransmitted_packets", "naks_sent", "timeouts", "reordered_packets",
-            "admission_grants", "peak_qp_inflight_bytes")
+            "admission_grants", "peak_qp_inflight_bytes", "pfc_watchdog_actions", "pfc_watchdog_dropped_packets",
+            "pause_storm_frames_sent")
 #: go-back-N loss-recovery counters: zero on a lossless fabric, so summaries carry them only when non-zero
 LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "naks_sent", "timeouts")
 #: counters of transport mechanisms that are off by default (reorder-tolerant receivers, admission, QP
 #: window): zero unless one is on, so summaries carry them only when non-zero
 TRANSPORT_COUNTERS = ("reordered_packets", "admission_grants", "peak_qp_inflight_bytes")
+#: counters of fault mechanisms (PFC watchdog, pause storms): zero without them, so summaries carry them only
+#: when non-zero
+FAULT_COUNTERS = ("pfc_watchdog_actions", "pfc_watchdog_dropped_packets", "pause_storm_frames_sent")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class PauseStorms:
+    """PFC pause storms (a fault, RoCE only): each host NIC ``host`` (node id) sends PAUSE frames for
+    ``priority`` from ``start_ns`` for ``duration_ns`` (C++ PauseStormSource)."""
+
+    host: np.ndarray  # int32 [n], node id of the storming NIC
+    priority: np.ndarray  # uint8 [n], priority class paused
+    start_ns: np.ndarray  # float64 [n], first frame
+    duration_ns: np.ndarray  # float64 [n], length of the storm (> 0)
+
+    @property
+    def n(self) -> int:
+        """Number of storms."""
+        return int(np.asarray(self.host).size)
+
+
+def _add_pause_storms(engine, storms: PauseStorms | None) -> None:
+    """Hand ``storms`` to the engine (after BuildFabric); the C++ checks become CosimInputError."""
+    if storms is None or storms.n == 0:
+        return
+    arrays = [np.ascontiguousarray(storms.host, np.int32), np.ascontiguousarray(storms.priority, np.uint8),
+              np.rint(np.asarray(storms.start_ns, np.float64) * 1e3).astype(np.int64),
+              np.rint(np.asarray(storms.duration_ns, np.float64) * 1e3).astype(np.int64)]
+    try:
+        engine.AddPauseStorms(*arrays, storms.n)
+    except Exception as exc:  # std::invalid_argument from the C++ checks
+        raise CosimInputError("faults.pause_storm", _cpp_reason(exc)) from None
 
 
 def simulate(
@@ -192,13 +229,15 @@ def simulate(
     max_sim_time_ns: float = 1e9,
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
+    pause_storms: PauseStorms | None = None,
 ) -> SimulationOutput:
     """Run ``flows`` on ``fabric`` in ns-3 until every flow is delivered (or the time limit).
 
     ``attributes`` maps ns-3 attribute paths (``EgressPort::DataRate`` …) to values; they are applied as
     defaults before anything is built, and an unknown name or invalid value raises CosimInputError.
     ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
-    (``delivered_at_bytes``), e.g. to measure throughput over part of a run.
+    (``delivered_at_bytes``), e.g. to measure throughput over part of a run. ``pause_storms``: NICs that
+    send PAUSE frames (a fault; the PFC watchdog, attribute ``PfcWatchdog::Enabled``, bounds their harm).
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n_nodes = fabric.n_nodes
@@ -211,6 +250,7 @@ def simulate(
 
     snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
     with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
+        _add_pause_storms(engine, pause_storms)
         n = flows.n_flows
         if n:
             engine.AddFlows(np.ascontiguousarray(flows.src, np.int32), np.ascontiguousarray(flows.dst, np.int32),
@@ -243,6 +283,9 @@ class DagOutput:
     flow_op: np.ndarray  # int64 [n_flows], the FLOW op each flow carried (flows in start order)
     flow_start_ns: np.ndarray  # float64 [n_flows]
     network: SimulationOutput  # per-flow finish/delivered, queues, ports, pauses, latency, counters
+    #: status "failed": the collective (index into coll_start_op) that ran past DagExecutor::CollectiveTimeout, and when
+    failed_collective: int = -1
+    failed_at_ns: float = float("nan")
 
 
 def simulate_dag(
@@ -263,6 +306,9 @@ def simulate_dag(
     max_sim_time_ns: float = 1e10,
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
+    pause_storms: PauseStorms | None = None,
+    coll_start_op: np.ndarray | None = None,
+    coll_end_op: np.ndarray | None = None,
 ) -> DagOutput:
     """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
 
@@ -270,7 +316,10 @@ def simulate_dag(
     copies at the NVLink rate, FLOW ops as packet-level flows between ``src_node`` and ``dst_node``.
     ``progress`` is called as progress(sim_ns, ops_done, ops_total, data_packet_hops). ``snapshot_ns``:
     simulated times at which every flow's delivered bytes are recorded (``network.delivered_at_bytes``;
-    a flow that had not started yet has delivered 0).
+    a flow that had not started yet has delivered 0). ``pause_storms``: as for :func:`simulate`.
+    ``coll_start_op``/``coll_end_op``: the start and end barrier op of every collective, watched with the
+    attribute ``DagExecutor::CollectiveTimeout`` (0, the default, watches nothing): a collective not
+    complete that long after it started ends the run with status ``failed`` (``failed_collective``).
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
@@ -285,8 +334,12 @@ def simulate_dag(
             raise CosimInputError("dep_ptr", f"must have n_ops + 1 = {n + 1} entries, got {arrays[7].size}")
         try:
             engine.LoadDag(*arrays, n)
+            if coll_start_op is not None and np.asarray(coll_start_op).size:
+                starts = np.ascontiguousarray(coll_start_op, np.int64)
+                engine.SetCollectives(starts, np.ascontiguousarray(coll_end_op, np.int64), starts.size)
         except Exception as exc:  # std::invalid_argument from the C++ checks
             raise CosimInputError("dag", _cpp_reason(exc)) from None
+        _add_pause_storms(engine, pause_storms)
         t_run = time.perf_counter()
         snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
         stop_ps = int(max_sim_time_ns * 1e3)
@@ -311,6 +364,8 @@ def simulate_dag(
             engine.GetFlowOps(flow_op)
             engine.GetFlowStartPs(flow_start)
         network = _collect(engine, status, time.perf_counter() - t0, run_s)
+        failed = int(engine.FailedCollective())
+        failed_at_ns = engine.FailedCollectiveAtPs() / 1e3 if failed >= 0 else float("nan")
     if snaps.size:
         delivered_at = np.zeros((snaps.size, m), np.int64)
         for i, now in enumerate(seen):
@@ -318,7 +373,8 @@ def simulate_dag(
         network = dataclasses.replace(network, snapshot_ns=snaps, delivered_at_bytes=delivered_at)
     return DagOutput(op_start_ns=np.where(start_ps >= 0, start_ps / 1e3, np.nan),
                      op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
-                     flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network)
+                     flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network,
+                     failed_collective=failed, failed_at_ns=failed_at_ns)
 
 
 #: slowest and fastest link, bit/s, and longest link delay, ns, the engine takes (Engine::BuildFabric)
@@ -497,6 +553,12 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
     engine.GetLatencyHistogram(hist)
     low_ns = np.array([engine.LatencyBucketLowPs(b) for b in range(nb)]) / 1e3
     counters = {name: int(engine.GetCounter(name)) for name in COUNTERS}
+    w = int(engine.NumPfcWatchdogActions())
+    watchdog = {"time_ns": np.empty(w, np.int64), "node": np.empty(w, np.int32), "port": np.empty(w, np.int32),
+                "priority": np.empty(w, np.int32), "disabled": np.empty(w, np.int8)}
+    if w:
+        engine.GetPfcWatchdogActions(*watchdog.values())
+    watchdog["time_ns"] = watchdog["time_ns"] / 1e3
     c = int(engine.DeadlockCycleLength())
     cycle = [np.empty(c, np.int32) for _ in range(3)]
     if c:
@@ -533,4 +595,5 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         snapshot_ns=np.empty(0),
         delivered_at_bytes=np.empty((0, n_flows), np.int64),
         deadlock_cycle=tuple(f"{n}:{p}:{q}" for n, p, q in zip(*(a.tolist() for a in cycle))),
+        pfc_watchdog=watchdog,
     )
