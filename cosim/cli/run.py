@@ -82,6 +82,17 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
         flag="--queue-interval-ns")
 @_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [flows 1000, training "
         "100000].", flag="--max-sim-time-ms")
+@click.option("--fault", "fault_options", multiple=True, metavar="KIND:ELEMENT@TIME[,key=value...]",
+              help="Inject a fault (repeatable; added to the experiment's [[faults]]). KIND: link_down, "
+                   "link_flap, link_degrade, switch_down, nic_down (docs/models/faults.md lists every kind). "
+                   "ELEMENT: a link leaf1-spine0, a switch spine0, a NIC host3, a rank rank5 (training), or "
+                   "with rate_per_s a set or pattern (fabric-links, leaf*-spine*). TIME and *_ns values in ns "
+                   "or with a unit (2ms, 150us). Keys: duration_ns or up_at_ns (end), the kind's parameters "
+                   "(rate_gbps, bit_error_rate, period_ns, ...), rate_per_s, until_ns and seed (a Poisson "
+                   "process). E.g. --fault link_down:leaf0-spine1@200us,duration_ns=1ms "
+                   "--fault link_degrade:leaf1-spine0@0,bit_error_rate=1e-6")
+@click.option("--baseline", is_flag=True, default=None, help="Also run the experiment without its faults and "
+              "store both runs (NAME and NAME-baseline); the table shows the delay per iteration.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="HDF5 results file to write (replaced if it exists). [default: results.h5, or the first free "
                    "results-N.h5 if it exists: a default never replaces an earlier run]")
@@ -94,8 +105,8 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
               "stderr is not a terminal, e.g. in batch jobs).")
 @click.option("-v", "--verbose", is_flag=True, help="Also log each run's status, wall time and simulator cost.")
 @click.pass_context
-def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, output, name, append, replace, quiet,
-        verbose, **fields):
+def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fault_options, baseline, output, name,
+        append, replace, quiet, verbose, **fields):
     """Run EXPERIMENT (a shipped name or a TOML file) packet by packet in ns-3; write an HDF5 results file.
 
     \b
@@ -107,6 +118,7 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, out
       cosim run congested-training --transport ib -o c.h5
       cosim run --trace traces/llama2-7b-2l_tp2-pp2-dp2.h5 --fabric both --iterations 2 -o t.h5
       cosim run --pattern incast --hosts 32 --flow-bytes 4MiB --link-gbps 400 -o incast32.h5
+      cosim run --fault link_down:leaf0-spine1@1ms --baseline -o down.h5
       cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
     """
     from cosim.runs import catalog  # noqa: PLC0415
@@ -117,6 +129,12 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, out
     given = {k for k, x in fields.items() if x is not None}
     source, base = _base(experiment, trace_path, given)
     overrides = _overrides(ctx, fields, given, transport, trace_path, name, assignments)
+    if fault_options:
+        from cosim.runs.faults import parse_fault_option  # noqa: PLC0415
+
+        overrides["faults"] = [parse_fault_option(text) for text in fault_options]
+    if baseline:
+        overrides["baseline"] = True
     from cosim.runs import run as runner  # noqa: PLC0415
 
     exps = runner.experiments_of(base if source is None else source, overrides)

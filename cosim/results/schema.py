@@ -77,8 +77,17 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("ops", "workload"): ("", "shared fabrics: index of the op's workload in config['workloads']"),
     ("collectives", "workload"): ("", "shared fabrics: index of the call's workload in config['workloads']"),
     ("iterations", "workload"): ("", "shared fabrics: index of the iteration's workload in config['workloads']"),
+    # faults (cosim.runs.faults): one row per action the engine or a fault kind took; older files lack it
+    ("faults", "time_ns"): ("ns", "time of the action"),
+    ("faults", "fault"): ("", "index of the fault in config['faults']['faults'] (the run's concrete faults)"),
+    ("faults", "kind"): ("", "fault kind code (config['faults']['kind_codes'], e.g. 1 link_down, 2 link_flap, "
+                             "3 link_degrade, 4 switch_down, 5 nic_down)"),
+    ("faults", "action"): ("", "what happened (config['faults']['actions']): 0 down, 1 up, 2 reroute (routes "
+                               "converged around the change), 3 degrade, 4 restore"),
+    ("faults", "link"): ("", "fabric link id acted on, -1 if none"),
+    ("faults", "node"): ("", "node id acted on (a rerouting switch, a NIC), -1 if none"),
 }
-GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations")
+GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations", "faults")
 
 #: datasets whose values may be nan, as documented: times of flows, ops, collectives and iterations that did
 #: not finish (a run cut by its time limit)
@@ -89,7 +98,7 @@ NAN_OK = frozenset({
     ("iterations", "exposed_comm_ns"),
 })
 #: integer datasets that use -1 for "none" (every other known dataset is non-negative)
-MINUS_ONE_OK = frozenset({("ops", "coll_id")})
+MINUS_ONE_OK = frozenset({("ops", "coll_id"), ("faults", "link"), ("faults", "node")})
 
 #: columns added to version 1 after its first files: a table written before may lack them
 LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports", "rate_bps"),
@@ -144,6 +153,7 @@ class RunRecord:
     ops: dict[str, np.ndarray] = field(default_factory=dict)
     collectives: dict[str, np.ndarray] = field(default_factory=dict)
     iterations: dict[str, np.ndarray] = field(default_factory=dict)
+    faults: dict[str, np.ndarray] = field(default_factory=dict)
 
     def table(self, group: str) -> dict[str, np.ndarray]:
         """The arrays of ``group`` (one of GROUPS; empty if the run has none)."""

@@ -8,6 +8,7 @@ A document looks like::
     name = "incast"                 # optional: the run name (default: the pattern, or the transport)
     description = "..."
     seed = 1
+    baseline = true                 # optional: also run it without its faults (docs/models/faults.md)
     [network]                       # cosim.network.spec.NetworkSpec
     topology = "single-switch"
     transport = "roce"              # roce | ib | both (both: one Experiment per transport)
@@ -22,6 +23,10 @@ A document looks like::
     queue_sample_interval_ns = 1000
     [limits]
     max_sim_time_ns = 1e9
+    [[faults]]                      # optional, repeated: cosim.runs.faults.Fault
+    kind = "link_down"
+    element = "leaf0-spine1"
+    at_ns = 2e5
 
 Several workloads share one fabric with ``[[workloads]]`` tables instead of ``[workload]`` (a training
 job, a flow pattern, or background traffic: ``storage``, ``checkpoint``, ``synthetic``), each with its own
@@ -64,6 +69,7 @@ from cosim.collectives.lower import ALGORITHM_NAMES
 from cosim.errors import CosimInputError
 from cosim.network.spec import NetworkSpec
 from cosim.network.transport import TRANSPORTS, qualify_attribute
+from cosim.runs import faults as fault_specs
 from cosim.runs.placement import PLACEMENTS
 from cosim.workload.builder import build_trace
 from cosim.workload.hardware import get_hardware
@@ -356,6 +362,9 @@ class Experiment:
     seed: int = v.spec_field(v.Int(minimum=0, maximum=2**63 - 1), 1, "seed of every random choice (ECMP, RNG)")
     #: several workloads on one fabric (``[[workloads]]``); empty: the one ``workload``
     workloads: tuple[Job, ...] = ()
+    #: faults injected into the run (``[[faults]]``, ``--fault``; cosim.runs.faults)
+    faults: tuple[fault_specs.Fault, ...] = ()
+    baseline: bool = v.spec_field(v.Bool(), False, "also run the experiment without its faults and store both")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "")
@@ -364,8 +373,12 @@ class Experiment:
             if not isinstance(getattr(self, name), cls):
                 raise CosimInputError(name, f"must be a {getattr(cls, '__name__', 'workload spec')}")
         object.__setattr__(self, "workloads", tuple(self.workloads))
+        object.__setattr__(self, "faults", fault_specs.faults_from_list(list(self.faults)))
+        if self.baseline and not self.faults:
+            raise CosimInputError("baseline", "there are no faults to run without", "add [[faults]] or --fault")
         if self.workloads:
             self._resolve_shared()
+            fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
             return
         defaults = _WORKLOAD_DEFAULTS[self.workload.kind]
         if self.network.topology is None:
@@ -382,6 +395,7 @@ class Experiment:
         if self.name is None:
             object.__setattr__(self, "name", self.workload.pattern if not self.is_training
                                else self.network.transport)
+        fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
 
     @property
     def is_training(self) -> bool:
@@ -453,7 +467,9 @@ class Experiment:
 
 _SECTIONS = {"network": NetworkSpec, "telemetry": TelemetrySpec, "limits": LimitsSpec}
 _WORKLOADS = {"flows": FlowWorkload, "training": TrainingWorkload}
-_TOP = ("name", "description", "seed")
+_TOP = ("name", "description", "seed", "baseline")
+#: the key of a document's faults (a list of tables; cosim.runs.faults)
+_FAULTS = "faults"
 #: the key of a document's variants (one Experiment each)
 _VARIANTS = "variants"
 
@@ -536,9 +552,9 @@ def _from_document(doc: Mapping) -> list[Experiment]:
     if _VARIANTS in doc:
         return _expand_variants(doc)
     for key in doc:
-        if key not in _TOP and key not in _SECTIONS and key not in ("workload", "workloads"):
+        if key not in _TOP and key not in _SECTIONS and key not in ("workload", "workloads", _FAULTS):
             raise CosimInputError(key, "unknown key", f"valid keys: {', '.join(_TOP)}, sections workload "
-                                  f"(or [[workloads]]), {', '.join(_SECTIONS)} and [[{_VARIANTS}]]")
+                                  f"(or [[workloads]]), {', '.join(_SECTIONS)}, [[{_FAULTS}]] and [[{_VARIANTS}]]")
     if "workload" in doc and "workloads" in doc:
         raise CosimInputError("workloads", "give either one [workload] or a list of [[workloads]], not both",
                               "move the [workload] table into [[workloads]]")
@@ -558,7 +574,9 @@ def _from_document(doc: Mapping) -> list[Experiment]:
     transports = TRANSPORTS if transport == "both" else (transport,)
     sections = {s: _spec_from_table(cls, _table(doc, s), s) for s, cls in _SECTIONS.items() if s != "network"}
     name = doc.get("name")
-    top = {k: doc[k] for k in ("description", "seed") if k in doc}
+    top = {k: doc[k] for k in ("description", "seed", "baseline") if k in doc}
+    if _FAULTS in doc:
+        top["faults"] = fault_specs.faults_from_list(doc[_FAULTS])
     out = []
     for t in transports:
         net = _spec_from_table(NetworkSpec, network | {"transport": t}, "network")
@@ -616,6 +634,9 @@ def to_document(exp: Experiment) -> dict:
     else:
         doc["workload"] = {"kind": exp.workload.kind, **table(exp.workload)}
     doc |= {"telemetry": table(exp.telemetry), "limits": table(exp.limits)}
+    if exp.faults:
+        doc["baseline"] = exp.baseline
+        doc[_FAULTS] = [fault_specs.fault_to_table(f) for f in exp.faults]
     return doc
 
 
@@ -643,6 +664,7 @@ SHORTHANDS = {
     "iterations": "workload.iterations", "chunk_bytes": "workload.chunk_bytes",
     "algorithm": "workload.algorithm", "queue_sample_interval_ns": "telemetry.queue_sample_interval_ns",
     "max_sim_time_ns": "limits.max_sim_time_ns", "seed": "seed", "name": "name", "description": "description",
+    "baseline": "baseline", "faults": "faults",
 }
 
 
@@ -654,7 +676,7 @@ def resolve_path(key: str) -> list[str]:
     if key.startswith("network.attributes."):
         return ["network", "attributes", key.removeprefix("network.attributes.")]
     path = SHORTHANDS.get(key, key).split(".")
-    ok = (len(path) == 1 and path[0] in _TOP) or (len(path) == 2 and path[0] in (*_SECTIONS, "workload")) or (
+    ok = (len(path) == 1 and path[0] in (*_TOP, _FAULTS)) or (len(path) == 2 and path[0] in (*_SECTIONS, "workload")) or (
         len(path) == 3 and path[0] == "workload" and path[1] in ("model_overrides", "parallelism"))
     if not ok:
         raise CosimInputError(key, "not an experiment field",
@@ -667,12 +689,14 @@ def with_overrides(doc: Mapping, overrides: Mapping[str, object]) -> dict:
     """A copy of ``doc`` with ``overrides`` (key → value, keys as :func:`resolve_path` reads them) set.
 
     Giving a trace file replaces a generated trace's model fields; a workload with a trace or a model and
-    no kind is a training workload. A field the workload's kind does not have is an error when the
+    no kind is a training workload. ``faults`` (a list of fault tables) adds to the document's faults. A field the workload's kind does not have is an error when the
     document is read, never dropped.
     """
     out = {k: (dict(x) if isinstance(x, Mapping) else x) for k, x in doc.items()}
     for key, value in overrides.items():
         path = resolve_path(key)
+        if path == [_FAULTS]:
+            value = [*(out.get(_FAULTS) or []), *(value if isinstance(value, (list, tuple)) else [value])]
         node = out
         for part in path[:-1]:
             child = node.get(part)
