@@ -206,7 +206,7 @@ class PauseStorms:
         return int(np.asarray(self.host).size)
 
 
-def _add_pause_storms(engine, storms: PauseStorms | None) -> None:
+def add_pause_storms(engine, storms: PauseStorms | None) -> None:
     """Hand ``storms`` to the engine (after BuildFabric); the C++ checks become CosimInputError."""
     if storms is None or storms.n == 0:
         return
@@ -250,7 +250,7 @@ def simulate(
 
     snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
     with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
-        _add_pause_storms(engine, pause_storms)
+        add_pause_storms(engine, pause_storms)
         n = flows.n_flows
         if n:
             engine.AddFlows(np.ascontiguousarray(flows.src, np.int32), np.ascontiguousarray(flows.dst, np.int32),
@@ -339,7 +339,7 @@ def simulate_dag(
                 engine.SetCollectives(starts, np.ascontiguousarray(coll_end_op, np.int64), starts.size)
         except Exception as exc:  # std::invalid_argument from the C++ checks
             raise CosimInputError("dag", _cpp_reason(exc)) from None
-        _add_pause_storms(engine, pause_storms)
+        add_pause_storms(engine, pause_storms)
         t_run = time.perf_counter()
         snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
         stop_ps = int(max_sim_time_ns * 1e3)
