@@ -160,6 +160,9 @@ class SimulationOutput:
     header_bytes: int  # wire overhead per data packet in effect (HostNic::HeaderBytes)
     snapshot_ns: np.ndarray  # float64 [n_snapshots], times at which delivered bytes were recorded
     delivered_at_bytes: np.ndarray  # int64 [n_snapshots, n_flows], payload delivered by each snapshot
+    #: network faults (Engine::GetFaultActions): time_ps, fault, action, link, node per logged action; empty
+    #: without faults
+    fault_actions: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     #: status "deadlock": the wait-for cycle the watchdog found, as "node:port:queue" (queue: PFC priority or
     #: IB virtual lane), each switch egress queue waiting for the next and the last for the first
     deadlock_cycle: tuple[str, ...] = ()
@@ -167,6 +170,11 @@ class SimulationOutput:
     #: priority, disabled (1: queue disabled as stormed, 0: restored)
     pfc_watchdog: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
+
+SetupFn = Callable[[object, "dict[str, np.ndarray] | None"], None]
+"""Called as setup(engine, dag) once the fabric is built and before flows or DAG ops are loaded: ``engine``
+is the C++ Engine (Schedule* fault calls), ``dag`` the arrays Engine::LoadDag will take (kind, gpu,
+src_node, dst_node, bytes, duration_ps, priority, dep_ptr, dep_idx; changeable in place), None for flows."""
 
 ProgressFn = Callable[[float, int, int, int], None]
 """Called as progress(sim_time_ns, done, total, data_packet_hops) between simulation slices: flows (or DAG
@@ -182,12 +190,14 @@ COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_fr
             "pause_storm_frames_sent")
 #: go-back-N loss-recovery counters: zero on a lossless fabric, so summaries carry them only when non-zero
 LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "naks_sent", "timeouts")
+#: network-fault counters (Engine::GetFaultCounter): in the counters only when the run had faults
+FAULT_COUNTERS = ("fault_drops", "ber_drops", "link_retransmissions", "reroutes")
 #: counters of transport mechanisms that are off by default (reorder-tolerant receivers, admission, QP
 #: window): zero unless one is on, so summaries carry them only when non-zero
 TRANSPORT_COUNTERS = ("reordered_packets", "admission_grants", "peak_qp_inflight_bytes")
 #: counters of fault mechanisms (PFC watchdog, pause storms): zero without them, so summaries carry them only
 #: when non-zero
-FAULT_COUNTERS = ("pfc_watchdog_actions", "pfc_watchdog_dropped_packets", "pause_storm_frames_sent")
+MECHANISM_COUNTERS = ("pfc_watchdog_actions", "pfc_watchdog_dropped_packets", "pause_storm_frames_sent")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -229,15 +239,15 @@ def simulate(
     max_sim_time_ns: float = 1e9,
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
-    pause_storms: PauseStorms | None = None,
+    setup: SetupFn | None = None,
 ) -> SimulationOutput:
     """Run ``flows`` on ``fabric`` in ns-3 until every flow is delivered (or the time limit).
 
     ``attributes`` maps ns-3 attribute paths (``EgressPort::DataRate`` …) to values; they are applied as
     defaults before anything is built, and an unknown name or invalid value raises CosimInputError.
     ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
-    (``delivered_at_bytes``), e.g. to measure throughput over part of a run. ``pause_storms``: NICs that
-    send PAUSE frames (a fault; the PFC watchdog, attribute ``PfcWatchdog::Enabled``, bounds their harm).
+    (``delivered_at_bytes``), e.g. to measure throughput over part of a run. ``setup`` (SetupFn) schedules
+    faults once the fabric is built.
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n_nodes = fabric.n_nodes
@@ -250,7 +260,8 @@ def simulate(
 
     snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
     with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
-        add_pause_storms(engine, pause_storms)
+        if setup is not None:
+            setup(engine, None)
         n = flows.n_flows
         if n:
             engine.AddFlows(np.ascontiguousarray(flows.src, np.int32), np.ascontiguousarray(flows.dst, np.int32),
@@ -306,7 +317,7 @@ def simulate_dag(
     max_sim_time_ns: float = 1e10,
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
-    pause_storms: PauseStorms | None = None,
+    setup: SetupFn | None = None,
     coll_start_op: np.ndarray | None = None,
     coll_end_op: np.ndarray | None = None,
 ) -> DagOutput:
@@ -316,10 +327,11 @@ def simulate_dag(
     copies at the NVLink rate, FLOW ops as packet-level flows between ``src_node`` and ``dst_node``.
     ``progress`` is called as progress(sim_ns, ops_done, ops_total, data_packet_hops). ``snapshot_ns``:
     simulated times at which every flow's delivered bytes are recorded (``network.delivered_at_bytes``;
-    a flow that had not started yet has delivered 0). ``pause_storms``: as for :func:`simulate`.
-    ``coll_start_op``/``coll_end_op``: the start and end barrier op of every collective, watched with the
-    attribute ``DagExecutor::CollectiveTimeout`` (0, the default, watches nothing): a collective not
-    complete that long after it started ends the run with status ``failed`` (``failed_collective``).
+    a flow that had not started yet has delivered 0). ``setup`` (SetupFn) schedules faults and may change
+    the DAG arrays before they are loaded. ``coll_start_op``/``coll_end_op``: the start and end barrier op of
+    every collective, watched with the attribute ``DagExecutor::CollectiveTimeout`` (0, the default, watches
+    nothing): a collective not complete that long after it started ends the run with status ``failed``
+    (``failed_collective``).
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
@@ -332,6 +344,8 @@ def simulate_dag(
         arrays = [a if a.size else np.zeros(1, a.dtype) for a in arrays]
         if arrays[7].size != n + 1:
             raise CosimInputError("dep_ptr", f"must have n_ops + 1 = {n + 1} entries, got {arrays[7].size}")
+        if setup is not None:
+            setup(engine, dict(zip(_DAG_ARRAYS, arrays)))
         try:
             engine.LoadDag(*arrays, n)
             if coll_start_op is not None and np.asarray(coll_start_op).size:
@@ -339,7 +353,6 @@ def simulate_dag(
                 engine.SetCollectives(starts, np.ascontiguousarray(coll_end_op, np.int64), starts.size)
         except Exception as exc:  # std::invalid_argument from the C++ checks
             raise CosimInputError("dag", _cpp_reason(exc)) from None
-        add_pause_storms(engine, pause_storms)
         t_run = time.perf_counter()
         snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
         stop_ps = int(max_sim_time_ns * 1e3)
@@ -376,6 +389,9 @@ def simulate_dag(
                      flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network,
                      failed_collective=failed, failed_at_ns=failed_at_ns)
 
+
+#: names of the DAG arrays a SetupFn sees, in Engine::LoadDag order
+_DAG_ARRAYS = ("kind", "gpu", "src_node", "dst_node", "bytes", "duration_ps", "priority", "dep_ptr", "dep_idx")
 
 #: slowest and fastest link, bit/s, and longest link delay, ns, the engine takes (Engine::BuildFabric)
 MIN_LINK_RATE_BPS, MAX_LINK_RATE_BPS, MAX_LINK_DELAY_NS = 1e6, 1e15, 1e9
@@ -559,6 +575,13 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
     if w:
         engine.GetPfcWatchdogActions(*watchdog.values())
     watchdog["time_ns"] = watchdog["time_ns"] / 1e3
+    f = int(engine.NumFaultActions())
+    fault_actions = {}
+    if f:
+        fault_actions = {"time_ps": np.empty(f, np.int64), "fault": np.empty(f, np.int32),
+                         "action": np.empty(f, np.int8), "link": np.empty(f, np.int32), "node": np.empty(f, np.int32)}
+        engine.GetFaultActions(*fault_actions.values())
+        counters |= {name: int(engine.GetFaultCounter(name)) for name in FAULT_COUNTERS}
     c = int(engine.DeadlockCycleLength())
     cycle = [np.empty(c, np.int32) for _ in range(3)]
     if c:
@@ -594,6 +617,7 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         header_bytes=int(str(engine.GetDefault("ns3::HostNic::HeaderBytes"))),
         snapshot_ns=np.empty(0),
         delivered_at_bytes=np.empty((0, n_flows), np.int64),
+        fault_actions=fault_actions,
         deadlock_cycle=tuple(f"{n}:{p}:{q}" for n, p, q in zip(*(a.tolist() for a in cycle))),
         pfc_watchdog=watchdog,
     )

@@ -46,8 +46,8 @@ def storm_run(watchdog: bool, seed: int = 1):
         attributes |= {"PfcWatchdog::Enabled": "true", "PfcWatchdog::DetectionTime": f"{DETECTION_NS:g}ns",
                        "PfcWatchdog::RestorationTime": f"{RESTORATION_NS:g}ns"}
     grid = np.arange(0.0, 4e6, GRID_NS)
-    out = engine.simulate(fabric, flows, seed=seed, attributes=attributes, pause_storms=storms, snapshot_ns=grid,
-                          max_sim_time_ns=20e6)
+    out = engine.simulate(fabric, flows, seed=seed, attributes=attributes, snapshot_ns=grid, max_sim_time_ns=20e6,
+                          setup=lambda eng, _: engine.add_pause_storms(eng, storms))
     return fabric, flows, out
 
 
@@ -94,7 +94,7 @@ def test_pfc_watchdog_bounds_the_stall_by_its_detection_time(engine_ns):
     assert c["pfc_watchdog_actions"] == 2 and c["pfc_watchdog_dropped_packets"] > 0
     assert c["retransmitted_packets"] >= c["pfc_watchdog_dropped_packets"]
     np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
-    rows = fault_mechanisms.watchdog_rows(fabric, wd)
+    rows = fault_mechanisms.watchdog_rows(fabric, wd, fault_specs.ACTION_CODES)
     links = {link for _, _, _, link, _ in rows}
     host3_link = int(np.flatnonzero((fabric.link_a == fabric.host_ids[3]) | (fabric.link_b == fabric.host_ids[3]))[0])
     assert links == {host3_link}
@@ -131,7 +131,8 @@ def test_pause_storm_is_refused_on_infiniband(engine_ns, capsys, tmp_path):
     storms = engine.PauseStorms(host=fabric.host_ids[:1], priority=np.zeros(1), start_ns=np.zeros(1),
                                 duration_ns=np.full(1, 1e3))
     with pytest.raises(CosimInputError, match="PFC"):
-        engine.simulate(fabric, flows, attributes=transport_attributes("ib"), pause_storms=storms)
+        engine.simulate(fabric, flows, attributes=transport_attributes("ib"),
+                        setup=lambda eng, _: engine.add_pause_storms(eng, storms))
     with pytest.raises(CosimInputError, match="needs PFC"):
         make("flows", transport="ib", faults=[{"kind": "pause_storm", "element": "host1", "at_ns": 0}])
     code, out, err = run_main(["run", "--transport", "ib", "--fault", "pause_storm:host1@0", "-o",

@@ -254,7 +254,8 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
     from cosim import results  # noqa: PLC0415
     from cosim.results.store import check_space, check_writable  # noqa: PLC0415
 
-    check_writable(output, append=append, run_names=[e.name for e in exps], replace=replace)
+    names = [n for e in exps for n in ([e.name, runner.baseline_name(e)] if e.faults and e.baseline else [e.name])]
+    check_writable(output, append=append, run_names=names, replace=replace)
     training = exps[0].is_training or exps[0].is_shared
     # every run's trace, DAG size and settings are checked, and the output's size estimated, before the
     # first one starts: a finished simulation is not lost to a bad trace of the next or a full disk
@@ -262,7 +263,8 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
     if len(exps) > 1:
         for exp, planned in zip(exps, plans):
             runner.preflight(exp, planned=planned)
-    need = sum(runner.output_bytes_estimate(exp, planned) for exp, planned in zip(exps, plans))
+    need = sum(runner.output_bytes_estimate(exp, planned) * (2 if exp.faults and exp.baseline else 1)
+               for exp, planned in zip(exps, plans))
     if append and os.path.isfile(output):
         need += os.path.getsize(output)
     check_space(output, need)
@@ -275,7 +277,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
         progress = _progress_printer(exp.name if len(exps) > 1 else "", items,
                                      runner.work_estimate(exp, plans[i])) if show_progress else None
         planned, plans[i] = plans[i], None  # the plan's memory goes with its run
-        records.append(runner.run(exp, progress=progress, planned=planned))
+        records += runner.run_with_baseline(exp, progress=progress, planned=planned)
         del planned
         if progress is not None:
             click.echo("", err=True)

@@ -88,7 +88,7 @@ def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]],
     ports = tables["ports"]
     summary = summarize(tables["flows"], tables["queues"], ports, sim_time_ns=out.sim_time_ns)
     summary |= {k: v for k, v in out.counters.items() if v or k not in (*engine.LOSS_RECOVERY_COUNTERS, *engine.TRANSPORT_COUNTERS,
-                                                                  *engine.FAULT_COUNTERS)}
+                                                                  *engine.MECHANISM_COUNTERS)}
     # drops anywhere: egress tail drops (per port) and shared-buffer drops at switch ingress
     summary["drops"] += int(out.counters.get("switch_drops", 0))
     if out.deadlock_cycle:

@@ -68,6 +68,59 @@ WORKLOAD_KEYS = frozenset({"status", "iterations", "iteration_time_ns", "iterati
                            "flows", "flows_completed", "fct_p50_ns", "fct_p99_ns", "fct_slowdown_p50",
                            "fct_slowdown_p99", "transfer_slowdown_p50", "transfer_slowdown_p99"})
 
+# ---------------------------------------------------------------- faults (cosim.runs.faults)
+#: iterations whose delay against the fault-free baseline gets its own row (``iteration_<i>_delay_ns``)
+FAULT_DELAY_ROWS = 64
+_FAULTS = (
+    ("faults", "faults injected", _X, _COUNT),
+    ("fault_down_actions", "links taken down", _X, _COUNT),
+    ("fault_up_actions", "links brought back up", _X, _COUNT),
+    ("fault_reroute_actions", "route convergences (switches)", _X, _COUNT),
+    ("fault_degrade_actions", "links degraded", _X, _COUNT),
+    ("fault_drops", "packets lost on dead links", _X, _COUNT),
+    ("ber_drops", "packets lost to bit errors", _X, _COUNT),
+    ("link_retransmissions", "link-level retransmissions (IB)", _X, _COUNT),
+    ("reroutes", "switch route tables replaced", _X, _COUNT),
+    ("baseline_iteration_time_ns", "iteration time without faults", _MS, {}),
+    ("iteration_delay_max_ns", "iteration delay from faults, max", _MS, {}),
+    ("completion_delay_ns", "completion delay from faults", _US, {}),
+    *((f"iteration_{i}_delay_ns", f"iteration {i} delay from faults", _MS, {}) for i in range(FAULT_DELAY_ROWS)),
+)
+#: the fault rows among the training rows of the terminal table
+_FAULT_TRAINING_KEYS = frozenset(k for k, *_ in _FAULTS)
+
+
+def fault_delay_entries(faulted, baseline) -> dict:
+    """Summary keys of a run with faults against its fault-free ``baseline`` (both RunRecords):
+    ``completion_delay_ns`` (last finish − the baseline's: flows' last byte, or the last iteration's end);
+    for training runs also ``iteration_delay_ns`` (per iteration, faulted − baseline iteration time; None
+    where either did not finish), ``iteration_<i>_delay_ns``, ``iteration_delay_max_ns`` and
+    ``baseline_iteration_time_ns``; ``baseline_run`` names the baseline."""
+    import numpy as np  # noqa: PLC0415
+
+    def last_finish(run) -> float | None:
+        if run.iterations:
+            f = np.asarray(run.iterations["finish_ns"], np.float64)
+        else:
+            f = np.asarray(run.flows.get("finish_ns", []), np.float64)
+        return float(f.max()) if f.size and np.all(np.isfinite(f)) else None
+
+    out: dict = {"baseline_run": baseline.name}
+    a, b = last_finish(faulted), last_finish(baseline)
+    out["completion_delay_ns"] = None if a is None or b is None else a - b
+    if faulted.iterations and baseline.iterations:
+        t = np.asarray(faulted.iterations["time_ns"], np.float64)
+        tb = np.asarray(baseline.iterations["time_ns"], np.float64)
+        n = min(t.size, tb.size)
+        delay = [float(x) if np.isfinite(x) else None for x in (t[:n] - tb[:n])]
+        out["iteration_delay_ns"] = delay
+        out |= {f"iteration_{i}_delay_ns": d for i, d in enumerate(delay[:FAULT_DELAY_ROWS])}
+        finite = [d for d in delay if d is not None]
+        out["iteration_delay_max_ns"] = max(finite) if finite else None
+        out["baseline_iteration_time_ns"] = baseline.summary.get("iteration_time_ns")
+    return out
+# ---------------------------------------------------------------- end of faults
+
 #: Known summary keys in display order (keys absent from every run are not shown).
 METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, kw in (
     ("status", "status", _X, {}),
@@ -115,6 +168,7 @@ METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, 
     ("reordered_packets", "packets placed out of order", _X, _COUNT),
     ("admission_grants", "admission grants (clear-to-send)", _X, _COUNT),
     ("peak_qp_inflight_bytes", "peak unacknowledged payload of a QP", _KB, {}),
+    *_FAULTS,
     ("payload_bytes", "payload", _MB, {}),
     ("delivered_bytes", "delivered", _MB, {}),
     ("peak_headroom_used_bytes", "peak PFC headroom used", _KB, {}),
@@ -184,7 +238,7 @@ TRAINING_KEYS = frozenset({
     "transfer_slowdown_p99", "fct_slowdown_p50", "fct_slowdown_p99", "link_utilization_max", "max_queue_bytes",
     "queue_p99_bytes", "drops", "switch_drops", "retransmitted_packets", "naks_sent", "timeouts", "ecn_marks",
     "cnps_sent", "pause_frames_sent", "pfc_paused_ns", "pfc_paused_port_max_ns", "credit_stall_ns",
-    "credit_stall_port_max_ns"})
+    "credit_stall_port_max_ns"}) | _FAULT_TRAINING_KEYS
 #: summary keys not shown in the terminal table (details of the models; they stay in the file and in compare)
 _DETAIL_KEYS = frozenset({"link_utilization_mean", "pause_events", "cnps_received", "peak_headroom_used_bytes",
                           "min_headroom_bytes", "acks", "credit_stall_events", "credit_packets_sent",

@@ -381,9 +381,10 @@ class Experiment:
         if self.baseline and not self.faults:
             raise CosimInputError("baseline", "there are no faults to run without", "add [[faults]] or --fault")
         if self.workloads:
+            if self.faults:
+                raise CosimInputError("faults", "faults apply to runs of one workload, not to [[workloads]]",
+                                      "run the workload alone, or remove the faults")
             self._resolve_shared()
-            fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
-            fault_mechanisms.check_network(self.faults, self.network.transport)
             return
         defaults = _WORKLOAD_DEFAULTS[self.workload.kind]
         if self.network.topology is None:

@@ -2,18 +2,21 @@
 collective timeout, as the fault framework (cosim.runs.faults) uses them.
 
 - ``pause_storm`` (a fault kind): a NIC keeps sending PAUSE frames for a priority (C++ PauseStormSource);
-  RoCE only. The run hands :func:`engine_pause_storms` to the engine; :func:`storm_rows` records their
-  start and end.
+  RoCE only. :func:`apply_pause_storms` (the kind's apply) hands the storms to the engine and records
+  their start and end.
 - the PFC watchdog (network setting ``network.pfc_watchdog``, attributes ``PfcWatchdog::*``): its
   actions come back from the engine (``SimulationOutput.pfc_watchdog``); :func:`watchdog_rows` turns them
   into rows of the run's ``faults`` table (fault −1: no injected fault did it).
-- ``straggler`` (a fault kind): a rank's compute slowed (cosim.runs.stragglers); applied to the DAG before
-  it is loaded, recorded by :func:`straggler_rows`.
+- ``straggler`` (a fault kind): a rank's compute slowed (cosim.runs.stragglers); the training run scales
+  the DAG before it is loaded (:func:`stragglers_of`), :func:`record_stragglers` records it.
 - the collective timeout (``limits.collective_timeout_ns``, C++ ``DagExecutor::CollectiveTimeout``): a
   collective still running that long after it started fails the job (status ``failed``);
   :func:`timeout_row` records which collective and rank.
 
-Rows are (time_ps, fault, action code, link, node), as :class:`cosim.runs.faults.FaultContext` logs them.
+Rows are (time_ps, fault, action code, link, node), as :class:`cosim.runs.faults.FaultContext` logs them,
+with the codes of ``cosim.runs.faults.ACTION_CODES`` (passed in: the registry imports this module's kinds'
+functions, so this module does not import it back). ``Fault``, ``ResolvedFault`` and ``FaultContext`` are
+the classes of cosim.runs.faults.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from cosim.errors import CosimInputError
-from cosim.runs import faults as fault_specs
 from cosim.runs.stragglers import Straggler
 
 #: kinds (cosim.runs.faults) that need PFC links
@@ -32,7 +34,7 @@ PFC_ONLY_KINDS = ("pause_storm",)
 Row = tuple[int, int, int, int, int]
 
 
-def check_network(faults: Sequence[fault_specs.Fault], transport: str) -> None:
+def check_network(faults: Sequence["Fault"], transport: str) -> None:
     """Refuse, when the Experiment is made, a fault its transport cannot have (a pause storm on InfiniBand)."""
     for i, f in enumerate(faults):
         if f.kind in PFC_ONLY_KINDS and transport != "roce":
@@ -40,51 +42,54 @@ def check_network(faults: Sequence[fault_specs.Fault], transport: str) -> None:
                                   "links have no PAUSE frames", "run it with --transport roce")
 
 
-def pause_storms_of(resolved: Sequence[fault_specs.ResolvedFault], max_sim_time_ns: float):
+def pause_storms_of(resolved: Sequence["ResolvedFault"], stop_ps: int):
     """engine.PauseStorms of the ``pause_storm`` faults (a storm without an end lasts to the time limit)."""
     from cosim import engine  # noqa: PLC0415 (the engine loads cppyy only when it simulates)
 
     start_ps = np.array([r.at_ps for r in resolved], np.int64)
-    end_ps = np.array([r.until_ps if r.until_ps >= 0 else int(max_sim_time_ns * 1e3) for r in resolved], np.int64)
+    end_ps = np.array([r.until_ps if r.until_ps >= 0 else stop_ps for r in resolved], np.int64)
     return engine.PauseStorms(host=np.array([int(r.nodes[0]) for r in resolved], np.int32),
                               priority=np.array([int(r.fault.get("priority")) for r in resolved], np.uint8),
                               start_ns=start_ps / 1e3, duration_ns=np.maximum(end_ps - start_ps, 1) / 1e3)
 
 
-def storm_rows(resolved: Sequence[fault_specs.ResolvedFault]) -> list[Row]:
-    """faults-table rows of the pause storms: storm_start, and storm_end if the storm ends within the run."""
-    rows = []
+def apply_pause_storms(resolved: Sequence["ResolvedFault"], ctx: "FaultContext") -> None:
+    """FaultKind.apply of ``pause_storm``: schedule the storms in the engine; log storm_start and storm_end."""
+    from cosim import engine  # noqa: PLC0415
+
+    engine.add_pause_storms(ctx.engine, pause_storms_of(resolved, ctx.stop_ps))
     for r in resolved:
-        rows.append((r.at_ps, r.index, fault_specs.ACTION_CODES["storm_start"], -1, int(r.nodes[0])))
+        ctx.record(r.at_ps, r, "storm_start", node=int(r.nodes[0]))
         if r.until_ps >= 0:
-            rows.append((r.until_ps, r.index, fault_specs.ACTION_CODES["storm_end"], -1, int(r.nodes[0])))
-    return rows
+            ctx.record(r.until_ps, r, "storm_end", node=int(r.nodes[0]))
 
 
-def of_kind(resolved: Sequence[fault_specs.ResolvedFault], kind: str) -> list[fault_specs.ResolvedFault]:
+def record_stragglers(resolved: Sequence["ResolvedFault"], ctx: "FaultContext") -> None:
+    """FaultKind.apply of ``straggler``: log ``slowed`` at time 0 on the rank's NIC (the run scaled the DAG's
+    compute before, with :func:`stragglers_of` and cosim.runs.stragglers)."""
+    for r in resolved:
+        ctx.record(0, r, "slowed", node=int(r.nodes[0]))
+
+
+def of_kind(resolved: Sequence["ResolvedFault"], kind: str) -> list["ResolvedFault"]:
     """The faults of ``kind`` among ``resolved``."""
     return [r for r in resolved if r.fault.kind == kind]
 
 
-def engine_pause_storms(resolved: Sequence[fault_specs.ResolvedFault], max_sim_time_ns: float):
-    """The engine.PauseStorms of the run's ``pause_storm`` faults, None without any."""
-    storms = of_kind(resolved, "pause_storm")
-    return pause_storms_of(storms, max_sim_time_ns) if storms else None
-
-
-def fault_tables(fabric, net, resolved: Sequence[fault_specs.ResolvedFault], rows: Sequence[Row] = (),
-                 faults: Mapping[str, np.ndarray] | None = None) -> dict[str, dict[str, np.ndarray]]:
-    """The ``faults`` table (``faults``, the framework's rows, if given, plus the rows of this module's
-    mechanisms: storms, stragglers, the PFC watchdog, and ``rows``) and the ``pfc_watchdog`` table of a
-    finished run (``net``: its engine.SimulationOutput); tables without rows are left out."""
-    end_ps = int(round(net.sim_time_ns * 1e3))  # a storm's end after the run stopped never happened
-    storms = [r for r in storm_rows(of_kind(resolved, "pause_storm")) if r[0] <= end_ps]
-    mine = [*storms, *straggler_rows(of_kind(resolved, "straggler")), *watchdog_rows(fabric, net.pfc_watchdog),
-            *rows]
+def fault_tables(fabric, net, resolved: Sequence["ResolvedFault"], action_codes: Mapping[str, int],
+                 rows: Sequence[Row] = (), faults: Mapping[str, np.ndarray] | None = None
+                 ) -> dict[str, dict[str, np.ndarray]]:
+    """The ``faults`` table (``faults``, the fault plan's, if any, plus the PFC watchdog's actions and
+    ``rows``; what the plan scheduled after the run stopped, e.g. a storm's end, never happened and is left
+    out) and the ``pfc_watchdog`` table of a finished run (``net``: its engine.SimulationOutput); tables
+    without rows are left out."""
     out = {}
-    table = with_mechanism_rows(faults or {}, mine, resolved)
+    table = with_mechanism_rows(faults or {}, [*watchdog_rows(fabric, net.pfc_watchdog, action_codes), *rows],
+                                resolved)
     if table and np.asarray(table["time_ns"]).size:
-        out["faults"] = table
+        happened = np.asarray(table["time_ns"]) <= net.sim_time_ns
+        if happened.any():
+            out["faults"] = {c: np.asarray(x)[happened] for c, x in table.items()}
     if np.asarray(net.pfc_watchdog.get("time_ns", ())).size:
         out["pfc_watchdog"] = dict(net.pfc_watchdog)
     return out
@@ -101,11 +106,11 @@ def port_links(fabric) -> dict[tuple[int, int], int]:
     return out
 
 
-def watchdog_rows(fabric, actions: Mapping[str, np.ndarray]) -> list[Row]:
+def watchdog_rows(fabric, actions: Mapping[str, np.ndarray], action_codes: Mapping[str, int]) -> list[Row]:
     """faults-table rows of the PFC watchdog's actions (engine.SimulationOutput.pfc_watchdog): action
     queue_disabled / queue_restored, the switch as node and the link of its port."""
     links = port_links(fabric)
-    codes = fault_specs.ACTION_CODES
+    codes = action_codes
     return [(int(round(t * 1e3)), -1, codes["queue_disabled" if d else "queue_restored"], links.get((n, p), -1), n)
             for t, n, p, d in zip(np.asarray(actions.get("time_ns", ())).tolist(),
                                   np.asarray(actions.get("node", ())).tolist(),
@@ -113,17 +118,13 @@ def watchdog_rows(fabric, actions: Mapping[str, np.ndarray]) -> list[Row]:
                                   np.asarray(actions.get("disabled", ())).tolist())]
 
 
-def stragglers_of(resolved: Sequence[fault_specs.ResolvedFault], rank_hosts: np.ndarray) -> list[Straggler]:
+def stragglers_of(resolved: Sequence["ResolvedFault"], rank_hosts: np.ndarray) -> list[Straggler]:
     """The Straggler of every resolved ``straggler`` fault (its rank from its NIC)."""
     rank_of = {int(h): r for r, h in enumerate(np.asarray(rank_hosts).tolist())}
     return [Straggler(rank=rank_of[int(r.nodes[0])], factor=r.fault.get("factor"),
                       distribution=r.fault.get("distribution"), sigma=r.fault.get("sigma"), per=r.fault.get("per"),
                       index=r.index) for r in resolved]
 
-
-def straggler_rows(resolved: Sequence[fault_specs.ResolvedFault]) -> list[Row]:
-    """faults-table rows of the stragglers: action ``slowed`` at time 0 on the rank's NIC."""
-    return [(0, r.index, fault_specs.ACTION_CODES["slowed"], -1, int(r.nodes[0])) for r in resolved]
 
 
 def failed_rank(dag, collective: int, op_finish_ns: np.ndarray) -> int:
@@ -135,13 +136,13 @@ def failed_rank(dag, collective: int, op_finish_ns: np.ndarray) -> int:
     return int(ranks.min()) if ranks.size else int(dag.coll_members(collective)[0])
 
 
-def timeout_row(time_ns: float, rank_host: int) -> Row:
+def timeout_row(time_ns: float, rank_host: int, action_codes: Mapping[str, int]) -> Row:
     """faults-table row of a collective timeout: action ``collective_timeout`` on the failed rank's NIC."""
-    return (int(round(time_ns * 1e3)), -1, fault_specs.ACTION_CODES["collective_timeout"], -1, int(rank_host))
+    return (int(round(time_ns * 1e3)), -1, action_codes["collective_timeout"], -1, int(rank_host))
 
 
 def with_mechanism_rows(table: Mapping[str, np.ndarray], rows: Sequence[Row],
-                        resolved: Sequence[fault_specs.ResolvedFault] = ()) -> dict[str, np.ndarray]:
+                        resolved: Sequence["ResolvedFault"] = ()) -> dict[str, np.ndarray]:
     """``table`` (a faults table, possibly empty) with ``rows`` added, all in time order: a row's kind is
     its fault's (``resolved[fault]``), −1 for the rows of mechanisms no injected fault caused (fault −1)."""
     rows = list(rows)

@@ -507,6 +507,7 @@ class FaultContext:
     engine: object
     fabric: object
     seed: int
+    stop_ps: int  # the run's time limit, in ps
     dag: dict[str, np.ndarray] | None = None
     log: list[tuple[int, int, int, int, int]] = dataclasses.field(default_factory=list)
 
@@ -517,6 +518,9 @@ class FaultContext:
 
 def apply_all(resolved: Sequence[ResolvedFault], ctx: FaultContext) -> None:
     """Call every kind's ``apply`` with its faults (kinds in code order)."""
+    names = str(ctx.engine.FaultActionNames())
+    if names != ",".join(ACTIONS[:len(names.split(","))]):
+        raise RuntimeError(f"libcosim-ns3 names fault actions {names}, this cosim {ACTIONS}: rebuild it")
     for name in kind_names():
         mine = [r for r in resolved if r.fault.kind == name]
         if mine and KINDS[name].apply is not None:
@@ -538,6 +542,41 @@ def faults_table(resolved: Sequence[ResolvedFault], engine_log: Mapping[str, np.
     return {"time_ns": time_ps[order] / 1e3, "fault": fault[order].astype(np.int32), "kind": kind.astype(np.int32),
             "action": action[order].astype(np.int8), "link": link[order].astype(np.int32),
             "node": node[order].astype(np.int32)}
+
+
+@dataclass(slots=True, kw_only=True, eq=False)
+class FaultPlan:
+    """The faults of one run, resolved on its fabric: ``setup`` is the engine's SetupFn, ``results`` what
+    the run's record keeps (faults table, config entry, summary keys)."""
+
+    resolved: list[ResolvedFault]
+    fabric: object
+    seed: int
+    stop_ps: int
+    log: list = dataclasses.field(default_factory=list)
+
+    def setup(self, engine, dag) -> None:
+        ctx = FaultContext(engine=engine, fabric=self.fabric, seed=self.seed, stop_ps=self.stop_ps, dag=dag)
+        apply_all(self.resolved, ctx)
+        self.log = ctx.log
+
+    def results(self, out) -> tuple[dict[str, np.ndarray], dict, dict]:
+        """(faults table, config["faults"], summary keys) from the engine's SimulationOutput ``out``."""
+        table = faults_table(self.resolved, out.fault_actions, self.log)
+        action = table["action"]
+        summary = {"faults": len(self.resolved)}
+        summary |= {f"fault_{name}_actions": int(np.count_nonzero(action == code))
+                    for name, code in ACTION_CODES.items() if np.any(action == code)}
+        return table, faults_config(self.resolved), summary
+
+
+def plan(exp, fabric, rank_hosts: Sequence[int] | None = None) -> FaultPlan | None:
+    """The FaultPlan of Experiment ``exp`` on ``fabric`` (None without faults: the run is untouched)."""
+    if not exp.faults:
+        return None
+    stop_ns = exp.limits.max_sim_time_ns
+    return FaultPlan(resolved=resolve(exp.faults, fabric, max_sim_time_ns=stop_ns, rank_hosts=rank_hosts),
+                     fabric=fabric, seed=exp.seed, stop_ps=int(round(stop_ns * 1e3)))
 
 
 def faults_config(resolved: Sequence[ResolvedFault]) -> dict:
@@ -615,14 +654,27 @@ def _check_straggler(fault: Fault) -> None:
                               "give at_ns = 0 (or leave it out)")
 
 
-# pause storms and stragglers reach the engine and the DAG through the runs (engine.simulate's pause_storms,
-# cosim.runs.stragglers on the DAG), not through apply
-register(FaultKind(name="pause_storm", code=6, elements=("host", "rank"),
+def _apply_pause_storm(resolved: Sequence[ResolvedFault], ctx: FaultContext) -> None:
+    from cosim.runs.fault_mechanisms import apply_pause_storms  # noqa: PLC0415
+
+    apply_pause_storms(resolved, ctx)
+
+
+def _apply_straggler(resolved: Sequence[ResolvedFault], ctx: FaultContext) -> None:
+    # the training run scaled the rank's compute in the DAG already (cosim.runs.stragglers): it needs the
+    # ops' iterations, which the engine's DAG arrays do not carry; this records it
+    from cosim.runs.fault_mechanisms import record_stragglers  # noqa: PLC0415
+
+    record_stragglers(resolved, ctx)
+
+
+register(FaultKind(name="pause_storm", code=6, elements=("host", "rank"), apply=_apply_pause_storm,
                    params={"priority": Param(v.Int(minimum=0, maximum=7), 0, "priority class the NIC keeps "
                                                                            "pausing (0..7)")},
                    doc="the NIC keeps sending PFC PAUSE frames for priority from at_ns until duration_ns / "
                        "up_at_ns (RoCE only); network.pfc_watchdog bounds the harm"))
 register(FaultKind(name="straggler", code=7, elements=("rank",), timed=False, check=_check_straggler,
+                   apply=_apply_straggler,
                    params={"factor": Param(v.Real(minimum=1.0, maximum=1e6), 2.0,
                                            "mean slowdown of the rank's compute (2: twice as long)"),
                            "distribution": Param(v.Choice(("fixed", "lognormal")), "fixed",

@@ -37,16 +37,18 @@ def run_flows(exp: Experiment, *, progress=None) -> RunRecord:
     fabric, flows = build(exp)
     attributes = run_attributes(exp.network, exp.seed)
     interval = exp.telemetry.queue_sample_interval_ns
-    resolved = fault_specs.resolve(exp.faults, fabric, max_sim_time_ns=exp.limits.max_sim_time_ns)
+    faults = fault_specs.plan(exp, fabric)
     out = engine.simulate(fabric, flows, seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
                           max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress,
-                          pause_storms=fault_mechanisms.engine_pause_storms(resolved, exp.limits.max_sim_time_ns))
+                          setup=None if faults is None else faults.setup)
     tables = telemetry.network_tables(fabric, out, src=flows.src, dst=flows.dst, size_bytes=flows.size_bytes,
                                       start_ns=flows.start_ns)
-    tables |= fault_mechanisms.fault_tables(fabric, out, resolved)
     summary = telemetry.network_summary(fabric, out, tables, queue_sample_interval_ns=interval)
     provenance = telemetry.provenance(seed=exp.seed, wall_time_s=out.wall_time_s)
     config = {"experiment": to_document(exp), "fabric": fabric.describe(), "attributes": attributes}
-    if resolved:
-        config["faults"] = fault_specs.faults_config(resolved)
+    if faults is not None:
+        tables["faults"], config["faults"], extra = faults.results(out)
+        summary |= extra
+    tables |= fault_mechanisms.fault_tables(fabric, out, [] if faults is None else faults.resolved,
+                                            fault_specs.ACTION_CODES, faults=tables.get("faults"))
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)

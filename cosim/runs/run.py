@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import numpy as np
@@ -18,7 +19,7 @@ from cosim.network import ideal
 from cosim.network.transport import run_attributes
 from cosim.network.topology import SWITCH
 from cosim.results import RunRecord
-from cosim.runs import catalog, flows, multi, training
+from cosim.runs import catalog, faults, flows, multi, training
 from cosim.runs.decompose import describe_parts
 from cosim.runs.experiment import Experiment, from_document, with_overrides
 
@@ -48,13 +49,48 @@ def run(exp: Experiment, *, trace=None, progress=None, planned=None) -> RunRecor
     return flows.run_flows(exp, progress=progress)
 
 
+def run_with_baseline(exp: Experiment, *, trace=None, progress=None, planned=None) -> list[RunRecord]:
+    """[run(exp)], and with ``exp.baseline`` also the same experiment without its faults (named
+    ``<name>-baseline``), after it: the faulted run's summary then holds its delay against the baseline
+    (cosim.results.metrics.fault_delay_entries)."""
+    from cosim.results.metrics import fault_delay_entries  # noqa: PLC0415
+
+    record = run(exp, trace=trace, progress=progress, planned=planned)
+    if not (exp.faults and exp.baseline):
+        return [record]
+    clean = dataclasses.replace(exp, faults=(), baseline=False, name=baseline_name(exp))
+    base = run(clean, trace=trace, progress=progress, planned=planned)
+    record.summary.update(fault_delay_entries(record, base))
+    return [record, base]
+
+
+def baseline_name(exp: Experiment) -> str:
+    """The run name of ``exp``'s fault-free baseline."""
+    return f"{exp.name}-baseline"
+
+
+def check_faults(exp: Experiment, planned=None, *, trace=None) -> int:
+    """Resolve ``exp``'s faults on its fabric (every element must exist and fit its kind); @return how
+    many concrete faults the run holds."""
+    if not exp.faults:
+        return 0
+    if exp.is_training:
+        p = planned if planned is not None else training.plan(exp, trace)
+        fabric, ranks = p.fabric, p.host_of
+    else:
+        fabric, ranks = flows.build(exp)[0], None
+    return len(faults.plan(exp, fabric, ranks).resolved)
+
+
 def prepare(exp: Experiment, *, trace=None):
     """What must hold before ``exp`` simulates, checked: a training run's trace (every semantic check),
     DAG size and fabric (its training.TrainingPlan, or a shared fabric's multi.SharedPlan, is returned, to
-    pass to :func:`run`); None for flows."""
+    pass to :func:`run`), and its faults' elements; None for flows."""
     if exp.is_shared:
         return multi.plan(exp)
-    return training.plan(exp, trace) if exp.is_training else None
+    planned = training.plan(exp, trace) if exp.is_training else None
+    check_faults(exp, planned)
+    return planned
 
 
 def output_bytes_estimate(exp: Experiment, planned=None) -> int:
@@ -131,6 +167,8 @@ def describe(exp: Experiment, *, trace=None) -> dict:
            "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
            "links": fabric.n_links, "tiers": desc.get("tiers", [])}
     out |= workload
+    if exp.faults:
+        out["faults"] = check_faults(exp, p if exp.is_training else None)
     out |= _buffers(fabric, resolved)
     out |= _estimate(fabric, src, dst, size, int(resolved["HostNic::MtuBytes"]))
     out |= describe_parts(fabric, src, dst)

@@ -416,8 +416,8 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     attributes = nvlink_model(trace.spec_dict().get("hardware")).executor_attributes() \
         | run_attributes(exp.network, exp.seed)
     interval = exp.telemetry.queue_sample_interval_ns
-    limit_ns = exp.limits.max_sim_time_ns
-    resolved = fault_specs.resolve(exp.faults, fabric, max_sim_time_ns=limit_ns, rank_hosts=p.host_of)
+    faults = fault_specs.plan(exp, fabric, p.host_of)
+    resolved = [] if faults is None else faults.resolved
     stragglers = fault_mechanisms.stragglers_of(fault_mechanisms.of_kind(resolved, "straggler"), p.host_of)
     duration_ns = slowed_durations(dag.duration_ns, dag.kind, dag.rank, dag.iteration, stragglers, exp.seed) \
         if stragglers else dag.duration_ns
@@ -428,9 +428,9 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         fabric, kind=dag.kind, gpu=dag.rank, src_node=p.src_node, dst_node=p.dst_node, bytes_=dag.bytes,
         duration_ns=duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
         seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
-        max_sim_time_ns=limit_ns, progress=progress,
-        pause_storms=fault_mechanisms.engine_pause_storms(resolved, limit_ns),
-        coll_start_op=dag.coll_start_op if timeout_ns > 0 else None, coll_end_op=dag.coll_end_op)
+        max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress,
+        coll_start_op=dag.coll_start_op if timeout_ns > 0 else None, coll_end_op=dag.coll_end_op,
+        setup=None if faults is None else faults.setup)
     net = out.network
     fop = out.flow_op
     tables = telemetry.network_tables(fabric, net, src=p.src_node[fop], dst=p.dst_node[fop],
@@ -452,8 +452,8 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         rank = fault_mechanisms.failed_rank(dag, out.failed_collective, out.op_finish_ns)
         summary |= {"failed_collective": out.failed_collective, "failed_rank": rank,
                     "failed_at_ns": out.failed_at_ns}
-        timeout_rows.append(fault_mechanisms.timeout_row(out.failed_at_ns, int(p.host_of[rank])))
-    tables |= fault_mechanisms.fault_tables(fabric, net, resolved, timeout_rows)
+        timeout_rows.append(fault_mechanisms.timeout_row(out.failed_at_ns, int(p.host_of[rank]),
+                                                             fault_specs.ACTION_CODES))
     provenance = telemetry.provenance(seed=exp.seed, wall_time_s=net.wall_time_s)
     config = {
         "experiment": to_document(exp),
@@ -464,6 +464,9 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         "fabric": fabric.describe(),
         "attributes": attributes,
     }
-    if resolved:
-        config["faults"] = fault_specs.faults_config(resolved)
+    if faults is not None:
+        tables["faults"], config["faults"], extra = faults.results(net)
+        summary |= extra
+    tables |= fault_mechanisms.fault_tables(fabric, net, resolved, fault_specs.ACTION_CODES, timeout_rows,
+                                            faults=tables.get("faults"))
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)

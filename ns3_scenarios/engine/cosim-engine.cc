@@ -8,6 +8,7 @@
 #include "../model/egress-queue-sampler.h"
 #include "../model/pause-storm-source.h"
 #include "../model/pfc-watchdog.h"
+#include "../model/link-fault-model.h"
 
 #include "ns3/config.h"
 #include "ns3/data-rate.h"
@@ -226,6 +227,8 @@ struct Engine::Impl
     Ptr<DeadlockWatchdog> watchdog;    ///< flow-control deadlock detection (BuildFabric)
     std::vector<Ptr<PfcWatchdog>> pfcWatchdogs; ///< one per switch, acting only if PfcWatchdog::Enabled
     std::vector<Ptr<PauseStormSource>> pauseStorms; ///< fault: NICs sending PAUSE frames (AddPauseStorms)
+    Ptr<LinkFaultModel> faults;        ///< network faults, created by the first Schedule call
+    std::vector<int32_t> linkA, linkB; ///< the links as built (the fault model's link ids)
     std::vector<int32_t> dagSrc;       ///< FLOW op -> source host node
     std::vector<int32_t> dagDst;       ///< FLOW op -> destination host node
     std::vector<uint8_t> dagPrio;      ///< FLOW op -> priority
@@ -360,6 +363,10 @@ Engine::~Engine()
     for (const Ptr<PauseStormSource>& s : m_impl->pauseStorms)
     {
         s->Dispose();
+    }
+    if (m_impl->faults)
+    {
+        m_impl->faults->Dispose();
     }
     m_impl->builder.Dispose();
     for (auto it = m_impl->overridden.rbegin(); it != m_impl->overridden.rend(); ++it)
@@ -516,6 +523,8 @@ Engine::BuildFabric(const uint8_t* kind,
     }
     m_impl->builder.AddNodes(kind, nNodes);
     m_impl->builder.AddLinks(linkA, linkB, rateBps, delayPs, nLinks);
+    m_impl->linkA.assign(linkA, linkA + nLinks);
+    m_impl->linkB.assign(linkB, linkB + nLinks);
     m_impl->builder.ComputeRoutes();
     const std::string problem = m_impl->builder.SetupSwitches();
     if (!problem.empty())
@@ -1090,6 +1099,136 @@ ReaderOf(Counter c)
     throw std::invalid_argument("unknown counter code " + std::to_string(int(c)));
 }
 } // namespace
+
+LinkFaultModel&
+Engine::Faults()
+{
+    Impl& impl = *m_impl;
+    if (!impl.built)
+    {
+        throw std::logic_error("faults need BuildFabric first");
+    }
+    if (!impl.faults)
+    {
+        impl.faults = CreateObject<LinkFaultModel>();
+        std::vector<FabricNode*> nodes(impl.builder.GetNNodes());
+        for (uint32_t id = 0; id < nodes.size(); ++id)
+        {
+            nodes[id] = PeekPointer(impl.builder.GetNode(id));
+        }
+        FabricBuilder* builder = &impl.builder;
+        impl.faults->Attach(std::move(nodes), impl.linkA, impl.linkB,
+                            [builder](const std::vector<std::vector<uint8_t>>& dead) { return builder->Reroute(dead); });
+    }
+    return *impl.faults;
+}
+
+namespace
+{
+/// Check fault arrays: link ids in range, times not in the past.
+void
+CheckFaultRows(const LinkFaultModel& f, const int64_t* link, const int64_t* timePs, uint64_t n)
+{
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        if (link[i] < 0 || link[i] >= int64_t(f.GetNLinks()))
+        {
+            throw std::invalid_argument("fault " + std::to_string(i) + ": no link " + std::to_string(link[i]));
+        }
+        if (timePs[i] < nowPs)
+        {
+            throw std::invalid_argument("fault " + std::to_string(i) + ": time " + std::to_string(timePs[i]) +
+                                        " ps is in the past");
+        }
+    }
+}
+} // namespace
+
+void
+Engine::ScheduleLinkState(const int64_t* link, const int64_t* timePs, const uint8_t* up, const int32_t* fault,
+                          uint64_t n)
+{
+    LinkFaultModel& f = Faults();
+    CheckFaultRows(f, link, timePs, n);
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        f.ScheduleState(uint32_t(link[i]), timePs[i], up[i] != 0, fault[i]);
+    }
+}
+
+void
+Engine::ScheduleLinkRate(const int64_t* link, const int64_t* timePs, const double* rateBps, const int32_t* fault,
+                         uint64_t n)
+{
+    LinkFaultModel& f = Faults();
+    CheckFaultRows(f, link, timePs, n);
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        if (rateBps[i] > 0 && !(rateBps[i] >= kMinRateBps && rateBps[i] <= kMaxRateBps))
+        {
+            throw std::invalid_argument("fault " + std::to_string(i) + ": rate " + std::to_string(rateBps[i]) +
+                                        " bit/s is outside 1 Mbit/s..1 Pbit/s");
+        }
+        f.ScheduleRate(uint32_t(link[i]), timePs[i], rateBps[i], fault[i]);
+    }
+}
+
+void
+Engine::ScheduleLinkBitErrorRate(const int64_t* link,
+                                 const int64_t* timePs,
+                                 const double* ber,
+                                 const uint64_t* seed,
+                                 const int32_t* fault,
+                                 uint64_t n)
+{
+    LinkFaultModel& f = Faults();
+    CheckFaultRows(f, link, timePs, n);
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        if (!(ber[i] >= 0 && ber[i] < 1))
+        {
+            throw std::invalid_argument("fault " + std::to_string(i) + ": bit error rate must be in [0, 1)");
+        }
+        f.ScheduleBitErrorRate(uint32_t(link[i]), timePs[i], ber[i], seed[i], fault[i]);
+    }
+}
+
+std::string
+Engine::FaultActionNames()
+{
+    return LinkFaultModel::ActionNames();
+}
+
+uint64_t
+Engine::NumFaultActions() const
+{
+    return m_impl->faults ? m_impl->faults->GetNActions() : 0;
+}
+
+void
+Engine::GetFaultActions(int64_t* timePs, int32_t* fault, int8_t* action, int32_t* link, int32_t* node) const
+{
+    if (m_impl->faults)
+    {
+        m_impl->faults->GetActions(timePs, fault, action, link, node);
+    }
+}
+
+int64_t
+Engine::GetFaultCounter(const std::string& name) const
+{
+    if (!m_impl->faults)
+    {
+        const std::string names = "," + LinkFaultModel::CounterNames() + ",";
+        if (names.find("," + name + ",") == std::string::npos)
+        {
+            throw std::invalid_argument("unknown fault counter " + name);
+        }
+        return 0;
+    }
+    return m_impl->faults->GetCounter(name);
+}
 
 int64_t
 Engine::GetCounter(const std::string& name) const

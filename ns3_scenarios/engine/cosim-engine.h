@@ -16,6 +16,11 @@
 #include <memory>
 #include <string>
 
+namespace ns3
+{
+class LinkFaultModel;
+}
+
 namespace cosim
 {
 
@@ -290,6 +295,45 @@ class Engine
      */
     void GetDeadlockCycle(int32_t* node, int32_t* port, int32_t* queue) const;
 
+    /**
+     * @brief Network faults (LinkFaultModel, after BuildFabric): link @p link[i] goes down (@p up[i] 0) or
+     * up at @p timePs[i] ps; @p fault[i] is the fault it belongs to (logged with it).
+     */
+    void ScheduleLinkState(const int64_t* link, const int64_t* timePs, const uint8_t* up, const int32_t* fault,
+                           uint64_t n);
+
+    /// Link @p link[i] runs at @p rateBps[i] bit/s from @p timePs[i] (<= 0: its built rate again).
+    void ScheduleLinkRate(const int64_t* link, const int64_t* timePs, const double* rateBps, const int32_t* fault,
+                          uint64_t n);
+
+    /// Link @p link[i] corrupts bits with probability @p ber[i] from @p timePs[i] (0: no errors); its loss
+    /// stream is seeded by @p seed[i].
+    void ScheduleLinkBitErrorRate(const int64_t* link,
+                                  const int64_t* timePs,
+                                  const double* ber,
+                                  const uint64_t* seed,
+                                  const int32_t* fault,
+                                  uint64_t n);
+
+    /// @return the fault actions' names in code order, comma-separated (LinkFaultModel::Action)
+    static std::string FaultActionNames();
+
+    /// @return rows of the fault log (0 without faults)
+    uint64_t NumFaultActions() const;
+
+    /**
+     * @brief Copy the fault log, in time order, to arrays of NumFaultActions().
+     * @param timePs time of the action, in ps
+     * @param fault the fault it belongs to (as scheduled)
+     * @param action LinkFaultModel::Action code
+     * @param link link id acted on, -1 if none
+     * @param node node id acted on (a rerouting switch), -1 if none
+     */
+    void GetFaultActions(int64_t* timePs, int32_t* fault, int8_t* action, int32_t* link, int32_t* node) const;
+
+    /// @return fault counter @p name: fault_drops, ber_drops, link_retransmissions, reroutes (0 without faults)
+    int64_t GetFaultCounter(const std::string& name) const;
+
     /// @return packets serialized on any link so far (packet-hops), control packets included
     uint64_t PacketHops() const;
 
@@ -300,6 +344,9 @@ class Engine
     uint64_t PacketPoolCapacity() const;
 
   private:
+    /// The fault model, created and attached on first use (after BuildFabric).
+    ns3::LinkFaultModel& Faults();
+
     struct Impl;
     std::unique_ptr<Impl> m_impl; ///< ns-3 side of the engine
 };

@@ -79,7 +79,21 @@ FabricBuilder::AddLinks(const int32_t* a,
 void
 FabricBuilder::ComputeRoutes()
 {
+    Routes(nullptr);
+}
+
+std::vector<uint32_t>
+FabricBuilder::Reroute(const std::vector<std::vector<uint8_t>>& dead)
+{
+    return Routes(&dead);
+}
+
+std::vector<uint32_t>
+FabricBuilder::Routes(const std::vector<std::vector<uint8_t>>* dead)
+{
     const uint32_t n = GetNNodes();
+    // a dead port is no edge of the graph (its link is down in both directions)
+    const auto up = [dead](uint32_t u, uint32_t p) { return dead == nullptr || (*dead)[u][p] == 0; };
     constexpr uint32_t kUnreached = std::numeric_limits<uint32_t>::max();
     // Every host has exactly one link (AddLinks enforces it) and is never a transit node, so the BFS from
     // a host is the BFS from its leaf shifted by one hop: every other switch's equal-cost ports towards the
@@ -162,7 +176,7 @@ FabricBuilder::ComputeRoutes()
             for (uint32_t j = peerStart[u]; j < peerStart[u + 1]; ++j)
             {
                 const uint32_t v = peer[j];
-                if (dist[v] == kUnreached && isSwitch[v])
+                if (dist[v] == kUnreached && isSwitch[v] && up(u, j - peerStart[u]))
                 {
                     dist[v] = dist[u] + 1;
                     frontier.push_back(v);
@@ -177,22 +191,47 @@ FabricBuilder::ComputeRoutes()
             }
             for (uint32_t j = peerStart[s]; j < peerStart[s + 1]; ++j)
             {
-                if (dist[peer[j]] + 1 == dist[s])
+                if (dist[peer[j]] + 1 == dist[s] && up(s, j - peerStart[s]))
                 {
                     ports[s].push_back(static_cast<uint16_t>(j - peerStart[s]));
                 }
             }
         }
+        if (dead != nullptr)
+        {
+            // a switch cut off from this leaf keeps its old candidates
+            const uint32_t row = static_cast<uint32_t>(start[leaves.front()].size()) - 1;
+            for (uint32_t s = 0; s < n; ++s)
+            {
+                if (!m_switches[s] || s == leaf || ports[s].size() != start[s].back())
+                {
+                    continue;
+                }
+                const std::vector<uint32_t>& oldStart = m_switches[s]->GetRouteStart();
+                const std::vector<uint16_t>& oldPorts = m_switches[s]->GetRoutePorts();
+                ports[s].insert(ports[s].end(), oldPorts.begin() + oldStart[row], oldPorts.begin() + oldStart[row + 1]);
+            }
+        }
     }
+    std::vector<uint32_t> changed;
     for (uint32_t s = 0; s < n; ++s)
     {
         if (m_switches[s])
         {
             start[s].push_back(static_cast<uint32_t>(ports[s].size()));
             ports[s].shrink_to_fit();
+            if (dead != nullptr)
+            {
+                if (start[s] == m_switches[s]->GetRouteStart() && ports[s] == m_switches[s]->GetRoutePorts())
+                {
+                    continue;
+                }
+                changed.push_back(s);
+            }
             m_switches[s]->SetRoutes(attachments, std::move(start[s]), std::move(ports[s]));
         }
     }
+    return changed;
 }
 
 std::string

@@ -51,6 +51,15 @@ class FabricBuilder
     /// Compute every switch's equal-cost shortest-path ports towards every host.
     void ComputeRoutes();
 
+    /**
+     * @brief Recompute the routes on the links that are up (link faults): every leaf's shortest paths
+     * again, without the ports @p dead marks; a switch whose table changed gets the new one. A destination
+     * leaf a switch no longer reaches keeps its old candidates (its packets keep going to the dead link).
+     * @param dead per node, per port: non-zero if the port's link is down
+     * @return the switches whose tables changed
+     */
+    std::vector<uint32_t> Reroute(const std::vector<std::vector<uint8_t>>& dead);
+
     /// Size every switch's buffers, seed its random stream and give credit-mode ports their initial
     /// credits; @return an empty string, or why some buffer setting is impossible.
     std::string SetupSwitches();
@@ -83,6 +92,9 @@ class FabricBuilder
     void Dispose();
 
   private:
+    /// ComputeRoutes without the ports @p dead marks (null: none); @return switches whose tables changed.
+    std::vector<uint32_t> Routes(const std::vector<std::vector<uint8_t>>* dead);
+
     PacketPool* m_pool;                    ///< packet allocator of the run
     FlowTable* m_flows;                    ///< flows of the run
     std::vector<Ptr<FabricNode>> m_nodes;  ///< all nodes by id

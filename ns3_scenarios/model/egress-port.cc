@@ -2,12 +2,15 @@
 
 #include "egress-queue-sampler.h"
 #include "fabric-node.h"
+#include "link-fault-model.h"
 #include "packet-pool.h"
 
 #include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
+
+#include <algorithm>
 
 namespace ns3
 {
@@ -313,7 +316,7 @@ EgressPort::PopQueue(uint8_t q)
 void
 EgressPort::TrySend()
 {
-    if (m_busy)
+    if (m_busy | m_txHeld)
     {
         return;
     }
@@ -430,6 +433,11 @@ void
 EgressPort::DeliverHead()
 {
     NS_ASSERT_MSG(!m_onWire.Empty(), "delivery event with no packet on the wire");
+    if (m_fault != nullptr)
+    {
+        DeliverThroughFault();
+        return;
+    }
     FabricPacket* p = m_onWire.Pop();
     if (!m_onWire.Empty())
     {
@@ -443,6 +451,101 @@ EgressPort::DeliverHead()
     m_peer->Receive(p, m_peerPort);
 }
 
+FabricPacket*
+EgressPort::PopWire()
+{
+    FabricPacket* p = m_onWire.Pop();
+    if (!m_onWire.Empty())
+    {
+        const int64_t nowPs = Simulator::Now().GetTimeStep();
+        Simulator::Schedule(TimeStep(std::max<int64_t>(m_onWire.Front()->dueTimePs - nowPs, 0)), m_deliverEvent);
+    }
+    else
+    {
+        m_deliveryPending = false;
+    }
+    return p;
+}
+
+void
+EgressPort::DeliverThroughFault()
+{
+    PortFault& f = *m_fault;
+    FabricPacket* p = m_onWire.Front();
+    if (m_flowControl == FlowControl::CREDIT)
+    {
+        if (f.down)
+        {
+            m_deliveryPending = false; // held on the wire; LinkStateChanged delivers it once the link is up
+            return;
+        }
+        const int64_t duePs = p->dueTimePs - Simulator::Now().GetTimeStep();
+        if (duePs > 0)
+        {
+            Simulator::Schedule(TimeStep(duePs), m_deliverEvent); // held back by a resend or an outage
+            return;
+        }
+        if (f.Corrupts(p->wireBytes))
+        {
+            // link-level retransmission: the receiver's NAK comes back, the sender resends; what follows on
+            // the wire waits for it (in-order delivery)
+            f.model->CountLinkRetransmission();
+            const int64_t nowPs = Simulator::Now().GetTimeStep();
+            const int64_t againPs = nowPs + 2 * m_delayPs + SerializationPs(p->wireBytes);
+            for (FabricPacket* q = p; q != nullptr; q = q->next)
+            {
+                q->dueTimePs = std::max(q->dueTimePs, againPs);
+            }
+            Simulator::Schedule(TimeStep(againPs - nowPs), m_deliverEvent);
+            return;
+        }
+        m_peer->Receive(PopWire(), m_peerPort);
+        return;
+    }
+    // lossy link: a packet is lost if the link is down or went down while it was on the wire
+    const int64_t sentPs = p->dueTimePs - m_delayPs - SerializationPs(p->wireBytes);
+    const bool lost = f.down || f.lastDownPs >= sentPs;
+    const bool corrupted = !lost && f.Corrupts(p->wireBytes);
+    p = PopWire();
+    if (lost || corrupted)
+    {
+        lost ? f.model->CountFaultDrop() : f.model->CountBerDrop();
+        m_pool->Release(p);
+        return;
+    }
+    m_peer->Receive(p, m_peerPort);
+}
+
+void
+EgressPort::LinkStateChanged()
+{
+    if (m_flowControl != FlowControl::CREDIT)
+    {
+        return; // lossy links keep sending into the dead link: what they send is lost at delivery
+    }
+    m_txHeld = m_fault->down;
+    if (m_txHeld || m_onWire.Empty())
+    {
+        if (!m_txHeld)
+        {
+            TrySend();
+        }
+        return;
+    }
+    // up again: what the link held is resent, arriving one propagation delay from now at the earliest
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    for (FabricPacket* q = m_onWire.Front(); q != nullptr; q = q->next)
+    {
+        q->dueTimePs = std::max(q->dueTimePs, nowPs + m_delayPs);
+    }
+    if (!m_deliveryPending)
+    {
+        m_deliveryPending = true;
+        Simulator::Schedule(TimeStep(m_onWire.Front()->dueTimePs - nowPs), m_deliverEvent);
+    }
+    TrySend();
+}
+
 void
 EgressPort::DoDispose()
 {
@@ -451,6 +554,7 @@ EgressPort::DoDispose()
     m_peer = nullptr;
     m_source = nullptr;
     m_sampler = nullptr;
+    m_fault = nullptr;
     Object::DoDispose();
 }
 

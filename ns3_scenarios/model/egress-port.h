@@ -26,6 +26,7 @@ namespace ns3
 
 class FabricNode;
 class PacketPool;
+struct PortFault;
 
 /**
  * @ingroup cosim
@@ -251,6 +252,15 @@ class EgressPort : public Object
         return m_peerPort;
     }
 
+    /// Obey the fault state @p fault (LinkFaultModel; not owned; null: no faults, the default).
+    void SetFault(PortFault* fault)
+    {
+        m_fault = fault;
+    }
+
+    /// The fault state said the link went down or up: hold or release what a credit link keeps.
+    void LinkStateChanged();
+
     /// @return queue @p q (a priority or, with credits, a virtual lane), read-only for inspection
     const PacketFifo& GetQueue(uint8_t q) const
     {
@@ -273,6 +283,10 @@ class EgressPort : public Object
     void TransmitDone();
     /// Event: the oldest packet on the wire reached the peer.
     void DeliverHead();
+    /// DeliverHead on a port with a fault state: lose, hold or resend the head as the link's state says.
+    void DeliverThroughFault();
+    /// Take the head off the wire and schedule the next arrival.
+    FabricPacket* PopWire();
     /// The queue changed: tell the sampler once per sample.
     void NoteQueueChange()
     {
@@ -316,6 +330,8 @@ class EgressPort : public Object
     uint64_t m_txDataPackets{0};                     ///< data packets sent
     uint64_t m_drops{0};                             ///< packets tail-dropped
     bool m_busy{false};                              ///< a packet is being serialized
+    bool m_txHeld{false};                            ///< a credit link is down: send nothing
+    PortFault* m_fault{nullptr};                     ///< fault state (LinkFaultModel), null without faults
     bool m_deliveryPending{false};                   ///< m_deliverEvent is scheduled
 
     FlowControl m_flowControl{FlowControl::PFC}; ///< link-level flow control mode

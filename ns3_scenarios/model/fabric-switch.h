@@ -91,6 +91,24 @@ class FabricSwitch : public FabricNode
                    std::vector<uint32_t> routeStart,
                    std::vector<uint16_t> routePorts);
 
+    /// @return the CSR offsets of the route table, per destination leaf row plus one (SetRoutes)
+    const std::vector<uint32_t>& GetRouteStart() const
+    {
+        return m_routeStart;
+    }
+
+    /// @return the equal-cost egress ports of the route table, grouped by destination leaf (SetRoutes)
+    const std::vector<uint16_t>& GetRoutePorts() const
+    {
+        return m_routePorts;
+    }
+
+    /// @return where every host attaches (SetRoutes)
+    std::shared_ptr<const HostAttachments> GetAttachments() const
+    {
+        return m_attachments;
+    }
+
     /**
      * @brief Size the MMU (or, with credits, the input lanes) and ECN thresholds from the ports, after all
      * links are attached.
