@@ -333,7 +333,7 @@ class Elements:
 
 def elements_of(fabric, rank_hosts: Sequence[int] | None = None) -> Elements:
     """Every element name of ``fabric`` (node names as cosim.analysis.ports gives them)."""
-    from cosim.analysis.ports import node_names  # noqa: PLC0415
+    from cosim.network.names import node_names  # noqa: PLC0415
     from cosim.network.topology import SWITCH  # noqa: PLC0415
 
     names = tuple(node_names(fabric))

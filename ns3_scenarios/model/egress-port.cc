@@ -474,11 +474,8 @@ EgressPort::DeliverThroughFault()
     FabricPacket* p = m_onWire.Front();
     if (m_flowControl == FlowControl::CREDIT)
     {
-        if (f.down)
-        {
-            m_deliveryPending = false; // held on the wire; LinkStateChanged delivers it once the link is up
-            return;
-        }
+        // a credit link loses nothing: what was on the wire when it went down still arrives (the link
+        // layer completes it), what is queued waits for the link or for new routes (FabricSwitch::ForwardQueued)
         const int64_t duePs = p->dueTimePs - Simulator::Now().GetTimeStep();
         if (duePs > 0)
         {
@@ -524,26 +521,26 @@ EgressPort::LinkStateChanged()
         return; // lossy links keep sending into the dead link: what they send is lost at delivery
     }
     m_txHeld = m_fault->down;
-    if (m_txHeld || m_onWire.Empty())
+    if (!m_txHeld)
     {
-        if (!m_txHeld)
+        TrySend();
+    }
+}
+
+void
+EgressPort::TakeQueued(std::vector<FabricPacket*>& out)
+{
+    for (uint8_t q = 0; q < kNumPriorities; ++q)
+    {
+        while (!m_queues[q].Empty())
         {
-            TrySend();
+            out.push_back(PopQueue(q));
         }
-        return;
     }
-    // up again: what the link held is resent, arriving one propagation delay from now at the earliest
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
-    for (FabricPacket* q = m_onWire.Front(); q != nullptr; q = q->next)
+    if (m_flowControl == FlowControl::CREDIT)
     {
-        q->dueTimePs = std::max(q->dueTimePs, nowPs + m_delayPs);
+        UpdateStalls();
     }
-    if (!m_deliveryPending)
-    {
-        m_deliveryPending = true;
-        Simulator::Schedule(TimeStep(m_onWire.Front()->dueTimePs - nowPs), m_deliverEvent);
-    }
-    TrySend();
 }
 
 void

@@ -20,6 +20,7 @@
 #include "ns3/traced-callback.h"
 
 #include <array>
+#include <vector>
 
 namespace ns3
 {
@@ -258,8 +259,11 @@ class EgressPort : public Object
         m_fault = fault;
     }
 
-    /// The fault state said the link went down or up: hold or release what a credit link keeps.
+    /// The fault state said the link went down or up: a credit link stops or resumes sending.
     void LinkStateChanged();
+
+    /// Move every queued data packet (by priority, each queue in order) to @p out: the port's queues empty.
+    void TakeQueued(std::vector<FabricPacket*>& out);
 
     /// @return queue @p q (a priority or, with credits, a virtual lane), read-only for inspection
     const PacketFifo& GetQueue(uint8_t q) const

@@ -260,6 +260,17 @@ FabricSwitch::AssignStreams(int64_t stream)
     return 1;
 }
 
+void
+FabricSwitch::ForwardQueued(uint32_t port)
+{
+    std::vector<FabricPacket*> queued;
+    m_ports[port]->TakeQueued(queued);
+    for (FabricPacket* p : queued)
+    {
+        m_ports[SelectPort(*p)]->Enqueue(p);
+    }
+}
+
 uint32_t
 FabricSwitch::SelectPort(const FabricPacket& p)
 {

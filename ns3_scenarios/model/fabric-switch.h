@@ -91,6 +91,13 @@ class FabricSwitch : public FabricNode
                    std::vector<uint32_t> routeStart,
                    std::vector<uint16_t> routePorts);
 
+    /**
+     * @brief Routes changed around the dead link of @p port (credit links): forward the packets queued on
+     * it again, each to the port its route gives now (the same one if it has no other). Buffer accounting
+     * is unchanged: a packet holds its input lane wherever it waits.
+     */
+    void ForwardQueued(uint32_t port);
+
     /// @return the CSR offsets of the route table, per destination leaf row plus one (SetRoutes)
     const std::vector<uint32_t>& GetRouteStart() const
     {

@@ -2,6 +2,7 @@
 
 #include "egress-port.h"
 #include "fabric-node.h"
+#include "fabric-switch.h"
 
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -208,6 +209,18 @@ LinkFaultModel::Reconverge(int32_t fault)
     {
         ++m_reroutes;
         Log(fault, Action::REROUTE, -1, int32_t(s));
+    }
+    // credit links lose nothing: what waits at a dead switch port takes the new routes
+    for (size_t id = 0; id < m_state.size(); ++id)
+    {
+        auto* sw = dynamic_cast<FabricSwitch*>(m_nodes[id]);
+        for (uint32_t p = 0; sw != nullptr && p < m_state[id].size(); ++p)
+        {
+            if (m_state[id][p].down && sw->GetPort(p)->GetFlowControl() == EgressPort::FlowControl::CREDIT)
+            {
+                sw->ForwardQueued(p);
+            }
+        }
     }
 }
 

@@ -45,11 +45,12 @@ struct PortFault
  *
  * Link down: both directions. On a lossy link (PFC flow control) every packet on the wire is lost, and
  * what the ports send while the link is down is lost too (a dead link is a black hole at line rate: the
- * switch buffers drain as usual, the NICs' go-back-N recovers). On a credit link (InfiniBand) the link
- * layer loses nothing: the ports stop sending and hold what is on the wire, which is delivered once
- * the link is up again (link-level retransmission). After RouteConvergenceDelay the switches recompute their equal-cost groups on the surviving links (one
- * breadth-first search per leaf) and replace the tables that changed; a destination left without a
- * surviving path keeps its old group.
+ * switch buffers drain as usual, the NICs' go-back-N recovers). A credit link (InfiniBand) loses nothing:
+ * what was on the wire still arrives, the ports stop sending, and what waits at a dead switch port is
+ * forwarded on the new routes once they converge (FabricSwitch::ForwardQueued); a NIC's dead link holds
+ * its packets until it is up. After RouteConvergenceDelay the switches recompute their equal-cost groups
+ * on the surviving links (one breadth-first search per leaf) and replace the tables that changed; a
+ * destination left without a surviving path keeps its old group.
  *
  * Bit errors: a packet of b wire bits is corrupted with probability 1 - (1 - BER)^b, drawn from a stream
  * per port seeded from the run (deterministic). Lossy links drop it (the receiver's CRC check); credit

@@ -1,0 +1,203 @@
+"""Network faults in the co-simulation (cosim.runs.faults, LinkFaultModel): a dead link's flows move to the
+survivor at its capacity, a lossy link's goodput follows go-back-N, bytes are conserved, runs are
+deterministic, and bad --fault inputs fail in one line."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cosim import engine
+from cosim.network import topology
+from cosim.network.transport import transport_attributes
+from cosim.runs import faults as fs
+from cosim.workload.flows import FlowSet
+
+LINK_GBPS = 100.0
+DELAY_NS = 1000.0
+MTU, HEADER = 4096, 82
+CONVERGENCE_NS = 10_000.0
+
+
+def two_spines():
+    """Two leaves of 4 NICs at 100 Gbps, two spines, one 100 Gbps link per leaf-spine pair: a leaf's
+    uplinks carry 200 Gbps, half its NICs' 400."""
+    return topology.leaf_spine(hosts=8, hosts_per_leaf=4, spines=2, oversubscription=2.0,
+                               host_link_gbps=LINK_GBPS, fabric_link_gbps=LINK_GBPS,
+                               host_link_delay_ns=DELAY_NS, fabric_link_delay_ns=DELAY_NS)
+
+
+def cross_flows(size_bytes: int) -> FlowSet:
+    """host i -> host i + 4: all four NICs of leaf0 send to leaf1."""
+    src = np.arange(4, dtype=np.int32)
+    return FlowSet(src=src, dst=src + 4, size_bytes=np.full(4, size_bytes, np.int64),
+                   start_ns=np.zeros(4), priority=np.zeros(4, np.uint8))
+
+
+def simulate_with(fabric, flows, faults, transport="roce", *, seed=1, **attributes):
+    """Simulate ``flows`` with ``faults`` (Fault specs) scheduled; return (output, FaultPlan)."""
+    stop_ns = 1e8
+    plan = fs.FaultPlan(resolved=fs.resolve(faults, fabric, max_sim_time_ns=stop_ns), fabric=fabric, seed=seed,
+                        stop_ps=int(stop_ns * 1e3))
+    attrs = transport_attributes(transport) | {"LinkFaultModel::RouteConvergenceDelay": f"{CONVERGENCE_NS:g}ns",
+                                               "HostNic::RetransmitTimeout": "100us"} | attributes
+    out = engine.simulate(fabric, flows, seed=seed, attributes=attrs, max_sim_time_ns=stop_ns, setup=plan.setup)
+    return out, plan
+
+
+def wire_bytes(payload: int) -> int:
+    packets = -(-payload // MTU)
+    return payload + packets * HEADER
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_a_dead_uplink_halves_the_leaf_capacity_and_the_flows_finish_on_the_survivor(engine_ns, transport):
+    """leaf0-spine1 dies at t = 0: after RouteConvergenceDelay every flow crosses spine0, so the 4 x 1 MiB
+    leave leaf0 at 100 Gbps instead of 200. Every byte is delivered exactly once, and the last one arrives
+    no earlier than the survivor's analytic time, T = (bytes on the wire + go-back-N's recovery) / 100 Gbps,
+    and no later than T plus the convergence delay plus 3% (path latency). The recovery is what RoCE resent
+    over the survivor beyond the packets lost on the dead link: packets sent after a loss before its NAK
+    came back, discarded by the receiver (IB loses nothing: none)."""
+    fabric = two_spines()
+    flows = cross_flows(1 << 20)
+    fault = fs.Fault(kind="link_down", element="leaf0-spine1", at_ns=0.0)
+    out, plan = simulate_with(fabric, flows, [fault], transport)
+    assert out.status == "complete"
+    np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    c = out.counters
+    discarded = c["retransmitted_packets"] - c["fault_drops"]
+    assert discarded >= 0
+    analytic_ns = (4 * wire_bytes(1 << 20) + discarded * (MTU + HEADER)) * 8 / LINK_GBPS
+    finish = float(np.max(out.finish_ns))
+    assert analytic_ns * (1 - 1e-9) <= finish <= (analytic_ns + CONVERGENCE_NS) * 1.03, (finish, analytic_ns)
+    assert discarded * (MTU + HEADER) < 0.15 * 4 * wire_bytes(1 << 20)  # recovery stays a small part
+    # the dead uplink carried at most what leaf0 routed to it before the routes converged: its queue then
+    # and what it sent meanwhile
+    leaf0, spine1 = 8, 11
+    dead = (out.ports["node"] == leaf0) & (out.ports["peer"] == spine1)
+    bound = CONVERGENCE_NS * LINK_GBPS / 8 + int(out.ports["peak_queue_bytes"][dead].sum()) + MTU + HEADER
+    assert int(out.ports["tx_bytes"][dead].sum()) <= bound
+    clean = engine.simulate(fabric, flows, attributes=transport_attributes(transport), max_sim_time_ns=1e8)
+    assert float(np.max(clean.finish_ns)) < finish
+    table = fs.faults_table(plan.resolved, out.fault_actions, plan.log)
+    actions = [fs.ACTIONS[a] for a in table["action"]]
+    assert actions[0] == "down" and "reroute" in actions
+    assert out.counters["reroutes"] >= 1
+    if transport == "roce":
+        assert out.counters["retransmitted_packets"] > 0 or out.counters["fault_drops"] == 0
+    else:
+        assert out.counters["fault_drops"] == 0 and out.counters["retransmitted_packets"] == 0
+
+
+def test_a_lossy_link_delivers_the_go_back_n_goodput(engine_ns):
+    """A bit-error rate on the sender's link loses a packet of b wire bits with p = 1 − (1 − BER)^b; each
+    loss makes go-back-N resend the lost packet and the N packets sent before its NAK came back, so the
+    goodput is C · (1 − p) / (1 + p·N) (docs/models/faults.md), N = round-trip / packet time. The realized
+    loss rate is within 5 sigma of p, and the goodput within 5% of the formula at the realized rate."""
+    fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
+    size = 16 << 20
+    flows = FlowSet(src=np.array([0], np.int32), dst=np.array([1], np.int32), size_bytes=np.array([size], np.int64),
+                    start_ns=np.zeros(1), priority=np.zeros(1, np.uint8))
+    ber = 3e-7
+    fault = fs.Fault(kind="link_degrade", element="host0-switch0", at_ns=0.0, params=(("bit_error_rate", ber),))
+    out, _ = simulate_with(fabric, flows, [fault])
+    assert out.status == "complete"
+    np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    packet_bits = (MTU + HEADER) * 8
+    p = 1 - (1 - ber) ** packet_bits
+    host_port = (out.ports["node"] == 0)
+    sent = int(out.ports["tx_packets"][host_port].sum()) - 0  # data packets dominate (ACKs go the other way)
+    drops = out.counters["ber_drops"]
+    assert abs(drops - p * sent) <= 5 * math.sqrt(p * (1 - p) * sent) + 1
+    p_hat = drops / sent
+    packet_ns = packet_bits / LINK_GBPS
+    # a lost packet is noticed when the next one arrives (one packet later, two store-and-forward hops and
+    # two propagation delays), and the NAK needs two more propagation delays back
+    rtt_ns = packet_ns + 2 * packet_ns + 2 * DELAY_NS + 2 * DELAY_NS
+    n = rtt_ns / packet_ns
+    payload_rate = LINK_GBPS * MTU / (MTU + HEADER)
+    expected = payload_rate * (1 - p_hat) / (1 + p_hat * n)
+    goodput = size * 8 / float(out.finish_ns[0])
+    assert goodput == pytest.approx(expected, rel=0.05), (goodput, expected, p_hat, n)
+
+
+def test_bytes_are_conserved_through_flaps_and_a_switch_outage(engine_ns):
+    """A flapping uplink and a spine that dies and comes back: every byte of every flow arrives exactly
+    once on both transports; the faults table logs each down with its up."""
+    fabric = two_spines()
+    flows = cross_flows(512 << 10)
+    faults = [fs.Fault(kind="link_flap", element="leaf1-spine0", at_ns=5_000.0, duration_ns=100_000.0,
+                       params=(("period_ns", 20_000.0),)),
+              fs.Fault(kind="switch_down", element="spine1", at_ns=30_000.0, duration_ns=40_000.0)]
+    for transport in ("roce", "ib"):
+        out, plan = simulate_with(fabric, flows, faults, transport)
+        assert out.status == "complete", transport
+        np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+        table = fs.faults_table(plan.resolved, out.fault_actions, plan.log)
+        downs = np.count_nonzero(table["action"] == fs.ACTION_CODES["down"])
+        ups = np.count_nonzero(table["action"] == fs.ACTION_CODES["up"])
+        assert downs == ups == 5 + 2  # 5 flaps, and spine1's two links
+
+
+def test_a_random_fault_process_is_deterministic_end_to_end(engine_ns):
+    """A seeded Poisson process of link failures through the Experiment: the same seed gives the same
+    faults table and results bit for bit; another process seed other faults."""
+    from cosim.runs import experiment, run
+
+    def make(seed):
+        process = {"kind": "link_down", "element": "fabric-links", "at_ns": 0.0, "rate_per_s": 4e4,
+                   "until_ns": 2e5, "duration_ns": 2e4, "seed": seed}
+        return experiment.make("flows", topology="leaf-spine", hosts=8, pattern="permutation",
+                               flow_bytes=1 << 20, faults=[process], max_sim_time_ns=1e8)
+
+    a, b = run.run(make(3)), run.run(make(3))
+    assert a.faults["time_ns"].size > 0
+    for name in a.faults:
+        np.testing.assert_array_equal(a.faults[name], b.faults[name])
+    for name in ("finish_ns", "delivered_bytes"):
+        np.testing.assert_array_equal(a.flows[name], b.flows[name])
+    assert a.config["faults"] == b.config["faults"]
+    assert a.config["faults"] != run.run(make(4)).config["faults"]
+
+
+def test_baseline_runs_store_both_and_the_delay(engine_ns, tmp_path):
+    """--baseline: the faulted run and NAME-baseline are both written; the faulted one holds its delay
+    against the baseline, and a results file without faults reads back without a faults table."""
+    from cosim import results
+    from cosim.runs import experiment, run
+
+    exp = experiment.make("flows", topology="leaf-spine", hosts=8, flow_bytes=1 << 20, pattern="permutation",
+                          faults=[fs.parse_fault_option("link_down:leaf0-spine1@10us")], baseline=True)
+    records = run.run_with_baseline(exp)
+    assert [r.name for r in records] == ["permutation", "permutation-baseline"]
+    assert not records[1].faults and records[0].faults
+    assert records[0].summary["completion_delay_ns"] >= 0
+    path = tmp_path / "r.h5"
+    results.write_results(path, records)
+    back = results.read_results(path)
+    np.testing.assert_array_equal(back["permutation"].faults["action"], records[0].faults["action"])
+    assert back["permutation-baseline"].faults == {}
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("link_dwn:leaf0-spine1@1us", "unknown fault kind 'link_dwn'"),
+    ("link_down:leaf0-spine9@1us", "no link named 'leaf0-spine9'"),
+    ("nic_down:spine0@1us", "'spine0' is a switch"),
+    ("link_down:leaf0-spine1@5s", "is not before the run ends"),
+    ("link_down:leaf0-spine1", "is not KIND:ELEMENT@TIME"),
+    ("link_degrade:leaf0-spine1@0", "needs rate_gbps or bit_error_rate"),
+    ("link_down:leaf0-spine1@0,colour=red", "not a parameter of link_down"),
+    ("straggler_typo:rank1@0", "unknown fault kind"),
+])
+def test_bad_fault_options_exit_2_with_one_line(fault, message):
+    """A bad --fault names the field and the fix, on one line, exit code 2, no traceback."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "cosim", "run", "--pattern", "permutation", "--topology",
+                          "leaf-spine", "--fault", fault, "--dry-run"], capture_output=True, text=True)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], res.stderr
