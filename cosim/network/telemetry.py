@@ -78,6 +78,8 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
     }
     if out.stalls["time_ns"].size:  # credit-stall changes (InfiniBand)
         tables["stalls"] = dict(out.stalls)
+    if out.pfc_watchdog.get("time_ns", np.empty(0)).size:  # PFC watchdog actions (network.pfc_watchdog)
+        tables["pfc_watchdog"] = dict(out.pfc_watchdog)
     return tables
 
 

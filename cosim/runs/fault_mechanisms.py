@@ -79,10 +79,10 @@ def of_kind(resolved: Sequence["ResolvedFault"], kind: str) -> list["ResolvedFau
 def fault_tables(fabric, net, resolved: Sequence["ResolvedFault"], action_codes: Mapping[str, int],
                  rows: Sequence[Row] = (), faults: Mapping[str, np.ndarray] | None = None
                  ) -> dict[str, dict[str, np.ndarray]]:
-    """The ``faults`` table (``faults``, the fault plan's, if any, plus the PFC watchdog's actions and
-    ``rows``; what the plan scheduled after the run stopped, e.g. a storm's end, never happened and is left
-    out) and the ``pfc_watchdog`` table of a finished run (``net``: its engine.SimulationOutput); tables
-    without rows are left out."""
+    """``{"faults": table}`` of a finished run (``net``: its engine.SimulationOutput), {} without a row: the
+    fault plan's table ``faults``, if any, plus the PFC watchdog's actions and ``rows``. What the plan
+    scheduled after the run stopped (a storm's end) never happened and is left out. (The watchdog's actions
+    with their priority are the ``pfc_watchdog`` table, cosim.network.telemetry.)"""
     out = {}
     table = with_mechanism_rows(faults or {}, [*watchdog_rows(fabric, net.pfc_watchdog, action_codes), *rows],
                                 resolved)
@@ -90,8 +90,6 @@ def fault_tables(fabric, net, resolved: Sequence["ResolvedFault"], action_codes:
         happened = np.asarray(table["time_ns"]) <= net.sim_time_ns
         if happened.any():
             out["faults"] = {c: np.asarray(x)[happened] for c, x in table.items()}
-    if np.asarray(net.pfc_watchdog.get("time_ns", ())).size:
-        out["pfc_watchdog"] = dict(net.pfc_watchdog)
     return out
 
 

@@ -429,7 +429,7 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         duration_ns=duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
         seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
         max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress,
-        coll_start_op=dag.coll_start_op if timeout_ns > 0 else None, coll_end_op=dag.coll_end_op,
+        coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op,
         setup=None if faults is None else faults.setup)
     net = out.network
     fop = out.flow_op
