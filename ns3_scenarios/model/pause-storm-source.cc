@@ -68,7 +68,9 @@ PauseStormSource::Start(Ptr<EgressPort> port,
     m_priority = priority;
     m_endPs = startPs + durationPs;
     const int64_t pausePs = port->SerializationPs(uint64_t(m_quanta) * 64);
-    m_intervalPs = m_frameInterval.IsStrictlyPositive() ? m_frameInterval.GetTimeStep() : std::max<int64_t>(pausePs / 2, 1);
+    // refreshed at half the pause time, as switches refresh their XOFF: the pause never lapses
+    m_intervalPs =
+        m_frameInterval.IsStrictlyPositive() ? m_frameInterval.GetTimeStep() : std::max<int64_t>(pausePs / 2, 1);
     m_next = Simulator::Schedule(TimeStep(startPs - nowPs), &PauseStormSource::SendFrame, this);
 }
 
