@@ -120,11 +120,12 @@ def _registries() -> dict[str, list[str]]:
     from cosim.network.transport import TRANSPORTS
     from cosim.runs import catalog
     from cosim.runs.experiment import PATTERNS
+    from cosim.runs.faults import kind_names
     from cosim.workload import hardware, model
 
     return {"experiments": catalog.names(), "models": list(model.PRESETS), "gpus": hardware.preset_names(),
             "topologies": list(TOPOLOGIES), "transports": list(TRANSPORTS), "algorithms": list(ALGORITHM_NAMES),
-            "patterns": list(PATTERNS)}
+            "patterns": list(PATTERNS), "faults": list(kind_names())}
 
 
 def test_list_names_exactly_what_the_registries_accept(capsys):

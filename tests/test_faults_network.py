@@ -123,6 +123,30 @@ def test_a_lossy_link_delivers_the_go_back_n_goodput(engine_ns):
     assert goodput == pytest.approx(expected, rel=0.05), (goodput, expected, p_hat, n)
 
 
+def test_a_lossy_credit_link_resends_and_loses_nothing(engine_ns):
+    """InfiniBand: a bit-error rate on the sender's link makes the link resend each corrupted packet (as
+    many as go-back-N would lose: within 5 sigma of p · packets) and loses nothing; each resend holds the
+    wire for at most a NAK round trip and the packet's serialization, which bounds the finish time."""
+    fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
+    size = 8 << 20
+    flows = FlowSet(src=np.array([0], np.int32), dst=np.array([1], np.int32), size_bytes=np.array([size], np.int64),
+                    start_ns=np.zeros(1), priority=np.zeros(1, np.uint8))
+    ber = 3e-7
+    fault = fs.Fault(kind="link_degrade", element="host0-switch0", at_ns=0.0, params=(("bit_error_rate", ber),))
+    out, _ = simulate_with(fabric, flows, [fault], "ib")
+    clean = engine.simulate(fabric, flows, attributes=transport_attributes("ib"), max_sim_time_ns=1e8)
+    assert out.status == "complete"
+    np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    c = out.counters
+    assert c["ber_drops"] == c["fault_drops"] == c["retransmitted_packets"] == 0
+    packets = -(-size // MTU)
+    p = 1 - (1 - ber) ** ((MTU + HEADER) * 8)
+    resent = c["link_retransmissions"]
+    assert abs(resent - p * packets) <= 5 * math.sqrt(p * (1 - p) * packets) + 1
+    per_resend_ns = 2 * DELAY_NS + (MTU + HEADER) * 8 / LINK_GBPS
+    assert clean.finish_ns[0] < out.finish_ns[0] <= clean.finish_ns[0] + resent * per_resend_ns
+
+
 def test_bytes_are_conserved_through_flaps_and_a_switch_outage(engine_ns):
     """A flapping uplink and a spine that dies and comes back: every byte of every flow arrives exactly
     once on both transports; the faults table logs each down with its up."""
@@ -201,3 +225,75 @@ def test_bad_fault_options_exit_2_with_one_line(fault, message):
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], res.stderr
+
+
+def test_a_slow_nic_link_delays_every_ring_iteration_against_the_baseline(engine_ns):
+    """A training run (a 4-rank ring all-reduce of 8 MiB, 3 iterations) whose rank-1 NIC link runs at half
+    rate from the start: every iteration takes longer than the fault-free baseline's, by at most the
+    doubled transfer time (the ring moves at the pace of its slowest link); the delay per iteration, its
+    max and the baseline's iteration time are in the summary, and the faults table logs the degradation."""
+    from cosim.runs import experiment, run
+    from test_cosim_roce import ring_allreduce_trace
+
+    exp = experiment.make("training", topology="leaf-spine", gpus_per_server=1, hosts_per_leaf=2,
+                          link_gbps=LINK_GBPS, iterations=3, chunk_bytes=1 << 20, algorithm="ring",
+                          faults=[{"kind": "link_degrade", "element": "host1-leaf0", "at_ns": 0.0,
+                                   "rate_gbps": LINK_GBPS / 2}], baseline=True)
+    faulted, base = run.run_with_baseline(exp, trace=ring_allreduce_trace(4, 8 << 20))
+    s = faulted.summary
+    assert s["status"] == base.summary["status"] == "complete"
+    delay = s["iteration_delay_ns"]
+    assert len(delay) == 3 and s["iteration_delay_max_ns"] == max(delay)
+    base_times = base.iterations["time_ns"]
+    for d, t in zip(delay, base_times):
+        assert 0.3 * t < d <= 1.05 * t, (d, t)
+    assert s["baseline_iteration_time_ns"] == base.summary["iteration_time_ns"]
+    assert fs.ACTIONS[int(faulted.faults["action"][0])] == "degrade"
+
+
+@pytest.mark.parametrize("kind, element, links, nodes", [
+    ("link_down", "leaf0-spine1", "leaf0-spine1", []),
+    ("link_down", "spine1-leaf0", "leaf0-spine1", []),
+    ("switch_down", "spine0", "leaf0-spine0 leaf1-spine0", ["spine0"]),
+    ("nic_down", "host5", "host5-leaf1", ["host5"]),
+    ("nic_down", "rank2", "host5-leaf1", ["host5"]),  # ranks placed in reverse: rank r on host 7 - r
+    ("link_down", "host2-leaf0", "host2-leaf0", []),
+])
+def test_elements_resolve_to_the_links_and_nodes_named(kind, element, links, nodes):
+    """Element names (cosim.network.names) resolve to the fabric's link and node ids, either end first."""
+    fabric = two_spines()
+    el = fs.elements_of(fabric, rank_hosts=[7, 6, 5, 4, 3, 2, 1, 0])
+    (r,) = fs.resolve([fs.Fault(kind=kind, element=element)], fabric, max_sim_time_ns=1e6,
+                      rank_hosts=[7, 6, 5, 4, 3, 2, 1, 0])
+    assert sorted(el.link_names[i] for i in r.links) == sorted(links.split())
+    assert [el.node_names[i] for i in r.nodes] == nodes
+
+
+def test_a_process_draws_its_elements_from_its_set_or_pattern():
+    """A Poisson process over ``fabric-links`` or ``leaf1-*`` only picks matching elements, expected count
+    rate x window, and the same seed gives the same draws."""
+    fabric = two_spines()
+    fault = fs.Fault(kind="link_down", element="fabric-links", rate_per_s=1e6, until_ns=1e5, seed=5)
+    drawn = fs.resolve([fault], fabric, max_sim_time_ns=1e6)
+    names = fs.elements_of(fabric).link_names
+    assert 50 <= len(drawn) <= 150 and all(names[r.links[0]].startswith("leaf") for r in drawn)
+    assert [r.at_ps for r in drawn] == [r.at_ps for r in fs.resolve([fault], fabric, max_sim_time_ns=1e6)]
+    host_side = fs.Fault(kind="link_down", element="host*-leaf1", rate_per_s=1e6, until_ns=1e5, seed=5)
+    assert all(names[r.links[0]].endswith("leaf1") for r in fs.resolve([host_side], fabric, max_sim_time_ns=1e6))
+
+
+def test_fault_figures_render_with_and_without_a_baseline(engine_ns):
+    """The fault plots of a training run with a baseline: iteration time around the fault (both runs) and
+    queues with fault markers render; runs without faults get no fault figures."""
+    from cosim.analysis import plots
+    from cosim.runs import experiment, run
+    from test_cosim_roce import ring_allreduce_trace
+
+    exp = experiment.make("training", topology="leaf-spine", gpus_per_server=1, hosts_per_leaf=2, iterations=2,
+                          chunk_bytes=1 << 20, faults=[{"kind": "link_down", "element": "leaf0-spine0",
+                                                        "at_ns": 5000.0, "duration_ns": 50000.0}], baseline=True)
+    faulted, base = run.run_with_baseline(exp, trace=ring_allreduce_trace(4, 4 << 20))
+    figures = {f.stem: f for f in plots.iter_figures({faulted.name: faulted, base.name: base})}
+    assert plots.render(figures[f"iteration-faults-{faulted.name}"].figure)[:4] == b"\x89PNG"
+    assert figures[f"queues-faults-{faulted.name}"].figure is not None
+    assert not any(s.startswith("iteration-faults") and s.endswith("baseline") for s in figures)

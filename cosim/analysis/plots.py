@@ -427,6 +427,90 @@ def iteration_gantt(run, *, label: str | None = None):
     return fig
 
 
+# ---------------------------------------------------------------- faults (cosim.runs.faults)
+
+#: faults-table action code -> (legend label, colour, line style) of its marker
+FAULT_MARKERS = {0: ("link down", "tab:red", "--"), 1: ("link up", "tab:green", ":"),
+                 2: ("routes converged", "0.4", "-."), 3: ("degraded", "tab:orange", "--"),
+                 4: ("restored", "tab:olive", ":")}
+
+
+def _mark_faults(ax, run, scale: float) -> None:
+    """Vertical markers at the run's fault actions (one legend entry per action kind)."""
+    f = run.faults
+    if not f or not f.get("time_ns", np.empty(0)).size:
+        return
+    t, action = np.asarray(f["time_ns"], np.float64), np.asarray(f["action"], np.int64)
+    for code, (name, color, style) in FAULT_MARKERS.items():
+        times = np.unique(t[action == code])
+        for i, x in enumerate(times):
+            ax.axvline(x * scale, color=color, ls=style, lw=1.0, label=f"{name} ({times.size})" if i == 0 else None)
+
+
+def _with_fault_markers(fig, run):
+    if fig is None:
+        return None
+    ax = fig.axes[0]
+    _mark_faults(ax, run, display_unit(TIME_KEY)[0])
+    ax.legend(fontsize=7, loc="upper right")
+    return fig
+
+
+def fault_queue_lines(run, *, top_n: int = 8, label: str | None = None):
+    """queue_lines with the run's fault actions marked (None without faults or queue samples)."""
+    return _with_fault_markers(queue_lines(run, top_n=top_n, label=label), run) if run.faults else None
+
+
+def fault_pause_timeline(run, *, label: str | None = None):
+    """pause_timeline with the run's fault actions marked (None without faults or pauses)."""
+    return _with_fault_markers(pause_timeline(run, label=label), run) if run.faults else None
+
+
+def fault_iterations(run, baseline=None, *, label: str | None = None):
+    """Iteration time against simulated time (each point at its iteration's end), with the fault-free
+    baseline's when it is stored and the fault actions marked: the iterations a fault slowed down."""
+    it = run.iterations
+    if not run.faults or not it or not np.asarray(it.get("time_ns", [])).size:
+        return None
+    fig, ax = _figure(f"{label or run.name}: iteration time around faults")
+    finish = np.asarray(it["finish_ns"], np.float64)
+    end = float(np.nanmax(finish)) if np.isfinite(finish).any() else _end_ns(run)
+    scale = _time_axis(ax, end * 1.02)
+    yscale, yunit = display_unit("iteration_time_ns")
+    times = np.asarray(it["time_ns"], np.float64)
+    ax.plot(finish * scale, times * yscale, "o-", color="tab:red", lw=1.2, label="with faults")
+    tops = [np.nanmax(times)] if np.isfinite(times).any() else [1.0]
+    if baseline is not None and baseline.iterations:
+        b = baseline.iterations
+        base_times = np.asarray(b["time_ns"], np.float64)
+        ax.plot(np.asarray(b["finish_ns"], np.float64) * scale, base_times * yscale, "s--", color="tab:blue",
+                lw=1.0, label="without faults (baseline)")
+        tops += [np.nanmax(base_times)] if np.isfinite(base_times).any() else []
+    _mark_faults(ax, run, scale)
+    ax.set_ylabel(f"iteration time ({yunit})")
+    ax.set_ylim(0, max(tops) * yscale * 1.12)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def _fault_figures(runs: Mapping, top_n: int) -> Iterator[FigureResult]:
+    """The fault figures of every run with a faults table (runs without one get none, and no skip line)."""
+    by_name = {r.name: r for r in runs.values()}
+    for label, run in runs.items():
+        if not run.faults:
+            continue
+        base = safe_stem(label)
+        baseline = by_name.get(run.summary.get("baseline_run"))
+        yield FigureResult(f"iteration-faults-{base}", f"iteration time around faults: {label}",
+                           fault_iterations(run, baseline, label=label), "no iterations (not a co-simulation run)")
+        yield FigureResult(f"queues-faults-{base}", f"queue depth with faults: {label}",
+                           fault_queue_lines(run, top_n=top_n, label=label), "no queue samples")
+        yield FigureResult(f"pfc-pauses-faults-{base}", f"PFC pauses with faults: {label}",
+                           fault_pause_timeline(run, label=label), "no PFC pause events")
+# ---------------------------------------------------------------- end of faults
+
+
 # ---------------------------------------------------------------- drivers
 
 def safe_stem(name: str) -> str:
@@ -462,6 +546,7 @@ def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None) 
         used.add(base)
         for stem, title, build, reason in per_run:
             yield FigureResult(f"{stem}-{base}", f"{title}: {label}", build(run, label=label), reason)
+    yield from _fault_figures(runs if max_runs is None else dict(list(runs.items())[:max_runs]), top_n)
 
 
 #: metadata that would make the bytes differ from run to run (dates, versions), dropped per format

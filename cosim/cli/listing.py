@@ -9,7 +9,8 @@ Sections and where each comes from:
 - transports: ``cosim.network.transport.TRANSPORTS``, described by that module's docstring, with the ns-3
   attributes each one sets;
 - algorithms: ``cosim.collectives.lower.ALGORITHM_NAMES`` and the collective kinds that take each;
-- patterns: the flow patterns of ``cosim.runs.experiment.PATTERNS``, described by FlowWorkload's docstring.
+- patterns: the flow patterns of ``cosim.runs.experiment.PATTERNS``, described by FlowWorkload's docstring;
+- faults: the fault kinds of ``cosim.runs.faults.KINDS``, with the elements they take and their parameters.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ SECTIONS = {
     "transports": "transports: --transport NAME (or both), network.transport",
     "algorithms": "collective algorithms: --algorithm NAME, workload.algorithm",
     "patterns": "flow traffic patterns: --pattern NAME, workload.pattern",
+    "faults": "fault kinds: --fault KIND:ELEMENT@TIME[,key=value...], [[faults]] kind",
 }
 
 
@@ -109,9 +111,21 @@ def patterns() -> list[tuple[str, str]]:
     return [(n, found.get(n, "")) for n in PATTERNS]
 
 
+def faults() -> list[tuple[str, str]]:
+    """(name, what it does, the elements it takes and its parameters) of every registered fault kind."""
+    from cosim.runs.faults import KINDS, kind_names  # noqa: PLC0415
+
+    rows = []
+    for n in kind_names():
+        k = KINDS[n]
+        params = "; ".join(f"{p} ({spec.doc})" for p, spec in k.params.items())
+        rows.append((n, f"{k.doc}. Elements: {', '.join(k.elements)}." + (f" Parameters: {params}." if params else "")))
+    return rows
+
+
 #: section -> its rows
 LISTERS = {"experiments": experiments, "models": models, "gpus": gpus, "topologies": topologies,
-           "transports": transports, "algorithms": algorithms, "patterns": patterns}
+           "transports": transports, "algorithms": algorithms, "patterns": patterns, "faults": faults}
 
 
 def render(rows: list[tuple[str, str]], width: int = 100) -> str:
@@ -135,9 +149,9 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON: each section a list of {name, description}.")
 def list_command(what: tuple[str, ...], as_json: bool) -> None:
     """List what an experiment can name: shipped experiments, model and GPU presets, topologies,
-    transports, collective algorithms and flow patterns.
+    transports, collective algorithms, flow patterns and fault kinds.
 
-    WHAT is one or more of experiments, models, gpus, topologies, transports, algorithms, patterns
+    WHAT is one or more of experiments, models, gpus, topologies, transports, algorithms, patterns, faults
     (default: all). The names come from the registries in code, so what is listed is what is accepted.
     """
     chosen = list(dict.fromkeys(what)) or list(SECTIONS)

@@ -28,6 +28,10 @@ def plot(files, outdir, runs, fmt, top_n, quiet):
       pfc-pauses-RUN     PFC pause intervals per port and priority (when the run paused)
       credit-stalls-RUN  InfiniBand credit-stall intervals per port and VL (when present)
       iterations-RUN     per-rank compute / communication Gantt chart (co-simulation runs)
+    Per run with faults (cosim run --fault; docs/models/faults.md):
+      iteration-faults-RUN   iteration time against time, with the --baseline run's, fault markers
+      queues-faults-RUN      queue depth of the --top hottest ports, fault markers
+      pfc-pauses-faults-RUN  PFC pause intervals, fault markers
     Ports are named by switch and the peer they face ("leaf1 -> spine0");
     each quantity is in the unit the 'cosim run' table shows it in.
     Figures whose data is absent are skipped and listed. Examples:

@@ -90,13 +90,14 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
         flag="--collective-timeout-ms")
 @click.option("--fault", "fault_options", multiple=True, metavar="KIND:ELEMENT@TIME[,key=value...]",
               help="Inject a fault (repeatable; added to the experiment's [[faults]]). KIND: link_down, "
-                   "link_flap, link_degrade, switch_down, nic_down (docs/models/faults.md lists every kind). "
+                   "link_flap, link_degrade, switch_down, nic_down, pause_storm, straggler (`cosim list faults` "
+                   "and docs/models/faults.md describe them). "
                    "ELEMENT: a link leaf1-spine0, a switch spine0, a NIC host3, a rank rank5 (training), or "
                    "with rate_per_s a set or pattern (fabric-links, leaf*-spine*). TIME and *_ns values in ns "
                    "or with a unit (2ms, 150us). Keys: duration_ns or up_at_ns (end), the kind's parameters "
                    "(rate_gbps, bit_error_rate, period_ns, ...), rate_per_s, until_ns and seed (a Poisson "
                    "process). E.g. --fault link_down:leaf0-spine1@200us,duration_ns=1ms "
-                   "--fault link_degrade:leaf1-spine0@0,bit_error_rate=1e-6")
+                   "--fault link_degrade:leaf1-spine0@0,bit_error_rate=1e-6 --fault straggler:rank3@0,factor=1.5")
 @click.option("--baseline", is_flag=True, default=None, help="Also run the experiment without its faults and "
               "store both runs (NAME and NAME-baseline); the table shows the delay per iteration.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,

@@ -116,12 +116,13 @@ def fault_delay_entries(faulted, baseline) -> dict:
 
     out: dict = {"baseline_run": baseline.name}
     a, b = last_finish(faulted), last_finish(baseline)
-    out["completion_delay_ns"] = None if a is None or b is None else a - b
+    out["completion_delay_ns"] = None if a is None or b is None else round(a - b, 3)
     if faulted.iterations and baseline.iterations:
         t = np.asarray(faulted.iterations["time_ns"], np.float64)
         tb = np.asarray(baseline.iterations["time_ns"], np.float64)
         n = min(t.size, tb.size)
-        delay = [float(x) if np.isfinite(x) else None for x in (t[:n] - tb[:n])]
+        # to the picosecond, the simulator's resolution (iteration times are differences of finish times)
+        delay = [round(float(x), 3) + 0.0 if np.isfinite(x) else None for x in (t[:n] - tb[:n])]
         out["iteration_delay_ns"] = delay
         out |= {f"iteration_{i}_delay_ns": d for i, d in enumerate(delay[:FAULT_DELAY_ROWS])}
         finite = [d for d in delay if d is not None]

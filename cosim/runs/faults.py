@@ -623,14 +623,14 @@ def _apply_degrade(resolved: Sequence[ResolvedFault], ctx: FaultContext) -> None
 
 
 register(FaultKind(name="link_down", code=1, elements=("link",), params={}, apply=_apply_link_state,
-                   doc="the link fails (both directions): packets on it are lost; routes converge after "
-                       "FaultModel::RouteConvergenceDelay; up again at duration_ns / up_at_ns"))
+                   doc="The link fails in both directions (RoCE: what it carries is lost; IB: held), routes converge "
+                       "around it after LinkFaultModel::RouteConvergenceDelay; up again at its end"))
 register(FaultKind(name="link_flap", code=2, elements=("link",), apply=_apply_flap, check=_check_flap,
                    params={"period_ns": Param(v.Real(positive=True, maximum=9.2e15), 1e6,
                                               "time from one failure of the link to the next, ns"),
                            "down_ns": Param(v.Optional(v.Real(positive=True, maximum=9.2e15)), None,
                                             "time the link stays down each period, ns [period_ns / 2]")},
-                   doc="the link goes down and up every period_ns from at_ns until duration_ns / up_at_ns"))
+                   doc="The link goes down every period_ns from at_ns, up down_ns later, until its end"))
 register(FaultKind(name="link_degrade", code=3, elements=("link",), apply=_apply_degrade, check=_check_degrade,
                    params={"rate_gbps": Param(_GBPS, None, "line rate of the degraded link, Gbit/s"),
                            "bit_error_rate": Param(v.Optional(v.Real(minimum=0.0, maximum=1e-2)), None,
@@ -638,11 +638,12 @@ register(FaultKind(name="link_degrade", code=3, elements=("link",), apply=_apply
                                                    "probability 1 - (1 - BER)^b"),
                            "ber_seed": Param(v.Optional(v.Int(minimum=0, maximum=2**31 - 1)), None,
                                              "seed of the link's loss stream [derived from the run's seed]")},
-                   doc="the link runs slower (rate_gbps) and/or loses packets to bit errors"))
+                   doc="The link runs slower (rate_gbps) and/or corrupts packets (bit_error_rate; RoCE drops them, "
+                       "IB resends them on the link); the original again at its end"))
 register(FaultKind(name="switch_down", code=4, elements=("switch",), params={}, apply=_apply_link_state,
-                   doc="every link of the switch goes down (and up again at the end)"))
+                   doc="Every link of the switch goes down (and up again at its end)"))
 register(FaultKind(name="nic_down", code=5, elements=("host", "rank"), params={}, apply=_apply_link_state,
-                   doc="the NIC's host link goes down (and up again at the end)"))
+                   doc="The NIC's host link goes down (and up again at its end)"))
 
 
 # ---------------------------------------------------------------- mechanism kinds (cosim.runs.fault_mechanisms)
@@ -670,17 +671,18 @@ def _apply_straggler(resolved: Sequence[ResolvedFault], ctx: FaultContext) -> No
 
 register(FaultKind(name="pause_storm", code=6, elements=("host", "rank"), apply=_apply_pause_storm,
                    params={"priority": Param(v.Int(minimum=0, maximum=7), 0, "priority class the NIC keeps "
-                                                                           "pausing (0..7)")},
-                   doc="the NIC keeps sending PFC PAUSE frames for priority from at_ns until duration_ns / "
-                       "up_at_ns (RoCE only); network.pfc_watchdog bounds the harm"))
+                                                                           "pausing, 0..7")},
+                   doc="The NIC keeps sending PFC PAUSE frames for priority from at_ns until its end (RoCE "
+                       "only); network.pfc_watchdog bounds the harm"))
 register(FaultKind(name="straggler", code=7, elements=("rank",), timed=False, check=_check_straggler,
                    apply=_apply_straggler,
                    params={"factor": Param(v.Real(minimum=1.0, maximum=1e6), 2.0,
-                                           "mean slowdown of the rank's compute (2: twice as long)"),
+                                           "mean slowdown of the rank's compute, 2 = twice as long"),
                            "distribution": Param(v.Choice(("fixed", "lognormal")), "fixed",
                                                  "fixed: every op by factor; lognormal: drawn, mean factor"),
                            "sigma": Param(v.Real(minimum=0.0, maximum=10.0), 0.25,
                                           "lognormal: standard deviation of the log of a draw"),
                            "per": Param(v.Choice(("iteration", "op")), "iteration",
                                         "lognormal: one draw per iteration or per compute op")},
-                   doc="the rank's COMPUTE ops take factor times as long (training runs; the whole run)"))
+                   doc="The rank's COMPUTE ops take factor times as long, or a lognormal draw of mean factor "
+                       "(training runs; the whole run)"))
