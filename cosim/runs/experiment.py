@@ -384,6 +384,9 @@ class Experiment:
             if self.faults:
                 raise CosimInputError("faults", "faults apply to runs of one workload, not to [[workloads]]",
                                       "run the workload alone, or remove the faults")
+            if self.limits.collective_timeout_ns:
+                raise CosimInputError("limits.collective_timeout_ns", "is not applied to shared fabrics "
+                                      "([[workloads]]) yet", "run the training workload alone, or remove it")
             self._resolve_shared()
             return
         defaults = _WORKLOAD_DEFAULTS[self.workload.kind]
@@ -403,6 +406,9 @@ class Experiment:
                                else self.network.transport)
         fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
         fault_mechanisms.check_network(self.faults, self.network.transport)
+        if self.limits.collective_timeout_ns and not self.is_training:
+            raise CosimInputError("limits.collective_timeout_ns", "watches the collectives of training runs; "
+                                  "a flow workload has none", "remove it")
 
     @property
     def is_training(self) -> bool:

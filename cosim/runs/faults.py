@@ -652,7 +652,7 @@ def _check_straggler(fault: Fault) -> None:
     """A straggler slows its rank from the start of the run: it has no start time of its own."""
     if fault.at_ns != 0:
         raise CosimInputError("faults.at_ns", "a straggler slows its rank for the whole run",
-                              "give at_ns = 0 (or leave it out)")
+                              "give at_ns = 0, or leave it out")
 
 
 def _apply_pause_storm(resolved: Sequence[ResolvedFault], ctx: FaultContext) -> None:
