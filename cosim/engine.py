@@ -148,7 +148,8 @@ class SimulationOutput:
     stalls: dict[str, np.ndarray]  # credit-stall changes (IB): time_ns, node, port, vl, stalled (1 began, 0 ended)
     counters: dict[str, int]  # fabric-wide counters (ecn_marks, cnps_sent, switch_drops, ...)
     sim_time_ns: float  # simulated clock at the end
-    status: str  # "complete", "time-limit", "stalled", "deadlock" or "flow-control-error" (credit overrun: a bug)
+    status: str  # "complete", "time-limit", "stalled", "deadlock", "failed" (a collective timed out) or
+    #              "flow-control-error" (credit overrun: a bug)
     events: int  # simulator events executed
     packet_hops: int  # packets serialized on any link (ACKs, CNPs, PFC and credit packets included)
     data_packet_hops: int  # data packets serialized on any link
@@ -165,6 +166,9 @@ class SimulationOutput:
     #: status "deadlock": the wait-for cycle the watchdog found, as "node:port:queue" (queue: PFC priority or
     #: IB virtual lane), each switch egress queue waiting for the next and the last for the first
     deadlock_cycle: tuple[str, ...] = ()
+    #: PFC watchdog actions in time order (PfcWatchdog, off by default): time_ns, node (switch), port,
+    #: priority, disabled (1: queue disabled as stormed, 0: restored)
+    pfc_watchdog: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 SetupFn = Callable[[object, "dict[str, np.ndarray] | None"], None]
@@ -176,13 +180,14 @@ ProgressFn = Callable[[float, int, int, int], None]
 """Called as progress(sim_time_ns, done, total, data_packet_hops) between simulation slices: flows (or DAG
 ops) done of total, and the data packets serialized on links so far (the work that costs wall time)."""
 
-_STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock"}
+_STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock", 4: "failed"}
 #: Engine RunStatus codes by their C++ names
-_RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS", 3: "DEADLOCK"}
+_RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS", 3: "DEADLOCK", 4: "COLLECTIVE_TIMEOUT"}
 COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_frames_sent",
             "peak_headroom_used_bytes", "min_headroom_bytes", "acks", "credit_violations", "peak_lane_bytes",
             "credit_packets_sent", "retransmitted_packets", "naks_sent", "timeouts", "reordered_packets",
-            "admission_grants", "peak_qp_inflight_bytes")
+            "admission_grants", "peak_qp_inflight_bytes", "pfc_watchdog_actions", "pfc_watchdog_dropped_packets",
+            "pause_storm_frames_sent")
 #: go-back-N loss-recovery counters: zero on a lossless fabric, so summaries carry them only when non-zero
 LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "naks_sent", "timeouts")
 #: network-fault counters (Engine::GetFaultCounter): in the counters only when the run had faults
@@ -190,6 +195,38 @@ FAULT_COUNTERS = ("fault_drops", "ber_drops", "link_retransmissions", "reroutes"
 #: counters of transport mechanisms that are off by default (reorder-tolerant receivers, admission, QP
 #: window): zero unless one is on, so summaries carry them only when non-zero
 TRANSPORT_COUNTERS = ("reordered_packets", "admission_grants", "peak_qp_inflight_bytes")
+#: counters of fault mechanisms (PFC watchdog, pause storms): zero without them, so summaries carry them only
+#: when non-zero
+MECHANISM_COUNTERS = ("pfc_watchdog_actions", "pfc_watchdog_dropped_packets", "pause_storm_frames_sent")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class PauseStorms:
+    """PFC pause storms (a fault, RoCE only): each host NIC ``host`` (node id) sends PAUSE frames for
+    ``priority`` from ``start_ns`` for ``duration_ns`` (C++ PauseStormSource)."""
+
+    host: np.ndarray  # int32 [n], node id of the storming NIC
+    priority: np.ndarray  # uint8 [n], priority class paused
+    start_ns: np.ndarray  # float64 [n], first frame
+    duration_ns: np.ndarray  # float64 [n], length of the storm (> 0)
+
+    @property
+    def n(self) -> int:
+        """Number of storms."""
+        return int(np.asarray(self.host).size)
+
+
+def add_pause_storms(engine, storms: PauseStorms | None) -> None:
+    """Hand ``storms`` to the engine (after BuildFabric); the C++ checks become CosimInputError."""
+    if storms is None or storms.n == 0:
+        return
+    arrays = [np.ascontiguousarray(storms.host, np.int32), np.ascontiguousarray(storms.priority, np.uint8),
+              np.rint(np.asarray(storms.start_ns, np.float64) * 1e3).astype(np.int64),
+              np.rint(np.asarray(storms.duration_ns, np.float64) * 1e3).astype(np.int64)]
+    try:
+        engine.AddPauseStorms(*arrays, storms.n)
+    except Exception as exc:  # std::invalid_argument from the C++ checks
+        raise CosimInputError("faults.pause_storm", _cpp_reason(exc)) from None
 
 
 def simulate(
@@ -257,6 +294,9 @@ class DagOutput:
     flow_op: np.ndarray  # int64 [n_flows], the FLOW op each flow carried (flows in start order)
     flow_start_ns: np.ndarray  # float64 [n_flows]
     network: SimulationOutput  # per-flow finish/delivered, queues, ports, pauses, latency, counters
+    #: status "failed": the collective (index into coll_start_op) that ran past DagExecutor::CollectiveTimeout, and when
+    failed_collective: int = -1
+    failed_at_ns: float = float("nan")
 
 
 def simulate_dag(
@@ -278,6 +318,8 @@ def simulate_dag(
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
     setup: SetupFn | None = None,
+    coll_start_op: np.ndarray | None = None,
+    coll_end_op: np.ndarray | None = None,
 ) -> DagOutput:
     """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
 
@@ -286,7 +328,10 @@ def simulate_dag(
     ``progress`` is called as progress(sim_ns, ops_done, ops_total, data_packet_hops). ``snapshot_ns``:
     simulated times at which every flow's delivered bytes are recorded (``network.delivered_at_bytes``;
     a flow that had not started yet has delivered 0). ``setup`` (SetupFn) schedules faults and may change
-    the DAG arrays before they are loaded.
+    the DAG arrays before they are loaded. ``coll_start_op``/``coll_end_op``: the start and end barrier op of
+    every collective, watched with the attribute ``DagExecutor::CollectiveTimeout`` (0, the default, watches
+    nothing): a collective not complete that long after it started ends the run with status ``failed``
+    (``failed_collective``).
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
@@ -303,6 +348,9 @@ def simulate_dag(
             setup(engine, dict(zip(_DAG_ARRAYS, arrays)))
         try:
             engine.LoadDag(*arrays, n)
+            if coll_start_op is not None and np.asarray(coll_start_op).size:
+                starts = np.ascontiguousarray(coll_start_op, np.int64)
+                engine.SetCollectives(starts, np.ascontiguousarray(coll_end_op, np.int64), starts.size)
         except Exception as exc:  # std::invalid_argument from the C++ checks
             raise CosimInputError("dag", _cpp_reason(exc)) from None
         t_run = time.perf_counter()
@@ -329,6 +377,8 @@ def simulate_dag(
             engine.GetFlowOps(flow_op)
             engine.GetFlowStartPs(flow_start)
         network = _collect(engine, status, time.perf_counter() - t0, run_s)
+        failed = int(engine.FailedCollective())
+        failed_at_ns = engine.FailedCollectiveAtPs() / 1e3 if failed >= 0 else float("nan")
     if snaps.size:
         delivered_at = np.zeros((snaps.size, m), np.int64)
         for i, now in enumerate(seen):
@@ -336,7 +386,8 @@ def simulate_dag(
         network = dataclasses.replace(network, snapshot_ns=snaps, delivered_at_bytes=delivered_at)
     return DagOutput(op_start_ns=np.where(start_ps >= 0, start_ps / 1e3, np.nan),
                      op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
-                     flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network)
+                     flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network,
+                     failed_collective=failed, failed_at_ns=failed_at_ns)
 
 
 #: names of the DAG arrays a SetupFn sees, in Engine::LoadDag order
@@ -518,6 +569,12 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
     engine.GetLatencyHistogram(hist)
     low_ns = np.array([engine.LatencyBucketLowPs(b) for b in range(nb)]) / 1e3
     counters = {name: int(engine.GetCounter(name)) for name in COUNTERS}
+    w = int(engine.NumPfcWatchdogActions())
+    watchdog = {"time_ns": np.empty(w, np.int64), "node": np.empty(w, np.int32), "port": np.empty(w, np.int32),
+                "priority": np.empty(w, np.int32), "disabled": np.empty(w, np.int8)}
+    if w:
+        engine.GetPfcWatchdogActions(*watchdog.values())
+    watchdog["time_ns"] = watchdog["time_ns"] / 1e3
     f = int(engine.NumFaultActions())
     fault_actions = {}
     if f:
@@ -562,4 +619,5 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         delivered_at_bytes=np.empty((0, n_flows), np.int64),
         fault_actions=fault_actions,
         deadlock_cycle=tuple(f"{n}:{p}:{q}" for n, p, q in zip(*(a.tolist() for a in cycle))),
+        pfc_watchdog=watchdog,
     )

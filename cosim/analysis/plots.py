@@ -432,7 +432,12 @@ def iteration_gantt(run, *, label: str | None = None):
 #: faults-table action code -> (legend label, colour, line style) of its marker
 FAULT_MARKERS = {0: ("link down", "tab:red", "--"), 1: ("link up", "tab:green", ":"),
                  2: ("routes converged", "0.4", "-."), 3: ("degraded", "tab:orange", "--"),
-                 4: ("restored", "tab:olive", ":")}
+                 4: ("restored", "tab:olive", ":"),
+                 # fault mechanisms (cosim.runs.fault_mechanisms)
+                 5: ("pause storm began", "tab:purple", "--"), 6: ("pause storm ended", "tab:purple", ":"),
+                 7: ("PFC watchdog disabled a queue", "tab:brown", "--"),
+                 8: ("PFC watchdog restored a queue", "tab:brown", ":"), 9: ("straggler", "tab:pink", "-."),
+                 10: ("collective timed out", "black", "-")}
 
 
 def _mark_faults(ax, run, scale: float) -> None:

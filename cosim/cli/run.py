@@ -82,15 +82,22 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
         flag="--queue-interval-ns")
 @_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [flows 1000, training "
         "100000].", flag="--max-sim-time-ms")
+@click.option("--pfc-watchdog/--no-pfc-watchdog", default=None, help="RoCE: PFC watchdog on every switch egress "
+              "queue: one paused past PfcWatchdog::DetectionTime (--set, default 200ms) is disabled, its traffic "
+              "dropped, until PfcWatchdog::RestorationTime without PAUSE (docs/models/pfc-watchdog.md).")
+@_field("limits.collective_timeout_ns", "collective_timeout_ms", "Training: a collective not complete this long "
+        "after it started fails the job, as NCCL's watchdog does: status failed, exit code 1 [0: off].",
+        flag="--collective-timeout-ms")
 @click.option("--fault", "fault_options", multiple=True, metavar="KIND:ELEMENT@TIME[,key=value...]",
               help="Inject a fault (repeatable; added to the experiment's [[faults]]). KIND: link_down, "
-                   "link_flap, link_degrade, switch_down, nic_down (docs/models/faults.md lists every kind). "
+                   "link_flap, link_degrade, switch_down, nic_down, pause_storm, straggler (`cosim list faults` "
+                   "and docs/models/faults.md describe them). "
                    "ELEMENT: a link leaf1-spine0, a switch spine0, a NIC host3, a rank rank5 (training), or "
                    "with rate_per_s a set or pattern (fabric-links, leaf*-spine*). TIME and *_ns values in ns "
                    "or with a unit (2ms, 150us). Keys: duration_ns or up_at_ns (end), the kind's parameters "
                    "(rate_gbps, bit_error_rate, period_ns, ...), rate_per_s, until_ns and seed (a Poisson "
                    "process). E.g. --fault link_down:leaf0-spine1@200us,duration_ns=1ms "
-                   "--fault link_degrade:leaf1-spine0@0,bit_error_rate=1e-6")
+                   "--fault link_degrade:leaf1-spine0@0,bit_error_rate=1e-6 --fault straggler:rank3@0,factor=1.5")
 @click.option("--baseline", is_flag=True, default=None, help="Also run the experiment without its faults and "
               "store both runs (NAME and NAME-baseline); the table shows the delay per iteration.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
@@ -187,11 +194,13 @@ def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> 
         value = fields[opt]
         if opt == "max_sim_time_ms":
             out["limits.max_sim_time_ns"] = value * 1e6
+        elif opt == "collective_timeout_ms":
+            out["limits.collective_timeout_ns"] = value * 1e6
         elif opt == "queue_interval_ns":
             out["telemetry.queue_sample_interval_ns"] = value
         else:
             out[SHORTHANDS[opt]] = value
-    for flag in ("dcqcn", "ib_cc", "admission"):
+    for flag in ("dcqcn", "ib_cc", "admission", "pfc_watchdog"):
         if ctx.params[flag] is not None:
             out[SHORTHANDS[flag]] = ctx.params[flag]
     if transport is not None:
@@ -302,6 +311,9 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
         s = r.summary
         done = (f"{s.get('n_dag_ops_finished', 0)}/{s.get('n_dag_ops', 0)} ops and " if training else "") + \
             f"{s['flows_completed']}/{s['flows']} flows completed"
+        if "failed_collective" in s:
+            done = (f"collective {s['failed_collective']} (rank {s['failed_rank']}) timed out at "
+                    f"{s['failed_at_ns'] / 1e6:.3f} ms (limits.collective_timeout_ns); " + done)
         click.echo(f"Error: run '{r.name}' ended {s['status']}: {done}", err=True)
     if failed:
         sys.exit(1)

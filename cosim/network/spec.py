@@ -56,6 +56,9 @@ class NetworkSpec:
     qp_window_bytes: int = v.spec_field(v.Size(minimum=0), 0, "per-QP window of unacknowledged payload, bytes "
                                         "(0 = none)")
     ecn_marking: str = v.spec_field(v.Choice(ECN_MARKING_POINTS), "enqueue", "ECN marking point: enqueue, dequeue")
+    pfc_watchdog: bool = v.spec_field(v.Bool(), False, "RoCE: PFC watchdog on every switch egress queue (disable "
+                                      "a queue paused past PfcWatchdog::DetectionTime, drop its traffic, restore "
+                                      "after PfcWatchdog::RestorationTime); no effect on InfiniBand")
     attributes: tuple[tuple[str, str], ...] = v.spec_field(v.Attributes(), (),
                                                            "ns-3 attributes, Type::Attribute = value")
 

@@ -78,6 +78,8 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
     }
     if out.stalls["time_ns"].size:  # credit-stall changes (InfiniBand)
         tables["stalls"] = dict(out.stalls)
+    if out.pfc_watchdog.get("time_ns", np.empty(0)).size:  # PFC watchdog actions (network.pfc_watchdog)
+        tables["pfc_watchdog"] = dict(out.pfc_watchdog)
     return tables
 
 
@@ -87,7 +89,8 @@ def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]],
 
     ports = tables["ports"]
     summary = summarize(tables["flows"], tables["queues"], ports, sim_time_ns=out.sim_time_ns)
-    summary |= {k: v for k, v in out.counters.items() if v or k not in (*engine.LOSS_RECOVERY_COUNTERS, *engine.TRANSPORT_COUNTERS)}
+    summary |= {k: v for k, v in out.counters.items() if v or k not in (*engine.LOSS_RECOVERY_COUNTERS, *engine.TRANSPORT_COUNTERS,
+                                                                  *engine.MECHANISM_COUNTERS)}
     # drops anywhere: egress tail drops (per port) and shared-buffer drops at switch ingress
     summary["drops"] += int(out.counters.get("switch_drops", 0))
     if out.deadlock_cycle:

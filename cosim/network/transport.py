@@ -131,6 +131,8 @@ def run_attributes(network, seed: int) -> dict[str, str]:
     the ECMP seed, then the user's ``attributes`` (--set), which win."""
     attributes = transport_attributes(network.transport, dcqcn=network.dcqcn, ib_cc=network.ib_cc)
     attributes |= network_mechanisms(network)
+    if getattr(network, "pfc_watchdog", False):
+        attributes["PfcWatchdog::Enabled"] = "true"
     attributes["FabricSwitch::EcmpSeed"] = str(seed)
     return attributes | dict(network.attributes)
 

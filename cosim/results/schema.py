@@ -79,15 +79,26 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("iterations", "workload"): ("", "shared fabrics: index of the iteration's workload in config['workloads']"),
     # faults (cosim.runs.faults): one row per action the engine or a fault kind took; older files lack it
     ("faults", "time_ns"): ("ns", "time of the action"),
-    ("faults", "fault"): ("", "index of the fault in config['faults']['faults'] (the run's concrete faults)"),
+    ("faults", "fault"): ("", "index of the fault in config['faults']['faults'] (the run's concrete faults); -1: "
+                              "a mechanism acted (PFC watchdog, collective timeout)"),
     ("faults", "kind"): ("", "fault kind code (config['faults']['kind_codes'], e.g. 1 link_down, 2 link_flap, "
-                             "3 link_degrade, 4 switch_down, 5 nic_down)"),
+                             "3 link_degrade, 4 switch_down, 5 nic_down, 6 pause_storm, 7 straggler); -1 with "
+                             "fault -1"),
     ("faults", "action"): ("", "what happened (config['faults']['actions']): 0 down, 1 up, 2 reroute (routes "
-                               "converged around the change), 3 degrade, 4 restore"),
+                               "converged around the change), 3 degrade, 4 restore, 5 storm_start, 6 storm_end, "
+                               "7 queue_disabled and 8 queue_restored (PFC watchdog), 9 slowed (straggler), "
+                               "10 collective_timeout (node: the failed rank's NIC)"),
     ("faults", "link"): ("", "fabric link id acted on, -1 if none"),
     ("faults", "node"): ("", "node id acted on (a rerouting switch, a NIC), -1 if none"),
+    # PFC watchdog (network.pfc_watchdog): one row per action; only runs with the watchdog on hold it
+    ("pfc_watchdog", "time_ns"): ("ns", "time of the action"),
+    ("pfc_watchdog", "node"): ("", "switch node id"),
+    ("pfc_watchdog", "port"): ("", "egress port number at the switch"),
+    ("pfc_watchdog", "priority"): ("", "priority whose queue changed"),
+    ("pfc_watchdog", "disabled"): ("", "1: queue disabled (paused past PfcWatchdog::DetectionTime), 0: restored"),
 }
-GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations", "faults")
+GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations", "faults",
+          "pfc_watchdog")
 
 #: datasets whose values may be nan, as documented: times of flows, ops, collectives and iterations that did
 #: not finish (a run cut by its time limit)
@@ -98,7 +109,8 @@ NAN_OK = frozenset({
     ("iterations", "exposed_comm_ns"),
 })
 #: integer datasets that use -1 for "none" (every other known dataset is non-negative)
-MINUS_ONE_OK = frozenset({("ops", "coll_id"), ("faults", "link"), ("faults", "node")})
+MINUS_ONE_OK = frozenset({("ops", "coll_id"), ("faults", "link"), ("faults", "node"), ("faults", "fault"),
+                          ("faults", "kind")})
 
 #: columns added to version 1 after its first files: a table written before may lack them
 LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports", "rate_bps"),
@@ -154,6 +166,7 @@ class RunRecord:
     collectives: dict[str, np.ndarray] = field(default_factory=dict)
     iterations: dict[str, np.ndarray] = field(default_factory=dict)
     faults: dict[str, np.ndarray] = field(default_factory=dict)
+    pfc_watchdog: dict[str, np.ndarray] = field(default_factory=dict)
 
     def table(self, group: str) -> dict[str, np.ndarray]:
         """The arrays of ``group`` (one of GROUPS; empty if the run has none)."""

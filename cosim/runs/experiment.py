@@ -69,6 +69,7 @@ from cosim.collectives.lower import ALGORITHM_NAMES
 from cosim.errors import CosimInputError
 from cosim.network.spec import NetworkSpec
 from cosim.network.transport import TRANSPORTS, qualify_attribute
+from cosim.runs import fault_mechanisms
 from cosim.runs import faults as fault_specs
 from cosim.runs.placement import PLACEMENTS
 from cosim.workload.builder import build_trace
@@ -335,6 +336,9 @@ class LimitsSpec:
 
     max_sim_time_ns: float | None = v.spec_field(v.Optional(v.Real(positive=True, maximum=9.2e18 / 1e3)), None,
                                                  "stop at this simulated time, ns (flows: 1e9, training: 1e11)")
+    collective_timeout_ns: float = v.spec_field(v.Real(minimum=0.0, maximum=1e14), 0.0,
+                                                "training: a collective not complete this long after it started "
+                                                "fails the job (status failed), like NCCL's watchdog, ns (0: off)")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "limits")
@@ -380,13 +384,16 @@ class Experiment:
             if self.faults:
                 raise CosimInputError("faults", "faults apply to runs of one workload, not to [[workloads]]",
                                       "run the workload alone, or remove the faults")
+            if self.limits.collective_timeout_ns:
+                raise CosimInputError("limits.collective_timeout_ns", "is not applied to shared fabrics "
+                                      "([[workloads]]) yet", "run the training workload alone, or remove it")
             self._resolve_shared()
             return
         defaults = _WORKLOAD_DEFAULTS[self.workload.kind]
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
         if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", LimitsSpec(max_sim_time_ns=defaults["max_sim_time_ns"]))
+            object.__setattr__(self, "limits", dataclasses.replace(self.limits, max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.is_training:
             if self.network.hosts is not None:
                 raise CosimInputError("network.hosts", "a training run sizes its fabric to the trace's ranks",
@@ -398,6 +405,10 @@ class Experiment:
             object.__setattr__(self, "name", self.workload.pattern if not self.is_training
                                else self.network.transport)
         fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
+        fault_mechanisms.check_network(self.faults, self.network.transport)
+        if self.limits.collective_timeout_ns and not self.is_training:
+            raise CosimInputError("limits.collective_timeout_ns", "watches the collectives of training runs; "
+                                  "a flow workload has none", "remove it")
 
     @property
     def is_training(self) -> bool:
@@ -454,7 +465,7 @@ class Experiment:
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
         if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", LimitsSpec(max_sim_time_ns=defaults["max_sim_time_ns"]))
+            object.__setattr__(self, "limits", dataclasses.replace(self.limits, max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.name is None:
             object.__setattr__(self, "name", self.network.transport)
 
@@ -661,7 +672,8 @@ SHORTHANDS = {
     "link_delay_ns": "network.link_delay_ns", "dcqcn": "network.dcqcn", "ib_cc": "network.ib_cc",
     "qps_per_connection": "network.qps_per_connection", "ecmp_hash": "network.ecmp_hash",
     "routing": "network.routing", "admission": "network.admission", "qp_window_bytes": "network.qp_window_bytes",
-    "ecn_marking": "network.ecn_marking",
+    "ecn_marking": "network.ecn_marking", "pfc_watchdog": "network.pfc_watchdog",
+    "collective_timeout_ns": "limits.collective_timeout_ns",
     "pattern": "workload.pattern", "flow_bytes": "workload.flow_bytes", "trace": "workload.trace",
     "iterations": "workload.iterations", "chunk_bytes": "workload.chunk_bytes",
     "algorithm": "workload.algorithm", "queue_sample_interval_ns": "telemetry.queue_sample_interval_ns",

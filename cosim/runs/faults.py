@@ -45,7 +45,9 @@ from cosim.errors import CosimInputError
 # ---------------------------------------------------------------- actions (codes shared with the engine)
 
 #: what a row of the faults table records; the index is the code (engine: shared-codes.h FaultAction)
-ACTIONS = ("down", "up", "reroute", "degrade", "restore")
+ACTIONS = ("down", "up", "reroute", "degrade", "restore",
+           # fault mechanisms (cosim.runs.fault_mechanisms)
+           "storm_start", "storm_end", "queue_disabled", "queue_restored", "slowed", "collective_timeout")
 ACTION_CODES = {name: i for i, name in enumerate(ACTIONS)}
 
 #: element kinds a fault kind may take
@@ -641,3 +643,45 @@ register(FaultKind(name="switch_down", code=4, elements=("switch",), params={}, 
                    doc="Every link of the switch goes down (and up again at its end)"))
 register(FaultKind(name="nic_down", code=5, elements=("host", "rank"), params={}, apply=_apply_link_state,
                    doc="The NIC's host link goes down (and up again at its end)"))
+
+
+# ---------------------------------------------------------------- mechanism kinds (cosim.runs.fault_mechanisms)
+
+def _check_straggler(fault: Fault) -> None:
+    """A straggler slows its rank from the start of the run: it has no start time of its own."""
+    if fault.at_ns != 0:
+        raise CosimInputError("faults.at_ns", "a straggler slows its rank for the whole run",
+                              "give at_ns = 0, or leave it out")
+
+
+def _apply_pause_storm(resolved: Sequence[ResolvedFault], ctx: FaultContext) -> None:
+    from cosim.runs.fault_mechanisms import apply_pause_storms  # noqa: PLC0415
+
+    apply_pause_storms(resolved, ctx)
+
+
+def _apply_straggler(resolved: Sequence[ResolvedFault], ctx: FaultContext) -> None:
+    # the training run scaled the rank's compute in the DAG already (cosim.runs.stragglers): it needs the
+    # ops' iterations, which the engine's DAG arrays do not carry; this records it
+    from cosim.runs.fault_mechanisms import record_stragglers  # noqa: PLC0415
+
+    record_stragglers(resolved, ctx)
+
+
+register(FaultKind(name="pause_storm", code=6, elements=("host", "rank"), apply=_apply_pause_storm,
+                   params={"priority": Param(v.Int(minimum=0, maximum=7), 0, "priority class the NIC keeps "
+                                                                           "pausing, 0..7")},
+                   doc="The NIC keeps sending PFC PAUSE frames for priority from at_ns until its end (RoCE "
+                       "only); network.pfc_watchdog bounds the harm"))
+register(FaultKind(name="straggler", code=7, elements=("rank",), timed=False, check=_check_straggler,
+                   apply=_apply_straggler,
+                   params={"factor": Param(v.Real(minimum=1.0, maximum=1e6), 2.0,
+                                           "mean slowdown of the rank's compute, 2 = twice as long"),
+                           "distribution": Param(v.Choice(("fixed", "lognormal")), "fixed",
+                                                 "fixed: every op by factor; lognormal: drawn, mean factor"),
+                           "sigma": Param(v.Real(minimum=0.0, maximum=10.0), 0.25,
+                                          "lognormal: standard deviation of the log of a draw"),
+                           "per": Param(v.Choice(("iteration", "op")), "iteration",
+                                        "lognormal: one draw per iteration or per compute op")},
+                   doc="The rank's COMPUTE ops take factor times as long, or a lognormal draw of mean factor "
+                       "(training runs; the whole run)"))

@@ -7,6 +7,7 @@ from cosim.errors import CosimInputError
 from cosim.network import telemetry, topology
 from cosim.network.transport import run_attributes
 from cosim.results import RunRecord
+from cosim.runs import fault_mechanisms
 from cosim.runs import faults as fault_specs
 from cosim.runs.experiment import Experiment, to_document
 from cosim.workload import flows as patterns
@@ -48,4 +49,6 @@ def run_flows(exp: Experiment, *, progress=None) -> RunRecord:
     if faults is not None:
         tables["faults"], config["faults"], extra = faults.results(out)
         summary |= extra
+    tables |= fault_mechanisms.fault_tables(fabric, out, [] if faults is None else faults.resolved,
+                                            fault_specs.ACTION_CODES, faults=tables.get("faults"))
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)

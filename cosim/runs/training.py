@@ -64,8 +64,10 @@ from cosim.network import telemetry, topology
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.transport import run_attributes
 from cosim.results import RunRecord, collectives
+from cosim.runs import fault_mechanisms
 from cosim.runs import faults as fault_specs
 from cosim.runs.experiment import Experiment, to_document
+from cosim.runs.stragglers import slowed_durations
 from cosim.values import Int
 from cosim.workload.trace import OpKind, Trace, read_trace
 
@@ -415,11 +417,19 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         | run_attributes(exp.network, exp.seed)
     interval = exp.telemetry.queue_sample_interval_ns
     faults = fault_specs.plan(exp, fabric, p.host_of)
+    resolved = [] if faults is None else faults.resolved
+    stragglers = fault_mechanisms.stragglers_of(fault_mechanisms.of_kind(resolved, "straggler"), p.host_of)
+    duration_ns = slowed_durations(dag.duration_ns, dag.kind, dag.rank, dag.iteration, stragglers, exp.seed) \
+        if stragglers else dag.duration_ns
+    timeout_ns = exp.limits.collective_timeout_ns
+    if timeout_ns > 0:
+        attributes["DagExecutor::CollectiveTimeout"] = f"{int(round(timeout_ns * 1e3))}ps"
     out = engine.simulate_dag(
         fabric, kind=dag.kind, gpu=dag.rank, src_node=p.src_node, dst_node=p.dst_node, bytes_=dag.bytes,
-        duration_ns=dag.duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
+        duration_ns=duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
         seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
         max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress,
+        coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op,
         setup=None if faults is None else faults.setup)
     net = out.network
     fop = out.flow_op
@@ -437,6 +447,13 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
                 "n_flows": int(fop.size)}
     if net.status == "complete" and not done.all():
         summary["status"] = "stalled"  # the network went idle with ops left: cannot happen with a valid DAG
+    timeout_rows = []
+    if out.failed_collective >= 0:
+        rank = fault_mechanisms.failed_rank(dag, out.failed_collective, out.op_finish_ns)
+        summary |= {"failed_collective": out.failed_collective, "failed_rank": rank,
+                    "failed_at_ns": out.failed_at_ns}
+        timeout_rows.append(fault_mechanisms.timeout_row(out.failed_at_ns, int(p.host_of[rank]),
+                                                             fault_specs.ACTION_CODES))
     provenance = telemetry.provenance(seed=exp.seed, wall_time_s=net.wall_time_s)
     config = {
         "experiment": to_document(exp),
@@ -450,4 +467,6 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     if faults is not None:
         tables["faults"], config["faults"], extra = faults.results(net)
         summary |= extra
+    tables |= fault_mechanisms.fault_tables(fabric, net, resolved, fault_specs.ACTION_CODES, timeout_rows,
+                                            faults=tables.get("faults"))
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)

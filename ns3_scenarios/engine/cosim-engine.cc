@@ -6,6 +6,8 @@
 #include "../model/dag-executor.h"
 #include "../model/deadlock-watchdog.h"
 #include "../model/egress-queue-sampler.h"
+#include "../model/pause-storm-source.h"
+#include "../model/pfc-watchdog.h"
 #include "../model/link-fault-model.h"
 
 #include "ns3/config.h"
@@ -223,6 +225,8 @@ struct Engine::Impl
     Ptr<EgressQueueSampler> sampler;
     Ptr<DagExecutor> dag;              ///< co-simulation graph, if one was loaded
     Ptr<DeadlockWatchdog> watchdog;    ///< flow-control deadlock detection (BuildFabric)
+    std::vector<Ptr<PfcWatchdog>> pfcWatchdogs; ///< one per switch, acting only if PfcWatchdog::Enabled
+    std::vector<Ptr<PauseStormSource>> pauseStorms; ///< fault: NICs sending PAUSE frames (AddPauseStorms)
     Ptr<LinkFaultModel> faults;        ///< network faults, created by the first Schedule call
     std::vector<int32_t> linkA, linkB; ///< the links as built (the fault model's link ids)
     std::vector<int32_t> dagSrc;       ///< FLOW op -> source host node
@@ -262,6 +266,21 @@ struct Engine::Impl
         impl->stallPort.push_back(int32_t(port));
         impl->stallVl.push_back(vl);
         impl->stallState.push_back(stalled ? 1 : 0);
+    }
+
+    /// PFC watchdog actions, appended by the watchdogs' Action trace sources.
+    std::vector<int64_t> wdTimePs;
+    std::vector<int32_t> wdNode, wdPort, wdPrio;
+    std::vector<int8_t> wdDisabled;
+
+    /// Trace sink of PfcWatchdog::Action, bound to the switch it watches.
+    static void RecordWatchdogAction(Impl* impl, uint32_t node, uint32_t port, uint8_t prio, bool disabled)
+    {
+        impl->wdTimePs.push_back(Simulator::Now().GetTimeStep());
+        impl->wdNode.push_back(int32_t(node));
+        impl->wdPort.push_back(int32_t(port));
+        impl->wdPrio.push_back(prio);
+        impl->wdDisabled.push_back(disabled ? 1 : 0);
     }
 
     /// Call @p f(nodeId, portIndex, port) for every egress port, ordered by node then port.
@@ -337,6 +356,14 @@ Engine::~Engine()
     {
         m_impl->watchdog->Dispose();
     }
+    for (const Ptr<PfcWatchdog>& w : m_impl->pfcWatchdogs)
+    {
+        w->Dispose();
+    }
+    for (const Ptr<PauseStormSource>& s : m_impl->pauseStorms)
+    {
+        s->Dispose();
+    }
     if (m_impl->faults)
     {
         m_impl->faults->Dispose();
@@ -371,6 +398,7 @@ Engine::SharedCodes()
     line("run_status.ALL_FLOWS_DONE", long(RunStatus::ALL_FLOWS_DONE));
     line("run_status.NO_EVENTS", long(RunStatus::NO_EVENTS));
     line("run_status.DEADLOCK", long(RunStatus::DEADLOCK));
+    line("run_status.COLLECTIVE_TIMEOUT", long(RunStatus::COLLECTIVE_TIMEOUT));
     for (uint32_t c = 0; c < kNumCounters; ++c)
     {
         line(std::string("counter.") + kCounterNames[c], long(c));
@@ -518,6 +546,21 @@ Engine::BuildFabric(const uint8_t* kind,
         }
     }
     m_impl->watchdog->Start();
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        if (!m_impl->builder.GetSwitch(id))
+        {
+            continue;
+        }
+        Ptr<PfcWatchdog> w = CreateObject<PfcWatchdog>();
+        if (!w->IsEnabled())
+        {
+            break; // the Enabled default holds for every switch: none is watched
+        }
+        w->TraceConnectWithoutContext("Action", MakeBoundCallback(&Impl::RecordWatchdogAction, m_impl.get(), id));
+        w->Watch(m_impl->builder.GetNode(id));
+        m_impl->pfcWatchdogs.push_back(w);
+    }
     m_impl->built = true;
 }
 
@@ -629,6 +672,87 @@ Engine::LoadDag(const uint8_t* kind,
     Simulator::ScheduleNow(&DagExecutor::Start, dag);
 }
 
+void
+Engine::SetCollectives(const int64_t* startOp, const int64_t* endOp, uint64_t n)
+{
+    if (!m_impl->dag || m_impl->dag->Finished() != 0 || Simulator::Now().IsStrictlyPositive())
+    {
+        throw std::logic_error("SetCollectives needs LoadDag first and comes before RunUntil");
+    }
+    const std::string problem = m_impl->dag->SetCollectives(startOp, endOp, n);
+    if (!problem.empty())
+    {
+        throw std::invalid_argument("DAG: " + problem);
+    }
+}
+
+int64_t
+Engine::FailedCollective() const
+{
+    return m_impl->dag ? m_impl->dag->GetFailedCollective() : -1;
+}
+
+int64_t
+Engine::FailedCollectiveAtPs() const
+{
+    return m_impl->dag ? m_impl->dag->GetFailedAtPs() : -1;
+}
+
+void
+Engine::AddPauseStorms(const int32_t* host, const uint8_t* priority, const int64_t* startPs,
+                       const int64_t* durationPs, uint64_t n)
+{
+    if (!m_impl->built)
+    {
+        throw std::logic_error("AddPauseStorms needs BuildFabric first");
+    }
+    const uint32_t nNodes = m_impl->builder.GetNNodes();
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        const std::string which = "pause storm " + std::to_string(i);
+        if (host[i] < 0 || uint32_t(host[i]) >= nNodes || !m_impl->builder.GetHost(host[i]))
+        {
+            throw std::invalid_argument(which + ": node " + std::to_string(host[i]) + " is not a host NIC");
+        }
+        if (priority[i] >= kNumPriorities || startPs[i] < nowPs || durationPs[i] <= 0)
+        {
+            throw std::invalid_argument(which + " has a priority out of range, a start in the past or a "
+                                        "duration that is not positive");
+        }
+        if (m_impl->builder.GetHost(host[i])->GetPort(0)->GetFlowControl() != EgressPort::FlowControl::PFC)
+        {
+            throw std::invalid_argument(which + ": a pause storm needs PFC links (RoCE); InfiniBand credit "
+                                        "links have no PAUSE frames");
+        }
+    }
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        Ptr<PauseStormSource> storm = CreateObject<PauseStormSource>();
+        storm->Start(m_impl->builder.GetHost(host[i])->GetPort(0), &m_impl->pool, uint32_t(host[i]), priority[i],
+                     startPs[i], durationPs[i]);
+        m_impl->pauseStorms.push_back(storm);
+    }
+}
+
+uint64_t
+Engine::NumPfcWatchdogActions() const
+{
+    return m_impl->wdTimePs.size();
+}
+
+void
+Engine::GetPfcWatchdogActions(int64_t* timePs, int32_t* node, int32_t* port, int32_t* priority,
+                              int8_t* disabled) const
+{
+    const Impl& i = *m_impl;
+    std::copy(i.wdTimePs.begin(), i.wdTimePs.end(), timePs);
+    std::copy(i.wdNode.begin(), i.wdNode.end(), node);
+    std::copy(i.wdPort.begin(), i.wdPort.end(), port);
+    std::copy(i.wdPrio.begin(), i.wdPrio.end(), priority);
+    std::copy(i.wdDisabled.begin(), i.wdDisabled.end(), disabled);
+}
+
 uint64_t
 Engine::DagOpsFinished() const
 {
@@ -665,6 +789,11 @@ int
 Engine::RunUntil(int64_t stopPs)
 {
     const auto deadlocked = [this] { return m_impl->watchdog && m_impl->watchdog->Deadlocked(); };
+    const auto failed = [this] { return m_impl->dag && m_impl->dag->Failed(); };
+    if (failed())
+    {
+        return static_cast<int>(RunStatus::COLLECTIVE_TIMEOUT);
+    }
     if (deadlocked())
     {
         return static_cast<int>(RunStatus::DEADLOCK);
@@ -683,6 +812,10 @@ Engine::RunUntil(int64_t stopPs)
     Simulator::Run();
     Simulator::Cancel(stop);
     m_impl->sliceStops += limitReached ? 1 : 0;
+    if (failed())
+    {
+        return static_cast<int>(RunStatus::COLLECTIVE_TIMEOUT);
+    }
     if (deadlocked())
     {
         return static_cast<int>(RunStatus::DEADLOCK);
@@ -903,6 +1036,8 @@ struct CounterReader
     bool perPort;                                               ///< fromSwitch reads one port at a time
     int64_t (*fromNic)(const HostNic&);                         ///< per NIC
     Combine combine;                                            ///< how the nodes' values combine
+    int64_t (*fromPfcWatchdog)(const PfcWatchdog&) = nullptr;   ///< per PFC watchdog (one per switch)
+    int64_t (*fromPauseStorm)(const PauseStormSource&) = nullptr; ///< per pause storm
 };
 
 /// @return how counter @p c is read (a switch, so a new Counter without a reader fails to compile)
@@ -952,6 +1087,14 @@ ReaderOf(Counter c)
         return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetGrantsSent()); }, C::SUM};
     case Counter::PEAK_QP_INFLIGHT_BYTES:
         return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetPeakInflightBytes()); }, C::MAX};
+    case Counter::PFC_WATCHDOG_ACTIONS:
+        return {nullptr, false, nullptr, C::SUM, [](const PfcWatchdog& w) { return int64_t(w.GetActions()); }};
+    case Counter::PFC_WATCHDOG_DROPPED_PACKETS:
+        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetWatchdogDrops()); }, false, nullptr,
+                C::SUM};
+    case Counter::PAUSE_STORM_FRAMES_SENT:
+        return {nullptr, false, nullptr, C::SUM, nullptr,
+                [](const PauseStormSource& s) { return int64_t(s.GetFramesSent()); }};
     }
     throw std::invalid_argument("unknown counter code " + std::to_string(int(c)));
 }
@@ -1126,6 +1269,20 @@ Engine::GetCounter(const std::string& name) const
         if (Ptr<HostNic> nic = m_impl->builder.GetHost(id); nic && c.fromNic)
         {
             add(c.fromNic(*nic));
+        }
+    }
+    for (const Ptr<PfcWatchdog>& w : m_impl->pfcWatchdogs)
+    {
+        if (c.fromPfcWatchdog)
+        {
+            add(c.fromPfcWatchdog(*w));
+        }
+    }
+    for (const Ptr<PauseStormSource>& storm : m_impl->pauseStorms)
+    {
+        if (c.fromPauseStorm)
+        {
+            add(c.fromPauseStorm(*storm));
         }
     }
     return result;

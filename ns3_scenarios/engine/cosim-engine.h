@@ -126,6 +126,50 @@ class Engine
                  const int64_t* depIdx,
                  uint64_t n);
 
+    /**
+     * @brief Watch the DAG's collectives with DagExecutor::CollectiveTimeout (after LoadDag; does nothing
+     * while the timeout is 0). A collective not complete the timeout after it started fails the job:
+     * RunUntil returns COLLECTIVE_TIMEOUT.
+     * @param startOp DAG op whose start starts each collective (its start barrier)
+     * @param endOp DAG op whose finish completes it
+     * @param n number of collectives
+     */
+    void SetCollectives(const int64_t* startOp, const int64_t* endOp, uint64_t n);
+
+    /// @return the collective (SetCollectives index) that timed out, or -1
+    int64_t FailedCollective() const;
+
+    /// @return when it timed out, in ps (-1: none did)
+    int64_t FailedCollectiveAtPs() const;
+
+    /**
+     * @brief Add PFC pause storms (a fault; after BuildFabric): each host NIC sends PAUSE frames for a
+     * priority from a start time for a duration (PauseStormSource). Throws std::invalid_argument for a
+     * node that is no host, a priority out of range, a start in the past, a non-positive duration, or a
+     * fabric whose links run credits (InfiniBand has no PAUSE frames).
+     * @param host node id of the storming NIC per storm
+     * @param priority priority class paused per storm
+     * @param startPs start per storm, in ps
+     * @param durationPs length per storm, in ps
+     * @param n number of storms
+     */
+    void AddPauseStorms(const int32_t* host, const uint8_t* priority, const int64_t* startPs,
+                        const int64_t* durationPs, uint64_t n);
+
+    /// @return number of PFC watchdog actions (queues disabled or restored) so far
+    uint64_t NumPfcWatchdogActions() const;
+
+    /**
+     * @brief Copy the PFC watchdog's actions, in time order, to arrays of NumPfcWatchdogActions().
+     * @param timePs time of the action, in ps
+     * @param node switch node id
+     * @param port its egress port number
+     * @param priority the priority whose queue changed
+     * @param disabled 1: queue disabled (stormed), 0: restored
+     */
+    void GetPfcWatchdogActions(int64_t* timePs, int32_t* node, int32_t* port, int32_t* priority,
+                               int8_t* disabled) const;
+
     /// @return number of DAG ops finished (0 without a DAG)
     uint64_t DagOpsFinished() const;
 

@@ -48,6 +48,7 @@ enum class RunStatus : int
     ALL_FLOWS_DONE = 1, ///< every flow has delivered its last byte (with a DAG: every op finished)
     NO_EVENTS = 2,      ///< nothing left to simulate yet flows remain (a stalled or lossy fabric)
     DEADLOCK = 3,       ///< the DeadlockWatchdog found a cycle of ports waiting on each other (Engine::GetDeadlockCycle)
+    COLLECTIVE_TIMEOUT = 4, ///< a collective ran past DagExecutor::CollectiveTimeout: the job failed (Engine::FailedCollective)
 };
 
 /// The fabric-wide counters Engine::GetCounter reads; the value indexes kCounterNames.
@@ -70,10 +71,13 @@ enum class Counter : uint8_t
     REORDERED_PACKETS = 14,       ///< data packets reorder-tolerant receivers held beyond a gap
     ADMISSION_GRANTS = 15,        ///< clear-to-send grants receivers sent (receiver-driven admission)
     PEAK_QP_INFLIGHT_BYTES = 16,  ///< most payload a QP had unacknowledged (tracked with a QP window), in bytes
+    PFC_WATCHDOG_ACTIONS = 17,    ///< switch egress queues the PFC watchdog disabled or restored
+    PFC_WATCHDOG_DROPPED_PACKETS = 18, ///< packets dropped at queues the PFC watchdog disabled
+    PAUSE_STORM_FRAMES_SENT = 19, ///< PAUSE frames sent by pause-storming NICs (a fault)
 };
 
 /// Number of Counter values.
-constexpr uint32_t kNumCounters = 17;
+constexpr uint32_t kNumCounters = 20;
 
 /// Name of each Counter, as GetCounter accepts it and Python stores it, indexed by the Counter value.
 inline constexpr const char* kCounterNames[kNumCounters] = {
@@ -94,6 +98,9 @@ inline constexpr const char* kCounterNames[kNumCounters] = {
     "reordered_packets",
     "admission_grants",
     "peak_qp_inflight_bytes",
+    "pfc_watchdog_actions",
+    "pfc_watchdog_dropped_packets",
+    "pause_storm_frames_sent",
 };
 
 } // namespace cosim

@@ -29,6 +29,13 @@ DagExecutor::GetTypeId()
                           "Fixed cost of one intra-server copy (launch, NVSwitch hop, completion), a time.",
                           TimeValue(MicroSeconds(1)),
                           MakeTimeAccessor(&DagExecutor::m_nvlinkLatency),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("CollectiveTimeout",
+                          "Collective watchdog, like NCCL's: a collective not complete this long after it "
+                          "started (every member ready) fails the job and stops the run, a time "
+                          "(0 = no watchdog).",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&DagExecutor::m_collectiveTimeout),
                           MakeTimeChecker(Time(0)));
     return tid;
 }
@@ -156,6 +163,52 @@ DagExecutor::NvlinkWirePs(int64_t bytes) const
     return double(bytes) * 8e12 / double(m_nvlinkRate.GetBitRate());
 }
 
+std::string
+DagExecutor::SetCollectives(const int64_t* startOp, const int64_t* endOp, uint64_t n)
+{
+    NS_ASSERT_MSG(m_done == 0 && m_failedCollective < 0, "collectives are set before the graph runs");
+    const uint64_t nOps = m_kind.size();
+    for (uint64_t c = 0; c < n; ++c)
+    {
+        if (startOp[c] < 0 || uint64_t(startOp[c]) >= nOps || endOp[c] < startOp[c] || uint64_t(endOp[c]) >= nOps)
+        {
+            return "collective " + std::to_string(c) + " has start or end ops outside the graph (or the end "
+                   "before the start)";
+        }
+    }
+    m_collOfStartOp.clear();
+    m_collEndOp.clear();
+    if (m_collectiveTimeout.IsZero() || n == 0)
+    {
+        return ""; // nothing watched: Begin pays one empty() test per op
+    }
+    m_collOfStartOp.assign(nOps, -1);
+    for (uint64_t c = 0; c < n; ++c)
+    {
+        if (m_collOfStartOp[startOp[c]] >= 0)
+        {
+            return "collectives " + std::to_string(m_collOfStartOp[startOp[c]]) + " and " + std::to_string(c) +
+                   " share start op " + std::to_string(startOp[c]);
+        }
+        m_collOfStartOp[startOp[c]] = int32_t(c);
+    }
+    m_collEndOp.assign(endOp, endOp + n);
+    return "";
+}
+
+void
+DagExecutor::CheckCollective(uint64_t c)
+{
+    NS_ASSERT_MSG(c < m_collEndOp.size(), "timeout check of an unknown collective " << c);
+    if (m_finishPs[m_collEndOp[c]] >= 0 || m_failedCollective >= 0)
+    {
+        return; // completed in time, or the job already failed on another
+    }
+    m_failedCollective = int64_t(c);
+    m_failedAtPs = Simulator::Now().GetTimeStep();
+    Simulator::Stop();
+}
+
 void
 DagExecutor::SetFlowStarter(Callback<void, uint64_t> starter)
 {
@@ -187,6 +240,10 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
 {
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     m_startPs[op] = nowPs;
+    if (!m_collOfStartOp.empty() && m_collOfStartOp[op] >= 0)
+    {
+        Simulator::Schedule(m_collectiveTimeout, &DagExecutor::CheckCollective, this, uint64_t(m_collOfStartOp[op]));
+    }
     switch (DagOpKind(m_kind[op]))
     {
     case DagOpKind::NOP:

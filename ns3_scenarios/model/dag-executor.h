@@ -59,6 +59,34 @@ class DagExecutor : public Object
                      const int64_t* depIdx,
                      uint64_t n);
 
+    /**
+     * @brief The collectives of the graph, for the CollectiveTimeout watchdog (after Load; without it, or
+     * with CollectiveTimeout 0, nothing is watched).
+     * @param startOp op whose start starts each collective (its start barrier: every member ready)
+     * @param endOp op whose finish completes it (its end barrier: every transfer done)
+     * @param n number of collectives
+     * @return an empty string, or what is wrong with the arrays
+     */
+    std::string SetCollectives(const int64_t* startOp, const int64_t* endOp, uint64_t n);
+
+    /// @return true once a collective ran past CollectiveTimeout (the job failed; the simulator was stopped)
+    bool Failed() const
+    {
+        return m_failedCollective >= 0;
+    }
+
+    /// @return the index of the collective that timed out (SetCollectives order), or -1
+    int64_t GetFailedCollective() const
+    {
+        return m_failedCollective;
+    }
+
+    /// @return when the collective timed out, in ps (-1: none did)
+    int64_t GetFailedAtPs() const
+    {
+        return m_failedAtPs;
+    }
+
     /// Called with the op index when a FLOW op becomes ready; the owner starts the flow now.
     void SetFlowStarter(Callback<void, uint64_t> starter);
 
@@ -117,9 +145,12 @@ class DagExecutor : public Object
     void Begin(uint64_t op, std::vector<uint64_t>& ready);
     /// Drain @p ready: finish zero-time ops and begin what they release.
     void Drain(std::vector<uint64_t>& ready);
+    /// Event: CollectiveTimeout after collective @p c started; fail the job if it has not completed.
+    void CheckCollective(uint64_t c);
 
     DataRate m_nvlinkRate; ///< per-direction NVLink bandwidth of one GPU
     Time m_nvlinkLatency;  ///< fixed cost of one NVLink copy
+    Time m_collectiveTimeout; ///< longest a collective may run before the job fails (0 = no watchdog)
 
     std::vector<uint8_t> m_kind;          ///< DagOpKind per op
     std::vector<int32_t> m_gpu;           ///< sending GPU per op
@@ -132,6 +163,10 @@ class DagExecutor : public Object
     std::vector<int64_t> m_finishPs;      ///< finish per op, in ps
     std::vector<int64_t> m_nvlinkFreePs;  ///< per GPU: time its NVLink copy engine is free, in ps
     uint64_t m_done{0};                   ///< ops finished
+    std::vector<int32_t> m_collOfStartOp; ///< per op: the collective it starts, -1 (empty: none watched)
+    std::vector<int64_t> m_collEndOp;     ///< per collective: the op whose finish completes it
+    int64_t m_failedCollective{-1};       ///< the collective that timed out, -1 if none
+    int64_t m_failedAtPs{-1};             ///< when it timed out, in ps
     Callback<void, uint64_t> m_startFlow; ///< hands a FLOW op to the network
     Callback<void> m_onDone;              ///< called when the last op finished
 };

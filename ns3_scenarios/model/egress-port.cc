@@ -74,6 +74,10 @@ EgressPort::GetTypeId()
                             "A priority of this port was paused (true) or resumed (false) by the peer.",
                             MakeTraceSourceAccessor(&EgressPort::m_pauseTrace),
                             "ns3::EgressPort::PauseCallback")
+            .AddTraceSource("PauseIgnored",
+                            "A PAUSE frame for a priority the PFC watchdog disabled arrived and was ignored.",
+                            MakeTraceSourceAccessor(&EgressPort::m_pauseIgnoredTrace),
+                            "ns3::EgressPort::PriorityCallback")
             .AddTraceSource("CreditStall",
                             "A virtual lane with data waiting ran out of credits (true) or got them back.",
                             MakeTraceSourceAccessor(&EgressPort::m_stallTrace),
@@ -183,6 +187,14 @@ EgressPort::EnqueueControl(FabricPacket* p)
 void
 EgressPort::Pause(uint8_t prio, uint32_t quanta)
 {
+    if (IsQueueDisabled(prio))
+    {
+        if (quanta != 0)
+        {
+            m_pauseIgnoredTrace(prio);
+        }
+        return;
+    }
     if (quanta == 0)
     {
         if (m_pfcArbiter.IsPaused(prio))
@@ -208,6 +220,32 @@ EgressPort::EndPause(uint8_t prio)
     m_pfcArbiter.Resume(prio, Simulator::Now().GetTimeStep());
     m_pauseTrace(prio, false);
     TrySend();
+}
+
+void
+EgressPort::DisableQueue(uint8_t prio)
+{
+    NS_ASSERT_MSG(m_flowControl == FlowControl::PFC, "only a PFC queue can be disabled by the PFC watchdog");
+    NS_ASSERT_MSG(prio < kNumPriorities && !IsQueueDisabled(prio), "queue " << int(prio) << " is already disabled");
+    m_disabledMask |= uint8_t(1u << prio);
+    // Dropped while still paused: a buffer release below may resume senders and wake this very port,
+    // which must not serve the queue being emptied.
+    while (!m_queues[prio].Empty())
+    {
+        m_owner->DropQueued(PopQueue(prio), m_index);
+    }
+    if (m_pfcArbiter.IsPaused(prio))
+    {
+        m_pauseExpiry[prio].Cancel();
+        EndPause(prio);
+    }
+}
+
+void
+EgressPort::EnableQueue(uint8_t prio)
+{
+    NS_ASSERT_MSG(IsQueueDisabled(prio), "queue " << int(prio) << " is not disabled");
+    m_disabledMask &= uint8_t(~(1u << prio));
 }
 
 int64_t

@@ -150,6 +150,22 @@ class EgressPort : public Object
     /// @return total time priority @p prio spent paused so far, in ps (an ongoing pause counts up to now)
     int64_t GetPausedPs(uint8_t prio) const;
 
+    /**
+     * @brief PFC watchdog: disable the queue of priority @p prio (PFC links only): drop what it holds
+     * (the owner frees each packet, FabricNode::DropQueued), end its pause, and ignore PAUSE frames for it
+     * until EnableQueue. The owner drops what arrives for it meanwhile (FabricSwitch).
+     */
+    void DisableQueue(uint8_t prio);
+
+    /// PFC watchdog: serve priority @p prio again and obey PAUSE frames for it.
+    void EnableQueue(uint8_t prio);
+
+    /// @return true if the PFC watchdog disabled the queue of priority @p prio
+    bool IsQueueDisabled(uint8_t prio) const
+    {
+        return m_disabledMask & (1u << prio);
+    }
+
     /// @return PAUSE frames (with non-zero quanta) received for priority @p prio
     uint64_t GetPauseFramesReceived(uint8_t prio) const
     {
@@ -307,6 +323,7 @@ class EgressPort : public Object
     std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
     PacketFifo m_control;                            ///< link-level control frames, served first
     uint8_t m_nonEmptyMask{0};                       ///< bit p: m_queues[p] holds a packet
+    uint8_t m_disabledMask{0};                       ///< bit p: the PFC watchdog disabled priority p
     std::array<EventId, kNumPriorities> m_pauseExpiry;     ///< PFC: end of the current pause
     PacketFifo m_onWire;                             ///< serialized or serializing packets, arrival order
     uint64_t m_queuedBytes{0};                       ///< wire bytes in m_queues, in bytes
@@ -348,6 +365,8 @@ class EgressPort : public Object
     TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet is tail-dropped
     /// pause state change: (priority, true = paused / false = resumed)
     TracedCallback<uint8_t, bool> m_pauseTrace;
+    /// a PAUSE frame (non-zero quanta) for a queue the PFC watchdog disabled arrived and was ignored: (priority)
+    TracedCallback<uint8_t> m_pauseIgnoredTrace;
     /// credit-stall state change: (virtual lane, true = stall began / false = ended)
     TracedCallback<uint8_t, bool> m_stallTrace;
 };

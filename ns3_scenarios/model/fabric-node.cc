@@ -119,6 +119,12 @@ FabricNode::AddPort(Ptr<EgressPort> port)
 }
 
 void
+FabricNode::DropQueued(FabricPacket* p, uint32_t)
+{
+    m_pool->Release(p);
+}
+
+void
 FabricNode::ApplyPause(FabricPacket* p, uint32_t inPort)
 {
     m_ports[inPort]->Pause(p->priority, p->aux);

@@ -51,6 +51,12 @@ class FabricNode : public Object
     {
     }
 
+    /**
+     * @brief Port @p port dropped @p p from its queue (PFC watchdog): free what the packet holds at this
+     * node and return it to the pool. The default only returns it.
+     */
+    virtual void DropQueued(FabricPacket* p, uint32_t port);
+
     /// @return the node id (index in the fabric's node arrays)
     uint32_t GetNodeId() const
     {

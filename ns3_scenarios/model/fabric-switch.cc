@@ -374,6 +374,12 @@ FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
 void
 FabricSwitch::ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t out)
 {
+    if (m_ports[out]->IsQueueDisabled(p->priority))
+    {
+        ++m_watchdogDrops; // before admission: a disabled queue takes no buffer
+        m_pool->Release(p);
+        return;
+    }
     const BufferClass cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
     if (cls == BufferClass::DROP)
     {
@@ -456,6 +462,22 @@ FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t port)
         ReleaseLane(p);
         return;
     }
+}
+
+void
+FabricSwitch::DropQueued(FabricPacket* p, uint32_t)
+{
+    ++m_watchdogDrops;
+    switch (m_flowControl)
+    {
+    case EgressPort::FlowControl::PFC:
+        ReleaseSharedBuffer(p);
+        break;
+    case EgressPort::FlowControl::CREDIT:
+        ReleaseLane(p);
+        break;
+    }
+    m_pool->Release(p);
 }
 
 void

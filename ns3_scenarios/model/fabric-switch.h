@@ -129,6 +129,7 @@ class FabricSwitch : public FabricNode
 
     void Receive(FabricPacket* p, uint32_t inPort) override;
     void TransmitStarted(FabricPacket* p, uint32_t port) override;
+    void DropQueued(FabricPacket* p, uint32_t port) override;
 
     /// How the switch chooses among equal-cost egress ports (the Routing attribute).
     enum class Routing : uint8_t
@@ -184,6 +185,12 @@ class FabricSwitch : public FabricNode
     uint64_t GetPauseFramesSent() const
     {
         return m_pauseFramesSent;
+    }
+
+    /// @return packets dropped because the PFC watchdog disabled their egress queue (queued or arriving)
+    uint64_t GetWatchdogDrops() const
+    {
+        return m_watchdogDrops;
     }
 
     /// @return packets that arrived on a credit lane already full: impossible unless credits are wrong
@@ -267,6 +274,7 @@ class FabricSwitch : public FabricNode
     uint64_t m_drops{0};           ///< packets dropped for lack of buffer
     uint64_t m_ecnMarks{0};        ///< data packets marked
     uint64_t m_pauseFramesSent{0}; ///< PFC frames with non-zero quanta sent
+    uint64_t m_watchdogDrops{0};   ///< packets dropped at queues the PFC watchdog disabled
     TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet found no buffer
 };
 

@@ -1,0 +1,67 @@
+"""Straggler GPUs: the compute of one rank slowed by a factor, fixed or drawn per iteration or per op.
+
+A ``straggler`` fault (cosim.runs.faults) names a rank and a mean slowdown ``factor``. With
+``distribution = "fixed"`` every COMPUTE op of the rank takes ``factor`` times its time; with
+``"lognormal"`` the factor is drawn from a lognormal distribution of mean ``factor`` and shape ``sigma``
+(the standard deviation of its logarithm), once per iteration (``per = "iteration"``: a GPU throttled for
+a whole step) or once per op (``per = "op"``: jitter). Draws come from a numpy Generator seeded by the run's
+seed and the fault's index, so the same Experiment slows the same ops by the same factors. Several
+stragglers on one rank multiply.
+
+The scaling is done on the lowered DAG before it is loaded (:func:`slowed_durations`): only COMPUTE ops
+owned by the rank change (a collective's start latency, owned by no rank, does not), so everything the
+network does follows from the later compute, nothing is patched afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cosim.collectives.dag import DagOpKind
+
+#: how a straggler's factor is drawn
+DISTRIBUTIONS = ("fixed", "lognormal")
+#: what one draw covers
+DRAW_SCOPES = ("iteration", "op")
+#: the straggler kind's code in the fault registry (cosim.runs.faults), part of its draws' seed
+STRAGGLER_CODE = 7
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Straggler:
+    """One slowed rank (the resolved parameters of a ``straggler`` fault)."""
+
+    rank: int
+    factor: float  # mean slowdown of the rank's COMPUTE ops (1 = nominal)
+    distribution: str = "fixed"  # DISTRIBUTIONS
+    sigma: float = 0.25  # lognormal: standard deviation of ln(factor draw)
+    per: str = "iteration"  # DRAW_SCOPES
+    index: int = 0  # the fault's index in the run (seeds its draws)
+
+
+def draw_factors(s: Straggler, n_draws: int, seed: int) -> np.ndarray:
+    """float64 [n_draws]: the factors of straggler ``s`` (all ``factor`` when fixed; lognormal of mean
+    ``factor``: ln F ~ N(ln factor − sigma²/2, sigma²)), from a Generator seeded by (seed, code, index)."""
+    if s.distribution == "fixed" or n_draws == 0:
+        return np.full(n_draws, s.factor, np.float64)
+    rng = np.random.default_rng([int(seed), STRAGGLER_CODE, int(s.index)])
+    return rng.lognormal(np.log(s.factor) - s.sigma**2 / 2, s.sigma, n_draws)
+
+
+def slowed_durations(duration_ns: np.ndarray, kind: np.ndarray, rank: np.ndarray, iteration: np.ndarray,
+                     stragglers: Sequence[Straggler], seed: int) -> np.ndarray:
+    """float64 [n_ops]: ``duration_ns`` with the COMPUTE ops of every straggler's rank scaled by its
+    factors (per iteration: one factor for all the rank's ops of an iteration; per op: one each)."""
+    out = np.asarray(duration_ns, np.float64).copy()
+    iteration = np.asarray(iteration, np.int64)
+    for s in stragglers:
+        ops = np.flatnonzero((np.asarray(kind) == DagOpKind.COMPUTE) & (np.asarray(rank) == s.rank))
+        if s.per == "op":
+            out[ops] *= draw_factors(s, ops.size, seed)
+        else:
+            n_iterations = int(iteration.max()) + 1 if iteration.size else 0
+            out[ops] *= draw_factors(s, n_iterations, seed)[iteration[ops]]
+    return out
