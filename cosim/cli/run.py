@@ -229,7 +229,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
     from cosim.results.store import check_space, check_writable  # noqa: PLC0415
 
     check_writable(output, append=append, run_names=[e.name for e in exps], replace=replace)
-    training = exps[0].is_training or exps[0].is_shared
+    training = exps[0].is_training or exps[0].is_shared or exps[0].is_inference
     # every run's trace, DAG size and settings are checked, and the output's size estimated, before the
     # first one starts: a finished simulation is not lost to a bad trace of the next or a full disk
     plans = [runner.prepare(exp) for exp in exps]
@@ -267,7 +267,8 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
 
             click.echo(workload_table(records))
             click.echo("")
-        click.echo(summary_table({r.name: r.summary for r in records}, training=training))
+        click.echo(summary_table({r.name: r.summary for r in records}, training=training,
+                                 inference=exps[0].is_inference))
         names = ", ".join(f"'{r.name}'" for r in records)
         click.echo(f"wrote {output} (run{'s' if len(records) > 1 else ''} {names})")
     for r in records:

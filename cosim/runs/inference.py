@@ -190,18 +190,46 @@ def measure(p: InferencePlan, sched: ServingSchedule, st: StepTrace, start_ns: n
     return Measured(p_start, p_end, d_start, d_end, kv_start, kv_end, first, last)
 
 
+class StepCorrection:
+    """The communication time (ns) of a step beyond its compute: the measured one for a step the run had
+    (same replica, same members, same contexts), else a least-squares line in the step's tokens over the
+    run's steps (0 with none)."""
+
+    def __init__(self, keys: list[tuple], tokens: np.ndarray, extra_ns: np.ndarray) -> None:
+        self.known = dict(zip(keys, extra_ns.tolist()))
+        ok = np.isfinite(extra_ns)
+        x, y = np.asarray(tokens, np.float64)[ok], extra_ns[ok]
+        if x.size >= 2 and np.ptp(x) > 0:
+            self.slope, self.intercept = (float(c) for c in np.polyfit(x, y, 1))
+        else:
+            self.slope, self.intercept = 0.0, float(y.mean()) if y.size else 0.0
+
+    def __call__(self, *key) -> float:
+        hit = self.known.get(key)
+        if hit is not None and np.isfinite(hit):
+            return hit
+        tokens = sum(key[-1]) if len(key) == 2 else len(key[1])
+        return max(0.0, self.intercept + self.slope * tokens)
+
+
 def corrections(p: InferencePlan, sched: ServingSchedule, m: Measured):
-    """(KV delay per request, prefill and decode extra ns per (replica, step index)) of a measured run."""
+    """(KV delay per request, prefill and decode StepCorrection) of a measured run."""
     P, D = sched.prefill, sched.decode
-    req = p.requests
-    p_extra = {(int(P.replica[s]), int(P.index[s])):
-               float(m.prefill_end_ns[s] - m.prefill_start_ns[s] - p.prefill_cost.prefill_ns(req.prompt_tokens[P.of(s)]))
-               for s in range(P.n)}
-    d_extra = {(int(D.replica[s]), int(D.index[s])):
-               float(m.decode_end_ns[s] - m.decode_start_ns[s] - p.decode_cost.decode_ns(D.context[D.ptr[s]:D.ptr[s + 1]]))
-               for s in range(D.n)}
+    prompts = p.requests.prompt_tokens
+    p_keys = [(int(P.replica[s]), tuple(P.of(s).tolist())) for s in range(P.n)]
+    p_tokens = np.array([int(prompts[P.of(s)].sum()) for s in range(P.n)], np.float64)
+    p_extra = m.prefill_end_ns - m.prefill_start_ns - np.array(
+        [p.prefill_cost.prefill_ns(prompts[P.of(s)]) for s in range(P.n)], np.float64)
+    ctx = [tuple(D.context[D.ptr[s]:D.ptr[s + 1]].tolist()) for s in range(D.n)]
+    d_keys = [(int(D.replica[s]), tuple(D.of(s).tolist()), ctx[s]) for s in range(D.n)]
+    d_extra = m.decode_end_ns - m.decode_start_ns - np.array(
+        [p.decode_cost.decode_ns(np.array(c, np.int64)) for c in ctx], np.float64)
+    # keyed for the prefill by the prompt lengths (summed by the fallback), for decode by the sequences
+    p_corr = StepCorrection([(r, tuple(int(prompts[q]) for q in mem)) for r, mem in p_keys], p_tokens, p_extra)
+    p_fn = lambda r, members: p_corr(r, tuple(int(prompts[q]) for q in members))  # noqa: E731
+    d_corr = StepCorrection(d_keys, np.diff(D.ptr).astype(np.float64), d_extra)
     delay = m.first_token_ns - m.prefill_end_ns[sched.prefill_step]
-    return np.where(np.isfinite(delay), delay, p.kv_estimate_ns), p_extra, d_extra
+    return np.where(np.isfinite(delay), delay, p.kv_estimate_ns), p_fn, d_corr
 
 
 def _simulate(exp: Experiment, p: InferencePlan, dag, progress=None):

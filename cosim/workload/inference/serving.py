@@ -5,8 +5,8 @@ Rules (the continuous batching of :mod:`.batching`, with measured corrections an
 - Prefill: a replica free at time f takes the first waiting request at t = max(f, its arrival) and every
   further one arrived by t while the batch stays within ``prefill_token_budget`` prompt tokens (a longer
   prompt runs alone); the replica free first goes first (ties: lower index). The step lasts its compute
-  (``prefill_compute_ns(prompts)``) plus ``prefill_extra_ns[(replica, k)]`` for its k-th step: the
-  communication the packet-level run measured for that step (0 at first).
+  (``prefill_compute_ns(prompts)``) plus ``prefill_extra_ns(replica, members)``: the communication a
+  packet-level run measured for that batch (an estimate for a batch it did not run; 0 at first).
 - Decode replica: chosen for each request when its prefill step starts (a layer-by-layer transfer streams
   there from the first layer on): ``round_robin``; ``least_loaded`` (fewest sequences running, waiting or
   on their way); ``network_aware`` (fewest KV-cache bytes in flight towards the replica: requests assigned
@@ -15,7 +15,8 @@ Rules (the continuous batching of :mod:`.batching`, with measured corrections an
 - The cache arrives ``kv_delay_ns[q]`` after the prefill step ends (an estimate from the link rate at
   first, then what the packet-level run measured). Decode replicas run steps back to back while they hold
   sequences; a step admits waiting sequences at its start up to ``max_decode_batch``, makes one token of
-  each running one and lasts ``decode_compute_ns(contexts)`` + ``decode_extra_ns[(replica, k)]``.
+  each running one and lasts ``decode_compute_ns(contexts)`` + ``decode_extra_ns(replica, members,
+  contexts)``.
 
 Everything is deterministic; :meth:`ServingSchedule.decisions` is what the packet-level run depends on (who
 runs in which step), the fixed point the iteration of :mod:`cosim.runs.inference` looks for.
@@ -24,7 +25,7 @@ runs in which step), the fixed point the iteration of :mod:`cosim.runs.inference
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,12 +92,13 @@ def _steps(rows: list[tuple[int, float, float, int, list[int], list[int]]]) -> S
 def serve(req: Requests, *, prefill_replicas: int, decode_replicas: int, prefill_token_budget: int,
           max_decode_batch: int, policy: str, prefill_compute_ns: Callable[[np.ndarray], float],
           decode_compute_ns: Callable[[np.ndarray], float], kv_delay_ns: np.ndarray, kv_bytes: np.ndarray,
-          prefill_extra_ns: Mapping[tuple[int, int], float] | None = None,
-          decode_extra_ns: Mapping[tuple[int, int], float] | None = None) -> ServingSchedule:
+          prefill_extra_ns: Callable[[int, tuple[int, ...]], float] | None = None,
+          decode_extra_ns: Callable[[int, tuple[int, ...], tuple[int, ...]], float] | None = None) -> ServingSchedule:
     """The step schedule of ``req`` (rules in the module docstring)."""
     if policy not in POLICIES:
         raise CosimInputError("workload.policy", f"unknown decode policy {policy!r}", f"choose among {', '.join(POLICIES)}")
-    p_extra, d_extra = prefill_extra_ns or {}, decode_extra_ns or {}
+    p_extra = prefill_extra_ns or (lambda replica, members: 0.0)
+    d_extra = decode_extra_ns or (lambda replica, members, context: 0.0)
     n = req.n
     arr, prompt, out = req.arrival_ns, req.prompt_tokens, req.output_tokens
 
@@ -115,7 +117,7 @@ def serve(req: Requests, *, prefill_replicas: int, decode_replicas: int, prefill
             tokens += int(prompt[nxt])
             batch.append(nxt)
             nxt += 1
-        end = t + float(prefill_compute_ns(prompt[batch])) + float(p_extra.get((r, count[r]), 0.0))
+        end = t + float(prefill_compute_ns(prompt[batch])) + float(p_extra(r, tuple(batch)))
         p_rows.append((r, t, end, count[r], batch, [int(prompt[q]) for q in batch]))
         free[r], count[r] = end, count[r] + 1
     prefill = _steps(p_rows)
@@ -176,7 +178,7 @@ def serve(req: Requests, *, prefill_replicas: int, decode_replicas: int, prefill
             members = new + [q for q in run if q not in new]
             context = [int(prompt[q] + out[q] - run[q]) for q in members]
             k = steps_done[d]
-            end = t + float(decode_compute_ns(np.array(context, np.int64))) + float(d_extra.get((d, k), 0.0))
+            end = t + float(decode_compute_ns(np.array(context, np.int64))) + float(d_extra(d, tuple(members), tuple(context)))
             d_rows.append((d, t, end, k, members, context))
             steps_done[d] += 1
             for q in members:

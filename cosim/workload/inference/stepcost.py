@@ -26,6 +26,7 @@ the GEMM model's memory roofline. Time per op in whole ns (cosim.workload.comput
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,12 +95,12 @@ class StepCompute:
         core = flops * 1e9 / (hw.peak_flops_per_s * hw.attention_efficiency) + hw.gemm_launch_ns
         return max(1, round(core + sum(kernel_ns(hw, k) for k in self._attention_rest(int(p.sum())))))
 
-    def decode_attention_ns(self, context_tokens) -> int:
-        """The attention part of one layer for a decode batch of sequences with ``context_tokens`` cached."""
-        c = np.asarray(context_tokens, np.int64)
+    def decode_attention_ns(self, sequences: int, context_tokens: int) -> int:
+        """The attention part of one layer for a decode batch of ``sequences`` holding ``context_tokens``
+        cached tokens in all."""
         per_token = self.model.kv_bytes_per_token_per_rank(self.tp) // self.model.spec.num_layers
-        read = Stream("elementwise", int(c.sum()) * per_token)
-        return self._ns([read, *self._attention_rest(int(c.size))])
+        read = Stream("elementwise", int(context_tokens) * per_token)
+        return self._ns([read, *self._attention_rest(int(sequences))])
 
     def mlp_ns(self, n: int) -> int:
         """The MLP (dense) or router + experts (MoE) part of one layer for ``n`` tokens."""
@@ -145,12 +146,23 @@ class StepCompute:
 
     def prefill_ns(self, prompt_tokens) -> int:
         """Compute of a whole prefill step through every stage, ns (its compute-only critical path)."""
-        n = int(np.sum(prompt_tokens))
-        per_layer = self.prefill_attention_ns(prompt_tokens) + self.mlp_ns(n)
-        return self.model.spec.num_layers * per_layer + self.embedding_ns(n) + self.logits_ns(len(prompt_tokens))
+        return _prefill_ns(self, tuple(int(x) for x in np.asarray(prompt_tokens).ravel()))
 
     def decode_ns(self, context_tokens) -> int:
-        """Compute of a whole decode step through every stage, ns."""
-        b = int(np.asarray(context_tokens).size)
-        per_layer = self.decode_attention_ns(context_tokens) + self.mlp_ns(b)
-        return self.model.spec.num_layers * per_layer + self.embedding_ns(b) + self.logits_ns(b)
+        """Compute of a whole decode step through every stage, ns (it depends on the batch size and the
+        summed context only)."""
+        c = np.asarray(context_tokens, np.int64)
+        return _decode_ns(self, int(c.size), int(c.sum()))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _prefill_ns(cost: StepCompute, prompts: tuple[int, ...]) -> int:
+    n = sum(prompts)
+    per_layer = cost.prefill_attention_ns(prompts) + cost.mlp_ns(n)
+    return cost.model.spec.num_layers * per_layer + cost.embedding_ns(n) + cost.logits_ns(len(prompts))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _decode_ns(cost: StepCompute, sequences: int, context_tokens: int) -> int:
+    per_layer = cost.decode_attention_ns(sequences, context_tokens) + cost.mlp_ns(sequences)
+    return cost.model.spec.num_layers * per_layer + cost.embedding_ns(sequences) + cost.logits_ns(sequences)

@@ -186,6 +186,8 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
     def run_step(phase, step_id, base, shape, cost, tp_g, ep_g, tokens, attn_ns, seqs, first_deps, kv_hook):
         """One step through the stages of a replica; returns the ops that end it."""
         bounds = stage_layers(m.num_layers, shape.pp)
+        moe = m.is_moe and shape.ep > 1
+        part_ns = ((cost.router_ns(tokens), cost.experts_ns(tokens)) if moe else (cost.mlp_ns(tokens),))
         entry = first_deps
         ends = []
         for s in range(shape.pp):
@@ -203,13 +205,13 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                                                        tp_allreduce_bytes(model, tokens), cur,
                                                        f"{phase}/tp_allreduce", layer=layer, step=step_id)]
                 tail = cost.logits_ns(seqs) if s == shape.pp - 1 and last_of_stage else 0
-                if m.is_moe and shape.ep > 1:
+                if moe:
                     a2a = ep_dispatch_bytes(model, tokens, shape.ep)
-                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/router", duration=cost.router_ns(tokens),
+                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/router", duration=part_ns[0],
                                     layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
                     cur = [[c] for c in ops.collective(ranks, CollKind.ALL_TO_ALL, ep_g[s], a2a, cur,
                                                        f"{phase}/ep_dispatch", layer=layer, step=step_id)]
-                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/experts", duration=cost.experts_ns(tokens),
+                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/experts", duration=part_ns[1],
                                     layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
                     cur = [[c] for c in ops.collective(ranks, CollKind.ALL_TO_ALL, ep_g[s], a2a, cur,
                                                        f"{phase}/ep_combine", layer=layer, step=step_id)]
@@ -217,7 +219,7 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                         cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/logits", duration=tail, layer=layer,
                                         step=step_id)] for r, d in zip(ranks, cur)]
                 else:
-                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/mlp", duration=cost.mlp_ns(tokens) + tail,
+                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/mlp", duration=part_ns[0] + tail,
                                     layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
                     if shape.tp > 1:
                         cur = [[c] for c in ops.collective(ranks, CollKind.ALL_REDUCE, tp_g[s],
@@ -303,7 +305,7 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                 if wanted:
                     pending[rank] = wanted
             d_ends[s] = run_step("decode", -1 - s, base, decode, d_cost, tg, eg, len(members),
-                                 d_cost.decode_attention_ns(ctx), len(members), {}, lambda *a: None)
+                                 d_cost.decode_attention_ns(len(ctx), int(ctx.sum())), len(members), {}, lambda *a: None)
             for rank, rest in keep.items():
                 if rest:
                     pending.setdefault(rank, []).extend(rest)
