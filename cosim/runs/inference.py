@@ -47,7 +47,7 @@ from cosim.workload.hardware import get_hardware
 from cosim.workload.inference.requests import Requests, poisson_requests, read_request_csv
 from cosim.workload.inference.serving import ServingSchedule, serve
 from cosim.workload.inference.stepcost import StepCompute
-from cosim.workload.inference.steptrace import ReplicaShape, StepTrace, build_step_trace, kv_pairs
+from cosim.workload.inference.steptrace import ReplicaShape, StepTrace, build_step_trace, kv_pairs, replica_bases
 
 SAMPLE_TRACE = "sample"
 
@@ -97,7 +97,7 @@ def plan(exp: Experiment) -> InferencePlan:
     hardware = get_hardware(w.gpu, gpus_per_host=gps)
     prefill = ReplicaShape(tp=w.prefill_tp, pp=w.prefill_pp, ep=w.prefill_ep)
     decode = ReplicaShape(tp=w.decode_tp, pp=w.decode_pp, ep=w.decode_ep)
-    n_ranks = w.prefill_replicas * prefill.gpus + w.decode_replicas * decode.gpus
+    n_ranks = replica_bases(w.prefill_replicas, w.decode_replicas, prefill, decode, gps)[2]
     fabric = build_fabric(exp, n_ranks, gps)
     req = requests_of(exp)
     nic = nic_payload_bytes_per_s(exp.network)
@@ -133,7 +133,7 @@ def step_trace_of(exp: Experiment, p: InferencePlan, sched: ServingSchedule) -> 
     w = exp.workload
     return build_step_trace(p.model, p.hardware, p.requests, sched, prefill_replicas=w.prefill_replicas,
                             decode_replicas=w.decode_replicas, prefill=p.prefill, decode=p.decode,
-                            kv_mode=w.kv_transfer)
+                            kv_mode=w.kv_transfer, gpus_per_server=p.gpus_per_server)
 
 
 def lower_step_trace(exp: Experiment, p: InferencePlan, st: StepTrace):

@@ -1,7 +1,8 @@
 """The step schedule of a disaggregated service as a cosim Trace: compute, collectives and KV transfers.
 
-Ranks: prefill replicas first, then decode replicas, each on consecutive ranks, stage s's TP rank t of a
-replica at ``base + s·tp + t``. Per step (cosim.workload.inference.serving) and stage, on every TP rank:
+Ranks: prefill replicas first, then decode replicas, each on consecutive ranks from its ``base``
+(:func:`replica_bases`: a replica that fits a server never straddles two, a larger one starts on a server
+boundary; GPUs skipped so stay idle), stage s's TP rank t of a replica at ``base + s·tp + t``. Per step (cosim.workload.inference.serving) and stage, on every TP rank:
 
 - a prefill step's first stage waits for an ``arrival`` timer (a COMPUTE op from time 0 lasting the arrival
   of the batch's last request); a later stage waits for the activations of the stage before (a SEND from
@@ -94,6 +95,19 @@ def kv_pairs(model: InferenceModel, prefill: ReplicaShape, decode: ReplicaShape)
     return out
 
 
+def replica_bases(prefill_replicas: int, decode_replicas: int, prefill: ReplicaShape, decode: ReplicaShape,
+                  gpus_per_server: int) -> tuple[list[int], list[int], int]:
+    """(first rank of every prefill replica, of every decode replica, ranks in all)."""
+    bases, at = [], 0
+    for shape in [prefill] * prefill_replicas + [decode] * decode_replicas:
+        used = at % gpus_per_server
+        if used and (shape.gpus > gpus_per_server or used + shape.gpus > gpus_per_server):
+            at += gpus_per_server - used
+        bases.append(at)
+        at += shape.gpus
+    return bases[:prefill_replicas], bases[prefill_replicas:], at
+
+
 class _Ops:
     """Trace columns being built (ops in creation order; ranks sorted at the end)."""
 
@@ -151,15 +165,13 @@ class StepTrace:
 
 def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Requests, sched: ServingSchedule, *,
                      prefill_replicas: int, decode_replicas: int, prefill: ReplicaShape, decode: ReplicaShape,
-                     kv_mode: str) -> StepTrace:
+                     kv_mode: str, gpus_per_server: int) -> StepTrace:
     """The Trace of ``sched`` (module docstring)."""
     m = model.spec
     ops = _Ops()
     n_req = req.n
     groups: list[tuple[int, list[int]]] = []  # (GroupKind, ranks)
-    p_base = [r * prefill.gpus for r in range(prefill_replicas)]
-    d_base = [prefill_replicas * prefill.gpus + d * decode.gpus for d in range(decode_replicas)]
-    n_ranks = prefill_replicas * prefill.gpus + decode_replicas * decode.gpus
+    p_base, d_base, n_ranks = replica_bases(prefill_replicas, decode_replicas, prefill, decode, gpus_per_server)
 
     def stage_groups(base, shape):
         tp_g, ep_g = [], []
