@@ -244,6 +244,8 @@ def test_shipped_experiment_is_listed_and_valid():
     (["workload.request_trace=/no/such.csv"], "/no/such.csv"),
     (["workload.model_overrides.num_layers=0"], "num_layers"),
     (["network.hosts=8"], "network.hosts"),
+    (["workload.gpu=z100"], "workload.gpu"),
+    (["workload.max_decode_batch=0"], "workload.max_decode_batch"),
 ])
 def test_bad_inference_config_exits_2_one_line(tmp_path, capsys, sets, needle, engine_ns):
     """Bad inference fields exit 2 with one line naming the field, before anything runs, and write no file."""
@@ -264,3 +266,36 @@ def test_bad_inference_config_exits_2_one_line(tmp_path, capsys, sets, needle, e
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and err.startswith("Error:") and needle in err, err
     assert "Traceback" not in err and not out.exists()
+
+
+def test_latency_cdfs_and_request_timeline_are_drawn(loaded):
+    """cosim plot of an inference run: TTFT and TPOT CDFs on shared axes and a request timeline; a run
+    without requests gets none of them (and no skip line about them)."""
+    from cosim.analysis import plots  # noqa: PLC0415
+
+    _, rec = loaded
+    figures = {r.stem: r.figure for r in plots.iter_figures({"a": rec, "b": rec})}
+    assert figures["ttft-cdf"] is not None and figures["tpot-cdf"] is not None
+    assert figures["requests-a"] is not None and figures["requests-b"] is not None
+    other = results.RunRecord(name="f", config={}, provenance={}, summary={})
+    assert not any("ttft" in r.stem or r.stem.startswith("requests") for r in plots.iter_figures({"f": other}))
+
+
+def test_a_replica_runs_one_step_at_a_time():
+    """Steps of one replica never overlap, and a decode step admits only requests whose cache is there:
+    a cache that arrives while the replica is busy waits for the running step to end."""
+    from cosim.workload.inference.requests import poisson_requests  # noqa: PLC0415
+
+    req = poisson_requests(40, 400.0, seed=4, prompt_median_tokens=300, output_median_tokens=6)
+    s = serve(req, prefill_replicas=2, decode_replicas=2, prefill_token_budget=2048, max_decode_batch=4,
+              policy="least_loaded", prefill_compute_ns=lambda prompts: 1e5 + 10.0 * prompts.sum(),
+              decode_compute_ns=lambda ctx: 2e5 + 1.0 * ctx.sum(), kv_delay_ns=np.full(40, 3e4),
+              kv_bytes=req.prompt_tokens * 100)
+    for steps in (s.prefill, s.decode):
+        for r in np.unique(steps.replica):
+            mine = np.flatnonzero(steps.replica == r)
+            assert np.all(steps.start_ns[mine][1:] >= steps.end_ns[mine][:-1])
+    for k in range(s.decode.n):
+        new = s.decode.of(k)[s.first_decode_step[s.decode.of(k)] == k]
+        assert np.all(s.kv_ready_ns[new] <= s.decode.start_ns[k])
+        assert s.decode.ptr[k + 1] - s.decode.ptr[k] <= 4

@@ -153,7 +153,7 @@ class InferenceWorkload:
     prefill → decode over the fabric (``layer`` by layer or ``whole``), requests from a seeded Poisson process
     (``requests``, ``rate_per_s``, log-normal lengths of the given medians) or a CSV trace
     (``request_trace``: a path, or ``"sample"`` for the 64-request sample shipped with cosim; ``requests``
-    then takes its first rows). SLOs decide the goodput.
+    then takes its first rows, all of them by default). SLOs decide the goodput.
     """
 
     kind = "inference"
@@ -173,8 +173,8 @@ class InferenceWorkload:
     prefill_token_budget: int = v.spec_field(v.Int(minimum=1, maximum=1 << 24), 8192,
                                              "prompt tokens a prefill step may batch")
     max_decode_batch: int = v.spec_field(v.Int(minimum=1, maximum=1 << 16), 64, "sequences a decode step may hold")
-    requests: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=1 << 20)), 16,
-                                        "Poisson requests (with a trace: its first rows; none: all of it)")
+    requests: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=1 << 20)), None,
+                                        "requests: Poisson [16]; of a trace, its first rows [all]")
     rate_per_s: float = v.spec_field(v.Real(positive=True, maximum=1e9), 10.0, "Poisson arrival rate, requests/s")
     prompt_median_tokens: float = v.spec_field(v.Real(minimum=1.0, maximum=1e6), 1000.0, "median prompt, tokens")
     output_median_tokens: float = v.spec_field(v.Real(minimum=1.0, maximum=1e6), 50.0, "median output, tokens")
@@ -203,7 +203,10 @@ class InferenceWorkload:
         for side in ("prefill", "decode"):
             check_parallelism(model, getattr(self, f"{side}_tp"), getattr(self, f"{side}_pp"),
                               getattr(self, f"{side}_ep"), f"workload.{side}")
-        get_hardware(self.gpu)
+        try:
+            get_hardware(self.gpu)
+        except CosimInputError as exc:
+            raise CosimInputError("workload.gpu", exc.problem, exc.fix) from None
 
     def inference_model(self):
         """The InferenceModel of ``model`` with ``model_overrides``."""

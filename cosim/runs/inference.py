@@ -50,6 +50,7 @@ from cosim.workload.inference.stepcost import StepCompute
 from cosim.workload.inference.steptrace import ReplicaShape, StepTrace, build_step_trace, kv_pairs, replica_bases
 
 SAMPLE_TRACE = "sample"
+POISSON_REQUESTS = 16  #: requests of a Poisson source that does not say how many
 
 
 def requests_of(exp: Experiment) -> Requests:
@@ -63,7 +64,7 @@ def requests_of(exp: Experiment) -> Requests:
             raise CosimInputError("workload.request_trace", f"{path} holds no requests")
     else:
         seed = exp.seed if w.request_seed is None else w.request_seed
-        req = poisson_requests(w.requests or 16, w.rate_per_s, seed=seed, prompt_median_tokens=w.prompt_median_tokens,
+        req = poisson_requests(POISSON_REQUESTS if w.requests is None else w.requests, w.rate_per_s, seed=seed, prompt_median_tokens=w.prompt_median_tokens,
                                output_median_tokens=w.output_median_tokens, max_prompt_tokens=w.max_prompt_tokens,
                                max_output_tokens=w.max_output_tokens)
     return Requests(np.rint(req.arrival_ns), req.prompt_tokens, req.output_tokens)
@@ -204,16 +205,15 @@ class StepCorrection:
         else:
             self.slope, self.intercept = 0.0, float(y.mean()) if y.size else 0.0
 
-    def __call__(self, *key) -> float:
+    def __call__(self, key: tuple, tokens: int) -> float:
         hit = self.known.get(key)
         if hit is not None and np.isfinite(hit):
             return hit
-        tokens = sum(key[-1]) if len(key) == 2 else len(key[1])
         return max(0.0, self.intercept + self.slope * tokens)
 
 
 def corrections(p: InferencePlan, sched: ServingSchedule, m: Measured):
-    """(KV delay per request, prefill and decode StepCorrection) of a measured run."""
+    """(KV delay per request, prefill and decode corrections as serve() takes them) of a measured run."""
     P, D = sched.prefill, sched.decode
     prompts = p.requests.prompt_tokens
     p_keys = [(int(P.replica[s]), tuple(P.of(s).tolist())) for s in range(P.n)]
@@ -224,12 +224,12 @@ def corrections(p: InferencePlan, sched: ServingSchedule, m: Measured):
     d_keys = [(int(D.replica[s]), tuple(D.of(s).tolist()), ctx[s]) for s in range(D.n)]
     d_extra = m.decode_end_ns - m.decode_start_ns - np.array(
         [p.decode_cost.decode_ns(np.array(c, np.int64)) for c in ctx], np.float64)
-    # keyed for the prefill by the prompt lengths (summed by the fallback), for decode by the sequences
-    p_corr = StepCorrection([(r, tuple(int(prompts[q]) for q in mem)) for r, mem in p_keys], p_tokens, p_extra)
-    p_fn = lambda r, members: p_corr(r, tuple(int(prompts[q]) for q in members))  # noqa: E731
+    p_corr = StepCorrection(p_keys, p_tokens, p_extra)
     d_corr = StepCorrection(d_keys, np.diff(D.ptr).astype(np.float64), d_extra)
+    p_fn = lambda r, members: p_corr((r, members), int(prompts[list(members)].sum()))  # noqa: E731
+    d_fn = lambda d, members, context: d_corr((d, members, context), len(members))  # noqa: E731
     delay = m.first_token_ns - m.prefill_end_ns[sched.prefill_step]
-    return np.where(np.isfinite(delay), delay, p.kv_estimate_ns), p_fn, d_corr
+    return np.where(np.isfinite(delay), delay, p.kv_estimate_ns), p_fn, d_fn
 
 
 def _simulate(exp: Experiment, p: InferencePlan, dag, progress=None):

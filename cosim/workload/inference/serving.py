@@ -138,6 +138,7 @@ def serve(req: Requests, *, prefill_replicas: int, decode_replicas: int, prefill
     coming = [0] * decode_replicas  # assigned, cache not arrived
     inflight: list[set[int]] = [set() for _ in range(decode_replicas)]
     busy = [False] * decode_replicas
+    free_at = [0.0] * decode_replicas  # end of the replica's last step
     steps_done = [0] * decode_replicas
     first = np.full(n, -1, np.int64)
     last = np.full(n, -1, np.int64)
@@ -166,7 +167,7 @@ def serve(req: Requests, *, prefill_replicas: int, decode_replicas: int, prefill
             waiting[d].append(a)
             if not busy[d]:
                 busy[d] = True
-                heapq.heappush(events, (t, STEP, d, -1))
+                heapq.heappush(events, (max(t, free_at[d]), STEP, d, -1))
         else:
             d = a
             run = running[d]
@@ -181,6 +182,7 @@ def serve(req: Requests, *, prefill_replicas: int, decode_replicas: int, prefill
             end = t + float(decode_compute_ns(np.array(context, np.int64))) + float(d_extra(d, tuple(members), tuple(context)))
             d_rows.append((d, t, end, k, members, context))
             steps_done[d] += 1
+            free_at[d] = end
             for q in members:
                 run[q] -= 1
                 if run[q] == 0:
