@@ -129,10 +129,10 @@ def _lowered(exp):
 def test_decode_all_reduce_sizes_in_the_lowered_dag():
     """Every decode step runs 2 TP all-reduces per layer of S = batch × h × 2 bytes; lowered as a ring, a
     call's copies move 2(n-1)/n × S per rank."""
-    exp = from_document({"seed": 3, "network": {"transport": "roce", "topology": "single-switch", "gpus_per_server": 4},
-                         "workload": {"kind": "inference", "model": "llama2-70b", "model_overrides": {"num_layers": 2},
-                                      "decode_tp": 4, "requests": 6, "rate_per_s": 500.0, "algorithm": "ring",
-                                      "output_median_tokens": 6.0}})[0]
+    exp = from_document({
+        "seed": 3, "network": {"transport": "roce", "topology": "single-switch", "gpus_per_server": 4},
+        "workload": {"kind": "inference", "model": "llama2-70b", "model_overrides": {"num_layers": 2}, "decode_tp": 4,
+                     "requests": 6, "rate_per_s": 500.0, "algorithm": "ring", "output_median_tokens": 6.0}})[0]
     p, sched, st, dag = _lowered(exp)
     t = st.trace
     h = p.model.spec.hidden_size
@@ -155,10 +155,11 @@ def test_decode_all_reduce_sizes_in_the_lowered_dag():
 def test_ep_dispatch_bytes_for_top_k():
     """Mixtral (8 experts, top-2) with EP over the 2 TP ranks: per MoE layer a dispatch and a combine
     all-to-all of ceil(n/ep)·k·h·2 bytes per rank, and no MLP all-reduce; prefill n = prompt tokens."""
-    exp = from_document({"seed": 3, "network": {"transport": "ib", "topology": "single-switch", "gpus_per_server": 1},
-                         "workload": {"kind": "inference", "model": "mixtral-8x7b", "model_overrides": {"num_layers": 2},
-                                      "prefill_tp": 2, "prefill_ep": 2, "decode_tp": 2, "decode_ep": 2, "requests": 2,
-                                      "rate_per_s": 100.0, "output_median_tokens": 4.0}})[0]
+    exp = from_document({
+        "seed": 3, "network": {"transport": "ib", "topology": "single-switch", "gpus_per_server": 1},
+        "workload": {"kind": "inference", "model": "mixtral-8x7b", "model_overrides": {"num_layers": 2},
+                     "prefill_tp": 2, "prefill_ep": 2, "decode_tp": 2, "decode_ep": 2, "requests": 2,
+                     "rate_per_s": 100.0, "output_median_tokens": 4.0}})[0]
     p, sched, st, dag = _lowered(exp)
     t = st.trace
     m = p.model.spec
@@ -191,7 +192,8 @@ def test_kv_bytes_conserved(model, prefill, decode, factor, mode):
     work = {"kind": "inference", "model": model, "model_overrides": {"num_layers": 4}, "requests": 3,
             "rate_per_s": 50.0, "output_median_tokens": 3.0, "prompt_median_tokens": 300.0, "kv_transfer": mode,
             "prefill_tp": prefill[0], "prefill_pp": prefill[1], "decode_tp": decode[0], "decode_pp": decode[1]}
-    exp = from_document({"seed": 2, "network": {"topology": "single-switch", "gpus_per_server": 2}, "workload": work})[0]
+    exp = from_document({"seed": 2, "network": {"topology": "single-switch", "gpus_per_server": 2},
+                         "workload": work})[0]
     p, _, st, dag = _lowered(exp)
     per_token = p.model.spec.num_layers * p.model.kv_bytes_per_token_per_layer * factor
     np.testing.assert_array_equal(st.kv_bytes, p.requests.prompt_tokens * per_token)

@@ -2,9 +2,9 @@
 
 An Experiment with an inference workload → :func:`plan` → :func:`run_inference` → a RunRecord. Pipeline::
 
-    requests ─serve()─► step schedule ─build_step_trace()─► Trace ─lower()─► FlowDag ─simulate_dag─► times
-        ▲                                                                                            │
-        └──────────── measured step communication and KV-transfer delays (until a fixed point) ──────┘
+    requests ─serve()─► steps ─build_step_trace()─► Trace ─lower()─► FlowDag ─simulate_dag─► times
+       ▲                                                                                    │
+       └───────── measured step communication and KV arrivals (until a fixed point) ────────┘
 
 Batching depends on completion times, which depend on the network. The scheme (docs/models/inference.md):
 the analytic pass decides the batches (cosim.workload.inference.serving) with compute times from the
@@ -64,7 +64,8 @@ def requests_of(exp: Experiment) -> Requests:
             raise CosimInputError("workload.request_trace", f"{path} holds no requests")
     else:
         seed = exp.seed if w.request_seed is None else w.request_seed
-        req = poisson_requests(POISSON_REQUESTS if w.requests is None else w.requests, w.rate_per_s, seed=seed, prompt_median_tokens=w.prompt_median_tokens,
+        req = poisson_requests(POISSON_REQUESTS if w.requests is None else w.requests, w.rate_per_s, seed=seed,
+                               prompt_median_tokens=w.prompt_median_tokens,
                                output_median_tokens=w.output_median_tokens, max_prompt_tokens=w.max_prompt_tokens,
                                max_output_tokens=w.max_output_tokens)
     return Requests(np.rint(req.arrival_ns), req.prompt_tokens, req.output_tokens)
@@ -236,10 +237,11 @@ def _simulate(exp: Experiment, p: InferencePlan, dag, progress=None):
     flow = dag.kind == DagOpKind.FLOW
     src = np.where(flow, p.host_of[np.maximum(dag.src, 0)], -1).astype(np.int32)
     dst = np.where(flow, p.host_of[np.maximum(dag.dst, 0)], -1).astype(np.int32)
-    attributes = nvlink_model(dataclasses.asdict(p.hardware)).executor_attributes() | run_attributes(exp.network, exp.seed)
+    attributes = nvlink_model(dataclasses.asdict(p.hardware)).executor_attributes() \
+        | run_attributes(exp.network, exp.seed)
     out = engine.simulate_dag(
-        p.fabric, kind=dag.kind, gpu=dag.rank, src_node=src, dst_node=dst, bytes_=dag.bytes, duration_ns=dag.duration_ns,
-        priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx, seed=exp.seed, attributes=attributes,
+        p.fabric, kind=dag.kind, gpu=dag.rank, src_node=src, dst_node=dst, bytes_=dag.bytes,
+        duration_ns=dag.duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx, seed=exp.seed, attributes=attributes,
         queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns, max_sim_time_ns=exp.limits.max_sim_time_ns,
         progress=progress)
     return out, src, dst, attributes
@@ -277,7 +279,8 @@ def run_inference(exp: Experiment, progress=None, *, planned: InferencePlan | No
     train = training_tables(st.trace, dag, out.op_start_ns, out.op_finish_ns)
     tables["collectives"] = train["collectives"]
     tables["requests"] = requests_table(p, sched, st, m)
-    summary = telemetry.network_summary(p.fabric, net, tables, queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns)
+    summary = telemetry.network_summary(p.fabric, net, tables,
+                                        queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns)
     summary |= collectives.summary_entries(collectives.collective_stats(tables["collectives"], first_iteration=0))
     summary |= request_summary(tables["requests"], ttft_slo_ms=w.ttft_slo_ms, tpot_slo_ms=w.tpot_slo_ms)
     done = np.isfinite(out.op_finish_ns)

@@ -82,7 +82,8 @@ class ServingSchedule:
 def _steps(rows: list[tuple[int, float, float, int, list[int], list[int]]]) -> Steps:
     rows.sort(key=lambda r: (r[1], r[0]))
     counts = np.array([len(r[4]) for r in rows], np.int64)
-    return Steps(replica=np.array([r[0] for r in rows], np.int64), start_ns=np.array([r[1] for r in rows], np.float64),
+    return Steps(replica=np.array([r[0] for r in rows], np.int64),
+                 start_ns=np.array([r[1] for r in rows], np.float64),
                  end_ns=np.array([r[2] for r in rows], np.float64), index=np.array([r[3] for r in rows], np.int64),
                  ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
                  members=np.array([q for r in rows for q in r[4]], np.int64),
@@ -96,7 +97,8 @@ def serve(req: Requests, *, prefill_replicas: int, decode_replicas: int, prefill
           decode_extra_ns: Callable[[int, tuple[int, ...], tuple[int, ...]], float] | None = None) -> ServingSchedule:
     """The step schedule of ``req`` (rules in the module docstring)."""
     if policy not in POLICIES:
-        raise CosimInputError("workload.policy", f"unknown decode policy {policy!r}", f"choose among {', '.join(POLICIES)}")
+        raise CosimInputError("workload.policy", f"unknown decode policy {policy!r}",
+                              f"choose among {', '.join(POLICIES)}")
     p_extra = prefill_extra_ns or (lambda replica, members: 0.0)
     d_extra = decode_extra_ns or (lambda replica, members, context: 0.0)
     n = req.n
@@ -154,7 +156,8 @@ def serve(req: Requests, *, prefill_replicas: int, decode_replicas: int, prefill
             elif policy == "least_loaded":
                 d = min(range(decode_replicas), key=lambda k: (load(k), k))
             else:
-                d = min(range(decode_replicas), key=lambda k: (sum(int(kv_bytes[q]) for q in inflight[k]), load(k), k))
+                d = min(range(decode_replicas),
+                        key=lambda k: (sum(int(kv_bytes[q]) for q in inflight[k]), load(k), k))
             d_rep[a] = d
             coming[d] += 1
             inflight[d].add(a)
@@ -179,7 +182,8 @@ def serve(req: Requests, *, prefill_replicas: int, decode_replicas: int, prefill
             members = new + [q for q in run if q not in new]
             context = [int(prompt[q] + out[q] - run[q]) for q in members]
             k = steps_done[d]
-            end = t + float(decode_compute_ns(np.array(context, np.int64))) + float(d_extra(d, tuple(members), tuple(context)))
+            end = t + float(decode_compute_ns(np.array(context, np.int64))) \
+                + float(d_extra(d, tuple(members), tuple(context)))
             d_rows.append((d, t, end, k, members, context))
             steps_done[d] += 1
             free_at[d] = end

@@ -84,7 +84,8 @@ class StepCompute:
         m, t = self.model.spec, self.tp
         h, kv = m.hidden_size, m.kv_size
         return [Stream("norm", NORM_FWD * n * h), Gemm(n, (h + 2 * kv) // t, h),
-                Stream("rope", ROPE_FWD * n * (h + kv) // t), Gemm(n, h, h // t), Stream("elementwise", ADD_FWD * n * h)]
+                Stream("rope", ROPE_FWD * n * (h + kv) // t), Gemm(n, h, h // t),
+                Stream("elementwise", ADD_FWD * n * h)]
 
     def prefill_attention_ns(self, prompt_tokens) -> int:
         """The attention part of one layer for a batch of prompts of ``prompt_tokens`` (sequence of ints)."""

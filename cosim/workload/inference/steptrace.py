@@ -2,7 +2,8 @@
 
 Ranks: prefill replicas first, then decode replicas, each on consecutive ranks from its ``base``
 (:func:`replica_bases`: a replica that fits a server never straddles two, a larger one starts on a server
-boundary; GPUs skipped so stay idle), stage s's TP rank t of a replica at ``base + s·tp + t``. Per step (cosim.workload.inference.serving) and stage, on every TP rank:
+boundary; GPUs skipped so stay idle), stage s's TP rank t of a replica at ``base + s·tp + t``. Per step
+(cosim.workload.inference.serving) and stage, on every TP rank:
 
 - a prefill step's first stage waits for an ``arrival`` timer (a COMPUTE op from time 0 lasting the arrival
   of the batch's last request); a later stage waits for the activations of the stage before (a SEND from
@@ -69,7 +70,8 @@ def _kv_heads_of(model: InferenceModel, tp: int) -> tuple[int, list[list[int]]]:
     return heads, [[t * heads // tp] for t in range(tp)]
 
 
-def kv_pairs(model: InferenceModel, prefill: ReplicaShape, decode: ReplicaShape) -> list[tuple[int, int, int, int, int]]:
+def kv_pairs(model: InferenceModel, prefill: ReplicaShape,
+             decode: ReplicaShape) -> list[tuple[int, int, int, int, int]]:
     """KV-cache routes of a request: (prefill stage·tp + TP rank, decode stage·tp + TP rank, first layer,
     last layer + 1, bytes per token per layer). A decode rank fetches each KV head it caches from one
     prefill rank holding it (replicated heads: spread over the holders by the decode rank)."""
@@ -259,7 +261,8 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
 
     # steps in start order, prefill and decode interleaved, so every rank's ops come in time order
     P, D = sched.prefill, sched.decode
-    order = sorted([(float(P.start_ns[s]), 0, s) for s in range(P.n)] + [(float(D.start_ns[s]), 1, s) for s in range(D.n)])
+    order = sorted([(float(P.start_ns[s]), 0, s) for s in range(P.n)]
+                   + [(float(D.start_ns[s]), 1, s) for s in range(D.n)])
     p_ends: list[list[int]] = [[] for _ in range(P.n)]
     d_ends: list[list[int]] = [[] for _ in range(D.n)]
     for _, is_decode, s in order:
@@ -317,7 +320,8 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                 if wanted:
                     pending[rank] = wanted
             d_ends[s] = run_step("decode", -1 - s, base, decode, d_cost, tg, eg, len(members),
-                                 d_cost.decode_attention_ns(len(ctx), int(ctx.sum())), len(members), {}, lambda *a: None)
+                                 d_cost.decode_attention_ns(len(ctx), int(ctx.sum())), len(members), {},
+                                 lambda *a: None)
             for rank, rest in keep.items():
                 if rest:
                     pending.setdefault(rank, []).extend(rest)
@@ -332,7 +336,8 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                      token_recv_ops=remap(tok_recv), kv_bytes=kv_bytes)
 
 
-def _finish(ops: _Ops, n_ranks: int, groups, model: InferenceModel, hardware: HardwareSpec) -> tuple[Trace, np.ndarray]:
+def _finish(ops: _Ops, n_ranks: int, groups, model: InferenceModel,
+            hardware: HardwareSpec) -> tuple[Trace, np.ndarray]:
     """The Trace of ``ops`` with ops sorted by rank (creation order kept within a rank), and that order."""
     c = {k: np.asarray(x, np.int64) for k, x in ops.cols.items()}
     perm = np.argsort(c["rank"], kind="stable")
