@@ -105,6 +105,7 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, out
       cosim run --list
       cosim run incast --dry-run
       cosim run congested-training --transport ib -o c.h5
+      cosim run disaggregated-serving -o serving.h5   # LLM serving: TTFT, TPOT per request
       cosim run --trace traces/llama2-7b-2l_tp2-pp2-dp2.h5 --fabric both --iterations 2 -o t.h5
       cosim run --pattern incast --hosts 32 --flow-bytes 4MiB --link-gbps 400 -o incast32.h5
       cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
