@@ -58,8 +58,8 @@ def _parallelism(specs: Mapping) -> str:
 
 #: every row run_facts can give, in the order tables show them (flow and training runs side by side)
 FACT_ORDER = ("experiment", "workload", "pattern", "trace", "model", "parallelism", "ranks", "iterations",
-              "collectives", "topology", "transport", "hosts", "switches", "link rate", "link delay",
-              "oversubscription", "attributes", "seed")
+              "collectives", "serving", "requests", "topology", "transport", "hosts", "switches", "link rate",
+              "link delay", "oversubscription", "attributes", "seed")
 
 
 def run_facts(config: Mapping) -> dict[str, str]:
@@ -81,6 +81,20 @@ def run_facts(config: Mapping) -> dict[str, str]:
         facts["ranks"] = _num(built.get("n_ranks"))
         facts["iterations"] = _num(work.get("iterations"))
         facts["collectives"] = f"{work.get('algorithm', '-')}, chunks of {_num(work.get('chunk_bytes'), 'B')}"
+    elif work.get("kind") == "inference":
+        built = config.get("workload", {}) if isinstance(config.get("workload"), Mapping) else {}
+        facts["model"] = str(work.get("model", "-"))
+        def shape(side: str) -> str:
+            dims = [f"{d.upper()}{work[f'{side}_{d}']}" for d in ("tp", "pp", "ep")
+                    if isinstance(work.get(f"{side}_{d}"), int) and work[f"{side}_{d}"] > 1]
+            return "x".join(dims) or "1 GPU"
+
+        facts["serving"] = (f"{work.get('prefill_replicas', '-')} prefill ({shape('prefill')}) + "
+                            f"{work.get('decode_replicas', '-')} decode ({shape('decode')}), "
+                            f"KV {work.get('kv_transfer', '-')}, {work.get('policy', '-')}")
+        facts["ranks"] = _num(built.get("n_ranks"))
+        source = work.get("request_trace") or f"Poisson {_num(work.get('rate_per_s'))}/s"
+        facts["requests"] = f"{_num(built.get('requests'))} from {source}"
     else:
         facts["pattern"] = f"{work.get('pattern', '-')} of {_num(work.get('flow_bytes'), 'B')} flows"
     facts["topology"] = str(fabric.get("name") or net.get("topology", "-"))

@@ -516,6 +516,63 @@ def _fault_figures(runs: Mapping, top_n: int) -> Iterator[FigureResult]:
 # ---------------------------------------------------------------- end of faults
 
 
+# ---------------------------------------------------------------- inference runs (requests table)
+
+#: summary keys whose display unit the request latencies take
+TTFT_KEY, TPOT_KEY = "ttft_p50_ns", "tpot_p50_ns"
+
+
+def _request_cdf(runs: Mapping, column: str, key: str, title: str, what: str):
+    scale, unit = display_unit(key)
+    curves = [c for name, run in runs.items()
+              if (c := _sample_curve(name, run.requests.get(column, np.empty(0)), scale, unit, "requests"))]
+    if not curves:
+        return None
+    spread = max(c.x[-1] for c in curves) / max(min(c.x[0] for c in curves), 1e-9)
+    return _cdf_axes(title, f"{what} ({unit})", curves, log_x=spread > 30, steps=True)
+
+
+def ttft_cdf(runs: Mapping):
+    """Time-to-first-token CDF of every inference run on shared axes (one curve per run: RoCE and IB)."""
+    return _request_cdf(runs, "ttft_ns", TTFT_KEY, "Time to first token", "TTFT")
+
+
+def tpot_cdf(runs: Mapping):
+    """Time-per-output-token CDF of every inference run on shared axes (requests of one token left out)."""
+    return _request_cdf(runs, "tpot_ns", TPOT_KEY, "Time per output token", "TPOT")
+
+
+#: phases of a request's life in the timeline: (start column, end column, legend label, colour)
+REQUEST_PHASES = (("arrival_ns", "prefill_start_ns", "queued", "tab:gray"),
+                  ("prefill_start_ns", "prefill_end_ns", "prefill", "tab:blue"),
+                  ("kv_start_ns", "kv_end_ns", "KV transfer", "tab:green"),
+                  ("first_token_ns", "last_token_ns", "decode", "tab:orange"))
+
+
+def request_timeline(run, *, label: str | None = None):
+    """One row per request (the first MAX_ROWS·4 in arrival order): queued, prefill, KV transfer, decode."""
+    req = run.requests
+    if not req or not req.get("arrival_ns", np.empty(0)).size:
+        return None
+    n = min(req["arrival_ns"].size, 4 * MAX_ROWS)
+    end = float(np.nanmax(np.asarray(req["last_token_ns"], np.float64)[:n]))
+    fig, ax = _figure(f"{label or run.name}: request timeline ({n} of {req['arrival_ns'].size} requests)")
+    scale = _time_axis(ax, end)
+    for lo, hi, name, color in REQUEST_PHASES:
+        a, b = np.asarray(req[lo], np.float64)[:n], np.asarray(req[hi], np.float64)[:n]
+        ok = np.isfinite(a) & np.isfinite(b)
+        rows = np.flatnonzero(ok)
+        height = 0.4 if name == "KV transfer" else 0.8  # the transfer overlaps the prefill layer by layer
+        for i, r in enumerate(rows):
+            ax.broken_barh([(a[r] * scale, (b[r] - a[r]) * scale)], (r - height / 2, height), color=color,
+                           label=name if i == 0 else None)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_ylabel("request (arrival order)")
+    ax.grid(alpha=0.3, axis="x")
+    fig.legend(fontsize=8, loc="outside lower center", ncol=len(REQUEST_PHASES), frameon=False)
+    return fig
+
+
 # ---------------------------------------------------------------- drivers
 
 def safe_stem(name: str) -> str:
@@ -531,6 +588,10 @@ def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None) 
     shared = (("fct-cdf", "FCT CDF", fct_cdf, "no finished flows in any run"),
               ("fct-slowdown-cdf", "FCT slowdown CDF", slowdown_cdf, "no flows/slowdown dataset in any run"),
               ("latency-cdf", "latency CDF", latency_cdf, "no latency histogram in any run"))
+    serving = any(run.requests for run in runs.values())  # inference figures only where there are requests
+    if serving:
+        shared += (("ttft-cdf", "TTFT CDF", ttft_cdf, "no requests table in any run"),
+                   ("tpot-cdf", "TPOT CDF", tpot_cdf, "no request with more than one output token"))
     for stem, title, build, reason in shared:
         yield FigureResult(stem, title, build(runs), reason)
     lines = lambda r, label: queue_lines(r, top_n=top_n, label=label)  # noqa: E731
@@ -539,6 +600,8 @@ def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None) 
                ("pfc-pauses", "PFC pause timeline", pause_timeline, "no PFC pause events"),
                ("credit-stalls", "credit-stall timeline", stall_timeline, "no credit-stall events"),
                ("iterations", "iteration timeline", iteration_gantt, "no ops table (not a co-simulation run)"))
+    if serving:
+        per_run += (("requests", "request timeline", request_timeline, "no requests table (not an inference run)"),)
     used: set[str] = set()
     for i, (label, run) in enumerate(runs.items()):
         if max_runs is not None and i >= max_runs:

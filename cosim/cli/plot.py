@@ -22,12 +22,14 @@ def plot(files, outdir, runs, fmt, top_n, quiet):
     \b
     Shared axes, every run overlaid (how RoCE and InfiniBand runs are compared):
       fct-cdf, fct-slowdown-cdf, latency-cdf
+      ttft-cdf, tpot-cdf (inference runs: time to first token, time per output token)
     Per run:
       queues-RUN         queue depth over time of the --top hottest egress ports
       queue-heatmap-RUN  port x time heatmap of queue depth, peak per bin
       pfc-pauses-RUN     PFC pause intervals per port and priority (when the run paused)
       credit-stalls-RUN  InfiniBand credit-stall intervals per port and VL (when present)
       iterations-RUN     per-rank compute / communication Gantt chart (co-simulation runs)
+      requests-RUN       per-request queued / prefill / KV transfer / decode timeline (inference runs)
     Per run with faults (cosim run --fault; docs/models/faults.md):
       iteration-faults-RUN   iteration time against time, with the --baseline run's, fault markers
       queues-faults-RUN      queue depth of the --top hottest ports, fault markers

@@ -123,6 +123,7 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
       cosim run --list
       cosim run incast --dry-run
       cosim run congested-training --transport ib -o c.h5
+      cosim run disaggregated-serving -o serving.h5   # LLM serving: TTFT, TPOT per request
       cosim run --trace traces/llama2-7b-2l_tp2-pp2-dp2.h5 --fabric both --iterations 2 -o t.h5
       cosim run --pattern incast --hosts 32 --flow-bytes 4MiB --link-gbps 400 -o incast32.h5
       cosim run --fault link_down:leaf0-spine1@1ms --baseline -o down.h5
@@ -257,7 +258,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
 
     names = [n for e in exps for n in ([e.name, runner.baseline_name(e)] if e.faults and e.baseline else [e.name])]
     check_writable(output, append=append, run_names=names, replace=replace)
-    training = exps[0].is_training or exps[0].is_shared
+    training = exps[0].is_training or exps[0].is_shared or exps[0].is_inference
     # every run's trace, DAG size and settings are checked, and the output's size estimated, before the
     # first one starts: a finished simulation is not lost to a bad trace of the next or a full disk
     plans = [runner.prepare(exp) for exp in exps]
@@ -296,7 +297,8 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
 
             click.echo(workload_table(records))
             click.echo("")
-        click.echo(summary_table({r.name: r.summary for r in records}, training=training))
+        click.echo(summary_table({r.name: r.summary for r in records}, training=training,
+                                 inference=exps[0].is_inference))
         names = ", ".join(f"'{r.name}'" for r in records)
         click.echo(f"wrote {output} (run{'s' if len(records) > 1 else ''} {names})")
     for r in records:

@@ -130,6 +130,33 @@ def fault_delay_entries(faulted, baseline) -> dict:
         out["baseline_iteration_time_ns"] = baseline.summary.get("iteration_time_ns")
     return out
 # ---------------------------------------------------------------- end of faults
+# ---- inference runs (cosim.runs.inference): request latencies, throughput, goodput, batching
+_INFERENCE = (
+    ("requests", "requests", _X, _COUNT),
+    ("requests_completed", "requests completed", _X, _COUNT),
+    *((f"{k}_p{q}_ns", f"{label} p{q}", _MS, {}) for k, label in (
+        ("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "end-to-end latency")) for q in (50, 90, 99)),
+    ("queueing_p50_ns", "queueing delay p50", _MS, {}),
+    ("queueing_p99_ns", "queueing delay p99", _MS, {}),
+    ("kv_transfer_p50_ns", "KV transfer time p50", _MS, {}),
+    ("kv_transfer_p99_ns", "KV transfer time p99", _MS, {}),
+    ("throughput_tokens_per_s", "throughput, output tokens/s", ("tokens/s", 1.0), {}),
+    ("throughput_requests_per_s", "throughput, requests/s", ("req/s", 1.0), {}),
+    ("goodput_requests_per_s", "goodput under the SLOs, requests/s", ("req/s", 1.0), {}),
+    ("slo_attainment", "share of requests within both SLOs", _X, {}),
+    ("mean_in_flight_requests", "mean requests in flight", _X, {}),
+    ("prefill_steps", "prefill steps", _X, _COUNT),
+    ("decode_steps", "decode steps", _X, _COUNT),
+    ("batching_iterations", "packet-level runs to the batching fixed point", _X, _COUNT | {"section": "simulator"}),
+    ("batching_converged", "batching reached its fixed point (1 yes)", _X, _COUNT | {"section": "simulator"}),
+)
+#: the result rows of the side-by-side table of inference runs (simulator rows follow them)
+INFERENCE_KEYS = frozenset({
+    "status", *(c[0] for c in _INFERENCE), "coll_tp_all_reduce_p50_ns", "coll_tp_all_reduce_p99_ns",
+    "coll_ep_all_to_all_p50_ns", "coll_ep_all_to_all_p99_ns", "n_ranks", "flows", "flows_completed",
+    "fct_slowdown_p99", "link_utilization_max", "max_queue_bytes", "queue_p99_bytes", "drops", "ecn_marks",
+    "cnps_sent", "pause_frames_sent", "pfc_paused_ns", "credit_stall_ns"})
+_INFERENCE_SIMULATOR_ROWS = frozenset({"batching_iterations", "batching_converged"})
 
 #: Known summary keys in display order (keys absent from every run are not shown).
 METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, kw in (
@@ -140,6 +167,7 @@ METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, 
     ("compute_time_ns", "compute, busiest rank", _MS, {}),
     ("exposed_comm_ns", "exposed communication", _MS, {}),
     *_SHARED_FABRIC,
+    *_INFERENCE,
     *_COLL,
     ("n_ranks", "ranks", _X, _COUNT),
     ("flows", "flows", _X, _COUNT),
@@ -334,15 +362,18 @@ def layout(header: Sequence[str], body: Sequence[Sequence[str]], *, fixed: int =
     return "\n".join(out[:-1])
 
 
-def summary_table(summaries: Mapping[str, Mapping], *, training: bool = False, width: int | None = None) -> str:
+def summary_table(summaries: Mapping[str, Mapping], *, training: bool = False, inference: bool = False,
+                  width: int | None = None) -> str:
     """Run summaries side by side for the terminal: a column per run, a row per catalogued metric present
-    in any run (for training runs, the training rows), then what the simulation cost, below a rule."""
+    in any run (for training or inference runs, their rows), then what the simulation cost, below a rule."""
     names = list(summaries)
     present = lambda k: any(k in s for s in summaries.values())  # noqa: E731
     wanted = [m for m in METRICS if present(m.key)]
-    results = [m for m in wanted if m.section == "result" and
-               (m.key in TRAINING_KEYS if training else m.key not in _DETAIL_KEYS)]
-    simulator = [m for m in wanted if m.section == "simulator" and m.key in _SIMULATOR_ROWS]
+    keep = (lambda k: k in INFERENCE_KEYS) if inference else (lambda k: k in TRAINING_KEYS) if training else (
+        lambda k: k not in _DETAIL_KEYS)
+    results = [m for m in wanted if m.section == "result" and keep(m.key)]
+    sim_rows = _SIMULATOR_ROWS | (_INFERENCE_SIMULATOR_ROWS if inference else frozenset())
+    simulator = [m for m in wanted if m.section == "simulator" and m.key in sim_rows]
     row = lambda m: [row_label(m)] + [format_cell(m, summaries[n].get(m.key)) for n in names]  # noqa: E731
     body = [row(m) for m in results]
     if simulator:

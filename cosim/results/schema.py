@@ -97,8 +97,32 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("pfc_watchdog", "priority"): ("", "priority whose queue changed"),
     ("pfc_watchdog", "disabled"): ("", "1: queue disabled (paused past PfcWatchdog::DetectionTime), 0: restored"),
 }
+
+# ---- inference runs (cosim.runs.inference): one row per request; files of other runs have no such group
+REQUESTS_DATASETS: dict[tuple[str, str], tuple[str, str]] = {
+    ("requests", "request"): ("", "request index, in arrival order"),
+    ("requests", "arrival_ns"): ("ns", "time the request arrived"),
+    ("requests", "prompt_tokens"): ("", "prompt (prefill) tokens"),
+    ("requests", "output_tokens"): ("", "output tokens, the first (made by the prefill) included"),
+    ("requests", "prefill_replica"): ("", "prefill replica that ran its prompt"),
+    ("requests", "decode_replica"): ("", "decode replica that made its other tokens"),
+    ("requests", "prefill_start_ns"): ("ns", "start of its prefill step (replica free and the batch arrived)"),
+    ("requests", "prefill_end_ns"): ("ns", "end of its prefill step"),
+    ("requests", "kv_start_ns"): ("ns", "first byte of its KV cache sent"),
+    ("requests", "kv_end_ns"): ("ns", "last byte of its KV cache received by the decode replica"),
+    ("requests", "first_token_ns"): ("ns", "KV cache and first token on the decode replica"),
+    ("requests", "last_token_ns"): ("ns", "end of the decode step that made its last token"),
+    ("requests", "ttft_ns"): ("ns", "time to first token, first_token_ns - arrival_ns"),
+    ("requests", "tpot_ns"): ("ns", "time per output token after the first, (last - first) / (output_tokens - 1); "
+                                    "nan for one output token"),
+    ("requests", "e2e_ns"): ("ns", "end-to-end latency, last_token_ns - arrival_ns"),
+    ("requests", "queueing_ns"): ("ns", "wait for a prefill step, prefill_start_ns - arrival_ns"),
+    ("requests", "kv_transfer_ns"): ("ns", "KV transfer time, kv_end_ns - kv_start_ns"),
+    ("requests", "kv_bytes"): ("B", "KV-cache bytes moved from the prefill to the decode replica"),
+}
+DATASETS |= REQUESTS_DATASETS
 GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations", "faults",
-          "pfc_watchdog")
+          "pfc_watchdog", "requests")
 
 #: datasets whose values may be nan, as documented: times of flows, ops, collectives and iterations that did
 #: not finish (a run cut by its time limit)
@@ -107,6 +131,7 @@ NAN_OK = frozenset({
     ("ops", "start_ns"), ("ops", "finish_ns"), ("collectives", "start_ns"), ("collectives", "finish_ns"),
     ("iterations", "start_ns"), ("iterations", "finish_ns"), ("iterations", "time_ns"),
     ("iterations", "exposed_comm_ns"),
+    *((g, n) for g, n in REQUESTS_DATASETS if n.endswith("_ns") and n != "arrival_ns"),
 })
 #: integer datasets that use -1 for "none" (every other known dataset is non-negative)
 MINUS_ONE_OK = frozenset({("ops", "coll_id"), ("faults", "link"), ("faults", "node"), ("faults", "fault"),
@@ -167,6 +192,7 @@ class RunRecord:
     iterations: dict[str, np.ndarray] = field(default_factory=dict)
     faults: dict[str, np.ndarray] = field(default_factory=dict)
     pfc_watchdog: dict[str, np.ndarray] = field(default_factory=dict)
+    requests: dict[str, np.ndarray] = field(default_factory=dict)
 
     def table(self, group: str) -> dict[str, np.ndarray]:
         """The arrays of ``group`` (one of GROUPS; empty if the run has none)."""

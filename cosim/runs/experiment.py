@@ -16,7 +16,7 @@ A document looks like::
     [network.attributes]
     "SharedBufferMmu::BufferBytes" = 4000000
     [workload]
-    kind = "flows"                  # flows | training
+    kind = "flows"                  # flows | training | inference
     pattern = "incast"
     flow_bytes = "1MiB"
     [telemetry]
@@ -80,9 +80,9 @@ from cosim.workload.parallelism import ParallelismSpec
 #: a document's transport may also be "both": one Experiment per transport
 TRANSPORT_CHOICES = (*TRANSPORTS, "both")
 PATTERNS = ("incast", "permutation")
-WORKLOAD_KINDS = ("flows", "training")
-#: kinds a workload of ``[[workloads]]`` may have: the two above and background traffic
-JOB_KINDS = (*WORKLOAD_KINDS, "storage", "checkpoint", "synthetic")
+WORKLOAD_KINDS = ("flows", "training", "inference")
+#: kinds a workload of ``[[workloads]]`` may have: flows, training and background traffic
+JOB_KINDS = ("flows", "training", "storage", "checkpoint", "synthetic")
 #: built-in flow-size distributions of synthetic traffic (cosim.runs.background.DISTRIBUTIONS)
 DISTRIBUTION_NAMES = ("web-search", "data-mining")
 
@@ -146,6 +146,86 @@ class TrainingWorkload:
                                   "see ParallelismSpec for the fields") from None
         return build_trace(get_model(self.model, **dict(self.model_overrides)), parallelism,
                            get_hardware(self.gpu, **hardware))
+
+
+KV_TRANSFER_MODES = ("layer", "whole")
+DECODE_POLICIES = ("round_robin", "least_loaded", "network_aware")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferenceWorkload:
+    """A disaggregated LLM service (cosim.runs.inference; docs/models/inference.md): prefill replicas and
+    decode replicas of a model preset (``cosim.workload.inference.model.PRESETS``, ``model_overrides``:
+    ModelSpec fields), each with its own TP/PP/EP, continuous batching under a token budget, KV caches moved
+    prefill → decode over the fabric (``layer`` by layer or ``whole``), requests from a seeded Poisson process
+    (``requests``, ``rate_per_s``, log-normal lengths of the given medians) or a CSV trace
+    (``request_trace``: a path, or ``"sample"`` for the 64-request sample shipped with cosim; ``requests``
+    then takes its first rows, all of them by default). SLOs decide the goodput.
+    """
+
+    kind = "inference"
+    model: str = v.spec_field(v.Text(nonempty=True), "llama2-70b", "inference model preset")
+    model_overrides: tuple[tuple[str, object], ...] = v.spec_field(v.Kind(), (), "ModelSpec fields")
+    gpu: str = v.spec_field(v.Text(nonempty=True), "h100", "GPU preset (compute model)")
+    prefill_replicas: int = v.spec_field(v.Int(minimum=1, maximum=4096), 1, "prefill replicas")
+    decode_replicas: int = v.spec_field(v.Int(minimum=1, maximum=4096), 1, "decode replicas")
+    prefill_tp: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "tensor parallelism of a prefill replica")
+    prefill_pp: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "pipeline stages of a prefill replica")
+    prefill_ep: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "expert parallelism of a prefill replica "
+                                   "(1 or prefill_tp)")
+    decode_tp: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "tensor parallelism of a decode replica")
+    decode_pp: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "pipeline stages of a decode replica")
+    decode_ep: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "expert parallelism of a decode replica "
+                                  "(1 or decode_tp)")
+    prefill_token_budget: int = v.spec_field(v.Int(minimum=1, maximum=1 << 24), 8192,
+                                             "prompt tokens a prefill step may batch")
+    max_decode_batch: int = v.spec_field(v.Int(minimum=1, maximum=1 << 16), 64, "sequences a decode step may hold")
+    requests: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=1 << 20)), None,
+                                        "requests: Poisson [16]; of a trace, its first rows [all]")
+    rate_per_s: float = v.spec_field(v.Real(positive=True, maximum=1e9), 10.0, "Poisson arrival rate, requests/s")
+    prompt_median_tokens: float = v.spec_field(v.Real(minimum=1.0, maximum=1e6), 1000.0, "median prompt, tokens")
+    output_median_tokens: float = v.spec_field(v.Real(minimum=1.0, maximum=1e6), 50.0, "median output, tokens")
+    max_prompt_tokens: int = v.spec_field(v.Int(minimum=1, maximum=1 << 20), 8192, "longest prompt, tokens")
+    max_output_tokens: int = v.spec_field(v.Int(minimum=1, maximum=1 << 20), 1024, "longest output, tokens")
+    request_seed: int | None = v.spec_field(v.Optional(v.Int(minimum=0, maximum=2**63 - 1)), None,
+                                            "seed of the Poisson requests [the experiment's seed]")
+    request_trace: str | None = v.spec_field(v.Optional(v.Text(nonempty=True, path=True)), None,
+                                             "request CSV (arrived_at,num_prefill_tokens,num_decode_tokens) or "
+                                             "\"sample\"")
+    kv_transfer: str = v.spec_field(v.Choice(KV_TRANSFER_MODES), "layer", "KV cache moved per layer or whole")
+    policy: str = v.spec_field(v.Choice(DECODE_POLICIES), "round_robin", "decode replica choice")
+    ttft_slo_ms: float = v.spec_field(v.Real(positive=True, maximum=1e9), 1000.0, "time-to-first-token SLO, ms")
+    tpot_slo_ms: float = v.spec_field(v.Real(positive=True, maximum=1e9), 100.0, "time-per-output-token SLO, ms")
+    chunk_bytes: int = v.spec_field(v.Size(minimum=1), 4 << 20, "largest flow a transfer is split into, bytes")
+    algorithm: str = v.spec_field(v.Choice(ALGORITHM_NAMES), "auto", "collective algorithm")
+    max_batching_iterations: int = v.spec_field(v.Int(minimum=1, maximum=100), 8,
+                                                "packet-level runs to reach the batching fixed point")
+
+    def __post_init__(self) -> None:
+        v.check_fields(self, "workload")
+        object.__setattr__(self, "model_overrides", _pairs("workload.model_overrides", self.model_overrides))
+        from cosim.workload.inference.stepcost import check_parallelism  # noqa: PLC0415
+
+        model = self.inference_model()
+        for side in ("prefill", "decode"):
+            check_parallelism(model, getattr(self, f"{side}_tp"), getattr(self, f"{side}_pp"),
+                              getattr(self, f"{side}_ep"), f"workload.{side}")
+        try:
+            get_hardware(self.gpu)
+        except CosimInputError as exc:
+            raise CosimInputError("workload.gpu", exc.problem, exc.fix) from None
+
+    def inference_model(self):
+        """The InferenceModel of ``model`` with ``model_overrides``."""
+        from cosim.workload.inference.model import get_inference_model  # noqa: PLC0415
+
+        try:
+            return get_inference_model(self.model, **dict(self.model_overrides))
+        except CosimInputError as exc:
+            field = exc.field if exc.field.startswith("workload") else f"workload.model_overrides.{exc.field}"
+            raise CosimInputError(field, exc.problem, exc.fix) from None
+        except TypeError as exc:
+            raise CosimInputError("workload.model_overrides", str(exc), "see ModelSpec for the fields") from None
 
 
 def _pairs(where: str, value) -> tuple[tuple[str, object], ...]:
@@ -348,6 +428,7 @@ class LimitsSpec:
 _WORKLOAD_DEFAULTS = {
     "flows": {"topology": "single-switch", "max_sim_time_ns": 1e9},
     "training": {"topology": "rail-optimized", "max_sim_time_ns": 1e11},
+    "inference": {"topology": "leaf-spine", "max_sim_time_ns": 1e11},
     "shared": {"topology": "leaf-spine", "max_sim_time_ns": 1e11},
 }
 
@@ -360,7 +441,7 @@ class Experiment:
     name: str | None = v.spec_field(v.Optional(v.RunName()), None, "run name inside the results file")
     description: str = v.spec_field(v.Text(), "", "what the experiment shows")
     network: NetworkSpec = dataclasses.field(default_factory=NetworkSpec)
-    workload: FlowWorkload | TrainingWorkload = dataclasses.field(default_factory=FlowWorkload)
+    workload: FlowWorkload | TrainingWorkload | InferenceWorkload = dataclasses.field(default_factory=FlowWorkload)
     telemetry: TelemetrySpec = dataclasses.field(default_factory=TelemetrySpec)
     limits: LimitsSpec = dataclasses.field(default_factory=LimitsSpec)
     seed: int = v.spec_field(v.Int(minimum=0, maximum=2**63 - 1), 1, "seed of every random choice (ECMP, RNG)")
@@ -372,7 +453,7 @@ class Experiment:
 
     def __post_init__(self) -> None:
         v.check_fields(self, "")
-        for name, cls in (("network", NetworkSpec), ("workload", (FlowWorkload, TrainingWorkload)),
+        for name, cls in (("network", NetworkSpec), ("workload", (FlowWorkload, TrainingWorkload, InferenceWorkload)),
                           ("telemetry", TelemetrySpec), ("limits", LimitsSpec)):
             if not isinstance(getattr(self, name), cls):
                 raise CosimInputError(name, f"must be a {getattr(cls, '__name__', 'workload spec')}")
@@ -380,6 +461,9 @@ class Experiment:
         object.__setattr__(self, "faults", fault_specs.faults_from_list(list(self.faults)))
         if self.baseline and not self.faults:
             raise CosimInputError("baseline", "there are no faults to run without", "add [[faults]] or --fault")
+        if self.faults and not self.workloads and self.workload.kind == "inference":
+            raise CosimInputError("faults", "are not injected into inference runs yet",
+                                  "remove the faults, or inject them into a training or flows run")
         if self.workloads:
             if self.faults:
                 raise CosimInputError("faults", "faults apply to runs of one workload, not to [[workloads]]",
@@ -394,15 +478,15 @@ class Experiment:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
         if self.limits.max_sim_time_ns is None:
             object.__setattr__(self, "limits", dataclasses.replace(self.limits, max_sim_time_ns=defaults["max_sim_time_ns"]))
-        if self.is_training:
+        if self.is_training or self.is_inference:
             if self.network.hosts is not None:
-                raise CosimInputError("network.hosts", "a training run sizes its fabric to the trace's ranks",
+                raise CosimInputError("network.hosts", f"a {self.workload.kind} run sizes its fabric to its ranks",
                                       "remove it (or set network.gpus_per_server)")
         else:
             if self.network.hosts is None:
                 object.__setattr__(self, "network", dataclasses.replace(self.network, hosts=8))
         if self.name is None:
-            object.__setattr__(self, "name", self.workload.pattern if not self.is_training
+            object.__setattr__(self, "name", self.workload.pattern if self.workload.kind == "flows"
                                else self.network.transport)
         fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
         fault_mechanisms.check_network(self.faults, self.network.transport)
@@ -414,6 +498,11 @@ class Experiment:
     def is_training(self) -> bool:
         """True for one co-simulated training workload, False for flow-level traffic or shared fabrics."""
         return not self.workloads and self.workload.kind == "training"
+
+    @property
+    def is_inference(self) -> bool:
+        """True for one co-simulated inference service (cosim.runs.inference)."""
+        return not self.workloads and self.workload.kind == "inference"
 
     @property
     def is_shared(self) -> bool:
@@ -479,7 +568,7 @@ class Experiment:
 # ---------------------------------------------------------------- documents
 
 _SECTIONS = {"network": NetworkSpec, "telemetry": TelemetrySpec, "limits": LimitsSpec}
-_WORKLOADS = {"flows": FlowWorkload, "training": TrainingWorkload}
+_WORKLOADS = {"flows": FlowWorkload, "training": TrainingWorkload, "inference": InferenceWorkload}
 _TOP = ("name", "description", "seed", "baseline")
 #: the key of a document's faults (a list of tables; cosim.runs.faults)
 _FAULTS = "faults"

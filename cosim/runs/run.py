@@ -19,7 +19,7 @@ from cosim.network import ideal
 from cosim.network.transport import run_attributes
 from cosim.network.topology import SWITCH
 from cosim.results import RunRecord
-from cosim.runs import catalog, faults, flows, multi, training
+from cosim.runs import catalog, faults, flows, inference, multi, training
 from cosim.runs.decompose import describe_parts
 from cosim.runs.experiment import Experiment, from_document, with_overrides
 
@@ -42,6 +42,10 @@ def run(exp: Experiment, *, trace=None, progress=None, planned=None) -> RunRecor
     """
     if exp.is_training:
         return training.run_training(exp, trace=trace, progress=progress, planned=planned)
+    if exp.is_inference:
+        if trace is not None:
+            raise ValueError("a trace applies to a training workload")
+        return inference.run_inference(exp, progress=progress, planned=planned)
     if trace is not None:
         raise ValueError("a trace applies to a training workload")
     if exp.is_shared:
@@ -88,6 +92,8 @@ def prepare(exp: Experiment, *, trace=None):
     pass to :func:`run`), and its faults' elements; None for flows."""
     if exp.is_shared:
         return multi.plan(exp)
+    if exp.is_inference:
+        return inference.plan(exp)
     planned = training.plan(exp, trace) if exp.is_training else None
     check_faults(exp, planned)
     return planned
@@ -103,6 +109,9 @@ def output_bytes_estimate(exp: Experiment, planned=None) -> int:
         return estimate_bytes(flows=int(np.count_nonzero(p.dag.kind == DagOpKind.FLOW)),
                               ops=p.trace.n_ops * exp.workload.iterations,
                               collectives=int(np.asarray(p.dag.coll_iteration).size), ports=2 * p.fabric.n_links)
+    if exp.is_inference:
+        p = planned if planned is not None else inference.plan(exp)
+        return inference.output_bytes_estimate(exp, p)
     if exp.is_shared:
         p = planned if planned is not None else multi.plan(exp)
         return estimate_bytes(flows=int(np.count_nonzero(p.dag.columns["kind"] == DagOpKind.FLOW)),
@@ -121,6 +130,8 @@ def preflight(exp: Experiment, *, trace=None, planned=None) -> None:
         return
     if exp.is_training:
         fabric = (planned if planned is not None else training.plan(exp, trace)).fabric
+    elif exp.is_inference:
+        fabric = (planned if planned is not None else inference.plan(exp)).fabric
     else:
         fabric = flows.build(exp)[0]
     engine.check_fabric(fabric, run_attributes(exp.network, exp.seed))
@@ -140,6 +151,12 @@ def describe(exp: Experiment, *, trace=None) -> dict:
         flow = p.dag.kind == DagOpKind.FLOW
         src, dst, size = p.src_node[flow], p.dst_node[flow], p.dag.bytes[flow]
         workload = {"ranks": p.trace.n_ranks, "trace_ops": p.trace.n_ops, "dag_ops": p.dag.n_ops,
+                    "gpus_per_server": p.gpus_per_server}
+    elif exp.is_inference:
+        p = inference.plan(exp)
+        fabric = p.fabric
+        src, dst, size, dag_ops = inference.first_pass_flows(exp, p)
+        workload = {"ranks": p.n_ranks, "requests": p.requests.n, "dag_ops": dag_ops,
                     "gpus_per_server": p.gpus_per_server}
     elif exp.is_shared:
         p = multi.plan(exp)
@@ -266,6 +283,9 @@ def work_estimate(exp: Experiment, planned=None) -> int:
         p = planned if planned is not None else training.plan(exp)
         flow = p.dag.kind == DagOpKind.FLOW
         return data_packet_hops_estimate(p.fabric, p.src_node[flow], p.dst_node[flow], p.dag.bytes[flow], mtu)
+    if exp.is_inference:
+        p = planned if planned is not None else inference.plan(exp)
+        return data_packet_hops_estimate(p.fabric, *inference.first_pass_flows(exp, p)[:3], mtu)
     if exp.is_shared:
         p = planned if planned is not None else multi.plan(exp)
         return data_packet_hops_estimate(p.fabric, *p.flows_of(), mtu)

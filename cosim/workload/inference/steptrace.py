@@ -1,0 +1,370 @@
+"""The step schedule of a disaggregated service as a cosim Trace: compute, collectives and KV transfers.
+
+Ranks: prefill replicas first, then decode replicas, each on consecutive ranks from its ``base``
+(:func:`replica_bases`: a replica that fits a server never straddles two, a larger one starts on a server
+boundary; GPUs skipped so stay idle), stage s's TP rank t of a replica at ``base + s·tp + t``. Per step
+(cosim.workload.inference.serving) and stage, on every TP rank:
+
+- a prefill step's first stage waits for an ``arrival`` timer (a COMPUTE op from time 0 lasting the arrival
+  of the batch's last request); a later stage waits for the activations of the stage before (a SEND from
+  TP rank t to TP rank t of n·h·2/tp bytes, n·h·2 per boundary: cosim.workload.inference.traffic);
+- per layer: ``attn`` compute, TP all-reduce of n·h·2 bytes, then ``mlp`` compute and a second all-reduce
+  for a dense layer; for a MoE layer with ep > 1 ``router`` compute, EP all-to-all dispatch of
+  ceil(n/ep)·k·h·2 bytes per rank, ``experts`` compute and the combine all-to-all of the same size;
+- the first stage's first ``attn`` also embeds the tokens, the last stage's last compute holds the logits;
+  with pp > 1 the sampled token ids (4 B per sequence) go back from the last stage to the first (a SEND
+  per TP rank), which the next step of the replica waits for: a step goes through every stage before the
+  next starts (no pipelining across steps).
+- KV cache of each request, prefill rank → decode rank for every pair sharing layers and KV heads
+  (:func:`kv_pairs`): ``layer`` mode one SEND per layer after that layer's ``attn`` (its K and V exist),
+  ``whole`` mode one SEND of all the pair's layers after the rank's last compute of the step. The first
+  token (4 B) goes from the prefill's last stage (TP rank 0) to every first-stage rank of the decode replica.
+  A decode step admitting a request waits, on every rank, for that rank's KV and token RECVs.
+
+Every op's step, request and role are kept beside the trace (:class:`StepTrace`) to read times back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from cosim.workload.hardware import HardwareSpec
+from cosim.workload.inference.model import InferenceModel
+from cosim.workload.inference.requests import Requests
+from cosim.workload.inference.serving import ServingSchedule
+from cosim.workload.inference.stepcost import StepCompute, stage_layers
+from cosim.workload.inference.traffic import (ACTIVATION_BYTES, ep_dispatch_bytes, pp_activation_bytes,
+                                              tp_allreduce_bytes)
+from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase, Trace
+
+TOKEN_ID_BYTES = 4  #: a sampled token id on the wire
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicaShape:
+    """Parallelism of one replica: tensor, pipeline and expert parallel degrees."""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the replica, tp × pp (EP spreads the experts over the TP ranks of a stage)."""
+        return self.tp * self.pp
+
+
+def _kv_heads_of(model: InferenceModel, tp: int) -> tuple[int, list[list[int]]]:
+    """(KV heads, the heads each TP rank caches): contiguous blocks, or one replicated head per rank when
+    tp exceeds the KV heads; MLA's latent is one "head" every rank holds."""
+    if model.attention == "mla":
+        return 1, [[0] for _ in range(tp)]
+    heads = model.spec.num_kv_heads
+    if tp <= heads:
+        per = heads // tp
+        return heads, [list(range(t * per, (t + 1) * per)) for t in range(tp)]
+    return heads, [[t * heads // tp] for t in range(tp)]
+
+
+def kv_pairs(model: InferenceModel, prefill: ReplicaShape,
+             decode: ReplicaShape) -> list[tuple[int, int, int, int, int]]:
+    """KV-cache routes of a request: (prefill stage·tp + TP rank, decode stage·tp + TP rank, first layer,
+    last layer + 1, bytes per token per layer). A decode rank fetches each KV head it caches from one
+    prefill rank holding it (replicated heads: spread over the holders by the decode rank)."""
+    m = model.spec
+    head_bytes = model.kv_bytes_per_token_per_layer // (1 if model.attention == "mla" else m.num_kv_heads)
+    n_heads, p_heads = _kv_heads_of(model, prefill.tp)
+    _, d_heads = _kv_heads_of(model, decode.tp)
+    holders = [[t for t in range(prefill.tp) if h in p_heads[t]] for h in range(n_heads)]
+    pb, db = stage_layers(m.num_layers, prefill.pp), stage_layers(m.num_layers, decode.pp)
+    out = []
+    for sd in range(decode.pp):
+        for sp in range(prefill.pp):
+            lo, hi = max(pb[sp], db[sd]), min(pb[sp + 1], db[sd + 1])
+            if lo >= hi:
+                continue
+            for td in range(decode.tp):
+                count = np.zeros(prefill.tp, np.int64)
+                for h in d_heads[td]:
+                    count[holders[h][td % len(holders[h])]] += 1
+                for tp_ in np.flatnonzero(count):
+                    out.append((sp * prefill.tp + int(tp_), sd * decode.tp + td, int(lo), int(hi),
+                                int(count[tp_]) * head_bytes))
+    return out
+
+
+def replica_bases(prefill_replicas: int, decode_replicas: int, prefill: ReplicaShape, decode: ReplicaShape,
+                  gpus_per_server: int) -> tuple[list[int], list[int], int]:
+    """(first rank of every prefill replica, of every decode replica, ranks in all)."""
+    bases, at = [], 0
+    for shape in [prefill] * prefill_replicas + [decode] * decode_replicas:
+        used = at % gpus_per_server
+        if used and (shape.gpus > gpus_per_server or used + shape.gpus > gpus_per_server):
+            at += gpus_per_server - used
+        bases.append(at)
+        at += shape.gpus
+    return bases[:prefill_replicas], bases[prefill_replicas:], at
+
+
+class _Ops:
+    """Trace columns being built (ops in creation order; ranks sorted at the end)."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list] = {k: [] for k in ("rank", "kind", "phase", "duration_ns", "bytes", "coll_kind",
+                                                      "group", "peer", "match", "call", "label", "layer")}
+        self.deps: list[list[int]] = []
+        self.labels: dict[str, int] = {}
+        self.calls = 0
+        # beside the trace: the step (prefill s ≥ 0, decode -1-s) and request of each op
+        self.step: list[int] = []
+        self.request: list[int] = []
+
+    def add(self, rank, kind, deps, label, *, duration=0, nbytes=0, coll_kind=0, group=-1, peer=-1, match=-1,
+            call=-1, layer=-1, phase=Phase.FORWARD, step=0, request=-1) -> int:
+        c = self.cols
+        i = len(c["rank"])
+        for k, x in (("rank", rank), ("kind", kind), ("phase", phase), ("duration_ns", duration), ("bytes", nbytes),
+                     ("coll_kind", coll_kind), ("group", group), ("peer", peer), ("match", match), ("call", call),
+                     ("label", self.labels.setdefault(label, len(self.labels))), ("layer", layer)):
+            c[k].append(x)
+        self.deps.append([d for d in deps if d >= 0])
+        self.step.append(step)
+        self.request.append(request)
+        return i
+
+    def send(self, src, dst, nbytes, deps, label, **kw) -> tuple[int, int]:
+        s = self.add(src, OpKind.SEND, deps, label, nbytes=nbytes, peer=dst, **kw)
+        self.cols["match"][s] = s
+        r = self.add(dst, OpKind.RECV, [], label, nbytes=nbytes, peer=src, match=s, **kw)
+        return s, r
+
+    def collective(self, ranks, kind, group, nbytes, deps, label, **kw) -> list[int]:
+        call = self.calls
+        self.calls += 1
+        return [self.add(r, OpKind.COLLECTIVE, d, label, nbytes=nbytes, coll_kind=kind, group=group, call=call, **kw)
+                for r, d in zip(ranks, deps)]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StepTrace:
+    """The trace and, per trace op, its step (prefill s as s, decode s as -1-s) and request (-1: none);
+    per step the ops whose completion ends it; per request its KV SEND and RECV ops and token RECVs."""
+
+    trace: Trace
+    op_step: np.ndarray
+    op_request: np.ndarray
+    prefill_end_ops: list[list[int]]
+    decode_end_ops: list[list[int]]
+    kv_send_ops: list[list[int]]
+    kv_recv_ops: list[list[int]]
+    token_recv_ops: list[list[int]]
+    kv_bytes: np.ndarray  #: int64 per request: KV-cache bytes moved (all pairs and layers)
+
+
+def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Requests, sched: ServingSchedule, *,
+                     prefill_replicas: int, decode_replicas: int, prefill: ReplicaShape, decode: ReplicaShape,
+                     kv_mode: str, gpus_per_server: int) -> StepTrace:
+    """The Trace of ``sched`` (module docstring)."""
+    m = model.spec
+    ops = _Ops()
+    n_req = req.n
+    groups: list[tuple[int, list[int]]] = []  # (GroupKind, ranks)
+    p_base, d_base, n_ranks = replica_bases(prefill_replicas, decode_replicas, prefill, decode, gpus_per_server)
+
+    def stage_groups(base, shape):
+        tp_g, ep_g = [], []
+        for s in range(shape.pp):
+            ranks = [base + s * shape.tp + t for t in range(shape.tp)]
+            groups.append((GroupKind.TP, ranks))
+            tp_g.append(len(groups) - 1)
+            groups.append((GroupKind.EP, ranks))
+            ep_g.append(len(groups) - 1)
+        return tp_g, ep_g
+
+    p_groups = [stage_groups(b, prefill) for b in p_base]
+    d_groups = [stage_groups(b, decode) for b in d_base]
+    last = np.full(n_ranks, -1, np.int64)  # each rank's compute stream: its latest compute or collective
+    pending: dict[int, list[int]] = {}  # rank -> RECVs its next step waits for (KV, token, token return)
+    kv_send = [[] for _ in range(n_req)]
+    kv_recv = [[] for _ in range(n_req)]
+    tok_recv = [[] for _ in range(n_req)]
+    kv_bytes = np.zeros(n_req, np.int64)
+    pairs = kv_pairs(model, prefill, decode)
+    p_cost = StepCompute(model=model, hardware=hardware, tp=prefill.tp, pp=prefill.pp, ep=prefill.ep)
+    d_cost = StepCompute(model=model, hardware=hardware, tp=decode.tp, pp=decode.pp, ep=decode.ep)
+
+    def run_step(phase, step_id, base, shape, cost, tp_g, ep_g, tokens, attn_ns, seqs, first_deps, kv_hook):
+        """One step through the stages of a replica; returns the ops that end it."""
+        bounds = stage_layers(m.num_layers, shape.pp)
+        moe = m.is_moe and shape.ep > 1
+        part_ns = ((cost.router_ns(tokens), cost.experts_ns(tokens)) if moe else (cost.mlp_ns(tokens),))
+        entry = first_deps
+        ends = []
+        for s in range(shape.pp):
+            ranks = [base + s * shape.tp + t for t in range(shape.tp)]
+            cur = [[int(last[r]), *entry.get(r, []), *pending.pop(r, [])] for r in ranks]
+            layers = range(int(bounds[s]), int(bounds[s + 1]))
+            for li, layer in enumerate(layers):
+                first_of_stage, last_of_stage = li == 0, li == len(layers) - 1
+                a_ns = attn_ns + (cost.embedding_ns(tokens) if s == 0 and first_of_stage else 0)
+                cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/attn", duration=a_ns, layer=layer, step=step_id)]
+                       for r, d in zip(ranks, cur)]
+                kv_hook(s, ranks, [c[0] for c in cur], layer, False)
+                if shape.tp > 1:
+                    cur = [[c] for c in ops.collective(ranks, CollKind.ALL_REDUCE, tp_g[s],
+                                                       tp_allreduce_bytes(model, tokens), cur,
+                                                       f"{phase}/tp_allreduce", layer=layer, step=step_id)]
+                tail = cost.logits_ns(seqs) if s == shape.pp - 1 and last_of_stage else 0
+                if moe:
+                    a2a = ep_dispatch_bytes(model, tokens, shape.ep)
+                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/router", duration=part_ns[0],
+                                    layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
+                    cur = [[c] for c in ops.collective(ranks, CollKind.ALL_TO_ALL, ep_g[s], a2a, cur,
+                                                       f"{phase}/ep_dispatch", layer=layer, step=step_id)]
+                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/experts", duration=part_ns[1],
+                                    layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
+                    cur = [[c] for c in ops.collective(ranks, CollKind.ALL_TO_ALL, ep_g[s], a2a, cur,
+                                                       f"{phase}/ep_combine", layer=layer, step=step_id)]
+                    if tail:
+                        cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/logits", duration=tail, layer=layer,
+                                        step=step_id)] for r, d in zip(ranks, cur)]
+                else:
+                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/mlp", duration=part_ns[0] + tail,
+                                    layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
+                    if shape.tp > 1:
+                        cur = [[c] for c in ops.collective(ranks, CollKind.ALL_REDUCE, tp_g[s],
+                                                           tp_allreduce_bytes(model, tokens), cur,
+                                                           f"{phase}/tp_allreduce", layer=layer, step=step_id)]
+            for r, c in zip(ranks, cur):
+                last[r] = c[0]
+            kv_hook(s, ranks, [c[0] for c in cur], int(bounds[s + 1]) - 1, True)
+            if s + 1 < shape.pp:
+                nxt = [base + (s + 1) * shape.tp + t for t in range(shape.tp)]
+                size = -(-pp_activation_bytes(model, tokens) // shape.tp)
+                entry = {}
+                for r, q, c in zip(ranks, nxt, cur):
+                    _, rv = ops.send(r, q, size, c, f"{phase}/pp_activation", group=-1, step=step_id)
+                    entry[q] = [rv]
+            elif shape.pp > 1:
+                firsts = [base + t for t in range(shape.tp)]
+                for r, q, c in zip(ranks, firsts, cur):
+                    _, rv = ops.send(r, q, TOKEN_ID_BYTES * seqs, c, f"{phase}/token_return", step=step_id)
+                    pending.setdefault(q, []).append(rv)
+                    ends.append(rv)
+            else:
+                ends += [c[0] for c in cur]
+        return ends
+
+    # steps in start order, prefill and decode interleaved, so every rank's ops come in time order
+    P, D = sched.prefill, sched.decode
+    order = sorted([(float(P.start_ns[s]), 0, s) for s in range(P.n)]
+                   + [(float(D.start_ns[s]), 1, s) for s in range(D.n)])
+    p_ends: list[list[int]] = [[] for _ in range(P.n)]
+    d_ends: list[list[int]] = [[] for _ in range(D.n)]
+    for _, is_decode, s in order:
+        members = (D if is_decode else P).of(s)
+        if not is_decode:
+            r = int(P.replica[s])
+            base = p_base[r]
+            prompts = req.prompt_tokens[members]
+            arrival = int(round(float(req.arrival_ns[members].max())))
+            timers = {base + t: [ops.add(base + t, OpKind.COMPUTE, [], "arrival", duration=arrival, phase=Phase.OTHER,
+                                         step=s)] for t in range(prefill.tp)} if arrival > 0 else {}
+            dest = sched.decode_replica[members]
+
+            def kv_hook(stage, ranks, after, layer, stage_done, members=members, prompts=prompts, dest=dest, s=s):
+                for q, p_tok, d in zip(members, prompts, dest):
+                    for src, dst, lo, hi, per in pairs:
+                        if src // prefill.tp != stage:
+                            continue
+                        if kv_mode == "layer":
+                            if stage_done or not lo <= layer < hi:
+                                continue
+                            nbytes = int(p_tok) * per
+                        else:
+                            if not stage_done:
+                                continue
+                            nbytes = int(p_tok) * per * (hi - lo)
+                        sd, rv = ops.send(ranks[src % prefill.tp], d_base[d] + dst, nbytes, [after[src % prefill.tp]],
+                                          "kv_cache", phase=Phase.OTHER, step=s, request=int(q), layer=layer)
+                        kv_send[q].append(sd)
+                        kv_recv[q].append(rv)
+                        kv_bytes[q] += nbytes
+                        pending.setdefault(d_base[d] + dst, []).append(rv)
+                    if stage_done and stage == prefill.pp - 1:
+                        for t in range(decode.tp):
+                            _, rv = ops.send(ranks[0], d_base[d] + t, TOKEN_ID_BYTES, [after[0]], "first_token",
+                                             phase=Phase.OTHER, step=s, request=int(q))
+                            tok_recv[q].append(rv)
+                            pending.setdefault(d_base[d] + t, []).append(rv)
+
+            tg, eg = p_groups[r]
+            p_ends[s] = run_step("prefill", s, base, prefill, p_cost, tg, eg, int(prompts.sum()),
+                                 p_cost.prefill_attention_ns(prompts), len(members), timers, kv_hook)
+        else:
+            d = int(D.replica[s])
+            ctx = D.context[D.ptr[s]:D.ptr[s + 1]]
+            tg, eg = d_groups[d]
+            # only this step's newly admitted requests may hold RECVs for it: others' caches are not here yet
+            new = set(members[sched.first_decode_step[members] == s].tolist())
+            base = d_base[d]
+            keep = {}
+            for rank in range(base, base + decode.gpus):
+                mine = pending.pop(rank, [])
+                wanted = [rv for rv in mine if ops.request[rv] < 0 or ops.request[rv] in new]
+                keep[rank] = [rv for rv in mine if rv not in wanted]
+                if wanted:
+                    pending[rank] = wanted
+            d_ends[s] = run_step("decode", -1 - s, base, decode, d_cost, tg, eg, len(members),
+                                 d_cost.decode_attention_ns(len(ctx), int(ctx.sum())), len(members), {},
+                                 lambda *a: None)
+            for rank, rest in keep.items():
+                if rest:
+                    pending.setdefault(rank, []).extend(rest)
+
+    trace, perm = _finish(ops, n_ranks, groups, model, hardware)
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size)
+    remap = lambda lists: [[int(inv[i]) for i in x] for x in lists]  # noqa: E731
+    return StepTrace(trace=trace, op_step=np.asarray(ops.step, np.int64)[perm],
+                     op_request=np.asarray(ops.request, np.int64)[perm], prefill_end_ops=remap(p_ends),
+                     decode_end_ops=remap(d_ends), kv_send_ops=remap(kv_send), kv_recv_ops=remap(kv_recv),
+                     token_recv_ops=remap(tok_recv), kv_bytes=kv_bytes)
+
+
+def _finish(ops: _Ops, n_ranks: int, groups, model: InferenceModel,
+            hardware: HardwareSpec) -> tuple[Trace, np.ndarray]:
+    """The Trace of ``ops`` with ops sorted by rank (creation order kept within a rank), and that order."""
+    c = {k: np.asarray(x, np.int64) for k, x in ops.cols.items()}
+    perm = np.argsort(c["rank"], kind="stable")
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.size)
+    n = perm.size
+    counts = np.array([len(d) for d in ops.deps], np.int64)[perm]
+    dep_idx = np.array([inv[j] for i in perm for j in ops.deps[i]], np.int64)
+    match = np.where(c["match"] >= 0, inv[np.maximum(c["match"], 0)], -1)[perm]
+    call = c["call"][perm]
+    coll_id = np.full(n, -1, np.int64)
+    if np.any(call >= 0):
+        sel = np.flatnonzero(call >= 0)
+        low = np.full(ops.calls, n, np.int64)
+        np.minimum.at(low, call[sel], sel)
+        coll_id[sel] = low[call[sel]]
+    sizes = [len(r) for _, r in groups]
+    specs = {"model": dataclasses.asdict(model.spec), "hardware": dataclasses.asdict(hardware),
+             "inference": {"attention": model.attention, "kv_bytes_per_token": model.kv_bytes_per_token}}
+    trace = Trace(
+        n_ranks=n_ranks, rank=c["rank"][perm], kind=c["kind"][perm], phase=c["phase"][perm],
+        duration_ns=c["duration_ns"][perm], flops=np.zeros(n, np.int64), bytes=c["bytes"][perm],
+        coll_kind=c["coll_kind"][perm], group=c["group"][perm], peer=c["peer"][perm], match_id=match,
+        coll_id=coll_id, algo_hint=np.zeros(n, np.int64), label=c["label"][perm],
+        microbatch=np.full(n, -1, np.int64), layer=c["layer"][perm],
+        dep_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), dep_idx=dep_idx,
+        labels=tuple(ops.labels), group_ptr=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        group_ranks=np.array([x for _, r in groups for x in r], np.int64),
+        group_kind=np.array([k for k, _ in groups], np.int64), specs=json.dumps(specs))
+    return trace, perm
