@@ -90,8 +90,8 @@ class NvlinkModel:
     """The NVLink side of one run: what the DAG executor copies at and what NCCL adds per call and step.
 
     The executor copies at the fastest rate any fitted NCCL line reaches on this GPU (``copy_bytes_per_s``);
-    what a call's protocol loses against it is part of the call's start delay
-    (:meth:`cosim.collectives.tuning.TuningModel.start_latency_ns`)."""
+    what a call's protocol loses against it is extra copy time of its NVLink copies
+    (:meth:`cosim.collectives.tuning.TuningModel.nvlink_extra_ns_per_byte`)."""
 
     gpu: str
     nvlink_bytes_per_s: float  #: datasheet NVLink rate per GPU per direction, bytes/s

@@ -10,9 +10,10 @@ go to the earlier candidate in :data:`CANDIDATES`. The chosen latency also enter
 collective's start barrier lasts :func:`TuningModel.start_latency_ns` (what neither the NVLink copies nor
 the packet-level network model: kernel launch, per-step synchronisation, the network proxy; the NVLink
 copies' own latency, one per NVLink step, is left out of it since the executor adds it). Inside one server
-a ring's barrier also holds what the protocol's bus bandwidth loses against the executor's NVLink copy
-rate (the fastest fitted line's), so the simulated call takes the estimated time. That share is a fixed
-delay: it does not compete for NVLink with other copies running at the same time.
+a ring's NVLink copies also take what the protocol's bus bandwidth loses against the executor's copy rate
+(the fastest fitted line's): :meth:`TuningModel.nvlink_extra_ns_per_byte` of extra copy-engine time per
+byte, so the simulated call takes the estimated time and that time competes for the GPU's copy engine
+with whatever else it sends.
 
 Latency (ns), with steps split into NVLink steps and network steps:
 
@@ -95,12 +96,14 @@ class Shape:
 @dataclass(frozen=True, slots=True)
 class Estimate:
     """One tuner decision: algorithm, protocol, estimated time, its latency part and the start delay the
-    simulation adds (:meth:`TuningModel.start_latency_ns`), ns."""
+    simulation adds (:meth:`TuningModel.start_latency_ns`), ns, and the extra NVLink copy time per byte
+    (:meth:`TuningModel.nvlink_extra_ns_per_byte`)."""
     algorithm: Algorithm
     protocol: Protocol
     time_ns: float
     latency_ns: float
     start_latency_ns: float
+    nvlink_extra_ns_per_byte: float = 0.0
 
 
 def bus_factor(kind: CollKind, n: int) -> float:
@@ -176,17 +179,24 @@ class TuningModel:
         table = NET_STEP_NS[Algorithm.TREE if algorithm == Algorithm.TREE else Algorithm.RING]
         return self.nvlink.launch_ns + intra * self.nvlink.step_ns + inter * table[Protocol(protocol)]
 
-    def start_latency_ns(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol, shape: Shape,
-                         size_bytes: int) -> float:
-        """The delay the simulation adds at the call's start: :meth:`latency_ns` except what the DAG
-        executor's NVLink copies already take, one copy latency per NVLink step; inside one server, a ring
-        gets :meth:`estimate_ns` except what its copies take at the executor's copy rate (module docstring)."""
+    def start_latency_ns(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol, shape: Shape) -> float:
+        """The part of :meth:`latency_ns` the simulation adds as the call's start delay: all of it except
+        what the DAG executor's NVLink copies already take, one copy latency per NVLink step."""
         intra, _ = self.steps(kind, algorithm, shape)
         modelled = intra * min(self.nvlink.step_ns, self.nvlink.copy_latency_ns)
-        if shape.k <= 1 and Algorithm(algorithm) == Algorithm.RING and shape.n >= 2:
-            copies = modelled + bus_factor(kind, shape.n) * size_bytes / self.nvlink.copy_bytes_per_s * 1e9
-            return max(0.0, self.estimate_ns(kind, algorithm, protocol, shape, size_bytes) - copies)
         return max(0.0, self.latency_ns(kind, algorithm, protocol, shape) - modelled)
+
+    def nvlink_extra_ns_per_byte(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol,
+                                 shape: Shape) -> float:
+        """Extra copy-engine time per byte of every NVLink copy of a ring inside one server: what the call's
+        bus bandwidth (the protocol's line for an all-reduce, else the calibrated NVLink busbw) loses
+        against the executor's copy rate, ns per byte; 0 for every other call."""
+        if shape.k > 1 or shape.n < 2 or Algorithm(algorithm) != Algorithm.RING:
+            return 0.0
+        lines = self.in_server_lines(kind, algorithm, shape)
+        bw = (lines.efficiency[Protocol(protocol)] * self.nvlink.nvlink_bytes_per_s if lines is not None
+              else self.bus_bytes_per_s(algorithm, protocol, shape))
+        return max(0.0, 1e9 / bw - 1e9 / self.nvlink.copy_bytes_per_s)
 
     def bus_bytes_per_s(self, algorithm: Algorithm, protocol: Protocol, shape: Shape) -> float:
         """Bus bandwidth the call reaches (module docstring), bytes/s."""
@@ -222,7 +232,8 @@ class TuningModel:
             t = self.estimate_ns(kind, algorithm, p, shape, size_bytes)
             if best is None or t < best.time_ns:
                 best = Estimate(Algorithm(algorithm), p, t, self.latency_ns(kind, algorithm, p, shape),
-                                self.start_latency_ns(kind, algorithm, p, shape, size_bytes))
+                                self.start_latency_ns(kind, algorithm, p, shape),
+                                self.nvlink_extra_ns_per_byte(kind, algorithm, p, shape))
         return best
 
     def choose(self, kind: CollKind, shape: Shape, size_bytes: int, candidates: tuple[Algorithm, ...]) -> Estimate:
