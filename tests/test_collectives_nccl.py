@@ -13,8 +13,8 @@ from cosim.collectives.calibration import (CALIBRATIONS, PROTOCOL_LINES, Protoco
                                            robust_curve)
 from cosim.collectives.tuning import Protocol, Shape, TuningModel
 from cosim.runs.collective import CollectiveSweep, collective_trace, run_point
-from cosim.runs.training import nic_payload_bytes_per_s
-from cosim.workload.trace import CollKind
+from cosim.runs.training import nic_payload_bytes_per_s, run_training
+from cosim.workload.trace import CollKind, Trace
 
 MIB = 1 << 20
 
@@ -215,3 +215,23 @@ def test_busbw_across_two_servers_stays_under_the_nic_limit(transport):
         assert 0 < row.busbw_gbps <= limit_gbps
     assert rows[-1].algorithm == "ring" and rows[-1].busbw_gbps > 0.8 * limit_gbps  # and it gets close
     assert rows[0].algorithm == "tree"
+
+
+def test_concurrent_in_server_all_reduces_share_nvlink_at_ncclss_rate():
+    """Two all-reduces on the same 8 H100s at once: the protocol's bandwidth loss is copy-engine time, so
+    together they take about twice one call's bandwidth term (they share NVLink at NCCL's fitted rate), not
+    one latency plus twice the datasheet wire time."""
+    size, n = 64 * MIB, 8
+    sweep = CollectiveSweep(op="all_reduce", sizes_bytes=(size,), n_ranks=n, gpus_per_server=8, gpu="h100")
+    one = collective_trace(CollKind.ALL_REDUCE, size, n)
+    cols = {f: np.repeat(getattr(one, f), 2) for f in ("rank", "kind", "phase", "duration_ns", "flops", "bytes",
+                                                     "coll_kind", "group", "peer", "match_id", "algo_hint",
+                                                     "label", "microbatch", "layer")}
+    two = Trace(n_ranks=n, **cols, coll_id=np.tile(np.arange(2, dtype=np.int64), n),
+                dep_ptr=np.zeros(2 * n + 1, np.int64), dep_idx=np.zeros(0, np.int64), labels=one.labels,
+                group_ptr=one.group_ptr, group_ranks=one.group_ranks, group_kind=one.group_kind, specs=one.specs)
+    record = run_training(sweep.experiment("roce", size), two)
+    finish = float(np.max(record.collectives["finish_ns"]))
+    lines = PROTOCOL_LINES["h100"][n]
+    bandwidth_ns = 2 * (n - 1) / n * size / float(lines.bus_bytes_per_s(size)) * 1e9
+    assert finish == pytest.approx(lines.latency_ns[2] + 2 * bandwidth_ns, rel=0.03)
