@@ -10,7 +10,8 @@ One row per DAG op (length n):
 - ``src``/``dst``: sending and receiving rank of FLOW/NVLINK (−1 otherwise). Rank r sits on server
   r // gpus_per_server; FLOW iff src and dst are on different servers, NVLINK iff on the same one, never
   src == dst, and ``bytes`` > 0.
-- ``duration_ns`` (COMPUTE), ``priority`` (0..7, network class), ``trace_op`` (trace op index; the coll_id
+- ``duration_ns`` (COMPUTE; NVLINK: extra copy-engine time on top of bytes / rate, what a protocol slower
+  than the executor's NVLink rate adds), ``priority`` (0..7, network class), ``trace_op`` (trace op index; the coll_id
   for a collective's ops, the SEND's index for a send's flows), ``coll`` (row of the collective table or
   −1), ``iteration``.
 - deps as CSR ``dep_ptr``/``dep_idx``: op i starts after every op in dep_idx[dep_ptr[i]:dep_ptr[i+1]]
@@ -187,8 +188,9 @@ class FlowDag:
         same = (self.src // g) == (self.dst // g)
         _where("dag.kind", (self.kind == DagOpKind.FLOW) & same, "a FLOW between GPUs of one server (use NVLINK)")
         _where("dag.kind", (self.kind == DagOpKind.NVLINK) & ~same, "an NVLINK copy between servers (use FLOW)")
-        _where("dag.duration_ns", (self.duration_ns < 0) | ((self.kind != DagOpKind.COMPUTE) & (self.duration_ns != 0)),
-               "only COMPUTE ops have a duration, and it is >= 0")
+        timed = (self.kind == DagOpKind.COMPUTE) | (self.kind == DagOpKind.NVLINK)
+        _where("dag.duration_ns", (self.duration_ns < 0) | (~timed & (self.duration_ns != 0)),
+               "only COMPUTE and NVLINK ops have a duration, and it is >= 0")
         _where("dag.rank", (self.kind == DagOpKind.COMPUTE) & (self.rank < 0) & (self.coll < 0),
                "a COMPUTE op needs a rank (or a collective, whose start latency it is)")
         _where("dag.coll", (self.coll < -1) | (self.coll >= m), "collective index out of range")
@@ -248,7 +250,7 @@ class FlowDag:
                    n_iterations=self.n_iterations,
                    flow_bytes=int(self.bytes[self.kind == DagOpKind.FLOW].sum()),
                    nvlink_bytes=int(self.bytes[self.kind == DagOpKind.NVLINK].sum()),
-                   compute_ns=int(self.duration_ns[self.rank >= 0].sum()),
+                   compute_ns=int(self.duration_ns[(self.kind == DagOpKind.COMPUTE) & (self.rank >= 0)].sum()),
                    collective_latency_ns=int(self.duration_ns[self.rank < 0].sum()))
         return out
 

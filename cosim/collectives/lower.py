@@ -28,7 +28,9 @@ servers is NCCL's rail-aligned channel rings (``n_channels`` of them, default tw
 Latency: every call's start barrier is a COMPUTE op of rank −1 lasting the tuning model's latency of the
 algorithm used with its best protocol (:meth:`~cosim.collectives.tuning.TuningModel.start_latency_ns`:
 launch, per-step synchronisation, network proxy — what the NVLink copies and the packet-level network do
-not model); a NOP when that is 0 (a one-member group).
+not model); a NOP when that is 0 (a one-member group). The NVLINK ops of a ring inside one server carry
+as ``duration_ns`` the extra copy time of its protocol (bytes ×
+:meth:`~cosim.collectives.tuning.TuningModel.nvlink_extra_ns_per_byte`).
 """
 
 from __future__ import annotations
@@ -89,8 +91,9 @@ def group_shape(members: np.ndarray, gpus_per_server: int) -> Shape:
 
 
 def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray, gpus_per_server: int,
-                      tuning: TuningModel, size_bytes: int) -> tuple[Algorithm, float]:
-    """(algorithm, start latency in ns) of a call of ``kind`` on ``members`` under the choice ``name``."""
+                      tuning: TuningModel, size_bytes: int) -> tuple[Algorithm, float, float]:
+    """(algorithm, start latency in ns, extra NVLink copy time in ns per byte) of a call of ``kind`` on
+    ``members`` under the choice ``name``."""
     kind = CollKind(kind)
     shape = group_shape(members, gpus_per_server)
     if name == "auto":
@@ -102,9 +105,10 @@ def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray,
         elif kind == CollKind.ALL_TO_ALL and not pxn_applies(members, gpus_per_server):
             cands = (Algorithm.DIRECT,)
         best = tuning.choose(kind, shape, size_bytes, cands)
-        return best.algorithm, best.start_latency_ns
+        return best.algorithm, best.start_latency_ns, best.nvlink_extra_ns_per_byte
     algo = Algorithm.CHAIN if name == "ring" and kind == CollKind.BROADCAST else _BY_NAME[name]
-    return algo, tuning.best_protocol(kind, algo, shape, size_bytes).start_latency_ns
+    best = tuning.best_protocol(kind, algo, shape, size_bytes)
+    return algo, best.start_latency_ns, best.nvlink_extra_ns_per_byte
 
 
 def _priority_table(priorities: Mapping | None) -> np.ndarray:
@@ -259,9 +263,11 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
         uniq, tmpl_of_call = np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
     templates = []
     t_latency = np.zeros(len(uniq), np.int64)
+    t_extra = np.zeros(len(uniq), np.float64)
     for t, (kk, g, b, h) in enumerate(uniq.tolist()):
         members = trace.group_members(g).astype(np.int64)
-        algo, latency = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps, tuning, b)
+        algo, latency, t_extra[t] = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps,
+                                                      tuning, b)
         templates.append(schedule(CollKind(kk), algo, members, b, chunk_bytes, gps, n_channels))
         t_latency[t] = round(latency) if members.size > 1 else 0
     t_size = np.array([s.n_ops for _, s in templates], dtype=np.int64)
@@ -336,8 +342,9 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
             continue
         idx = base + np.arange(s.n_ops)
         tk = np.where(s.src // gps == s.dst // gps, DagOpKind.NVLINK, DagOpKind.FLOW)
+        extra = np.where(tk == DagOpKind.NVLINK, np.rint(s.bytes * t_extra[t]), 0).astype(np.int64)
         b.ops(idx.ravel(), kind=np.tile(tk, cs.size), rank=np.tile(s.src, cs.size), src=np.tile(s.src, cs.size),
-              dst=np.tile(s.dst, cs.size), bytes=np.tile(s.bytes, cs.size),
+              dst=np.tile(s.dst, cs.size), bytes=np.tile(s.bytes, cs.size), duration_ns=np.tile(extra, cs.size),
               priority=np.repeat(c_prio[cs], s.n_ops), trace_op=np.repeat(call_ids[cs], s.n_ops),
               coll=np.repeat(cs, s.n_ops))
         local_owner = np.repeat(np.arange(s.n_ops, dtype=np.int64), np.diff(s.dep_ptr))

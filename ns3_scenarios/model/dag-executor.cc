@@ -134,7 +134,7 @@ DagExecutor::BusyTimeProblem(const uint8_t* kind, const int64_t* bytes, const in
         }
         else if (kind[i] == uint8_t(DagOpKind::NVLINK))
         {
-            nvlinkPs += NvlinkWirePs(bytes[i]) + double(m_nvlinkLatency.GetTimeStep());
+            nvlinkPs += NvlinkWirePs(bytes[i]) + double(durationPs[i]) + double(m_nvlinkLatency.GetTimeStep());
         }
     }
     if (computePs + nvlinkPs <= kMaxTotalBusyPs)
@@ -261,10 +261,11 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
         break;
     case DagOpKind::NVLINK: {
         // One copy engine per sending GPU: copies of a GPU run one after another, each taking the wire
-        // time at the NVLink rate; the fixed latency overlaps with the next copy.
+        // time at the NVLink rate plus its own extra busy time (a protocol slower than the rate); the
+        // fixed latency overlaps with the next copy.
         int64_t& freePs = m_nvlinkFreePs[m_gpu[op]];
         const int64_t begin = std::max(nowPs, freePs);
-        const int64_t wirePs = int64_t(NvlinkWirePs(m_bytes[op]));
+        const int64_t wirePs = int64_t(NvlinkWirePs(m_bytes[op])) + m_durationPs[op];
         freePs = begin + wirePs;
         Simulator::Schedule(TimeStep(freePs + m_nvlinkLatency.GetTimeStep() - nowPs), &DagExecutor::Finish,
                             this, op);

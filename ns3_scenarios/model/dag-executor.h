@@ -29,8 +29,9 @@ using cosim::DagOpKind;
  * The graph arrives as arrays (CSR dependencies, every dependency index below the op's own: a topological
  * order, so no cycle is possible). FLOW ops are handed to the owner through the flow starter callback and
  * reported back with FlowFinished(); the rest is timed here: COMPUTE for its duration, NVLINK as
- * NvlinkLatency + bytes / NvlinkDataRate, serialized per sending GPU (one copy engine per GPU, in ready
- * order), NOP at once. No Python runs in this loop.
+ * NvlinkLatency + bytes / NvlinkDataRate + its own duration (extra copy-engine time: what a protocol
+ * slower than NvlinkDataRate adds), serialized per sending GPU (one copy engine per GPU, in ready order),
+ * NOP at once. No Python runs in this loop.
  */
 class DagExecutor : public Object
 {
@@ -45,7 +46,7 @@ class DagExecutor : public Object
      * @param kind DagOpKind per op
      * @param gpu sending GPU (rank) per op, used to serialize NVLINK copies of one GPU
      * @param bytes payload per op, in bytes (FLOW, NVLINK)
-     * @param durationPs busy time per op, in ps (COMPUTE)
+     * @param durationPs busy time per op, in ps (COMPUTE; NVLINK: extra copy-engine time on top of the wire)
      * @param depPtr CSR row pointers, [n + 1]
      * @param depIdx CSR dependency op indices, each below its op's index
      * @param n number of ops
