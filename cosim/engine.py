@@ -29,6 +29,11 @@ from cosim.workload.flows import FlowSet
 from cosim.network.topology import HOST, SWITCH, Fabric
 from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, qualify_attribute
 
+#: the ns-3 event scheduler every run uses (ns-3's SchedulerType). All ns-3 schedulers give the same event
+#: order (time, then insertion), so the choice changes speed only: the timing wheel takes about a third
+#: of PriorityQueueScheduler's instructions per event on this mix (bench/README.md, the packet path).
+SCHEDULER_TYPE = "ns3::TimingWheelScheduler"
+
 PLUGIN_NAME = "libcosim-ns3.so"
 ENGINE_HEADER = "cosim-engine.h"
 
@@ -192,13 +197,15 @@ def simulate(
     max_sim_time_ns: float = 1e9,
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
+    scheduler: str = SCHEDULER_TYPE,
 ) -> SimulationOutput:
     """Run ``flows`` on ``fabric`` in ns-3 until every flow is delivered (or the time limit).
 
     ``attributes`` maps ns-3 attribute paths (``EgressPort::DataRate`` …) to values; they are applied as
     defaults before anything is built, and an unknown name or invalid value raises CosimInputError.
     ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
-    (``delivered_at_bytes``), e.g. to measure throughput over part of a run.
+    (``delivered_at_bytes``), e.g. to measure throughput over part of a run. ``scheduler``: the ns-3
+    event scheduler type (same results whichever; benchmarks compare them).
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n_nodes = fabric.n_nodes
@@ -210,7 +217,7 @@ def simulate(
         raise CosimInputError("flows.priority", f"priorities are 0..{NUM_PRIORITIES - 1}")
 
     snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
-    with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
+    with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler) as (engine, t0):
         n = flows.n_flows
         if n:
             engine.AddFlows(np.ascontiguousarray(flows.src, np.int32), np.ascontiguousarray(flows.dst, np.int32),
@@ -263,6 +270,7 @@ def simulate_dag(
     max_sim_time_ns: float = 1e10,
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
+    scheduler: str = SCHEDULER_TYPE,
 ) -> DagOutput:
     """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
 
@@ -270,11 +278,11 @@ def simulate_dag(
     copies at the NVLink rate, FLOW ops as packet-level flows between ``src_node`` and ``dst_node``.
     ``progress`` is called as progress(sim_ns, ops_done, ops_total, data_packet_hops). ``snapshot_ns``:
     simulated times at which every flow's delivered bytes are recorded (``network.delivered_at_bytes``;
-    a flow that had not started yet has delivered 0).
+    a flow that had not started yet has delivered 0). ``scheduler``: the ns-3 event scheduler type.
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
-    with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
+    with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler) as (engine, t0):
         arrays = [np.ascontiguousarray(a, dt) for a, dt in (
             (kind, np.uint8), (gpu, np.int32), (src_node, np.int32), (dst_node, np.int32), (bytes_, np.int64),
             (np.rint(np.asarray(duration_ns, np.float64) * 1e3), np.int64), (priority, np.uint8),
@@ -387,13 +395,19 @@ def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None) ->
 
 
 @contextlib.contextmanager
-def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float):
+def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float,
+             scheduler: str = SCHEDULER_TYPE):
     """An Engine with ``attributes`` applied and ``fabric`` built and sampled; destroyed on exit."""
     cosim_ns = load()
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
     try:
         _apply_attributes(engine, attributes)
+        try:
+            engine.SetScheduler(scheduler)
+        except Exception as exc:
+            raise CosimInputError("scheduler", _cpp_reason(exc), "use an ns3::Scheduler subclass such as "
+                                  f"{SCHEDULER_TYPE}") from None
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)

@@ -1,0 +1,293 @@
+#include "timing-wheel-scheduler.h"
+
+#include "ns3/assert.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace ns3
+{
+
+NS_OBJECT_ENSURE_REGISTERED(TimingWheelScheduler);
+
+namespace
+{
+/// Heap order of the far events: std::*_heap build max-heaps, so "less" is "later" here.
+bool
+Later(const Scheduler::Event& a, const Scheduler::Event& b)
+{
+    return b.key < a.key;
+}
+
+/// @return the index of the first set bit of @p words at or after bit @p from, or UINT32_MAX if none
+uint32_t
+FirstSetBitFrom(const std::vector<uint64_t>& words, uint32_t from)
+{
+    uint32_t w = from >> 6;
+    if (w >= words.size())
+    {
+        return UINT32_MAX;
+    }
+    uint64_t bits = words[w] & (~uint64_t(0) << (from & 63));
+    while (bits == 0)
+    {
+        if (++w == words.size())
+        {
+            return UINT32_MAX;
+        }
+        bits = words[w];
+    }
+    return (w << 6) | uint32_t(std::countr_zero(bits));
+}
+} // namespace
+
+TypeId
+TimingWheelScheduler::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::TimingWheelScheduler")
+            .SetParent<Scheduler>()
+            .SetGroupName("Cosim")
+            .AddConstructor<TimingWheelScheduler>()
+            .AddAttribute("BucketWidth",
+                          "Simulated time one bucket of the wheel spans, rounded down to a power of two time "
+                          "steps (ps; at least 1 ps): 5 ns gives 4,096 ps. Events closer together share a "
+                          "bucket's sorted list. Changes speed only, never the event order.",
+                          TimeValue(NanoSeconds(5)),
+                          MakeTimeAccessor(&TimingWheelScheduler::m_bucketWidth),
+                          MakeTimeChecker())
+            .AddAttribute("Buckets",
+                          "Buckets in the wheel, rounded up to a power of two; Buckets x BucketWidth is the "
+                          "horizon beyond which events wait in a heap. Changes speed only, never the event "
+                          "order.",
+                          UintegerValue(8192),
+                          MakeUintegerAccessor(&TimingWheelScheduler::m_bucketsAttribute),
+                          MakeUintegerChecker<uint32_t>(64, 1U << 22));
+    return tid;
+}
+
+TimingWheelScheduler::TimingWheelScheduler() = default;
+
+TimingWheelScheduler::~TimingWheelScheduler() = default;
+
+void
+TimingWheelScheduler::NotifyConstructionCompleted()
+{
+    const int64_t steps = std::max<int64_t>(m_bucketWidth.GetTimeStep(), 1);
+    m_widthShift = uint32_t(std::bit_width(uint64_t(steps)) - 1);
+    const uint64_t buckets = std::bit_ceil(uint64_t(std::max<uint32_t>(m_bucketsAttribute, 64)));
+    m_slotMask = buckets - 1;
+    m_head.assign(buckets, kNone);
+    m_occupied.assign(buckets / 64, 0);
+    m_occupiedWords.assign((buckets / 64 + 63) / 64, 0);
+    Scheduler::NotifyConstructionCompleted();
+}
+
+void
+TimingWheelScheduler::MarkOccupied(uint32_t slot)
+{
+    m_occupied[slot >> 6] |= uint64_t(1) << (slot & 63);
+    m_occupiedWords[slot >> 12] |= uint64_t(1) << ((slot >> 6) & 63);
+}
+
+void
+TimingWheelScheduler::MarkEmpty(uint32_t slot)
+{
+    uint64_t& word = m_occupied[slot >> 6];
+    word &= ~(uint64_t(1) << (slot & 63));
+    if (word == 0)
+    {
+        m_occupiedWords[slot >> 12] &= ~(uint64_t(1) << ((slot >> 6) & 63));
+    }
+}
+
+void
+TimingWheelScheduler::Insert(const Scheduler::Event& ev)
+{
+    if (InWindow(BucketOf(ev.key.m_ts)))
+    {
+        InsertNear(ev);
+    }
+    else
+    {
+        InsertFar(ev);
+    }
+}
+
+void
+TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
+{
+    uint32_t node = m_freeNode;
+    if (node == kNone)
+    {
+        node = uint32_t(m_nodes.size());
+        m_nodes.push_back(Node{});
+    }
+    else
+    {
+        m_freeNode = m_nodes[node].next;
+    }
+    m_nodes[node].ev = ev;
+    const uint32_t slot = uint32_t(BucketOf(ev.key.m_ts) & m_slotMask);
+    uint32_t* link = &m_head[slot];
+    if (*link == kNone)
+    {
+        MarkOccupied(slot);
+    }
+    while (*link != kNone && m_nodes[*link].ev.key < ev.key)
+    {
+        link = &m_nodes[*link].next;
+    }
+    m_nodes[node].next = *link;
+    *link = node;
+    ++m_nearCount;
+}
+
+void
+TimingWheelScheduler::InsertFar(const Scheduler::Event& ev)
+{
+    m_far.push_back(ev);
+    std::push_heap(m_far.begin(), m_far.end(), Later);
+}
+
+bool
+TimingWheelScheduler::IsEmpty() const
+{
+    return m_nearCount == 0 && m_far.empty();
+}
+
+uint32_t
+TimingWheelScheduler::FirstOccupiedSlot() const
+{
+    if (m_nearCount == 0)
+    {
+        return kNone;
+    }
+    // Every wheel event's bucket is in [start, start + Buckets), so ring order from the start's slot is
+    // time order: search up to the ring's end, then wrap around to its beginning.
+    const uint32_t from = uint32_t(m_startBucket & m_slotMask);
+    const uint32_t w = from >> 6;
+    if (const uint64_t bits = m_occupied[w] & (~uint64_t(0) << (from & 63)); bits != 0)
+    {
+        return (w << 6) | uint32_t(std::countr_zero(bits));
+    }
+    uint32_t word = FirstSetBitFrom(m_occupiedWords, w + 1);
+    if (word == UINT32_MAX)
+    {
+        word = FirstSetBitFrom(m_occupiedWords, 0);
+    }
+    NS_ASSERT_MSG(word != UINT32_MAX, "the wheel counts events but no bucket is marked occupied");
+    return (word << 6) | uint32_t(std::countr_zero(m_occupied[word]));
+}
+
+TimingWheelScheduler::Next
+TimingWheelScheduler::FindNext() const
+{
+    const uint32_t slot = FirstOccupiedSlot();
+    if (m_far.empty())
+    {
+        return {slot, slot != kNone};
+    }
+    if (slot != kNone && m_nodes[m_head[slot]].ev.key < m_far.front().key)
+    {
+        return {slot, true};
+    }
+    return {kNone, true};
+}
+
+Scheduler::Event
+TimingWheelScheduler::PeekNext() const
+{
+    const Next next = FindNext();
+    NS_ASSERT_MSG(next.found, "PeekNext on an empty scheduler");
+    return next.slot != kNone ? m_nodes[m_head[next.slot]].ev : m_far.front();
+}
+
+Scheduler::Event
+TimingWheelScheduler::PopSlot(uint32_t slot)
+{
+    const uint32_t node = m_head[slot];
+    Node& n = m_nodes[node];
+    m_head[slot] = n.next;
+    if (n.next == kNone)
+    {
+        MarkEmpty(slot);
+    }
+    n.next = m_freeNode;
+    m_freeNode = node;
+    --m_nearCount;
+    return n.ev;
+}
+
+Scheduler::Event
+TimingWheelScheduler::PopFar()
+{
+    std::pop_heap(m_far.begin(), m_far.end(), Later);
+    const Scheduler::Event ev = m_far.back();
+    m_far.pop_back();
+    return ev;
+}
+
+void
+TimingWheelScheduler::Advance(uint64_t bucket)
+{
+    // The event just removed was the earliest, so no wheel event lies in a bucket before its own.
+    if (bucket > m_startBucket)
+    {
+        m_startBucket = bucket;
+    }
+    while (!m_far.empty() && InWindow(BucketOf(m_far.front().key.m_ts)))
+    {
+        InsertNear(PopFar());
+    }
+}
+
+Scheduler::Event
+TimingWheelScheduler::RemoveNext()
+{
+    const Next next = FindNext();
+    NS_ASSERT_MSG(next.found, "RemoveNext on an empty scheduler");
+    const Scheduler::Event ev = next.slot != kNone ? PopSlot(next.slot) : PopFar();
+    Advance(BucketOf(ev.key.m_ts));
+    return ev;
+}
+
+void
+TimingWheelScheduler::Remove(const Scheduler::Event& ev)
+{
+    const uint64_t bucket = BucketOf(ev.key.m_ts);
+    if (InWindow(bucket))
+    {
+        const uint32_t slot = uint32_t(bucket & m_slotMask);
+        for (uint32_t* link = &m_head[slot]; *link != kNone; link = &m_nodes[*link].next)
+        {
+            if (m_nodes[*link].ev.key.m_uid == ev.key.m_uid)
+            {
+                const uint32_t node = *link;
+                *link = m_nodes[node].next;
+                if (m_head[slot] == kNone)
+                {
+                    MarkEmpty(slot);
+                }
+                m_nodes[node].next = m_freeNode;
+                m_freeNode = node;
+                --m_nearCount;
+                return;
+            }
+        }
+    }
+    // Events outside the window wait in the far heap (the window's events all moved into the wheel).
+    const auto it = std::find_if(m_far.begin(), m_far.end(),
+                                 [&ev](const Scheduler::Event& e) { return e.key.m_uid == ev.key.m_uid; });
+    NS_ASSERT_MSG(it != m_far.end(), "Remove of an event that is not pending");
+    if (it == m_far.end())
+    {
+        return;
+    }
+    *it = m_far.back();
+    m_far.pop_back();
+    std::make_heap(m_far.begin(), m_far.end(), Later);
+}
+
+} // namespace ns3

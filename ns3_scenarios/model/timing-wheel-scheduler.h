@@ -1,0 +1,125 @@
+/**
+ * @file
+ * @ingroup cosim
+ * An ns-3 event scheduler for packet simulations: a timing wheel of short time buckets for the near
+ * future, plus a binary heap for the few events beyond the wheel's horizon.
+ */
+#ifndef COSIM_TIMING_WHEEL_SCHEDULER_H
+#define COSIM_TIMING_WHEEL_SCHEDULER_H
+
+#include "ns3/nstime.h"
+#include "ns3/scheduler.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * @ingroup cosim
+ * @brief Event queue tuned to a packet fabric's event mix: most events fall within a few µs of now
+ * (serializations, propagations, credit and ACK returns), a few far ones (timers, the run's time limit).
+ *
+ * The near future is a ring of `Buckets` buckets, each `BucketWidth` of simulated time wide, so the
+ * wheel covers `Buckets × BucketWidth` from the bucket of the last event removed. An event inside that
+ * horizon goes to its bucket: a short list kept sorted by (timestamp, uid), the order every ns-3
+ * scheduler gives, so equal timestamps keep their insertion order. A bitmap of occupied buckets (and a
+ * second bitmap of occupied bitmap words) finds the next occupied bucket in a few instructions. An event
+ * beyond the horizon goes to a binary min-heap and moves into the wheel once the wheel's start comes
+ * within a horizon of it. The next event is the earlier of the first occupied bucket's head and the
+ * heap's top.
+ *
+ * Events are nodes of one array, linked by index and recycled through a free list: inserting allocates
+ * only when more events are pending than ever before. Insert and RemoveNext cost O(1) plus the walk of
+ * one bucket's list (usually empty or one event) for near events, O(log far) for far ones.
+ *
+ * Correct for any timestamps (an event outside the wheel's window is simply kept in the heap); fast when
+ * most pending events are within a horizon of now.
+ */
+class TimingWheelScheduler : public Scheduler
+{
+  public:
+    /// @return the TypeId, with the BucketWidth and Buckets attributes
+    static TypeId GetTypeId();
+
+    TimingWheelScheduler();
+    ~TimingWheelScheduler() override;
+    TimingWheelScheduler(const TimingWheelScheduler&) = delete;
+    TimingWheelScheduler& operator=(const TimingWheelScheduler&) = delete;
+
+    void Insert(const Scheduler::Event& ev) override;
+    bool IsEmpty() const override;
+    Scheduler::Event PeekNext() const override;
+    Scheduler::Event RemoveNext() override;
+    void Remove(const Scheduler::Event& ev) override;
+
+  protected:
+    /// Size the wheel from the attributes (they are set by then).
+    void NotifyConstructionCompleted() override;
+
+  private:
+    static constexpr uint32_t kNone = UINT32_MAX; ///< end of a bucket's list / of the free list
+
+    /// One pending event of the wheel, linked to the next one of its bucket (or of the free list).
+    struct Node
+    {
+        Scheduler::Event ev; ///< the event
+        uint32_t next;       ///< index of the next node of the same bucket, kNone at the end
+    };
+
+    /// Where the next event is: a bucket of the wheel or the far heap.
+    struct Next
+    {
+        uint32_t slot; ///< bucket index in the ring, kNone if the next event is in the far heap
+        bool found;    ///< false when no event is pending
+    };
+
+    /// @return the bucket number (absolute, not wrapped) of timestamp @p ts
+    uint64_t BucketOf(uint64_t ts) const
+    {
+        return ts >> m_widthShift;
+    }
+
+    /// @return true if bucket number @p bucket lies in the wheel's window [m_start, m_start + Buckets)
+    bool InWindow(uint64_t bucket) const
+    {
+        return bucket - m_startBucket <= m_slotMask; // unsigned: a bucket before the start wraps to huge
+    }
+
+    /// Link @p ev into its bucket's sorted list (its bucket must be in the window).
+    void InsertNear(const Scheduler::Event& ev);
+    /// Push @p ev on the far heap.
+    void InsertFar(const Scheduler::Event& ev);
+    /// @return the first occupied bucket at or after the wheel's start, in ring order (kNone if none)
+    uint32_t FirstOccupiedSlot() const;
+    /// @return where the earliest pending event is
+    Next FindNext() const;
+    /// Unlink the head of bucket @p slot; @return its event
+    Scheduler::Event PopSlot(uint32_t slot);
+    /// Pop the far heap's top; @return it
+    Scheduler::Event PopFar();
+    /// Move the wheel's start to bucket @p bucket and pull the far events now inside the window.
+    void Advance(uint64_t bucket);
+    /// Mark bucket @p slot occupied in both bitmaps.
+    void MarkOccupied(uint32_t slot);
+    /// Mark bucket @p slot empty (it has just become so) in both bitmaps.
+    void MarkEmpty(uint32_t slot);
+
+    Time m_bucketWidth;                  ///< BucketWidth attribute (rounded down to a power of two time steps)
+    uint32_t m_bucketsAttribute;         ///< Buckets attribute (rounded up to a power of two)
+    uint32_t m_widthShift{0};            ///< log2 of the bucket width, in time steps
+    uint64_t m_slotMask{0};              ///< buckets in the ring − 1
+    uint64_t m_startBucket{0};           ///< bucket number of the wheel's first bucket (of the last event removed)
+    uint64_t m_nearCount{0};             ///< events in the wheel
+    std::vector<uint32_t> m_head;        ///< per ring slot, first node of its bucket (kNone if empty)
+    std::vector<uint64_t> m_occupied;    ///< one bit per ring slot: its bucket holds events
+    std::vector<uint64_t> m_occupiedWords; ///< one bit per word of m_occupied: that word is non-zero
+    std::vector<Node> m_nodes;           ///< node storage of the wheel's events
+    uint32_t m_freeNode{kNone};          ///< first free node
+    std::vector<Scheduler::Event> m_far; ///< binary min-heap of events beyond the window, by (ts, uid)
+};
+
+} // namespace ns3
+
+#endif // COSIM_TIMING_WHEEL_SCHEDULER_H
