@@ -78,7 +78,7 @@ TimingWheelScheduler::NotifyConstructionCompleted()
     m_widthShift = uint32_t(std::bit_width(uint64_t(steps)) - 1);
     const uint64_t buckets = std::bit_ceil(uint64_t(std::max<uint32_t>(m_bucketsAttribute, 64)));
     m_slotMask = buckets - 1;
-    m_head.assign(buckets, kNone);
+    m_buckets.assign(buckets, Bucket{kNone, kNone});
     m_occupied.assign(buckets / 64, 0);
     m_occupiedWords.assign((buckets / 64 + 63) / 64, 0);
     Scheduler::NotifyConstructionCompleted();
@@ -129,19 +129,31 @@ TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
         m_freeNode = m_nodes[node].next;
     }
     m_nodes[node].ev = ev;
+    ++m_nearCount;
     const uint32_t slot = uint32_t(BucketOf(ev.key.m_ts) & m_slotMask);
-    uint32_t* link = &m_head[slot];
-    if (*link == kNone)
+    Bucket& bucket = m_buckets[slot];
+    if (bucket.head == kNone)
     {
         MarkOccupied(slot);
+        m_nodes[node].next = kNone;
+        bucket.head = bucket.tail = node;
+        return;
     }
-    while (*link != kNone && m_nodes[*link].ev.key < ev.key)
+    if (m_nodes[bucket.tail].ev.key < ev.key)
+    {
+        m_nodes[node].next = kNone;
+        m_nodes[bucket.tail].next = node;
+        bucket.tail = node;
+        return;
+    }
+    // Earlier than the tail: the walk stops before it, so the tail stays.
+    uint32_t* link = &bucket.head;
+    while (m_nodes[*link].ev.key < ev.key)
     {
         link = &m_nodes[*link].next;
     }
     m_nodes[node].next = *link;
     *link = node;
-    ++m_nearCount;
 }
 
 void
@@ -189,7 +201,7 @@ TimingWheelScheduler::FindNext() const
     {
         return {slot, slot != kNone};
     }
-    if (slot != kNone && m_nodes[m_head[slot]].ev.key < m_far.front().key)
+    if (slot != kNone && m_nodes[m_buckets[slot].head].ev.key < m_far.front().key)
     {
         return {slot, true};
     }
@@ -201,15 +213,15 @@ TimingWheelScheduler::PeekNext() const
 {
     const Next next = FindNext();
     NS_ASSERT_MSG(next.found, "PeekNext on an empty scheduler");
-    return next.slot != kNone ? m_nodes[m_head[next.slot]].ev : m_far.front();
+    return next.slot != kNone ? m_nodes[m_buckets[next.slot].head].ev : m_far.front();
 }
 
 Scheduler::Event
 TimingWheelScheduler::PopSlot(uint32_t slot)
 {
-    const uint32_t node = m_head[slot];
+    const uint32_t node = m_buckets[slot].head;
     Node& n = m_nodes[node];
-    m_head[slot] = n.next;
+    m_buckets[slot].head = n.next;
     if (n.next == kNone)
     {
         MarkEmpty(slot);
@@ -260,13 +272,19 @@ TimingWheelScheduler::Remove(const Scheduler::Event& ev)
     if (InWindow(bucket))
     {
         const uint32_t slot = uint32_t(bucket & m_slotMask);
-        for (uint32_t* link = &m_head[slot]; *link != kNone; link = &m_nodes[*link].next)
+        Bucket& b = m_buckets[slot];
+        uint32_t previous = kNone;
+        for (uint32_t* link = &b.head; *link != kNone; previous = *link, link = &m_nodes[*link].next)
         {
             if (m_nodes[*link].ev.key.m_uid == ev.key.m_uid)
             {
                 const uint32_t node = *link;
                 *link = m_nodes[node].next;
-                if (m_head[slot] == kNone)
+                if (b.tail == node)
+                {
+                    b.tail = previous;
+                }
+                if (b.head == kNone)
                 {
                     MarkEmpty(slot);
                 }

@@ -24,7 +24,9 @@ namespace ns3
  * The near future is a ring of `Buckets` buckets, each `BucketWidth` of simulated time wide, so the
  * wheel covers `Buckets × BucketWidth` from the bucket of the last event removed. An event inside that
  * horizon goes to its bucket: a short list kept sorted by (timestamp, uid), the order every ns-3
- * scheduler gives, so equal timestamps keep their insertion order. A bitmap of occupied buckets (and a
+ * scheduler gives, so equal timestamps keep their insertion order; a new event usually sorts last (ns-3's
+ * uids increase, and synchronized ports schedule many events at one timestamp), so the list keeps its
+ * tail and appends there without a walk. A bitmap of occupied buckets (and a
  * second bitmap of occupied bitmap words) finds the next occupied bucket in a few instructions. An event
  * beyond the horizon goes to a binary min-heap and moves into the wheel once the wheel's start comes
  * within a horizon of it. The next event is the earlier of the first occupied bucket's head and the
@@ -66,6 +68,13 @@ class TimingWheelScheduler : public Scheduler
     {
         Scheduler::Event ev; ///< the event
         uint32_t next;       ///< index of the next node of the same bucket, kNone at the end
+    };
+
+    /// One bucket of the ring: its sorted list's first and last nodes.
+    struct Bucket
+    {
+        uint32_t head; ///< earliest node, kNone if the bucket is empty
+        uint32_t tail; ///< latest node (valid while head is not kNone)
     };
 
     /// Where the next event is: a bucket of the wheel or the far heap.
@@ -112,7 +121,7 @@ class TimingWheelScheduler : public Scheduler
     uint64_t m_slotMask{0};              ///< buckets in the ring − 1
     uint64_t m_startBucket{0};           ///< bucket number of the wheel's first bucket (of the last event removed)
     uint64_t m_nearCount{0};             ///< events in the wheel
-    std::vector<uint32_t> m_head;        ///< per ring slot, first node of its bucket (kNone if empty)
+    std::vector<Bucket> m_buckets;       ///< the ring
     std::vector<uint64_t> m_occupied;    ///< one bit per ring slot: its bucket holds events
     std::vector<uint64_t> m_occupiedWords; ///< one bit per word of m_occupied: that word is non-zero
     std::vector<Node> m_nodes;           ///< node storage of the wheel's events
