@@ -285,8 +285,8 @@ HostNic::LineRateBps() const
 double
 HostNic::GetFlowRateBps(uint64_t flowId) const
 {
-    auto it = m_qpOf.find(flowId);
-    return it == m_qpOf.end() ? LineRateBps() : m_qps[it->second].cc.rateBps;
+    const uint32_t qp = SenderQueuePair(flowId);
+    return qp == FlowTable::kNoQueuePair ? LineRateBps() : m_qps[qp].cc.rateBps;
 }
 
 void
@@ -320,7 +320,7 @@ HostNic::StartFlow(uint64_t flowId)
     qp.cc = m_dcqcnAlgo->Initial(LineRateBps());
     qp.grantedBytes = m_admission ? 0 : kNoSendLimit;
     UpdateSendLimit(qp);
-    m_qpOf[flowId] = static_cast<uint32_t>(m_qps.size());
+    m_flows->senderQp[flowId] = static_cast<uint32_t>(m_qps.size());
     m_active.push_back(static_cast<uint32_t>(m_qps.size()));
     m_qps.push_back(qp);
     ++m_activeAtPrio[m_flows->priority[flowId]];
@@ -578,13 +578,13 @@ HostNic::DeliverInOrder(uint64_t flowId, uint32_t src, uint64_t bytes)
     const uint64_t rcvd = (m_flows->rcvdBytes[flowId] += bytes);
     NS_ASSERT_MSG(rcvd <= m_flows->sizeBytes[flowId], "flow " << flowId << " received more than its size");
     const bool last = rcvd == m_flows->sizeBytes[flowId];
-    if (m_acks.OnData(flowId, uint32_t(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max())), last))
+    if (m_acks.OnData(m_flows->unackedBytes[flowId], uint32_t(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max())), last))
     {
         SendControl(PacketKind::ACK, flowId, src, rcvd);
     }
     if (last)
     {
-        m_np.Forget(flowId);
+        DcqcnNotificationPoint::Forget(m_flows->lastCnpPs[flowId]);
         FinishFlow(flowId);
     }
 }
@@ -676,12 +676,12 @@ HostNic::OnRequest(const FabricPacket& p)
 void
 HostNic::OnGrant(const FabricPacket& p)
 {
-    auto it = m_qpOf.find(p.flowId);
-    if (it == m_qpOf.end())
+    const uint32_t qpIndex = SenderQueuePair(p.flowId);
+    if (qpIndex == FlowTable::kNoQueuePair)
     {
         return;
     }
-    QueuePair& qp = m_qps[it->second];
+    QueuePair& qp = m_qps[qpIndex];
     if (p.seqBytes > qp.grantedBytes)
     {
         qp.grantedBytes = p.seqBytes;
@@ -714,7 +714,7 @@ HostNic::OnMarked(const FabricPacket& p, int64_t nowPs)
 {
     ++m_ecnReceived;
     // IB congestion control answers every FECN with a BECN; DCQCN's notification point paces CNPs per flow.
-    if (m_ibCc || (m_dcqcn && m_np.OnMarked(p.flowId, nowPs)))
+    if (m_ibCc || (m_dcqcn && m_np.OnMarked(m_flows->lastCnpPs[p.flowId], nowPs)))
     {
         ++m_cnpsSent;
         SendControl(PacketKind::CNP, p.flowId, p.src, 0);
@@ -730,28 +730,28 @@ HostNic::OnAck(const FabricPacket& p)
     {
         return; // only the retransmission timer and the window need to know what was acknowledged
     }
-    auto it = m_qpOf.find(p.flowId);
-    if (it == m_qpOf.end())
+    const uint32_t qpIndex = SenderQueuePair(p.flowId);
+    if (qpIndex == FlowTable::kNoQueuePair)
     {
         return;
     }
-    GoBackNState& gbn = m_qps[it->second].gbn;
+    GoBackNState& gbn = m_qps[qpIndex].gbn;
     const bool stale = p.seqBytes < gbn.ackedBytes; // overtaken by later ACKs: its gap was filled long ago
     GoBackNSender::OnAck(gbn, p.seqBytes, Simulator::Now().GetTimeStep());
     if (gbn.timerPending && gbn.ackedBytes >= m_flows->sizeBytes[p.flowId])
     {
         // Every byte is acknowledged: take the timer out of the event queue rather than let it fire.
-        Simulator::Remove(m_qps[it->second].rtoEvent);
+        Simulator::Remove(m_qps[qpIndex].rtoEvent);
         gbn.timerPending = false;
     }
     if (m_windowBytes != 0)
     {
-        UpdateSendLimit(m_qps[it->second]);
+        UpdateSendLimit(m_qps[qpIndex]);
         m_ports[0]->Wake();
     }
     if (nak && !stale)
     {
-        OnNak(it->second, p.seqBytes);
+        OnNak(qpIndex, p.seqBytes);
     }
 }
 
@@ -818,18 +818,18 @@ void
 HostNic::OnCnp(const FabricPacket& p)
 {
     ++m_cnpsReceived;
-    auto it = m_qpOf.find(p.flowId);
-    if (it == m_qpOf.end() || m_qps[it->second].done)
+    const uint32_t qpIndex = SenderQueuePair(p.flowId);
+    if (qpIndex == FlowTable::kNoQueuePair || m_qps[qpIndex].done)
     {
         return; // the flow has handed its last byte to the port: nothing left to slow down
     }
     if (m_ibCc)
     {
-        OnBecn(it->second);
+        OnBecn(qpIndex);
     }
     if (m_dcqcn)
     {
-        OnDcqcnCnp(it->second);
+        OnDcqcnCnp(qpIndex);
     }
 }
 

@@ -312,9 +312,15 @@ class HostNic : public FabricNode, public PacketSource
         return value;
     }
 
-    FlowTable* m_flows{nullptr};                   ///< the run's flows
+    /// @return the index in m_qps of flow @p flowId's queue pair, FlowTable::kNoQueuePair if the flow is
+    /// not this NIC's or has not started
+    uint32_t SenderQueuePair(uint64_t flowId) const
+    {
+        return m_flows->src[flowId] == m_nodeId ? m_flows->senderQp[flowId] : FlowTable::kNoQueuePair;
+    }
+
+    FlowTable* m_flows{nullptr};                   ///< the run's flows (with each flow's queue-pair index here)
     std::vector<QueuePair> m_qps;                  ///< queue pairs, in creation order
-    std::unordered_map<uint64_t, uint32_t> m_qpOf; ///< flow id -> index in m_qps
     std::vector<uint32_t> m_active;                ///< QPs with bytes left to send, round-robin
     std::array<uint32_t, kNumPriorities> m_activeAtPrio{}; ///< QPs in m_active per priority
     std::size_t m_next{0};                         ///< round-robin cursor into m_active
