@@ -115,7 +115,9 @@ TimingWheelScheduler::Insert(const Scheduler::Event& ev)
     }
 }
 
-void
+// The helpers of Insert, PeekNext and RemoveNext are inlined into them: the virtual call is the only one
+// per event on the common paths; rare paths (far heap, walks, a wrap of the ring) stay out of line.
+inline __attribute__((always_inline)) void
 TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
 {
     uint32_t node = m_freeNode;
@@ -146,9 +148,16 @@ TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
         bucket.tail = node;
         return;
     }
-    // Earlier than the tail: the walk stops before it, so the tail stays.
+    InsertBeforeTail(bucket, node);
+}
+
+// Out of line: rare, and keeping it apart leaves InsertNear's common paths few registers to save.
+__attribute__((noinline)) void
+TimingWheelScheduler::InsertBeforeTail(Bucket& bucket, uint32_t node)
+{
+    const Scheduler::EventKey& key = m_nodes[node].ev.key;
     uint32_t* link = &bucket.head;
-    while (m_nodes[*link].ev.key < ev.key)
+    while (m_nodes[*link].ev.key < key) // stops at the tail at the latest: the node sorts before it
     {
         link = &m_nodes[*link].next;
     }
@@ -156,7 +165,7 @@ TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
     *link = node;
 }
 
-void
+__attribute__((noinline)) void
 TimingWheelScheduler::InsertFar(const Scheduler::Event& ev)
 {
     m_far.push_back(ev);
@@ -169,7 +178,7 @@ TimingWheelScheduler::IsEmpty() const
     return m_nearCount == 0 && m_far.empty();
 }
 
-uint32_t
+inline __attribute__((always_inline)) uint32_t
 TimingWheelScheduler::FirstOccupiedSlot() const
 {
     if (m_nearCount == 0)
@@ -184,6 +193,13 @@ TimingWheelScheduler::FirstOccupiedSlot() const
     {
         return (w << 6) | uint32_t(std::countr_zero(bits));
     }
+    return FirstOccupiedSlotAfterWord(from);
+}
+
+__attribute__((noinline)) uint32_t
+TimingWheelScheduler::FirstOccupiedSlotAfterWord(uint32_t from) const
+{
+    const uint32_t w = from >> 6;
     uint32_t word = FirstSetBitFrom(m_occupiedWords, w + 1);
     if (word == UINT32_MAX)
     {
@@ -193,7 +209,7 @@ TimingWheelScheduler::FirstOccupiedSlot() const
     return (word << 6) | uint32_t(std::countr_zero(m_occupied[word]));
 }
 
-TimingWheelScheduler::Next
+inline __attribute__((always_inline)) TimingWheelScheduler::Next
 TimingWheelScheduler::FindNext() const
 {
     const uint32_t slot = FirstOccupiedSlot();
@@ -216,7 +232,7 @@ TimingWheelScheduler::PeekNext() const
     return next.slot != kNone ? m_nodes[m_buckets[next.slot].head].ev : m_far.front();
 }
 
-Scheduler::Event
+inline __attribute__((always_inline)) Scheduler::Event
 TimingWheelScheduler::PopSlot(uint32_t slot)
 {
     const uint32_t node = m_buckets[slot].head;
@@ -232,7 +248,7 @@ TimingWheelScheduler::PopSlot(uint32_t slot)
     return n.ev;
 }
 
-Scheduler::Event
+__attribute__((noinline)) Scheduler::Event
 TimingWheelScheduler::PopFar()
 {
     std::pop_heap(m_far.begin(), m_far.end(), Later);
@@ -249,6 +265,15 @@ TimingWheelScheduler::Advance(uint64_t bucket)
     {
         m_startBucket = bucket;
     }
+    if (!m_far.empty() && InWindow(BucketOf(m_far.front().key.m_ts)))
+    {
+        PullFarIntoWindow();
+    }
+}
+
+__attribute__((noinline)) void
+TimingWheelScheduler::PullFarIntoWindow()
+{
     while (!m_far.empty() && InWindow(BucketOf(m_far.front().key.m_ts)))
     {
         InsertNear(PopFar());

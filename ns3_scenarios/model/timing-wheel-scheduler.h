@@ -98,10 +98,16 @@ class TimingWheelScheduler : public Scheduler
 
     /// Link @p ev into its bucket's sorted list (its bucket must be in the window).
     void InsertNear(const Scheduler::Event& ev);
+    /// Link node @p node into the non-empty list of @p bucket, before its tail (the node sorts earlier).
+    void InsertBeforeTail(Bucket& bucket, uint32_t node);
     /// Push @p ev on the far heap.
     void InsertFar(const Scheduler::Event& ev);
     /// @return the first occupied bucket at or after the wheel's start, in ring order (kNone if none)
     uint32_t FirstOccupiedSlot() const;
+    /// @return the first occupied bucket after the bitmap word of slot @p from, in ring order
+    uint32_t FirstOccupiedSlotAfterWord(uint32_t from) const;
+    /// Move the far events that are now inside the window into the wheel.
+    void PullFarIntoWindow();
     /// @return where the earliest pending event is
     Next FindNext() const;
     /// Unlink the head of bucket @p slot; @return its event
