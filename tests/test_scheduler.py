@@ -146,3 +146,19 @@ def test_simulation_is_identical_with_either_scheduler(engine_ns, transport):
         np.testing.assert_array_equal(out.queue_bytes, ref.queue_bytes)
         np.testing.assert_array_equal(out.pause_time_ns, ref.pause_time_ns)
         assert out.counters == ref.counters
+
+
+def test_scheduler_orders_by_uid_whatever_the_insertion_order(model_probes):
+    """Two timestamps of one bucket inserted interleaved, uids given in a shuffled order: still
+    (timestamp, uid) order, for the wheel's fast paths (append to a timestamp's group) and its walks."""
+    rng = np.random.default_rng(5)
+    n = 400
+    uid = rng.permutation(n).astype(np.uint32)
+    ts = np.where(np.arange(n) % 2 == 0, 1_000, 1_001).astype(np.uint64)
+    step = np.r_[np.full(n, INSERT), np.full(n, REMOVE_NEXT)].astype(np.uint8)
+    order = np.lexsort((uid, ts))
+    for scheduler in ("ns3::TimingWheelScheduler", "ns3::TimingWheelScheduler[Buckets=64|BucketWidth=1ps]"):
+        out, left = play(model_probes, scheduler, step, np.r_[ts, np.zeros(n, np.uint64)],
+                         np.r_[uid, np.zeros(n, np.uint32)])
+        assert left == 0
+        np.testing.assert_array_equal(out[n:], uid[order])

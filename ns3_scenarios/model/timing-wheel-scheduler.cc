@@ -117,8 +117,8 @@ TimingWheelScheduler::Insert(const Scheduler::Event& ev)
 
 // The helpers of Insert, PeekNext and RemoveNext are inlined into them: the virtual call is the only one
 // per event on the common paths; rare paths (far heap, walks, a wrap of the ring) stay out of line.
-inline __attribute__((always_inline)) void
-TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
+inline __attribute__((always_inline)) uint32_t
+TimingWheelScheduler::NewNode(const Scheduler::Event& ev)
 {
     uint32_t node = m_freeNode;
     if (node == kNone)
@@ -131,38 +131,107 @@ TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
         m_freeNode = m_nodes[node].next;
     }
     m_nodes[node].ev = ev;
-    ++m_nearCount;
-    const uint32_t slot = uint32_t(BucketOf(ev.key.m_ts) & m_slotMask);
-    Bucket& bucket = m_buckets[slot];
-    if (bucket.head == kNone)
-    {
-        MarkOccupied(slot);
-        m_nodes[node].next = kNone;
-        bucket.head = bucket.tail = node;
-        return;
-    }
-    if (m_nodes[bucket.tail].ev.key < ev.key)
-    {
-        m_nodes[node].next = kNone;
-        m_nodes[bucket.tail].next = node;
-        bucket.tail = node;
-        return;
-    }
-    InsertBeforeTail(bucket, node);
+    m_nodes[node].next = kNone;
+    return node;
 }
 
-// Out of line: rare, and keeping it apart leaves InsertNear's common paths few registers to save.
-__attribute__((noinline)) void
-TimingWheelScheduler::InsertBeforeTail(Bucket& bucket, uint32_t node)
+inline __attribute__((always_inline)) uint32_t
+TimingWheelScheduler::NewGroup(uint64_t ts, uint32_t node)
 {
-    const Scheduler::EventKey& key = m_nodes[node].ev.key;
-    uint32_t* link = &bucket.head;
-    while (m_nodes[*link].ev.key < key) // stops at the tail at the latest: the node sorts before it
+    uint32_t group = m_freeGroup;
+    if (group == kNone)
+    {
+        group = uint32_t(m_groups.size());
+        m_groups.push_back(Group{});
+    }
+    else
+    {
+        m_freeGroup = m_groups[group].next;
+    }
+    m_groups[group] = Group{ts, node, node, kNone};
+    return group;
+}
+
+inline __attribute__((always_inline)) void
+TimingWheelScheduler::AddToGroup(uint32_t group, uint32_t node)
+{
+    Group& g = m_groups[group];
+    const uint32_t uid = m_nodes[node].ev.key.m_uid;
+    if (m_nodes[g.tail].ev.key.m_uid < uid)
+    {
+        m_nodes[g.tail].next = node;
+        g.tail = node;
+        return;
+    }
+    // An older uid than the group's last (not seen from ns-3's simulator, whose uids increase): walk.
+    uint32_t* link = &g.head;
+    while (m_nodes[*link].ev.key.m_uid < uid)
     {
         link = &m_nodes[*link].next;
     }
     m_nodes[node].next = *link;
     *link = node;
+}
+
+inline __attribute__((always_inline)) void
+TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
+{
+    const uint32_t node = NewNode(ev);
+    ++m_nearCount;
+    const uint64_t ts = ev.key.m_ts;
+    const uint32_t slot = uint32_t(BucketOf(ts) & m_slotMask);
+    Bucket& bucket = m_buckets[slot];
+    if (bucket.first == kNone)
+    {
+        MarkOccupied(slot);
+        const uint32_t group = NewGroup(ts, node);
+        m_buckets[slot] = Bucket{group, group};
+        return;
+    }
+    const uint64_t lastTs = m_groups[bucket.last].ts;
+    if (lastTs == ts)
+    {
+        AddToGroup(bucket.last, node);
+    }
+    else if (lastTs < ts)
+    {
+        const uint32_t group = NewGroup(ts, node); // may move m_groups, not m_buckets
+        m_groups[bucket.last].next = group;
+        bucket.last = group;
+    }
+    else
+    {
+        InsertBeforeLastGroup(slot, node);
+    }
+}
+
+// Out of line: less common, and keeping it apart leaves InsertNear's common paths few registers to save.
+__attribute__((noinline)) void
+TimingWheelScheduler::InsertBeforeLastGroup(uint32_t slot, uint32_t node)
+{
+    const uint64_t ts = m_nodes[node].ev.key.m_ts;
+    uint32_t previous = kNone;
+    uint32_t group = m_buckets[slot].first;
+    while (m_groups[group].ts < ts) // stops at the last group at the latest: its timestamp is later
+    {
+        previous = group;
+        group = m_groups[group].next;
+    }
+    if (m_groups[group].ts == ts)
+    {
+        AddToGroup(group, node);
+        return;
+    }
+    const uint32_t fresh = NewGroup(ts, node);
+    m_groups[fresh].next = group;
+    if (previous == kNone)
+    {
+        m_buckets[slot].first = fresh;
+    }
+    else
+    {
+        m_groups[previous].next = fresh;
+    }
 }
 
 __attribute__((noinline)) void
@@ -217,7 +286,7 @@ TimingWheelScheduler::FindNext() const
     {
         return {slot, slot != kNone};
     }
-    if (slot != kNone && m_nodes[m_buckets[slot].head].ev.key < m_far.front().key)
+    if (slot != kNone && m_nodes[m_groups[m_buckets[slot].first].head].ev.key < m_far.front().key)
     {
         return {slot, true};
     }
@@ -229,18 +298,27 @@ TimingWheelScheduler::PeekNext() const
 {
     const Next next = FindNext();
     NS_ASSERT_MSG(next.found, "PeekNext on an empty scheduler");
-    return next.slot != kNone ? m_nodes[m_buckets[next.slot].head].ev : m_far.front();
+    return next.slot != kNone ? m_nodes[m_groups[m_buckets[next.slot].first].head].ev : m_far.front();
 }
 
 inline __attribute__((always_inline)) Scheduler::Event
 TimingWheelScheduler::PopSlot(uint32_t slot)
 {
-    const uint32_t node = m_buckets[slot].head;
+    Bucket& bucket = m_buckets[slot];
+    const uint32_t group = bucket.first;
+    Group& g = m_groups[group];
+    const uint32_t node = g.head;
     Node& n = m_nodes[node];
-    m_buckets[slot].head = n.next;
-    if (n.next == kNone)
+    g.head = n.next;
+    if (g.head == kNone)
     {
-        MarkEmpty(slot);
+        bucket.first = g.next;
+        g.next = m_freeGroup;
+        m_freeGroup = group;
+        if (bucket.first == kNone)
+        {
+            MarkEmpty(slot);
+        }
     }
     n.next = m_freeNode;
     m_freeNode = node;
@@ -296,28 +374,9 @@ TimingWheelScheduler::Remove(const Scheduler::Event& ev)
     const uint64_t bucket = BucketOf(ev.key.m_ts);
     if (InWindow(bucket))
     {
-        const uint32_t slot = uint32_t(bucket & m_slotMask);
-        Bucket& b = m_buckets[slot];
-        uint32_t previous = kNone;
-        for (uint32_t* link = &b.head; *link != kNone; previous = *link, link = &m_nodes[*link].next)
+        if (RemoveNear(uint32_t(bucket & m_slotMask), ev.key))
         {
-            if (m_nodes[*link].ev.key.m_uid == ev.key.m_uid)
-            {
-                const uint32_t node = *link;
-                *link = m_nodes[node].next;
-                if (b.tail == node)
-                {
-                    b.tail = previous;
-                }
-                if (b.head == kNone)
-                {
-                    MarkEmpty(slot);
-                }
-                m_nodes[node].next = m_freeNode;
-                m_freeNode = node;
-                --m_nearCount;
-                return;
-            }
+            return;
         }
     }
     // Events outside the window wait in the far heap (the window's events all moved into the wheel).
@@ -331,6 +390,60 @@ TimingWheelScheduler::Remove(const Scheduler::Event& ev)
     *it = m_far.back();
     m_far.pop_back();
     std::make_heap(m_far.begin(), m_far.end(), Later);
+}
+
+bool
+TimingWheelScheduler::RemoveNear(uint32_t slot, const Scheduler::EventKey& key)
+{
+    Bucket& bucket = m_buckets[slot];
+    uint32_t previousGroup = kNone;
+    uint32_t group = bucket.first;
+    while (group != kNone && m_groups[group].ts != key.m_ts)
+    {
+        previousGroup = group;
+        group = m_groups[group].next;
+    }
+    if (group == kNone)
+    {
+        return false;
+    }
+    Group& g = m_groups[group];
+    uint32_t previous = kNone;
+    uint32_t node = g.head;
+    while (node != kNone && m_nodes[node].ev.key.m_uid != key.m_uid)
+    {
+        previous = node;
+        node = m_nodes[node].next;
+    }
+    if (node == kNone)
+    {
+        return false;
+    }
+    (previous == kNone ? g.head : m_nodes[previous].next) = m_nodes[node].next;
+    if (g.tail == node)
+    {
+        g.tail = previous;
+    }
+    m_nodes[node].next = m_freeNode;
+    m_freeNode = node;
+    --m_nearCount;
+    if (g.head != kNone)
+    {
+        return true;
+    }
+    // The group is empty: unlink it from its bucket.
+    (previousGroup == kNone ? bucket.first : m_groups[previousGroup].next) = g.next;
+    if (bucket.last == group)
+    {
+        bucket.last = previousGroup;
+    }
+    g.next = m_freeGroup;
+    m_freeGroup = group;
+    if (bucket.first == kNone)
+    {
+        MarkEmpty(slot);
+    }
+    return true;
 }
 
 } // namespace ns3

@@ -23,18 +23,19 @@ namespace ns3
  *
  * The near future is a ring of `Buckets` buckets, each `BucketWidth` of simulated time wide, so the
  * wheel covers `Buckets × BucketWidth` from the bucket of the last event removed. An event inside that
- * horizon goes to its bucket: a short list kept sorted by (timestamp, uid), the order every ns-3
- * scheduler gives, so equal timestamps keep their insertion order; a new event usually sorts last (ns-3's
- * uids increase, and synchronized ports schedule many events at one timestamp), so the list keeps its
- * tail and appends there without a walk. A bitmap of occupied buckets (and a
+ * horizon goes to its bucket, which keeps its events sorted by (timestamp, uid), the order every ns-3
+ * scheduler gives, so equal timestamps keep their insertion order. Synchronized ports schedule hundreds
+ * of events at one timestamp, interleaved with events at another timestamp of the same bucket, so a
+ * bucket is a short list of timestamp groups, each a list in uid order: an insert finds its group among
+ * the few of its bucket (usually the last) and appends at the group's tail (ns-3's uids increase). A bitmap of occupied buckets (and a
  * second bitmap of occupied bitmap words) finds the next occupied bucket in a few instructions. An event
  * beyond the horizon goes to a binary min-heap and moves into the wheel once the wheel's start comes
  * within a horizon of it. The next event is the earlier of the first occupied bucket's head and the
  * heap's top.
  *
- * Events are nodes of one array, linked by index and recycled through a free list: inserting allocates
- * only when more events are pending than ever before. Insert and RemoveNext cost O(1) plus the walk of
- * one bucket's list (usually empty or one event) for near events, O(log far) for far ones.
+ * Events and groups are elements of two arrays, linked by index and recycled through free lists:
+ * inserting allocates only when more events are pending than ever before. Insert and RemoveNext cost
+ * O(1) plus a walk over the timestamp groups of one bucket for near events, O(log far) for far ones.
  *
  * Correct for any timestamps (an event outside the wheel's window is simply kept in the heap); fast when
  * most pending events are within a horizon of now.
@@ -61,20 +62,29 @@ class TimingWheelScheduler : public Scheduler
     void NotifyConstructionCompleted() override;
 
   private:
-    static constexpr uint32_t kNone = UINT32_MAX; ///< end of a bucket's list / of the free list
+    static constexpr uint32_t kNone = UINT32_MAX; ///< end of a list, no node, no group
 
-    /// One pending event of the wheel, linked to the next one of its bucket (or of the free list).
+    /// One pending event of the wheel, linked to the next one of its timestamp group (or of the free list).
     struct Node
     {
         Scheduler::Event ev; ///< the event
-        uint32_t next;       ///< index of the next node of the same bucket, kNone at the end
+        uint32_t next;       ///< next node of the same group, by uid (kNone at the end)
     };
 
-    /// One bucket of the ring: its sorted list's first and last nodes.
+    /// The events of one bucket that share one timestamp, in uid order, linked to the bucket's next group.
+    struct Group
+    {
+        uint64_t ts;   ///< the timestamp, in time steps
+        uint32_t head; ///< first node (smallest uid)
+        uint32_t tail; ///< last node (largest uid)
+        uint32_t next; ///< the bucket's next (later) group, or the next free group; kNone at the end
+    };
+
+    /// One bucket of the ring: its groups, earliest timestamp first.
     struct Bucket
     {
-        uint32_t head; ///< earliest node, kNone if the bucket is empty
-        uint32_t tail; ///< latest node (valid while head is not kNone)
+        uint32_t first; ///< earliest group, kNone if the bucket is empty
+        uint32_t last;  ///< latest group (valid while first is not kNone)
     };
 
     /// Where the next event is: a bucket of the wheel or the far heap.
@@ -96,10 +106,17 @@ class TimingWheelScheduler : public Scheduler
         return bucket - m_startBucket <= m_slotMask; // unsigned: a bucket before the start wraps to huge
     }
 
-    /// Link @p ev into its bucket's sorted list (its bucket must be in the window).
+    /// Put @p ev in its bucket's group of its timestamp (its bucket must be in the window).
     void InsertNear(const Scheduler::Event& ev);
-    /// Link node @p node into the non-empty list of @p bucket, before its tail (the node sorts earlier).
-    void InsertBeforeTail(Bucket& bucket, uint32_t node);
+    /// Put node @p node in the group of its timestamp in @p slot's bucket, earlier than the bucket's last
+    /// group (walks the groups).
+    void InsertBeforeLastGroup(uint32_t slot, uint32_t node);
+    /// Put node @p node at the place of its uid in group @p group (of the same timestamp).
+    void AddToGroup(uint32_t group, uint32_t node);
+    /// @return a free node holding @p ev
+    uint32_t NewNode(const Scheduler::Event& ev);
+    /// @return a free group of timestamp @p ts holding only node @p node
+    uint32_t NewGroup(uint64_t ts, uint32_t node);
     /// Push @p ev on the far heap.
     void InsertFar(const Scheduler::Event& ev);
     /// @return the first occupied bucket at or after the wheel's start, in ring order (kNone if none)
@@ -112,6 +129,8 @@ class TimingWheelScheduler : public Scheduler
     Next FindNext() const;
     /// Unlink the head of bucket @p slot; @return its event
     Scheduler::Event PopSlot(uint32_t slot);
+    /// Unlink the event of @p key from bucket @p slot; @return false if it is not there
+    bool RemoveNear(uint32_t slot, const Scheduler::EventKey& key);
     /// Pop the far heap's top; @return it
     Scheduler::Event PopFar();
     /// Move the wheel's start to bucket @p bucket and pull the far events now inside the window.
@@ -132,6 +151,8 @@ class TimingWheelScheduler : public Scheduler
     std::vector<uint64_t> m_occupiedWords; ///< one bit per word of m_occupied: that word is non-zero
     std::vector<Node> m_nodes;           ///< node storage of the wheel's events
     uint32_t m_freeNode{kNone};          ///< first free node
+    std::vector<Group> m_groups;         ///< group storage
+    uint32_t m_freeGroup{kNone};         ///< first free group
     std::vector<Scheduler::Event> m_far; ///< binary min-heap of events beyond the window, by (ts, uid)
 };
 
