@@ -317,6 +317,10 @@ HostNic::StartFlow(uint64_t flowId)
     }
     QueuePair qp{};
     qp.flowId = flowId;
+    qp.sizeBytes = m_flows->sizeBytes[flowId];
+    qp.dst = m_flows->dst[flowId];
+    qp.connectionQp = m_flows->qp[flowId];
+    qp.priority = m_flows->priority[flowId];
     qp.cc = m_dcqcnAlgo->Initial(LineRateBps());
     qp.grantedBytes = m_admission ? 0 : kNoSendLimit;
     UpdateSendLimit(qp);
@@ -355,7 +359,7 @@ bool
 HostNic::WithinSendLimit(const QueuePair& qp) const
 {
     const uint64_t sent = m_flows->sentBytes[qp.flowId];
-    const uint64_t left = m_flows->sizeBytes[qp.flowId] - sent;
+    const uint64_t left = qp.sizeBytes - sent;
     return sent + std::min<uint64_t>(left, m_mtuBytes) <= qp.limitBytes;
 }
 
@@ -373,7 +377,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
     {
         const std::size_t idx = (m_next + k) % n;
         QueuePair& qp = m_qps[m_active[idx]];
-        if (pausedMask & (1u << m_flows->priority[qp.flowId]))
+        if (pausedMask & (1u << qp.priority))
         {
             continue;
         }
@@ -386,7 +390,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
             earliestPs = std::min(earliestPs, qp.nextSendPs);
             continue;
         }
-        FabricPacket* p = MakeDataPacket(qp.flowId);
+        FabricPacket* p = MakeDataPacket(qp);
         ChargeRate(qp, *p, nowPs);
         NoteSent(qp, *p, nowPs);
         if (m_windowBytes != 0)
@@ -402,22 +406,22 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
 }
 
 FabricPacket*
-HostNic::MakeDataPacket(uint64_t flowId)
+HostNic::MakeDataPacket(const QueuePair& qp)
 {
-    NS_ASSERT_MSG(m_flows->sentBytes[flowId] < m_flows->sizeBytes[flowId],
-                  "flow " << flowId << " has no payload left but its queue pair is active");
-    const uint64_t remaining = m_flows->sizeBytes[flowId] - m_flows->sentBytes[flowId];
+    const uint64_t sent = m_flows->sentBytes[qp.flowId];
+    NS_ASSERT_MSG(sent < qp.sizeBytes, "flow " << qp.flowId << " has no payload left but its queue pair is active");
+    const uint64_t remaining = qp.sizeBytes - sent;
     const uint32_t payload = remaining < m_mtuBytes ? static_cast<uint32_t>(remaining) : m_mtuBytes;
     FabricPacket* p = m_pool->Allocate();
-    p->flowId = flowId;
-    p->seqBytes = m_flows->sentBytes[flowId];
+    p->flowId = qp.flowId;
+    p->seqBytes = sent;
     p->src = m_nodeId;
-    p->dst = m_flows->dst[flowId];
+    p->dst = qp.dst;
     p->payloadBytes = payload;
     p->wireBytes = payload + m_headerBytes;
     p->kind = PacketKind::DATA;
-    p->priority = m_flows->priority[flowId];
-    p->qp = m_flows->qp[flowId];
+    p->priority = qp.priority;
+    p->qp = qp.connectionQp;
     return p;
 }
 
@@ -449,7 +453,7 @@ void
 HostNic::Advance(QueuePair& qp, std::size_t idx, const FabricPacket& p)
 {
     m_flows->sentBytes[qp.flowId] += p.payloadBytes;
-    if (m_flows->sentBytes[qp.flowId] != m_flows->sizeBytes[qp.flowId])
+    if (m_flows->sentBytes[qp.flowId] != qp.sizeBytes)
     {
         m_next = idx + 1;
         return;
