@@ -30,8 +30,8 @@ from cosim.network.topology import HOST, SWITCH, Fabric
 from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, qualify_attribute
 
 #: the ns-3 event scheduler every run uses (ns-3's SchedulerType). All ns-3 schedulers give the same event
-#: order (time, then insertion), so the choice changes speed only: the timing wheel takes about a third
-#: of PriorityQueueScheduler's instructions per event on this mix (bench/README.md, the packet path).
+#: order (time, then insertion), so the choice changes speed only: the timing wheel takes about half of
+#: PriorityQueueScheduler's instructions per event on cosim's mix (bench/README.md, the packet path).
 SCHEDULER_TYPE = "ns3::TimingWheelScheduler"
 
 PLUGIN_NAME = "libcosim-ns3.so"

@@ -58,7 +58,7 @@ TimingWheelScheduler::GetTypeId()
                           MakeTimeAccessor(&TimingWheelScheduler::m_bucketWidth),
                           MakeTimeChecker())
             .AddAttribute("Buckets",
-                          "Buckets in the wheel, rounded up to a power of two; Buckets x BucketWidth is the "
+                          "Buckets in the wheel (a count), rounded up to a power of two; Buckets x BucketWidth is the "
                           "horizon beyond which events wait in a heap. Changes speed only, never the event "
                           "order.",
                           UintegerValue(8192),
