@@ -29,6 +29,11 @@ from cosim.workload.flows import FlowSet
 from cosim.network.topology import HOST, SWITCH, Fabric
 from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, qualify_attribute
 
+#: the ns-3 event scheduler every run uses (ns-3's SchedulerType). All ns-3 schedulers give the same event
+#: order (time, then insertion), so the choice changes speed only: the timing wheel takes about half of
+#: PriorityQueueScheduler's instructions per event on cosim's mix (bench/README.md, the packet path).
+SCHEDULER_TYPE = "ns3::TimingWheelScheduler"
+
 PLUGIN_NAME = "libcosim-ns3.so"
 ENGINE_HEADER = "cosim-engine.h"
 
@@ -240,6 +245,7 @@ def simulate(
     progress: ProgressFn | None = None,
     snapshot_ns: Sequence[float] = (),
     setup: SetupFn | None = None,
+    scheduler: str = SCHEDULER_TYPE,
 ) -> SimulationOutput:
     """Run ``flows`` on ``fabric`` in ns-3 until every flow is delivered (or the time limit).
 
@@ -248,6 +254,7 @@ def simulate(
     ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
     (``delivered_at_bytes``), e.g. to measure throughput over part of a run. ``setup`` (SetupFn) schedules
     faults once the fabric is built.
+    ``scheduler``: the ns-3 event scheduler type (same results whichever; benchmarks compare them).
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n_nodes = fabric.n_nodes
@@ -259,7 +266,7 @@ def simulate(
         raise CosimInputError("flows.priority", f"priorities are 0..{NUM_PRIORITIES - 1}")
 
     snaps = np.sort(np.asarray(snapshot_ns, dtype=np.float64))
-    with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
+    with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler) as (engine, t0):
         if setup is not None:
             setup(engine, None)
         n = flows.n_flows
@@ -320,6 +327,7 @@ def simulate_dag(
     setup: SetupFn | None = None,
     coll_start_op: np.ndarray | None = None,
     coll_end_op: np.ndarray | None = None,
+    scheduler: str = SCHEDULER_TYPE,
 ) -> DagOutput:
     """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
 
@@ -332,10 +340,11 @@ def simulate_dag(
     every collective, watched with the attribute ``DagExecutor::CollectiveTimeout`` (0, the default, watches
     nothing): a collective not complete that long after it started ends the run with status ``failed``
     (``failed_collective``).
+    ``scheduler``: the ns-3 event scheduler type (same results whichever; benchmarks compare them).
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
-    with _session(fabric, seed, attributes, queue_sample_interval_ns) as (engine, t0):
+    with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler) as (engine, t0):
         arrays = [np.ascontiguousarray(a, dt) for a, dt in (
             (kind, np.uint8), (gpu, np.int32), (src_node, np.int32), (dst_node, np.int32), (bytes_, np.int64),
             (np.rint(np.asarray(duration_ns, np.float64) * 1e3), np.int64), (priority, np.uint8),
@@ -459,13 +468,19 @@ def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None) ->
 
 
 @contextlib.contextmanager
-def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float):
+def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float,
+             scheduler: str = SCHEDULER_TYPE):
     """An Engine with ``attributes`` applied and ``fabric`` built and sampled; destroyed on exit."""
     cosim_ns = load()
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
     try:
         _apply_attributes(engine, attributes)
+        try:
+            engine.SetScheduler(scheduler)
+        except Exception as exc:
+            raise CosimInputError("scheduler", _cpp_reason(exc), "use an ns3::Scheduler subclass such as "
+                                  f"{SCHEDULER_TYPE}") from None
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)

@@ -16,6 +16,7 @@
 #include "ns3/nstime.h"
 #include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
+#include "ns3/scheduler.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 
@@ -235,6 +236,7 @@ struct Engine::Impl
     std::vector<int64_t> dagBytes;     ///< FLOW op -> payload, in bytes
     std::vector<int64_t> flowOp;       ///< flow id -> DAG op it carries
     bool built{false};
+    std::string schedulerType;         ///< SetScheduler's choice, applied at BuildFabric ("" = ns-3's default)
     /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
     /// run's settings never leak into the next run of the same process.
     std::vector<std::pair<std::string, std::string>> overridden;
@@ -333,11 +335,6 @@ Engine::Engine(uint64_t seed)
     }
     EnsurePicosecondResolution();
     Simulator::Destroy();
-    // The binary-heap std::priority_queue scheduler inserts without allocating (the default map scheduler
-    // allocates a node per event). Callgrind on bench/bench_packet_path.py: 1970 instructions per
-    // packet-hop with it, 3960 with ns3::HeapScheduler (whose helpers log), 2500 with MapScheduler.
-    ObjectFactory scheduler("ns3::PriorityQueueScheduler");
-    Simulator::SetScheduler(scheduler);
     RngSeedManager::SetSeed(static_cast<uint32_t>(seed % 4294967295ull) + 1);
     RngSeedManager::SetRun(1);
     m_impl = std::make_unique<Impl>();
@@ -437,6 +434,22 @@ Engine::SetDefault(const std::string& path, const std::string& value)
     m_impl->overridden.emplace_back(path, previous);
 }
 
+void
+Engine::SetScheduler(const std::string& typeName)
+{
+    if (m_impl->built)
+    {
+        throw std::logic_error("SetScheduler must come before BuildFabric");
+    }
+    TypeId tid;
+    if (!TypeId::LookupByNameFailSafe(typeName, &tid) || !tid.IsChildOf(Scheduler::GetTypeId()) ||
+        !tid.HasConstructor())
+    {
+        throw std::invalid_argument("'" + typeName + "' is not an ns-3 scheduler type (e.g. ns3::TimingWheelScheduler)");
+    }
+    m_impl->schedulerType = typeName;
+}
+
 std::string
 Engine::ListAttributes()
 {
@@ -520,6 +533,10 @@ Engine::BuildFabric(const uint8_t* kind,
             throw std::invalid_argument("link " + std::to_string(i) + " delay " + std::to_string(delayPs[i]) +
                                         " ps is outside 0..1 s");
         }
+    }
+    if (!m_impl->schedulerType.empty())
+    {
+        Simulator::SetScheduler(ObjectFactory(m_impl->schedulerType));
     }
     m_impl->builder.AddNodes(kind, nNodes);
     m_impl->builder.AddLinks(linkA, linkB, rateBps, delayPs, nLinks);

@@ -68,6 +68,15 @@ class Engine
     std::string GetDefault(const std::string& path) const;
 
     /**
+     * @brief Choose the simulator's event scheduler (ns-3's SchedulerType), created at BuildFabric so that
+     * attribute defaults set before apply to it. Every ns-3 scheduler gives the same event order (time, then
+     * insertion); they differ in speed. Without a call ns-3's own default (MapScheduler) is used.
+     * @param typeName an ns3::Scheduler subclass, e.g. "ns3::TimingWheelScheduler"; throws
+     * std::invalid_argument for another name, std::logic_error after BuildFabric
+     */
+    void SetScheduler(const std::string& typeName);
+
+    /**
      * @brief Create the fabric.
      * @param kind NodeKind per node
      * @param nNodes number of nodes

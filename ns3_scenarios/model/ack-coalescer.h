@@ -7,7 +7,6 @@
 #define COSIM_ACK_COALESCER_H
 
 #include <cstdint>
-#include <unordered_map>
 
 namespace ns3
 {
@@ -17,7 +16,8 @@ namespace ns3
  * @brief Decides when a receiving NIC acknowledges: after every IntervalBytes of a flow's payload since
  * its previous ACK, and at the flow's last byte.
  *
- * Plain state owned by the HostNic, whose AckIntervalBytes attribute sets the interval.
+ * Owned by the HostNic, whose AckIntervalBytes attribute sets the interval; each flow's count lives in
+ * the run's FlowTable.
  */
 class AckCoalescer
 {
@@ -35,32 +35,31 @@ class AckCoalescer
     }
 
     /**
-     * @brief @p payloadBytes of flow @p flowId arrived.
-     * @param flowId the flow
+     * @brief @p payloadBytes of a flow arrived.
+     * @param unackedBytes the flow's payload since its previous ACK (FlowTable::unackedBytes), in bytes;
+     * updated
      * @param payloadBytes payload of the packet, in bytes
-     * @param last the packet carries the flow's last byte (its state is dropped)
+     * @param last the packet carries the flow's last byte (its count is reset)
      * @return true if an ACK is due now
      */
-    bool OnData(uint64_t flowId, uint32_t payloadBytes, bool last)
+    bool OnData(uint64_t& unackedBytes, uint32_t payloadBytes, bool last) const
     {
         if (last)
         {
-            m_unackedBytes.erase(flowId);
+            unackedBytes = 0;
             return true;
         }
-        uint64_t& unacked = m_unackedBytes[flowId];
-        unacked += payloadBytes;
-        if (unacked < m_intervalBytes)
+        unackedBytes += payloadBytes;
+        if (unackedBytes < m_intervalBytes)
         {
             return false;
         }
-        unacked = 0;
+        unackedBytes = 0;
         return true;
     }
 
   private:
-    uint64_t m_intervalBytes{1};                            ///< payload per coalesced ACK, in bytes
-    std::unordered_map<uint64_t, uint64_t> m_unackedBytes; ///< payload since each flow's last ACK, in bytes
+    uint64_t m_intervalBytes{1}; ///< payload per coalesced ACK, in bytes
 };
 
 } // namespace ns3

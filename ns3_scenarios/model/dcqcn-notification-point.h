@@ -7,7 +7,7 @@
 #define COSIM_DCQCN_NOTIFICATION_POINT_H
 
 #include <cstdint>
-#include <unordered_map>
+#include "flow-table.h"
 
 namespace ns3
 {
@@ -17,7 +17,8 @@ namespace ns3
  * @brief DCQCN notification point of one NIC: ECN-marked data of a flow is answered with at most one CNP
  * per interval (the first marked packet of a flow always is).
  *
- * Plain state owned by the HostNic, whose CnpInterval attribute sets the interval.
+ * Owned by the HostNic, whose CnpInterval attribute sets the interval; each flow's last CNP time lives
+ * in the run's FlowTable.
  */
 class DcqcnNotificationPoint
 {
@@ -34,27 +35,30 @@ class DcqcnNotificationPoint
         return m_intervalPs;
     }
 
-    /// An ECN-marked data packet of flow @p flowId arrived at @p nowPs (ps); @return true if a CNP is due
-    bool OnMarked(uint64_t flowId, int64_t nowPs)
+    /**
+     * @brief An ECN-marked data packet of a flow arrived at @p nowPs (ps).
+     * @param lastCnpPs the flow's last CNP time (FlowTable::lastCnpPs), in ps; set to @p nowPs if a CNP is due
+     * @param nowPs the time now, in ps
+     * @return true if a CNP is due
+     */
+    bool OnMarked(int64_t& lastCnpPs, int64_t nowPs) const
     {
-        auto [it, fresh] = m_lastCnpPs.try_emplace(flowId, nowPs);
-        if (!fresh && nowPs - it->second < m_intervalPs)
+        if (lastCnpPs != FlowTable::kNoCnp && nowPs - lastCnpPs < m_intervalPs)
         {
             return false;
         }
-        it->second = nowPs;
+        lastCnpPs = nowPs;
         return true;
     }
 
-    /// Flow @p flowId delivered its last byte: drop its state.
-    void Forget(uint64_t flowId)
+    /// A flow delivered its last byte: forget its last CNP (@p lastCnpPs, FlowTable::lastCnpPs).
+    static void Forget(int64_t& lastCnpPs)
     {
-        m_lastCnpPs.erase(flowId);
+        lastCnpPs = FlowTable::kNoCnp;
     }
 
   private:
-    int64_t m_intervalPs{0};                           ///< minimum gap between CNPs of a flow, in ps
-    std::unordered_map<uint64_t, int64_t> m_lastCnpPs; ///< time of each flow's last CNP, in ps
+    int64_t m_intervalPs{0}; ///< minimum gap between CNPs of a flow, in ps
 };
 
 } // namespace ns3

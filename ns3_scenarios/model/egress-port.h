@@ -320,46 +320,48 @@ class EgressPort : public Object
     void SetVlWeights(std::string weights);
     std::string GetVlWeights() const;
 
-    std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
-    PacketFifo m_control;                            ///< link-level control frames, served first
-    uint8_t m_nonEmptyMask{0};                       ///< bit p: m_queues[p] holds a packet
-    uint8_t m_disabledMask{0};                       ///< bit p: the PFC watchdog disabled priority p
-    std::array<EventId, kNumPriorities> m_pauseExpiry;     ///< PFC: end of the current pause
+    // Members in the order of use per packet: what StartTransmission, DeliverHead and TrySend touch comes
+    // first, within a few cache lines; a port is touched again only a serialization or a link delay later,
+    // by when a large fabric has evicted it from L1.
     PacketFifo m_onWire;                             ///< serialized or serializing packets, arrival order
-    uint64_t m_queuedBytes{0};                       ///< wire bytes in m_queues, in bytes
-    uint64_t m_peakQueueBytes{0};                    ///< high-water mark of m_queuedBytes, in bytes
-    uint64_t m_maxQueueBytes{0};                     ///< tail-drop limit, in bytes (0 = unlimited)
-    uint64_t m_txBytes{0};                           ///< wire bytes sent, in bytes
-    uint64_t m_txPackets{0};                         ///< packets sent
-    uint64_t m_txDataPackets{0};                     ///< data packets sent
-    uint64_t m_drops{0};                             ///< packets tail-dropped
+    FabricNode* m_peer{nullptr};                     ///< receiving node
+    uint32_t m_peerPort{0};                          ///< input port number at m_peer
     bool m_busy{false};                              ///< a packet is being serialized
     bool m_txHeld{false};                            ///< a credit link is down: send nothing
     PortFault* m_fault{nullptr};                     ///< fault state (LinkFaultModel), null without faults
     bool m_deliveryPending{false};                   ///< m_deliverEvent is scheduled
+    uint8_t m_nonEmptyMask{0};                       ///< bit p: m_queues[p] holds a packet
+    uint8_t m_disabledMask{0};                       ///< bit p: the PFC watchdog disabled priority p
+    FlowControl m_flowControl{FlowControl::PFC};     ///< link-level flow control mode
+    Ptr<EventImpl> m_txDoneEvent;  ///< end of serialization (a ReusableEvent calling TransmitDone)
+    Ptr<EventImpl> m_deliverEvent; ///< arrival at the peer (a ReusableEvent calling DeliverHead)
+    int64_t m_psPerByte{0};        ///< 8e12 / m_rateBps when that is an integer (exact shortcut), else 0
+    int64_t m_delayPs{0};          ///< m_delay in ps
+    uint64_t m_txBytes{0};         ///< wire bytes sent, in bytes
+    uint64_t m_txPackets{0};       ///< packets sent
+    uint64_t m_txDataPackets{0};   ///< data packets sent
+    uint64_t m_queuedBytes{0};     ///< wire bytes in m_queues, in bytes
+    uint64_t m_peakQueueBytes{0};  ///< high-water mark of m_queuedBytes, in bytes
+    uint64_t m_maxQueueBytes{0};   ///< tail-drop limit, in bytes (0 = unlimited)
+    FabricNode* m_owner{nullptr};      ///< transmitting node
+    PacketSource* m_source{nullptr};   ///< pulled when the queues are empty
+    PacketPool* m_pool{nullptr};       ///< packet allocator
+    EgressQueueSampler* m_sampler{nullptr}; ///< told about queue changes (may be null)
+    uint32_t m_samplerIndex{0};        ///< this port's number at m_sampler
+    uint32_t m_index{0};               ///< port number at m_owner
+    bool m_sampleMarked{false};        ///< a change was reported and not yet sampled
+    uint64_t m_rateBps{0};             ///< m_rate in bit/s
 
-    FlowControl m_flowControl{FlowControl::PFC}; ///< link-level flow control mode
+    PacketFifo m_control;                            ///< link-level control frames, served first
+    std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
+    uint64_t m_drops{0};                             ///< packets tail-dropped
+
     uint32_t m_dataVls{2};                              ///< data virtual lanes (credit mode)
     PfcArbiter m_pfcArbiter;                            ///< PFC: pause state, strict priority
     CreditArbiter m_creditArbiter;                      ///< credits: lane credits, WRR, stalls
+    std::array<EventId, kNumPriorities> m_pauseExpiry;  ///< PFC: end of the current pause
     DataRate m_rate;      ///< link rate
-    uint64_t m_rateBps{0};     ///< m_rate in bit/s
-    int64_t m_psPerByte{0};    ///< 8e12 / m_rateBps when that is an integer (exact shortcut), else 0
     Time m_delay;         ///< propagation delay
-    int64_t m_delayPs{0}; ///< m_delay in ps
-
-    FabricNode* m_owner{nullptr};      ///< transmitting node
-    FabricNode* m_peer{nullptr};       ///< receiving node
-    uint32_t m_index{0};               ///< port number at m_owner
-    uint32_t m_peerPort{0};            ///< input port number at m_peer
-    PacketPool* m_pool{nullptr};       ///< packet allocator
-    PacketSource* m_source{nullptr};   ///< pulled when the queues are empty
-    EgressQueueSampler* m_sampler{nullptr}; ///< told about queue changes (may be null)
-    uint32_t m_samplerIndex{0};        ///< this port's number at m_sampler
-    bool m_sampleMarked{false};        ///< a change was reported and not yet sampled
-
-    Ptr<EventImpl> m_txDoneEvent;  ///< end of serialization (a ReusableEvent calling TransmitDone)
-    Ptr<EventImpl> m_deliverEvent; ///< arrival at the peer (a ReusableEvent calling DeliverHead)
 
     TracedCallback<const FabricPacket*> m_txTrace;   ///< a packet starts serialization
     TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet is tail-dropped

@@ -9,6 +9,7 @@
 #include "ns3/callback.h"
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace ns3
@@ -23,6 +24,9 @@ namespace ns3
  */
 struct FlowTable
 {
+    static constexpr uint32_t kNoQueuePair = std::numeric_limits<uint32_t>::max(); ///< senderQp: not started
+    static constexpr int64_t kNoCnp = std::numeric_limits<int64_t>::min(); ///< lastCnpPs: no CNP yet
+
     std::vector<uint32_t> src;         ///< source host node id
     std::vector<uint32_t> dst;         ///< destination host node id
     std::vector<uint64_t> sizeBytes;   ///< payload to deliver, in bytes
@@ -32,6 +36,12 @@ struct FlowTable
     std::vector<uint64_t> rcvdBytes;   ///< payload delivered to the receiver, in bytes
     std::vector<uint8_t> priority;     ///< priority class of the flow's data packets
     std::vector<uint16_t> qp;          ///< queue pair the flow's messages use towards dst (HostNic::QueuePairsPerConnection)
+    // Per-flow state of the two NICs a flow joins, here rather than in a hash map per NIC: a flow has one
+    // sender and one receiver, so one slot per flow id serves both, found by indexing (no hashing, no
+    // node allocation per flow).
+    std::vector<uint32_t> senderQp;     ///< the source NIC's index of the flow's queue pair (kNoQueuePair until it starts)
+    std::vector<uint64_t> unackedBytes; ///< receiver: payload since the flow's last ACK, in bytes (AckCoalescer)
+    std::vector<int64_t> lastCnpPs;     ///< receiver: time of the flow's last CNP, in ps (kNoCnp before the first)
     uint64_t completed{0};             ///< flows whose last byte arrived
     Callback<void, uint64_t> onFinish; ///< called with the flow id when a flow completes (may be null)
 
@@ -53,6 +63,9 @@ struct FlowTable
         rcvdBytes.push_back(0);
         priority.push_back(prio);
         qp.push_back(0);
+        senderQp.push_back(kNoQueuePair);
+        unackedBytes.push_back(0);
+        lastCnpPs.push_back(kNoCnp);
         return src.size() - 1;
     }
 };

@@ -285,8 +285,8 @@ HostNic::LineRateBps() const
 double
 HostNic::GetFlowRateBps(uint64_t flowId) const
 {
-    auto it = m_qpOf.find(flowId);
-    return it == m_qpOf.end() ? LineRateBps() : m_qps[it->second].cc.rateBps;
+    const uint32_t qp = SenderQueuePair(flowId);
+    return qp == FlowTable::kNoQueuePair ? LineRateBps() : m_qps[qp].cc.rateBps;
 }
 
 void
@@ -317,10 +317,14 @@ HostNic::StartFlow(uint64_t flowId)
     }
     QueuePair qp{};
     qp.flowId = flowId;
+    qp.sizeBytes = m_flows->sizeBytes[flowId];
+    qp.dst = m_flows->dst[flowId];
+    qp.connectionQp = m_flows->qp[flowId];
+    qp.priority = m_flows->priority[flowId];
     qp.cc = m_dcqcnAlgo->Initial(LineRateBps());
     qp.grantedBytes = m_admission ? 0 : kNoSendLimit;
     UpdateSendLimit(qp);
-    m_qpOf[flowId] = static_cast<uint32_t>(m_qps.size());
+    m_flows->senderQp[flowId] = static_cast<uint32_t>(m_qps.size());
     m_active.push_back(static_cast<uint32_t>(m_qps.size()));
     m_qps.push_back(qp);
     ++m_activeAtPrio[m_flows->priority[flowId]];
@@ -355,7 +359,7 @@ bool
 HostNic::WithinSendLimit(const QueuePair& qp) const
 {
     const uint64_t sent = m_flows->sentBytes[qp.flowId];
-    const uint64_t left = m_flows->sizeBytes[qp.flowId] - sent;
+    const uint64_t left = qp.sizeBytes - sent;
     return sent + std::min<uint64_t>(left, m_mtuBytes) <= qp.limitBytes;
 }
 
@@ -373,7 +377,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
     {
         const std::size_t idx = (m_next + k) % n;
         QueuePair& qp = m_qps[m_active[idx]];
-        if (pausedMask & (1u << m_flows->priority[qp.flowId]))
+        if (pausedMask & (1u << qp.priority))
         {
             continue;
         }
@@ -386,7 +390,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
             earliestPs = std::min(earliestPs, qp.nextSendPs);
             continue;
         }
-        FabricPacket* p = MakeDataPacket(qp.flowId);
+        FabricPacket* p = MakeDataPacket(qp);
         ChargeRate(qp, *p, nowPs);
         NoteSent(qp, *p, nowPs);
         if (m_windowBytes != 0)
@@ -402,22 +406,22 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
 }
 
 FabricPacket*
-HostNic::MakeDataPacket(uint64_t flowId)
+HostNic::MakeDataPacket(const QueuePair& qp)
 {
-    NS_ASSERT_MSG(m_flows->sentBytes[flowId] < m_flows->sizeBytes[flowId],
-                  "flow " << flowId << " has no payload left but its queue pair is active");
-    const uint64_t remaining = m_flows->sizeBytes[flowId] - m_flows->sentBytes[flowId];
+    const uint64_t sent = m_flows->sentBytes[qp.flowId];
+    NS_ASSERT_MSG(sent < qp.sizeBytes, "flow " << qp.flowId << " has no payload left but its queue pair is active");
+    const uint64_t remaining = qp.sizeBytes - sent;
     const uint32_t payload = remaining < m_mtuBytes ? static_cast<uint32_t>(remaining) : m_mtuBytes;
     FabricPacket* p = m_pool->Allocate();
-    p->flowId = flowId;
-    p->seqBytes = m_flows->sentBytes[flowId];
+    p->flowId = qp.flowId;
+    p->seqBytes = sent;
     p->src = m_nodeId;
-    p->dst = m_flows->dst[flowId];
+    p->dst = qp.dst;
     p->payloadBytes = payload;
     p->wireBytes = payload + m_headerBytes;
     p->kind = PacketKind::DATA;
-    p->priority = m_flows->priority[flowId];
-    p->qp = m_flows->qp[flowId];
+    p->priority = qp.priority;
+    p->qp = qp.connectionQp;
     return p;
 }
 
@@ -449,7 +453,7 @@ void
 HostNic::Advance(QueuePair& qp, std::size_t idx, const FabricPacket& p)
 {
     m_flows->sentBytes[qp.flowId] += p.payloadBytes;
-    if (m_flows->sentBytes[qp.flowId] != m_flows->sizeBytes[qp.flowId])
+    if (m_flows->sentBytes[qp.flowId] != qp.sizeBytes)
     {
         m_next = idx + 1;
         return;
@@ -578,13 +582,13 @@ HostNic::DeliverInOrder(uint64_t flowId, uint32_t src, uint64_t bytes)
     const uint64_t rcvd = (m_flows->rcvdBytes[flowId] += bytes);
     NS_ASSERT_MSG(rcvd <= m_flows->sizeBytes[flowId], "flow " << flowId << " received more than its size");
     const bool last = rcvd == m_flows->sizeBytes[flowId];
-    if (m_acks.OnData(flowId, uint32_t(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max())), last))
+    if (m_acks.OnData(m_flows->unackedBytes[flowId], uint32_t(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max())), last))
     {
         SendControl(PacketKind::ACK, flowId, src, rcvd);
     }
     if (last)
     {
-        m_np.Forget(flowId);
+        DcqcnNotificationPoint::Forget(m_flows->lastCnpPs[flowId]);
         FinishFlow(flowId);
     }
 }
@@ -676,12 +680,12 @@ HostNic::OnRequest(const FabricPacket& p)
 void
 HostNic::OnGrant(const FabricPacket& p)
 {
-    auto it = m_qpOf.find(p.flowId);
-    if (it == m_qpOf.end())
+    const uint32_t qpIndex = SenderQueuePair(p.flowId);
+    if (qpIndex == FlowTable::kNoQueuePair)
     {
         return;
     }
-    QueuePair& qp = m_qps[it->second];
+    QueuePair& qp = m_qps[qpIndex];
     if (p.seqBytes > qp.grantedBytes)
     {
         qp.grantedBytes = p.seqBytes;
@@ -714,7 +718,7 @@ HostNic::OnMarked(const FabricPacket& p, int64_t nowPs)
 {
     ++m_ecnReceived;
     // IB congestion control answers every FECN with a BECN; DCQCN's notification point paces CNPs per flow.
-    if (m_ibCc || (m_dcqcn && m_np.OnMarked(p.flowId, nowPs)))
+    if (m_ibCc || (m_dcqcn && m_np.OnMarked(m_flows->lastCnpPs[p.flowId], nowPs)))
     {
         ++m_cnpsSent;
         SendControl(PacketKind::CNP, p.flowId, p.src, 0);
@@ -730,28 +734,28 @@ HostNic::OnAck(const FabricPacket& p)
     {
         return; // only the retransmission timer and the window need to know what was acknowledged
     }
-    auto it = m_qpOf.find(p.flowId);
-    if (it == m_qpOf.end())
+    const uint32_t qpIndex = SenderQueuePair(p.flowId);
+    if (qpIndex == FlowTable::kNoQueuePair)
     {
         return;
     }
-    GoBackNState& gbn = m_qps[it->second].gbn;
+    GoBackNState& gbn = m_qps[qpIndex].gbn;
     const bool stale = p.seqBytes < gbn.ackedBytes; // overtaken by later ACKs: its gap was filled long ago
     GoBackNSender::OnAck(gbn, p.seqBytes, Simulator::Now().GetTimeStep());
     if (gbn.timerPending && gbn.ackedBytes >= m_flows->sizeBytes[p.flowId])
     {
         // Every byte is acknowledged: take the timer out of the event queue rather than let it fire.
-        Simulator::Remove(m_qps[it->second].rtoEvent);
+        Simulator::Remove(m_qps[qpIndex].rtoEvent);
         gbn.timerPending = false;
     }
     if (m_windowBytes != 0)
     {
-        UpdateSendLimit(m_qps[it->second]);
+        UpdateSendLimit(m_qps[qpIndex]);
         m_ports[0]->Wake();
     }
     if (nak && !stale)
     {
-        OnNak(it->second, p.seqBytes);
+        OnNak(qpIndex, p.seqBytes);
     }
 }
 
@@ -818,18 +822,18 @@ void
 HostNic::OnCnp(const FabricPacket& p)
 {
     ++m_cnpsReceived;
-    auto it = m_qpOf.find(p.flowId);
-    if (it == m_qpOf.end() || m_qps[it->second].done)
+    const uint32_t qpIndex = SenderQueuePair(p.flowId);
+    if (qpIndex == FlowTable::kNoQueuePair || m_qps[qpIndex].done)
     {
         return; // the flow has handed its last byte to the port: nothing left to slow down
     }
     if (m_ibCc)
     {
-        OnBecn(it->second);
+        OnBecn(qpIndex);
     }
     if (m_dcqcn)
     {
-        OnDcqcnCnp(it->second);
+        OnDcqcnCnp(qpIndex);
     }
 }
 

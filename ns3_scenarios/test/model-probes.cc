@@ -6,7 +6,12 @@
 #include "../model/egress-port.h"
 #include "../model/fabric-switch.h"
 
+#include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
+#include "ns3/scheduler.h"
+
+#include <sstream>
+#include <stdexcept>
 
 namespace cosim
 {
@@ -65,6 +70,58 @@ ModelProbes::DcqcnAfterCnp(double lineRateBps,
         targetOut[k] = s.targetBps;
         alphaOut[k] = s.alpha;
     }
+}
+
+int64_t
+ModelProbes::SchedulerScript(const std::string& scheduler,
+                             const uint8_t* step,
+                             const uint64_t* ts,
+                             const uint32_t* uid,
+                             int64_t n,
+                             int64_t* out)
+{
+    EnsurePicosecondResolution();
+    TypeId tid;
+    if (!TypeId::LookupByNameFailSafe(scheduler.substr(0, scheduler.find('[')), &tid) ||
+        !tid.IsChildOf(Scheduler::GetTypeId()))
+    {
+        throw std::invalid_argument("'" + scheduler + "' is not an ns-3 scheduler");
+    }
+    ObjectFactory factory;
+    std::istringstream text(scheduler);
+    text >> factory;
+    Ptr<Scheduler> events = factory.Create<Scheduler>();
+    int64_t pending = 0;
+    for (int64_t i = 0; i < n; ++i)
+    {
+        Scheduler::Event ev{nullptr, {ts[i], uid[i], 0}};
+        out[i] = -1;
+        switch (step[i])
+        {
+        case kInsert:
+            events->Insert(ev);
+            ++pending;
+            break;
+        case kRemove:
+            events->Remove(ev);
+            --pending;
+            break;
+        case kRemoveNext:
+        case kPeekNext:
+            if (events->IsEmpty())
+            {
+                out[i] = -2;
+                break;
+            }
+            out[i] = step[i] == kRemoveNext ? int64_t(events->RemoveNext().key.m_uid)
+                                            : int64_t(events->PeekNext().key.m_uid);
+            pending -= step[i] == kRemoveNext ? 1 : 0;
+            break;
+        default:
+            throw std::invalid_argument("unknown scheduler step " + std::to_string(int(step[i])));
+        }
+    }
+    return pending;
 }
 
 } // namespace cosim

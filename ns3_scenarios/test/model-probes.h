@@ -11,6 +11,7 @@
 #define COSIM_MODEL_PROBES_H
 
 #include <cstdint>
+#include <string>
 
 namespace cosim
 {
@@ -52,6 +53,35 @@ class ModelProbes
                               double* rateOut,
                               double* targetOut,
                               double* alphaOut);
+
+    /// SchedulerScript step kinds.
+    enum SchedulerStep : uint8_t
+    {
+        kInsert = 0,     ///< insert the event (ts, uid)
+        kRemoveNext = 1, ///< remove the earliest event
+        kPeekNext = 2,   ///< look at the earliest event
+        kRemove = 3,     ///< remove the pending event (ts, uid), as Simulator::Remove does
+    };
+
+    /**
+     * @brief Probe of an ns-3 event scheduler alone: play a script of steps on it, as the simulator would
+     * (events carry no implementation; the scheduler never runs them).
+     * @param scheduler the scheduler as ns-3 ObjectFactory text, e.g. "ns3::TimingWheelScheduler" or
+     * "ns3::TimingWheelScheduler[Buckets=64|BucketWidth=1ns]"; throws std::invalid_argument if not one
+     * @param step SchedulerStep per step
+     * @param ts per step: the event's timestamp for kInsert and kRemove, in time steps (ps)
+     * @param uid per step: the event's uid for kInsert and kRemove
+     * @param n steps
+     * @param out per step: the uid removed or peeked (kRemoveNext, kPeekNext), -1 for the other steps, and
+     * -2 for a kRemoveNext or kPeekNext on an empty scheduler (then skipped)
+     * @return events still pending at the end
+     */
+    static int64_t SchedulerScript(const std::string& scheduler,
+                                   const uint8_t* step,
+                                   const uint64_t* ts,
+                                   const uint32_t* uid,
+                                   int64_t n,
+                                   int64_t* out);
 };
 
 } // namespace cosim

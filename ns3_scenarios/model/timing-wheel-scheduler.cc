@@ -1,0 +1,449 @@
+#include "timing-wheel-scheduler.h"
+
+#include "ns3/assert.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace ns3
+{
+
+NS_OBJECT_ENSURE_REGISTERED(TimingWheelScheduler);
+
+namespace
+{
+/// Heap order of the far events: std::*_heap build max-heaps, so "less" is "later" here.
+bool
+Later(const Scheduler::Event& a, const Scheduler::Event& b)
+{
+    return b.key < a.key;
+}
+
+/// @return the index of the first set bit of @p words at or after bit @p from, or UINT32_MAX if none
+uint32_t
+FirstSetBitFrom(const std::vector<uint64_t>& words, uint32_t from)
+{
+    uint32_t w = from >> 6;
+    if (w >= words.size())
+    {
+        return UINT32_MAX;
+    }
+    uint64_t bits = words[w] & (~uint64_t(0) << (from & 63));
+    while (bits == 0)
+    {
+        if (++w == words.size())
+        {
+            return UINT32_MAX;
+        }
+        bits = words[w];
+    }
+    return (w << 6) | uint32_t(std::countr_zero(bits));
+}
+} // namespace
+
+TypeId
+TimingWheelScheduler::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::TimingWheelScheduler")
+            .SetParent<Scheduler>()
+            .SetGroupName("Cosim")
+            .AddConstructor<TimingWheelScheduler>()
+            .AddAttribute("BucketWidth",
+                          "Simulated time one bucket of the wheel spans, rounded down to a power of two time "
+                          "steps (ps; at least 1 ps): 5 ns gives 4,096 ps. Events closer together share a "
+                          "bucket's sorted list. Changes speed only, never the event order.",
+                          TimeValue(NanoSeconds(5)),
+                          MakeTimeAccessor(&TimingWheelScheduler::m_bucketWidth),
+                          MakeTimeChecker())
+            .AddAttribute("Buckets",
+                          "Buckets in the wheel (a count), rounded up to a power of two; Buckets x BucketWidth is the "
+                          "horizon beyond which events wait in a heap. Changes speed only, never the event "
+                          "order.",
+                          UintegerValue(8192),
+                          MakeUintegerAccessor(&TimingWheelScheduler::m_bucketsAttribute),
+                          MakeUintegerChecker<uint32_t>(64, 1U << 22));
+    return tid;
+}
+
+TimingWheelScheduler::TimingWheelScheduler() = default;
+
+TimingWheelScheduler::~TimingWheelScheduler() = default;
+
+void
+TimingWheelScheduler::NotifyConstructionCompleted()
+{
+    const int64_t steps = std::max<int64_t>(m_bucketWidth.GetTimeStep(), 1);
+    m_widthShift = uint32_t(std::bit_width(uint64_t(steps)) - 1);
+    const uint64_t buckets = std::bit_ceil(uint64_t(std::max<uint32_t>(m_bucketsAttribute, 64)));
+    m_slotMask = buckets - 1;
+    m_buckets.assign(buckets, Bucket{kNone, kNone});
+    m_occupied.assign(buckets / 64, 0);
+    m_occupiedWords.assign((buckets / 64 + 63) / 64, 0);
+    Scheduler::NotifyConstructionCompleted();
+}
+
+void
+TimingWheelScheduler::MarkOccupied(uint32_t slot)
+{
+    m_occupied[slot >> 6] |= uint64_t(1) << (slot & 63);
+    m_occupiedWords[slot >> 12] |= uint64_t(1) << ((slot >> 6) & 63);
+}
+
+void
+TimingWheelScheduler::MarkEmpty(uint32_t slot)
+{
+    uint64_t& word = m_occupied[slot >> 6];
+    word &= ~(uint64_t(1) << (slot & 63));
+    if (word == 0)
+    {
+        m_occupiedWords[slot >> 12] &= ~(uint64_t(1) << ((slot >> 6) & 63));
+    }
+}
+
+void
+TimingWheelScheduler::Insert(const Scheduler::Event& ev)
+{
+    if (InWindow(BucketOf(ev.key.m_ts)))
+    {
+        InsertNear(ev);
+    }
+    else
+    {
+        InsertFar(ev);
+    }
+}
+
+// The helpers of Insert, PeekNext and RemoveNext are inlined into them: the virtual call is the only one
+// per event on the common paths; rare paths (far heap, walks, a wrap of the ring) stay out of line.
+inline __attribute__((always_inline)) uint32_t
+TimingWheelScheduler::NewNode(const Scheduler::Event& ev)
+{
+    uint32_t node = m_freeNode;
+    if (node == kNone)
+    {
+        node = uint32_t(m_nodes.size());
+        m_nodes.push_back(Node{});
+    }
+    else
+    {
+        m_freeNode = m_nodes[node].next;
+    }
+    m_nodes[node].ev = ev;
+    m_nodes[node].next = kNone;
+    return node;
+}
+
+inline __attribute__((always_inline)) uint32_t
+TimingWheelScheduler::NewGroup(uint64_t ts, uint32_t node)
+{
+    uint32_t group = m_freeGroup;
+    if (group == kNone)
+    {
+        group = uint32_t(m_groups.size());
+        m_groups.push_back(Group{});
+    }
+    else
+    {
+        m_freeGroup = m_groups[group].next;
+    }
+    m_groups[group] = Group{ts, node, node, kNone};
+    return group;
+}
+
+inline __attribute__((always_inline)) void
+TimingWheelScheduler::AddToGroup(uint32_t group, uint32_t node)
+{
+    Group& g = m_groups[group];
+    const uint32_t uid = m_nodes[node].ev.key.m_uid;
+    if (m_nodes[g.tail].ev.key.m_uid < uid)
+    {
+        m_nodes[g.tail].next = node;
+        g.tail = node;
+        return;
+    }
+    // An older uid than the group's last (not seen from ns-3's simulator, whose uids increase): walk.
+    uint32_t* link = &g.head;
+    while (m_nodes[*link].ev.key.m_uid < uid)
+    {
+        link = &m_nodes[*link].next;
+    }
+    m_nodes[node].next = *link;
+    *link = node;
+}
+
+inline __attribute__((always_inline)) void
+TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
+{
+    const uint32_t node = NewNode(ev);
+    ++m_nearCount;
+    const uint64_t ts = ev.key.m_ts;
+    const uint32_t slot = uint32_t(BucketOf(ts) & m_slotMask);
+    Bucket& bucket = m_buckets[slot];
+    if (bucket.first == kNone)
+    {
+        MarkOccupied(slot);
+        const uint32_t group = NewGroup(ts, node);
+        m_buckets[slot] = Bucket{group, group};
+        return;
+    }
+    const uint64_t lastTs = m_groups[bucket.last].ts;
+    if (lastTs == ts)
+    {
+        AddToGroup(bucket.last, node);
+    }
+    else if (lastTs < ts)
+    {
+        const uint32_t group = NewGroup(ts, node); // may move m_groups, not m_buckets
+        m_groups[bucket.last].next = group;
+        bucket.last = group;
+    }
+    else
+    {
+        InsertBeforeLastGroup(slot, node);
+    }
+}
+
+// Out of line: less common, and keeping it apart leaves InsertNear's common paths few registers to save.
+__attribute__((noinline)) void
+TimingWheelScheduler::InsertBeforeLastGroup(uint32_t slot, uint32_t node)
+{
+    const uint64_t ts = m_nodes[node].ev.key.m_ts;
+    uint32_t previous = kNone;
+    uint32_t group = m_buckets[slot].first;
+    while (m_groups[group].ts < ts) // stops at the last group at the latest: its timestamp is later
+    {
+        previous = group;
+        group = m_groups[group].next;
+    }
+    if (m_groups[group].ts == ts)
+    {
+        AddToGroup(group, node);
+        return;
+    }
+    const uint32_t fresh = NewGroup(ts, node);
+    m_groups[fresh].next = group;
+    if (previous == kNone)
+    {
+        m_buckets[slot].first = fresh;
+    }
+    else
+    {
+        m_groups[previous].next = fresh;
+    }
+}
+
+__attribute__((noinline)) void
+TimingWheelScheduler::InsertFar(const Scheduler::Event& ev)
+{
+    m_far.push_back(ev);
+    std::push_heap(m_far.begin(), m_far.end(), Later);
+}
+
+bool
+TimingWheelScheduler::IsEmpty() const
+{
+    return m_nearCount == 0 && m_far.empty();
+}
+
+inline __attribute__((always_inline)) uint32_t
+TimingWheelScheduler::FirstOccupiedSlot() const
+{
+    if (m_nearCount == 0)
+    {
+        return kNone;
+    }
+    // Every wheel event's bucket is in [start, start + Buckets), so ring order from the start's slot is
+    // time order: search up to the ring's end, then wrap around to its beginning.
+    const uint32_t from = uint32_t(m_startBucket & m_slotMask);
+    const uint32_t w = from >> 6;
+    if (const uint64_t bits = m_occupied[w] & (~uint64_t(0) << (from & 63)); bits != 0)
+    {
+        return (w << 6) | uint32_t(std::countr_zero(bits));
+    }
+    return FirstOccupiedSlotAfterWord(from);
+}
+
+__attribute__((noinline)) uint32_t
+TimingWheelScheduler::FirstOccupiedSlotAfterWord(uint32_t from) const
+{
+    const uint32_t w = from >> 6;
+    uint32_t word = FirstSetBitFrom(m_occupiedWords, w + 1);
+    if (word == UINT32_MAX)
+    {
+        word = FirstSetBitFrom(m_occupiedWords, 0);
+    }
+    NS_ASSERT_MSG(word != UINT32_MAX, "the wheel counts events but no bucket is marked occupied");
+    return (word << 6) | uint32_t(std::countr_zero(m_occupied[word]));
+}
+
+inline __attribute__((always_inline)) TimingWheelScheduler::Next
+TimingWheelScheduler::FindNext() const
+{
+    const uint32_t slot = FirstOccupiedSlot();
+    if (m_far.empty())
+    {
+        return {slot, slot != kNone};
+    }
+    if (slot != kNone && m_nodes[m_groups[m_buckets[slot].first].head].ev.key < m_far.front().key)
+    {
+        return {slot, true};
+    }
+    return {kNone, true};
+}
+
+Scheduler::Event
+TimingWheelScheduler::PeekNext() const
+{
+    const Next next = FindNext();
+    NS_ASSERT_MSG(next.found, "PeekNext on an empty scheduler");
+    return next.slot != kNone ? m_nodes[m_groups[m_buckets[next.slot].first].head].ev : m_far.front();
+}
+
+inline __attribute__((always_inline)) Scheduler::Event
+TimingWheelScheduler::PopSlot(uint32_t slot)
+{
+    Bucket& bucket = m_buckets[slot];
+    const uint32_t group = bucket.first;
+    Group& g = m_groups[group];
+    const uint32_t node = g.head;
+    Node& n = m_nodes[node];
+    g.head = n.next;
+    if (g.head == kNone)
+    {
+        bucket.first = g.next;
+        g.next = m_freeGroup;
+        m_freeGroup = group;
+        if (bucket.first == kNone)
+        {
+            MarkEmpty(slot);
+        }
+    }
+    n.next = m_freeNode;
+    m_freeNode = node;
+    --m_nearCount;
+    return n.ev;
+}
+
+__attribute__((noinline)) Scheduler::Event
+TimingWheelScheduler::PopFar()
+{
+    std::pop_heap(m_far.begin(), m_far.end(), Later);
+    const Scheduler::Event ev = m_far.back();
+    m_far.pop_back();
+    return ev;
+}
+
+void
+TimingWheelScheduler::Advance(uint64_t bucket)
+{
+    // The event just removed was the earliest, so no wheel event lies in a bucket before its own.
+    if (bucket > m_startBucket)
+    {
+        m_startBucket = bucket;
+    }
+    if (!m_far.empty() && InWindow(BucketOf(m_far.front().key.m_ts)))
+    {
+        PullFarIntoWindow();
+    }
+}
+
+__attribute__((noinline)) void
+TimingWheelScheduler::PullFarIntoWindow()
+{
+    while (!m_far.empty() && InWindow(BucketOf(m_far.front().key.m_ts)))
+    {
+        InsertNear(PopFar());
+    }
+}
+
+Scheduler::Event
+TimingWheelScheduler::RemoveNext()
+{
+    const Next next = FindNext();
+    NS_ASSERT_MSG(next.found, "RemoveNext on an empty scheduler");
+    const Scheduler::Event ev = next.slot != kNone ? PopSlot(next.slot) : PopFar();
+    Advance(BucketOf(ev.key.m_ts));
+    return ev;
+}
+
+void
+TimingWheelScheduler::Remove(const Scheduler::Event& ev)
+{
+    const uint64_t bucket = BucketOf(ev.key.m_ts);
+    if (InWindow(bucket))
+    {
+        if (RemoveNear(uint32_t(bucket & m_slotMask), ev.key))
+        {
+            return;
+        }
+    }
+    // Events outside the window wait in the far heap (the window's events all moved into the wheel).
+    const auto it = std::find_if(m_far.begin(), m_far.end(),
+                                 [&ev](const Scheduler::Event& e) { return e.key.m_uid == ev.key.m_uid; });
+    NS_ASSERT_MSG(it != m_far.end(), "Remove of an event that is not pending");
+    if (it == m_far.end())
+    {
+        return;
+    }
+    *it = m_far.back();
+    m_far.pop_back();
+    std::make_heap(m_far.begin(), m_far.end(), Later);
+}
+
+bool
+TimingWheelScheduler::RemoveNear(uint32_t slot, const Scheduler::EventKey& key)
+{
+    Bucket& bucket = m_buckets[slot];
+    uint32_t previousGroup = kNone;
+    uint32_t group = bucket.first;
+    while (group != kNone && m_groups[group].ts != key.m_ts)
+    {
+        previousGroup = group;
+        group = m_groups[group].next;
+    }
+    if (group == kNone)
+    {
+        return false;
+    }
+    Group& g = m_groups[group];
+    uint32_t previous = kNone;
+    uint32_t node = g.head;
+    while (node != kNone && m_nodes[node].ev.key.m_uid != key.m_uid)
+    {
+        previous = node;
+        node = m_nodes[node].next;
+    }
+    if (node == kNone)
+    {
+        return false;
+    }
+    (previous == kNone ? g.head : m_nodes[previous].next) = m_nodes[node].next;
+    if (g.tail == node)
+    {
+        g.tail = previous;
+    }
+    m_nodes[node].next = m_freeNode;
+    m_freeNode = node;
+    --m_nearCount;
+    if (g.head != kNone)
+    {
+        return true;
+    }
+    // The group is empty: unlink it from its bucket.
+    (previousGroup == kNone ? bucket.first : m_groups[previousGroup].next) = g.next;
+    if (bucket.last == group)
+    {
+        bucket.last = previousGroup;
+    }
+    g.next = m_freeGroup;
+    m_freeGroup = group;
+    if (bucket.first == kNone)
+    {
+        MarkEmpty(slot);
+    }
+    return true;
+}
+
+} // namespace ns3

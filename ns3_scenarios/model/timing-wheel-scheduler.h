@@ -1,0 +1,161 @@
+/**
+ * @file
+ * @ingroup cosim
+ * An ns-3 event scheduler for packet simulations: a timing wheel of short time buckets for the near
+ * future, plus a binary heap for the few events beyond the wheel's horizon.
+ */
+#ifndef COSIM_TIMING_WHEEL_SCHEDULER_H
+#define COSIM_TIMING_WHEEL_SCHEDULER_H
+
+#include "ns3/nstime.h"
+#include "ns3/scheduler.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * @ingroup cosim
+ * @brief Event queue tuned to a packet fabric's event mix: most events fall within a few µs of now
+ * (serializations, propagations, credit and ACK returns), a few far ones (timers, the run's time limit).
+ *
+ * The near future is a ring of `Buckets` buckets, each `BucketWidth` of simulated time wide, so the
+ * wheel covers `Buckets × BucketWidth` from the bucket of the last event removed. An event inside that
+ * horizon goes to its bucket, which keeps its events sorted by (timestamp, uid), the order every ns-3
+ * scheduler gives, so equal timestamps keep their insertion order. Synchronized ports schedule hundreds
+ * of events at one timestamp, interleaved with events at another timestamp of the same bucket, so a
+ * bucket is a short list of timestamp groups, each a list in uid order: an insert finds its group among
+ * the few of its bucket (usually the last) and appends at the group's tail (ns-3's uids increase). A bitmap of occupied buckets (and a
+ * second bitmap of occupied bitmap words) finds the next occupied bucket in a few instructions. An event
+ * beyond the horizon goes to a binary min-heap and moves into the wheel once the wheel's start comes
+ * within a horizon of it. The next event is the earlier of the first occupied bucket's head and the
+ * heap's top.
+ *
+ * Events and groups are elements of two arrays, linked by index and recycled through free lists:
+ * inserting allocates only when more events are pending than ever before. Insert and RemoveNext cost
+ * O(1) plus a walk over the timestamp groups of one bucket for near events, O(log far) for far ones.
+ *
+ * Correct for any timestamps (an event outside the wheel's window is simply kept in the heap); fast when
+ * most pending events are within a horizon of now.
+ */
+class TimingWheelScheduler : public Scheduler
+{
+  public:
+    /// @return the TypeId, with the BucketWidth and Buckets attributes
+    static TypeId GetTypeId();
+
+    TimingWheelScheduler();
+    ~TimingWheelScheduler() override;
+    TimingWheelScheduler(const TimingWheelScheduler&) = delete;
+    TimingWheelScheduler& operator=(const TimingWheelScheduler&) = delete;
+
+    void Insert(const Scheduler::Event& ev) override;
+    bool IsEmpty() const override;
+    Scheduler::Event PeekNext() const override;
+    Scheduler::Event RemoveNext() override;
+    void Remove(const Scheduler::Event& ev) override;
+
+  protected:
+    /// Size the wheel from the attributes (they are set by then).
+    void NotifyConstructionCompleted() override;
+
+  private:
+    static constexpr uint32_t kNone = UINT32_MAX; ///< end of a list, no node, no group
+
+    /// One pending event of the wheel, linked to the next one of its timestamp group (or of the free list).
+    struct Node
+    {
+        Scheduler::Event ev; ///< the event
+        uint32_t next;       ///< next node of the same group, by uid (kNone at the end)
+    };
+
+    /// The events of one bucket that share one timestamp, in uid order, linked to the bucket's next group.
+    struct Group
+    {
+        uint64_t ts;   ///< the timestamp, in time steps
+        uint32_t head; ///< first node (smallest uid)
+        uint32_t tail; ///< last node (largest uid)
+        uint32_t next; ///< the bucket's next (later) group, or the next free group; kNone at the end
+    };
+
+    /// One bucket of the ring: its groups, earliest timestamp first.
+    struct Bucket
+    {
+        uint32_t first; ///< earliest group, kNone if the bucket is empty
+        uint32_t last;  ///< latest group (valid while first is not kNone)
+    };
+
+    /// Where the next event is: a bucket of the wheel or the far heap.
+    struct Next
+    {
+        uint32_t slot; ///< bucket index in the ring, kNone if the next event is in the far heap
+        bool found;    ///< false when no event is pending
+    };
+
+    /// @return the bucket number (absolute, not wrapped) of timestamp @p ts
+    uint64_t BucketOf(uint64_t ts) const
+    {
+        return ts >> m_widthShift;
+    }
+
+    /// @return true if bucket number @p bucket lies in the wheel's window [m_start, m_start + Buckets)
+    bool InWindow(uint64_t bucket) const
+    {
+        return bucket - m_startBucket <= m_slotMask; // unsigned: a bucket before the start wraps to huge
+    }
+
+    /// Put @p ev in its bucket's group of its timestamp (its bucket must be in the window).
+    void InsertNear(const Scheduler::Event& ev);
+    /// Put node @p node in the group of its timestamp in @p slot's bucket, earlier than the bucket's last
+    /// group (walks the groups).
+    void InsertBeforeLastGroup(uint32_t slot, uint32_t node);
+    /// Put node @p node at the place of its uid in group @p group (of the same timestamp).
+    void AddToGroup(uint32_t group, uint32_t node);
+    /// @return a free node holding @p ev
+    uint32_t NewNode(const Scheduler::Event& ev);
+    /// @return a free group of timestamp @p ts holding only node @p node
+    uint32_t NewGroup(uint64_t ts, uint32_t node);
+    /// Push @p ev on the far heap.
+    void InsertFar(const Scheduler::Event& ev);
+    /// @return the first occupied bucket at or after the wheel's start, in ring order (kNone if none)
+    uint32_t FirstOccupiedSlot() const;
+    /// @return the first occupied bucket after the bitmap word of slot @p from, in ring order
+    uint32_t FirstOccupiedSlotAfterWord(uint32_t from) const;
+    /// Move the far events that are now inside the window into the wheel.
+    void PullFarIntoWindow();
+    /// @return where the earliest pending event is
+    Next FindNext() const;
+    /// Unlink the head of bucket @p slot; @return its event
+    Scheduler::Event PopSlot(uint32_t slot);
+    /// Unlink the event of @p key from bucket @p slot; @return false if it is not there
+    bool RemoveNear(uint32_t slot, const Scheduler::EventKey& key);
+    /// Pop the far heap's top; @return it
+    Scheduler::Event PopFar();
+    /// Move the wheel's start to bucket @p bucket and pull the far events now inside the window.
+    void Advance(uint64_t bucket);
+    /// Mark bucket @p slot occupied in both bitmaps.
+    void MarkOccupied(uint32_t slot);
+    /// Mark bucket @p slot empty (it has just become so) in both bitmaps.
+    void MarkEmpty(uint32_t slot);
+
+    Time m_bucketWidth;                  ///< BucketWidth attribute (rounded down to a power of two time steps)
+    uint32_t m_bucketsAttribute;         ///< Buckets attribute (rounded up to a power of two)
+    uint32_t m_widthShift{0};            ///< log2 of the bucket width, in time steps
+    uint64_t m_slotMask{0};              ///< buckets in the ring − 1
+    uint64_t m_startBucket{0};           ///< bucket number of the wheel's first bucket (of the last event removed)
+    uint64_t m_nearCount{0};             ///< events in the wheel
+    std::vector<Bucket> m_buckets;       ///< the ring
+    std::vector<uint64_t> m_occupied;    ///< one bit per ring slot: its bucket holds events
+    std::vector<uint64_t> m_occupiedWords; ///< one bit per word of m_occupied: that word is non-zero
+    std::vector<Node> m_nodes;           ///< node storage of the wheel's events
+    uint32_t m_freeNode{kNone};          ///< first free node
+    std::vector<Group> m_groups;         ///< group storage
+    uint32_t m_freeGroup{kNone};         ///< first free group
+    std::vector<Scheduler::Event> m_far; ///< binary min-heap of events beyond the window, by (ts, uid)
+};
+
+} // namespace ns3
+
+#endif // COSIM_TIMING_WHEEL_SCHEDULER_H
