@@ -26,6 +26,7 @@ import numpy as np
 from cosim.collectives.dag import NUM_PRIORITIES, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.workload.flows import FlowSet
+from cosim.network import buffers
 from cosim.network.topology import HOST, SWITCH, Fabric
 from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, qualify_attribute
 
@@ -394,6 +395,9 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
     engine = cosim_ns.Engine(int(seed))
     try:
         _apply_attributes(engine, attributes)
+        switch_buffers = buffers.switch_buffer_bytes(fabric, attributes)
+        if switch_buffers is not None:
+            engine.SetSwitchBufferBytes(np.ascontiguousarray(switch_buffers, dtype=np.uint64), fabric.n_nodes)
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)

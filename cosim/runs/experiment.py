@@ -62,6 +62,7 @@ from pathlib import Path
 from cosim import values as v
 from cosim.collectives.lower import ALGORITHM_NAMES
 from cosim.errors import CosimInputError
+from cosim.network import buffers
 from cosim.network.spec import NetworkSpec
 from cosim.network.transport import TRANSPORTS, qualify_attribute
 from cosim.runs.placement import PLACEMENTS
@@ -325,10 +326,11 @@ class TelemetrySpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LimitsSpec:
-    """When a run stops although work remains (None: the workload's default)."""
+    """When a run stops although work remains (None: derived from the workload, cosim.runs.time_limit)."""
 
     max_sim_time_ns: float | None = v.spec_field(v.Optional(v.Real(positive=True, maximum=9.2e18 / 1e3)), None,
-                                                 "stop at this simulated time, ns (flows: 1e9, training: 1e11)")
+                                                 "stop at this simulated time, ns [20 x the workload's ideal "
+                                                 "time, at least 1e9]")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "limits")
@@ -336,16 +338,17 @@ class LimitsSpec:
 
 #: a workload's defaults for the fields it leaves open
 _WORKLOAD_DEFAULTS = {
-    "flows": {"topology": "single-switch", "max_sim_time_ns": 1e9},
-    "training": {"topology": "rail-optimized", "max_sim_time_ns": 1e11},
-    "shared": {"topology": "leaf-spine", "max_sim_time_ns": 1e11},
+    "flows": {"topology": "single-switch"},
+    "training": {"topology": "rail-optimized"},
+    "shared": {"topology": "leaf-spine"},
 }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Experiment:
     """One run: a network, a workload on it, what to record, when to stop, and the seed of every random
-    choice. Construction resolves the workload's defaults (topology, time limit, run name)."""
+    choice. Construction resolves the workload's defaults (topology, run name); an unset time limit is
+    derived from the workload when the run is planned (cosim.runs.time_limit)."""
 
     name: str | None = v.spec_field(v.Optional(v.RunName()), None, "run name inside the results file")
     description: str = v.spec_field(v.Text(), "", "what the experiment shows")
@@ -370,8 +373,6 @@ class Experiment:
         defaults = _WORKLOAD_DEFAULTS[self.workload.kind]
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
-        if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", LimitsSpec(max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.is_training:
             if self.network.hosts is not None:
                 raise CosimInputError("network.hosts", "a training run sizes its fabric to the trace's ranks",
@@ -437,16 +438,20 @@ class Experiment:
         defaults = _WORKLOAD_DEFAULTS["shared"]
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
-        if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", LimitsSpec(max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.name is None:
             object.__setattr__(self, "name", self.network.transport)
 
     def lossless_priority_mask(self) -> int | None:
-        """SharedBufferMmu::LosslessPriorityMask of a shared fabric with a lossy workload (its priorities'
-        bits cleared, every other priority lossless), else None (the attribute's default: all lossless)."""
-        lossy = {j.priority for j in self.workloads if not j.lossless}
-        return None if not lossy else 0xFF & ~sum(1 << p for p in lossy)
+        """SharedBufferMmu::LosslessPriorityMask of a RoCE run: PFC headroom only for the priorities its
+        lossless traffic uses (the lossless workloads' priorities, 0 for a single workload, and the ACK/CNP
+        priority; cosim.network.buffers.lossless_priority_mask); None on InfiniBand or when
+        network.attributes set the mask (an explicit setting wins)."""
+        if self.network.transport != "roce":
+            return None
+        jobs = self.workloads
+        lossless = {j.priority for j in jobs if j.lossless} if jobs else {0}
+        lossy = {j.priority for j in jobs if not j.lossless}
+        return buffers.lossless_priority_mask(lossless, lossy, attributes=dict(self.network.attributes))
 
 
 # ---------------------------------------------------------------- documents
