@@ -426,7 +426,7 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     net = out.network
     fop = out.flow_op
     tables = telemetry.network_tables(fabric, net, src=p.src_node[fop], dst=p.dst_node[fop],
-                                      size_bytes=dag.bytes[fop], start_ns=out.flow_start_ns)
+                                      size_bytes=dag.bytes[fop].astype(np.int64), start_ns=out.flow_start_ns)
     train = training_tables(trace, dag, out.op_start_ns, out.op_finish_ns)
     compute_ns = train.pop("_compute_time_ns")
     tables |= train
