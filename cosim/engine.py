@@ -198,7 +198,8 @@ def simulate(
 
     ``attributes`` maps ns-3 attribute paths (``EgressPort::DataRate`` …) to values; they are applied as
     defaults before anything is built, and an unknown name or invalid value raises CosimInputError.
-    ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
+    Unless they set SharedBufferMmu::BufferBytes, every switch gets the buffer of its class (capacity,
+    cosim.network.buffers). ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
     (``delivered_at_bytes``), e.g. to measure throughput over part of a run.
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
@@ -389,7 +390,8 @@ def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None) ->
 
 @contextlib.contextmanager
 def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float):
-    """An Engine with ``attributes`` applied and ``fabric`` built and sampled; destroyed on exit."""
+    """An Engine with ``attributes`` applied, each switch's class buffer set (unless ``attributes`` set
+    SharedBufferMmu::BufferBytes), and ``fabric`` built and sampled; destroyed on exit."""
     cosim_ns = load()
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
