@@ -4,8 +4,8 @@ Times every phase of the pipeline a ``cosim run`` of this workload goes through,
 prints its wall seconds, CPU seconds (user + system) and the process's peak RSS after it (ru_maxrss, so
 monotonic): the trace (``build_trace``), the fabric (``build_fabric``: 2,048 servers x 8 NICs, 8 rails
 of 2,048 hosts), the lowering (``lower``, called directly: the DAG is above training.MAX_DAG_OPS, which
-``cosim run`` refuses), rank placement, the packet-hop estimate and independent parts of the traffic, and
-the engine's fabric build (``engine.check_fabric``: nodes, links, routes and the default per-class buffers
+``cosim run`` refuses), rank placement, the packet-hop estimate (with ``--parts`` also the independent
+parts of the traffic, cosim.runs.decompose), and the engine's fabric build (``engine.check_fabric``: nodes, links, routes and the default per-class buffers
 and lossless mask). It then says whether the whole run would fit: the simulation needs the data
 packet-hops estimate times the cost per packet-hop (``--ns-per-hop``; 600 ns is the figure measured at
 1,024 GPUs) of CPU time on one core. ``--simulate`` runs it as well (hours on this machine).
@@ -52,6 +52,8 @@ def main() -> None:
     ap.add_argument("--fabric", choices=("roce", "ib"), default="roce")
     ap.add_argument("--ns-per-hop", type=float, default=600.0, help="simulation CPU ns per data packet-hop")
     ap.add_argument("--simulate", action="store_true", help="also run the simulation (hours)")
+    ap.add_argument("--parts", action="store_true", help="also find the independent parts of the traffic "
+                    "(cosim.runs.decompose; its time grows as host pairs x flows: hours at 16,384 GPUs)")
     args = ap.parse_args()
 
     from cosim import engine  # noqa: PLC0415
@@ -92,8 +94,9 @@ def main() -> None:
     mtu = int(engine.attribute_values(attributes, ("HostNic::MtuBytes",))["HostNic::MtuBytes"])
     hops = ph.run("packet-hop estimate", lambda: data_packet_hops_estimate(fabric, src, dst, size, mtu),
                   lambda h: f"{h:.3g} data packet-hops")
-    ph.run("independent parts", lambda: describe_parts(fabric, src, dst),
-           lambda d: f"{d['independent_parts']} parts, up to {d['switches_per_part_max']} switches each")
+    if args.parts:
+        ph.run("independent parts", lambda: describe_parts(fabric, src, dst),
+               lambda d: f"{d['independent_parts']} parts, up to {d['switches_per_part_max']} switches each")
     ph.run("engine fabric build", lambda: engine.check_fabric(fabric, attributes), lambda _: "routes, buffers")
     limit = time_limit.limit_ns(time_limit.dag_ideal_ns(dag, training.nic_payload_bytes_per_s(exp.network)))
     sim_cpu_s = hops * args.ns_per_hop * 1e-9
