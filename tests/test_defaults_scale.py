@@ -62,7 +62,7 @@ def test_lossless_mask_follows_the_workloads_priorities(exp, mask):
     """Headroom is carved for the priorities the run's lossless traffic and its ACKs/CNPs use, not all 8;
     a lossy class and InfiniBand get none, and an explicit mask is left as set."""
     assert exp.lossless_priority_mask() == mask
-    attrs = runner._attributes(exp) if not exp.is_shared else None
+    attrs = runner.attributes_of(exp) if not exp.is_shared else None
     if attrs is not None and mask is not None:
         assert attrs["SharedBufferMmu::LosslessPriorityMask"] == str(mask)
 
@@ -98,7 +98,7 @@ def test_explicit_buffer_applies_to_every_switch(engine_ns):
     exp = rail_dp32({"SharedBufferMmu::BufferBytes": 48 * MIB})
     plan = runner.describe(exp)
     assert plan["buffer_per_switch_class"] == "25.6 Tbps: 48 MiB x 8; 51.2 Tbps: 48 MiB x 2"
-    assert buffers.switch_buffer_bytes(training.plan(exp).fabric, runner._attributes(exp)) is None
+    assert buffers.switch_buffer_bytes(training.plan(exp).fabric, runner.attributes_of(exp)) is None
 
 
 def test_time_limit_is_derived_from_flows_and_an_explicit_one_wins():
@@ -137,9 +137,9 @@ def test_engine_sizes_every_switch_by_its_class(engine_ns):
     rail leaf and a 160 MiB spine, which it would not at 32 MiB."""
     exp = rail_dp32({"SharedBufferMmu::LosslessPriorityMask": 255})
     fabric = training.plan(exp).fabric
-    sizes = buffers.switch_buffer_bytes(fabric, runner._attributes(exp))
+    sizes = buffers.switch_buffer_bytes(fabric, runner.attributes_of(exp))
     assert sorted(set(sizes[sizes > 0].tolist())) == [64 * MIB, 160 * MIB]
-    engine.check_fabric(fabric, runner._attributes(exp))
+    engine.check_fabric(fabric, runner.attributes_of(exp))
 
 
 def test_lowering_memory_per_dag_op_is_bounded():

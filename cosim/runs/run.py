@@ -87,10 +87,10 @@ def preflight(exp: Experiment, *, trace=None, planned=None) -> None:
         fabric = (planned if planned is not None else training.plan(exp, trace)).fabric
     else:
         fabric = flows.build(exp)[0]
-    engine.check_fabric(fabric, _attributes(exp))
+    engine.check_fabric(fabric, attributes_of(exp))
 
 
-def _attributes(exp: Experiment) -> dict[str, str]:
+def attributes_of(exp: Experiment) -> dict[str, str]:
     """The ns-3 attributes of a flow or training run of ``exp`` (a shared fabric's are in its plan)."""
     return run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
 
@@ -100,8 +100,8 @@ def describe(exp: Experiment, *, trace=None) -> dict:
 
     Servers, leaves and spines, the realized oversubscription, buffer (per switch class) and PFC headroom
     per switch, the lossless priorities, ranks and ops of a training workload, the simulated-time limit
-    (explicit, or derived from the workload: cosim.runs.time_limit), an estimate of its flows and data packet-hops (payload packets
-    times the hops of each flow's shortest path; ACKs and control packets not counted), and the
+    (explicit, or derived from the workload: cosim.runs.time_limit), an estimate of its flows and data
+    packet-hops (payload packets times the hops of each flow's shortest path; ACKs and control packets not counted), and the
     independent parts its traffic splits into (cosim.runs.decompose).
     """
     if exp.is_training:
@@ -124,7 +124,7 @@ def describe(exp: Experiment, *, trace=None) -> dict:
         src, dst, size = fs.src, fs.dst, fs.size_bytes
         workload = {}
         limit = flows.max_sim_time_ns(exp, fabric, fs)
-    attributes = p.attributes if exp.is_shared else _attributes(exp)
+    attributes = p.attributes if exp.is_shared else attributes_of(exp)
     engine.check_fabric(fabric, attributes)
     resolved = engine.attribute_values(attributes, (
         "HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes", "FabricSwitch::HeadroomBytes",
@@ -239,7 +239,7 @@ def data_packet_hops_estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np
 def work_estimate(exp: Experiment, planned=None) -> int:
     """The data packet-hops ``exp`` will simulate (its plan's flows on shortest paths; retransmissions and
     control packets not counted): the denominator of the progress line's ETA."""
-    attributes = _attributes(exp)
+    attributes = attributes_of(exp)
     mtu = int(engine.attribute_values(attributes, ("HostNic::MtuBytes",))["HostNic::MtuBytes"])
     if exp.is_training:
         p = planned if planned is not None else training.plan(exp)
