@@ -26,6 +26,7 @@ import numpy as np
 from cosim.collectives.dag import NUM_PRIORITIES, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.workload.flows import FlowSet
+from cosim.network import buffers
 from cosim.network.topology import HOST, SWITCH, Fabric
 from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, qualify_attribute
 
@@ -251,7 +252,8 @@ def simulate(
 
     ``attributes`` maps ns-3 attribute paths (``EgressPort::DataRate`` …) to values; they are applied as
     defaults before anything is built, and an unknown name or invalid value raises CosimInputError.
-    ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
+    Unless they set SharedBufferMmu::BufferBytes, every switch gets the buffer of its class (capacity,
+    cosim.network.buffers). ``snapshot_ns``: simulated times at which every flow's delivered bytes are recorded
     (``delivered_at_bytes``), e.g. to measure throughput over part of a run. ``setup`` (SetupFn) schedules
     faults once the fabric is built.
     ``scheduler``: the ns-3 event scheduler type (same results whichever; benchmarks compare them).
@@ -470,7 +472,8 @@ def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None) ->
 @contextlib.contextmanager
 def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float,
              scheduler: str = SCHEDULER_TYPE):
-    """An Engine with ``attributes`` applied and ``fabric`` built and sampled; destroyed on exit."""
+    """An Engine with ``attributes`` applied, each switch's class buffer set (unless ``attributes`` set
+    SharedBufferMmu::BufferBytes), and ``fabric`` built and sampled; destroyed on exit."""
     cosim_ns = load()
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
@@ -481,6 +484,9 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         except Exception as exc:
             raise CosimInputError("scheduler", _cpp_reason(exc), "use an ns3::Scheduler subclass such as "
                                   f"{SCHEDULER_TYPE}") from None
+        switch_buffers = buffers.switch_buffer_bytes(fabric, attributes)
+        if switch_buffers is not None:
+            engine.SetSwitchBufferBytes(np.ascontiguousarray(switch_buffers, dtype=np.uint64), fabric.n_nodes)
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)

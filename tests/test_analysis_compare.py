@@ -16,8 +16,8 @@ from cosim.results.metrics import metric_for, ordered_keys
 from conftest import help_output_loading_nothing_heavy, run_main
 
 # A 3-to-1 incast of 1 MB flows: with DCQCN on the default deep buffer (no pauses), and without DCQCN on a
-# 4 MB shared buffer, where the switch must pause the senders.
-SHALLOW = {"attributes.SharedBufferMmu::BufferBytes": "4000000"}
+# 2 MB shared buffer, where the switch must pause the senders (3 MB arrive at once).
+SHALLOW = {"attributes.SharedBufferMmu::BufferBytes": "2000000"}
 
 
 def incast_pair():

@@ -48,7 +48,7 @@ def flow_file(tmp_path_factory, engine_ns):
     """A 3-to-1 incast on a shallow-buffer switch without DCQCN: PFC pauses (roce), credit stalls (ib)."""
     path = tmp_path_factory.mktemp("perfetto") / "incast.h5"
     code = _main(["run", "--pattern", "incast", "--hosts", "4", "--flow-bytes", "1MB", "--no-dcqcn",
-                  "--set", "SharedBufferMmu::BufferBytes=4000000", "--fabric", "both", "-q", "-o", str(path)])
+                  "--set", "SharedBufferMmu::BufferBytes=2000000", "--fabric", "both", "-q", "-o", str(path)])
     assert code == 0
     return path
 

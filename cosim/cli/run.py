@@ -80,8 +80,8 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
               help="Set an ns-3 model attribute, e.g. --set HostNic::MtuBytes=1024 (repeatable).")
 @_field("telemetry.queue_sample_interval_ns", "queue_interval_ns", "Egress queue sampling interval, ns [1000].",
         flag="--queue-interval-ns")
-@_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [flows 1000, training "
-        "100000].", flag="--max-sim-time-ms")
+@_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [20 x the workload's "
+        "ideal time, at least 1000; --dry-run shows it].", flag="--max-sim-time-ms")
 @click.option("--pfc-watchdog/--no-pfc-watchdog", default=None, help="RoCE: PFC watchdog on every switch egress "
               "queue: one paused past PfcWatchdog::DetectionTime (--set, default 200ms) is disabled, its traffic "
               "dropped, until PfcWatchdog::RestorationTime without PAUSE (docs/models/pfc-watchdog.md).")

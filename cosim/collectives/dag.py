@@ -54,7 +54,7 @@ class DagOpKind(IntEnum):
     NOP = 3
 
 
-#: per-op columns: name → (dtype, default)
+#: per-op columns: name → (dtype, default); the narrowest that hold any DAG a machine can simulate
 OP_FIELDS: dict[str, tuple[type, int]] = {
     "kind": (np.uint8, int(DagOpKind.NOP)),
     "rank": (np.int32, -1),
@@ -63,13 +63,19 @@ OP_FIELDS: dict[str, tuple[type, int]] = {
     "bytes": (np.int64, 0),
     "duration_ns": (np.int64, 0),
     "priority": (np.uint8, 0),
-    "trace_op": (np.int64, -1),
+    "trace_op": (np.int32, -1),
     "coll": (np.int32, -1),
-    "iteration": (np.int32, 0),
+    "iteration": (np.int16, 0),
 }
+#: columns stored as int32 when every value fits (half the memory of the usual DAG), int64 otherwise
+NARROWABLE = ("bytes", "duration_ns")
+#: the widest value a narrowed column holds
+INT32_MAX = int(np.iinfo(np.int32).max)
 
-#: ops checked at a time by FlowDag's dep validation (bounds its temporaries to a few tens of MB)
-_CHECK_BLOCK_OPS = 1 << 20
+#: ops checked at a time by FlowDag's validation (bounds its temporaries to a few MB)
+_CHECK_BLOCK_OPS = 1 << 16
+#: edges placed at a time by csr_from_edge_chunks (bounds its temporaries to about a MB)
+_PLACE_BLOCK_EDGES = 1 << 15
 
 COLL_FIELDS: dict[str, type] = {
     "coll_trace_id": np.int64,
@@ -83,8 +89,11 @@ COLL_FIELDS: dict[str, type] = {
 }
 
 
-def _arr(field: str, value, dtype) -> np.ndarray:
+def _arr(field: str, value, dtype, narrow: type | None = None) -> np.ndarray:
+    """``value`` as an immutable 1-D array of ``dtype`` (or of ``narrow`` if it already is that dtype)."""
     a = np.asarray(value)
+    if narrow is not None and a.dtype == narrow:
+        dtype = narrow
     if a.ndim != 1:
         raise CosimInputError(f"dag.{field}", f"must be one-dimensional, got shape {a.shape}")
     if a.size and a.dtype.kind not in "iub":
@@ -145,11 +154,14 @@ class FlowDag:
             raise CosimInputError("dag.n_trace_ops", "must be >= 0")
         set_("n_trace_ops", int(self.n_trace_ops))
         for name, (dtype, _) in OP_FIELDS.items():
-            set_(name, _arr(name, getattr(self, name), dtype))
+            set_(name, _arr(name, getattr(self, name), dtype, np.int32 if name in NARROWABLE else None))
         for name, dtype in COLL_FIELDS.items():
             set_(name, _arr(name, getattr(self, name), dtype))
-        for name in ("dep_ptr", "dep_idx", "trace_start", "trace_done", "coll_ranks_ptr"):
+        for name in ("trace_start", "trace_done", "coll_ranks_ptr"):
             set_(name, _arr(name, getattr(self, name), np.int64))
+        set_("dep_ptr", _arr("dep_ptr", self.dep_ptr, np.int64, np.int32))
+        # op ids fit int32 whenever the ops do (MAX_DAG_OPS is far below 2^31): half the memory of a dep
+        set_("dep_idx", _arr("dep_idx", self.dep_idx, _index_dtype(self.kind.size)))
         set_("coll_ranks", _arr("coll_ranks", self.coll_ranks, np.int32))
         self._validate()
 
@@ -173,27 +185,8 @@ class FlowDag:
                 i = int(owner[bad][0])
                 raise CosimInputError("dag.dep_idx", f"op {i} depends on op {int(dep[bad][0])}, which is "
                                       "not an earlier op (ops must be in topological order)")
-        _where("dag.kind", self.kind > max(DagOpKind), "unknown op kind")
-        _where("dag.priority", self.priority >= NUM_PRIORITIES, f"priority must be 0..{NUM_PRIORITIES - 1}")
-        _where("dag.rank", (self.rank < -1) | (self.rank >= self.n_ranks), "rank out of range")
-        xfer = (self.kind == DagOpKind.FLOW) | (self.kind == DagOpKind.NVLINK)
-        _where("dag.src", xfer & ((self.src < 0) | (self.src >= self.n_ranks) | (self.dst < 0)
-                                  | (self.dst >= self.n_ranks)), "transfer endpoints out of range")
-        _where("dag.dst", xfer & (self.src == self.dst), "a transfer's destination must differ from its source")
-        _where("dag.src", ~xfer & ((self.src != -1) | (self.dst != -1)), "only transfers have src and dst")
-        _where("dag.rank", xfer & (self.rank != self.src), "a transfer belongs to its sending rank")
-        _where("dag.bytes", xfer != (self.bytes > 0), "transfers need bytes > 0, other ops bytes = 0")
-        _where("dag.bytes", self.bytes < 0, "bytes must be >= 0")
-        g = self.gpus_per_server
-        same = (self.src // g) == (self.dst // g)
-        _where("dag.kind", (self.kind == DagOpKind.FLOW) & same, "a FLOW between GPUs of one server (use NVLINK)")
-        _where("dag.kind", (self.kind == DagOpKind.NVLINK) & ~same, "an NVLINK copy between servers (use FLOW)")
-        timed = (self.kind == DagOpKind.COMPUTE) | (self.kind == DagOpKind.NVLINK)
-        _where("dag.duration_ns", (self.duration_ns < 0) | (~timed & (self.duration_ns != 0)),
-               "only COMPUTE and NVLINK ops have a duration, and it is >= 0")
-        _where("dag.rank", (self.kind == DagOpKind.COMPUTE) & (self.rank < 0) & (self.coll < 0),
-               "a COMPUTE op needs a rank (or a collective, whose start latency it is)")
-        _where("dag.coll", (self.coll < -1) | (self.coll >= m), "collective index out of range")
+        for lo in range(0, n, _CHECK_BLOCK_OPS):
+            self._validate_ops(slice(lo, min(n, lo + _CHECK_BLOCK_OPS)), m)
         nt = self.n_iterations * self.n_trace_ops
         for name in ("trace_start", "trace_done"):
             a = getattr(self, name)
@@ -202,7 +195,36 @@ class FlowDag:
             _where(f"dag.{name}", (a < 0) | (a >= n), "points outside the ops")
         for name in ("coll_start_op", "coll_end_op"):
             _where(f"dag.{name}", (getattr(self, name) < 0) | (getattr(self, name) >= n), "points outside the ops")
-        _where("dag.iteration", (self.iteration < 0) | (self.iteration >= self.n_iterations), "iteration out of range")
+
+    def _validate_ops(self, sel: slice, m: int) -> None:
+        """The per-op rules on ops ``sel`` (a block: the masks stay small for a DAG of any size)."""
+        kind, rank, src, dst = self.kind[sel], self.rank[sel], self.src[sel], self.dst[sel]
+        nbytes, duration, coll = self.bytes[sel], self.duration_ns[sel], self.coll[sel]
+        at = lambda mask: np.flatnonzero(mask)[:1] + sel.start  # noqa: E731 (first offending op)
+        where = lambda field, mask, problem: _where(field, mask, problem, at)  # noqa: E731
+        where("dag.kind", kind > max(DagOpKind), "unknown op kind")
+        where("dag.priority", self.priority[sel] >= NUM_PRIORITIES, f"priority must be 0..{NUM_PRIORITIES - 1}")
+        where("dag.rank", (rank < -1) | (rank >= self.n_ranks), "rank out of range")
+        xfer = (kind == DagOpKind.FLOW) | (kind == DagOpKind.NVLINK)
+        where("dag.src", xfer & ((src < 0) | (src >= self.n_ranks) | (dst < 0) | (dst >= self.n_ranks)),
+              "transfer endpoints out of range")
+        where("dag.dst", xfer & (src == dst), "a transfer's destination must differ from its source")
+        where("dag.src", ~xfer & ((src != -1) | (dst != -1)), "only transfers have src and dst")
+        where("dag.rank", xfer & (rank != src), "a transfer belongs to its sending rank")
+        where("dag.bytes", xfer != (nbytes > 0), "transfers need bytes > 0, other ops bytes = 0")
+        where("dag.bytes", nbytes < 0, "bytes must be >= 0")
+        g = self.gpus_per_server
+        same = (src // g) == (dst // g)
+        where("dag.kind", (kind == DagOpKind.FLOW) & same, "a FLOW between GPUs of one server (use NVLINK)")
+        where("dag.kind", (kind == DagOpKind.NVLINK) & ~same, "an NVLINK copy between servers (use FLOW)")
+        timed = (kind == DagOpKind.COMPUTE) | (kind == DagOpKind.NVLINK)
+        where("dag.duration_ns", (duration < 0) | (~timed & (duration != 0)),
+              "only COMPUTE and NVLINK ops have a duration, and it is >= 0")
+        where("dag.rank", (kind == DagOpKind.COMPUTE) & (rank < 0) & (coll < 0),
+              "a COMPUTE op needs a rank (or a collective, whose start latency it is)")
+        where("dag.coll", (coll < -1) | (coll >= m), "collective index out of range")
+        it = self.iteration[sel]
+        where("dag.iteration", (it < 0) | (it >= self.n_iterations), "iteration out of range")
 
     # --- accessors ----------------------------------------------------------------------------------
 
@@ -256,21 +278,63 @@ class FlowDag:
 
 
 def _csr(field: str, ptr: np.ndarray, n_rows: int, n_values: int) -> None:
-    if ptr.size != n_rows + 1 or ptr[0] != 0 or ptr[-1] != n_values or np.any(np.diff(ptr) < 0):
+    if ptr.size != n_rows + 1 or ptr[0] != 0 or ptr[-1] != n_values or not np.all(ptr[1:] >= ptr[:-1]):
         raise CosimInputError(field, f"is not a valid CSR pointer array over {n_rows} rows and {n_values} values")
 
 
-def _where(field: str, mask: np.ndarray, problem: str) -> None:
+def _where(field: str, mask: np.ndarray, problem: str, at=None) -> None:
+    """Raise if ``mask`` holds a True: ``problem`` at its first row (``at(mask)``: that row, offset)."""
     if np.any(mask):
-        raise CosimInputError(field, f"{problem} (op/row {int(np.argmax(mask))})")
+        row = int(at(mask)[0]) if at is not None else int(np.argmax(mask))
+        raise CosimInputError(field, f"{problem} (op/row {row})")
+
+
+def _index_dtype(n: int) -> type:
+    """The dtype of op ids below ``n``: int32 when they fit, else int64."""
+    return np.int32 if n < INT32_MAX else np.int64
 
 
 def csr_from_edges(owner: np.ndarray, dep: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR (ptr, idx) of the deps of n ops from edge arrays; deps of one op keep their given order."""
+    return csr_from_edge_chunks([(np.asarray(owner), np.asarray(dep))], n)
+
+
+def csr_from_edge_chunks(chunks: list[tuple[np.ndarray, np.ndarray]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (ptr, idx; int32 when they fit, else int64) of the deps of n ops from (owner, dep) edge chunks, consumed
+    (the list is emptied): a counting sort placing a block of edges at a time, the pointers doubling as the
+    cursors, so nothing but the result and one block's temporaries is allocated. Deps of one op keep their
+    order (chunk order, then order within a chunk)."""
+    n_edges = sum(int(owner.size) for owner, _ in chunks)
+    ptr = np.zeros(n + 1, _index_dtype(n_edges + 1))  # pointers fit int32 whenever the edges do
+    for owner, _ in chunks:
+        for lo in range(0, owner.size, _PLACE_BLOCK_EDGES):
+            ops, counts = np.unique(owner[lo:lo + _PLACE_BLOCK_EDGES], return_counts=True)
+            ptr[ops + 1] += counts
+    np.cumsum(ptr, out=ptr)
+    idx = np.empty(int(ptr[-1]), _index_dtype(n))
+    cursor = ptr[:-1]  # ptr[i] is op i's next free slot while filling; op i ends at the old ptr[i + 1]
+    chunks.reverse()
+    while chunks:
+        owner, dep = chunks.pop()
+        for lo in range(0, owner.size, _PLACE_BLOCK_EDGES):
+            _place(idx, cursor, owner[lo:lo + _PLACE_BLOCK_EDGES], dep[lo:lo + _PLACE_BLOCK_EDGES])
+        del owner, dep
+    ptr[1:] = ptr[:-1].copy()  # every cursor now sits at its op's end, which is the next op's start
+    ptr[0] = 0
+    return ptr, idx
+
+
+def _place(idx: np.ndarray, cursor: np.ndarray, owner: np.ndarray, dep: np.ndarray) -> None:
+    """Write edges (owner, dep) at their owners' cursors, in order, and advance the cursors."""
+    if not owner.size:
+        return
     order = np.argsort(owner, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner, minlength=n), out=ptr[1:])
-    return ptr, np.asarray(dep)[order].astype(np.int64, copy=False)
+    o = owner[order]
+    first = np.flatnonzero(np.concatenate([[True], o[1:] != o[:-1]]))
+    length = np.diff(np.append(first, o.size))
+    # an edge's slot: its owner's cursor plus its rank among this block's edges of the same owner
+    idx[cursor[o] + (np.arange(o.size) - np.repeat(first, length))] = dep[order]
+    cursor[o[first]] += length  # o[first] are distinct
 
 
 class DagBuilder:
@@ -278,11 +342,14 @@ class DagBuilder:
     chunks; :meth:`build` turns the edges into CSR once. Nothing per op is kept twice: the peak is the
     columns plus the edges."""
 
-    def __init__(self, n_ops: int) -> None:
+    def __init__(self, n_ops: int, *, narrow: bool = False) -> None:
+        """@param narrow  store bytes and duration_ns as int32 (the caller knows every value fits)"""
         self._n = int(n_ops)
-        self._cols = {name: np.full(self._n, default, dtype=dtype) for name, (dtype, default) in OP_FIELDS.items()}
+        dtypes = {name: (np.int32 if narrow and name in NARROWABLE else dtype, default)
+                  for name, (dtype, default) in OP_FIELDS.items()}
+        self._cols = {name: np.full(self._n, default, dtype=dtype) for name, (dtype, default) in dtypes.items()}
         # edges fit int32 whenever the op ids do: half the memory of the largest temporary of a lowering
-        self._edge_dtype = np.int32 if self._n < np.iinfo(np.int32).max else np.int64
+        self._edge_dtype = _index_dtype(self._n)
         self._owner: list[np.ndarray] = []
         self._dep: list[np.ndarray] = []
 
@@ -304,12 +371,10 @@ class DagBuilder:
     def build(self) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """Return (columns, dep_ptr, dep_idx), every array read-only (FlowDag adopts them without a copy);
         the builder is empty afterwards."""
-        owner = np.concatenate(self._owner) if self._owner else np.zeros(0, self._edge_dtype)
+        chunks = list(zip(self._owner, self._dep))
         self._owner.clear()
-        dep = np.concatenate(self._dep) if self._dep else np.zeros(0, self._edge_dtype)
         self._dep.clear()
-        ptr, idx = csr_from_edges(owner, dep, self._n)
-        del owner, dep
+        ptr, idx = csr_from_edge_chunks(chunks, self._n)
         cols, self._cols = self._cols, {}
         for a in (*cols.values(), ptr, idx):
             a.flags.writeable = False
@@ -366,7 +431,7 @@ def rank_roots_and_terminals(dag: FlowDag) -> tuple[np.ndarray, np.ndarray, np.n
     """
     n = dag.n_ops
     owner = dag.dep_owner()
-    dep = dag.dep_idx
+    dep = dag.dep_idx.astype(np.int64)  # keys below multiply op ids by the rank count
     R = dag.n_ranks + 1
     intra = (dag.coll[owner] >= 0) & (dag.coll[owner] == dag.coll[dep])  # same member set on both sides
     has_dep_all = np.zeros(n, bool)

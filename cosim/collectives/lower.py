@@ -40,7 +40,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from cosim.collectives.algorithms import SUPPORTED, Algorithm, pxn_applies, schedule
-from cosim.collectives.dag import NUM_PRIORITIES, DagBuilder, DagOpKind, FlowDag, ragged_take, sorted_unique
+from cosim.collectives.dag import (INT32_MAX, NUM_PRIORITIES, DagBuilder, DagOpKind, FlowDag, ragged_take,
+                                   sorted_unique)
 from cosim.collectives.tuning import CANDIDATES, Shape, TuningModel
 from cosim.errors import CosimInputError
 from cosim.workload.trace import AlgoHint, CollKind, GroupKind, OpKind, Trace
@@ -209,6 +210,65 @@ def _match_recvs(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return recv_of_send, send_of_recv
 
 
+def _trace_deps(b: DagBuilder, trace: Trace, start_of_op: np.ndarray, done_of_op: np.ndarray,
+                call_of_op: np.ndarray, n_dag: int) -> None:
+    """Trace deps: an op's first DAG op (a collective's barrier) waits for its deps' completing DAG ops."""
+    owner = np.repeat(np.arange(trace.n_ops, dtype=np.int64), np.diff(trace.dep_ptr))
+    e_own, e_dep = start_of_op[owner], done_of_op[trace.dep_idx]
+    shared = call_of_op[owner] >= 0  # the members of a call share their barrier: deduplicate those edges
+    b.deps(e_own[~shared], e_dep[~shared])
+    edge = sorted_unique(e_own[shared] * n_dag + e_dep[shared])
+    b.deps(edge // n_dag, edge % n_dag)
+
+
+def _send_ops(b: DagBuilder, trace: Trace, sends: np.ndarray, op_base: np.ndarray, n_chunks: np.ndarray,
+              chunk_bytes: int, gps: int, op_prio: np.ndarray) -> None:
+    """The chunks of every SEND (FLOW, NVLINK, or a NOP for zero bytes), each after the previous one."""
+    rank = trace.rank.astype(np.int64)
+    C = n_chunks[sends]
+    chunk = ragged_take(op_base[sends], C)
+    s_of = np.repeat(sends, C)
+    c_idx = chunk - op_base[s_of]
+    nbytes = np.minimum(chunk_bytes, trace.bytes[s_of] - c_idx * chunk_bytes)
+    peer = trace.peer[s_of].astype(np.int64)
+    xk = np.where(nbytes <= 0, DagOpKind.NOP,
+                  np.where(rank[s_of] // gps == peer // gps, DagOpKind.NVLINK, DagOpKind.FLOW))
+    xfer = nbytes > 0
+    b.ops(chunk, kind=xk, rank=rank[s_of], src=np.where(xfer, rank[s_of], -1), dst=np.where(xfer, peer, -1),
+          bytes=np.maximum(nbytes, 0), priority=np.where(xfer, op_prio[s_of], 0), trace_op=s_of)
+    b.deps(chunk[c_idx > 0], chunk[c_idx > 0] - 1)  # chunks of one send go in order
+
+
+def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of_call: np.ndarray,
+                    call_base: np.ndarray, call_end: np.ndarray, call_ids: np.ndarray, c_prio: np.ndarray,
+                    c_algo: np.ndarray, gps: int) -> None:
+    """Every template's flows broadcast over its calls, between their barrier and end NOPs (``c_algo``
+    receives the algorithm of every call); its NVLink copies carry ``t_extra[t]`` ns per byte of extra copy
+    time (the protocol's bandwidth loss, resolve_algorithm)."""
+    order = np.argsort(tmpl_of_call, kind="stable")
+    bounds = np.searchsorted(tmpl_of_call[order], np.arange(len(templates) + 1))
+    for t, (algo, s) in enumerate(templates):
+        cs = order[bounds[t]:bounds[t + 1]]
+        c_algo[cs] = algo
+        base = call_base[cs][:, None] + 1  # first flow of each call
+        if s.n_ops == 0:
+            b.deps(call_end[cs], call_base[cs])
+            continue
+        idx = base + np.arange(s.n_ops)
+        tk = np.where(s.src // gps == s.dst // gps, DagOpKind.NVLINK, DagOpKind.FLOW)
+        extra = np.where(tk == DagOpKind.NVLINK, np.rint(s.bytes * t_extra[t]), 0).astype(np.int64)
+        b.ops(idx.ravel(), kind=np.tile(tk, cs.size), rank=np.tile(s.src, cs.size), src=np.tile(s.src, cs.size),
+              dst=np.tile(s.dst, cs.size), bytes=np.tile(s.bytes, cs.size), duration_ns=np.tile(extra, cs.size),
+              priority=np.repeat(c_prio[cs], s.n_ops), trace_op=np.repeat(call_ids[cs], s.n_ops),
+              coll=np.repeat(cs, s.n_ops))
+        local_owner = np.repeat(np.arange(s.n_ops, dtype=np.int64), np.diff(s.dep_ptr))
+        b.deps((base + local_owner).ravel(), (base + s.dep_idx).ravel())
+        entry = np.flatnonzero(s.entry)
+        b.deps((base + entry).ravel(), np.repeat(call_base[cs], entry.size))
+        term = np.flatnonzero(s.terminal)
+        b.deps(np.repeat(call_end[cs], term.size), (base + term).ravel())
+
+
 def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int = 4 << 20,
           algorithm: str | Mapping = "auto", priorities: Mapping | None = None, tuning: TuningModel | None = None,
           n_channels: int | None = None) -> FlowDag:
@@ -291,32 +351,18 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     done_of_op = np.where(call_of_op >= 0, call_end[np.maximum(call_of_op, 0)] if n_calls else 0,
                           op_base + n_chunks - 1)
 
-    b = DagBuilder(n_dag)
-    # trace deps: the op's first DAG op (a collective's barrier) waits for the deps' completing DAG ops
-    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(trace.dep_ptr))
-    e_own, e_dep = start_of_op[owner], done_of_op[trace.dep_idx]
-    shared = call_of_op[owner] >= 0  # the members of a call share their barrier: deduplicate those edges
-    b.deps(e_own[~shared], e_dep[~shared])
-    edge = sorted_unique(e_own[shared] * n_dag + e_dep[shared])
-    b.deps(edge // n_dag, edge % n_dag)
+    # bytes and durations as int32 when every one fits: a chunk and a compute op rarely exceed 2 GiB / 2 s
+    longest = max(int(trace.duration_ns.max(initial=0)), int(t_latency.max(initial=0)),
+                  max((int(np.rint(s.bytes.max(initial=0) * t_extra[t])) for t, (_, s) in enumerate(templates)),
+                      default=0))
+    b = DagBuilder(n_dag, narrow=chunk_bytes <= INT32_MAX and longest <= INT32_MAX)
+    _trace_deps(b, trace, start_of_op, done_of_op, call_of_op, n_dag)
 
     comp = np.flatnonzero(kind == OpKind.COMPUTE)
     b.ops(op_base[comp], kind=DagOpKind.COMPUTE, rank=rank[comp], duration_ns=trace.duration_ns[comp],
           trace_op=comp)
 
-    sends = np.flatnonzero(is_send)
-    C = n_chunks[sends]
-    chunk = ragged_take(op_base[sends], C)
-    s_of = np.repeat(sends, C)
-    c_idx = chunk - op_base[s_of]
-    nbytes = np.minimum(chunk_bytes, trace.bytes[s_of] - c_idx * chunk_bytes)
-    peer = trace.peer[s_of].astype(np.int64)
-    xk = np.where(nbytes <= 0, DagOpKind.NOP,
-                  np.where(rank[s_of] // gps == peer // gps, DagOpKind.NVLINK, DagOpKind.FLOW))
-    xfer = nbytes > 0
-    b.ops(chunk, kind=xk, rank=rank[s_of], src=np.where(xfer, rank[s_of], -1), dst=np.where(xfer, peer, -1),
-          bytes=np.maximum(nbytes, 0), priority=np.where(xfer, op_prio[s_of], 0), trace_op=s_of)
-    b.deps(chunk[c_idx > 0], chunk[c_idx > 0] - 1)  # chunks of one send go in order
+    _send_ops(b, trace, np.flatnonzero(is_send), op_base, n_chunks, chunk_bytes, gps, op_prio)
 
     recvs = np.flatnonzero(kind == OpKind.RECV)
     b.ops(op_base[recvs], kind=DagOpKind.NOP, rank=rank[recvs], trace_op=recvs)
@@ -331,29 +377,10 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     b.ops(call_base[slow], kind=DagOpKind.COMPUTE, duration_ns=latency[slow])
     c_prio = prio[trace.group_kind[c_group]] if n_calls else np.zeros(0, np.uint8)
     c_algo = np.zeros(n_calls, np.uint8)
-    order = np.argsort(tmpl_of_call, kind="stable")
-    bounds = np.searchsorted(tmpl_of_call[order], np.arange(len(templates) + 1))
-    for t, (algo, s) in enumerate(templates):
-        cs = order[bounds[t]:bounds[t + 1]]
-        c_algo[cs] = algo
-        base = call_base[cs][:, None] + 1  # first flow of each call
-        if s.n_ops == 0:
-            b.deps(call_end[cs], call_base[cs])
-            continue
-        idx = base + np.arange(s.n_ops)
-        tk = np.where(s.src // gps == s.dst // gps, DagOpKind.NVLINK, DagOpKind.FLOW)
-        extra = np.where(tk == DagOpKind.NVLINK, np.rint(s.bytes * t_extra[t]), 0).astype(np.int64)
-        b.ops(idx.ravel(), kind=np.tile(tk, cs.size), rank=np.tile(s.src, cs.size), src=np.tile(s.src, cs.size),
-              dst=np.tile(s.dst, cs.size), bytes=np.tile(s.bytes, cs.size), duration_ns=np.tile(extra, cs.size),
-              priority=np.repeat(c_prio[cs], s.n_ops), trace_op=np.repeat(call_ids[cs], s.n_ops),
-              coll=np.repeat(cs, s.n_ops))
-        local_owner = np.repeat(np.arange(s.n_ops, dtype=np.int64), np.diff(s.dep_ptr))
-        b.deps((base + local_owner).ravel(), (base + s.dep_idx).ravel())
-        entry = np.flatnonzero(s.entry)
-        b.deps((base + entry).ravel(), np.repeat(call_base[cs], entry.size))
-        term = np.flatnonzero(s.terminal)
-        b.deps(np.repeat(call_end[cs], term.size), (base + term).ravel())
-
+    _collective_ops(b, templates, t_extra, tmpl_of_call, call_base, call_end, call_ids, c_prio, c_algo, gps)
+    # building the CSR is the peak of a lowering: the per-trace-op temporaries go first
+    del rank, op_gk, op_prio, call_of_op, recv_of_send, send_of_recv, seq, is_send, n_chunks, is_call
+    del item_count, item_base, op_base, comp, recvs, calls, latency, slow, coll_ops, by_call, call_ops
     cols, dep_ptr, dep_idx = b.build()
     sizes = np.diff(trace.group_ptr)
     return FlowDag(

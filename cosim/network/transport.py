@@ -126,14 +126,18 @@ def network_mechanisms(network) -> dict[str, str]:
                                 qp_window_bytes=network.qp_window_bytes, ecn_marking=network.ecn_marking)
 
 
-def run_attributes(network, seed: int) -> dict[str, str]:
+def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> dict[str, str]:
     """All ns-3 attributes of one run on ``network`` (a NetworkSpec): the transport's settings and options,
-    the ECMP seed, then the user's ``attributes`` (--set), which win."""
+    the ECMP seed, the run's SharedBufferMmu::LosslessPriorityMask if given (``Experiment.
+    lossless_priority_mask``: headroom only for the priorities its lossless traffic uses), then the user's
+    ``attributes`` (--set), which win."""
     attributes = transport_attributes(network.transport, dcqcn=network.dcqcn, ib_cc=network.ib_cc)
     attributes |= network_mechanisms(network)
     if getattr(network, "pfc_watchdog", False):
         attributes["PfcWatchdog::Enabled"] = "true"
     attributes["FabricSwitch::EcmpSeed"] = str(seed)
+    if lossless_mask is not None:
+        attributes["SharedBufferMmu::LosslessPriorityMask"] = str(lossless_mask)
     return attributes | dict(network.attributes)
 
 

@@ -67,6 +67,7 @@ from pathlib import Path
 from cosim import values as v
 from cosim.collectives.lower import ALGORITHM_NAMES
 from cosim.errors import CosimInputError
+from cosim.network import buffers
 from cosim.network.spec import NetworkSpec
 from cosim.network.transport import TRANSPORTS, qualify_attribute
 from cosim.runs import fault_mechanisms
@@ -412,10 +413,11 @@ class TelemetrySpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LimitsSpec:
-    """When a run stops although work remains (None: the workload's default)."""
+    """When a run stops although work remains (None: derived from the workload, cosim.runs.time_limit)."""
 
     max_sim_time_ns: float | None = v.spec_field(v.Optional(v.Real(positive=True, maximum=9.2e18 / 1e3)), None,
-                                                 "stop at this simulated time, ns (flows: 1e9, training: 1e11)")
+                                                 "stop at this simulated time, ns [20 x the workload's ideal "
+                                                 "time, at least 1e9]")
     collective_timeout_ns: float = v.spec_field(v.Real(minimum=0.0, maximum=1e14), 0.0,
                                                 "training: a collective not complete this long after it started "
                                                 "fails the job (status failed), like NCCL's watchdog, ns (0: off)")
@@ -426,17 +428,18 @@ class LimitsSpec:
 
 #: a workload's defaults for the fields it leaves open
 _WORKLOAD_DEFAULTS = {
-    "flows": {"topology": "single-switch", "max_sim_time_ns": 1e9},
-    "training": {"topology": "rail-optimized", "max_sim_time_ns": 1e11},
-    "inference": {"topology": "leaf-spine", "max_sim_time_ns": 1e11},
-    "shared": {"topology": "leaf-spine", "max_sim_time_ns": 1e11},
+    "flows": {"topology": "single-switch"},
+    "training": {"topology": "rail-optimized"},
+    "inference": {"topology": "leaf-spine"},
+    "shared": {"topology": "leaf-spine"},
 }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Experiment:
     """One run: a network, a workload on it, what to record, when to stop, and the seed of every random
-    choice. Construction resolves the workload's defaults (topology, time limit, run name)."""
+    choice. Construction resolves the workload's defaults (topology, run name); an unset time limit is
+    derived from the workload when the run is planned (cosim.runs.time_limit)."""
 
     name: str | None = v.spec_field(v.Optional(v.RunName()), None, "run name inside the results file")
     description: str = v.spec_field(v.Text(), "", "what the experiment shows")
@@ -476,8 +479,6 @@ class Experiment:
         defaults = _WORKLOAD_DEFAULTS[self.workload.kind]
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
-        if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", dataclasses.replace(self.limits, max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.is_training or self.is_inference:
             if self.network.hosts is not None:
                 raise CosimInputError("network.hosts", f"a {self.workload.kind} run sizes its fabric to its ranks",
@@ -488,7 +489,8 @@ class Experiment:
         if self.name is None:
             object.__setattr__(self, "name", self.workload.pattern if self.workload.kind == "flows"
                                else self.network.transport)
-        fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
+        if self.limits.max_sim_time_ns is not None:  # a derived limit is checked when the run is planned
+            fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
         fault_mechanisms.check_network(self.faults, self.network.transport)
         if self.limits.collective_timeout_ns and not self.is_training:
             raise CosimInputError("limits.collective_timeout_ns", "watches the collectives of training runs; "
@@ -553,16 +555,20 @@ class Experiment:
         defaults = _WORKLOAD_DEFAULTS["shared"]
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
-        if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", dataclasses.replace(self.limits, max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.name is None:
             object.__setattr__(self, "name", self.network.transport)
 
     def lossless_priority_mask(self) -> int | None:
-        """SharedBufferMmu::LosslessPriorityMask of a shared fabric with a lossy workload (its priorities'
-        bits cleared, every other priority lossless), else None (the attribute's default: all lossless)."""
-        lossy = {j.priority for j in self.workloads if not j.lossless}
-        return None if not lossy else 0xFF & ~sum(1 << p for p in lossy)
+        """SharedBufferMmu::LosslessPriorityMask of a RoCE run: PFC headroom only for the priorities its
+        lossless traffic uses (the lossless workloads' priorities, 0 for a single workload, and the ACK/CNP
+        priority; cosim.network.buffers.lossless_priority_mask); None on InfiniBand or when
+        network.attributes set the mask (an explicit setting wins)."""
+        if self.network.transport != "roce":
+            return None
+        jobs = self.workloads
+        lossless = {j.priority for j in jobs if j.lossless} if jobs else {0}
+        lossy = {j.priority for j in jobs if not j.lossless}
+        return buffers.lossless_priority_mask(lossless, lossy, attributes=dict(self.network.attributes))
 
 
 # ---------------------------------------------------------------- documents

@@ -569,11 +569,13 @@ class FaultPlan:
         return table, faults_config(self.resolved), summary
 
 
-def plan(exp, fabric, rank_hosts: Sequence[int] | None = None) -> FaultPlan | None:
-    """The FaultPlan of Experiment ``exp`` on ``fabric`` (None without faults: the run is untouched)."""
+def plan(exp, fabric, rank_hosts: Sequence[int] | None = None, *, max_sim_time_ns: float) -> FaultPlan | None:
+    """The FaultPlan of Experiment ``exp`` on ``fabric`` for a run stopping at ``max_sim_time_ns`` (explicit
+    or derived from the workload; None without faults: the run is untouched)."""
     if not exp.faults:
         return None
-    stop_ns = exp.limits.max_sim_time_ns
+    stop_ns = max_sim_time_ns
+    check_times(exp.faults, stop_ns)
     return FaultPlan(resolved=resolve(exp.faults, fabric, max_sim_time_ns=stop_ns, rank_hosts=rank_hosts),
                      fabric=fabric, seed=exp.seed, stop_ps=int(round(stop_ns * 1e3)))
 

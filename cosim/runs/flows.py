@@ -9,6 +9,7 @@ from cosim.network.transport import run_attributes
 from cosim.results import RunRecord
 from cosim.runs import fault_mechanisms
 from cosim.runs import faults as fault_specs
+from cosim.runs import time_limit
 from cosim.runs.experiment import Experiment, to_document
 from cosim.workload import flows as patterns
 
@@ -32,14 +33,23 @@ def build(exp: Experiment):
     return fabric, flows
 
 
+def max_sim_time_ns(exp: Experiment, fabric, flows) -> float:
+    """``limits.max_sim_time_ns``, else the limit derived from the flows (cosim.runs.time_limit)."""
+    if exp.limits.max_sim_time_ns is not None:
+        return exp.limits.max_sim_time_ns
+    return time_limit.limit_ns(time_limit.flows_ideal_ns(fabric, flows.src, flows.dst, flows.size_bytes,
+                                                         flows.start_ns))
+
+
 def run_flows(exp: Experiment, *, progress=None) -> RunRecord:
     """Simulate ``exp``'s flows and return its RunRecord."""
     fabric, flows = build(exp)
-    attributes = run_attributes(exp.network, exp.seed)
+    attributes = run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
     interval = exp.telemetry.queue_sample_interval_ns
-    faults = fault_specs.plan(exp, fabric)
+    limit = max_sim_time_ns(exp, fabric, flows)
+    faults = fault_specs.plan(exp, fabric, max_sim_time_ns=limit)
     out = engine.simulate(fabric, flows, seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
-                          max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress,
+                          max_sim_time_ns=limit, progress=progress,
                           setup=None if faults is None else faults.setup)
     tables = telemetry.network_tables(fabric, out, src=flows.src, dst=flows.dst, size_bytes=flows.size_bytes,
                                       start_ns=flows.start_ns)

@@ -233,6 +233,12 @@ def corrections(p: InferencePlan, sched: ServingSchedule, m: Measured):
     return np.where(np.isfinite(delay), delay, p.kv_estimate_ns), p_fn, d_fn
 
 
+def max_sim_time_ns(exp: Experiment) -> float:
+    """``limits.max_sim_time_ns``, else 100 s of simulated time (a service's requests span what their
+    arrival process gives them, which no ideal-time bound of one DAG captures)."""
+    return exp.limits.max_sim_time_ns if exp.limits.max_sim_time_ns is not None else 1e11
+
+
 def _simulate(exp: Experiment, p: InferencePlan, dag, progress=None):
     flow = dag.kind == DagOpKind.FLOW
     src = np.where(flow, p.host_of[np.maximum(dag.src, 0)], -1).astype(np.int32)
@@ -242,7 +248,7 @@ def _simulate(exp: Experiment, p: InferencePlan, dag, progress=None):
     out = engine.simulate_dag(
         p.fabric, kind=dag.kind, gpu=dag.rank, src_node=src, dst_node=dst, bytes_=dag.bytes,
         duration_ns=dag.duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx, seed=exp.seed, attributes=attributes,
-        queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns, max_sim_time_ns=exp.limits.max_sim_time_ns,
+        queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns, max_sim_time_ns=max_sim_time_ns(exp),
         progress=progress)
     return out, src, dst, attributes
 

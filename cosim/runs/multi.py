@@ -10,7 +10,8 @@ Every workload keeps its own ops in one DAG the C++ executor runs: a training jo
 on the hosts its placement gave, cosim.runs.placement), and for flow-level and background workloads one
 FLOW op per flow, after a COMPUTE op on no GPU that lasts until the flow's start time. A workload's
 ``start_ns`` is such a delay before every op of it that has no dependency. Flows of a workload carry its
-priority; a lossy workload clears its priority's bit of SharedBufferMmu::LosslessPriorityMask (RoCE).
+priority; on RoCE, PFC headroom is carved for the lossless workloads' priorities (and the ACK/CNP one) only,
+and a lossy workload's priority is dropped instead of paused (SharedBufferMmu::LosslessPriorityMask).
 
 Fabric: ``network.hosts`` NICs if given, else the servers the workloads ask for (filled to whole leaves),
 ``network.gpus_per_server`` per server (else the first training trace's, else 1); leaf-spine by default,
@@ -42,7 +43,7 @@ from cosim.errors import CosimInputError
 from cosim.network import telemetry, topology
 from cosim.network.transport import run_attributes
 from cosim.results import RunRecord
-from cosim.runs import background, placement, training
+from cosim.runs import background, placement, time_limit, training
 from cosim.runs.experiment import Experiment, Job, to_document
 from cosim.values import Int
 from cosim.workload import flows as patterns
@@ -93,6 +94,7 @@ class SharedPlan:
     jobs: tuple[JobPlan, ...]
     dag: SharedDag
     attributes: dict
+    max_sim_time_ns: float  # limits.max_sim_time_ns, else derived from the workloads (cosim.runs.time_limit)
 
     def flows_of(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(src, dst, bytes) of every FLOW op: what the fabric carries."""
@@ -234,11 +236,21 @@ def plan(exp: Experiment) -> SharedPlan:
     if dag.n_ops > limit:
         raise CosimInputError("workloads", f"the workloads lower to {dag.n_ops:.3g} DAG ops, more than the "
                               f"{limit:.3g} this machine can hold", "shorten the background traffic or the jobs")
-    attributes = run_attributes(exp.network, exp.seed)
-    mask = exp.lossless_priority_mask()
-    if mask is not None:
-        attributes["SharedBufferMmu::LosslessPriorityMask"] = str(mask)
-    return SharedPlan(fabric=fabric, gpus_per_server=gps, jobs=tuple(jobs), dag=dag, attributes=attributes)
+    attributes = run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
+    limit = exp.limits.max_sim_time_ns
+    if limit is None:
+        limit = time_limit.limit_ns(_ideal_ns(exp, fabric, jobs))
+    return SharedPlan(fabric=fabric, gpus_per_server=gps, jobs=tuple(jobs), dag=dag, attributes=attributes,
+                      max_sim_time_ns=limit)
+
+
+def _ideal_ns(exp: Experiment, fabric, jobs) -> float:
+    """Ideal time of the workloads together: the longest of their starts plus their own ideal times."""
+    nic = training.nic_payload_bytes_per_s(exp.network)
+    ends = [p.job.start_ns + (time_limit.dag_ideal_ns(p.dag, nic) if p.is_training else
+                              time_limit.flows_ideal_ns(fabric, p.flows.src, p.flows.dst, p.flows.size_bytes,
+                                                        p.flows.start_ns)) for p in jobs]
+    return max(ends, default=0.0)
 
 
 # --- one DAG of several workloads -----------------------------------------------------------------------
@@ -315,7 +327,7 @@ def simulate(exp: Experiment, p: SharedPlan, dag: SharedDag | None = None, *, pr
     dag = p.dag if dag is None else dag
     return engine.simulate_dag(p.fabric, **dag.columns, seed=exp.seed, attributes=p.attributes,
                                queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns,
-                               max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress,
+                               max_sim_time_ns=p.max_sim_time_ns, progress=progress,
                                snapshot_ns=snapshot_ns)
 
 

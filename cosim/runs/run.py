@@ -15,7 +15,7 @@ import numpy as np
 from cosim import engine
 from cosim.collectives import DagOpKind
 from cosim.collectives.dag import NUM_PRIORITIES
-from cosim.network import ideal
+from cosim.network import buffers, ideal
 from cosim.network.transport import run_attributes
 from cosim.network.topology import SWITCH
 from cosim.results import RunRecord
@@ -80,10 +80,11 @@ def check_faults(exp: Experiment, planned=None, *, trace=None) -> int:
         return 0
     if exp.is_training:
         p = planned if planned is not None else training.plan(exp, trace)
-        fabric, ranks = p.fabric, p.host_of
+        fabric, ranks, limit = p.fabric, p.host_of, p.max_sim_time_ns
     else:
-        fabric, ranks = flows.build(exp)[0], None
-    return len(faults.plan(exp, fabric, ranks).resolved)
+        fabric, fs = flows.build(exp)
+        ranks, limit = None, flows.max_sim_time_ns(exp, fabric, fs)
+    return len(faults.plan(exp, fabric, ranks, max_sim_time_ns=limit).resolved)
 
 
 def prepare(exp: Experiment, *, trace=None):
@@ -134,15 +135,21 @@ def preflight(exp: Experiment, *, trace=None, planned=None) -> None:
         fabric = (planned if planned is not None else inference.plan(exp)).fabric
     else:
         fabric = flows.build(exp)[0]
-    engine.check_fabric(fabric, run_attributes(exp.network, exp.seed))
+    engine.check_fabric(fabric, attributes_of(exp))
+
+
+def attributes_of(exp: Experiment) -> dict[str, str]:
+    """The ns-3 attributes of a flow or training run of ``exp`` (a shared fabric's are in its plan)."""
+    return run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
 
 
 def describe(exp: Experiment, *, trace=None) -> dict:
     """The resolved plan of ``exp`` without simulating (what ``cosim run --dry-run`` prints).
 
-    Servers, leaves and spines, the realized oversubscription, buffer and PFC headroom per switch, ranks
-    and ops of a training workload, an estimate of its flows and data packet-hops (payload packets
-    times the hops of each flow's shortest path; ACKs and control packets not counted), and the
+    Servers, leaves and spines, the realized oversubscription, buffer (per switch class) and PFC headroom
+    per switch, the lossless priorities, ranks and ops of a training workload, the simulated-time limit
+    (explicit, or derived from the workload: cosim.runs.time_limit), an estimate of its flows and data
+    packet-hops (payload packets times the hops of each flow's shortest path; ACKs and control packets not counted), and the
     independent parts its traffic splits into (cosim.runs.decompose).
     """
     if exp.is_training:
@@ -152,23 +159,27 @@ def describe(exp: Experiment, *, trace=None) -> dict:
         src, dst, size = p.src_node[flow], p.dst_node[flow], p.dag.bytes[flow]
         workload = {"ranks": p.trace.n_ranks, "trace_ops": p.trace.n_ops, "dag_ops": p.dag.n_ops,
                     "gpus_per_server": p.gpus_per_server}
+        limit = p.max_sim_time_ns
     elif exp.is_inference:
         p = inference.plan(exp)
         fabric = p.fabric
         src, dst, size, dag_ops = inference.first_pass_flows(exp, p)
         workload = {"ranks": p.n_ranks, "requests": p.requests.n, "dag_ops": dag_ops,
                     "gpus_per_server": p.gpus_per_server}
+        limit = inference.max_sim_time_ns(exp)
     elif exp.is_shared:
         p = multi.plan(exp)
         fabric = p.fabric
         src, dst, size = p.flows_of()
         workload = {"dag_ops": p.dag.n_ops, "gpus_per_server": p.gpus_per_server}
         workload |= {f"workload {j.job.name}": _placement_line(multi.describe_job(p, j)) for j in p.jobs}
+        limit = p.max_sim_time_ns
     else:
         fabric, fs = flows.build(exp)
         src, dst, size = fs.src, fs.dst, fs.size_bytes
         workload = {}
-    attributes = p.attributes if exp.is_shared else run_attributes(exp.network, exp.seed)
+        limit = flows.max_sim_time_ns(exp, fabric, fs)
+    attributes = p.attributes if exp.is_shared else attributes_of(exp)
     engine.check_fabric(fabric, attributes)
     resolved = engine.attribute_values(attributes, (
         "HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes", "FabricSwitch::HeadroomBytes",
@@ -186,7 +197,8 @@ def describe(exp: Experiment, *, trace=None) -> dict:
     out |= workload
     if exp.faults:
         out["faults"] = check_faults(exp, p if exp.is_training else None)
-    out |= _buffers(fabric, resolved)
+    out["max_sim_time_ns"] = f"{limit:.6g} ({'explicit' if exp.limits.max_sim_time_ns is not None else 'derived'})"
+    out |= _buffers(fabric, resolved, buffers.switch_buffer_bytes(fabric, attributes))
     out |= _estimate(fabric, src, dst, size, int(resolved["HostNic::MtuBytes"]))
     out |= describe_parts(fabric, src, dst)
     return out
@@ -213,9 +225,11 @@ def _ranges(ids) -> str:
     return ",".join(out)
 
 
-def _buffers(fabric, attrs: Mapping[str, str]) -> dict:
+def _buffers(fabric, attrs: Mapping[str, str], class_buffers: np.ndarray | None) -> dict:
     """Buffer, PFC headroom and shared pool per switch as the switch model sizes them
-    (FabricSwitch::SetupBuffers, SharedBufferMmu::Setup); IB: the input buffer of every lane."""
+    (FabricSwitch::SetupBuffers, SharedBufferMmu::Setup) with the buffer of each switch's class
+    (``class_buffers``, cosim.network.buffers; None: SharedBufferMmu::BufferBytes everywhere); IB: the input
+    buffer of every lane."""
     if attrs["EgressPort::LinkFlowControl"] == "credit":
         return {"flow_control": "credit", "vl_buffer_bytes_per_port_lane": int(attrs["FabricNode::VlBufferBytes"])}
     max_packet = int(attrs["HostNic::MtuBytes"]) + int(attrs["HostNic::HeaderBytes"])
@@ -232,10 +246,15 @@ def _buffers(fabric, attrs: Mapping[str, str]) -> dict:
     carved = np.bincount(ends, weights=both * lossless, minlength=fabric.n_nodes).astype(np.int64)
     ports = np.bincount(ends, minlength=fabric.n_nodes)
     switches = fabric.node_kind == SWITCH
-    buffer = int(attrs["SharedBufferMmu::BufferBytes"])
-    shared = buffer - carved[switches] - int(attrs["SharedBufferMmu::ReservedBytes"]) * ports[switches] * NUM_PRIORITIES
+    buffer = (np.full(fabric.n_nodes, int(attrs["SharedBufferMmu::BufferBytes"]), np.int64) if class_buffers is None
+              else np.asarray(class_buffers, np.int64))
+    shared = (buffer[switches] - carved[switches]
+              - int(attrs["SharedBufferMmu::ReservedBytes"]) * ports[switches] * NUM_PRIORITIES)
     pick = lambda x, f: int(f(x)) if x.size else 0  # noqa: E731
-    return {"flow_control": "pfc", "buffer_bytes_per_switch": buffer, "lossless_priorities": lossless,
+    return {"flow_control": "pfc", "buffer_bytes_per_switch": pick(buffer[switches], np.max),
+            "buffer_per_switch_class": "; ".join(buffers.class_table(fabric, buffer)),
+            "lossless_priorities": lossless,
+            "lossless_priority_mask": f"{int(attrs['SharedBufferMmu::LosslessPriorityMask']):#04x}" if pfc else "-",
             "max_packet_bytes": max_packet,
             "headroom_bytes_per_port_min": pick(both[switch_port], np.min) if lossless else 0,
             "headroom_bytes_per_port_max": pick(both[switch_port], np.max) if lossless else 0,
@@ -277,7 +296,7 @@ def data_packet_hops_estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np
 def work_estimate(exp: Experiment, planned=None) -> int:
     """The data packet-hops ``exp`` will simulate (its plan's flows on shortest paths; retransmissions and
     control packets not counted): the denominator of the progress line's ETA."""
-    attributes = run_attributes(exp.network, exp.seed)
+    attributes = attributes_of(exp)
     mtu = int(engine.attribute_values(attributes, ("HostNic::MtuBytes",))["HostNic::MtuBytes"])
     if exp.is_training:
         p = planned if planned is not None else training.plan(exp)

@@ -66,6 +66,7 @@ from cosim.network.transport import run_attributes
 from cosim.results import RunRecord, collectives
 from cosim.runs import fault_mechanisms
 from cosim.runs import faults as fault_specs
+from cosim.runs import time_limit
 from cosim.runs.experiment import Experiment, to_document
 from cosim.runs.stragglers import slowed_durations
 from cosim.values import Int
@@ -373,6 +374,7 @@ class TrainingPlan:
     host_of: np.ndarray  # int64 [n_ranks], host node id of every rank
     src_node: np.ndarray  # int32 [n_dag_ops], source host of each FLOW op (-1 otherwise)
     dst_node: np.ndarray  # int32 [n_dag_ops]
+    max_sim_time_ns: float  # limits.max_sim_time_ns, else derived from the DAG (cosim.runs.time_limit)
 
 
 def plan(exp: Experiment, trace=None, *, n_channels: int | None = None) -> TrainingPlan:
@@ -396,8 +398,11 @@ def plan(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Train
     flow = dag.kind == DagOpKind.FLOW
     src_node = np.where(flow, host_of[np.maximum(dag.src, 0)], -1).astype(np.int32)
     dst_node = np.where(flow, host_of[np.maximum(dag.dst, 0)], -1).astype(np.int32)
+    limit = exp.limits.max_sim_time_ns
+    if limit is None:
+        limit = time_limit.limit_ns(time_limit.dag_ideal_ns(dag, nic_payload_bytes_per_s(exp.network)))
     return TrainingPlan(trace=trace, gpus_per_server=gps, dag=dag, fabric=fabric, host_of=host_of,
-                        src_node=src_node, dst_node=dst_node)
+                        src_node=src_node, dst_node=dst_node, max_sim_time_ns=limit)
 
 
 def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None,
@@ -414,9 +419,9 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     # the NVLink copies run at what NCCL sustains on the trace's GPU (rate and latency from its hardware
     # spec); a --set DagExecutor::... of the user comes later and wins
     attributes = nvlink_model(trace.spec_dict().get("hardware")).executor_attributes() \
-        | run_attributes(exp.network, exp.seed)
+        | run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
     interval = exp.telemetry.queue_sample_interval_ns
-    faults = fault_specs.plan(exp, fabric, p.host_of)
+    faults = fault_specs.plan(exp, fabric, p.host_of, max_sim_time_ns=p.max_sim_time_ns)
     resolved = [] if faults is None else faults.resolved
     stragglers = fault_mechanisms.stragglers_of(fault_mechanisms.of_kind(resolved, "straggler"), p.host_of)
     duration_ns = slowed_durations(dag.duration_ns, dag.kind, dag.rank, dag.iteration, stragglers, exp.seed) \
@@ -428,13 +433,13 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         fabric, kind=dag.kind, gpu=dag.rank, src_node=p.src_node, dst_node=p.dst_node, bytes_=dag.bytes,
         duration_ns=duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
         seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
-        max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress,
+        max_sim_time_ns=p.max_sim_time_ns, progress=progress,
         coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op,
         setup=None if faults is None else faults.setup)
     net = out.network
     fop = out.flow_op
     tables = telemetry.network_tables(fabric, net, src=p.src_node[fop], dst=p.dst_node[fop],
-                                      size_bytes=dag.bytes[fop], start_ns=out.flow_start_ns)
+                                      size_bytes=dag.bytes[fop].astype(np.int64), start_ns=out.flow_start_ns)
     train = training_tables(trace, dag, out.op_start_ns, out.op_finish_ns)
     compute_ns = train.pop("_compute_time_ns")
     tables |= train

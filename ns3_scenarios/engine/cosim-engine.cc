@@ -19,6 +19,7 @@
 #include "ns3/scheduler.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/uinteger.h"
 
 #include <algorithm>
 #include <cmath>
@@ -237,6 +238,7 @@ struct Engine::Impl
     std::vector<int64_t> flowOp;       ///< flow id -> DAG op it carries
     bool built{false};
     std::string schedulerType;         ///< SetScheduler's choice, applied at BuildFabric ("" = ns-3's default)
+    std::vector<uint64_t> switchBufferBytes; ///< per node id: its MMU's BufferBytes (0 = the default)
     /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
     /// run's settings never leak into the next run of the same process.
     std::vector<std::pair<std::string, std::string>> overridden;
@@ -504,6 +506,16 @@ Engine::GetDefault(const std::string& path) const
 }
 
 void
+Engine::SetSwitchBufferBytes(const uint64_t* bufferBytes, uint64_t nNodes)
+{
+    if (m_impl->built)
+    {
+        throw std::logic_error("SetSwitchBufferBytes must come before BuildFabric");
+    }
+    m_impl->switchBufferBytes.assign(bufferBytes, bufferBytes + nNodes);
+}
+
+void
 Engine::BuildFabric(const uint8_t* kind,
                     uint64_t nNodes,
                     const int32_t* linkA,
@@ -539,6 +551,14 @@ Engine::BuildFabric(const uint8_t* kind,
         Simulator::SetScheduler(ObjectFactory(m_impl->schedulerType));
     }
     m_impl->builder.AddNodes(kind, nNodes);
+    for (uint32_t id = 0; id < std::min<uint64_t>(nNodes, m_impl->switchBufferBytes.size()); ++id)
+    {
+        if (m_impl->switchBufferBytes[id] != 0 && m_impl->builder.GetSwitch(id))
+        {
+            m_impl->builder.GetSwitch(id)->GetMmu()->SetAttribute(
+                "BufferBytes", UintegerValue(m_impl->switchBufferBytes[id]));
+        }
+    }
     m_impl->builder.AddLinks(linkA, linkB, rateBps, delayPs, nLinks);
     m_impl->linkA.assign(linkA, linkA + nLinks);
     m_impl->linkB.assign(linkB, linkB + nLinks);

@@ -77,6 +77,13 @@ class Engine
     void SetScheduler(const std::string& typeName);
 
     /**
+     * @brief Give switches their own SharedBufferMmu::BufferBytes (before BuildFabric), e.g. one per
+     *        switch class: @p bufferBytes[id] for every node id below @p nNodes, 0 = the attribute's default
+     *        (entries of hosts are ignored). Throws std::logic_error after BuildFabric.
+     */
+    void SetSwitchBufferBytes(const uint64_t* bufferBytes, uint64_t nNodes);
+
+    /**
      * @brief Create the fabric.
      * @param kind NodeKind per node
      * @param nNodes number of nodes

@@ -1,0 +1,118 @@
+"""GPT-13B on 128 GPUs (TP8 x DP16, rail-optimized 400 Gbps): one iteration co-simulated packet by packet.
+
+The scenario packet-level simulators of LLM training are compared on: GPT-3 13B (Brown et al. 2020: 40
+layers, d_model 5120 as 40 heads x 128, FFN 4 x d_model, sequence 2048), tensor parallel 8 inside each
+8-GPU H100 server (NVLink), data parallel 16 across 16 servers (fp32 gradient all-reduce over the rails),
+micro-batch 1, ``--microbatches`` per replica. Fabric: rail-optimized, 8 rails of 16 NICs at 400 Gbit/s,
+1 us links, the defaults for everything else (buffers per switch class, derived time limit). Target
+(issue 15): one iteration <= 60 s.
+
+Each fabric runs in a fresh worker process; a row gives its CPU seconds (user + system of the worker),
+wall seconds and peak RSS (ru_maxrss: trace, lowering, simulation and tables). The machine is shared:
+wall clock is noisy, CPU time less so.
+
+    python bench/bench_gpt13b.py                    # RoCE, then InfiniBand
+    python bench/bench_gpt13b.py --fabric roce --microbatches 1
+    python bench/bench_gpt13b.py --dry-run          # the plan only: DAG ops, flows, packet-hops
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+#: GPT-3 13B on the gpt3-175b preset's architecture (layernorm, learned positions, 51,200 vocabulary)
+GPT13B = {"num_layers": 40, "hidden_size": 5120, "num_heads": 40, "num_kv_heads": 40, "ffn_hidden_size": 20480}
+
+
+def experiment(fabric: str, microbatches: int, layers: int):
+    """The Experiment of one row."""
+    from cosim.runs.experiment import from_document  # noqa: PLC0415
+
+    doc = {"name": fabric,
+           "network": {"transport": fabric, "topology": "rail-optimized", "link_gbps": 400.0,
+                       "link_delay_ns": 1000.0},
+           "workload": {"kind": "training", "model": "gpt3-175b", "model_overrides": GPT13B | {"num_layers": layers},
+                        "parallelism": {"tp": 8, "dp": 16, "micro_batch_size": 1,
+                                        "global_batch_size": 16 * microbatches}},
+           "telemetry": {"queue_sample_interval_ns": 10_000.0}}
+    return from_document(doc)[0]
+
+
+def cpu_s() -> float:
+    """User + system CPU seconds of this process so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def run_one(args: argparse.Namespace) -> dict:
+    """Plan and co-simulate one iteration on ``args.fabric`` in this process; return the figures."""
+    from cosim.runs import run as runner  # noqa: PLC0415
+    from cosim.runs import training  # noqa: PLC0415
+
+    exp = experiment(args.fabric, args.microbatches, args.layers)
+    t0, c0 = time.perf_counter(), cpu_s()
+    plan = training.plan(exp)
+    t_plan, c_plan = time.perf_counter() - t0, cpu_s() - c0
+    row = {"fabric": args.fabric, "microbatches": args.microbatches, "layers": args.layers,
+           "ranks": plan.trace.n_ranks, "dag_ops": plan.dag.n_ops, "plan_s": t_plan, "plan_cpu_s": c_plan,
+           "max_sim_time_ms": plan.max_sim_time_ns / 1e6,
+           "packet_hops_estimate": runner.work_estimate(exp, plan)}
+    if args.dry_run:
+        return row | {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    c_sim = cpu_s()
+    rec = runner.run(exp, planned=plan)
+    c_sim = cpu_s() - c_sim
+    s = rec.summary
+    return row | {
+        "flows": s["n_flows"], "status": s["status"], "iteration_ms": (s["iteration_time_ns"] or float("nan")) / 1e6,
+        "exposed_comm_ms": (s["exposed_comm_ns"] or float("nan")) / 1e6, "sim_s": s["wall_time_s"],
+        "total_s": time.perf_counter() - t0, "cpu_s": cpu_s() - c0, "packet_hops": s["packet_hops"],
+        "sim_cpu_s": c_sim, "cpu_ns_per_packet_hop": c_sim / max(s["packet_hops"], 1) * 1e9, "drops": s["drops"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+COLUMNS = (("fabric", "{}"), ("microbatches", "{:d}"), ("dag_ops", "{:d}"), ("packet_hops_estimate", "{:d}"),
+           ("status", "{}"), ("iteration_ms", "{:.1f}"), ("plan_s", "{:.1f}"), ("sim_s", "{:.1f}"),
+           ("total_s", "{:.1f}"), ("cpu_s", "{:.1f}"), ("cpu_ns_per_packet_hop", "{:.0f}"), ("drops", "{:d}"),
+           ("peak_rss_mb", "{:.0f}"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fabric", choices=("roce", "ib", "both"), default="both")
+    ap.add_argument("--microbatches", type=int, default=1, help="micro-batches per data-parallel replica")
+    ap.add_argument("--layers", type=int, default=40, help="transformer layers (GPT-13B has 40)")
+    ap.add_argument("--dry-run", action="store_true", help="plan only (trace, lowering, fabric), no simulation")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(run_one(args)))
+        return
+    rows = []
+    for fabric in (("roce", "ib") if args.fabric == "both" else (args.fabric,)):
+        argv = [sys.executable, __file__, "--worker", "--fabric", fabric, "--microbatches", str(args.microbatches),
+                "--layers", str(args.layers)] + (["--dry-run"] if args.dry_run else [])
+        out = subprocess.run(argv, check=True, capture_output=True, text=True)
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"{fabric}: done", file=sys.stderr)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    cols = [(n, f) for n, f in COLUMNS if all(n in r for r in rows)]
+    cells = [[n for n, _ in cols]] + [[f.format(r[n]) for n, f in cols] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+    for i, row in enumerate(cells):
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+if __name__ == "__main__":
+    main()
