@@ -329,6 +329,10 @@ class LimitsSpec:
 
     max_sim_time_ns: float | None = v.spec_field(v.Optional(v.Real(positive=True, maximum=9.2e18 / 1e3)), None,
                                                  "stop at this simulated time, ns (flows: 1e9, training: 1e11)")
+    decompose: str = v.spec_field(v.Choice(("auto", "off")), "auto",
+                                  "auto: simulate independent or identical parts of the run apart and merge them "
+                                  "when that is exact (cosim.runs.decompose_run), else the whole run; off: always "
+                                  "the whole run")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "limits")
@@ -371,7 +375,7 @@ class Experiment:
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
         if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", LimitsSpec(max_sim_time_ns=defaults["max_sim_time_ns"]))
+            object.__setattr__(self, "limits", dataclasses.replace(self.limits, max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.is_training:
             if self.network.hosts is not None:
                 raise CosimInputError("network.hosts", "a training run sizes its fabric to the trace's ranks",
@@ -438,7 +442,7 @@ class Experiment:
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
         if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", LimitsSpec(max_sim_time_ns=defaults["max_sim_time_ns"]))
+            object.__setattr__(self, "limits", dataclasses.replace(self.limits, max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.name is None:
             object.__setattr__(self, "name", self.network.transport)
 

@@ -32,19 +32,21 @@ def experiments_of(source: str | Mapping, overrides: Mapping[str, object] | None
     return from_document(with_overrides(doc, overrides or {}), where=where)
 
 
-def run(exp: Experiment, *, trace=None, progress=None, planned=None) -> RunRecord:
+def run(exp: Experiment, *, trace=None, progress=None, planned=None, jobs: int = 1) -> RunRecord:
     """Simulate ``exp`` and return its RunRecord (``trace``: an in-memory Trace for a training workload).
+
+    @param jobs  local processes for the independent parts of a decomposed run (limits.decompose)
 
     @param progress  optional progress(sim_time_ns, done, total, data_packet_hops) between simulation slices
                      (done/total: flows or DAG ops; see cosim.engine.ProgressFn)
     @param planned  a training run's ``prepare(exp, trace)`` if already made (not made again)
     """
     if exp.is_training:
-        return training.run_training(exp, trace=trace, progress=progress, planned=planned)
+        return training.run_training(exp, trace=trace, progress=progress, planned=planned, jobs=jobs)
     if trace is not None:
         raise ValueError("a trace applies to a training workload")
     if exp.is_shared:
-        return multi.run_shared(exp, progress=progress, planned=planned)
+        return multi.run_shared(exp, progress=progress, planned=planned, jobs=jobs)
     return flows.run_flows(exp, progress=progress)
 
 

@@ -64,6 +64,7 @@ from cosim.network import telemetry, topology
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.transport import run_attributes
 from cosim.results import RunRecord, collectives
+from cosim.runs import decompose_run
 from cosim.runs.experiment import Experiment, to_document
 from cosim.values import Int
 from cosim.workload.trace import OpKind, Trace, read_trace
@@ -398,12 +399,13 @@ def plan(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Train
 
 
 def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None,
-                 n_channels: int | None = None) -> RunRecord:
+                 n_channels: int | None = None, jobs: int = 1) -> RunRecord:
     """Co-simulate ``exp`` (its trace, or ``trace``) and return its :class:`cosim.results.RunRecord`.
 
     @param progress  optional callable progress(sim_time_ns, ops_done, ops_total, data_packet_hops)
     @param planned  ``plan(exp, trace)`` if the caller already made it (it is not made again)
     @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
+    @param jobs  local processes for the independent parts of the run (cosim.runs.decompose_run)
     @throws CosimInputError on a bad trace, fabric, attribute or a trace that deadlocks
     """
     p = planned if planned is not None else plan(exp, trace, n_channels=n_channels)
@@ -413,11 +415,10 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     attributes = nvlink_model(trace.spec_dict().get("hardware")).executor_attributes() \
         | run_attributes(exp.network, exp.seed)
     interval = exp.telemetry.queue_sample_interval_ns
-    out = engine.simulate_dag(
-        fabric, kind=dag.kind, gpu=dag.rank, src_node=p.src_node, dst_node=p.dst_node, bytes_=dag.bytes,
-        duration_ns=dag.duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
-        seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
-        max_sim_time_ns=exp.limits.max_sim_time_ns, progress=progress)
+    columns = {"kind": dag.kind, "gpu": dag.rank, "src_node": p.src_node, "dst_node": p.dst_node, "bytes_": dag.bytes,
+               "duration_ns": dag.duration_ns, "priority": dag.priority, "dep_ptr": dag.dep_ptr, "dep_idx": dag.dep_idx}
+    out, parts = decompose_run.simulate_dag(exp, fabric, columns, gpu_node=p.host_of, attributes=attributes,
+                                            progress=progress, jobs=jobs)
     net = out.network
     fop = out.flow_op
     tables = telemetry.network_tables(fabric, net, src=p.src_node[fop], dst=p.dst_node[fop],
@@ -443,5 +444,6 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         "dag": dag.summary(),
         "fabric": fabric.describe(),
         "attributes": attributes,
+        "decomposition": parts,
     }
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
