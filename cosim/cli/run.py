@@ -82,6 +82,11 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
         flag="--queue-interval-ns")
 @_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [flows 1000, training "
         "100000].", flag="--max-sim-time-ms")
+@_field("limits.decompose", "decompose", "auto: simulate the independent parts of the run (or one of identical "
+        "parts) apart and merge them, when that gives the whole run's results exactly (--dry-run says what runs); "
+        "off: always the whole run [auto].")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local processes for the parts of a decomposed run (one ns-3 run each; identical parts run once).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="HDF5 results file to write (replaced if it exists). [default: results.h5, or the first free "
                    "results-N.h5 if it exists: a default never replaces an earlier run]")
@@ -94,8 +99,8 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
               "stderr is not a terminal, e.g. in batch jobs).")
 @click.option("-v", "--verbose", is_flag=True, help="Also log each run's status, wall time and simulator cost.")
 @click.pass_context
-def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, output, name, append, replace, quiet,
-        verbose, **fields):
+def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, jobs, output, name, append, replace,
+        quiet, verbose, **fields):
     """Run EXPERIMENT (a shipped name or a TOML file) packet by packet in ns-3; write an HDF5 results file.
 
     \b
@@ -129,7 +134,7 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, out
         output = DEFAULT_OUTPUT if append else _free_default_output()
         if output != DEFAULT_OUTPUT and not quiet:
             click.echo(f"{DEFAULT_OUTPUT} exists: writing {output} (-o chooses the file)", err=True)
-    _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose)
+    _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose, jobs=jobs)
 
 
 def _list_experiments(catalog) -> None:
@@ -224,7 +229,7 @@ def _dry_run(exps, runner) -> None:
         click.echo("")
 
 
-def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
+def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -> None:
     from cosim import results  # noqa: PLC0415
     from cosim.results.store import check_space, check_writable  # noqa: PLC0415
 
@@ -249,7 +254,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
         progress = _progress_printer(exp.name if len(exps) > 1 else "", items,
                                      runner.work_estimate(exp, plans[i])) if show_progress else None
         planned, plans[i] = plans[i], None  # the plan's memory goes with its run
-        records.append(runner.run(exp, progress=progress, planned=planned))
+        records.append(runner.run(exp, progress=progress, planned=planned, jobs=jobs))
         del planned
         if progress is not None:
             click.echo("", err=True)

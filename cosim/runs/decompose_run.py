@@ -70,12 +70,16 @@ class Decomposition:
     checked_marking: bool = False  # the fold is exact only if no switch drew an ECN random number
 
     def describe(self) -> dict:
-        """What --dry-run shows."""
+        """What --dry-run shows: the mode and why, the parts, the classes of identical parts (their sizes),
+        the ns-3 runs made and the most ops one of them runs."""
         out = {"decompose": self.mode, "decompose_reason": self.reason}
         if self.mode != "whole":
-            out |= {"decompose_parts": self.n_parts, "decompose_classes": len(self.classes),
+            out |= {"decompose_parts": self.n_parts, "decompose_classes": [len(c) for c in self.classes],
                     "decompose_runs": len(self.pieces),
                     "decompose_ops_per_run_max": max(int(p.ops.size) for p in self.pieces)}
+            if self.checked_marking:
+                out["decompose_check"] = ("a run standing for identical parts must draw no ECN random number "
+                                          "(each switch has its own stream): checked after it, else the whole run")
         return out
 
 
@@ -629,3 +633,10 @@ def simulate_dag(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes
         info = {"decompose": "whole", "decompose_reason": f"{d.mode} parts were tried and were not exact here (a "
                 "part did not complete, or a folded switch drew an ECN random number): ran the whole run"}
     return engine.simulate_dag(fabric, **columns, progress=progress, **settings), info
+
+
+def describe(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict) -> dict:
+    """What ``cosim run --dry-run`` shows of how ``exp``'s DAG will be simulated."""
+    if exp.limits.decompose == "off":
+        return {"decompose": "whole", "decompose_reason": "limits.decompose is off"}
+    return decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes).describe()

@@ -375,7 +375,8 @@ class Experiment:
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
         if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", dataclasses.replace(self.limits, max_sim_time_ns=defaults["max_sim_time_ns"]))
+            object.__setattr__(self, "limits", dataclasses.replace(self.limits,
+                                                                   max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.is_training:
             if self.network.hosts is not None:
                 raise CosimInputError("network.hosts", "a training run sizes its fabric to the trace's ranks",
@@ -442,7 +443,8 @@ class Experiment:
         if self.network.topology is None:
             object.__setattr__(self, "network", dataclasses.replace(self.network, topology=defaults["topology"]))
         if self.limits.max_sim_time_ns is None:
-            object.__setattr__(self, "limits", dataclasses.replace(self.limits, max_sim_time_ns=defaults["max_sim_time_ns"]))
+            object.__setattr__(self, "limits", dataclasses.replace(self.limits,
+                                                                   max_sim_time_ns=defaults["max_sim_time_ns"]))
         if self.name is None:
             object.__setattr__(self, "name", self.network.transport)
 
@@ -646,7 +648,7 @@ SHORTHANDS = {
     "pattern": "workload.pattern", "flow_bytes": "workload.flow_bytes", "trace": "workload.trace",
     "iterations": "workload.iterations", "chunk_bytes": "workload.chunk_bytes",
     "algorithm": "workload.algorithm", "queue_sample_interval_ns": "telemetry.queue_sample_interval_ns",
-    "max_sim_time_ns": "limits.max_sim_time_ns", "seed": "seed", "name": "name", "description": "description",
+    "max_sim_time_ns": "limits.max_sim_time_ns", "decompose": "limits.decompose", "seed": "seed", "name": "name", "description": "description",
 }
 
 

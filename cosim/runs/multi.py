@@ -362,8 +362,8 @@ def run_shared(exp: Experiment, *, progress=None, planned: SharedPlan | None = N
     the RunRecord (module docstring: tables and summary keys). ``jobs``: local processes for the
     independent parts of the run (cosim.runs.decompose_run)."""
     p = planned if planned is not None else plan(exp)
-    out, parts = decompose_run.simulate_dag(exp, p.fabric, p.dag.columns, gpu_node=np.arange(p.fabric.n_nodes),
-                                            attributes=p.attributes, progress=progress, jobs=jobs)
+    out, how = decompose_run.simulate_dag(exp, p.fabric, p.dag.columns, gpu_node=np.arange(p.fabric.n_nodes),
+                                          attributes=p.attributes, progress=progress, jobs=jobs)
     net, fop, c = out.network, out.flow_op, p.dag.columns
     tables = telemetry.network_tables(p.fabric, net, src=c["src_node"][fop], dst=c["dst_node"][fop],
                                       size_bytes=c["bytes_"][fop], start_ns=out.flow_start_ns)
@@ -393,7 +393,7 @@ def run_shared(exp: Experiment, *, progress=None, planned: SharedPlan | None = N
     if net.status == "complete" and not done.all():
         summary["status"] = "stalled"
     config = {"experiment": to_document(exp), "workloads": [describe_job(p, j) for j in p.jobs],
-              "fabric": p.fabric.describe(), "attributes": p.attributes, "decomposition": parts}
+              "fabric": p.fabric.describe(), "attributes": p.attributes, "decomposition": how}
     provenance = telemetry.provenance(seed=exp.seed, wall_time_s=net.wall_time_s)
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
 

@@ -18,7 +18,7 @@ from cosim.network import ideal
 from cosim.network.transport import run_attributes
 from cosim.network.topology import SWITCH
 from cosim.results import RunRecord
-from cosim.runs import catalog, flows, multi, training
+from cosim.runs import catalog, decompose_run, flows, multi, training
 from cosim.runs.decompose import describe_parts
 from cosim.runs.experiment import Experiment, from_document, with_overrides
 
@@ -136,6 +136,15 @@ def describe(exp: Experiment, *, trace=None) -> dict:
     out |= _buffers(fabric, resolved)
     out |= _estimate(fabric, src, dst, size, int(resolved["HostNic::MtuBytes"]))
     out |= describe_parts(fabric, src, dst)
+    if exp.is_training:
+        out |= decompose_run.describe(exp, fabric, training.dag_columns(p), gpu_node=p.host_of,
+                                      attributes=training.engine_attributes(exp, p))
+    elif exp.is_shared:
+        out |= decompose_run.describe(exp, fabric, p.dag.columns, gpu_node=np.arange(fabric.n_nodes),
+                                      attributes=p.attributes)
+    else:
+        out |= {"decompose": "whole", "decompose_reason": "flow workloads run whole (a multi-workload run "
+                "decomposes its flow workloads)"}
     return out
 
 

@@ -398,6 +398,20 @@ def plan(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Train
                         src_node=src_node, dst_node=dst_node)
 
 
+def engine_attributes(exp: Experiment, p: TrainingPlan) -> dict:
+    """The ns-3 attributes of a training run: the NVLink copies at what NCCL sustains on the trace's GPU (rate
+    and latency from its hardware spec), then the network's (a --set DagExecutor::... of the user wins)."""
+    return nvlink_model(p.trace.spec_dict().get("hardware")).executor_attributes() \
+        | run_attributes(exp.network, exp.seed)
+
+
+def dag_columns(p: TrainingPlan) -> dict:
+    """The plan's DAG as engine.simulate_dag takes it (GPUs are ranks)."""
+    dag = p.dag
+    return {"kind": dag.kind, "gpu": dag.rank, "src_node": p.src_node, "dst_node": p.dst_node, "bytes_": dag.bytes,
+            "duration_ns": dag.duration_ns, "priority": dag.priority, "dep_ptr": dag.dep_ptr, "dep_idx": dag.dep_idx}
+
+
 def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None,
                  n_channels: int | None = None, jobs: int = 1) -> RunRecord:
     """Co-simulate ``exp`` (its trace, or ``trace``) and return its :class:`cosim.results.RunRecord`.
@@ -412,11 +426,9 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     trace, dag, fabric = p.trace, p.dag, p.fabric
     # the NVLink copies run at what NCCL sustains on the trace's GPU (rate and latency from its hardware
     # spec); a --set DagExecutor::... of the user comes later and wins
-    attributes = nvlink_model(trace.spec_dict().get("hardware")).executor_attributes() \
-        | run_attributes(exp.network, exp.seed)
+    attributes = engine_attributes(exp, p)
     interval = exp.telemetry.queue_sample_interval_ns
-    columns = {"kind": dag.kind, "gpu": dag.rank, "src_node": p.src_node, "dst_node": p.dst_node, "bytes_": dag.bytes,
-               "duration_ns": dag.duration_ns, "priority": dag.priority, "dep_ptr": dag.dep_ptr, "dep_idx": dag.dep_idx}
+    columns = dag_columns(p)
     out, parts = decompose_run.simulate_dag(exp, fabric, columns, gpu_node=p.host_of, attributes=attributes,
                                             progress=progress, jobs=jobs)
     net = out.network

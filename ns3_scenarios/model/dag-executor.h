@@ -30,7 +30,7 @@ using cosim::DagOpKind;
  * order, so no cycle is possible). FLOW ops are handed to the owner through the flow starter callback and
  * reported back with FlowFinished(); the rest is timed here: COMPUTE for its duration, NVLINK as
  * NvlinkLatency + bytes / NvlinkDataRate, serialized per sending GPU (one copy engine per GPU, in ready
- * order), NOP at once. No Python runs in this loop.
+ * order; ops ready at the same instant in op order), NOP at once. No Python runs in this loop.
  */
 class DagExecutor : public Object
 {
@@ -117,6 +117,9 @@ class DagExecutor : public Object
     void Begin(uint64_t op, std::vector<uint64_t>& ready);
     /// Drain @p ready: finish zero-time ops and begin what they release.
     void Drain(std::vector<uint64_t>& ready);
+    /// Launch the NVLINK and FLOW ops begun at this instant, in op order (NVLINK: take the GPU's copy
+    /// engine in turn; FLOW: hand it to the network).
+    void Launch();
 
     DataRate m_nvlinkRate; ///< per-direction NVLink bandwidth of one GPU
     Time m_nvlinkLatency;  ///< fixed cost of one NVLink copy
@@ -132,6 +135,8 @@ class DagExecutor : public Object
     std::vector<int64_t> m_finishPs;      ///< finish per op, in ps
     std::vector<int64_t> m_nvlinkFreePs;  ///< per GPU: time its NVLink copy engine is free, in ps
     uint64_t m_done{0};                   ///< ops finished
+    std::vector<uint64_t> m_launch;       ///< NVLINK and FLOW ops begun now, waiting for Launch
+    bool m_launchPending{false};          ///< a Launch is scheduled at the current time
     Callback<void, uint64_t> m_startFlow; ///< hands a FLOW op to the network
     Callback<void> m_onDone;              ///< called when the last op finished
 };
