@@ -106,6 +106,13 @@ def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         root = new
 
 
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """int64: lo[0]..hi[0]-1, then lo[1]..hi[1]-1, ... (the rows lo..hi of a CSR array, concatenated)."""
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    counts = hi - lo
+    return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
 def _dep_owner(dep_ptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(dep_ptr.size - 1, dtype=np.int64), np.diff(dep_ptr))
 
@@ -197,7 +204,8 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     parts = flow_parts(fabric, src, dst)
     if parts.n_parts < 2:
         return _whole("the traffic is one part (its flows can share a switch)")
-    if _id_dependent_routing(attributes) and not single_paths(fabric, src, dst):
+    one_switch = all(sw.size == 1 for sw in _part_switches(fabric, parts.link_part, parts.n_parts))
+    if not one_switch and _id_dependent_routing(attributes) and not single_paths(fabric, src, dst):
         return _whole("ECMP hashes flow ids, which count flows over the whole run, and some flow has equal-cost "
                       "paths", parts.n_parts)
     dep_ptr = np.asarray(columns["dep_ptr"], np.int64)
@@ -259,7 +267,7 @@ def _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep
     keys: dict[bytes, list[int]] = {}
     labels = []
     for g, ops in enumerate(members):
-        deps = np.concatenate([dep_idx[dep_ptr[i]:dep_ptr[i + 1]] for i in ops]) if ops.size else np.zeros(0, np.int64)
+        deps = dep_idx[_ranges(dep_ptr[ops], dep_ptr[ops + 1])]
         key, by_label = _canonical(columns, ops, gpu_node, np.zeros(deps.size, np.int64), local[deps], dep_ptr)
         keys.setdefault(key, []).append(g)
         labels.append(by_label)
@@ -330,10 +338,8 @@ def _local_deps(ops, dep_ptr, dep_idx, local, image=None):
     """CSR dependencies of ``ops`` in local indices (``image``: global op → the global op standing for it)."""
     owners, deps = [], []
     counts = np.diff(dep_ptr)[ops]
-    starts = dep_ptr[ops]
-    idx = np.concatenate([np.arange(s, s + c) for s, c in zip(starts, counts)]) if ops.size else np.zeros(0, np.int64)
     owners = np.repeat(np.arange(ops.size, dtype=np.int64), counts)
-    deps = dep_idx[idx.astype(np.int64)]
+    deps = dep_idx[_ranges(dep_ptr[ops], dep_ptr[ops + 1])]
     if image is not None:
         deps = image[deps]
     ptr, out = csr_from_edges(owners, local[deps], ops.size)
@@ -365,7 +371,7 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
     dep_part = op_part[dep_idx]
     keys, labels = [], []
     for p, ops in enumerate(members):
-        sel = np.concatenate([np.arange(dep_ptr[i], dep_ptr[i + 1]) for i in ops]).astype(np.int64)
+        sel = _ranges(dep_ptr[ops], dep_ptr[ops + 1])
         d = dep_idx[sel]
         dp = dep_part[sel]
         code = np.where(dp == p, 0, np.where(dp >= 0, 1, 2))
@@ -567,8 +573,7 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
         hi = np.searchsorted(by_source[order], rows, "right")
         count = hi - lo
         ev = np.repeat(np.arange(rows.size), count)
-        tgt = targets[order[np.concatenate([np.arange(a, b) for a, b in zip(lo, hi)]).astype(np.int64)]] \
-            if ev.size else np.zeros(0, np.int64)
+        tgt = targets[order[_ranges(lo, hi)]]
         return ev, tgt
 
     qt, qn, qp, qb = [], [], [], []
