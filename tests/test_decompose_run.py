@@ -101,3 +101,37 @@ def test_decompose_takes_auto_or_off(value):
     """limits.decompose is "auto" or "off"; anything else is one input error naming the field."""
     with pytest.raises(CosimInputError, match="limits.decompose"):
         experiments_of({}, {**RAILS, "limits.decompose": value})
+
+
+def test_a_folded_switch_queueing_beyond_ecn_kmin_falls_back_to_the_whole_run(engine_ns):
+    """With Kmin at 1 byte every queue marks at random, from each switch's own stream, so identical rails
+    would diverge: the fold is tried, refused after its run, and the record is the whole run's."""
+    attrs = {"attributes.FabricSwitch::EcnKminBytes": 1, "attributes.FabricSwitch::EcnKmaxBytes": 100_000_000,
+             "workload.iterations": 1}
+    runs = _both({}, {**RAILS, **attrs})
+    d = runs["auto"][1].config["decomposition"]
+    assert d["decompose"] == "whole" and "Kmin" in d["decompose_reason"]
+    _assert_identical(runs["off"][1], runs["auto"][1])
+
+
+def test_cli_jobs_runs_the_groups_in_processes_and_dry_run_shows_them(tmp_path, engine_ns):
+    """cosim run --jobs 2 on the multi-job experiment gives the same datasets as --decompose off; --dry-run
+    prints the groups and the runs it will make."""
+
+    from click.testing import CliRunner
+
+    from cosim.cli import cli as main
+    from cosim.results import read_results
+    from cosim.runs.experiment import to_toml
+
+    spec = tmp_path / "two-jobs.toml"
+    spec.write_text(to_toml({"name": "jobs", **MULTI_JOB}))
+    cli = CliRunner()
+    dry = cli.invoke(main, ["run", str(spec), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "decompose: independent" in dry.output and "decompose_classes: [2, 1]" in dry.output
+    for flags, out in ((["--jobs", "2"], "parts.h5"), (["--decompose", "off"], "whole.h5")):
+        res = cli.invoke(main, ["run", str(spec), "-q", "-o", str(tmp_path / out), *flags])
+        assert res.exit_code == 0, res.output
+    whole, parts = read_results(tmp_path / "whole.h5")["jobs"], read_results(tmp_path / "parts.h5")["jobs"]
+    _assert_identical(whole, parts)

@@ -430,16 +430,18 @@ def run_piece(fabric, columns: dict, settings: dict) -> engine.DagOutput:
 
 def simulate(fabric, columns: dict, d: Decomposition, *, seed: int, attributes: dict,
              queue_sample_interval_ns: float, max_sim_time_ns: float, progress=None, jobs: int = 1):
-    """Run the pieces of ``d`` and merge them: the engine.DagOutput the whole run gives, or None when a piece
-    did not complete (time limit, stall, deadlock) or a folded piece drew an ECN random number: then only
-    the whole run is exact, and the caller runs it."""
+    """Run the pieces of ``d`` and merge them: (the engine.DagOutput the whole run gives, "") or (None, why
+    only the whole run is exact here: a piece did not complete, or a piece standing for several parts may
+    have drawn an ECN random number); the caller then runs the whole run."""
     settings = {"seed": seed, "attributes": attributes, "queue_sample_interval_ns": queue_sample_interval_ns,
                 "max_sim_time_ns": max_sim_time_ns}
     outs = _run_all(fabric, [piece_columns(columns, p) for p in d.pieces], settings, progress, jobs)
-    if any(o.network.status != "complete" for o in outs):
-        return None
+    status = {o.network.status for o in outs} - {"complete"}
+    if status:
+        return None, f"a part ended {'/'.join(sorted(status))}, so the parts would not have run alike in the whole run"
     if d.checked_marking and _marking_drawn(fabric, outs, d, attributes):
-        return None
+        return None, ("a switch port of a run standing for identical parts queued beyond ECN Kmin, where marking "
+                      "draws random numbers from each switch's own stream: identical parts would diverge")
     ends = [float(np.nanmax(o.op_finish_ns)) if o.op_finish_ns.size else 0.0 for o in outs]
     end = max(ends)
     # a piece that finishes first would keep delivering its last ACKs and credits in the whole run: rerun it
@@ -449,9 +451,9 @@ def simulate(fabric, columns: dict, d: Decomposition, *, seed: int, attributes: 
         again = _run_all(fabric, [piece_columns(columns, d.pieces[i], end) for i in late], settings, progress, jobs)
         for i, o in zip(late, again):
             if o.network.status != "complete":
-                return None
+                return None, f"a part run until the end of the whole run ended {o.network.status}"
             outs[i] = _drop_last_op(o)
-    return merge(fabric, columns, d, outs)
+    return merge(fabric, columns, d, outs), ""
 
 
 def _run_all(fabric, cols: list[dict], settings: dict, progress, jobs: int) -> list:
@@ -632,11 +634,11 @@ def simulate_dag(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes
     d = decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes)
     info = d.describe()
     if d.mode != "whole":
-        out = simulate(fabric, columns, d, progress=progress, jobs=jobs, **settings)
+        out, why = simulate(fabric, columns, d, progress=progress, jobs=jobs, **settings)
         if out is not None:
             return out, info
-        info = {"decompose": "whole", "decompose_reason": f"{d.mode} parts were tried and were not exact here (a "
-                "part did not complete, or a folded switch drew an ECN random number): ran the whole run"}
+        info = {"decompose": "whole", "decompose_reason": f"{d.mode} parts were simulated, but {why}: ran the "
+                "whole run"}
     return engine.simulate_dag(fabric, **columns, progress=progress, **settings), info
 
 
