@@ -24,6 +24,7 @@ stalls, latency histogram and counters; ``events``, ``pool_packets``, ``wall_tim
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -217,23 +218,34 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     op_node = _op_nodes(columns, np.asarray(gpu_node, np.int64))
     op_part = np.where(op_node >= 0, host_part[np.maximum(op_node, 0)], -1)
     op_part[flow] = parts.flow_part
-    # ops of one part belong together, and so do the NVLink copies of one GPU (serialized); the
-    # dependencies join the rest
-    first_of_part = np.full(parts.n_parts, -1, np.int64)
-    has = op_part >= 0
-    first_of_part[op_part[has][::-1]] = np.flatnonzero(has)[::-1]
-    nvl = np.flatnonzero(kind == DagOpKind.NVLINK)
+    group, n_groups = _groups(columns, op_part, parts.n_parts, owner, dep_idx)
+    if n_groups > 1:
+        return _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep_idx)
+    del group
+    return _fold(fabric, columns, gpu_node, _spread_parts(op_part, owner, dep_idx), parts, dep_ptr, dep_idx)
+
+
+def _groups(columns: dict, op_part: np.ndarray, n_parts: int, owner: np.ndarray, dep: np.ndarray):
+    """(group of every op, number of groups): ops of one part belong together, and so do the NVLink copies
+    of one GPU (serialized); the dependencies join the rest. Components are found on the graph with each
+    part contracted to one vertex, which keeps only the edges between parts and ops of no part."""
+    n = op_part.size
+    free = op_part < 0
+    vertex = np.where(free, n_parts + np.cumsum(free) - 1, op_part)
+    n_vertices = n_parts + int(free.sum())
+    a, b = vertex[owner], vertex[dep]
+    cross = a != b
+    a, b = a[cross], b[cross]
+    kind = np.asarray(columns["kind"])
+    nvl = np.flatnonzero((kind == DagOpKind.NVLINK) & free)
     gpu = np.asarray(columns["gpu"], np.int64)[nvl]
     first_of_gpu = np.full(int(gpu.max(initial=-1)) + 1, -1, np.int64)
-    first_of_gpu[gpu[::-1]] = nvl[::-1]
-    a = np.concatenate([owner, np.flatnonzero(has), nvl])
-    b = np.concatenate([dep_idx, first_of_part[op_part[has]], first_of_gpu[gpu]])
-    group = _components(n, a, b)
-    roots, group = np.unique(group, return_inverse=True)
-    if roots.size > 1:
-        return _independent(fabric, columns, gpu_node, group.astype(np.int64), int(roots.size), parts, dep_ptr,
-                            dep_idx)
-    return _fold(fabric, columns, gpu_node, _spread_parts(op_part, owner, dep_idx), parts, dep_ptr, dep_idx)
+    first_of_gpu[gpu[::-1]] = vertex[nvl[::-1]]
+    a = np.concatenate([a, vertex[nvl]])
+    b = np.concatenate([b, first_of_gpu[gpu]])
+    root = _components(n_vertices, a, b)
+    roots, comp = np.unique(root, return_inverse=True)
+    return comp.reshape(-1)[vertex].astype(np.int64), int(roots.size)
 
 
 def _spread_parts(op_part: np.ndarray, owner: np.ndarray, dep: np.ndarray) -> np.ndarray:
@@ -241,6 +253,8 @@ def _spread_parts(op_part: np.ndarray, owner: np.ndarray, dep: np.ndarray) -> np
     they all lie in one part; ops between parts stay -1 (shared)."""
     part = op_part.copy()
     conflict = np.zeros(part.size, bool)
+    touch = (part[owner] < 0) | (part[dep] < 0)  # only edges at an op of no part can spread anything
+    owner, dep = owner[touch], dep[touch]
     while True:
         lo = np.full(part.size, np.iinfo(np.int64).max)
         hi = np.full(part.size, -1, np.int64)
@@ -269,7 +283,7 @@ def _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep
     for g, ops in enumerate(members):
         deps = dep_idx[_ranges(dep_ptr[ops], dep_ptr[ops + 1])]
         key, by_label = _canonical(columns, ops, gpu_node, np.zeros(deps.size, np.int64), local[deps], dep_ptr)
-        keys.setdefault(key, []).append(g)
+        keys.setdefault(hashlib.sha256(key).digest(), []).append(g)
         labels.append(by_label)
     link_part = parts.link_part
     node_part = np.full(fabric.n_nodes, -1, np.int64)
@@ -368,18 +382,18 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
         node_part[fabric.link_a[j]] = node_part[fabric.link_b[j]] = parts.link_part[j]
     # a dependency inside the part: its position; on another part: the position there; on a shared op
     # (a collective's barrier): the op itself
-    dep_part = op_part[dep_idx]
-    keys, labels = [], []
+    digests, labels = [], []
     for p, ops in enumerate(members):
         sel = _ranges(dep_ptr[ops], dep_ptr[ops + 1])
         d = dep_idx[sel]
-        dp = dep_part[sel]
+        dp = op_part[d]
         code = np.where(dp == p, 0, np.where(dp >= 0, 1, 2))
         val = np.where(dp >= 0, local[d], d)
         key, by_label = _canonical(columns, ops, gpu_node, code, val, dep_ptr)
-        keys.append(key)
+        digests.append(hashlib.sha256(key).digest())
         labels.append(by_label)
-    if any(key != keys[0] for key in keys[1:]):
+        del key, sel, d, dp, code, val
+    if any(x != digests[0] for x in digests[1:]):
         return _whole("the DAG couples its parts and they differ (not the same ops up to relabeling hosts)", k)
     node_image = np.arange(fabric.n_nodes, dtype=np.int64)
     rep_nodes = [int(x) for x in labels[0]] + [int(switches[0][0])]
