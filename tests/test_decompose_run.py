@@ -135,3 +135,27 @@ def test_cli_jobs_runs_the_groups_in_processes_and_dry_run_shows_them(tmp_path, 
         assert res.exit_code == 0, res.output
     whole, parts = read_results(tmp_path / "whole.h5")["jobs"], read_results(tmp_path / "parts.h5")["jobs"]
     _assert_identical(whole, parts)
+
+
+def test_parts_from_shards_merge_into_the_whole_run(tmp_path, engine_ns):
+    """The batch path: two shards (as two job-array tasks) each simulate their parts of the multi-job run into
+    a folder, cosim merge joins them, and the results equal the whole run's."""
+    from click.testing import CliRunner
+
+    from cosim.cli import cli as main
+    from cosim.results import read_results
+    from cosim.runs.experiment import to_toml
+
+    spec = tmp_path / "two-jobs.toml"
+    spec.write_text(to_toml({"name": "jobs", **MULTI_JOB}))
+    cli = CliRunner()
+    for shard in ("0/2", "1/2"):
+        res = cli.invoke(main, ["run", str(spec), "--parts-dir", str(tmp_path / "parts"), "--shard", shard])
+        assert res.exit_code == 0, res.output
+        assert "wrote 1 part file(s)" in res.output
+    early = cli.invoke(main, ["merge", str(tmp_path / "missing")])
+    assert early.exit_code != 0
+    res = cli.invoke(main, ["merge", str(tmp_path / "parts"), "-o", str(tmp_path / "merged.h5")])
+    assert res.exit_code == 0, res.output
+    whole = run(experiments_of(MULTI_JOB, {"limits.decompose": "off", "name": "jobs"})[0])
+    _assert_identical(whole, read_results(tmp_path / "merged.h5")["jobs"])

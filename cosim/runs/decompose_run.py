@@ -450,6 +450,13 @@ def simulate(fabric, columns: dict, d: Decomposition, *, seed: int, attributes: 
     settings = {"seed": seed, "attributes": attributes, "queue_sample_interval_ns": queue_sample_interval_ns,
                 "max_sim_time_ns": max_sim_time_ns}
     outs = _run_all(fabric, [piece_columns(columns, p) for p in d.pieces], settings, progress, jobs)
+    return finish(fabric, columns, d, outs, settings, progress=progress, jobs=jobs)
+
+
+def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, *, progress=None, jobs: int = 1):
+    """Check and merge the outputs of the pieces of ``d`` (as :func:`simulate` returns them), rerunning until
+    the end of the whole run the pieces that end first; ``settings``: run_piece's."""
+    attributes = settings["attributes"]
     status = {o.network.status for o in outs} - {"complete"}
     if status:
         return None, f"a part ended {'/'.join(sorted(status))}, so the parts would not have run alike in the whole run"

@@ -357,13 +357,16 @@ def _job_results(p: SharedPlan, j: JobPlan, dag: SharedDag, out, flows: dict) ->
     return summary, tables, rows
 
 
-def run_shared(exp: Experiment, *, progress=None, planned: SharedPlan | None = None, jobs: int = 1) -> RunRecord:
+def run_shared(exp: Experiment, *, progress=None, planned: SharedPlan | None = None, jobs: int = 1,
+               outcome=None) -> RunRecord:
     """Simulate every workload of ``exp`` on its shared fabric (and each ``alone`` one by itself); return
     the RunRecord (module docstring: tables and summary keys). ``jobs``: local processes for the
-    independent parts of the run (cosim.runs.decompose_run)."""
+    independent parts of the run (cosim.runs.decompose_run); ``outcome``: (engine.DagOutput, decomposition
+    info) of the shared run if already simulated (cosim.runs.decompose_batch)."""
     p = planned if planned is not None else plan(exp)
-    out, how = decompose_run.simulate_dag(exp, p.fabric, p.dag.columns, gpu_node=np.arange(p.fabric.n_nodes),
-                                          attributes=p.attributes, progress=progress, jobs=jobs)
+    out, how = outcome if outcome is not None else decompose_run.simulate_dag(
+        exp, p.fabric, p.dag.columns, gpu_node=np.arange(p.fabric.n_nodes), attributes=p.attributes,
+        progress=progress, jobs=jobs)
     net, fop, c = out.network, out.flow_op, p.dag.columns
     tables = telemetry.network_tables(p.fabric, net, src=c["src_node"][fop], dst=c["dst_node"][fop],
                                       size_bytes=c["bytes_"][fop], start_ns=out.flow_start_ns)

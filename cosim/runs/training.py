@@ -413,13 +413,14 @@ def dag_columns(p: TrainingPlan) -> dict:
 
 
 def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None,
-                 n_channels: int | None = None, jobs: int = 1) -> RunRecord:
+                 n_channels: int | None = None, jobs: int = 1, outcome=None) -> RunRecord:
     """Co-simulate ``exp`` (its trace, or ``trace``) and return its :class:`cosim.results.RunRecord`.
 
     @param progress  optional callable progress(sim_time_ns, ops_done, ops_total, data_packet_hops)
     @param planned  ``plan(exp, trace)`` if the caller already made it (it is not made again)
     @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
     @param jobs  local processes for the independent parts of the run (cosim.runs.decompose_run)
+    @param outcome  (engine.DagOutput, decomposition info) already simulated (cosim.runs.decompose_batch)
     @throws CosimInputError on a bad trace, fabric, attribute or a trace that deadlocks
     """
     p = planned if planned is not None else plan(exp, trace, n_channels=n_channels)
@@ -429,8 +430,8 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     attributes = engine_attributes(exp, p)
     interval = exp.telemetry.queue_sample_interval_ns
     columns = dag_columns(p)
-    out, parts = decompose_run.simulate_dag(exp, fabric, columns, gpu_node=p.host_of, attributes=attributes,
-                                            progress=progress, jobs=jobs)
+    out, parts = outcome if outcome is not None else decompose_run.simulate_dag(
+        exp, fabric, columns, gpu_node=p.host_of, attributes=attributes, progress=progress, jobs=jobs)
     net = out.network
     fop = out.flow_op
     tables = telemetry.network_tables(fabric, net, src=p.src_node[fop], dst=p.dst_node[fop],
