@@ -1,8 +1,8 @@
 """One training iteration at 1,024 GPUs with exact decomposition: wall time, CPU time and peak RSS.
 
 Workload: LLaMA-2 7B, all 32 layers, sequence 4096, TP 8 inside each 8-GPU H100 server (NVLink), PP 4 and
-DP 32 along the rails, micro-batch 1, the default global batch (4 micro-batches per pipeline stage and data
-replica). Fabric: rail-optimized, 128 servers x 8 rails at 400 Gbps, 8 spines, 1 us links. The TP
+DP 32 along the rails, micro-batch 1, the default global batch (micro-batch x DP x 4 x PP: 16 micro-batches
+per data-parallel replica). Fabric: rail-optimized, 128 servers x 8 rails at 400 Gbps, 8 spines, 1 us links. The TP
 collectives couple the 8 rails, which are identical: with ``limits.decompose = auto`` one rail (and the
 collective barriers between rails) is simulated and copied to the others (cosim.runs.decompose_run).
 
