@@ -599,27 +599,24 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
         tgt = targets[order[_ranges(lo, hi)]]
         return ev, tgt
 
-    qt, qn, qp, qb = [], [], [], []
-    pt, pn, pp, pr, pz = [], [], [], [], []
-    stalls = {k: [] for k in base.stalls}
-    for i, o in enumerate(outs):
-        net = o.network
-        ev, tgt = relabeled(i, net.queue_node, net.queue_port)
-        qt.append(net.queue_time_ns[ev]); qb.append(net.queue_bytes[ev])  # noqa: E702
-        qn.append(ports0["node"][tgt]); qp.append(ports0["port"][tgt])  # noqa: E702
-        ev, tgt = relabeled(i, net.pause_node, net.pause_port)
-        pt.append(net.pause_time_ns[ev]); pr.append(net.pause_priority[ev]); pz.append(net.pause_paused[ev])  # noqa: E702
-        pn.append(ports0["node"][tgt]); pp.append(ports0["port"][tgt])  # noqa: E702
-        ev, tgt = relabeled(i, net.stalls["node"], net.stalls["port"])
-        for k in stalls:
-            if k == "node":
-                stalls[k].append(ports0["node"][tgt].astype(net.stalls[k].dtype))
-            elif k == "port":
-                stalls[k].append(ports0["port"][tgt].astype(net.stalls[k].dtype))
-            else:
-                stalls[k].append(np.asarray(net.stalls[k])[ev])
-    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
-    qt, qn, qp, qb = cat(qt, np.float64), cat(qn, np.int32), cat(qp, np.int32), cat(qb, np.int64)
+    def log(get) -> dict:
+        """One event log (columns by name, with node and port) of every piece, copied to its target ports."""
+        cols = {}
+        for i, o in enumerate(outs):
+            table = get(o.network)
+            ev, tgt = relabeled(i, table["node"], table["port"])
+            for k, x in table.items():
+                x = np.asarray(x)
+                moved = ports0[k][tgt] if k in ("node", "port") else x[ev]
+                cols.setdefault(k, []).append(moved.astype(x.dtype))
+        return {k: np.concatenate(v) for k, v in cols.items()}
+
+    queues = log(lambda n: {"time_ns": n.queue_time_ns, "node": n.queue_node, "port": n.queue_port,
+                            "bytes": n.queue_bytes})
+    pauses = log(lambda n: {"time_ns": n.pause_time_ns, "node": n.pause_node, "port": n.pause_port,
+                            "priority": n.pause_priority, "paused": n.pause_paused})
+    stalls = log(lambda n: n.stalls)
+    qt, qn, qp, qb = queues["time_ns"], queues["node"], queues["port"], queues["bytes"]
     q = np.lexsort((qp, qn, qt))  # the sampler records a tick's changes in port order
     weights = [p.copies for p in d.pieces]
     counters = {}
@@ -630,10 +627,10 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
     weighted = lambda f: int(sum(f(o.network) * w for o, w in zip(outs, weights)))  # noqa: E731
     return dataclasses.replace(
         base, finish_ns=finish, delivered_bytes=delivered, queue_time_ns=qt[q], queue_node=qn[q], queue_port=qp[q],
-        queue_bytes=qb[q], ports=ports, pause_time_ns=cat(pt, np.float64), pause_node=cat(pn, np.int32),
-        pause_port=cat(pp, np.int32), pause_priority=cat(pr, np.int32), pause_paused=cat(pz, np.int8),
+        queue_bytes=qb[q], ports=ports, pause_time_ns=pauses["time_ns"], pause_node=pauses["node"],
+        pause_port=pauses["port"], pause_priority=pauses["priority"], pause_paused=pauses["paused"],
         latency_count=sum(o.network.latency_count * w for o, w in zip(outs, weights)),
-        stalls={k: cat(v, base.stalls[k].dtype) for k, v in stalls.items()}, counters=counters,
+        stalls=stalls, counters=counters,
         sim_time_ns=max(o.network.sim_time_ns for o in outs), events=weighted(lambda x: x.events),
         packet_hops=weighted(lambda x: x.packet_hops), data_packet_hops=weighted(lambda x: x.data_packet_hops),
         pool_packets=max(o.network.pool_packets for o in outs),

@@ -648,7 +648,8 @@ SHORTHANDS = {
     "pattern": "workload.pattern", "flow_bytes": "workload.flow_bytes", "trace": "workload.trace",
     "iterations": "workload.iterations", "chunk_bytes": "workload.chunk_bytes",
     "algorithm": "workload.algorithm", "queue_sample_interval_ns": "telemetry.queue_sample_interval_ns",
-    "max_sim_time_ns": "limits.max_sim_time_ns", "decompose": "limits.decompose", "seed": "seed", "name": "name", "description": "description",
+    "max_sim_time_ns": "limits.max_sim_time_ns", "decompose": "limits.decompose", "seed": "seed", "name": "name",
+    "description": "description",
 }
 
 
