@@ -35,7 +35,8 @@ Tables (columns and units: ``cosim.results.DATASETS``)
   which even the busiest GPU waits for communication (for the first iteration, ``time_ns`` includes
   nothing else; later ones can overlap the previous iteration's tail on other ranks, whence the clamp).
 - ``flows``, ``queues``, ``ports``, ``pauses``, ``latency`` (and ``stalls`` when the engine reports credit
-  stalls): the network telemetry, as :func:`cosim.runs.flows.run` stores it; flows in start order.
+  stalls): the network telemetry, as :func:`cosim.runs.flows.run` stores it; flows in (start time, DAG op)
+  order (cosim.engine.canonical_order).
 
 Summary keys (besides :func:`cosim.results.summarize`'s): ``iteration_time_ns``, ``iteration_time_first_ns``,
 ``iteration_times_ns`` (list), ``exposed_comm_ns`` (mean over the same iterations as ``iteration_time_ns``),
