@@ -38,7 +38,8 @@ def run_one(args: argparse.Namespace) -> dict:
     t_trace = time.perf_counter() - t0
     exp = make("training", name=args.fabric, transport=args.fabric, topology="rail-optimized",
                gpus_per_server=args.tp, spines=args.spines, link_gbps=args.gbps, link_delay_ns=1000.0,
-               iterations=1, queue_sample_interval_ns=args.queue_interval_ns, max_sim_time_ns=1e11)
+               iterations=1, queue_sample_interval_ns=args.queue_interval_ns, max_sim_time_ns=1e11,
+               decompose=args.decompose)
     t1 = time.perf_counter()
     rec = run_training(exp, trace=trace)
     t_total = time.perf_counter() - t0
@@ -75,6 +76,9 @@ def main() -> None:
     ap.add_argument("--spines", type=int, default=4)
     ap.add_argument("--queue-interval-ns", type=float, default=10_000.0,
                     help="queue sampling interval (1 µs keeps ~10^7 queue records on this run)")
+    ap.add_argument("--decompose", choices=("off", "auto"), default="off",
+                    help="off: the whole run (the packet path's cost); auto: the 8 rails folded to one "
+                         "(bench_decompose.py measures that)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -86,7 +90,7 @@ def main() -> None:
         argv = [sys.executable, __file__, "--worker", "--fabric", fabric, "--layers", str(args.layers),
                 "--tp", str(args.tp), "--dp", str(args.dp), "--global-batch", str(args.global_batch),
                 "--zero", str(args.zero), "--gbps", str(args.gbps), "--spines", str(args.spines),
-                "--queue-interval-ns", str(args.queue_interval_ns)]
+                "--queue-interval-ns", str(args.queue_interval_ns), "--decompose", args.decompose]
         out = subprocess.run(argv, check=True, capture_output=True, text=True)
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         print(f"{fabric}: done in {rows[-1]['total_s']:.1f} s", file=sys.stderr)

@@ -395,10 +395,34 @@ def simulate_dag(
         for i, now in enumerate(seen):
             delivered_at[i, :now.size] = now
         network = dataclasses.replace(network, snapshot_ns=snaps, delivered_at_bytes=delivered_at)
-    return DagOutput(op_start_ns=np.where(start_ps >= 0, start_ps / 1e3, np.nan),
-                     op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
-                     flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network,
-                     failed_collective=failed, failed_at_ns=failed_at_ns)
+    return canonical_order(DagOutput(op_start_ns=np.where(start_ps >= 0, start_ps / 1e3, np.nan),
+                                     op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
+                                     flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network,
+                                     failed_collective=failed, failed_at_ns=failed_at_ns))
+
+
+def canonical_order(out: DagOutput) -> DagOutput:
+    """``out`` with its event logs in an order that no interleaving of independent events can change.
+
+    ns-3 runs events of equal time in the order they were scheduled, so two flows that start at the same
+    picosecond in unrelated parts of a run get their ids (start order) in an order that depends on what
+    else the run holds. Flows are put in (start time, DAG op) order, and PFC pause and credit-stall changes
+    in (time, node, port, priority or lane) order, changes of one queue at one time keeping their order:
+    a run simulated in independent parts (cosim.runs.decompose_run) merges into exactly these tables.
+    """
+    order = np.lexsort((out.flow_op, np.rint(out.flow_start_ns * 1e3).astype(np.int64)))
+    net = out.network
+    pause = np.lexsort((net.pause_priority, net.pause_port, net.pause_node, net.pause_time_ns))
+    st = net.stalls
+    stall = np.lexsort((st["vl"], st["port"], st["node"], st["time_ns"]))
+    net = dataclasses.replace(
+        net, finish_ns=net.finish_ns[order], delivered_bytes=net.delivered_bytes[order],
+        delivered_at_bytes=net.delivered_at_bytes[:, order], pause_time_ns=net.pause_time_ns[pause],
+        pause_node=net.pause_node[pause], pause_port=net.pause_port[pause],
+        pause_priority=net.pause_priority[pause], pause_paused=net.pause_paused[pause],
+        stalls={k: np.asarray(x)[stall] for k, x in st.items()})
+    return dataclasses.replace(out, flow_op=out.flow_op[order], flow_start_ns=out.flow_start_ns[order],
+                               network=net)
 
 
 #: names of the DAG arrays a SetupFn sees, in Engine::LoadDag order

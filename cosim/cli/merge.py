@@ -16,7 +16,8 @@ import click
 @click.option("--sweep", "sweep_name", metavar="NAME", help="Merge only sweep NAME when OUTDIR holds several.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 def merge(outdir, output, summary_only, partial, sweep_name, quiet):
-    """Merge the results files of a sweep directory OUTDIR into one results file.
+    """Merge the results files of a sweep directory OUTDIR (or the parts of decomposed runs written by
+    'cosim run --parts-dir OUTDIR') into one results file.
 
     \b
     Points come from the sweep's manifest (OUTDIR/<sweep>.sweep.json), in point order, each run under its
@@ -25,12 +26,19 @@ def merge(outdir, output, summary_only, partial, sweep_name, quiet):
       cosim merge ecn-sweep -o ecn.h5
       cosim merge ecn-sweep -o ecn-summary.h5 --summary-only
       cosim merge ecn-sweep --partial          # while shards are still running
+      cosim merge parts -o big.h5              # after 'cosim run big.toml --parts-dir parts --shard I/N'
     """
     from pathlib import Path  # noqa: PLC0415
 
+    from cosim.runs.decompose_batch import manifests, merge_parts  # noqa: PLC0415
     from cosim.sweep.merge import merge as do_merge  # noqa: PLC0415
 
     out = Path(output) if output else Path(str(Path(outdir)).rstrip("/") + ".h5")
+    if Path(outdir).is_dir() and manifests(outdir):  # the parts of decomposed runs (cosim run --parts-dir)
+        runs = merge_parts(outdir, out)
+        if not quiet:
+            click.echo(f"wrote {out}: {len(runs)} run(s) from their parts")
+        return
     result = do_merge(outdir, out, summary_only=summary_only, partial=partial, sweep=sweep_name)
     if quiet:
         return

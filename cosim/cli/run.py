@@ -100,6 +100,16 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
                    "--fault link_degrade:leaf1-spine0@0,bit_error_rate=1e-6 --fault straggler:rank3@0,factor=1.5")
 @click.option("--baseline", is_flag=True, default=None, help="Also run the experiment without its faults and "
               "store both runs (NAME and NAME-baseline); the table shows the delay per iteration.")
+@_field("limits.decompose", "decompose", "auto: simulate the independent parts of the run (or one of identical "
+        "parts) apart and merge them, when that gives the whole run's results exactly (--dry-run says what runs); "
+        "off: always the whole run [auto].")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Local processes for the parts of a decomposed run (one ns-3 run each; identical parts run once).")
+@click.option("--parts-dir", type=click.Path(file_okay=False), default=None,
+              help="Batch: simulate this task's parts of each run into DIR (one file per part and a manifest) "
+                   "instead of writing results; 'cosim merge DIR' joins them into the results file.")
+@click.option("--shard", metavar="I/N", default=None, help="With --parts-dir: run the parts k with k % N == I "
+              "(default: from SLURM_ARRAY_TASK_ID/COUNT in a job array, else 0/1, every part).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="HDF5 results file to write (replaced if it exists). [default: results.h5, or the first free "
                    "results-N.h5 if it exists: a default never replaces an earlier run]")
@@ -112,7 +122,8 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
               "stderr is not a terminal, e.g. in batch jobs).")
 @click.option("-v", "--verbose", is_flag=True, help="Also log each run's status, wall time and simulator cost.")
 @click.pass_context
-def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fault_options, baseline, output, name,
+def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fault_options, baseline, jobs, parts_dir,
+        shard, output, name,
         append, replace, quiet, verbose, **fields):
     """Run EXPERIMENT (a shipped name or a TOML file) packet by packet in ns-3; write an HDF5 results file.
 
@@ -128,6 +139,7 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
       cosim run --pattern incast --hosts 32 --flow-bytes 4MiB --link-gbps 400 -o incast32.h5
       cosim run --fault link_down:leaf0-spine1@1ms --baseline -o down.h5
       cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
+      cosim run big.toml --parts-dir parts --shard 3/16   # or in an sbatch --array job; then: cosim merge parts
     """
     from cosim.runs import catalog  # noqa: PLC0415
 
@@ -149,13 +161,30 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
     if dry_run:
         _dry_run(exps, runner)
         return
+    if parts_dir is not None:
+        _write_parts(exps, parts_dir, shard, quiet)
+        return
+    if shard is not None:
+        raise click.UsageError("--shard applies with --parts-dir")
     if replace and not append:
         raise click.UsageError("--replace applies with --append (without it the file is replaced anyway)")
     if output is None:
         output = DEFAULT_OUTPUT if append else _free_default_output()
         if output != DEFAULT_OUTPUT and not quiet:
             click.echo(f"{DEFAULT_OUTPUT} exists: writing {output} (-o chooses the file)", err=True)
-    _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose)
+    _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose, jobs=jobs)
+
+
+def _write_parts(exps, parts_dir, shard, quiet) -> None:
+    """Simulate this shard's parts of every run into ``parts_dir`` (cosim.runs.decompose_batch)."""
+    from cosim.runs.decompose_batch import write_shard  # noqa: PLC0415
+    from cosim.sweep.runner import parse_shard, shard_from_env  # noqa: PLC0415
+
+    part = parse_shard(shard) if shard is not None else (shard_from_env(os.environ) or (0, 1))
+    for exp in exps:
+        files = write_shard(exp, parts_dir, shard=part)
+        if not quiet:
+            click.echo(f"run '{exp.name}': shard {part[0]}/{part[1]} wrote {len(files)} part file(s) to {parts_dir}")
 
 
 def _list_experiments(catalog) -> None:
@@ -252,7 +281,7 @@ def _dry_run(exps, runner) -> None:
         click.echo("")
 
 
-def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
+def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -> None:
     from cosim import results  # noqa: PLC0415
     from cosim.results.store import check_space, check_writable  # noqa: PLC0415
 
@@ -279,7 +308,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose) -> None:
         progress = _progress_printer(exp.name if len(exps) > 1 else "", items,
                                      runner.work_estimate(exp, plans[i])) if show_progress else None
         planned, plans[i] = plans[i], None  # the plan's memory goes with its run
-        records += runner.run_with_baseline(exp, progress=progress, planned=planned)
+        records += runner.run_with_baseline(exp, progress=progress, planned=planned, jobs=jobs)
         del planned
         if progress is not None:
             click.echo("", err=True)

@@ -5,8 +5,8 @@
 ECMP routes every flow over the shortest paths between its endpoints, so a flow can only ever occupy
 the links that lie on one of them. Two flows interact (share a queue, a buffer, a PAUSE) only through a
 switch both can reach, so the components of the graph of usable links are parts that could be simulated
-apart. This module only finds them (what ``cosim run --dry-run`` shows); simulating the parts separately
-and merging the records is not built yet.
+apart. This module finds them (what ``cosim run --dry-run`` shows); cosim.runs.decompose_run simulates
+them apart and merges the results.
 """
 
 from __future__ import annotations
@@ -58,6 +58,20 @@ def usable_links(fabric, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, 
     if not flows:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(flows), np.concatenate(links)
+
+
+def single_paths(fabric, src: np.ndarray, dst: np.ndarray) -> bool:
+    """True if every flow ``src`` → ``dst`` has exactly one shortest path (so no switch ever chooses among
+    equal-cost ports for it, and ECMP hashing cannot matter)."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    flow_of, _ = usable_links(fabric, src, dst)
+    on = np.bincount(flow_of, minlength=src.size)
+    for s in np.unique(src):
+        mine = np.flatnonzero(src == s)
+        hops = ideal.hop_counts(fabric, int(s))[dst[mine]]
+        if np.any(on[mine] != np.maximum(hops, 0)):
+            return False
+    return True
 
 
 def flow_parts(fabric, src: np.ndarray, dst: np.ndarray) -> Parts:

@@ -421,6 +421,10 @@ class LimitsSpec:
     collective_timeout_ns: float = v.spec_field(v.Real(minimum=0.0, maximum=1e14), 0.0,
                                                 "training: a collective not complete this long after it started "
                                                 "fails the job (status failed), like NCCL's watchdog, ns (0: off)")
+    decompose: str = v.spec_field(v.Choice(("auto", "off")), "auto",
+                                  "auto: simulate independent or identical parts of the run apart and merge them "
+                                  "when that is exact (cosim.runs.decompose_run), else the whole run; off: always "
+                                  "the whole run")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "limits")
@@ -772,8 +776,8 @@ SHORTHANDS = {
     "pattern": "workload.pattern", "flow_bytes": "workload.flow_bytes", "trace": "workload.trace",
     "iterations": "workload.iterations", "chunk_bytes": "workload.chunk_bytes",
     "algorithm": "workload.algorithm", "queue_sample_interval_ns": "telemetry.queue_sample_interval_ns",
-    "max_sim_time_ns": "limits.max_sim_time_ns", "seed": "seed", "name": "name", "description": "description",
-    "baseline": "baseline", "faults": "faults",
+    "max_sim_time_ns": "limits.max_sim_time_ns", "decompose": "limits.decompose", "seed": "seed", "name": "name",
+    "description": "description", "baseline": "baseline", "faults": "faults",
 }
 
 

@@ -43,7 +43,7 @@ from cosim.errors import CosimInputError
 from cosim.network import telemetry, topology
 from cosim.network.transport import run_attributes
 from cosim.results import RunRecord
-from cosim.runs import background, placement, time_limit, training
+from cosim.runs import background, decompose_run, placement, time_limit, training
 from cosim.runs.experiment import Experiment, Job, to_document
 from cosim.values import Int
 from cosim.workload import flows as patterns
@@ -369,11 +369,16 @@ def _job_results(p: SharedPlan, j: JobPlan, dag: SharedDag, out, flows: dict) ->
     return summary, tables, rows
 
 
-def run_shared(exp: Experiment, *, progress=None, planned: SharedPlan | None = None) -> RunRecord:
+def run_shared(exp: Experiment, *, progress=None, planned: SharedPlan | None = None, jobs: int = 1,
+               outcome=None) -> RunRecord:
     """Simulate every workload of ``exp`` on its shared fabric (and each ``alone`` one by itself); return
-    the RunRecord (module docstring: tables and summary keys)."""
+    the RunRecord (module docstring: tables and summary keys). ``jobs``: local processes for the
+    independent parts of the run (cosim.runs.decompose_run); ``outcome``: (engine.DagOutput, decomposition
+    info) of the shared run if already simulated (cosim.runs.decompose_batch)."""
     p = planned if planned is not None else plan(exp)
-    out = simulate(exp, p, progress=progress)
+    out, how = outcome if outcome is not None else decompose_run.simulate_dag(
+        exp, p.fabric, p.dag.columns, gpu_node=np.arange(p.fabric.n_nodes), attributes=p.attributes,
+        max_sim_time_ns=p.max_sim_time_ns, progress=progress, jobs=jobs)
     net, fop, c = out.network, out.flow_op, p.dag.columns
     tables = telemetry.network_tables(p.fabric, net, src=c["src_node"][fop], dst=c["dst_node"][fop],
                                       size_bytes=c["bytes_"][fop], start_ns=out.flow_start_ns)
@@ -403,7 +408,7 @@ def run_shared(exp: Experiment, *, progress=None, planned: SharedPlan | None = N
     if net.status == "complete" and not done.all():
         summary["status"] = "stalled"
     config = {"experiment": to_document(exp), "workloads": [describe_job(p, j) for j in p.jobs],
-              "fabric": p.fabric.describe(), "attributes": p.attributes}
+              "fabric": p.fabric.describe(), "attributes": p.attributes, "decomposition": how}
     provenance = telemetry.provenance(seed=exp.seed, wall_time_s=net.wall_time_s)
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
 

@@ -19,7 +19,7 @@ from cosim.network import buffers, ideal
 from cosim.network.transport import run_attributes
 from cosim.network.topology import SWITCH
 from cosim.results import RunRecord
-from cosim.runs import catalog, faults, flows, inference, multi, training
+from cosim.runs import catalog, decompose_run, faults, flows, inference, multi, training
 from cosim.runs.decompose import describe_parts
 from cosim.runs.experiment import Experiment, from_document, with_overrides
 
@@ -33,15 +33,17 @@ def experiments_of(source: str | Mapping, overrides: Mapping[str, object] | None
     return from_document(with_overrides(doc, overrides or {}), where=where)
 
 
-def run(exp: Experiment, *, trace=None, progress=None, planned=None) -> RunRecord:
+def run(exp: Experiment, *, trace=None, progress=None, planned=None, jobs: int = 1) -> RunRecord:
     """Simulate ``exp`` and return its RunRecord (``trace``: an in-memory Trace for a training workload).
+
+    @param jobs  local processes for the independent parts of a decomposed run (limits.decompose)
 
     @param progress  optional progress(sim_time_ns, done, total, data_packet_hops) between simulation slices
                      (done/total: flows or DAG ops; see cosim.engine.ProgressFn)
     @param planned  a training run's ``prepare(exp, trace)`` if already made (not made again)
     """
     if exp.is_training:
-        return training.run_training(exp, trace=trace, progress=progress, planned=planned)
+        return training.run_training(exp, trace=trace, progress=progress, planned=planned, jobs=jobs)
     if exp.is_inference:
         if trace is not None:
             raise ValueError("a trace applies to a training workload")
@@ -49,7 +51,7 @@ def run(exp: Experiment, *, trace=None, progress=None, planned=None) -> RunRecor
     if trace is not None:
         raise ValueError("a trace applies to a training workload")
     if exp.is_shared:
-        return multi.run_shared(exp, progress=progress, planned=planned)
+        return multi.run_shared(exp, progress=progress, planned=planned, jobs=jobs)
     return flows.run_flows(exp, progress=progress)
 
 
@@ -201,6 +203,15 @@ def describe(exp: Experiment, *, trace=None) -> dict:
     out |= _buffers(fabric, resolved, buffers.switch_buffer_bytes(fabric, attributes))
     out |= _estimate(fabric, src, dst, size, int(resolved["HostNic::MtuBytes"]))
     out |= describe_parts(fabric, src, dst)
+    if exp.is_training:
+        out |= decompose_run.describe(exp, fabric, training.dag_columns(p), gpu_node=p.host_of,
+                                      attributes=training.engine_attributes(exp, p))
+    elif exp.is_shared:
+        out |= decompose_run.describe(exp, fabric, p.dag.columns, gpu_node=np.arange(fabric.n_nodes),
+                                      attributes=p.attributes)
+    else:
+        out |= {"decompose": "whole", "decompose_reason": "flow workloads run whole (a multi-workload run "
+                "decomposes its flow workloads)"}
     return out
 
 

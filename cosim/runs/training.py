@@ -35,7 +35,8 @@ Tables (columns and units: ``cosim.results.DATASETS``)
   which even the busiest GPU waits for communication (for the first iteration, ``time_ns`` includes
   nothing else; later ones can overlap the previous iteration's tail on other ranks, whence the clamp).
 - ``flows``, ``queues``, ``ports``, ``pauses``, ``latency`` (and ``stalls`` when the engine reports credit
-  stalls): the network telemetry, as :func:`cosim.runs.flows.run` stores it; flows in start order.
+  stalls): the network telemetry, as :func:`cosim.runs.flows.run` stores it; flows in (start time, DAG op)
+  order (cosim.engine.canonical_order).
 
 Summary keys (besides :func:`cosim.results.summarize`'s): ``iteration_time_ns``, ``iteration_time_first_ns``,
 ``iteration_times_ns`` (list), ``exposed_comm_ns`` (mean over the same iterations as ``iteration_time_ns``),
@@ -67,6 +68,7 @@ from cosim.results import RunRecord, collectives
 from cosim.runs import fault_mechanisms
 from cosim.runs import faults as fault_specs
 from cosim.runs import time_limit
+from cosim.runs import decompose_run
 from cosim.runs.experiment import Experiment, to_document
 from cosim.runs.stragglers import slowed_durations
 from cosim.values import Int
@@ -405,37 +407,59 @@ def plan(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Train
                         src_node=src_node, dst_node=dst_node, max_sim_time_ns=limit)
 
 
+def engine_attributes(exp: Experiment, p: TrainingPlan) -> dict:
+    """The ns-3 attributes of a training run: the NVLink copies at what NCCL sustains on the trace's GPU (rate
+    and latency from its hardware spec), then the network's (a --set DagExecutor::... of the user wins)."""
+    return nvlink_model(p.trace.spec_dict().get("hardware")).executor_attributes() \
+        | run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
+
+
+def dag_columns(p: TrainingPlan) -> dict:
+    """The plan's DAG as engine.simulate_dag takes it (GPUs are ranks)."""
+    dag = p.dag
+    return {"kind": dag.kind, "gpu": dag.rank, "src_node": p.src_node, "dst_node": p.dst_node, "bytes_": dag.bytes,
+            "duration_ns": dag.duration_ns, "priority": dag.priority, "dep_ptr": dag.dep_ptr, "dep_idx": dag.dep_idx}
+
+
 def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None,
-                 n_channels: int | None = None) -> RunRecord:
+                 n_channels: int | None = None, jobs: int = 1, outcome=None) -> RunRecord:
     """Co-simulate ``exp`` (its trace, or ``trace``) and return its :class:`cosim.results.RunRecord`.
 
     @param progress  optional callable progress(sim_time_ns, ops_done, ops_total, data_packet_hops)
     @param planned  ``plan(exp, trace)`` if the caller already made it (it is not made again)
     @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
+    @param jobs  local processes for the independent parts of the run (cosim.runs.decompose_run)
+    @param outcome  (engine.DagOutput, decomposition info) already simulated (cosim.runs.decompose_batch)
     @throws CosimInputError on a bad trace, fabric, attribute or a trace that deadlocks
     """
     p = planned if planned is not None else plan(exp, trace, n_channels=n_channels)
     trace, dag, fabric = p.trace, p.dag, p.fabric
     # the NVLink copies run at what NCCL sustains on the trace's GPU (rate and latency from its hardware
     # spec); a --set DagExecutor::... of the user comes later and wins
-    attributes = nvlink_model(trace.spec_dict().get("hardware")).executor_attributes() \
-        | run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
+    attributes = engine_attributes(exp, p)
     interval = exp.telemetry.queue_sample_interval_ns
+    columns = dag_columns(p)
     faults = fault_specs.plan(exp, fabric, p.host_of, max_sim_time_ns=p.max_sim_time_ns)
     resolved = [] if faults is None else faults.resolved
     stragglers = fault_mechanisms.stragglers_of(fault_mechanisms.of_kind(resolved, "straggler"), p.host_of)
-    duration_ns = slowed_durations(dag.duration_ns, dag.kind, dag.rank, dag.iteration, stragglers, exp.seed) \
-        if stragglers else dag.duration_ns
+    if stragglers:
+        columns["duration_ns"] = slowed_durations(dag.duration_ns, dag.kind, dag.rank, dag.iteration, stragglers,
+                                                  exp.seed)
     timeout_ns = exp.limits.collective_timeout_ns
     if timeout_ns > 0:
         attributes["DagExecutor::CollectiveTimeout"] = f"{int(round(timeout_ns * 1e3))}ps"
-    out = engine.simulate_dag(
-        fabric, kind=dag.kind, gpu=dag.rank, src_node=p.src_node, dst_node=p.dst_node, bytes_=dag.bytes,
-        duration_ns=duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
-        seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
-        max_sim_time_ns=p.max_sim_time_ns, progress=progress,
-        coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op,
-        setup=None if faults is None else faults.setup)
+    if outcome is not None:
+        out, parts = outcome
+    elif faults is not None or timeout_ns > 0:
+        # a fault or a watched collective belongs to the whole run: no part may be simulated apart
+        out = engine.simulate_dag(
+            fabric, **columns, seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
+            max_sim_time_ns=p.max_sim_time_ns, progress=progress, coll_start_op=dag.coll_start_op,
+            coll_end_op=dag.coll_end_op, setup=None if faults is None else faults.setup)
+        parts = {"decompose": "whole", "decompose_reason": "faults or a collective timeout apply to the whole run"}
+    else:
+        out, parts = decompose_run.simulate_dag(exp, fabric, columns, gpu_node=p.host_of, attributes=attributes,
+                                                max_sim_time_ns=p.max_sim_time_ns, progress=progress, jobs=jobs)
     net = out.network
     fop = out.flow_op
     tables = telemetry.network_tables(fabric, net, src=p.src_node[fop], dst=p.dst_node[fop],
@@ -468,6 +492,7 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         "dag": dag.summary(),
         "fabric": fabric.describe(),
         "attributes": attributes,
+        "decomposition": parts,
     }
     if faults is not None:
         tables["faults"], config["faults"], extra = faults.results(net)

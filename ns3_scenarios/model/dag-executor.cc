@@ -259,7 +259,37 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
             Simulator::Schedule(TimeStep(m_durationPs[op]), &DagExecutor::Finish, this, op);
         }
         break;
-    case DagOpKind::NVLINK: {
+    case DagOpKind::NVLINK:
+    case DagOpKind::FLOW:
+        // Ops that take a GPU's copy engine or a NIC's queue in turn are launched together, in op order,
+        // after every event of this instant scheduled before now: which of two ops ready at the same time
+        // goes first then depends on the graph alone, not on the order ns-3 ran the events that readied them.
+        m_launch.push_back(op);
+        if (!m_launchPending)
+        {
+            m_launchPending = true;
+            Simulator::ScheduleNow(&DagExecutor::Launch, this);
+        }
+        break;
+    }
+}
+
+void
+DagExecutor::Launch()
+{
+    NS_ASSERT_MSG(m_launchPending, "Launch runs only when Begin scheduled it");
+    m_launchPending = false;
+    std::vector<uint64_t> ops;
+    ops.swap(m_launch);
+    std::sort(ops.begin(), ops.end());
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    for (uint64_t op : ops)
+    {
+        if (DagOpKind(m_kind[op]) == DagOpKind::FLOW)
+        {
+            m_startFlow(op);
+            continue;
+        }
         // One copy engine per sending GPU: copies of a GPU run one after another, each taking the wire
         // time at the NVLink rate plus its own extra busy time (a protocol slower than the rate); the
         // fixed latency overlaps with the next copy.
@@ -269,11 +299,6 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
         freePs = begin + wirePs;
         Simulator::Schedule(TimeStep(freePs + m_nvlinkLatency.GetTimeStep() - nowPs), &DagExecutor::Finish,
                             this, op);
-        break;
-    }
-    case DagOpKind::FLOW:
-        m_startFlow(op);
-        break;
     }
 }
 

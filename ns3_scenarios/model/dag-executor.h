@@ -30,8 +30,8 @@ using cosim::DagOpKind;
  * order, so no cycle is possible). FLOW ops are handed to the owner through the flow starter callback and
  * reported back with FlowFinished(); the rest is timed here: COMPUTE for its duration, NVLINK as
  * NvlinkLatency + bytes / NvlinkDataRate + its own duration (extra copy-engine time: what a protocol
- * slower than NvlinkDataRate adds), serialized per sending GPU (one copy engine per GPU, in ready order),
- * NOP at once. No Python runs in this loop.
+ * slower than NvlinkDataRate adds), serialized per sending GPU (one copy engine per GPU, in ready order;
+ * ops ready at the same instant in op order), NOP at once. No Python runs in this loop.
  */
 class DagExecutor : public Object
 {
@@ -148,6 +148,9 @@ class DagExecutor : public Object
     void Drain(std::vector<uint64_t>& ready);
     /// Event: CollectiveTimeout after collective @p c started; fail the job if it has not completed.
     void CheckCollective(uint64_t c);
+    /// Launch the NVLINK and FLOW ops begun at this instant, in op order (NVLINK: take the GPU's copy
+    /// engine in turn; FLOW: hand it to the network).
+    void Launch();
 
     DataRate m_nvlinkRate; ///< per-direction NVLink bandwidth of one GPU
     Time m_nvlinkLatency;  ///< fixed cost of one NVLink copy
@@ -168,6 +171,8 @@ class DagExecutor : public Object
     std::vector<int64_t> m_collEndOp;     ///< per collective: the op whose finish completes it
     int64_t m_failedCollective{-1};       ///< the collective that timed out, -1 if none
     int64_t m_failedAtPs{-1};             ///< when it timed out, in ps
+    std::vector<uint64_t> m_launch;       ///< NVLINK and FLOW ops begun now, waiting for Launch
+    bool m_launchPending{false};          ///< a Launch is scheduled at the current time
     Callback<void, uint64_t> m_startFlow; ///< hands a FLOW op to the network
     Callback<void> m_onDone;              ///< called when the last op finished
 };

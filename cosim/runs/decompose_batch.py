@@ -1,0 +1,180 @@
+"""A decomposed run across machines: job-array tasks simulate its parts, ``cosim merge`` joins them.
+
+    write_shard(exp, "parts", shard=(i, n))     # task i of n: its parts, one file each, and the manifest
+    merge_parts("parts", "out.h5")              # every run of the manifests, exactly as ``cosim run`` gives it
+
+Part k of a run (a piece of its cosim.runs.decompose_run.Decomposition, made again from the experiment on
+every machine: it is a pure function of the experiment) runs in task k % n. Its output arrays go to
+``<run>.part<k>.npz`` (written atomically); ``<run>.parts.json`` holds the experiment and the number of
+parts. A run that does not decompose is one part. The merge plans each run again, checks every part is
+there, reruns until the end of the whole run the parts that finish first (as a local run does) and
+writes the results file. Parts run with the same binaries give the same arrays on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from cosim import engine
+from cosim.errors import CosimInputError
+from cosim.h5io import atomic_output
+from cosim.runs import decompose_run, multi, training
+from cosim.runs.experiment import from_document, to_document
+
+MANIFEST_SUFFIX = ".parts.json"
+MANIFEST_SCHEMA = "cosim.parts/1"
+
+
+def dag_inputs(exp, planned) -> tuple:
+    """(fabric, columns, gpu_node, attributes) of a training or multi-workload run's DAG."""
+    if exp.faults or exp.limits.collective_timeout_ns:
+        raise CosimInputError("faults", "a run with faults or a collective timeout runs whole",
+                              "run it with 'cosim run' (no --parts-dir)")
+    if exp.is_training:
+        return planned.fabric, training.dag_columns(planned), planned.host_of, training.engine_attributes(exp, planned)
+    if exp.is_shared:
+        return planned.fabric, planned.dag.columns, np.arange(planned.fabric.n_nodes), planned.attributes
+    raise CosimInputError("workload", "a flow workload runs whole", "run it with 'cosim run' (no --parts-dir)")
+
+
+def _plan(exp):
+    return training.plan(exp) if exp.is_training else multi.plan(exp)
+
+
+def _decomposition(exp, fabric, columns, gpu_node, attributes) -> decompose_run.Decomposition:
+    """The run's decomposition; a run that does not decompose is one piece of every op."""
+    d = (decompose_run.decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes)
+         if exp.limits.decompose == "auto" else decompose_run._whole("limits.decompose is off"))
+    if d.mode != "whole":
+        return d
+    n = int(np.asarray(columns["kind"]).size)
+    piece = decompose_run.Piece(ops=np.arange(n, dtype=np.int64), dep_ptr=np.asarray(columns["dep_ptr"], np.int64),
+                                dep_idx=np.asarray(columns["dep_idx"], np.int64), copies=1)
+    return decompose_run.Decomposition(
+        mode="whole", reason=d.reason, pieces=(piece,), op_piece=np.zeros(n, np.int64),
+        op_image=np.arange(n, dtype=np.int64), node_image=np.arange(fabric.n_nodes, dtype=np.int64),
+        node_piece=np.zeros(fabric.n_nodes, np.int64))
+
+
+def _settings(exp, attributes, planned) -> dict:
+    return {"seed": exp.seed, "attributes": attributes,
+            "queue_sample_interval_ns": exp.telemetry.queue_sample_interval_ns,
+            "max_sim_time_ns": planned.max_sim_time_ns}
+
+
+def part_path(folder: Path, run_name: str, k: int) -> Path:
+    """The file of part ``k`` of run ``run_name``."""
+    return Path(folder) / f"{run_name}.part{k:05d}.npz"
+
+
+def write_shard(exp, folder, *, shard: tuple[int, int] = (0, 1), progress=None) -> list[Path]:
+    """Simulate the parts of ``exp`` that shard ``shard`` = (I, N) runs (part k when k % N == I) into
+    ``folder``; write the run's manifest; return the part files written."""
+    folder = Path(folder)
+    planned = _plan(exp)
+    fabric, columns, gpu_node, attributes = dag_inputs(exp, planned)
+    d = _decomposition(exp, fabric, columns, gpu_node, attributes)
+    manifest = {"schema": MANIFEST_SCHEMA, "run": exp.name, "experiment": to_document(exp),
+                "parts": len(d.pieces), "decomposition": d.describe()}
+    with atomic_output(folder / f"{exp.name}{MANIFEST_SUFFIX}") as tmp:
+        tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    written = []
+    for k in range(shard[0], len(d.pieces), shard[1]):
+        out = decompose_run.run_piece(fabric, decompose_run.piece_columns(columns, d.pieces[k]),
+                                      dict(_settings(exp, attributes, planned), progress=progress))
+        path = part_path(folder, exp.name, k)
+        with atomic_output(path) as tmp:
+            with open(tmp, "wb") as f:
+                np.savez(f, **_flatten(out))
+        written.append(path)
+    return written
+
+
+def _flatten(out: engine.DagOutput) -> dict:
+    net = out.network
+    arrays = {"op_start_ns": out.op_start_ns, "op_finish_ns": out.op_finish_ns, "flow_op": out.flow_op,
+              "flow_start_ns": out.flow_start_ns}
+    scalars = {}
+    for field in engine.SimulationOutput.__dataclass_fields__:
+        value = getattr(net, field)
+        if isinstance(value, dict):
+            if field == "counters":
+                scalars[field] = value
+            else:
+                arrays |= {f"net.{field}.{k}": np.asarray(x) for k, x in value.items()}
+        elif isinstance(value, np.ndarray):
+            arrays[f"net.{field}"] = value
+        else:
+            scalars[field] = list(value) if isinstance(value, tuple) else value
+    arrays["scalars"] = np.frombuffer(json.dumps(scalars).encode(), np.uint8)
+    return arrays
+
+
+def _unflatten(data) -> engine.DagOutput:
+    scalars = json.loads(bytes(data["scalars"]).decode())
+    fields = {}
+    for field in engine.SimulationOutput.__dataclass_fields__:
+        if field in scalars:
+            value = scalars[field]
+            fields[field] = tuple(value) if field == "deadlock_cycle" else value
+        elif f"net.{field}" in data:
+            fields[field] = data[f"net.{field}"]
+        else:
+            prefix = f"net.{field}."
+            fields[field] = {k[len(prefix):]: data[k] for k in data.files if k.startswith(prefix)}
+    return engine.DagOutput(op_start_ns=data["op_start_ns"], op_finish_ns=data["op_finish_ns"],
+                            flow_op=data["flow_op"], flow_start_ns=data["flow_start_ns"],
+                            network=engine.SimulationOutput(**fields))
+
+
+def manifests(folder) -> list[Path]:
+    """The part manifests in ``folder``, by name."""
+    return sorted(Path(folder).glob(f"*{MANIFEST_SUFFIX}"))
+
+
+def merge_parts(folder, output, *, jobs: int = 1) -> list[str]:
+    """Merge the parts of every run in ``folder`` into ``output`` (atomically); return the run names.
+    A missing part is a CosimInputError naming it."""
+    from cosim.results import write_results  # noqa: PLC0415
+
+    folder = Path(folder)
+    found = manifests(folder)
+    if not found:
+        raise CosimInputError(str(folder), f"holds no part manifest (*{MANIFEST_SUFFIX})",
+                              "run 'cosim run EXPERIMENT --parts-dir DIR' (one array task per shard) first")
+    records = []
+    for m in found:
+        info = json.loads(m.read_text(encoding="utf-8"))
+        if info.get("schema") != MANIFEST_SCHEMA:
+            raise CosimInputError(str(m), "is not a cosim part manifest", "rerun the shards")
+        exp = from_document(info["experiment"], where=str(m))[0]
+        missing = [part_path(folder, exp.name, k) for k in range(info["parts"])
+                   if not part_path(folder, exp.name, k).is_file()]
+        if missing:
+            raise CosimInputError(str(folder), f"{len(missing)} of {info['parts']} parts of run {exp.name!r} have no "
+                                  f"file yet (first: {missing[0].name})", "run the missing shards")
+        planned = _plan(exp)
+        fabric, columns, gpu_node, attributes = dag_inputs(exp, planned)
+        d = _decomposition(exp, fabric, columns, gpu_node, attributes)
+        if len(d.pieces) != info["parts"]:
+            raise CosimInputError(str(m), f"lists {info['parts']} parts, the experiment makes {len(d.pieces)}",
+                                  "rerun the shards with this cosim")
+        outs = []
+        for k in range(info["parts"]):
+            with np.load(part_path(folder, exp.name, k)) as data:
+                outs.append(_unflatten(data))
+        settings = _settings(exp, attributes, planned)
+        how = d.describe() if d.mode != "whole" else {"decompose": "whole", "decompose_reason": d.reason}
+        out, why = (outs[0], "") if d.mode == "whole" else decompose_run.finish(fabric, columns, d, outs, settings,
+                                                                              jobs=jobs)
+        if out is None:  # only the whole run is exact: run it here
+            out = engine.simulate_dag(fabric, **columns, **settings)
+            how = {"decompose": "whole", "decompose_reason": f"{d.mode} parts were simulated, but {why}: ran the "
+                   "whole run"}
+        run = training.run_training if exp.is_training else multi.run_shared
+        records.append(run(exp, planned=planned, outcome=(out, how)))
+    write_results(output, records)
+    return [r.name for r in records]

@@ -1,0 +1,668 @@
+"""Simulate a DAG run as independent or identical parts and merge them into exactly the whole run's output.
+
+    d = decomposition(fabric, columns, gpu_node=..., attributes=...)   # what runs apart, or why not
+    out = simulate(fabric, columns, d, ...)                             # == engine.simulate_dag(...) output
+
+``columns`` are the DAG columns engine.simulate_dag takes (kind, gpu, src_node, dst_node, bytes_,
+duration_ns, priority, dep_ptr, dep_idx). Two ways to split, both exact (docs/decomposition.md proves it):
+
+- **independent groups**: the connected components of the graph joining ops by their dependencies and
+  FLOW ops by the network part (cosim.runs.decompose) they use. No event of one group can change another,
+  so each runs in its own ns-3 run on the whole fabric with only its ops; groups identical up to a
+  relabeling of hosts run once.
+- **symmetric fold**: the DAG couples the network parts (training on rail-optimized fabrics: the TP
+  collectives inside a server join the rails), but every part is the same DAG and the same sub-fabric up
+  to a relabeling of hosts. Identical parts finish the ops at the same position at the same times, so one
+  part runs, each dependency on an op of another part pointing to the op at the same position of its own,
+  and the results are copied to every part by relabeling.
+
+The merged :class:`cosim.engine.DagOutput` has the whole run's op times, flows, ports, queues, pauses,
+stalls, latency histogram and counters; ``events``, ``pool_packets``, ``wall_time_s`` and
+``run_wall_time_s`` are the simulator's cost and differ (sums or maxima over the runs made).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from cosim import engine
+from cosim.collectives import DagOpKind
+from cosim.collectives.dag import csr_from_edges
+from cosim.network.topology import HOST, SWITCH
+from cosim.runs.decompose import flow_parts, single_paths
+
+#: counters that combine as a maximum or a minimum over the runs (every other counter is a sum)
+MAX_COUNTERS = ("peak_headroom_used_bytes", "peak_lane_bytes", "peak_qp_inflight_bytes")
+MIN_COUNTERS = ("min_headroom_bytes",)
+#: routings whose path choice reads no flow id (pinned: destination; spray: a per-switch counter)
+_ID_FREE_ROUTINGS = ("pinned", "spray")
+#: default ECN Kmin of FabricSwitch per 25 Gbit/s of port rate, bytes (fabric-switch.cc kKminBytesPer25G)
+_KMIN_BYTES_PER_25G = 100e3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Piece:
+    """One ns-3 run of a decomposition: some ops of the DAG, their dependencies remapped."""
+
+    ops: np.ndarray  # int64, global indices of the ops it runs, increasing
+    dep_ptr: np.ndarray  # int64 [ops.size + 1], CSR of dependencies in local indices
+    dep_idx: np.ndarray  # int64
+    copies: int  # how many parts of the whole run it stands for
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Decomposition:
+    """How a DAG run is simulated: ``mode`` "whole" (one run, ``reason`` says why), "independent" or
+    "symmetric" (``pieces``; every op's times come from the op ``op_image`` names in piece ``op_piece``)."""
+
+    mode: str
+    reason: str
+    n_parts: int = 1  # network parts (independent: DAG groups) the run has
+    classes: tuple[tuple[int, ...], ...] = ()  # parts that are identical, each class run once
+    pieces: tuple[Piece, ...] = ()
+    op_piece: np.ndarray | None = None  # int64 [n_ops], piece each op's times come from
+    op_image: np.ndarray | None = None  # int64 [n_ops], the global op of that piece standing for it
+    node_image: np.ndarray | None = None  # int64 [n_nodes], the node whose telemetry each node copies
+    node_piece: np.ndarray | None = None  # int64 [n_nodes], the piece it copies it from
+    checked_marking: bool = False  # the fold is exact only if no switch drew an ECN random number
+
+    def describe(self) -> dict:
+        """What --dry-run shows: the mode and why, the parts, the classes of identical parts (their sizes),
+        the ns-3 runs made and the most ops one of them runs."""
+        out = {"decompose": self.mode, "decompose_reason": self.reason}
+        if self.mode != "whole":
+            out |= {"decompose_parts": self.n_parts, "decompose_classes": [len(c) for c in self.classes],
+                    "decompose_runs": len(self.pieces),
+                    "decompose_ops_per_run_max": max(int(p.ops.size) for p in self.pieces)}
+            if self.checked_marking:
+                out["decompose_check"] = ("a run standing for identical parts must draw no ECN random number "
+                                          "(each switch has its own stream): checked after it, else the whole run")
+        return out
+
+
+def _whole(reason: str, n_parts: int = 1) -> Decomposition:
+    return Decomposition(mode="whole", reason=reason, n_parts=n_parts)
+
+
+def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """int64 [n]: the smallest member of the connected component of every vertex (edges a[i]–b[i])."""
+    root = np.arange(n, dtype=np.int64)
+    while True:
+        ra, rb = root[a], root[b]
+        lo = np.minimum(ra, rb)
+        new = root.copy()
+        np.minimum.at(new, ra, lo)
+        np.minimum.at(new, rb, lo)
+        while True:
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, root):
+            return root
+        root = new
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """int64: lo[0]..hi[0]-1, then lo[1]..hi[1]-1, ... (the rows lo..hi of a CSR array, concatenated)."""
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    counts = hi - lo
+    return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+def _dep_owner(dep_ptr: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(dep_ptr.size - 1, dtype=np.int64), np.diff(dep_ptr))
+
+
+def _op_nodes(columns: dict, gpu_node: np.ndarray) -> np.ndarray:
+    """int64 [n_ops]: the host each op runs on (a FLOW op's source, else its GPU's host; -1: none)."""
+    kind = np.asarray(columns["kind"])
+    gpu = np.asarray(columns["gpu"], np.int64)
+    node = np.where(gpu >= 0, gpu_node[np.maximum(gpu, 0)], -1)
+    flow = kind == DagOpKind.FLOW
+    node[flow] = np.asarray(columns["src_node"], np.int64)[flow]
+    return node
+
+
+def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: np.ndarray,
+               dep_val: np.ndarray, dep_ptr: np.ndarray):
+    """(bytes key, nodes by label) of ``ops``: their columns with hosts labelled in order of first
+    appearance and dependencies given as codes; equal keys mean equal parts up to relabeling hosts."""
+    kind = np.asarray(columns["kind"])[ops]
+    gpu = np.asarray(columns["gpu"], np.int64)[ops]
+    gnode = np.where(gpu >= 0, gpu_node[np.maximum(gpu, 0)], -1)
+    flow = kind == DagOpKind.FLOW
+    src = np.where(flow, np.asarray(columns["src_node"], np.int64)[ops], -1)
+    dst = np.where(flow, np.asarray(columns["dst_node"], np.int64)[ops], -1)
+    seq = np.stack([gnode, src, dst], axis=1).reshape(-1)
+    seen = seq[seq >= 0]
+    nodes, first = np.unique(seen, return_index=True)
+    by_label = nodes[np.argsort(first, kind="stable")]
+    label = np.full(int(max(seq.max(initial=-1), 0)) + 1, -1, np.int64)
+    label[by_label] = np.arange(by_label.size)
+    relabel = lambda x: np.where(x >= 0, label[np.maximum(x, 0)], -1)  # noqa: E731
+    counts = np.diff(dep_ptr)[ops]
+    parts = [kind.astype(np.int64), relabel(gnode), relabel(src), relabel(dst),
+             np.asarray(columns["bytes_"], np.int64)[ops], np.asarray(columns["duration_ns"], np.float64)[ops]
+             .view(np.int64), np.asarray(columns["priority"], np.int64)[ops], counts, dep_code, dep_val]
+    key = b"".join(np.ascontiguousarray(p, np.int64).tobytes() + b"|" for p in parts)
+    return key, by_label
+
+
+def _id_dependent_routing(attributes: dict) -> bool:
+    vals = engine.attribute_values(attributes, ("FabricSwitch::Routing", "FabricSwitch::EcmpHashFields"))
+    return vals["FabricSwitch::Routing"] not in _ID_FREE_ROUTINGS and vals["FabricSwitch::EcmpHashFields"] == "flow"
+
+
+def _part_switches(fabric, link_part: np.ndarray, n_parts: int) -> list[np.ndarray]:
+    out = []
+    for p in range(n_parts):
+        ends = np.unique(np.concatenate([fabric.link_a[link_part == p], fabric.link_b[link_part == p]]))
+        out.append(ends[fabric.node_kind[ends] == SWITCH])
+    return out
+
+
+def _node_links(fabric) -> dict:
+    """(node, peer) -> link index, for every link in both directions."""
+    out = {}
+    for j, (a, b) in enumerate(zip(fabric.link_a.tolist(), fabric.link_b.tolist())):
+        out[(a, b)] = j
+        out[(b, a)] = j
+    return out
+
+
+def _images_match(fabric, node_map: dict, link_part: np.ndarray, part: int) -> bool:
+    """True if mapping nodes by ``node_map`` carries every used link of ``part`` onto a link of the same
+    rate and delay (the sub-fabrics are the same up to relabeling)."""
+    links = _node_links(fabric)
+    for j in np.flatnonzero(link_part == part):
+        a, b = int(fabric.link_a[j]), int(fabric.link_b[j])
+        ia, ib = node_map.get(a), node_map.get(b)
+        k = links.get((ia, ib))
+        if k is None or fabric.link_rate_bps[k] != fabric.link_rate_bps[j] \
+                or fabric.link_delay_ns[k] != fabric.link_delay_ns[j]:
+            return False
+    return True
+
+
+def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict,
+                  snapshots: bool = False) -> Decomposition:
+    """Decide how ``columns`` (a DAG on ``fabric``; ``gpu_node``: host node of every GPU label) can be
+    simulated exactly: in independent groups, as one folded part of identical ones, or whole."""
+    kind = np.asarray(columns["kind"])
+    n = int(kind.size)
+    flow = np.flatnonzero(kind == DagOpKind.FLOW)
+    if snapshots:
+        return _whole("delivered-bytes snapshots are taken of the whole run")
+    if flow.size == 0:
+        return _whole("no flow crosses the fabric")
+    src = np.asarray(columns["src_node"], np.int64)[flow]
+    dst = np.asarray(columns["dst_node"], np.int64)[flow]
+    parts = flow_parts(fabric, src, dst)
+    if parts.n_parts < 2:
+        return _whole("the traffic is one part (its flows can share a switch)")
+    one_switch = all(sw.size == 1 for sw in _part_switches(fabric, parts.link_part, parts.n_parts))
+    if not one_switch and _id_dependent_routing(attributes) and not single_paths(fabric, src, dst):
+        return _whole("ECMP hashes flow ids, which count flows over the whole run, and some flow has equal-cost "
+                      "paths", parts.n_parts)
+    dep_ptr = np.asarray(columns["dep_ptr"], np.int64)
+    dep_idx = np.asarray(columns["dep_idx"], np.int64)
+    owner = _dep_owner(dep_ptr)
+    host_part = np.full(fabric.n_nodes, -1, np.int64)
+    host_part[src] = parts.flow_part
+    host_part[dst] = parts.flow_part
+    op_node = _op_nodes(columns, np.asarray(gpu_node, np.int64))
+    op_part = np.where(op_node >= 0, host_part[np.maximum(op_node, 0)], -1)
+    op_part[flow] = parts.flow_part
+    group, n_groups = _groups(columns, op_part, parts.n_parts, owner, dep_idx)
+    if n_groups > 1:
+        return _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep_idx)
+    del group
+    return _fold(fabric, columns, gpu_node, _spread_parts(op_part, owner, dep_idx), parts, dep_ptr, dep_idx)
+
+
+def _groups(columns: dict, op_part: np.ndarray, n_parts: int, owner: np.ndarray, dep: np.ndarray):
+    """(group of every op, number of groups): ops of one part belong together, and so do the NVLink copies
+    of one GPU (serialized); the dependencies join the rest. Components are found on the graph with each
+    part contracted to one vertex, which keeps only the edges between parts and ops of no part."""
+    n = op_part.size
+    free = op_part < 0
+    vertex = np.where(free, n_parts + np.cumsum(free) - 1, op_part)
+    n_vertices = n_parts + int(free.sum())
+    a, b = vertex[owner], vertex[dep]
+    cross = a != b
+    a, b = a[cross], b[cross]
+    kind = np.asarray(columns["kind"])
+    nvl = np.flatnonzero((kind == DagOpKind.NVLINK) & free)
+    gpu = np.asarray(columns["gpu"], np.int64)[nvl]
+    first_of_gpu = np.full(int(gpu.max(initial=-1)) + 1, -1, np.int64)
+    first_of_gpu[gpu[::-1]] = vertex[nvl[::-1]]
+    a = np.concatenate([a, vertex[nvl]])
+    b = np.concatenate([b, first_of_gpu[gpu]])
+    root = _components(n_vertices, a, b)
+    roots, comp = np.unique(root, return_inverse=True)
+    return comp.reshape(-1)[vertex].astype(np.int64), int(roots.size)
+
+
+def _spread_parts(op_part: np.ndarray, owner: np.ndarray, dep: np.ndarray) -> np.ndarray:
+    """``op_part`` with every op of no host (a collective's barrier) given the part of its neighbours when
+    they all lie in one part; ops between parts stay -1 (shared)."""
+    part = op_part.copy()
+    conflict = np.zeros(part.size, bool)
+    touch = (part[owner] < 0) | (part[dep] < 0)  # only edges at an op of no part can spread anything
+    owner, dep = owner[touch], dep[touch]
+    while True:
+        lo = np.full(part.size, np.iinfo(np.int64).max)
+        hi = np.full(part.size, -1, np.int64)
+        for x, y in ((owner, dep), (dep, owner)):
+            known = part[y] >= 0
+            np.minimum.at(lo, x[known], part[y[known]])
+            np.maximum.at(hi, x[known], part[y[known]])
+        conflict |= (hi >= 0) & (lo != hi)
+        take = (part < 0) & ~conflict & (hi >= 0)
+        if not take.any():
+            return part
+        part[take] = hi[take]
+
+
+def _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep_idx) -> Decomposition:
+    """Groups of ops no dependency and no shared link joins: each its own run, identical ones once."""
+    n = group.size
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(n_groups + 1))
+    members = [order[bounds[g]:bounds[g + 1]] for g in range(n_groups)]
+    local = np.empty(n, np.int64)
+    for ops in members:
+        local[ops] = np.arange(ops.size)
+    keys: dict[bytes, list[int]] = {}
+    labels = []
+    for g, ops in enumerate(members):
+        deps = dep_idx[_ranges(dep_ptr[ops], dep_ptr[ops + 1])]
+        key, by_label = _canonical(columns, ops, gpu_node, np.zeros(deps.size, np.int64), local[deps], dep_ptr)
+        keys.setdefault(hashlib.sha256(key).digest(), []).append(g)
+        labels.append(by_label)
+    link_part = parts.link_part
+    node_part = np.full(fabric.n_nodes, -1, np.int64)
+    for j in np.flatnonzero(link_part >= 0):
+        node_part[fabric.link_a[j]] = node_part[fabric.link_b[j]] = link_part[j]
+    classes = []
+    for gs in keys.values():
+        # identical DAGs run once only if their sub-fabrics match by the same host labels: one switch each
+        rep = gs[0]
+        same = [rep]
+        for g in gs[1:]:
+            if _same_fabric_piece(fabric, labels[rep], labels[g], node_part, link_part):
+                same.append(g)
+            else:
+                classes.append((g,))
+        classes.append(tuple(same))
+    classes.sort()
+    op_piece = np.empty(n, np.int64)
+    op_image = np.empty(n, np.int64)
+    node_piece = np.zeros(fabric.n_nodes, np.int64)
+    node_image = np.arange(fabric.n_nodes, dtype=np.int64)
+    pieces = []
+    for c, gs in enumerate(classes):
+        rep_ops = members[gs[0]]
+        ptr, idx = _local_deps(rep_ops, dep_ptr, dep_idx, local)
+        pieces.append(Piece(ops=rep_ops, dep_ptr=ptr, dep_idx=idx, copies=len(gs)))
+        for g in gs:
+            op_piece[members[g]] = c
+            op_image[members[g]] = rep_ops[local[members[g]]]
+            for mine, theirs in zip(_piece_nodes(fabric, labels[g], node_part),
+                                    _piece_nodes(fabric, labels[gs[0]], node_part)):
+                node_piece[mine], node_image[mine] = c, theirs
+    return Decomposition(mode="independent", reason=f"{n_groups} groups of ops share no dependency and no link",
+                         n_parts=n_groups, classes=tuple(classes), pieces=tuple(pieces), op_piece=op_piece,
+                         op_image=op_image, node_image=node_image, node_piece=node_piece,
+                         checked_marking=any(len(gs) > 1 for gs in classes))
+
+
+def _piece_nodes(fabric, by_label: np.ndarray, node_part: np.ndarray) -> list[int]:
+    """The nodes a group's telemetry covers: its labelled hosts, then the switch of its part (if any)."""
+    hosts = [int(h) for h in by_label]
+    parts = {int(node_part[h]) for h in hosts if node_part[h] >= 0}
+    switches = sorted({int(x) for p in parts for x in _switches_of(fabric, node_part, p)})
+    return hosts + switches
+
+
+def _switches_of(fabric, node_part, p) -> np.ndarray:
+    return np.flatnonzero((node_part == p) & (fabric.node_kind == SWITCH))
+
+
+def _same_fabric_piece(fabric, rep_labels, labels, node_part, link_part) -> bool:
+    """Two groups with the same canonical DAG also have the same sub-fabric: one switch per part each,
+    and the host labels map the used links onto links of the same rate and delay."""
+    mine, theirs = _piece_nodes(fabric, labels, node_part), _piece_nodes(fabric, rep_labels, node_part)
+    if len(mine) != len(theirs):
+        return False
+    sw_mine = [x for x in mine if fabric.node_kind[x] == SWITCH]
+    if len(sw_mine) > 1:
+        return False
+    parts = {int(node_part[h]) for h in labels if node_part[h] >= 0}
+    node_map = dict(zip(mine, theirs))
+    return all(_images_match(fabric, node_map, link_part, p) for p in parts)
+
+
+def _local_deps(ops, dep_ptr, dep_idx, local, image=None):
+    """CSR dependencies of ``ops`` in local indices (``image``: global op → the global op standing for it)."""
+    owners, deps = [], []
+    counts = np.diff(dep_ptr)[ops]
+    owners = np.repeat(np.arange(ops.size, dtype=np.int64), counts)
+    deps = dep_idx[_ranges(dep_ptr[ops], dep_ptr[ops + 1])]
+    if image is not None:
+        deps = image[deps]
+    ptr, out = csr_from_edges(owners, local[deps], ops.size)
+    return np.asarray(ptr, np.int64), np.asarray(out, np.int64)
+
+
+def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomposition:
+    """One connected DAG over several network parts: fold it onto part 0 if every part is the same."""
+    k = parts.n_parts
+    n = op_part.size
+    local = np.full(n, -1, np.int64)
+    members = []
+    for p in range(k):
+        ops = np.flatnonzero(op_part == p)
+        local[ops] = np.arange(ops.size)
+        members.append(ops)
+    sizes = {m.size for m in members}
+    if len(sizes) != 1:
+        return _whole("the DAG couples parts of different sizes", k)
+    switches = _part_switches(fabric, parts.link_part, k)
+    if any(s.size != 1 for s in switches):
+        return _whole("the DAG couples its parts and some part has more than one switch (the fold is proved for "
+                      "one switch per part)", k)
+    node_part = np.full(fabric.n_nodes, -1, np.int64)
+    for j in np.flatnonzero(parts.link_part >= 0):
+        node_part[fabric.link_a[j]] = node_part[fabric.link_b[j]] = parts.link_part[j]
+    # a dependency inside the part: its position; on another part: the position there; on a shared op
+    # (a collective's barrier): the op itself
+    digests, labels = [], []
+    for p, ops in enumerate(members):
+        sel = _ranges(dep_ptr[ops], dep_ptr[ops + 1])
+        d = dep_idx[sel]
+        dp = op_part[d]
+        code = np.where(dp == p, 0, np.where(dp >= 0, 1, 2))
+        val = np.where(dp >= 0, local[d], d)
+        key, by_label = _canonical(columns, ops, gpu_node, code, val, dep_ptr)
+        digests.append(hashlib.sha256(key).digest())
+        labels.append(by_label)
+        del key, sel, d, dp, code, val
+    if any(x != digests[0] for x in digests[1:]):
+        return _whole("the DAG couples its parts and they differ (not the same ops up to relabeling hosts)", k)
+    node_image = np.arange(fabric.n_nodes, dtype=np.int64)
+    rep_nodes = [int(x) for x in labels[0]] + [int(switches[0][0])]
+    for p in range(k):
+        mine = [int(x) for x in labels[p]] + [int(switches[p][0])]
+        node_map = dict(zip(mine, rep_nodes))
+        if not _images_match(fabric, node_map, parts.link_part, p):
+            return _whole("the DAG couples its parts and their sub-fabrics differ", k)
+        node_image[mine] = rep_nodes
+    shared = np.flatnonzero(op_part < 0)
+    image = np.arange(n, dtype=np.int64)
+    for p in range(1, k):
+        image[members[p]] = members[0]
+    run_ops = np.sort(np.concatenate([members[0], shared]))
+    run_local = np.full(n, -1, np.int64)
+    run_local[run_ops] = np.arange(run_ops.size)
+    ptr, idx = _local_deps(run_ops, dep_ptr, dep_idx, run_local, image)
+    if idx.size and np.any(idx >= np.repeat(np.arange(run_ops.size), np.diff(ptr))):
+        return _whole("folding the parts would make an op depend on a later one", k)
+    piece = Piece(ops=run_ops, dep_ptr=ptr, dep_idx=idx, copies=k)
+    return Decomposition(mode="symmetric", reason=f"{k} identical parts coupled by the DAG: one simulated, "
+                         "each dependency on another part mapped to its own", n_parts=k,
+                         classes=(tuple(range(k)),), pieces=(piece,), op_piece=np.zeros(n, np.int64),
+                         op_image=image, node_image=node_image, node_piece=np.zeros(fabric.n_nodes, np.int64),
+                         checked_marking=True)
+
+
+# --- running and merging --------------------------------------------------------------------------------
+
+def piece_columns(columns: dict, piece: Piece, until_ns: float | None = None) -> dict:
+    """The DAG columns of one piece (``until_ns``: plus a last COMPUTE op on no GPU lasting until then, so
+    the run ends when the whole run does)."""
+    out = {k: np.asarray(columns[k])[piece.ops] for k in ("kind", "gpu", "src_node", "dst_node", "bytes_",
+                                                         "duration_ns", "priority")}
+    out["dep_ptr"], out["dep_idx"] = piece.dep_ptr, piece.dep_idx
+    if until_ns is not None:
+        for key, value in (("kind", DagOpKind.COMPUTE), ("gpu", -1), ("src_node", -1), ("dst_node", -1),
+                           ("bytes_", 0), ("duration_ns", until_ns), ("priority", 0)):
+            out[key] = np.concatenate([out[key], np.array([value], out[key].dtype)])
+        out["dep_ptr"] = np.concatenate([piece.dep_ptr, piece.dep_ptr[-1:]])
+    return out
+
+
+def run_piece(fabric, columns: dict, settings: dict) -> engine.DagOutput:
+    """One piece in ns-3 (a worker's entry point: arguments are arrays and plain values)."""
+    return engine.simulate_dag(fabric, **columns, **settings)
+
+
+def simulate(fabric, columns: dict, d: Decomposition, *, seed: int, attributes: dict,
+             queue_sample_interval_ns: float, max_sim_time_ns: float, progress=None, jobs: int = 1):
+    """Run the pieces of ``d`` and merge them: (the engine.DagOutput the whole run gives, "") or (None, why
+    only the whole run is exact here: a piece did not complete, or a piece standing for several parts may
+    have drawn an ECN random number); the caller then runs the whole run."""
+    settings = {"seed": seed, "attributes": attributes, "queue_sample_interval_ns": queue_sample_interval_ns,
+                "max_sim_time_ns": max_sim_time_ns}
+    outs = _run_all(fabric, [piece_columns(columns, p) for p in d.pieces], settings, progress, jobs)
+    return finish(fabric, columns, d, outs, settings, progress=progress, jobs=jobs)
+
+
+def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, *, progress=None, jobs: int = 1):
+    """Check and merge the outputs of the pieces of ``d`` (as :func:`simulate` returns them), rerunning until
+    the end of the whole run the pieces that end first; ``settings``: run_piece's."""
+    attributes = settings["attributes"]
+    status = {o.network.status for o in outs} - {"complete"}
+    if status:
+        return None, f"a part ended {'/'.join(sorted(status))}, so the parts would not have run alike in the whole run"
+    if d.checked_marking and _marking_drawn(fabric, outs, d, attributes):
+        return None, ("a switch port of a run standing for identical parts queued beyond ECN Kmin, where marking "
+                      "draws random numbers from each switch's own stream: identical parts would diverge")
+    ends = [float(np.nanmax(o.op_finish_ns)) if o.op_finish_ns.size else 0.0 for o in outs]
+    end = max(ends)
+    # a piece that finishes first would keep delivering its last ACKs and credits in the whole run: rerun it
+    # with an op that ends it when the whole run ends
+    late = [i for i, e in enumerate(ends) if e < end]
+    if late:
+        again = _run_all(fabric, [piece_columns(columns, d.pieces[i], end) for i in late], settings, progress, jobs)
+        for i, o in zip(late, again):
+            if o.network.status != "complete":
+                return None, f"a part run until the end of the whole run ended {o.network.status}"
+            outs[i] = _drop_last_op(o)
+    return merge(fabric, columns, d, outs), ""
+
+
+def _run_all(fabric, cols: list[dict], settings: dict, progress, jobs: int) -> list:
+    if jobs <= 1 or len(cols) == 1:
+        return [run_piece(fabric, c, dict(settings, progress=progress)) for c in cols]
+    import multiprocessing  # noqa: PLC0415
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+
+    ctx = multiprocessing.get_context("spawn")  # ns-3 is a process-wide singleton: one run per process
+    with ProcessPoolExecutor(max_workers=min(jobs, len(cols)), mp_context=ctx) as pool:
+        return list(pool.map(run_piece, [fabric] * len(cols), cols, [settings] * len(cols)))
+
+
+def _drop_last_op(o):
+    return dataclasses.replace(o, op_start_ns=o.op_start_ns[:-1], op_finish_ns=o.op_finish_ns[:-1])
+
+
+def _marking_drawn(fabric, outs, d: Decomposition, attributes: dict) -> bool:
+    """True if some switch port of a piece standing for several parts may have drawn an ECN random number
+    (its queue went above Kmin): each switch has its own random stream, so identical parts would diverge."""
+    vals = engine.attribute_values(attributes, ("FabricSwitch::EcnEnabled", "FabricSwitch::EcnKminBytes"))
+    if vals["FabricSwitch::EcnEnabled"] != "true":
+        return False
+    kmin_fixed = float(vals["FabricSwitch::EcnKminBytes"])
+    for piece, o in zip(d.pieces, outs):
+        if piece.copies < 2:
+            continue
+        ports = o.network.ports
+        switch = fabric.node_kind[np.asarray(ports["node"], np.int64)] == SWITCH
+        kmin = np.full(switch.size, kmin_fixed) if kmin_fixed else _KMIN_BYTES_PER_25G * ports["rate_bps"] / 25e9
+        if np.any(np.asarray(ports["peak_queue_bytes"])[switch] > kmin[switch]):
+            return True
+    return False
+
+
+def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutput:
+    """The whole run's engine.DagOutput from the pieces' outputs (``outs[i]`` of ``d.pieces[i]``)."""
+    n = int(np.asarray(columns["kind"]).size)
+    local = [np.full(n, -1, np.int64) for _ in d.pieces]
+    for i, p in enumerate(d.pieces):
+        local[i][p.ops] = np.arange(p.ops.size)
+    src_local = _gather_local(local, d.op_piece, d.op_image)
+    op_start = np.empty(n)
+    op_finish = np.empty(n)
+    for i, o in enumerate(outs):
+        sel = d.op_piece == i
+        op_start[sel] = o.op_start_ns[src_local[sel]]
+        op_finish[sel] = o.op_finish_ns[src_local[sel]]
+    # flows: every FLOW op takes the flow of the op standing for it
+    flow_rows = []
+    for i, o in enumerate(outs):
+        row_of = np.full(d.pieces[i].ops.size, -1, np.int64)
+        row_of[o.flow_op] = np.arange(o.flow_op.size)
+        ops = np.flatnonzero((d.op_piece == i) & (np.asarray(columns["kind"]) == DagOpKind.FLOW))
+        rows = row_of[src_local[ops]]
+        ok = rows >= 0
+        flow_rows.append((i, ops[ok], rows[ok]))
+    flow_op = np.concatenate([ops for _, ops, _ in flow_rows])
+    pick = lambda f: np.concatenate([f(outs[i])[rows] for i, _, rows in flow_rows])  # noqa: E731
+    flow_start = pick(lambda o: o.flow_start_ns)
+    finish = pick(lambda o: o.network.finish_ns)
+    delivered = pick(lambda o: o.network.delivered_bytes)
+    net = _merge_network(fabric, d, outs, finish, delivered)
+    return engine.canonical_order(engine.DagOutput(op_start_ns=op_start, op_finish_ns=op_finish, flow_op=flow_op,
+                                                   flow_start_ns=flow_start, network=net))
+
+
+def _gather_local(local, op_piece, op_image):
+    out = np.empty(op_piece.size, np.int64)
+    for i, loc in enumerate(local):
+        sel = op_piece == i
+        out[sel] = loc[op_image[sel]]
+    return out
+
+
+def _port_sources(fabric, d: Decomposition, ports: dict) -> tuple[np.ndarray, np.ndarray]:
+    """For every port row of the whole run: the piece and the row of that piece whose port it copies."""
+    node = np.asarray(ports["node"], np.int64)
+    peer = np.asarray(ports["peer"], np.int64)
+    row = {(a, b): r for r, (a, b) in enumerate(zip(node.tolist(), peer.tolist()))}
+    src_piece = d.node_piece[node].copy()
+    src_row = np.arange(node.size, dtype=np.int64)
+    img = d.node_image
+    for r in np.flatnonzero((img[node] != node) | (img[peer] != peer)):
+        mirrored = row.get((int(img[node[r]]), int(img[peer[r]])))
+        if mirrored is None:  # a link to a node outside the part (an idle spine uplink): its own row
+            src_piece[r] = d.node_piece[node[r]]
+            continue
+        src_row[r] = mirrored
+    return src_piece, src_row
+
+
+def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> engine.SimulationOutput:
+    base = outs[0].network
+    ports0 = base.ports
+    src_piece, src_row = _port_sources(fabric, d, ports0)
+    ports = {k: np.array(v, copy=True) for k, v in ports0.items()}
+    for key in ("tx_bytes", "tx_packets", "drops", "peak_queue_bytes", "paused_ps", "credit_stall_ps"):
+        col = ports[key]
+        for i, o in enumerate(outs):
+            sel = src_piece == i
+            col[sel] = np.asarray(o.network.ports[key])[src_row[sel]]
+    port_key = lambda node, port: np.asarray(node, np.int64) * (1 << 20) + np.asarray(port, np.int64)  # noqa: E731
+    all_keys = port_key(ports0["node"], ports0["port"])
+    key_order = np.argsort(all_keys)
+
+    def row_of(node, port):
+        k = port_key(node, port)
+        return key_order[np.searchsorted(all_keys[key_order], k)]
+
+    def relabeled(i: int, node, port):
+        """(target rows, source rows) of piece ``i``'s event logs: each source row copied to every target
+        port that copies the source port."""
+        rows = row_of(node, port) if np.asarray(node).size else np.zeros(0, np.int64)
+        targets = np.flatnonzero(src_piece == i)
+        by_source = src_row[targets]
+        order = np.argsort(by_source, kind="stable")
+        lo = np.searchsorted(by_source[order], rows, "left")
+        hi = np.searchsorted(by_source[order], rows, "right")
+        count = hi - lo
+        ev = np.repeat(np.arange(rows.size), count)
+        tgt = targets[order[_ranges(lo, hi)]]
+        return ev, tgt
+
+    def log(get) -> dict:
+        """One event log (columns by name, with node and port) of every piece, copied to its target ports."""
+        cols = {}
+        for i, o in enumerate(outs):
+            table = get(o.network)
+            ev, tgt = relabeled(i, table["node"], table["port"])
+            for k, x in table.items():
+                x = np.asarray(x)
+                moved = ports0[k][tgt] if k in ("node", "port") else x[ev]
+                cols.setdefault(k, []).append(moved.astype(x.dtype))
+        return {k: np.concatenate(v) for k, v in cols.items()}
+
+    queues = log(lambda n: {"time_ns": n.queue_time_ns, "node": n.queue_node, "port": n.queue_port,
+                            "bytes": n.queue_bytes})
+    pauses = log(lambda n: {"time_ns": n.pause_time_ns, "node": n.pause_node, "port": n.pause_port,
+                            "priority": n.pause_priority, "paused": n.pause_paused})
+    stalls = log(lambda n: n.stalls)
+    qt, qn, qp, qb = queues["time_ns"], queues["node"], queues["port"], queues["bytes"]
+    q = np.lexsort((qp, qn, qt))  # the sampler records a tick's changes in port order
+    weights = [p.copies for p in d.pieces]
+    counters = {}
+    for name in base.counters:
+        vals = [o.network.counters[name] for o in outs]
+        counters[name] = (max(vals) if name in MAX_COUNTERS else min(vals) if name in MIN_COUNTERS
+                          else sum(v * w for v, w in zip(vals, weights)))
+    weighted = lambda f: int(sum(f(o.network) * w for o, w in zip(outs, weights)))  # noqa: E731
+    return dataclasses.replace(
+        base, finish_ns=finish, delivered_bytes=delivered, queue_time_ns=qt[q], queue_node=qn[q], queue_port=qp[q],
+        queue_bytes=qb[q], ports=ports, pause_time_ns=pauses["time_ns"], pause_node=pauses["node"],
+        pause_port=pauses["port"], pause_priority=pauses["priority"], pause_paused=pauses["paused"],
+        latency_count=sum(o.network.latency_count * w for o, w in zip(outs, weights)),
+        stalls=stalls, counters=counters,
+        sim_time_ns=max(o.network.sim_time_ns for o in outs), events=weighted(lambda x: x.events),
+        packet_hops=weighted(lambda x: x.packet_hops), data_packet_hops=weighted(lambda x: x.data_packet_hops),
+        pool_packets=max(o.network.pool_packets for o in outs),
+        wall_time_s=sum(o.network.wall_time_s for o in outs),
+        run_wall_time_s=sum(o.network.run_wall_time_s for o in outs),
+        delivered_at_bytes=np.zeros((0, finish.size), np.int64), snapshot_ns=np.empty(0))
+
+
+def simulate_dag(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict, max_sim_time_ns: float,
+                 progress=None, jobs: int = 1) -> tuple[engine.DagOutput, dict]:
+    """engine.simulate_dag of ``columns`` for ``exp`` until ``max_sim_time_ns`` (the plan's limit), in parts
+    when ``exp.limits.decompose`` is "auto" and that is exact; returns the output and what was done (stored
+    as the run's config["decomposition"])."""
+    settings = {"seed": exp.seed, "attributes": attributes,
+                "queue_sample_interval_ns": exp.telemetry.queue_sample_interval_ns,
+                "max_sim_time_ns": max_sim_time_ns}
+    if exp.limits.decompose == "off":
+        return engine.simulate_dag(fabric, **columns, progress=progress, **settings), \
+            {"decompose": "whole", "decompose_reason": "limits.decompose is off"}
+    d = decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes)
+    info = d.describe()
+    if d.mode != "whole":
+        out, why = simulate(fabric, columns, d, progress=progress, jobs=jobs, **settings)
+        if out is not None:
+            return out, info
+        info = {"decompose": "whole", "decompose_reason": f"{d.mode} parts were simulated, but {why}: ran the "
+                "whole run"}
+    return engine.simulate_dag(fabric, **columns, progress=progress, **settings), info
+
+
+def describe(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict) -> dict:
+    """What ``cosim run --dry-run`` shows of how ``exp``'s DAG will be simulated."""
+    if exp.limits.decompose == "off":
+        return {"decompose": "whole", "decompose_reason": "limits.decompose is off"}
+    return decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes).describe()

@@ -1,0 +1,161 @@
+"""Decomposed runs (cosim.runs.decompose_run) give exactly the whole run's datasets.
+
+Each scenario runs twice on the real ns-3, with ``limits.decompose = "off"`` (one simulation of the whole
+run) and ``"auto"`` (independent groups, or one of identical parts folded), and every dataset and summary
+value must be identical except the simulator's cost (events, wall time).
+"""
+
+import numpy as np
+import pytest
+
+from cosim.errors import CosimInputError
+from cosim.runs.run import describe, experiments_of, run
+
+#: summary values that measure the simulator, not the network: they differ between the two ways
+SIMULATOR_COST = {"events", "wall_time_s", "packet_hops_per_s"}
+GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations")
+
+#: TP inside each server (NVLink), PP and DP along the rails of a rail-optimized fabric: the TP collectives
+#: couple the rails, which are identical, so one rail is simulated
+RAILS = {"workload.model": "llama2-7b", "workload.model_overrides.num_layers": 2, "workload.parallelism.tp": 4,
+         "workload.parallelism.pp": 2, "workload.parallelism.dp": 2, "workload.parallelism.global_batch_size": 4,
+         "network.gpus_per_server": 4, "workload.chunk_bytes": 1 << 20, "workload.iterations": 2}
+
+_JOB = {"kind": "training", "placement": "packed", "model": "llama2-7b", "iterations": 2, "chunk_bytes": "1MiB",
+        "model_overrides": {"num_layers": 2, "hidden_size": 1024, "num_heads": 8, "num_kv_heads": 8,
+                            "ffn_hidden_size": 2816, "vocab_size": 8192, "seq_length": 1024},
+        "parallelism": {"tp": 2, "dp": 2, "zero_stage": 1, "global_batch_size": 4}}
+#: two identical jobs under a leaf each (run once) and an incast under the third leaf
+MULTI_JOB = {"network": {"topology": "leaf-spine", "gpus_per_server": 2, "hosts_per_leaf": 4, "spines": 2,
+                         "oversubscription": 2.0, "hosts": 12},
+             "workloads": [{"name": "job0", **_JOB}, {"name": "job1", **_JOB},
+                           {"name": "burst", "kind": "flows", "pattern": "incast", "flow_bytes": "256KiB",
+                            "servers": 2, "start_ns": 20000.0}]}
+
+
+def _both(doc, overrides):
+    out = {}
+    for mode in ("off", "auto"):
+        exp = experiments_of(doc, {**overrides, "limits.decompose": mode})[0]
+        out[mode] = (exp, run(exp))
+    return out
+
+
+def _assert_identical(whole, parts):
+    for group in GROUPS:
+        a, b = whole.table(group), parts.table(group)
+        assert sorted(a) == sorted(b), group
+        for col in a:
+            x, y = np.asarray(a[col]), np.asarray(b[col])
+            assert x.dtype == y.dtype and x.shape == y.shape, f"{group}/{col}"
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), f"{group}/{col} differs"
+    sa = {k: v for k, v in whole.summary.items() if k not in SIMULATOR_COST}
+    sb = {k: v for k, v in parts.summary.items() if k not in SIMULATOR_COST}
+    assert sa == sb
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_training_on_rails_folds_to_one_rail_and_matches_the_whole_run(transport, engine_ns):
+    """TP4 inside 4-GPU servers, PP2 x DP2 along the rails, two iterations: the four rails are identical up to
+    relabeling hosts, one is simulated, and every dataset equals the whole run's."""
+    runs = _both({}, {**RAILS, "network.transport": transport})
+    _, whole = runs["off"]
+    _, parts = runs["auto"]
+    assert whole.config["decomposition"]["decompose"] == "whole"
+    d = parts.config["decomposition"]
+    assert d["decompose"] == "symmetric" and d["decompose_parts"] == 4 and d["decompose_runs"] == 1
+    assert whole.summary["flows"] > 0 and whole.summary["status"] == "complete"
+    _assert_identical(whole, parts)
+
+
+def test_multi_job_run_splits_into_groups_and_runs_identical_jobs_once(engine_ns):
+    """Two identical jobs packed under their own leaves and an incast under a third: three groups that share
+    no link, the two jobs one class run once; the merged record equals the whole run's."""
+    runs = _both(MULTI_JOB, {})
+    _, whole = runs["off"]
+    _, parts = runs["auto"]
+    d = parts.config["decomposition"]
+    assert d["decompose"] == "independent" and d["decompose_parts"] == 3
+    assert sorted(d["decompose_classes"]) == [1, 2] and d["decompose_runs"] == 2
+    _assert_identical(whole, parts)
+
+
+def test_traffic_that_can_share_a_switch_runs_whole(engine_ns):
+    """On a leaf-spine with the ranks spread over leaves every flow can reach every spine: one part, the
+    whole run (and --dry-run says why)."""
+    exp = experiments_of({}, {**RAILS, "network.topology": "leaf-spine", "workload.iterations": 1})[0]
+    plan = describe(exp)
+    assert plan["independent_parts"] == 1
+    assert plan["decompose"] == "whole" and "one part" in plan["decompose_reason"]
+
+
+def test_dry_run_shows_the_fold(engine_ns):
+    """--dry-run of the rail-optimized training shows the parts, the class of identical ones and the one run."""
+    plan = describe(experiments_of({}, RAILS)[0])
+    assert plan["decompose"] == "symmetric" and plan["decompose_classes"] == [4] and plan["decompose_runs"] == 1
+    assert plan["decompose_ops_per_run_max"] < plan["dag_ops"]
+
+
+@pytest.mark.parametrize("value", ["on", "", 1])
+def test_decompose_takes_auto_or_off(value):
+    """limits.decompose is "auto" or "off"; anything else is one input error naming the field."""
+    with pytest.raises(CosimInputError, match="limits.decompose"):
+        experiments_of({}, {**RAILS, "limits.decompose": value})
+
+
+def test_a_folded_switch_queueing_beyond_ecn_kmin_falls_back_to_the_whole_run(engine_ns):
+    """With Kmin at 1 byte every queue marks at random, from each switch's own stream, so identical rails
+    would diverge: the fold is tried, refused after its run, and the record is the whole run's."""
+    attrs = {"attributes.FabricSwitch::EcnKminBytes": 1, "attributes.FabricSwitch::EcnKmaxBytes": 100_000_000,
+             "workload.iterations": 1}
+    runs = _both({}, {**RAILS, **attrs})
+    d = runs["auto"][1].config["decomposition"]
+    assert d["decompose"] == "whole" and "Kmin" in d["decompose_reason"]
+    _assert_identical(runs["off"][1], runs["auto"][1])
+
+
+def test_cli_jobs_runs_the_groups_in_processes_and_dry_run_shows_them(tmp_path, engine_ns):
+    """cosim run --jobs 2 on the multi-job experiment gives the same datasets as --decompose off; --dry-run
+    prints the groups and the runs it will make."""
+
+    from click.testing import CliRunner
+
+    from cosim.cli import cli as main
+    from cosim.results import read_results
+    from cosim.runs.experiment import to_toml
+
+    spec = tmp_path / "two-jobs.toml"
+    spec.write_text(to_toml({"name": "jobs", **MULTI_JOB}))
+    cli = CliRunner()
+    dry = cli.invoke(main, ["run", str(spec), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "decompose: independent" in dry.output and "decompose_classes: [2, 1]" in dry.output
+    for flags, out in ((["--jobs", "2"], "parts.h5"), (["--decompose", "off"], "whole.h5")):
+        res = cli.invoke(main, ["run", str(spec), "-q", "-o", str(tmp_path / out), *flags])
+        assert res.exit_code == 0, res.output
+    whole, parts = read_results(tmp_path / "whole.h5")["jobs"], read_results(tmp_path / "parts.h5")["jobs"]
+    _assert_identical(whole, parts)
+
+
+def test_parts_from_shards_merge_into_the_whole_run(tmp_path, engine_ns):
+    """The batch path: two shards (as two job-array tasks) each simulate their parts of the multi-job run into
+    a folder, cosim merge joins them, and the results equal the whole run's."""
+    from click.testing import CliRunner
+
+    from cosim.cli import cli as main
+    from cosim.results import read_results
+    from cosim.runs.experiment import to_toml
+
+    spec = tmp_path / "two-jobs.toml"
+    spec.write_text(to_toml({"name": "jobs", **MULTI_JOB}))
+    cli = CliRunner()
+    for shard in ("0/2", "1/2"):
+        res = cli.invoke(main, ["run", str(spec), "--parts-dir", str(tmp_path / "parts"), "--shard", shard])
+        assert res.exit_code == 0, res.output
+        assert "wrote 1 part file(s)" in res.output
+    early = cli.invoke(main, ["merge", str(tmp_path / "missing")])
+    assert early.exit_code != 0
+    res = cli.invoke(main, ["merge", str(tmp_path / "parts"), "-o", str(tmp_path / "merged.h5")])
+    assert res.exit_code == 0, res.output
+    whole = run(experiments_of(MULTI_JOB, {"limits.decompose": "off", "name": "jobs"})[0])
+    _assert_identical(whole, read_results(tmp_path / "merged.h5")["jobs"])
