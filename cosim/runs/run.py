@@ -55,17 +55,17 @@ def run(exp: Experiment, *, trace=None, progress=None, planned=None, jobs: int =
     return flows.run_flows(exp, progress=progress)
 
 
-def run_with_baseline(exp: Experiment, *, trace=None, progress=None, planned=None) -> list[RunRecord]:
+def run_with_baseline(exp: Experiment, *, trace=None, progress=None, planned=None, jobs: int = 1) -> list[RunRecord]:
     """[run(exp)], and with ``exp.baseline`` also the same experiment without its faults (named
     ``<name>-baseline``), after it: the faulted run's summary then holds its delay against the baseline
     (cosim.results.metrics.fault_delay_entries)."""
     from cosim.results.metrics import fault_delay_entries  # noqa: PLC0415
 
-    record = run(exp, trace=trace, progress=progress, planned=planned)
+    record = run(exp, trace=trace, progress=progress, planned=planned, jobs=jobs)
     if not (exp.faults and exp.baseline):
         return [record]
     clean = dataclasses.replace(exp, faults=(), baseline=False, name=baseline_name(exp))
-    base = run(clean, trace=trace, progress=progress, planned=planned)
+    base = run(clean, trace=trace, progress=progress, planned=planned, jobs=jobs)
     record.summary.update(fault_delay_entries(record, base))
     return [record, base]
 
