@@ -6,8 +6,8 @@ per data-parallel replica). Fabric: rail-optimized, 128 servers x 8 rails at 400
 collectives couple the 8 rails, which are identical: with ``limits.decompose = auto`` one rail (and the
 collective barriers between rails) is simulated and copied to the others (cosim.runs.decompose_run).
 
-Until the switch buffer defaults scale with the radix, the 32 MB default cannot hold the PFC headroom of
-a 136-port 400 Gbps rail switch; the bench sets the buffer (``--buffer-mib``) explicitly.
+The switches get the buffer of their class (cosim.network.buffers: a 136-port 400 Gbps rail switch is a
+51.2 Tbps-class switch); ``--buffer-mib`` sets one explicitly instead.
 
 Each configuration runs in a fresh process, so its peak RSS (ru_maxrss) and CPU time are its own.
 
@@ -36,7 +36,7 @@ def run_one(args: argparse.Namespace) -> dict:
     doc = {"name": args.fabric, "network": {
         "transport": args.fabric, "topology": "rail-optimized", "gpus_per_server": args.tp, "spines": args.spines,
         "link_gbps": args.gbps, "link_delay_ns": 1000.0,
-        "attributes": {"SharedBufferMmu::BufferBytes": str(args.buffer_mib << 20)}},
+        "attributes": {} if args.buffer_mib is None else {"SharedBufferMmu::BufferBytes": str(args.buffer_mib << 20)}},
         "workload": {"kind": "training", "model": "llama2-7b", "gpu": "h100", "iterations": 1,
                      "model_overrides": {"num_layers": args.layers},
                      "parallelism": {"tp": args.tp, "pp": args.pp, "dp": args.dp}},
@@ -75,7 +75,8 @@ def main() -> None:
     p.add_argument("--dp", type=int, default=32)
     p.add_argument("--gbps", type=float, default=400.0)
     p.add_argument("--spines", type=int, default=8)
-    p.add_argument("--buffer-mib", type=int, default=256, help="switch buffer, MiB (see the module docstring)")
+    p.add_argument("--buffer-mib", type=int, default=None,
+                   help="switch buffer, MiB [the switch class's default: see the module docstring]")
     p.add_argument("--jobs", type=int, default=1, help="local processes for independent parts")
     p.add_argument("--json", action="store_true")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
