@@ -37,6 +37,7 @@ import argparse
 import csv
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -106,7 +107,7 @@ def refit_curves(gpu: str, data: dict, datasheet_bytes_per_s: float, tolerance: 
                                           simple_from_bytes=shipped.simple_from_bytes, tolerance=tolerance)
         c = out[count]
         print(f"{gpu} x {count}: {len(c.knot_bytes)} knots, Simple line busbw {c.simple_bus_bytes_per_s / 1e9:.0f} "
-              f"GB/s ({c.simple_bus_bytes_per_s / datasheet_bytes_per_s:.3f} of the datasheet rate)")
+              f"GB/s ({c.simple_bus_bytes_per_s / datasheet_bytes_per_s:.3f} of the datasheet rate)", file=sys.stderr)
     return out
 
 
