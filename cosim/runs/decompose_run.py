@@ -113,7 +113,8 @@ def _op_nodes(columns: dict, gpu_node: np.ndarray) -> np.ndarray:
     """OP [n_ops]: the host each op runs on (a FLOW op's source, else its GPU's host; -1: none)."""
     kind = np.asarray(columns["kind"])
     gpu = np.asarray(columns["gpu"])
-    node = np.where(gpu >= 0, np.asarray(gpu_node, OP)[np.maximum(gpu, 0)], OP(-1)).astype(OP, copy=False)
+    node = np.asarray(gpu_node, OP)[np.maximum(gpu, 0)]
+    node[gpu < 0] = -1
     flow = kind == DagOpKind.FLOW
     node[flow] = np.asarray(columns["src_node"])[flow]
     return node
@@ -212,8 +213,12 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     host_part = np.full(fabric.n_nodes, -1, OP)
     host_part[src] = parts.flow_part
     host_part[dst] = parts.flow_part
-    op_part = _op_nodes(columns, gpu_node)
-    op_part = np.where(op_part >= 0, host_part[np.maximum(op_part, 0)], OP(-1)).astype(OP, copy=False)
+    node = _op_nodes(columns, gpu_node)
+    none = node < 0
+    op_part = host_part[np.maximum(node, 0, out=node)]
+    del node
+    op_part[none] = -1
+    del none
     op_part[flow] = parts.flow_part
     del src, dst, flow
     group, n_groups = _groups(columns, op_part, parts.n_parts, dep_ptr, dep_idx)
@@ -255,26 +260,31 @@ def _spread_parts(op_part: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray)
     """``op_part`` with every op of no host (a collective's barrier) given the part of its neighbours when
     they all lie in one part; ops between parts stay -1 (shared). ``op_part`` is updated in place."""
     part = op_part
-    conflict = np.zeros(part.size, bool)
     owners, deps = [], []
     for owner, dep in _edge_blocks(dep_ptr, dep_idx):
         touch = (part[owner] < 0) | (part[dep] < 0)  # only edges at an op of no part can spread anything
         owners.append(owner[touch])
         deps.append(dep[touch])
-    owner, dep = np.concatenate(owners), np.concatenate(deps)
-    del owners, deps
+    # the ops those edges touch, renumbered 0..m-1: the spreading works on them alone
+    ops, ends = np.unique(np.concatenate(owners + deps), return_inverse=True)
+    ends = ends.reshape(-1)
+    owner, dep = ends[:ends.size // 2], ends[ends.size // 2:]
+    del owners, deps, ends
+    sub = part[ops]
+    conflict = np.zeros(ops.size, bool)
     while True:
-        lo = np.full(part.size, np.iinfo(OP).max, OP)
-        hi = np.full(part.size, -1, OP)
+        lo = np.full(ops.size, np.iinfo(OP).max, OP)
+        hi = np.full(ops.size, -1, OP)
         for x, y in ((owner, dep), (dep, owner)):
-            known = part[y] >= 0
-            np.minimum.at(lo, x[known], part[y[known]])
-            np.maximum.at(hi, x[known], part[y[known]])
+            known = sub[y] >= 0
+            np.minimum.at(lo, x[known], sub[y[known]])
+            np.maximum.at(hi, x[known], sub[y[known]])
         conflict |= (hi >= 0) & (lo != hi)
-        take = (part < 0) & ~conflict & (hi >= 0)
+        take = (sub < 0) & ~conflict & (hi >= 0)
         if not take.any():
+            part[ops] = sub
             return part
-        part[take] = hi[take]
+        sub[take] = hi[take]
 
 
 def _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep_idx) -> Decomposition:
@@ -356,15 +366,16 @@ def _same_fabric_piece(fabric, rep_labels, labels, node_part, link_part) -> bool
     return all(_images_match(fabric, node_map, link_part, p) for p in parts)
 
 
-def _local_deps(ops, dep_ptr, dep_idx, local, image=None):
-    """CSR dependencies of ``ops`` in local indices (``image``: global op → the global op standing for it)."""
-    owners, deps = [], []
+def _local_deps(ops, dep_ptr, dep_idx, local=None, image=None):
+    """CSR dependencies of ``ops`` in local indices: ``local[global op]``, or (``local`` None) the position
+    in ``ops``, which is then sorted and holds every dependency (``image``: global op → the global op
+    standing for it)."""
     counts = np.diff(dep_ptr)[ops]
     owners = np.repeat(np.arange(ops.size, dtype=np.int64), counts)
     deps = dep_idx[_ranges(dep_ptr[ops], dep_ptr[ops + 1])]
     if image is not None:
         deps = image[deps]
-    ptr, out = csr_from_edges(owners, local[deps], ops.size)
+    ptr, out = csr_from_edges(owners, local[deps] if local is not None else np.searchsorted(ops, deps), ops.size)
     return np.asarray(ptr, np.int64), np.asarray(out, np.int64)
 
 
@@ -372,12 +383,7 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
     """One connected DAG over several network parts: fold it onto part 0 if every part is the same."""
     k = parts.n_parts
     n = op_part.size
-    local = np.full(n, -1, OP)
-    members = []
-    for p in range(k):
-        ops = np.flatnonzero(op_part == p).astype(OP)
-        local[ops] = np.arange(ops.size, dtype=OP)
-        members.append(ops)
+    members = [np.flatnonzero(op_part == p).astype(OP) for p in range(k)]
     sizes = {m.size for m in members}
     if len(sizes) != 1:
         return _whole("the DAG couples parts of different sizes", k)
@@ -396,7 +402,10 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
         d = dep_idx[sel]
         dp = op_part[d]
         code = np.where(dp == p, 0, np.where(dp >= 0, 1, 2))
-        val = np.where(dp >= 0, local[d], d)
+        val = d.astype(np.int64)
+        for q in np.unique(dp[dp >= 0]):
+            on_q = dp == q
+            val[on_q] = np.searchsorted(members[q], d[on_q])
         key, by_label = _canonical(columns, ops, gpu_node, code, val, dep_ptr)
         digests.append(key)
         labels.append(by_label)
@@ -416,10 +425,8 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
     for p in range(1, k):
         image[members[p]] = members[0]
     run_ops = np.sort(np.concatenate([members[0], shared]))
-    del members, shared, local
-    run_local = np.full(n, -1, OP)
-    run_local[run_ops] = np.arange(run_ops.size, dtype=OP)
-    ptr, idx = _local_deps(run_ops, dep_ptr, dep_idx, run_local, image)
+    del members, shared
+    ptr, idx = _local_deps(run_ops, dep_ptr, dep_idx, image=image)
     if idx.size and np.any(idx >= np.repeat(np.arange(run_ops.size), np.diff(ptr))):
         return _whole("folding the parts would make an op depend on a later one", k)
     piece = Piece(ops=run_ops, dep_ptr=ptr, dep_idx=idx, copies=k)
