@@ -9,11 +9,12 @@ One row per DAG op (length n):
   COMPUTE for a start barrier that lasts the collective's latency).
 - ``src``/``dst``: sending and receiving rank of FLOW/NVLINK (−1 otherwise). Rank r sits on server
   r // gpus_per_server; FLOW iff src and dst are on different servers, NVLINK iff on the same one, never
-  src == dst, and ``bytes`` > 0.
+  src == dst, and ``bytes`` > 0. ``src`` is a transfer's ``rank``, so it is derived (a property), not stored.
 - ``duration_ns`` (COMPUTE; NVLINK: extra copy-engine time on top of bytes / rate, what a protocol slower
   than the executor's NVLink rate adds), ``priority`` (0..7, network class), ``trace_op`` (trace op index; the coll_id
   for a collective's ops, the SEND's index for a send's flows), ``coll`` (row of the collective table or
-  −1), ``iteration``.
+  −1), ``iteration`` (derived from ``iteration_ptr``: the ops of iteration k are the contiguous range
+  iteration_ptr[k]:iteration_ptr[k+1], so one iteration stores nothing per op).
 - deps as CSR ``dep_ptr``/``dep_idx``: op i starts after every op in dep_idx[dep_ptr[i]:dep_ptr[i+1]]
   finished. Every dep index is < i, so the ops are in a topological order and the DAG is acyclic by
   construction (checked on construction).
@@ -58,14 +59,12 @@ class DagOpKind(IntEnum):
 OP_FIELDS: dict[str, tuple[type, int]] = {
     "kind": (np.uint8, int(DagOpKind.NOP)),
     "rank": (np.int32, -1),
-    "src": (np.int32, -1),
     "dst": (np.int32, -1),
     "bytes": (np.int64, 0),
     "duration_ns": (np.int64, 0),
     "priority": (np.uint8, 0),
     "trace_op": (np.int32, -1),
     "coll": (np.int32, -1),
-    "iteration": (np.int16, 0),
 }
 #: columns stored as int32 when every value fits (half the memory of the usual DAG), int64 otherwise
 NARROWABLE = ("bytes", "duration_ns")
@@ -73,9 +72,9 @@ NARROWABLE = ("bytes", "duration_ns")
 INT32_MAX = int(np.iinfo(np.int32).max)
 
 #: ops checked at a time by FlowDag's validation (bounds its temporaries to a few MB)
-_CHECK_BLOCK_OPS = 1 << 16
+_CHECK_BLOCK_OPS = 1 << 14
 #: edges placed at a time by csr_from_edge_chunks (bounds its temporaries to about a MB)
-_PLACE_BLOCK_EDGES = 1 << 15
+_PLACE_BLOCK_EDGES = 1 << 13
 
 COLL_FIELDS: dict[str, type] = {
     "coll_trace_id": np.int64,
@@ -120,14 +119,12 @@ class FlowDag:
     n_trace_ops: int
     kind: np.ndarray
     rank: np.ndarray
-    src: np.ndarray
     dst: np.ndarray
     bytes: np.ndarray
     duration_ns: np.ndarray
     priority: np.ndarray
     trace_op: np.ndarray
     coll: np.ndarray
-    iteration: np.ndarray
     dep_ptr: np.ndarray
     dep_idx: np.ndarray
     trace_start: np.ndarray
@@ -142,6 +139,9 @@ class FlowDag:
     coll_iteration: np.ndarray
     coll_ranks_ptr: np.ndarray
     coll_ranks: np.ndarray
+    #: ops of iteration k: iteration_ptr[k]:iteration_ptr[k+1] (n_iterations + 1 entries); None: every op is
+    #: of iteration 0 (a one-iteration DAG)
+    iteration_ptr: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731 (frozen dataclass)
@@ -157,11 +157,17 @@ class FlowDag:
             set_(name, _arr(name, getattr(self, name), dtype, np.int32 if name in NARROWABLE else None))
         for name, dtype in COLL_FIELDS.items():
             set_(name, _arr(name, getattr(self, name), dtype))
-        for name in ("trace_start", "trace_done", "coll_ranks_ptr"):
-            set_(name, _arr(name, getattr(self, name), np.int64))
+        for name in ("trace_start", "trace_done"):  # op ids: int32 whenever they fit (a caller's int32 adopted)
+            set_(name, _arr(name, getattr(self, name), np.int64, np.int32))
+        set_("coll_ranks_ptr", _arr("coll_ranks_ptr", self.coll_ranks_ptr, np.int64))
+        if self.iteration_ptr is None:
+            if self.n_iterations != 1:
+                raise CosimInputError("dag.iteration_ptr", f"is needed for {self.n_iterations} iterations")
+            set_("iteration_ptr", np.array([0, self.kind.size], np.int64))
+        set_("iteration_ptr", _arr("iteration_ptr", self.iteration_ptr, np.int64))
         set_("dep_ptr", _arr("dep_ptr", self.dep_ptr, np.int64, np.int32))
         # op ids fit int32 whenever the ops do (MAX_DAG_OPS is far below 2^31): half the memory of a dep
-        set_("dep_idx", _arr("dep_idx", self.dep_idx, _index_dtype(self.kind.size)))
+        set_("dep_idx", _arr("dep_idx", self.dep_idx, index_dtype(self.kind.size)))
         set_("coll_ranks", _arr("coll_ranks", self.coll_ranks, np.int32))
         self._validate()
 
@@ -174,6 +180,7 @@ class FlowDag:
             if getattr(self, name).size != m:
                 raise CosimInputError(f"dag.{name}", f"has {getattr(self, name).size} entries, expected {m}")
         _csr("dag.dep_ptr", self.dep_ptr, n, self.dep_idx.size)
+        _csr("dag.iteration_ptr", self.iteration_ptr, self.n_iterations, n)
         _csr("dag.coll_ranks_ptr", self.coll_ranks_ptr, m, self.coll_ranks.size)
         for lo in range(0, n if self.dep_idx.size else 0, _CHECK_BLOCK_OPS):  # blocks bound the temporaries
             hi = min(n, lo + _CHECK_BLOCK_OPS)
@@ -198,7 +205,7 @@ class FlowDag:
 
     def _validate_ops(self, sel: slice, m: int) -> None:
         """The per-op rules on ops ``sel`` (a block: the masks stay small for a DAG of any size)."""
-        kind, rank, src, dst = self.kind[sel], self.rank[sel], self.src[sel], self.dst[sel]
+        kind, rank, dst = self.kind[sel], self.rank[sel], self.dst[sel]
         nbytes, duration, coll = self.bytes[sel], self.duration_ns[sel], self.coll[sel]
         at = lambda mask: np.flatnonzero(mask)[:1] + sel.start  # noqa: E731 (first offending op)
         where = lambda field, mask, problem: _where(field, mask, problem, at)  # noqa: E731
@@ -206,15 +213,15 @@ class FlowDag:
         where("dag.priority", self.priority[sel] >= NUM_PRIORITIES, f"priority must be 0..{NUM_PRIORITIES - 1}")
         where("dag.rank", (rank < -1) | (rank >= self.n_ranks), "rank out of range")
         xfer = (kind == DagOpKind.FLOW) | (kind == DagOpKind.NVLINK)
-        where("dag.src", xfer & ((src < 0) | (src >= self.n_ranks) | (dst < 0) | (dst >= self.n_ranks)),
-              "transfer endpoints out of range")
-        where("dag.dst", xfer & (src == dst), "a transfer's destination must differ from its source")
-        where("dag.src", ~xfer & ((src != -1) | (dst != -1)), "only transfers have src and dst")
-        where("dag.rank", xfer & (rank != src), "a transfer belongs to its sending rank")
+        # a transfer's source is its rank (src is derived from rank, never stored)
+        where("dag.rank", xfer & (rank < 0), "a transfer needs its sending rank")
+        where("dag.dst", xfer & ((dst < 0) | (dst >= self.n_ranks)), "transfer endpoints out of range")
+        where("dag.dst", xfer & (rank == dst), "a transfer's destination must differ from its source")
+        where("dag.dst", ~xfer & (dst != -1), "only transfers have src and dst")
         where("dag.bytes", xfer != (nbytes > 0), "transfers need bytes > 0, other ops bytes = 0")
         where("dag.bytes", nbytes < 0, "bytes must be >= 0")
         g = self.gpus_per_server
-        same = (src // g) == (dst // g)
+        same = (rank // g) == (dst // g)
         where("dag.kind", (kind == DagOpKind.FLOW) & same, "a FLOW between GPUs of one server (use NVLINK)")
         where("dag.kind", (kind == DagOpKind.NVLINK) & ~same, "an NVLINK copy between servers (use FLOW)")
         timed = (kind == DagOpKind.COMPUTE) | (kind == DagOpKind.NVLINK)
@@ -223,8 +230,6 @@ class FlowDag:
         where("dag.rank", (kind == DagOpKind.COMPUTE) & (rank < 0) & (coll < 0),
               "a COMPUTE op needs a rank (or a collective, whose start latency it is)")
         where("dag.coll", (coll < -1) | (coll >= m), "collective index out of range")
-        it = self.iteration[sel]
-        where("dag.iteration", (it < 0) | (it >= self.n_iterations), "iteration out of range")
 
     # --- accessors ----------------------------------------------------------------------------------
 
@@ -237,6 +242,21 @@ class FlowDag:
     def n_collectives(self) -> int:
         """Number of rows of the collective table (calls × iterations)."""
         return int(self.coll_trace_id.size)
+
+    def is_transfer(self) -> np.ndarray:
+        """bool per op: FLOW or NVLINK."""
+        return (self.kind == DagOpKind.FLOW) | (self.kind == DagOpKind.NVLINK)
+
+    @property
+    def src(self) -> np.ndarray:
+        """int32 per op: the sending rank of a FLOW/NVLINK op (its ``rank``), −1 for other ops. Derived on
+        every access (a new array): a DAG does not store what ``rank`` and ``kind`` already say."""
+        return np.where(self.is_transfer(), self.rank, np.int32(-1))
+
+    @property
+    def iteration(self) -> np.ndarray:
+        """int16 per op: its iteration, derived on every access (a new array) from ``iteration_ptr``."""
+        return np.repeat(np.arange(self.n_iterations, dtype=np.int16), np.diff(self.iteration_ptr))
 
     def deps(self, i: int) -> np.ndarray:
         """Ops that op ``i`` waits for."""
@@ -252,7 +272,7 @@ class FlowDag:
 
     def bytes_sent_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
         """int64 [n_ranks]: bytes each rank sends in FLOW (or NVLINK) ops; both kinds if ``kind`` is None."""
-        return self._per_rank(self.src, kind)
+        return self._per_rank(self.rank, kind)  # a transfer's rank is its source
 
     def bytes_received_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
         """int64 [n_ranks]: bytes each rank receives in FLOW (or NVLINK) ops; both kinds if ``kind`` is None."""
@@ -289,7 +309,7 @@ def _where(field: str, mask: np.ndarray, problem: str, at=None) -> None:
         raise CosimInputError(field, f"{problem} (op/row {row})")
 
 
-def _index_dtype(n: int) -> type:
+def index_dtype(n: int) -> type:
     """The dtype of op ids below ``n``: int32 when they fit, else int64."""
     return np.int32 if n < INT32_MAX else np.int64
 
@@ -301,25 +321,58 @@ def csr_from_edges(owner: np.ndarray, dep: np.ndarray, n: int) -> tuple[np.ndarr
 
 def csr_from_edge_chunks(chunks: list[tuple[np.ndarray, np.ndarray]], n: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR (ptr, idx; int32 when they fit, else int64) of the deps of n ops from (owner, dep) edge chunks, consumed
-    (the list is emptied): a counting sort placing a block of edges at a time, the pointers doubling as the
-    cursors, so nothing but the result and one block's temporaries is allocated. Deps of one op keep their
-    order (chunk order, then order within a chunk)."""
-    n_edges = sum(int(owner.size) for owner, _ in chunks)
-    ptr = np.zeros(n + 1, _index_dtype(n_edges + 1))  # pointers fit int32 whenever the edges do
-    for owner, _ in chunks:
-        for lo in range(0, owner.size, _PLACE_BLOCK_EDGES):
-            ops, counts = np.unique(owner[lo:lo + _PLACE_BLOCK_EDGES], return_counts=True)
-            ptr[ops + 1] += counts
-    np.cumsum(ptr, out=ptr)
-    idx = np.empty(int(ptr[-1]), _index_dtype(n))
-    cursor = ptr[:-1]  # ptr[i] is op i's next free slot while filling; op i ends at the old ptr[i + 1]
+    (the list is emptied, each chunk dropped once placed). Deps of one op keep their order (chunk order, then
+    order within a chunk)."""
+    counts = _count_edges([owner for owner, _ in chunks], n)
     chunks.reverse()
-    while chunks:
-        owner, dep = chunks.pop()
+
+    def consumed():
+        while chunks:
+            yield chunks.pop()
+    return _place_edges(counts, consumed(), n)
+
+
+def csr_from_dep_sources(sources: list, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (ptr, idx; int32 when they fit, else int64) of the deps of n ops from dep sources: callables, each
+    returning an iterable of (owner, dep) blocks, the same blocks in the same order every call. Each source
+    is run twice, once to count every op's deps and once to write them at the op's offset, so the edges are
+    never held at once: a lowering's peak is its result plus one block. Deps of one op keep their order
+    (source order, then block order, then order within a block)."""
+    counts = _count_edges((owner for source in sources for owner, _ in source()), n)
+    return _place_edges(counts, (block for source in sources for block in source()), n)
+
+
+def _count_edges(owners, n: int) -> np.ndarray:
+    """int32 [n + 1]: 0, then the number of edges of each op among the ``owners`` blocks."""
+    counts = np.zeros(n + 1, np.int32)  # an op's count fits int32 whenever the DAG fits this machine
+    for owner in owners:
+        for lo in range(0, owner.size, _PLACE_BLOCK_EDGES):
+            ops, c = np.unique(owner[lo:lo + _PLACE_BLOCK_EDGES], return_counts=True)
+            counts[ops + 1] += c.astype(np.int32)
+    return counts
+
+
+def _place_edges(counts: np.ndarray, blocks, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr, idx) from per-op edge counts (``_count_edges``, taken over) and the same edges as (owner, dep)
+    blocks: the pointers double as the cursors, so nothing but the result and one block's temporaries is
+    allocated."""
+    n_edges = int(counts.sum(dtype=np.int64))
+    ptr = counts if index_dtype(n_edges + 1) is np.int32 else counts.astype(np.int64)
+    del counts
+    np.cumsum(ptr, out=ptr)  # ptr[i]: op i's first slot
+    idx = np.empty(n_edges, index_dtype(n))
+    cursor = ptr[:-1]  # ptr[i] is op i's next free slot while filling; op i ends at the old ptr[i + 1]
+    for owner, dep in blocks:
         for lo in range(0, owner.size, _PLACE_BLOCK_EDGES):
             _place(idx, cursor, owner[lo:lo + _PLACE_BLOCK_EDGES], dep[lo:lo + _PLACE_BLOCK_EDGES])
         del owner, dep
-    ptr[1:] = ptr[:-1].copy()  # every cursor now sits at its op's end, which is the next op's start
+    if int(ptr[n - 1] if n else 0) != n_edges:
+        raise RuntimeError("a dep source yielded different edges when run again")  # a bug, not bad input
+    # every cursor now sits at its op's end, which is the next op's start: shift by one, a block at a time
+    # from the end (no copy of the whole array)
+    for hi in range(n, 0, -_CHECK_BLOCK_OPS):
+        lo = max(0, hi - _CHECK_BLOCK_OPS)
+        ptr[lo + 1:hi + 1] = ptr[lo:hi].copy()
     ptr[0] = 0
     return ptr, idx
 
@@ -338,9 +391,11 @@ def _place(idx: np.ndarray, cursor: np.ndarray, owner: np.ndarray, dep: np.ndarr
 
 
 class DagBuilder:
-    """Fills the op columns of ``n_ops`` ops in place (later writes win) and collects dep edges as compact
-    chunks; :meth:`build` turns the edges into CSR once. Nothing per op is kept twice: the peak is the
-    columns plus the edges."""
+    """Fills the op columns of ``n_ops`` ops in place (later writes win) and collects dep sources: edges given
+    at once (:meth:`deps`, kept as compact arrays) or a generator of edge blocks run when needed
+    (:meth:`dep_blocks`). :meth:`build` counts every op's deps, then writes them into the CSR at their
+    offsets: the edges of a generator are never held at once, so the peak is the columns, the CSR and one
+    block of edges."""
 
     def __init__(self, n_ops: int, *, narrow: bool = False) -> None:
         """@param narrow  store bytes and duration_ns as int32 (the caller knows every value fits)"""
@@ -348,10 +403,9 @@ class DagBuilder:
         dtypes = {name: (np.int32 if narrow and name in NARROWABLE else dtype, default)
                   for name, (dtype, default) in OP_FIELDS.items()}
         self._cols = {name: np.full(self._n, default, dtype=dtype) for name, (dtype, default) in dtypes.items()}
-        # edges fit int32 whenever the op ids do: half the memory of the largest temporary of a lowering
-        self._edge_dtype = _index_dtype(self._n)
-        self._owner: list[np.ndarray] = []
-        self._dep: list[np.ndarray] = []
+        # edges fit int32 whenever the op ids do: half the memory of a stored edge
+        self._edge_dtype = index_dtype(self._n)
+        self._sources: list = []
 
     def ops(self, idx: np.ndarray, **columns) -> None:
         """Set the columns (arrays aligned with ``idx``, or scalars) of ops ``idx``; unset columns keep defaults."""
@@ -363,18 +417,23 @@ class DagBuilder:
             self._cols[name][idx] = value
 
     def deps(self, owner: np.ndarray | int, dep: np.ndarray) -> None:
-        """Op(s) ``owner`` wait for ``dep`` (owner broadcast against dep)."""
+        """Op(s) ``owner`` wait for ``dep`` (owner broadcast against dep); the edges are stored until build."""
         dep = np.asarray(dep)
-        self._owner.append(np.broadcast_to(np.asarray(owner), dep.shape).astype(self._edge_dtype).ravel())
-        self._dep.append(dep.astype(self._edge_dtype).ravel())
+        edges = ((np.broadcast_to(np.asarray(owner), dep.shape).astype(self._edge_dtype).ravel(),
+                  dep.astype(self._edge_dtype).ravel()),)
+        self._sources.append(lambda: edges)
+
+    def dep_blocks(self, blocks, *args) -> None:
+        """``blocks(*args)`` yields (owner, dep) edge blocks; build runs it twice (count, then place), so it must
+        yield the same blocks both times. Deps of one op keep the order of the calls to deps/dep_blocks."""
+        self._sources.append(lambda: blocks(*args))
 
     def build(self) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """Return (columns, dep_ptr, dep_idx), every array read-only (FlowDag adopts them without a copy);
         the builder is empty afterwards."""
-        chunks = list(zip(self._owner, self._dep))
-        self._owner.clear()
-        self._dep.clear()
-        ptr, idx = csr_from_edge_chunks(chunks, self._n)
+        sources, self._sources = self._sources, []
+        ptr, idx = csr_from_dep_sources(sources, self._n)
+        del sources
         cols, self._cols = self._cols, {}
         for a in (*cols.values(), ptr, idx):
             a.flags.writeable = False
@@ -500,7 +559,6 @@ def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
     all_dep = np.concatenate([(dag.dep_idx[None, :] + shift).ravel(), (x_dep[None, :] + shift[:-1]).ravel()])
     ptr, idx = csr_from_edges(all_owner, all_dep, k * n)
     tile = lambda a: np.tile(a, k)  # noqa: E731
-    it_ops = np.repeat(np.arange(k, dtype=np.int32), n)
     it_coll = np.repeat(np.arange(k, dtype=np.int32), dag.n_collectives)
     m = dag.n_collectives
     coll_shift = np.repeat(np.arange(k, dtype=np.int64) * m, n)
@@ -508,9 +566,10 @@ def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
     cshift = np.repeat(np.arange(k, dtype=np.int64) * n, m)
     return FlowDag(
         n_ranks=dag.n_ranks, gpus_per_server=dag.gpus_per_server, n_iterations=k, n_trace_ops=dag.n_trace_ops,
-        kind=tile(dag.kind), rank=tile(dag.rank), src=tile(dag.src), dst=tile(dag.dst), bytes=tile(dag.bytes),
+        kind=tile(dag.kind), rank=tile(dag.rank), dst=tile(dag.dst), bytes=tile(dag.bytes),
         duration_ns=tile(dag.duration_ns), priority=tile(dag.priority), trace_op=tile(dag.trace_op),
-        coll=np.where(tile(dag.coll) >= 0, tile(dag.coll).astype(np.int64) + coll_shift, -1), iteration=it_ops,
+        coll=np.where(tile(dag.coll) >= 0, tile(dag.coll).astype(np.int64) + coll_shift, -1),
+        iteration_ptr=np.arange(k + 1, dtype=np.int64) * n,
         dep_ptr=ptr, dep_idx=idx, trace_start=tile(dag.trace_start) + op_shift,
         trace_done=tile(dag.trace_done) + op_shift, coll_trace_id=tile(dag.coll_trace_id),
         coll_kind=tile(dag.coll_kind), coll_bytes=tile(dag.coll_bytes), coll_group=tile(dag.coll_group),
