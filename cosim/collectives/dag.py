@@ -13,7 +13,7 @@ One row per DAG op (length n):
 - ``duration_ns`` (COMPUTE; NVLINK: extra copy-engine time on top of bytes / rate, what a protocol slower
   than the executor's NVLink rate adds), ``priority`` (0..7, network class), ``trace_op`` (trace op index; the coll_id
   for a collective's ops, the SEND's index for a send's flows), ``coll`` (row of the collective table or
-  −1), ``iteration`` (derived from ``iteration_ptr``: the ops of iteration k are the contiguous range
+  −1; derived: a collective's ops are the contiguous range coll_start_op[c]..coll_end_op[c]), ``iteration`` (derived from ``iteration_ptr``: the ops of iteration k are the contiguous range
   iteration_ptr[k]:iteration_ptr[k+1], so one iteration stores nothing per op).
 - deps as CSR ``dep_ptr``/``dep_idx``: op i starts after every op in dep_idx[dep_ptr[i]:dep_ptr[i+1]]
   finished. Every dep index is < i, so the ops are in a topological order and the DAG is acyclic by
@@ -64,7 +64,6 @@ OP_FIELDS: dict[str, tuple[type, int]] = {
     "duration_ns": (np.int64, 0),
     "priority": (np.uint8, 0),
     "trace_op": (np.int32, -1),
-    "coll": (np.int32, -1),
 }
 #: columns stored as int32 when every value fits (half the memory of the usual DAG), int64 otherwise
 NARROWABLE = ("bytes", "duration_ns")
@@ -124,7 +123,6 @@ class FlowDag:
     duration_ns: np.ndarray
     priority: np.ndarray
     trace_op: np.ndarray
-    coll: np.ndarray
     dep_ptr: np.ndarray
     dep_idx: np.ndarray
     trace_start: np.ndarray
@@ -192,8 +190,6 @@ class FlowDag:
                 i = int(owner[bad][0])
                 raise CosimInputError("dag.dep_idx", f"op {i} depends on op {int(dep[bad][0])}, which is "
                                       "not an earlier op (ops must be in topological order)")
-        for lo in range(0, n, _CHECK_BLOCK_OPS):
-            self._validate_ops(slice(lo, min(n, lo + _CHECK_BLOCK_OPS)), m)
         nt = self.n_iterations * self.n_trace_ops
         for name in ("trace_start", "trace_done"):
             a = getattr(self, name)
@@ -202,11 +198,20 @@ class FlowDag:
             _where(f"dag.{name}", (a < 0) | (a >= n), "points outside the ops")
         for name in ("coll_start_op", "coll_end_op"):
             _where(f"dag.{name}", (getattr(self, name) < 0) | (getattr(self, name) >= n), "points outside the ops")
+        # a collective's ops are the range from its start to its end op; ranges of two rows never overlap
+        _where("dag.coll_end_op", self.coll_end_op < self.coll_start_op, "ends before the collective's start op")
+        order = np.argsort(self.coll_start_op, kind="stable")
+        starts, ends = self.coll_start_op[order], self.coll_end_op[order]
+        _where("dag.coll_start_op", starts[1:] <= ends[:-1],
+               "the op ranges of two collectives overlap (a collective's ops are contiguous)")
+        for lo in range(0, n, _CHECK_BLOCK_OPS):
+            self._validate_ops(slice(lo, min(n, lo + _CHECK_BLOCK_OPS)), starts, ends)
 
-    def _validate_ops(self, sel: slice, m: int) -> None:
-        """The per-op rules on ops ``sel`` (a block: the masks stay small for a DAG of any size)."""
+    def _validate_ops(self, sel: slice, starts: np.ndarray, ends: np.ndarray) -> None:
+        """The per-op rules on ops ``sel`` (a block: the masks stay small for a DAG of any size); ``starts`` /
+        ``ends``: the collectives' op ranges in the order of their starts."""
         kind, rank, dst = self.kind[sel], self.rank[sel], self.dst[sel]
-        nbytes, duration, coll = self.bytes[sel], self.duration_ns[sel], self.coll[sel]
+        nbytes, duration = self.bytes[sel], self.duration_ns[sel]
         at = lambda mask: np.flatnonzero(mask)[:1] + sel.start  # noqa: E731 (first offending op)
         where = lambda field, mask, problem: _where(field, mask, problem, at)  # noqa: E731
         where("dag.kind", kind > max(DagOpKind), "unknown op kind")
@@ -227,9 +232,13 @@ class FlowDag:
         timed = (kind == DagOpKind.COMPUTE) | (kind == DagOpKind.NVLINK)
         where("dag.duration_ns", (duration < 0) | (~timed & (duration != 0)),
               "only COMPUTE and NVLINK ops have a duration, and it is >= 0")
-        where("dag.rank", (kind == DagOpKind.COMPUTE) & (rank < 0) & (coll < 0),
+        # in a collective: inside the op range of the last collective starting at or before the op (a binary
+        # search, so no block derives the whole coll column)
+        ops = np.arange(sel.start, sel.stop, dtype=np.int64)
+        pos = np.searchsorted(starts, ops, side="right") - 1
+        in_coll = (pos >= 0) & (ops <= ends[np.maximum(pos, 0)]) if starts.size else np.zeros(ops.size, bool)
+        where("dag.rank", (kind == DagOpKind.COMPUTE) & (rank < 0) & ~in_coll,
               "a COMPUTE op needs a rank (or a collective, whose start latency it is)")
-        where("dag.coll", (coll < -1) | (coll >= m), "collective index out of range")
 
     # --- accessors ----------------------------------------------------------------------------------
 
@@ -252,6 +261,18 @@ class FlowDag:
         """int32 per op: the sending rank of a FLOW/NVLINK op (its ``rank``), −1 for other ops. Derived on
         every access (a new array): a DAG does not store what ``rank`` and ``kind`` already say."""
         return np.where(self.is_transfer(), self.rank, np.int32(-1))
+
+    @property
+    def coll(self) -> np.ndarray:
+        """int32 per op: the row of the collective table among whose ops (the contiguous range
+        coll_start_op[c]..coll_end_op[c]: barrier, flows, end NOP) it is, −1 outside collectives. Derived on
+        every access (a new array) from the ranges: take it once, not per op."""
+        mark = np.zeros(self.n_ops + 1, np.int32)  # +c where the range of row c − 1 starts, −c after its end
+        rows = np.arange(1, self.n_collectives + 1, dtype=np.int32)
+        mark[0] = -1
+        mark[self.coll_start_op] += rows  # starts are distinct, and so are the ends (ranges never overlap)
+        mark[self.coll_end_op + 1] -= rows
+        return np.cumsum(mark, out=mark)[:-1]
 
     @property
     def iteration(self) -> np.ndarray:
@@ -463,13 +484,13 @@ def ragged_take(lo: np.ndarray, count: np.ndarray) -> np.ndarray:
     return np.repeat(lo - (np.cumsum(count) - count), count) + np.arange(total, dtype=np.int64)
 
 
-def _op_ranks(dag: FlowDag, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _op_ranks(dag: FlowDag, coll: np.ndarray, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(op, rank) pairs: the op's own rank, or every member rank for an op of a collective (its barriers
-    and flows), or every rank for a rank −1 NOP outside collectives."""
-    r = np.where(dag.coll[ops] >= 0, -1, dag.rank[ops]).astype(np.int64)
+    and flows), or every rank for a rank −1 NOP outside collectives (``coll``: dag.coll)."""
+    r = np.where(coll[ops] >= 0, -1, dag.rank[ops]).astype(np.int64)
     own = r >= 0
     wide = ops[~own]
-    c = dag.coll[wide].astype(np.int64)
+    c = coll[wide].astype(np.int64)
     in_coll, loose = wide[c >= 0], wide[c < 0]
     lo = dag.coll_ranks_ptr[c[c >= 0]]
     cnt = dag.coll_ranks_ptr[c[c >= 0] + 1] - lo
@@ -492,18 +513,19 @@ def rank_roots_and_terminals(dag: FlowDag) -> tuple[np.ndarray, np.ndarray, np.n
     owner = dag.dep_owner()
     dep = dag.dep_idx.astype(np.int64)  # keys below multiply op ids by the rank count
     R = dag.n_ranks + 1
-    intra = (dag.coll[owner] >= 0) & (dag.coll[owner] == dag.coll[dep])  # same member set on both sides
+    coll = dag.coll
+    intra = (coll[owner] >= 0) & (coll[owner] == coll[dep])  # same member set on both sides
     has_dep_all = np.zeros(n, bool)
     has_dep_all[owner[intra]] = True
     has_child_all = np.zeros(n, bool)
     has_child_all[dep[intra]] = True
     # cross-unit edges: same-rank for rank r iff r belongs to both ends
     e = np.flatnonzero(~intra)
-    eo, ro = _op_ranks(dag, owner[e])
-    ed, rd = _op_ranks(dag, dep[e])
+    eo, ro = _op_ranks(dag, coll, owner[e])
+    ed, rd = _op_ranks(dag, coll, dep[e])
     # _op_ranks keeps ops in their input order per group; recover the edge of each pair by position
-    eid_o = _pair_edge(dag, owner[e])
-    eid_d = _pair_edge(dag, dep[e])
+    eid_o = _pair_edge(dag, coll, owner[e])
+    eid_d = _pair_edge(dag, coll, dep[e])
     key_o = eid_o * R + ro
     key_d = eid_d * R + rd
     both = is_in(key_o, key_d)
@@ -511,21 +533,21 @@ def rank_roots_and_terminals(dag: FlowDag) -> tuple[np.ndarray, np.ndarray, np.n
     both_d = is_in(key_d, key_o)
     has_child_key = sorted_unique(dep[e][eid_d[both_d]] * R + rd[both_d])
     cand_r = np.flatnonzero(~has_dep_all)
-    rop, rrk = _op_ranks(dag, cand_r)
+    rop, rrk = _op_ranks(dag, coll, cand_r)
     keep = ~is_in(rop * R + rrk, has_dep_key)
     cand_t = np.flatnonzero(~has_child_all)
-    top, trk = _op_ranks(dag, cand_t)
+    top, trk = _op_ranks(dag, coll, cand_t)
     keep_t = ~is_in(top * R + trk, has_child_key)
     return rop[keep], rrk[keep], top[keep_t], trk[keep_t]
 
 
-def _pair_edge(dag: FlowDag, ops: np.ndarray) -> np.ndarray:
-    """For the pairs _op_ranks(dag, ops) returns, the position in ``ops`` each pair came from."""
+def _pair_edge(dag: FlowDag, coll: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """For the pairs _op_ranks(dag, coll, ops) returns, the position in ``ops`` each pair came from."""
     pos = np.arange(ops.size, dtype=np.int64)
-    r = np.where(dag.coll[ops] >= 0, -1, dag.rank[ops])
+    r = np.where(coll[ops] >= 0, -1, dag.rank[ops])
     own = r >= 0
     wide = ~own
-    c = dag.coll[ops[wide]].astype(np.int64)
+    c = coll[ops[wide]].astype(np.int64)
     cnt = np.where(c >= 0, dag.coll_ranks_ptr[np.maximum(c, 0) + 1] - dag.coll_ranks_ptr[np.maximum(c, 0)], 0)
     pw = pos[wide]
     return np.concatenate([pos[own], np.repeat(pw[c >= 0], cnt[c >= 0]), np.repeat(pw[c < 0], dag.n_ranks)])
@@ -561,14 +583,12 @@ def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
     tile = lambda a: np.tile(a, k)  # noqa: E731
     it_coll = np.repeat(np.arange(k, dtype=np.int32), dag.n_collectives)
     m = dag.n_collectives
-    coll_shift = np.repeat(np.arange(k, dtype=np.int64) * m, n)
     op_shift = np.repeat(np.arange(k, dtype=np.int64) * n, dag.trace_done.size)
     cshift = np.repeat(np.arange(k, dtype=np.int64) * n, m)
     return FlowDag(
         n_ranks=dag.n_ranks, gpus_per_server=dag.gpus_per_server, n_iterations=k, n_trace_ops=dag.n_trace_ops,
         kind=tile(dag.kind), rank=tile(dag.rank), dst=tile(dag.dst), bytes=tile(dag.bytes),
         duration_ns=tile(dag.duration_ns), priority=tile(dag.priority), trace_op=tile(dag.trace_op),
-        coll=np.where(tile(dag.coll) >= 0, tile(dag.coll).astype(np.int64) + coll_shift, -1),
         iteration_ptr=np.arange(k + 1, dtype=np.int64) * n,
         dep_ptr=ptr, dep_idx=idx, trace_start=tile(dag.trace_start) + op_shift,
         trace_done=tile(dag.trace_done) + op_shift, coll_trace_id=tile(dag.coll_trace_id),

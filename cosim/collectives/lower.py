@@ -298,8 +298,7 @@ def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of
             idx = (call_base[cb][:, None] + 1 + np.arange(s.n_ops)).ravel()
             b.ops(idx, kind=np.tile(tk, cb.size), rank=np.tile(s.src, cb.size), dst=np.tile(s.dst, cb.size),
                   bytes=np.tile(s.bytes, cb.size), duration_ns=np.tile(extra, cb.size),
-                  priority=np.repeat(c_prio[cb], s.n_ops), trace_op=np.repeat(call_ids[cb], s.n_ops),
-                  coll=np.repeat(cb, s.n_ops))
+                  priority=np.repeat(c_prio[cb], s.n_ops), trace_op=np.repeat(call_ids[cb], s.n_ops))
         # what the deps need of the schedule, as int32 flow indices: the schedules themselves can go before the
         # CSR is built
         local = lambda a: np.asarray(a, np.int32)  # noqa: E731 (indices within one call: < MAX_DAG_OPS)
@@ -419,16 +418,16 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     del op_base, n_chunks, sends, send_prio, recvs, recv_waits
 
     # collectives: barrier and end NOPs, then each template broadcast over its calls
-    calls = np.arange(n_calls, dtype=np.int64)
+    # (a call's ops are the range call_base..call_end: FlowDag.coll derives from it which call an op is of)
     b.ops(np.concatenate([call_base, call_end]), kind=DagOpKind.NOP, rank=-1,
-          trace_op=np.tile(call_ids, 2), coll=np.tile(calls, 2))
+          trace_op=np.tile(call_ids, 2))
     latency = t_latency[tmpl_of_call] if n_calls else np.zeros(0, np.int64)
     slow = latency > 0  # the start barrier lasts the call's latency
     b.ops(call_base[slow], kind=DagOpKind.COMPUTE, duration_ns=latency[slow])
     c_prio = prio[trace.group_kind[c_group]] if n_calls else np.zeros(0, np.uint8)
     c_algo = np.zeros(n_calls, np.uint8)
     _collective_ops(b, templates, t_extra, tmpl_of_call, call_base, call_end, call_ids, c_prio, c_algo, gps)
-    del calls, latency, slow, templates
+    del latency, slow, templates
     # building the CSR is the peak of a lowering: it holds the columns, the CSR and one block of edges
     cols, dep_ptr, dep_idx = b.build()
     sizes = np.diff(trace.group_ptr)
