@@ -553,6 +553,16 @@ def _pair_edge(dag: FlowDag, coll: np.ndarray, ops: np.ndarray) -> np.ndarray:
     return np.concatenate([pos[own], np.repeat(pw[c >= 0], cnt[c >= 0]), np.repeat(pw[c < 0], dag.n_ranks)])
 
 
+def _copied_dep_blocks(dag: FlowDag, k: int):
+    """The deps of ``k`` copies of ``dag`` (copy j's ops shifted by j·n_ops), a block of ops at a time."""
+    n = dag.n_ops
+    for j in range(k):
+        for lo in range(0, n, _CHECK_BLOCK_OPS):
+            hi = min(n, lo + _CHECK_BLOCK_OPS)
+            owner = np.repeat(np.arange(lo + j * n, hi + j * n, dtype=np.int64), np.diff(dag.dep_ptr[lo:hi + 1]))
+            yield owner, dag.dep_idx[dag.dep_ptr[lo]:dag.dep_ptr[hi]].astype(np.int64) + j * n
+
+
 def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
     """Chain ``n_iterations`` copies of ``dag``: each rank's roots in copy k+1 wait for its terminals in copy k
     (per-rank roots and terminals: :func:`rank_roots_and_terminals`)."""
@@ -562,7 +572,6 @@ def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
         raise CosimInputError("dag.n_iterations", f"repeat() takes a one-iteration DAG, got {dag.n_iterations}")
     k = int(n_iterations)
     n = dag.n_ops
-    owner = dag.dep_owner()
     if n == 0:
         raise CosimInputError("dag", "cannot repeat an empty DAG")
     root_op, root_rank, term_op, term_rank = rank_roots_and_terminals(dag)
@@ -576,22 +585,22 @@ def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
     x_dep = term_op[ragged_take(lo, cnt)]
     key = sorted_unique(x_owner * n + x_dep)  # a collective-wide root may meet a terminal through several ranks
     x_owner, x_dep = key // n, key % n
-    shift = (np.arange(k, dtype=np.int64) * n)[:, None]
-    all_owner = np.concatenate([(owner[None, :] + shift).ravel(), (x_owner[None, :] + shift[1:]).ravel()])
-    all_dep = np.concatenate([(dag.dep_idx[None, :] + shift).ravel(), (x_dep[None, :] + shift[:-1]).ravel()])
-    ptr, idx = csr_from_edges(all_owner, all_dep, k * n)
+    # every copy's own deps, then the cross-iteration ones, written straight into the CSR of the k copies
+    ptr, idx = csr_from_dep_sources([lambda: _copied_dep_blocks(dag, k),
+                                     lambda: ((x_owner + j * n, x_dep + (j - 1) * n) for j in range(1, k))], k * n)
     tile = lambda a: np.tile(a, k)  # noqa: E731
     it_coll = np.repeat(np.arange(k, dtype=np.int32), dag.n_collectives)
     m = dag.n_collectives
     op_shift = np.repeat(np.arange(k, dtype=np.int64) * n, dag.trace_done.size)
+    op_id = index_dtype(k * n)
     cshift = np.repeat(np.arange(k, dtype=np.int64) * n, m)
     return FlowDag(
         n_ranks=dag.n_ranks, gpus_per_server=dag.gpus_per_server, n_iterations=k, n_trace_ops=dag.n_trace_ops,
         kind=tile(dag.kind), rank=tile(dag.rank), dst=tile(dag.dst), bytes=tile(dag.bytes),
         duration_ns=tile(dag.duration_ns), priority=tile(dag.priority), trace_op=tile(dag.trace_op),
         iteration_ptr=np.arange(k + 1, dtype=np.int64) * n,
-        dep_ptr=ptr, dep_idx=idx, trace_start=tile(dag.trace_start) + op_shift,
-        trace_done=tile(dag.trace_done) + op_shift, coll_trace_id=tile(dag.coll_trace_id),
+        dep_ptr=ptr, dep_idx=idx, trace_start=(tile(dag.trace_start) + op_shift).astype(op_id),
+        trace_done=(tile(dag.trace_done) + op_shift).astype(op_id), coll_trace_id=tile(dag.coll_trace_id),
         coll_kind=tile(dag.coll_kind), coll_bytes=tile(dag.coll_bytes), coll_group=tile(dag.coll_group),
         coll_algo=tile(dag.coll_algo), coll_start_op=tile(dag.coll_start_op) + cshift,
         coll_end_op=tile(dag.coll_end_op) + cshift, coll_iteration=it_coll,
