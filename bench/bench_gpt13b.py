@@ -19,11 +19,14 @@ wall clock is noisy, CPU time less so.
 from __future__ import annotations
 
 import argparse
-import json
 import resource
-import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _fabric_workers  # noqa: E402
 
 #: GPT-3 13B on the gpt3-175b preset's architecture (layernorm, learned positions, 51,200 vocabulary)
 GPT13B = {"num_layers": 40, "hidden_size": 5120, "num_heads": 40, "num_kv_heads": 40, "ffn_hidden_size": 20480}
@@ -85,33 +88,11 @@ COLUMNS = (("fabric", "{}"), ("microbatches", "{:d}"), ("dag_ops", "{:d}"), ("pa
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--fabric", choices=("roce", "ib", "both"), default="both")
+    _fabric_workers.add_arguments(ap)
     ap.add_argument("--microbatches", type=int, default=1, help="micro-batches per data-parallel replica")
     ap.add_argument("--layers", type=int, default=40, help="transformer layers (GPT-13B has 40)")
     ap.add_argument("--dry-run", action="store_true", help="plan only (trace, lowering, fabric), no simulation")
-    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.worker:
-        print(json.dumps(run_one(args)))
-        return
-    rows = []
-    for fabric in (("roce", "ib") if args.fabric == "both" else (args.fabric,)):
-        argv = [sys.executable, __file__, "--worker", "--fabric", fabric, "--microbatches", str(args.microbatches),
-                "--layers", str(args.layers)] + (["--dry-run"] if args.dry_run else [])
-        out = subprocess.run(argv, check=True, capture_output=True, text=True)
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        print(f"{fabric}: done", file=sys.stderr)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return
-    cols = [(n, f) for n, f in COLUMNS if all(n in r for r in rows)]
-    cells = [[n for n, _ in cols]] + [[f.format(r[n]) for n, f in cols] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
-    for i, row in enumerate(cells):
-        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    _fabric_workers.main(__file__, ap.parse_args(), run_one, COLUMNS)
 
 
 if __name__ == "__main__":

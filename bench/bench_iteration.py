@@ -14,11 +14,14 @@ is that fabric's alone (ru_maxrss of the worker: trace, lowering, simulation and
 from __future__ import annotations
 
 import argparse
-import json
 import resource
-import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _fabric_workers  # noqa: E402
 
 
 def run_one(args: argparse.Namespace) -> dict:
@@ -66,7 +69,7 @@ COLUMNS = (("fabric", "{}"), ("layers", "{:d}"), ("ranks", "{:d}"), ("dag_ops", 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--fabric", choices=("roce", "ib", "both"), default="both")
+    _fabric_workers.add_arguments(ap)
     ap.add_argument("--layers", type=int, default=32, help="transformer layers (LLaMA-2 7B has 32)")
     ap.add_argument("--tp", type=int, default=8, help="tensor parallelism = GPUs per server")
     ap.add_argument("--dp", type=int, default=8, help="data parallelism = servers")
@@ -79,30 +82,7 @@ def main() -> None:
     ap.add_argument("--decompose", choices=("off", "auto"), default="off",
                     help="off: the whole run (the packet path's cost); auto: the 8 rails folded to one "
                          "(bench_decompose.py measures that)")
-    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.worker:
-        print(json.dumps(run_one(args)))
-        return
-    rows = []
-    for fabric in (("roce", "ib") if args.fabric == "both" else (args.fabric,)):
-        argv = [sys.executable, __file__, "--worker", "--fabric", fabric, "--layers", str(args.layers),
-                "--tp", str(args.tp), "--dp", str(args.dp), "--global-batch", str(args.global_batch),
-                "--zero", str(args.zero), "--gbps", str(args.gbps), "--spines", str(args.spines),
-                "--queue-interval-ns", str(args.queue_interval_ns), "--decompose", args.decompose]
-        out = subprocess.run(argv, check=True, capture_output=True, text=True)
-        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        print(f"{fabric}: done in {rows[-1]['total_s']:.1f} s", file=sys.stderr)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return
-    cells = [[name for name, _ in COLUMNS]] + [[fmt.format(r[name]) for name, fmt in COLUMNS] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
-    for i, row in enumerate(cells):
-        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    _fabric_workers.main(__file__, ap.parse_args(), run_one, COLUMNS)
 
 
 if __name__ == "__main__":

@@ -497,7 +497,8 @@ def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None) ->
 def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float,
              scheduler: str = SCHEDULER_TYPE):
     """An Engine with ``attributes`` applied, each switch's class buffer set (unless ``attributes`` set
-    SharedBufferMmu::BufferBytes), and ``fabric`` built and sampled; destroyed on exit."""
+    SharedBufferMmu::BufferBytes) and its marking stream (Fabric.marking_streams), and ``fabric`` built and
+    sampled; destroyed on exit."""
     cosim_ns = load()
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
@@ -511,6 +512,7 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         switch_buffers = buffers.switch_buffer_bytes(fabric, attributes)
         if switch_buffers is not None:
             engine.SetSwitchBufferBytes(np.ascontiguousarray(switch_buffers, dtype=np.uint64), fabric.n_nodes)
+        engine.SetSwitchStreams(np.ascontiguousarray(fabric.marking_streams(), dtype=np.int64), fabric.n_nodes)
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)

@@ -8,9 +8,9 @@ import pytest
 
 from cosim.collectives import algorithms as A
 from cosim.collectives.algorithms import Algorithm
-from cosim.collectives.calibration import (CALIBRATIONS, PROTOCOL_LINES, ProtocolLines, calibration_for,
-                                           fit_all_reduce, fit_protocol_lines, nvlink_model, protocol_lines_for,
-                                           robust_curve)
+from cosim.collectives.calibration import (ALL_REDUCE_CURVES, CALIBRATIONS, AllReduceCurve, all_reduce_curve_for,
+                                           bus_bytes, calibration_for, fit_all_reduce, fit_all_reduce_curve,
+                                           nvlink_model, robust_curve)
 from cosim.collectives.tuning import Protocol, Shape, TuningModel
 from cosim.runs.collective import CollectiveSweep, collective_trace, run_point
 from cosim.runs.training import nic_payload_bytes_per_s, run_training
@@ -114,72 +114,117 @@ def test_calibration_refits_its_own_model():
     assert calibration_for("H200") is CALIBRATIONS["h100"] and calibration_for("tpu") is CALIBRATIONS["h100"]
 
 
-def test_protocol_lines_refit_their_own_model():
-    """fit_protocol_lines recovers the switch sizes and the three lines from points of its own model (one
-    that steps up at each switch, so the robust curve is the curve itself)."""
-    sizes = np.unique(np.geomspace(64 << 10, 64 * MIB, 385).astype(np.int64))
-    on_grid = sizes[np.searchsorted(sizes, np.geomspace(sizes[0], sizes[-1], 97))]  # the sizes the fit tries
-    truth = ProtocolLines(gpu="h100", n_ranks=8, ll128_from_bytes=int(on_grid[30]), simple_from_bytes=int(on_grid[70]),
-                          latency_ns=(9_000.0, 21_000.0, 60_000.0), efficiency=(0.2, 0.6, 0.9),
-                          datasheet_bytes_per_s=450e9)
-    fitted = fit_protocol_lines(sizes, truth.time_ns(sizes), 8, gpu="h100", datasheet_bytes_per_s=450e9)
-    assert (fitted.ll128_from_bytes, fitted.simple_from_bytes) == (truth.ll128_from_bytes, truth.simple_from_bytes)
-    assert fitted.efficiency == pytest.approx(truth.efficiency, rel=0.02)
-    # within what the robust curve's one-sided windows at the two ends bend
-    assert fitted.latency_ns == pytest.approx(truth.latency_ns, rel=0.1)
-    assert fitted.time_ns(sizes) == pytest.approx(truth.time_ns(sizes), rel=0.02)
-    # the robust curve is the measured one where nothing scatters, and drops a lone outlier
+def test_curve_fit_keeps_the_knots_it_needs():
+    """fit_all_reduce_curve: a curve that is piecewise a power law needs only its corners as knots and is
+    reproduced everywhere; the robust curve is the measured one where nothing scatters, and drops a lone
+    outlier; the Simple line's busbw is the large sizes' slope."""
+    sizes = np.unique(np.geomspace(64 << 10, 64 * MIB, 400).astype(np.int64)).astype(np.float64)
+    corner = 4 * MIB
+    truth = np.where(sizes < corner, 30_000.0 * (sizes / sizes[0]) ** 0.2, 0.0)
+    floor_at_corner = 30_000.0 * (corner / sizes[0]) ** 0.2
+    truth = np.where(sizes < corner, truth, floor_at_corner + bus_bytes(sizes - corner, 8) / 300e9 * 1e9)
+    curve = fit_all_reduce_curve(sizes, truth, 8, gpu="h100", datasheet_bytes_per_s=450e9,
+                                 ll128_from_bytes=MIB, simple_from_bytes=8 * MIB, tolerance=0.01)
+    # the robust curve of a monotonic one is itself, but at the two ends where its window is one-sided
+    assert curve.time_ns(sizes) == pytest.approx(robust_curve(truth), rel=0.0101)
+    assert curve.time_ns(sizes)[9:-9] == pytest.approx(truth[9:-9], rel=0.0101)
+    assert len(curve.knot_bytes) < 40  # a few on the bend of the line, not one per size
+    assert curve.simple_bus_bytes_per_s == pytest.approx(300e9, rel=0.03)  # the one-sided window bends the top
+    # above the last knot: at the Simple line's busbw
+    assert curve.time_ns(256 * MIB) == pytest.approx(
+        curve.knot_ns[-1] + bus_bytes(192 * MIB, 8) / curve.simple_bus_bytes_per_s * 1e9, rel=1e-12)
+    # below the first knot: its time, the launch floor
+    assert curve.time_ns(1024) == pytest.approx(curve.knot_ns[0], rel=1e-12)
     t = np.linspace(10.0, 30.0, 41)
     assert np.array_equal(robust_curve(t)[9:-9], t[9:-9])
     t[20] *= 3
     assert t[19] <= robust_curve(t)[20] <= t[21]
 
 
-def test_in_server_all_reduce_follows_nccls_protocol_by_size():
-    """Inside one server an all-reduce ring takes the fitted protocol's line: LL, LL128, Simple as the size
-    grows; GPU counts without a measurement use the nearest measured one; the start delay plus what the
-    executor's copies take (with the protocol's extra copy time) is the line's time."""
-    for gpu, table in PROTOCOL_LINES.items():
-        tuner = TuningModel.for_hardware({"name": gpu, "nvlink_bytes_per_s": table[8].datasheet_bytes_per_s})
-        for n, lines in table.items():
-            shape = Shape(n, 1, n)
-            for size, protocol in ((lines.ll128_from_bytes - 1, Protocol.LL),
-                                   (lines.simple_from_bytes - 1, Protocol.LL128),
-                                   (lines.simple_from_bytes, Protocol.SIMPLE)):
-                if protocol == Protocol.LL128 and lines.ll128_from_bytes == lines.simple_from_bytes:
-                    continue
-                best = tuner.best_protocol(CollKind.ALL_REDUCE, Algorithm.RING, shape, size)
-                assert best.protocol == protocol
-                assert best.time_ns == pytest.approx(float(lines.time_ns(size)), rel=1e-9)
-                copies = 2 * (n - 1) * min(tuner.nvlink.step_ns, tuner.nvlink.copy_latency_ns) \
-                    + 2 * (n - 1) / n * size * (1e9 / tuner.nvlink.copy_bytes_per_s + best.nvlink_extra_ns_per_byte)
-                assert best.start_latency_ns + copies == pytest.approx(best.time_ns, rel=1e-9)
-    assert [protocol_lines_for("a100", n).n_ranks for n in (2, 3, 5, 6, 7, 16)] == [2, 4, 4, 8, 8, 8]
-    assert protocol_lines_for("h200", 8) is PROTOCOL_LINES["h100"][8]
-    # no line copies faster than the executor: no copy ever needs a negative extra time
-    for gpu in PROTOCOL_LINES:
-        model = nvlink_model({"name": gpu})
-        assert all(e * model.nvlink_bytes_per_s <= model.copy_bytes_per_s
-                   for lines in PROTOCOL_LINES[gpu].values() for e in lines.efficiency)
+def test_shipped_curves_are_physical():
+    """The knots table: sizes increasing from 64 KiB to 64 MiB; no knot faster than its Simple line, and the
+    Simple line at most the datasheet NVLink rate; once bandwidth-bound (≥ 4 MiB) a call of twice the bytes
+    never takes less time. (Below that the measured curve is not monotonic: A100 × 4 falls from 62 to 23 µs
+    at 200–330 KiB, H100 × 4 by 15 % where NCCL switches to Simple near 4.8 MiB; the curve follows it.)"""
+    for gpu, table in ALL_REDUCE_CURVES.items():
+        assert sorted(table) == [2, 4, 8]
+        for n, c in table.items():
+            s, t = np.array(c.knot_bytes, np.float64), np.array(c.knot_ns)
+            assert np.all(np.diff(s) > 0) and s[0] >= 64 << 10 and s[-1] == 64 * MIB and np.all(t > 0)
+            assert np.all(bus_bytes(s, n) / t * 1e9 <= c.simple_bus_bytes_per_s)
+            assert 0.5 * c.datasheet_bytes_per_s < c.simple_bus_bytes_per_s <= c.datasheet_bytes_per_s
+            grid = np.geomspace(4 * MIB, 256 * MIB, 500)
+            assert np.all(c.time_ns(2 * grid) > c.time_ns(grid))
+            assert np.all(c.latency_ns(np.geomspace(1024, 1 << 30, 500)) > 0)
+            assert c.ll128_from_bytes <= c.simple_from_bytes
+    with pytest.raises(Exception, match="faster than the Simple busbw"):
+        AllReduceCurve(gpu="h100", n_ranks=8, knot_bytes=(65536, 64 * MIB), knot_ns=(30e3, 100e3),
+                       simple_bus_bytes_per_s=400e9, ll128_from_bytes=0, simple_from_bytes=0,
+                       datasheet_bytes_per_s=450e9)
+
+
+def test_in_server_all_reduce_follows_the_curve_and_nccls_protocol_by_size():
+    """Inside one server an all-reduce ring takes the measured curve's time and NCCL's protocol at that size
+    (LL, LL128, Simple either side of the switch sizes); the start delay plus what the executor's copies
+    take (with the Simple line's extra copy time) is the curve's time; another NVLink rate scales only the
+    size-proportional part; GPU counts without a measurement use the nearest measured one."""
+    for gpu, table in ALL_REDUCE_CURVES.items():
+        for rate_factor in (1.0, 1.5):
+            rate = table[8].datasheet_bytes_per_s * rate_factor
+            tuner = TuningModel.for_hardware({"name": gpu, "nvlink_bytes_per_s": rate})
+            for n, c in table.items():
+                shape = Shape(n, 1, n)
+                for size, protocol in ((c.ll128_from_bytes - 1, Protocol.LL), (c.simple_from_bytes - 1, Protocol.LL128),
+                                       (c.simple_from_bytes, Protocol.SIMPLE), (100 << 10, None), (48 * MIB, None),
+                                       (1 << 30, Protocol.SIMPLE)):
+                    if protocol == Protocol.LL128 and c.ll128_from_bytes == c.simple_from_bytes:
+                        continue
+                    best = tuner.best_protocol(CollKind.ALL_REDUCE, Algorithm.RING, shape, size)
+                    assert protocol is None or best.protocol == protocol
+                    assert best.time_ns == pytest.approx(float(c.time_ns(size, rate)), rel=1e-9)
+                    proportional = float(bus_bytes(size, n)) / c.simple_bus_bytes_per_s * 1e9
+                    assert best.time_ns == pytest.approx(float(c.time_ns(size)) + proportional * (1 / rate_factor - 1),
+                                                         rel=1e-9)
+                    per_byte = 1e9 / tuner.nvlink.copy_bytes_per_s + best.nvlink_extra_ns_per_byte
+                    copies = 2 * (n - 1) * min(tuner.nvlink.step_ns, tuner.nvlink.copy_latency_ns) \
+                        + float(bus_bytes(size, n)) * per_byte
+                    assert best.start_latency_ns + copies == pytest.approx(best.time_ns, rel=1e-9)
+                    assert best.nvlink_extra_ns_per_byte >= 0
+    assert [all_reduce_curve_for("a100", n).n_ranks for n in (2, 3, 5, 6, 7, 16)] == [2, 4, 4, 8, 8, 8]
+    assert all_reduce_curve_for("h200", 8) is ALL_REDUCE_CURVES["h100"][8]
+    assert all_reduce_curve_for("b200", 8) is ALL_REDUCE_CURVES["h100"][8]
+    # the executor copies at the fastest Simple line: no copy ever needs a negative extra time
+    for gpu, table in ALL_REDUCE_CURVES.items():
+        model = nvlink_model({"name": gpu, "nvlink_bytes_per_s": table[8].datasheet_bytes_per_s})
+        assert model.copy_bytes_per_s == pytest.approx(max(c.simple_bus_bytes_per_s for c in table.values()))
 
 
 # NCCL all-reduce inside one DGX, the robust measured curve (median of the 19 neighbouring sizes' medians,
 # as bench/fit_nvlink_all_reduce.py --report computes it): (gpu, GPUs, size bytes, µs), from
-# data/profiling/network/{a100_dgx,h100_dgx}/all_reduce.csv of microsoft/vidur, commit 7d47513 (MIT).
+# data/profiling/network/{a100_dgx,h100_dgx}/all_reduce.csv of microsoft/vidur, commit 7d47513 (MIT):
+# per GPU × GPU count the first sizes ≥ 64 KiB, 512 KiB, 4, 16 MiB and 64 MiB, and the hard spots
+# (A100 × 4's 62-µs level at 258 KiB, A100 × 8's plateau at 1 MiB, H100 × 4's bump at 4.75 MiB, H100 × 8's
+# staircase at 8.5 MiB).
 ROBUST_MEASURED = [
-    ("a100", 2, 67_584, 50.0), ("a100", 2, 1 * MIB, 53.0), ("a100", 2, 4 * MIB, 65.0), ("a100", 2, 64 * MIB, 427.0),
-    ("a100", 4, 264_192, 62.0), ("a100", 4, 4 * MIB, 85.0), ("a100", 4, 16 * MIB, 202.0),
-    ("a100", 4, 64 * MIB, 601.5),
-    ("a100", 8, 67_584, 35.5), ("a100", 8, 1 * MIB, 47.0), ("a100", 8, 16 * MIB, 274.0), ("a100", 8, 64 * MIB, 675.5),
-    ("h100", 2, 67_584, 32.0), ("h100", 2, 4 * MIB, 43.0), ("h100", 2, 16 * MIB, 74.0), ("h100", 2, 64 * MIB, 245.0),
-    ("h100", 4, 264_192, 41.0), ("h100", 4, 1 * MIB, 32.0), ("h100", 4, 16 * MIB, 93.0), ("h100", 4, 64 * MIB, 315.0),
-    ("h100", 8, 67_584, 28.0), ("h100", 8, 1 * MIB, 33.0), ("h100", 8, 4 * MIB, 51.0), ("h100", 8, 16 * MIB, 115.0),
+    ("a100", 2, 67_584, 50.0), ("a100", 2, 526_336, 49.0), ("a100", 2, 4_194_304, 65.0),
+    ("a100", 2, 16_777_216, 140.0), ("a100", 2, 67_108_864, 427.0),
+    ("a100", 4, 67_584, 21.5), ("a100", 4, 526_336, 23.0), ("a100", 4, 4_194_304, 85.0),
+    ("a100", 4, 16_777_216, 202.0), ("a100", 4, 67_108_864, 601.5), ("a100", 4, 264_192, 62.0),
+    ("a100", 8, 67_584, 35.5), ("a100", 8, 526_336, 35.0), ("a100", 8, 4_194_304, 98.0),
+    ("a100", 8, 16_777_216, 274.0), ("a100", 8, 67_108_864, 675.5), ("a100", 8, 1_048_576, 47.0),
+    ("h100", 2, 67_584, 32.0), ("h100", 2, 526_336, 41.0), ("h100", 2, 4_194_304, 43.0),
+    ("h100", 2, 16_777_216, 74.0), ("h100", 2, 67_108_864, 245.0),
+    ("h100", 4, 67_584, 40.0), ("h100", 4, 526_336, 44.0), ("h100", 4, 4_194_304, 47.0),
+    ("h100", 4, 16_777_216, 93.0), ("h100", 4, 67_108_864, 315.0), ("h100", 4, 4_980_736, 54.0),
+    ("h100", 8, 67_584, 28.0), ("h100", 8, 526_336, 31.0), ("h100", 8, 4_194_304, 51.0),
+    ("h100", 8, 16_777_216, 115.0), ("h100", 8, 67_108_864, 343.0), ("h100", 8, 8_912_896, 84.0),
 ]
 
 
 @pytest.mark.parametrize("gpu,n,size,measured_us", ROBUST_MEASURED)
 def test_in_server_all_reduce_matches_measured_nccl(gpu, n, size, measured_us):
-    """Co-simulated in-server all-reduce (NVLink copies + start delay) within 10 % of NCCL's measured curve."""
+    """Co-simulated in-server all-reduce (NVLink copies + start delay, through `cosim collective`'s path)
+    within 10 % of NCCL's robust measured curve."""
     sweep = CollectiveSweep(op="all_reduce", sizes_bytes=(size,), n_ranks=n, gpus_per_server=8, gpu=gpu)
     row, _ = run_point(sweep, "roce", size)
     assert row.algorithm == "ring"
@@ -187,8 +232,8 @@ def test_in_server_all_reduce_matches_measured_nccl(gpu, n, size, measured_us):
 
 
 def test_trace_nvlink_rate_reaches_the_executor():
-    """An A100 trace's TP all-reduce takes longer than an H100 one's by the ratio of their fitted Simple
-    bus bandwidths; the executor copies at each trace's own NVLink rate."""
+    """An A100 trace's TP all-reduce takes longer than an H100 one's by the ratio of their curves' Simple
+    bus bandwidths; the executor copies at a rate that follows each trace's own NVLink rate."""
     size = 256 * MIB
     times, rates = {}, {}
     for gpu in ("a100", "h100"):
@@ -198,7 +243,7 @@ def test_trace_nvlink_rate_reaches_the_executor():
         rates[gpu] = record.config["attributes"]["DagExecutor::NvlinkDataRate"]
         hw = collective_trace(CollKind.ALL_REDUCE, size, 8, gpu=gpu).spec_dict()["hardware"]
         assert rates[gpu] == nvlink_model(hw).executor_attributes()["DagExecutor::NvlinkDataRate"]
-    bus = {g: float(PROTOCOL_LINES[g][8].bus_bytes_per_s(size)) for g in ("a100", "h100")}
+    bus = {g: ALL_REDUCE_CURVES[g][8].bus_bytes_per_s() for g in ("a100", "h100")}
     # the bandwidth term dominates at 256 MiB: the time ratio is the bus-bandwidth ratio within the latency
     assert times["a100"] / times["h100"] == pytest.approx(bus["h100"] / bus["a100"], rel=0.05)
     assert rates["a100"] != rates["h100"]
@@ -218,9 +263,9 @@ def test_busbw_across_two_servers_stays_under_the_nic_limit(transport):
 
 
 def test_concurrent_in_server_all_reduces_share_nvlink_at_ncclss_rate():
-    """Two all-reduces on the same 8 H100s at once: the protocol's bandwidth loss is copy-engine time, so
-    together they take about twice one call's bandwidth term (they share NVLink at NCCL's fitted rate), not
-    one latency plus twice the datasheet wire time."""
+    """Two all-reduces on the same 8 H100s at once: the curve's bandwidth part is copy-engine time at the
+    Simple line's busbw, so together they take one latency plus about twice one call's bandwidth part (they
+    share NVLink at NCCL's measured rate), not one latency plus twice the datasheet wire time."""
     size, n = 64 * MIB, 8
     sweep = CollectiveSweep(op="all_reduce", sizes_bytes=(size,), n_ranks=n, gpus_per_server=8, gpu="h100")
     one = collective_trace(CollKind.ALL_REDUCE, size, n)
@@ -232,6 +277,6 @@ def test_concurrent_in_server_all_reduces_share_nvlink_at_ncclss_rate():
                 group_ptr=one.group_ptr, group_ranks=one.group_ranks, group_kind=one.group_kind, specs=one.specs)
     record = run_training(sweep.experiment("roce", size), two)
     finish = float(np.max(record.collectives["finish_ns"]))
-    lines = PROTOCOL_LINES["h100"][n]
-    bandwidth_ns = 2 * (n - 1) / n * size / float(lines.bus_bytes_per_s(size)) * 1e9
-    assert finish == pytest.approx(lines.latency_ns[2] + 2 * bandwidth_ns, rel=0.03)
+    curve = ALL_REDUCE_CURVES["h100"][n]
+    bandwidth_ns = float(bus_bytes(size, n)) / curve.bus_bytes_per_s() * 1e9
+    assert finish == pytest.approx(float(curve.latency_ns(size)) + 2 * bandwidth_ns, rel=0.03)

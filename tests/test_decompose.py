@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from cosim.network import topology
-from cosim.runs.decompose import describe_parts, flow_parts
+from cosim.network import ideal, topology
+from cosim.runs.decompose import describe_parts, flow_parts, shortest_routes
 
 
 def _rails(servers=4, gps=4, spines=2):
@@ -50,3 +50,45 @@ def test_single_switch_is_one_part(hosts):
     h = fab.host_ids
     parts = flow_parts(fab, h[:-1], np.roll(h, 1)[:-1])
     assert parts.n_parts == 1 and (parts.flow_part == 0).all()
+
+
+
+def _pairwise_reference(fab, src, dst):
+    """Per flow, the links on some shortest path and the hop count, from a breadth-first search at each
+    endpoint (transit through switches only): the definition, flow by flow."""
+    a, b = fab.link_a.astype(np.int64), fab.link_b.astype(np.int64)
+    links, hops = [], []
+    for s, t in zip(src.tolist(), dst.tolist()):
+        ds, dt = ideal.hop_counts(fab, s), ideal.hop_counts(fab, t)
+        total = int(ds[t])
+        if s == t or total < 0:
+            links.append(frozenset())
+            hops.append(0)
+            continue
+        on = (((ds[a] >= 0) & (dt[b] >= 0) & (ds[a] + 1 + dt[b] == total))
+              | ((ds[b] >= 0) & (dt[a] >= 0) & (ds[b] + 1 + dt[a] == total)))
+        links.append(frozenset(np.flatnonzero(on).tolist()))
+        hops.append(total)
+    return links, hops
+
+
+@pytest.mark.parametrize("fabric", [
+    lambda: topology.fat_tree(k=4, link_gbps=100.0, link_delay_ns=500.0),
+    lambda: topology.leaf_spine(hosts=12, hosts_per_leaf=4, spines=2, host_link_gbps=100.0,
+                                host_link_delay_ns=500.0, fabric_link_delay_ns=500.0),
+    _rails,
+], ids=["fat_tree", "leaf_spine", "rails"])
+def test_routes_searched_per_source_switch_equal_the_per_flow_definition(fabric):
+    """Searching once per source switch finds, for random flows, exactly the links and the equal-cost
+    multiplicity (more links than hops) that the per-flow breadth-first definition gives."""
+    fab = fabric()
+    rng = np.random.default_rng(7)
+    h = fab.host_ids.astype(np.int64)
+    src, dst = rng.choice(h, 60), rng.choice(h, 60)
+    src[:3] = dst[:3]  # a host to itself uses no link
+    links, hops = _pairwise_reference(fab, src, dst)
+    routes = shortest_routes(fab, src, dst)
+    assert routes.routed.tolist() == [bool(r) for r in links]
+    assert set(np.flatnonzero(routes.used_link).tolist()) == set().union(*links)
+    assert routes.multipath.tolist() == [len(r) > n for r, n in zip(links, hops)]
+    assert routes.multipath.any()  # every one of these fabrics has equal-cost paths between some hosts

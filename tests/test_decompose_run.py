@@ -103,15 +103,25 @@ def test_decompose_takes_auto_or_off(value):
         experiments_of({}, {**RAILS, "limits.decompose": value})
 
 
-def test_a_folded_switch_queueing_beyond_ecn_kmin_falls_back_to_the_whole_run(engine_ns):
-    """With Kmin at 1 byte every queue marks at random, from each switch's own stream, so identical rails
-    would diverge: the fold is tried, refused after its run, and the record is the whole run's."""
-    attrs = {"attributes.FabricSwitch::EcnKminBytes": 1, "attributes.FabricSwitch::EcnKmaxBytes": 100_000_000,
-             "workload.iterations": 1}
-    runs = _both({}, {**RAILS, **attrs})
-    d = runs["auto"][1].config["decomposition"]
-    assert d["decompose"] == "whole" and "Kmin" in d["decompose_reason"]
-    _assert_identical(runs["off"][1], runs["auto"][1])
+#: two identical incasts under a leaf each: the leaves' egress queues build, and mark at random
+TWO_INCASTS = {"network": {"topology": "leaf-spine", "gpus_per_server": 2, "hosts_per_leaf": 4, "spines": 2,
+                           "hosts": 8},
+               "workloads": [{"name": f"burst{i}", "kind": "flows", "pattern": "incast", "flow_bytes": "512KiB",
+                              "servers": 2} for i in range(2)]}
+
+
+def test_identical_parts_marking_at_random_run_once_exactly(engine_ns):
+    """Two identical incasts under their own leaves queue far beyond Kmin, so ECN marks are drawn at random
+    for most packets. Both leaves are of one tier and draw from one marking stream: they mark the same
+    packets, one incast is simulated and copied, and every dataset (the marks included) equals the whole
+    run's."""
+    ecn = {"network.attributes": {"FabricSwitch::EcnKminBytes": "1", "FabricSwitch::EcnKmaxBytes": "10000000"}}
+    runs = _both(TWO_INCASTS, ecn)
+    whole, parts = runs["off"][1], runs["auto"][1]
+    d = parts.config["decomposition"]
+    assert d["decompose"] == "independent" and d["decompose_classes"] == [2] and d["decompose_runs"] == 1
+    assert whole.summary["ecn_marks"] > 0 and whole.summary["max_queue_bytes"] > 100_000
+    _assert_identical(whole, parts)
 
 
 def test_cli_jobs_runs_the_groups_in_processes_and_dry_run_shows_them(tmp_path, engine_ns):

@@ -14,6 +14,7 @@ from cosim import results
 from cosim.collectives import DagOpKind
 from cosim.network.ideal import ideal_fct_ns
 from cosim.runs import inference
+from cosim.runs import run as runner
 from cosim.runs.experiment import from_document
 from cosim.workload.inference.batching import in_flight_time_integral_ns
 from cosim.workload.inference.requests import Requests
@@ -94,6 +95,15 @@ def test_littles_law_and_request_order(loaded, tmp_path):
     back = results.read_results(results.write_results(tmp_path / "r.h5", [rec]))[rec.name]
     for name, values in r.items():
         np.testing.assert_array_equal(back.requests[name], values)
+
+
+def test_roce_headroom_only_for_the_priorities_the_service_uses(loaded):
+    """As in a training run: PFC headroom for the data's priority 0 and the ACK/CNP priority 7 (0x81), not
+    all 8 classes; the packet-level run uses the attributes the dry run checks the fabric with."""
+    exp, rec = loaded
+    attributes = rec.config["attributes"]
+    assert attributes["SharedBufferMmu::LosslessPriorityMask"] == str(0x81)
+    assert runner.attributes_of(exp).items() <= attributes.items()
 
 
 def test_fixed_point_schedule_matches_the_packet_level_times(loaded):

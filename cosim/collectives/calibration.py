@@ -24,27 +24,38 @@ relative error over the 4–64 MiB points, median / p90 by GPU count 2, 4, 8 —
 an unknown GPU uses H100's too. This one line is what the tuner uses for the NVLink part of collectives
 that span servers.
 
-In-server all-reduce, per protocol
-----------------------------------
-NCCL picks a protocol by size — LL for small calls, LL128 in between, Simple for large ones — and each has
-its own latency and bandwidth. Inside one server, an all-reduce of S bytes on n GPUs takes
+In-server all-reduce: a measured curve
+--------------------------------------
+An all-reduce ring inside one server follows NCCL's measured times themselves, as a compact curve per GPU
+type and GPU count (:class:`AllReduceCurve`): knots (size, time) taken from the robust measured curve
+(:func:`robust_curve`: at each size the median of the medians of its 19 neighbouring sizes) at sizes
+≥ 64 KiB, chosen by greedy insertion of the worst point until piecewise-linear interpolation in
+log(size)–log(time) is within 2 % of the robust curve everywhere (:func:`fit_all_reduce_curve`). Between
+knots the time is that interpolation; below the first knot it is the first knot's time (the measured
+medians below 64 KiB sit on the 20–60 µs launch floor); above the last knot it grows at the *Simple line's*
+bus bandwidth ``simple_bus_bytes_per_s``: the relative least-squares line ``latency + 2(n−1)/n · S / busbw``
+through the robust curve's largest quarter of sizes (16–64 MiB), NCCL's large-message busbw, at least the
+busbw any knot reaches and at most the datasheet NVLink rate.
 
-    T(S, n) = latency_ns[p] + 2(n−1)/n · S / bus_bytes_per_s[p],   p = LL if S < ll128_from_bytes,
-                                                                    LL128 if S < simple_from_bytes, else Simple
+A curve's time splits into a size-proportional part — the bus bytes 2(n−1)/n · S at the Simple line's
+busbw — and the rest (:meth:`AllReduceCurve.latency_ns`: launch, synchronisation, NCCL's protocol and
+channel choices at that size). A hardware spec with another NVLink rate than the fit's datasheet rate
+scales the Simple busbw by the ratio of the two rates and keeps the rest, so only the size-proportional part
+changes. Which protocol NCCL runs (LL below ``ll128_from_bytes``, LL128 below ``simple_from_bytes``,
+Simple above) names the call's protocol; the time comes from the curve. The switch sizes are those of a
+three-lines-per-protocol least-squares fit to the same CSVs (switch sizes searched on a 97-size log grid).
 
-with one (latency, bus bandwidth) pair per protocol and the two switch sizes per GPU type and GPU count
-(:class:`ProtocolLines`), fitted jointly by :func:`fit_protocol_lines` — least squares of the relative error
-against the robust measured curve (:func:`robust_curve`) at sizes ≥ 64 KiB, the switch sizes searched on a
-grid of 97 sizes a log step apart, every bandwidth at most the datasheet NVLink rate — to the same vidur
-CSVs (n = 2, 4, 8 measured; another n uses the nearest measured count, the larger on a tie). Below about
-1 MiB the measured medians sit on a 20–60 µs floor of launch and timer overhead that jumps from one size to
-the next, so the LL and LL128 lines there follow that floor (their fitted bandwidths are not NCCL's
-LL = ½, LL128 = 0.92 of Simple), while the Simple line is NCCL's large-message busbw.
+The knots ship in ``nvlink_all_reduce_curves.json`` beside this module (same source and license as above;
+n = 2, 4, 8 measured, another n uses the nearest measured count, the larger on a tie), regenerated with
+``python bench/fit_nvlink_all_reduce.py PATH/<gpu>_dgx/all_reduce.csv --curve <gpu> --datasheet-gbps R
+-o cosim/collectives/nvlink_all_reduce_curves.json``.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -89,14 +100,14 @@ def calibration_for(gpu: str | None) -> NvlinkCalibration:
 class NvlinkModel:
     """The NVLink side of one run: what the DAG executor copies at and what NCCL adds per call and step.
 
-    The executor copies at the fastest rate any fitted NCCL line reaches on this GPU (``copy_bytes_per_s``);
-    what a call's protocol loses against it is extra copy time of its NVLink copies
-    (:meth:`cosim.collectives.tuning.TuningModel.nvlink_extra_ns_per_byte`)."""
+    The executor copies at the fastest bus bandwidth this GPU's calibration holds (``copy_bytes_per_s``:
+    its Simple lines' and one-line busbw, :func:`max_efficiency`); what a call's busbw loses against it is
+    extra copy time of its NVLink copies (:meth:`cosim.collectives.tuning.TuningModel.nvlink_extra_ns_per_byte`)."""
 
     gpu: str
     nvlink_bytes_per_s: float  #: datasheet NVLink rate per GPU per direction, bytes/s
     bus_bytes_per_s: float  #: rate NCCL sustains at large sizes (the one-line fit), bytes/s
-    copy_bytes_per_s: float  #: the DAG executor's NVLink copy rate: the fastest fitted line's, bytes/s
+    copy_bytes_per_s: float  #: the DAG executor's NVLink copy rate: the fastest calibrated busbw, bytes/s
     copy_latency_ns: float  #: fixed latency of one NVLink copy in the executor, ns
     launch_ns: float
     step_ns: float
@@ -162,61 +173,108 @@ def fit_all_reduce(size_bytes, n_ranks, time_ns, *, min_size_bytes: int = 2 << 2
     return float(launch), float(step), float(1e9 / inv_bw)
 
 
-# --- in-server all-reduce, one line per NCCL protocol (module docstring) ---------------------------------
+# --- in-server all-reduce: a measured curve (module docstring) --------------------------------------------
 
 #: NCCL's protocols in the order it uses them as the size grows
 PROTOCOL_NAMES = ("LL", "LL128", "Simple")
 #: sizes in the window of the robust measured curve: the point and 9 neighbours on each side
 ROBUST_WINDOW = 19
+#: the knots file shipped beside this module
+CURVES_FILE = Path(__file__).resolve().parent / "nvlink_all_reduce_curves.json"
+
+
+def bus_bytes(size_bytes, n_ranks):
+    """Bytes each GPU moves over NVLink in a ring all-reduce of ``size_bytes``: 2(n−1)/n · S."""
+    return 2 * (n_ranks - 1) / n_ranks * np.asarray(size_bytes, np.float64)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProtocolLines:
-    """Fitted in-server all-reduce of one GPU type on ``n_ranks`` GPUs: NCCL's protocol by size, and one
-    (latency, bus bandwidth) line per protocol (module docstring)."""
+class AllReduceCurve:
+    """Measured in-server all-reduce time of one GPU type on ``n_ranks`` GPUs (module docstring)."""
 
     gpu: str
     n_ranks: int
+    knot_bytes: tuple[int, ...]  #: knot sizes, increasing, bytes
+    knot_ns: tuple[float, ...]  #: robust measured time at each knot, ns
+    simple_bus_bytes_per_s: float  #: the Simple line's bus bandwidth at the datasheet rate, bytes/s
     ll128_from_bytes: int  #: smallest size NCCL runs with LL128, bytes
     simple_from_bytes: int  #: smallest size NCCL runs with Simple, bytes
-    latency_ns: tuple[float, float, float]  #: per protocol (LL, LL128, Simple): fixed time of one call, ns
-    efficiency: tuple[float, float, float]  #: per protocol: bus bandwidth / the datasheet NVLink rate
     datasheet_bytes_per_s: float  #: NVLink rate per GPU per direction the fit was made against, bytes/s
+
+    def __post_init__(self) -> None:
+        s, t = np.asarray(self.knot_bytes, np.float64), np.asarray(self.knot_ns, np.float64)
+        where = f"all-reduce curve {self.gpu} x {self.n_ranks}"
+        if self.n_ranks < 2 or s.size < 2 or s.size != t.size:
+            raise CosimInputError(where, "needs n_ranks >= 2 and as many knot times as knot sizes (>= 2)")
+        if not (np.all(np.diff(s) > 0) and s[0] > 0 and np.all(np.isfinite(t)) and np.all(t > 0)):
+            raise CosimInputError(where, "knot sizes must increase from > 0 and knot times be positive")
+        if not 0 < self.simple_bus_bytes_per_s <= self.datasheet_bytes_per_s:
+            raise CosimInputError(where, "the Simple busbw must be positive and at most the datasheet NVLink rate")
+        if np.any(bus_bytes(s, self.n_ranks) / t * 1e9 > self.simple_bus_bytes_per_s * (1 + 1e-9)):
+            raise CosimInputError(where, "a knot is faster than the Simple busbw (its latency would be negative)")
 
     def protocol(self, size_bytes):
         """Index into :data:`PROTOCOL_NAMES` of the protocol NCCL uses at ``size_bytes`` (numpy-broadcast)."""
         s = np.asarray(size_bytes)
         return (s >= self.ll128_from_bytes).astype(np.int64) + (s >= self.simple_from_bytes)
 
-    def bus_bytes_per_s(self, size_bytes, nvlink_bytes_per_s: float | None = None):
-        """Bus bandwidth of the protocol used at ``size_bytes`` on an NVLink of that rate, bytes/s."""
-        rate = nvlink_bytes_per_s or self.datasheet_bytes_per_s
-        return np.asarray(self.efficiency)[self.protocol(size_bytes)] * rate
+    def bus_bytes_per_s(self, nvlink_bytes_per_s: float | None = None) -> float:
+        """The Simple line's bus bandwidth on an NVLink of that rate (the datasheet's if None), bytes/s."""
+        return self.simple_bus_bytes_per_s * (nvlink_bytes_per_s or self.datasheet_bytes_per_s) \
+            / self.datasheet_bytes_per_s
+
+    def latency_ns(self, size_bytes):
+        """The curve's time less its size-proportional part at the datasheet rate, ns (numpy-broadcast)."""
+        s = np.asarray(size_bytes, np.float64)
+        knots_s, knots_t = np.asarray(self.knot_bytes, np.float64), np.asarray(self.knot_ns, np.float64)
+        inside = np.exp(np.interp(np.log(np.clip(s, knots_s[0], knots_s[-1])), np.log(knots_s), np.log(knots_t)))
+        proportional = bus_bytes(s, self.n_ranks) / self.simple_bus_bytes_per_s * 1e9
+        last_latency = knots_t[-1] - bus_bytes(knots_s[-1], self.n_ranks) / self.simple_bus_bytes_per_s * 1e9
+        return np.where(s > knots_s[-1], last_latency, inside - proportional)
 
     def time_ns(self, size_bytes, nvlink_bytes_per_s: float | None = None):
-        """T(S, n) of the module docstring, ns (numpy-broadcast over sizes)."""
+        """Time of an all-reduce of ``size_bytes`` on an NVLink of that rate, ns (numpy-broadcast)."""
         s = np.asarray(size_bytes, np.float64)
-        latency = np.asarray(self.latency_ns)[self.protocol(s)]
-        n = self.n_ranks
-        return latency + 2 * (n - 1) / n * s / self.bus_bytes_per_s(s, nvlink_bytes_per_s) * 1e9
+        return self.latency_ns(s) + bus_bytes(s, self.n_ranks) / self.bus_bytes_per_s(nvlink_bytes_per_s) * 1e9
 
 
-def protocol_lines_for(gpu: str | None, n_ranks: int) -> ProtocolLines:
-    """The fitted lines of GPU type ``gpu`` (as :func:`calibration_for`) for the measured GPU count nearest
+def load_curves(path: Path) -> dict[str, dict[int, AllReduceCurve]]:
+    """The curves of a knots file (the format :func:`curves_document` writes), by GPU and GPU count."""
+    doc = json.loads(path.read_text())
+    out = {}
+    for gpu, entry in doc["curves"].items():
+        out[gpu] = {int(n): AllReduceCurve(gpu=gpu, n_ranks=int(n), knot_bytes=tuple(c["knot_bytes"]),
+                                           knot_ns=tuple(float(v) for v in c["knot_ns"]),
+                                           simple_bus_bytes_per_s=float(c["simple_bus_bytes_per_s"]),
+                                           ll128_from_bytes=int(c["ll128_from_bytes"]),
+                                           simple_from_bytes=int(c["simple_from_bytes"]),
+                                           datasheet_bytes_per_s=float(entry["datasheet_bytes_per_s"]))
+                    for n, c in entry["by_gpu_count"].items()}
+    return out
+
+
+#: vidur a100_dgx / h100_dgx all_reduce.csv (commit 7d47513), bench/fit_nvlink_all_reduce.py --curve GPU
+ALL_REDUCE_CURVES: dict[str, dict[int, AllReduceCurve]] = load_curves(CURVES_FILE)
+
+
+def all_reduce_curve_for(gpu: str | None, n_ranks: int) -> AllReduceCurve:
+    """The curve of GPU type ``gpu`` (as :func:`calibration_for`) for the measured GPU count nearest
     ``n_ranks`` (the larger on a tie)."""
     name = (gpu or DEFAULT_GPU).lower()
     name = _SAME_AS.get(name, name)
-    table = PROTOCOL_LINES.get(name, PROTOCOL_LINES[DEFAULT_GPU])
+    table = ALL_REDUCE_CURVES.get(name, ALL_REDUCE_CURVES[DEFAULT_GPU])
     counts = np.array(sorted(table))
     return table[int(counts[np.lexsort((-counts, np.abs(counts - n_ranks)))[0]])]
 
 
 def max_efficiency(gpu: str | None) -> float:
-    """The largest bus bandwidth / datasheet rate of any fitted line (one-line or per protocol) of ``gpu``."""
+    """The largest bus bandwidth / datasheet rate of ``gpu``'s one-line fit and its curves' Simple lines:
+    what the DAG executor copies at, so that no NVLink copy needs a negative extra time."""
     name = (gpu or DEFAULT_GPU).lower()
     name = _SAME_AS.get(name, name)
-    table = PROTOCOL_LINES.get(name, PROTOCOL_LINES[DEFAULT_GPU])
-    return max([calibration_for(gpu).efficiency] + [e for lines in table.values() for e in lines.efficiency])
+    table = ALL_REDUCE_CURVES.get(name, ALL_REDUCE_CURVES[DEFAULT_GPU])
+    return max([calibration_for(gpu).efficiency]
+               + [c.simple_bus_bytes_per_s / c.datasheet_bytes_per_s for c in table.values()])
 
 
 def robust_curve(time_ns) -> np.ndarray:
@@ -231,99 +289,70 @@ def robust_curve(time_ns) -> np.ndarray:
     return np.nanmedian(np.lib.stride_tricks.sliding_window_view(padded, ROBUST_WINDOW), axis=1)
 
 
-def _line_sums(bus_bytes, target_ns) -> np.ndarray:
-    """Running sums for the relative least squares of ``latency + bus_bytes · u ≈ target`` over any run of
-    consecutive points: row i holds the sums over points [0, i)."""
-    w = 1.0 / target_ns
-    x = bus_bytes
-    cols = np.stack([w * w, x * w * w, x * x * w * w, w, x * w, np.ones_like(x)], axis=1)
-    return np.vstack([np.zeros(6), np.cumsum(cols, axis=0)])
+def greedy_knots(size_bytes: np.ndarray, target_ns: np.ndarray, tolerance: float) -> np.ndarray:
+    """Indices of the knots, first and last point included, that log–log interpolation needs to stay within
+    ``tolerance`` (relative) of ``target_ns`` at every point: the worst point is added until it does."""
+    ls, lt = np.log(size_bytes), np.log(target_ns)
+    chosen = np.zeros(ls.size, bool)
+    chosen[[0, -1]] = True
+    while True:
+        k = np.flatnonzero(chosen)
+        err = np.abs(np.exp(np.interp(ls, ls[k], lt[k]) - lt) - 1)
+        worst = int(np.argmax(err))
+        if err[worst] <= tolerance or chosen[worst]:
+            return k
+        chosen[worst] = True
 
 
-def _best_lines(sums: np.ndarray, u_min: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of ``sums`` (a run of points): the (latency ≥ 0, ns per bus byte u ≥ u_min) minimizing the
-    relative squared error, and that error. Unconstrained optimum if feasible, else the best on a bound."""
-    a, b, c, d, e, m = sums.T  # Σw², Σxw², Σx²w², Σw, Σxw, number of points
-
-    def sse(lat, u):
-        return np.maximum(a * lat * lat + 2 * b * lat * u + c * u * u - 2 * d * lat - 2 * e * u + m, 0.0)
-
-    det = a * c - b * b
-    safe = np.where(det > 0, det, 1.0)
-    free_lat, free_u = (c * d - b * e) / safe, (a * e - b * d) / safe
-    free_ok = (det > 1e-12 * np.maximum(a * c, 1e-300)) & (free_lat >= 0) & (free_u >= u_min)
-    bound_lat = np.maximum((d - b * u_min) / np.where(a > 0, a, 1.0), 0.0)  # u at its bound
-    zero_u = np.maximum(e / np.where(c > 0, c, 1.0), u_min)  # latency at 0
-    lats = np.stack([np.where(free_ok, free_lat, 0.0), bound_lat, np.zeros_like(a)])
-    us = np.stack([np.where(free_ok, free_u, u_min), np.full_like(a, u_min), zero_u])
-    errs = np.stack([np.where(free_ok, sse(free_lat, free_u), np.inf), sse(bound_lat, u_min), sse(0.0, zero_u)])
-    pick = np.argmin(errs, axis=0)
-    cols = np.arange(a.size)
-    return lats[pick, cols], us[pick, cols], np.where(m > 0, errs[pick, cols], 0.0)
+def simple_line_bus_bytes_per_s(bus: np.ndarray, target_ns: np.ndarray, datasheet_bytes_per_s: float) -> float:
+    """Bus bandwidth of the relative least-squares line ``latency + bus / busbw`` through the points, at
+    least the busbw of any point and at most ``datasheet_bytes_per_s`` (module docstring), bytes/s."""
+    a = np.stack([np.ones_like(bus), bus], axis=1) / target_ns[:, None]
+    (_, ns_per_byte), *_ = np.linalg.lstsq(a, np.ones_like(bus), rcond=None)
+    fitted = 1e9 / ns_per_byte if ns_per_byte > 0 else datasheet_bytes_per_s
+    return float(min(max(fitted, float(np.max(bus / target_ns)) * 1e9), datasheet_bytes_per_s))
 
 
-def fit_protocol_lines(size_bytes, time_ns, n_ranks: int, *, gpu: str, datasheet_bytes_per_s: float,
-                       min_size_bytes: int = 64 << 10, n_grid: int = 97) -> ProtocolLines:
-    """Fit the :class:`ProtocolLines` of one GPU count to its measured all-reduce times (module docstring).
-
-    ``size_bytes``, ``time_ns``: the measured medians at ``n_ranks`` GPUs, any order. The two switch sizes
-    are searched over ``n_grid`` measured sizes a log step apart (every pair, vectorized); for each pair the
-    three lines are closed-form relative least-squares fits to the robust curve, bus bandwidth at most
-    ``datasheet_bytes_per_s``. A protocol may end up unused (its switch sizes equal).
-    """
+def fit_all_reduce_curve(size_bytes, time_ns, n_ranks: int, *, gpu: str, datasheet_bytes_per_s: float,
+                         ll128_from_bytes: int, simple_from_bytes: int, tolerance: float = 0.02,
+                         min_size_bytes: int = 64 << 10) -> AllReduceCurve:
+    """The :class:`AllReduceCurve` of measured medians ``time_ns`` at ``size_bytes`` (any order) on
+    ``n_ranks`` GPUs of one server: knots from the robust curve at sizes ≥ ``min_size_bytes`` within
+    ``tolerance``, the Simple line through its largest quarter of sizes (module docstring)."""
     s = np.asarray(size_bytes, np.float64)
     t = np.asarray(time_ns, np.float64)
     order = np.argsort(s, kind="stable")
     s, t = s[order], t[order]
     target = robust_curve(t)
     keep = (s >= min_size_bytes) & (target > 0)
-    s, target = s[keep], target[keep]
-    if s.size < 6 or not n_ranks >= 2:
-        raise CosimInputError("calibration", f"needs at least 6 sizes >= {min_size_bytes} B at {n_ranks} GPUs")
-    if not datasheet_bytes_per_s > 0:
-        raise CosimInputError("calibration", "the datasheet NVLink rate must be positive")
-    x = 2 * (n_ranks - 1) / n_ranks * s
-    grid = np.unique(np.concatenate([[0, s.size], np.searchsorted(s, np.geomspace(s[0], s[-1], n_grid))]))
-    first, second = np.meshgrid(grid, grid, indexing="ij")
-    first, second = first[first <= second], second[first <= second]
-    bounds = [(np.zeros_like(first), first), (first, second), (second, np.full_like(first, s.size))]
-    u_min = 1e9 / datasheet_bytes_per_s  # ns per bus byte at the datasheet rate: no line is faster
-    sums = _line_sums(x, target)
-    fits = [_best_lines(sums[hi] - sums[lo], u_min) for lo, hi in bounds]
-    best = int(np.argmin(sum(err for _, _, err in fits)))
-
-    def size_at(i: int) -> int:
-        return int(s[i]) if i < s.size else int(s[-1]) + 1
-
-    return ProtocolLines(gpu=gpu, n_ranks=int(n_ranks), ll128_from_bytes=size_at(first[best]),
-                         simple_from_bytes=size_at(second[best]),
-                         latency_ns=tuple(float(lat[best]) for lat, _, _ in fits),
-                         efficiency=tuple(float(u_min / u[best]) for _, u, _ in fits),
-                         datasheet_bytes_per_s=float(datasheet_bytes_per_s))
+    s, inverse = np.unique(s[keep], return_inverse=True)  # a size measured twice: the mean of its two
+    target = np.bincount(inverse, weights=target[keep]) / np.bincount(inverse)
+    if s.size < 4 or not n_ranks >= 2:
+        raise CosimInputError("calibration", f"needs at least 4 sizes >= {min_size_bytes} B at {n_ranks} GPUs "
+                              "(n >= 2)")
+    if not datasheet_bytes_per_s > 0 or not tolerance > 0:
+        raise CosimInputError("calibration", "the datasheet NVLink rate and the tolerance must be positive")
+    bus = bus_bytes(s, n_ranks)
+    if np.max(bus / target) * 1e9 > datasheet_bytes_per_s:
+        raise CosimInputError("calibration", f"{gpu} x {n_ranks}: a measured busbw exceeds the datasheet rate",
+                              "check the units (bytes, ms) and --datasheet-gbps")
+    top = s >= s[-1] / 4
+    simple = simple_line_bus_bytes_per_s(bus[top], target[top], datasheet_bytes_per_s)
+    k = greedy_knots(s, target, tolerance)
+    return AllReduceCurve(gpu=gpu, n_ranks=int(n_ranks), knot_bytes=tuple(int(v) for v in s[k]),
+                          knot_ns=tuple(float(v) for v in target[k]), simple_bus_bytes_per_s=simple,
+                          ll128_from_bytes=int(ll128_from_bytes), simple_from_bytes=int(simple_from_bytes),
+                          datasheet_bytes_per_s=float(datasheet_bytes_per_s))
 
 
-#: vidur a100_dgx / h100_dgx all_reduce.csv (commit 7d47513), bench/fit_nvlink_all_reduce.py --protocols GPU
-PROTOCOL_LINES: dict[str, dict[int, ProtocolLines]] = {
-    "a100": {
-        2: ProtocolLines(gpu='a100', n_ranks=2, ll128_from_bytes=272_384, simple_from_bytes=903_168,
-                           latency_ns=(49_114.0, 23_362.0, 43_846.0), efficiency=(1.0000, 0.0666, 0.5689),
-                           datasheet_bytes_per_s=300e9),  # busbw LL 300 / LL128 20 / Simple 171 GB/s
-        4: ProtocolLines(gpu='a100', n_ranks=4, ll128_from_bytes=329_728, simple_from_bytes=837_632,
-                           latency_ns=(13_361.0, 19_711.0, 47_857.0), efficiency=(0.0253, 0.4573, 0.5746),
-                           datasheet_bytes_per_s=300e9),  # busbw LL 8 / LL128 137 / Simple 172 GB/s
-        8: ProtocolLines(gpu='a100', n_ranks=8, ll128_from_bytes=477_184, simple_from_bytes=24_641_536,
-                           latency_ns=(33_291.0, 32_624.0, 142_995.0), efficiency=(0.0865, 0.4098, 0.7297),
-                           datasheet_bytes_per_s=300e9),  # busbw LL 26 / LL128 123 / Simple 219 GB/s
-    },
-    "h100": {
-        2: ProtocolLines(gpu='h100', n_ranks=2, ll128_from_bytes=681_984, simple_from_bytes=5_832_704,
-                           latency_ns=(29_819.0, 34_605.0, 17_535.0), efficiency=(0.1067, 1.0000, 0.6477),
-                           datasheet_bytes_per_s=450e9),  # busbw LL 48 / LL128 450 / Simple 291 GB/s
-        4: ProtocolLines(gpu='h100', n_ranks=4, ll128_from_bytes=1_042_432, simple_from_bytes=5_046_272,
-                           latency_ns=(40_373.0, 23_438.0, 23_570.0), efficiency=(1.0000, 0.5627, 0.7738),
-                           datasheet_bytes_per_s=450e9),  # busbw LL 450 / LL128 253 / Simple 348 GB/s
-        8: ProtocolLines(gpu='h100', n_ranks=8, ll128_from_bytes=477_184, simple_from_bytes=8_355_840,
-                           latency_ns=(26_143.0, 27_558.0, 40_934.0), efficiency=(0.1591, 0.6839, 0.8372),
-                           datasheet_bytes_per_s=450e9),  # busbw LL 72 / LL128 308 / Simple 377 GB/s
-    },
-}
+def curves_document(curves: dict[str, dict[int, AllReduceCurve]], *, source: str, command: str) -> dict:
+    """The knots file's content (JSON-ready) for ``curves`` by GPU and GPU count."""
+    return {"source": source, "command": command, "curves": {
+        gpu: {"datasheet_bytes_per_s": next(iter(table.values())).datasheet_bytes_per_s,
+              "by_gpu_count": {str(n): {"ll128_from_bytes": c.ll128_from_bytes,
+                                        "simple_from_bytes": c.simple_from_bytes,
+                                        "simple_bus_bytes_per_s": round(c.simple_bus_bytes_per_s),
+                                        "knot_bytes": list(c.knot_bytes),
+                                        "knot_ns": [round(v, 1) for v in c.knot_ns]}
+                               for n, c in sorted(table.items())}}
+        for gpu, table in sorted(curves.items())}}

@@ -29,7 +29,7 @@ Latency: every call's start barrier is a COMPUTE op of rank −1 lasting the tun
 algorithm used with its best protocol (:meth:`~cosim.collectives.tuning.TuningModel.start_latency_ns`:
 launch, per-step synchronisation, network proxy — what the NVLink copies and the packet-level network do
 not model); a NOP when that is 0 (a one-member group). The NVLINK ops of a ring inside one server carry
-as ``duration_ns`` the extra copy time of its protocol (bytes ×
+as ``duration_ns`` the extra copy time of its bus bandwidth (bytes ×
 :meth:`~cosim.collectives.tuning.TuningModel.nvlink_extra_ns_per_byte`).
 """
 
@@ -280,8 +280,9 @@ def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of
                     c_algo: np.ndarray, gps: int) -> None:
     """Every template's flows broadcast over its calls, between their barrier and end NOPs (``c_algo``
     receives the algorithm of every call); its NVLink copies carry ``t_extra[t]`` ns per byte of extra copy
-    time (the protocol's bandwidth loss, resolve_algorithm). Ops are written a block of calls at a time and
-    the deps given as blocks made when the CSR is built, so no template's broadcast is ever held whole."""
+    time (what the call's bus bandwidth loses against the copy rate, resolve_algorithm). Ops are written a
+    block of calls at a time and the deps given as blocks made when the CSR is built, so no template's
+    broadcast is ever held whole."""
     order = np.argsort(tmpl_of_call, kind="stable")
     bounds = np.searchsorted(tmpl_of_call[order], np.arange(len(templates) + 1))
     for t, (algo, s) in enumerate(templates):

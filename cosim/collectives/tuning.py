@@ -1,8 +1,8 @@
 """Which algorithm and protocol a collective call uses, chosen as NCCL's tuner does: by estimated time.
 
-An all-reduce ring inside one server is the exception: it follows the fitted per-protocol lines of
-:mod:`cosim.collectives.calibration` — the protocol NCCL was measured to use at that size and GPU count,
-and that protocol's latency and bus bandwidth — instead of the estimates below.
+An all-reduce ring inside one server is the exception: its time is NCCL's measured curve of
+:mod:`cosim.collectives.calibration` at that size and GPU count, and its protocol the one NCCL was measured
+to switch to at that size; the estimates below time every other call.
 
 For every candidate (algorithm, protocol) the model estimates ``time = latency + bytes / bandwidth`` from
 the group's shape — n ranks on k servers, g on each — and the call's size S, and takes the fastest; ties
@@ -10,10 +10,12 @@ go to the earlier candidate in :data:`CANDIDATES`. The chosen latency also enter
 collective's start barrier lasts :func:`TuningModel.start_latency_ns` (what neither the NVLink copies nor
 the packet-level network model: kernel launch, per-step synchronisation, the network proxy; the NVLink
 copies' own latency, one per NVLink step, is left out of it since the executor adds it). Inside one server
-a ring's NVLink copies also take what the protocol's bus bandwidth loses against the executor's copy rate
-(the fastest fitted line's): :meth:`TuningModel.nvlink_extra_ns_per_byte` of extra copy-engine time per
-byte, so the simulated call takes the estimated time and that time competes for the GPU's copy engine
-with whatever else it sends.
+a ring's NVLink copies also take what the call's bus bandwidth loses against the executor's copy rate
+(the fastest Simple line or one-line busbw of the GPU): :meth:`TuningModel.nvlink_extra_ns_per_byte` of
+extra copy-engine time per byte, so the simulated call takes the estimated time and its bandwidth part
+competes for the GPU's copy engine with whatever else it sends. For an in-server all-reduce the bandwidth
+part is the bus bytes at the curve's Simple-line busbw and the latency is the rest of the curve's time
+(:meth:`cosim.collectives.calibration.AllReduceCurve.latency_ns`), so latency + bandwidth part = the curve.
 
 Latency (ns), with steps split into NVLink steps and network steps:
 
@@ -31,7 +33,7 @@ per-protocol network step latencies are NCCL's ring / tree "NET" latencies (LL 2
 Bandwidth (bus bandwidth B, the nccl-tests busbw the call reaches; time = factor · S / B):
 
 - inside one server: the calibrated NVLink bus bandwidth, whatever the protocol (all-reduce ring: the
-  protocol's fitted line, above);
+  curve's Simple line, above);
 - across servers: ``min(NVLink bus bandwidth, e_p · g · nic_bytes_per_s)`` — a ring's channels spread over
   the group's g NICs per server, so g NICs carry every server's share; e_p is the protocol's efficiency
   (LL 1/4: half of every 16-byte line is flags and the rest is polled; LL128 0.92 = 120/128; Simple 1);
@@ -51,7 +53,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from cosim.collectives.algorithms import Algorithm
-from cosim.collectives.calibration import NvlinkModel, ProtocolLines, nvlink_model, protocol_lines_for
+from cosim.collectives.calibration import AllReduceCurve, NvlinkModel, all_reduce_curve_for, nvlink_model
 from cosim.errors import CosimInputError
 from cosim.workload.trace import CollKind
 
@@ -160,46 +162,50 @@ class TuningModel:
         total, inter = twice * (n - 1), twice * (k - 1)
         return total - inter, inter
 
-    def in_server_lines(self, kind: CollKind, algorithm: Algorithm, shape: Shape) -> ProtocolLines | None:
-        """The fitted per-protocol lines that time this call: an all-reduce ring inside one server."""
+    def in_server_curve(self, kind: CollKind, algorithm: Algorithm, shape: Shape) -> AllReduceCurve | None:
+        """The measured curve that times this call: an all-reduce ring inside one server."""
         if CollKind(kind) != CollKind.ALL_REDUCE or Algorithm(algorithm) != Algorithm.RING or shape.k > 1 \
                 or shape.n < 2:
             return None
-        return protocol_lines_for(self.nvlink.gpu, shape.n)
+        return all_reduce_curve_for(self.nvlink.gpu, shape.n)
 
-    def latency_ns(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol, shape: Shape) -> float:
+    def latency_ns(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol, shape: Shape,
+                   size_bytes: int) -> float:
         """Launch + NVLink steps × step_ns + network steps × NCCL's per-step network latency, ns (an
-        all-reduce ring inside one server: its protocol line's latency)."""
+        all-reduce ring inside one server: its curve's time less the bandwidth part at ``size_bytes``)."""
         if shape.n < 2:
             return 0.0
-        lines = self.in_server_lines(kind, algorithm, shape)
-        if lines is not None:
-            return lines.latency_ns[Protocol(protocol)]
+        curve = self.in_server_curve(kind, algorithm, shape)
+        if curve is not None:
+            return float(curve.latency_ns(size_bytes))
         intra, inter = self.steps(kind, algorithm, shape)
         table = NET_STEP_NS[Algorithm.TREE if algorithm == Algorithm.TREE else Algorithm.RING]
         return self.nvlink.launch_ns + intra * self.nvlink.step_ns + inter * table[Protocol(protocol)]
 
-    def start_latency_ns(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol, shape: Shape) -> float:
+    def start_latency_ns(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol, shape: Shape,
+                         size_bytes: int) -> float:
         """The part of :meth:`latency_ns` the simulation adds as the call's start delay: all of it except
         what the DAG executor's NVLink copies already take, one copy latency per NVLink step."""
         intra, _ = self.steps(kind, algorithm, shape)
         modelled = intra * min(self.nvlink.step_ns, self.nvlink.copy_latency_ns)
-        return max(0.0, self.latency_ns(kind, algorithm, protocol, shape) - modelled)
+        return max(0.0, self.latency_ns(kind, algorithm, protocol, shape, size_bytes) - modelled)
 
     def nvlink_extra_ns_per_byte(self, kind: CollKind, algorithm: Algorithm, protocol: Protocol,
                                  shape: Shape) -> float:
         """Extra copy-engine time per byte of every NVLink copy of a ring inside one server: what the call's
-        bus bandwidth (the protocol's line for an all-reduce, else the calibrated NVLink busbw) loses
-        against the executor's copy rate, ns per byte; 0 for every other call."""
+        bus bandwidth (an all-reduce's curve's Simple line, else the calibrated NVLink busbw) loses against
+        the executor's copy rate, ns per byte; 0 for every other call."""
         if shape.k > 1 or shape.n < 2 or Algorithm(algorithm) != Algorithm.RING:
             return 0.0
-        lines = self.in_server_lines(kind, algorithm, shape)
-        bw = (lines.efficiency[Protocol(protocol)] * self.nvlink.nvlink_bytes_per_s if lines is not None
-              else self.bus_bytes_per_s(algorithm, protocol, shape))
-        return max(0.0, 1e9 / bw - 1e9 / self.nvlink.copy_bytes_per_s)
+        return max(0.0, 1e9 / self.bus_bytes_per_s(algorithm, protocol, shape, kind)
+                   - 1e9 / self.nvlink.copy_bytes_per_s)
 
-    def bus_bytes_per_s(self, algorithm: Algorithm, protocol: Protocol, shape: Shape) -> float:
+    def bus_bytes_per_s(self, algorithm: Algorithm, protocol: Protocol, shape: Shape,
+                        kind: CollKind = CollKind.NONE) -> float:
         """Bus bandwidth the call reaches (module docstring), bytes/s."""
+        curve = self.in_server_curve(kind, algorithm, shape)
+        if curve is not None:
+            return curve.bus_bytes_per_s(self.nvlink.nvlink_bytes_per_s)
         nvl = self.nvlink.bus_bytes_per_s
         if shape.k <= 1:
             return nvl
@@ -213,26 +219,22 @@ class TuningModel:
         if shape.n < 2:
             return 0.0
         factor = 2.0 if algorithm == Algorithm.TREE else bus_factor(kind, shape.n)
-        lines = self.in_server_lines(kind, algorithm, shape)
-        if lines is not None:
-            bw = lines.efficiency[Protocol(protocol)] * self.nvlink.nvlink_bytes_per_s
-        else:
-            bw = self.bus_bytes_per_s(algorithm, protocol, shape)
-        return self.latency_ns(kind, algorithm, protocol, shape) + factor * size_bytes / bw * 1e9
+        bw = self.bus_bytes_per_s(algorithm, protocol, shape, kind)
+        return self.latency_ns(kind, algorithm, protocol, shape, size_bytes) + factor * size_bytes / bw * 1e9
 
     # --- decisions ---------------------------------------------------------------------------------------
 
     def best_protocol(self, kind: CollKind, algorithm: Algorithm, shape: Shape, size_bytes: int) -> Estimate:
         """The fastest protocol for ``algorithm`` (ties: the later, bandwidth-oriented protocol); an all-reduce
         ring inside one server: the protocol NCCL was measured to use at that size."""
-        lines = self.in_server_lines(kind, algorithm, shape)
-        protocols = reversed(Protocol) if lines is None else (Protocol(int(lines.protocol(size_bytes))),)
+        curve = self.in_server_curve(kind, algorithm, shape)
+        protocols = reversed(Protocol) if curve is None else (Protocol(int(curve.protocol(size_bytes))),)
         best = None
         for p in protocols:
             t = self.estimate_ns(kind, algorithm, p, shape, size_bytes)
             if best is None or t < best.time_ns:
-                best = Estimate(Algorithm(algorithm), p, t, self.latency_ns(kind, algorithm, p, shape),
-                                self.start_latency_ns(kind, algorithm, p, shape),
+                best = Estimate(Algorithm(algorithm), p, t, self.latency_ns(kind, algorithm, p, shape, size_bytes),
+                                self.start_latency_ns(kind, algorithm, p, shape, size_bytes),
                                 self.nvlink_extra_ns_per_byte(kind, algorithm, p, shape))
         return best
 

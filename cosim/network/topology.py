@@ -115,6 +115,17 @@ class Fabric:
         return (np.bincount(self.link_a, minlength=self.n_nodes)
                 + np.bincount(self.link_b, minlength=self.n_nodes))
 
+    def marking_streams(self) -> np.ndarray:
+        """int64 [n_nodes]: the random stream each switch draws its ECN marking decisions from, the
+        smallest node id of its tier (-1 for hosts). Switches of one tier draw the same numbers, so two
+        that see the same packets mark them alike: identical parts of a run stay identical (what
+        cosim.runs.decompose_run folds on), and a lone switch keeps the stream of its node id."""
+        tier = self.node_tier.astype(np.int64)
+        switch = self.node_kind == SWITCH
+        first = np.full(int(tier.max(initial=0)) + 1, self.n_nodes, np.int64)
+        np.minimum.at(first, tier[switch], np.flatnonzero(switch))
+        return np.where(switch, first[tier], -1)
+
     def tier_ids(self, tier: int) -> np.ndarray:
         """Node ids at ``tier`` (0 hosts, 1 leaves, ...), ascending."""
         return np.flatnonzero(self.node_tier == tier).astype(np.int32)

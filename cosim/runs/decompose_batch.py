@@ -51,11 +51,12 @@ def _decomposition(exp, fabric, columns, gpu_node, attributes) -> decompose_run.
     if d.mode != "whole":
         return d
     n = int(np.asarray(columns["kind"]).size)
-    piece = decompose_run.Piece(ops=np.arange(n, dtype=np.int64), dep_ptr=np.asarray(columns["dep_ptr"], np.int64),
-                                dep_idx=np.asarray(columns["dep_idx"], np.int64), copies=1)
+    op = decompose_run.OP
+    piece = decompose_run.Piece(ops=np.arange(n, dtype=op), dep_ptr=np.asarray(columns["dep_ptr"]),
+                                dep_idx=np.asarray(columns["dep_idx"]), copies=1)
     return decompose_run.Decomposition(
-        mode="whole", reason=d.reason, pieces=(piece,), op_piece=np.zeros(n, np.int64),
-        op_image=np.arange(n, dtype=np.int64), node_image=np.arange(fabric.n_nodes, dtype=np.int64),
+        mode="whole", reason=d.reason, pieces=(piece,), op_piece=np.zeros(n, op),
+        op_image=np.arange(n, dtype=op), node_image=np.arange(fabric.n_nodes, dtype=np.int64),
         node_piece=np.zeros(fabric.n_nodes, np.int64))
 
 

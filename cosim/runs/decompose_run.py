@@ -33,22 +33,25 @@ from cosim import engine
 from cosim.collectives import DagOpKind
 from cosim.collectives.dag import csr_from_edges
 from cosim.network.topology import HOST, SWITCH
-from cosim.runs.decompose import flow_parts, single_paths
+from cosim.runs.decompose import components, flow_parts, single_paths
 
 #: counters that combine as a maximum or a minimum over the runs (every other counter is a sum)
 MAX_COUNTERS = ("peak_headroom_used_bytes", "peak_lane_bytes", "peak_qp_inflight_bytes")
 MIN_COUNTERS = ("min_headroom_bytes",)
 #: routings whose path choice reads no flow id (pinned: destination; spray: a per-switch counter)
 _ID_FREE_ROUTINGS = ("pinned", "spray")
-#: default ECN Kmin of FabricSwitch per 25 Gbit/s of port rate, bytes (fabric-switch.cc kKminBytesPer25G)
-_KMIN_BYTES_PER_25G = 100e3
+#: dtype of the op-indexed arrays: op ids fit whenever the ops do (training.MAX_DAG_OPS is below 2^31), and
+#: half the width of int64 is what lets a 16,384-GPU DAG be decomposed in the memory that holds it
+OP = np.int32
+#: dependencies handled per block where a pass over every edge would otherwise hold edge-sized temporaries
+EDGE_BLOCK = 1 << 22
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Piece:
     """One ns-3 run of a decomposition: some ops of the DAG, their dependencies remapped."""
 
-    ops: np.ndarray  # int64, global indices of the ops it runs, increasing
+    ops: np.ndarray  # OP, global indices of the ops it runs, increasing
     dep_ptr: np.ndarray  # int64 [ops.size + 1], CSR of dependencies in local indices
     dep_idx: np.ndarray  # int64
     copies: int  # how many parts of the whole run it stands for
@@ -64,11 +67,10 @@ class Decomposition:
     n_parts: int = 1  # network parts (independent: DAG groups) the run has
     classes: tuple[tuple[int, ...], ...] = ()  # parts that are identical, each class run once
     pieces: tuple[Piece, ...] = ()
-    op_piece: np.ndarray | None = None  # int64 [n_ops], piece each op's times come from
-    op_image: np.ndarray | None = None  # int64 [n_ops], the global op of that piece standing for it
+    op_piece: np.ndarray | None = None  # OP [n_ops], piece each op's times come from
+    op_image: np.ndarray | None = None  # OP [n_ops], the global op of that piece standing for it
     node_image: np.ndarray | None = None  # int64 [n_nodes], the node whose telemetry each node copies
     node_piece: np.ndarray | None = None  # int64 [n_nodes], the piece it copies it from
-    checked_marking: bool = False  # the fold is exact only if no switch drew an ECN random number
 
     def describe(self) -> dict:
         """What --dry-run shows: the mode and why, the parts, the classes of identical parts (their sizes),
@@ -78,33 +80,11 @@ class Decomposition:
             out |= {"decompose_parts": self.n_parts, "decompose_classes": [len(c) for c in self.classes],
                     "decompose_runs": len(self.pieces),
                     "decompose_ops_per_run_max": max(int(p.ops.size) for p in self.pieces)}
-            if self.checked_marking:
-                out["decompose_check"] = ("a run standing for identical parts must draw no ECN random number "
-                                          "(each switch has its own stream): checked after it, else the whole run")
         return out
 
 
 def _whole(reason: str, n_parts: int = 1) -> Decomposition:
     return Decomposition(mode="whole", reason=reason, n_parts=n_parts)
-
-
-def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """int64 [n]: the smallest member of the connected component of every vertex (edges a[i]–b[i])."""
-    root = np.arange(n, dtype=np.int64)
-    while True:
-        ra, rb = root[a], root[b]
-        lo = np.minimum(ra, rb)
-        new = root.copy()
-        np.minimum.at(new, ra, lo)
-        np.minimum.at(new, rb, lo)
-        while True:
-            jumped = new[new]
-            if np.array_equal(jumped, new):
-                break
-            new = jumped
-        if np.array_equal(new, root):
-            return root
-        root = new
 
 
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -115,23 +95,35 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _dep_owner(dep_ptr: np.ndarray) -> np.ndarray:
-    return np.repeat(np.arange(dep_ptr.size - 1, dtype=np.int64), np.diff(dep_ptr))
+    return np.repeat(np.arange(dep_ptr.size - 1, dtype=OP), np.diff(dep_ptr))
+
+
+def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray):
+    """(owner, dep) of every dependency edge, :data:`EDGE_BLOCK` edges at a time (OP arrays)."""
+    n_edges = int(dep_idx.size)
+    for lo in range(0, n_edges, EDGE_BLOCK):
+        hi = min(lo + EDGE_BLOCK, n_edges)
+        first = int(np.searchsorted(dep_ptr, lo, "right")) - 1
+        last = int(np.searchsorted(dep_ptr, hi, "left"))
+        counts = np.diff(np.clip(dep_ptr[first:last + 1], lo, hi))
+        yield np.repeat(np.arange(first, last, dtype=OP), counts), np.asarray(dep_idx[lo:hi], OP)
 
 
 def _op_nodes(columns: dict, gpu_node: np.ndarray) -> np.ndarray:
-    """int64 [n_ops]: the host each op runs on (a FLOW op's source, else its GPU's host; -1: none)."""
+    """OP [n_ops]: the host each op runs on (a FLOW op's source, else its GPU's host; -1: none)."""
     kind = np.asarray(columns["kind"])
-    gpu = np.asarray(columns["gpu"], np.int64)
-    node = np.where(gpu >= 0, gpu_node[np.maximum(gpu, 0)], -1)
+    gpu = np.asarray(columns["gpu"])
+    node = np.where(gpu >= 0, np.asarray(gpu_node, OP)[np.maximum(gpu, 0)], OP(-1)).astype(OP, copy=False)
     flow = kind == DagOpKind.FLOW
-    node[flow] = np.asarray(columns["src_node"], np.int64)[flow]
+    node[flow] = np.asarray(columns["src_node"])[flow]
     return node
 
 
 def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: np.ndarray,
                dep_val: np.ndarray, dep_ptr: np.ndarray):
-    """(bytes key, nodes by label) of ``ops``: their columns with hosts labelled in order of first
-    appearance and dependencies given as codes; equal keys mean equal parts up to relabeling hosts."""
+    """(digest, nodes by label) of ``ops``: the SHA-256 of their columns with hosts labelled in order of
+    first appearance and dependencies given as codes; equal digests mean equal parts up to relabeling
+    hosts. The columns are hashed one at a time, so no key the size of the part is built."""
     kind = np.asarray(columns["kind"])[ops]
     gpu = np.asarray(columns["gpu"], np.int64)[ops]
     gnode = np.where(gpu >= 0, gpu_node[np.maximum(gpu, 0)], -1)
@@ -149,8 +141,11 @@ def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: n
     parts = [kind.astype(np.int64), relabel(gnode), relabel(src), relabel(dst),
              np.asarray(columns["bytes_"], np.int64)[ops], np.asarray(columns["duration_ns"], np.float64)[ops]
              .view(np.int64), np.asarray(columns["priority"], np.int64)[ops], counts, dep_code, dep_val]
-    key = b"".join(np.ascontiguousarray(p, np.int64).tobytes() + b"|" for p in parts)
-    return key, by_label
+    digest = hashlib.sha256()
+    for p in parts:
+        digest.update(np.ascontiguousarray(p, np.int64))
+        digest.update(b"|")
+    return digest.digest(), by_label
 
 
 def _id_dependent_routing(attributes: dict) -> bool:
@@ -177,7 +172,11 @@ def _node_links(fabric) -> dict:
 
 def _images_match(fabric, node_map: dict, link_part: np.ndarray, part: int) -> bool:
     """True if mapping nodes by ``node_map`` carries every used link of ``part`` onto a link of the same
-    rate and delay (the sub-fabrics are the same up to relabeling)."""
+    rate and delay, and every switch onto one drawing from the same marking stream (the sub-fabrics are
+    the same up to relabeling, and make the same random choices for the same packets)."""
+    stream = fabric.marking_streams()
+    if any(stream[a] != stream[b] for a, b in node_map.items()):
+        return False
     links = _node_links(fabric)
     for j in np.flatnonzero(link_part == part):
         a, b = int(fabric.link_a[j]), int(fabric.link_b[j])
@@ -200,8 +199,8 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
         return _whole("delivered-bytes snapshots are taken of the whole run")
     if flow.size == 0:
         return _whole("no flow crosses the fabric")
-    src = np.asarray(columns["src_node"], np.int64)[flow]
-    dst = np.asarray(columns["dst_node"], np.int64)[flow]
+    src = np.asarray(columns["src_node"])[flow].astype(np.int64)
+    dst = np.asarray(columns["dst_node"])[flow].astype(np.int64)
     parts = flow_parts(fabric, src, dst)
     if parts.n_parts < 2:
         return _whole("the traffic is one part (its flows can share a switch)")
@@ -209,55 +208,64 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     if not one_switch and _id_dependent_routing(attributes) and not single_paths(fabric, src, dst):
         return _whole("ECMP hashes flow ids, which count flows over the whole run, and some flow has equal-cost "
                       "paths", parts.n_parts)
-    dep_ptr = np.asarray(columns["dep_ptr"], np.int64)
-    dep_idx = np.asarray(columns["dep_idx"], np.int64)
-    owner = _dep_owner(dep_ptr)
-    host_part = np.full(fabric.n_nodes, -1, np.int64)
+    dep_ptr, dep_idx = np.asarray(columns["dep_ptr"]), np.asarray(columns["dep_idx"])
+    host_part = np.full(fabric.n_nodes, -1, OP)
     host_part[src] = parts.flow_part
     host_part[dst] = parts.flow_part
-    op_node = _op_nodes(columns, np.asarray(gpu_node, np.int64))
-    op_part = np.where(op_node >= 0, host_part[np.maximum(op_node, 0)], -1)
+    op_part = _op_nodes(columns, gpu_node)
+    op_part = np.where(op_part >= 0, host_part[np.maximum(op_part, 0)], OP(-1)).astype(OP, copy=False)
     op_part[flow] = parts.flow_part
-    group, n_groups = _groups(columns, op_part, parts.n_parts, owner, dep_idx)
+    del src, dst, flow
+    group, n_groups = _groups(columns, op_part, parts.n_parts, dep_ptr, dep_idx)
     if n_groups > 1:
         return _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep_idx)
     del group
-    return _fold(fabric, columns, gpu_node, _spread_parts(op_part, owner, dep_idx), parts, dep_ptr, dep_idx)
+    return _fold(fabric, columns, gpu_node, _spread_parts(op_part, dep_ptr, dep_idx), parts, dep_ptr, dep_idx)
 
 
-def _groups(columns: dict, op_part: np.ndarray, n_parts: int, owner: np.ndarray, dep: np.ndarray):
+def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarray, dep_idx: np.ndarray):
     """(group of every op, number of groups): ops of one part belong together, and so do the NVLink copies
     of one GPU (serialized); the dependencies join the rest. Components are found on the graph with each
     part contracted to one vertex, which keeps only the edges between parts and ops of no part."""
-    n = op_part.size
     free = op_part < 0
-    vertex = np.where(free, n_parts + np.cumsum(free) - 1, op_part)
-    n_vertices = n_parts + int(free.sum())
-    a, b = vertex[owner], vertex[dep]
-    cross = a != b
-    a, b = a[cross], b[cross]
+    vertex = np.cumsum(free, dtype=OP)
+    vertex += n_parts - 1
+    np.copyto(vertex, op_part, where=~free)
+    n_vertices = n_parts + int(np.count_nonzero(free))
+    # most edges between parts repeat a pair of parts (the NVLink rings of a server cross every rail): each
+    # block keeps its distinct vertex pairs only
+    edges = []
+    for owner, dep in _edge_blocks(dep_ptr, dep_idx):
+        va, vb = vertex[owner].astype(np.int64), vertex[dep].astype(np.int64)
+        cross = va != vb
+        edges.append(np.unique(va[cross] * n_vertices + vb[cross]))
     kind = np.asarray(columns["kind"])
     nvl = np.flatnonzero((kind == DagOpKind.NVLINK) & free)
-    gpu = np.asarray(columns["gpu"], np.int64)[nvl]
-    first_of_gpu = np.full(int(gpu.max(initial=-1)) + 1, -1, np.int64)
+    gpu = np.asarray(columns["gpu"])[nvl]
+    first_of_gpu = np.full(int(gpu.max(initial=-1)) + 1, -1, OP)
     first_of_gpu[gpu[::-1]] = vertex[nvl[::-1]]
-    a = np.concatenate([a, vertex[nvl]])
-    b = np.concatenate([b, first_of_gpu[gpu]])
-    root = _components(n_vertices, a, b)
+    edges.append(vertex[nvl].astype(np.int64) * n_vertices + first_of_gpu[gpu])
+    edges = np.unique(np.concatenate(edges))
+    root = components(n_vertices, edges // n_vertices, edges % n_vertices)
     roots, comp = np.unique(root, return_inverse=True)
-    return comp.reshape(-1)[vertex].astype(np.int64), int(roots.size)
+    return comp.reshape(-1).astype(OP)[vertex], int(roots.size)
 
 
-def _spread_parts(op_part: np.ndarray, owner: np.ndarray, dep: np.ndarray) -> np.ndarray:
+def _spread_parts(op_part: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray) -> np.ndarray:
     """``op_part`` with every op of no host (a collective's barrier) given the part of its neighbours when
-    they all lie in one part; ops between parts stay -1 (shared)."""
-    part = op_part.copy()
+    they all lie in one part; ops between parts stay -1 (shared). ``op_part`` is updated in place."""
+    part = op_part
     conflict = np.zeros(part.size, bool)
-    touch = (part[owner] < 0) | (part[dep] < 0)  # only edges at an op of no part can spread anything
-    owner, dep = owner[touch], dep[touch]
+    owners, deps = [], []
+    for owner, dep in _edge_blocks(dep_ptr, dep_idx):
+        touch = (part[owner] < 0) | (part[dep] < 0)  # only edges at an op of no part can spread anything
+        owners.append(owner[touch])
+        deps.append(dep[touch])
+    owner, dep = np.concatenate(owners), np.concatenate(deps)
+    del owners, deps
     while True:
-        lo = np.full(part.size, np.iinfo(np.int64).max)
-        hi = np.full(part.size, -1, np.int64)
+        lo = np.full(part.size, np.iinfo(OP).max, OP)
+        hi = np.full(part.size, -1, OP)
         for x, y in ((owner, dep), (dep, owner)):
             known = part[y] >= 0
             np.minimum.at(lo, x[known], part[y[known]])
@@ -274,16 +282,17 @@ def _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep
     n = group.size
     order = np.argsort(group, kind="stable")
     bounds = np.searchsorted(group[order], np.arange(n_groups + 1))
-    members = [order[bounds[g]:bounds[g + 1]] for g in range(n_groups)]
-    local = np.empty(n, np.int64)
+    members = [order[bounds[g]:bounds[g + 1]].astype(OP) for g in range(n_groups)]
+    del order
+    local = np.empty(n, OP)
     for ops in members:
-        local[ops] = np.arange(ops.size)
+        local[ops] = np.arange(ops.size, dtype=OP)
     keys: dict[bytes, list[int]] = {}
     labels = []
     for g, ops in enumerate(members):
         deps = dep_idx[_ranges(dep_ptr[ops], dep_ptr[ops + 1])]
         key, by_label = _canonical(columns, ops, gpu_node, np.zeros(deps.size, np.int64), local[deps], dep_ptr)
-        keys.setdefault(hashlib.sha256(key).digest(), []).append(g)
+        keys.setdefault(key, []).append(g)
         labels.append(by_label)
     link_part = parts.link_part
     node_part = np.full(fabric.n_nodes, -1, np.int64)
@@ -301,8 +310,8 @@ def _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep
                 classes.append((g,))
         classes.append(tuple(same))
     classes.sort()
-    op_piece = np.empty(n, np.int64)
-    op_image = np.empty(n, np.int64)
+    op_piece = np.empty(n, OP)
+    op_image = np.empty(n, OP)
     node_piece = np.zeros(fabric.n_nodes, np.int64)
     node_image = np.arange(fabric.n_nodes, dtype=np.int64)
     pieces = []
@@ -318,8 +327,7 @@ def _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep
                 node_piece[mine], node_image[mine] = c, theirs
     return Decomposition(mode="independent", reason=f"{n_groups} groups of ops share no dependency and no link",
                          n_parts=n_groups, classes=tuple(classes), pieces=tuple(pieces), op_piece=op_piece,
-                         op_image=op_image, node_image=node_image, node_piece=node_piece,
-                         checked_marking=any(len(gs) > 1 for gs in classes))
+                         op_image=op_image, node_image=node_image, node_piece=node_piece)
 
 
 def _piece_nodes(fabric, by_label: np.ndarray, node_part: np.ndarray) -> list[int]:
@@ -364,11 +372,11 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
     """One connected DAG over several network parts: fold it onto part 0 if every part is the same."""
     k = parts.n_parts
     n = op_part.size
-    local = np.full(n, -1, np.int64)
+    local = np.full(n, -1, OP)
     members = []
     for p in range(k):
-        ops = np.flatnonzero(op_part == p)
-        local[ops] = np.arange(ops.size)
+        ops = np.flatnonzero(op_part == p).astype(OP)
+        local[ops] = np.arange(ops.size, dtype=OP)
         members.append(ops)
     sizes = {m.size for m in members}
     if len(sizes) != 1:
@@ -390,7 +398,7 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
         code = np.where(dp == p, 0, np.where(dp >= 0, 1, 2))
         val = np.where(dp >= 0, local[d], d)
         key, by_label = _canonical(columns, ops, gpu_node, code, val, dep_ptr)
-        digests.append(hashlib.sha256(key).digest())
+        digests.append(key)
         labels.append(by_label)
         del key, sel, d, dp, code, val
     if any(x != digests[0] for x in digests[1:]):
@@ -403,22 +411,22 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
         if not _images_match(fabric, node_map, parts.link_part, p):
             return _whole("the DAG couples its parts and their sub-fabrics differ", k)
         node_image[mine] = rep_nodes
-    shared = np.flatnonzero(op_part < 0)
-    image = np.arange(n, dtype=np.int64)
+    shared = np.flatnonzero(op_part < 0).astype(OP)
+    image = np.arange(n, dtype=OP)
     for p in range(1, k):
         image[members[p]] = members[0]
     run_ops = np.sort(np.concatenate([members[0], shared]))
-    run_local = np.full(n, -1, np.int64)
-    run_local[run_ops] = np.arange(run_ops.size)
+    del members, shared, local
+    run_local = np.full(n, -1, OP)
+    run_local[run_ops] = np.arange(run_ops.size, dtype=OP)
     ptr, idx = _local_deps(run_ops, dep_ptr, dep_idx, run_local, image)
     if idx.size and np.any(idx >= np.repeat(np.arange(run_ops.size), np.diff(ptr))):
         return _whole("folding the parts would make an op depend on a later one", k)
     piece = Piece(ops=run_ops, dep_ptr=ptr, dep_idx=idx, copies=k)
     return Decomposition(mode="symmetric", reason=f"{k} identical parts coupled by the DAG: one simulated, "
                          "each dependency on another part mapped to its own", n_parts=k,
-                         classes=(tuple(range(k)),), pieces=(piece,), op_piece=np.zeros(n, np.int64),
-                         op_image=image, node_image=node_image, node_piece=np.zeros(fabric.n_nodes, np.int64),
-                         checked_marking=True)
+                         classes=(tuple(range(k)),), pieces=(piece,), op_piece=np.zeros(n, OP),
+                         op_image=image, node_image=node_image, node_piece=np.zeros(fabric.n_nodes, np.int64))
 
 
 # --- running and merging --------------------------------------------------------------------------------
@@ -445,8 +453,7 @@ def run_piece(fabric, columns: dict, settings: dict) -> engine.DagOutput:
 def simulate(fabric, columns: dict, d: Decomposition, *, seed: int, attributes: dict,
              queue_sample_interval_ns: float, max_sim_time_ns: float, progress=None, jobs: int = 1):
     """Run the pieces of ``d`` and merge them: (the engine.DagOutput the whole run gives, "") or (None, why
-    only the whole run is exact here: a piece did not complete, or a piece standing for several parts may
-    have drawn an ECN random number); the caller then runs the whole run."""
+    only the whole run is exact here: a piece did not complete); the caller then runs the whole run."""
     settings = {"seed": seed, "attributes": attributes, "queue_sample_interval_ns": queue_sample_interval_ns,
                 "max_sim_time_ns": max_sim_time_ns}
     outs = _run_all(fabric, [piece_columns(columns, p) for p in d.pieces], settings, progress, jobs)
@@ -456,13 +463,9 @@ def simulate(fabric, columns: dict, d: Decomposition, *, seed: int, attributes: 
 def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, *, progress=None, jobs: int = 1):
     """Check and merge the outputs of the pieces of ``d`` (as :func:`simulate` returns them), rerunning until
     the end of the whole run the pieces that end first; ``settings``: run_piece's."""
-    attributes = settings["attributes"]
     status = {o.network.status for o in outs} - {"complete"}
     if status:
         return None, f"a part ended {'/'.join(sorted(status))}, so the parts would not have run alike in the whole run"
-    if d.checked_marking and _marking_drawn(fabric, outs, d, attributes):
-        return None, ("a switch port of a run standing for identical parts queued beyond ECN Kmin, where marking "
-                      "draws random numbers from each switch's own stream: identical parts would diverge")
     ends = [float(np.nanmax(o.op_finish_ns)) if o.op_finish_ns.size else 0.0 for o in outs]
     end = max(ends)
     # a piece that finishes first would keep delivering its last ACKs and credits in the whole run: rerun it
@@ -492,31 +495,14 @@ def _drop_last_op(o):
     return dataclasses.replace(o, op_start_ns=o.op_start_ns[:-1], op_finish_ns=o.op_finish_ns[:-1])
 
 
-def _marking_drawn(fabric, outs, d: Decomposition, attributes: dict) -> bool:
-    """True if some switch port of a piece standing for several parts may have drawn an ECN random number
-    (its queue went above Kmin): each switch has its own random stream, so identical parts would diverge."""
-    vals = engine.attribute_values(attributes, ("FabricSwitch::EcnEnabled", "FabricSwitch::EcnKminBytes"))
-    if vals["FabricSwitch::EcnEnabled"] != "true":
-        return False
-    kmin_fixed = float(vals["FabricSwitch::EcnKminBytes"])
-    for piece, o in zip(d.pieces, outs):
-        if piece.copies < 2:
-            continue
-        ports = o.network.ports
-        switch = fabric.node_kind[np.asarray(ports["node"], np.int64)] == SWITCH
-        kmin = np.full(switch.size, kmin_fixed) if kmin_fixed else _KMIN_BYTES_PER_25G * ports["rate_bps"] / 25e9
-        if np.any(np.asarray(ports["peak_queue_bytes"])[switch] > kmin[switch]):
-            return True
-    return False
-
-
 def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutput:
     """The whole run's engine.DagOutput from the pieces' outputs (``outs[i]`` of ``d.pieces[i]``)."""
     n = int(np.asarray(columns["kind"]).size)
-    local = [np.full(n, -1, np.int64) for _ in d.pieces]
+    local = [np.full(n, -1, OP) for _ in d.pieces]
     for i, p in enumerate(d.pieces):
-        local[i][p.ops] = np.arange(p.ops.size)
+        local[i][p.ops] = np.arange(p.ops.size, dtype=OP)
     src_local = _gather_local(local, d.op_piece, d.op_image)
+    del local
     op_start = np.empty(n)
     op_finish = np.empty(n)
     for i, o in enumerate(outs):
@@ -543,7 +529,7 @@ def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutp
 
 
 def _gather_local(local, op_piece, op_image):
-    out = np.empty(op_piece.size, np.int64)
+    out = np.empty(op_piece.size, OP)
     for i, loc in enumerate(local):
         sel = op_piece == i
         out[sel] = loc[op_image[sel]]

@@ -244,7 +244,7 @@ def _simulate(exp: Experiment, p: InferencePlan, dag, progress=None):
     src = np.where(flow, p.host_of[np.maximum(dag.src, 0)], -1).astype(np.int32)
     dst = np.where(flow, p.host_of[np.maximum(dag.dst, 0)], -1).astype(np.int32)
     attributes = nvlink_model(dataclasses.asdict(p.hardware)).executor_attributes() \
-        | run_attributes(exp.network, exp.seed)
+        | run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
     out = engine.simulate_dag(
         p.fabric, kind=dag.kind, gpu=dag.rank, src_node=src, dst_node=dst, bytes_=dag.bytes,
         duration_ns=dag.duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx, seed=exp.seed, attributes=attributes,

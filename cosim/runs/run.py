@@ -141,7 +141,8 @@ def preflight(exp: Experiment, *, trace=None, planned=None) -> None:
 
 
 def attributes_of(exp: Experiment) -> dict[str, str]:
-    """The ns-3 attributes of a flow or training run of ``exp`` (a shared fabric's are in its plan)."""
+    """The ns-3 attributes of a flow, training or inference run of ``exp`` without the NVLink model's
+    (a shared fabric's are in its plan)."""
     return run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
 
 

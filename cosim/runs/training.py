@@ -111,7 +111,7 @@ def checked_trace(trace, source: str):
 
 
 #: most DAG ops a training run may lower to, and the memory one takes (DAG, engine and tables, measured)
-MAX_DAG_OPS = 50_000_000
+MAX_DAG_OPS = 500_000_000
 BYTES_PER_DAG_OP = 260
 #: most NICs a training fabric may have (a trace's n_ranks beyond this is damage, not a workload)
 MAX_HOSTS = 1 << 17

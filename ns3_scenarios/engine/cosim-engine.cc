@@ -239,6 +239,7 @@ struct Engine::Impl
     bool built{false};
     std::string schedulerType;         ///< SetScheduler's choice, applied at BuildFabric ("" = ns-3's default)
     std::vector<uint64_t> switchBufferBytes; ///< per node id: its MMU's BufferBytes (0 = the default)
+    std::vector<int64_t> switchStreams;      ///< per node id: its ECN marking stream (-1 = its node id)
     /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
     /// run's settings never leak into the next run of the same process.
     std::vector<std::pair<std::string, std::string>> overridden;
@@ -516,6 +517,16 @@ Engine::SetSwitchBufferBytes(const uint64_t* bufferBytes, uint64_t nNodes)
 }
 
 void
+Engine::SetSwitchStreams(const int64_t* stream, uint64_t nNodes)
+{
+    if (m_impl->built)
+    {
+        throw std::logic_error("SetSwitchStreams must come before BuildFabric");
+    }
+    m_impl->switchStreams.assign(stream, stream + nNodes);
+}
+
+void
 Engine::BuildFabric(const uint8_t* kind,
                     uint64_t nNodes,
                     const int32_t* linkA,
@@ -567,6 +578,13 @@ Engine::BuildFabric(const uint8_t* kind,
     if (!problem.empty())
     {
         throw std::invalid_argument(problem);
+    }
+    for (uint32_t id = 0; id < std::min<uint64_t>(nNodes, m_impl->switchStreams.size()); ++id)
+    {
+        if (m_impl->switchStreams[id] >= 0 && m_impl->builder.GetSwitch(id))
+        {
+            m_impl->builder.GetSwitch(id)->AssignStreams(m_impl->switchStreams[id]);
+        }
     }
     m_impl->ForEachPort([this](uint32_t id, uint32_t p, Ptr<EgressPort> port) {
         port->TraceConnectWithoutContext("PfcPause",

@@ -84,6 +84,14 @@ class Engine
     void SetSwitchBufferBytes(const uint64_t* bufferBytes, uint64_t nNodes);
 
     /**
+     * @brief Give switches their ECN marking random stream (before BuildFabric): @p stream[id] for every
+     *        node id below @p nNodes, -1 = the switch's node id (entries of hosts are ignored). Switches given
+     *        one stream draw the same numbers, so identical switches seeing identical packets mark alike.
+     *        Throws std::logic_error after BuildFabric.
+     */
+    void SetSwitchStreams(const int64_t* stream, uint64_t nNodes);
+
+    /**
      * @brief Create the fabric.
      * @param kind NodeKind per node
      * @param nNodes number of nodes

@@ -1,6 +1,6 @@
 """The step schedule of a disaggregated service: which requests run in which prefill and decode step, when.
 
-Rules (the continuous batching of :mod:`.batching`, with measured corrections and a network-aware policy):
+Rules (:mod:`.batching` runs them with a linear step cost and no measured corrections):
 
 - Prefill: a replica free at time f takes the first waiting request at t = max(f, its arrival) and every
   further one arrived by t while the batch stays within ``prefill_token_budget`` prompt tokens (a longer
