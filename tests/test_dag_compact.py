@@ -107,3 +107,9 @@ def test_lowering_peak_and_held_bytes_per_op():
     assert columns / dag.n_ops == 22  # 1 + 4 + 4 + 4 + 4 + 1 + 4: src, coll and iteration are not stored
     assert held / dag.n_ops < 35
     assert peak / dag.n_ops < 40  # issue 15's budget; bench/bench_memory.py measures 1,024 GPUs
+
+
+def test_a_dep_source_that_changes_between_passes_is_caught():
+    runs = iter([[(np.array([1, 2]), np.array([0, 0]))], [(np.array([1]), np.array([0]))]])
+    with pytest.raises(RuntimeError, match="other edges"):
+        csr_from_dep_sources([lambda: next(runs)], 3)

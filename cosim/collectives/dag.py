@@ -9,12 +9,16 @@ One row per DAG op (length n):
   COMPUTE for a start barrier that lasts the collective's latency).
 - ``src``/``dst``: sending and receiving rank of FLOW/NVLINK (−1 otherwise). Rank r sits on server
   r // gpus_per_server; FLOW iff src and dst are on different servers, NVLINK iff on the same one, never
-  src == dst, and ``bytes`` > 0. ``src`` is a transfer's ``rank``, so it is derived (a property), not stored.
+  src == dst, and ``bytes`` > 0.
 - ``duration_ns`` (COMPUTE; NVLINK: extra copy-engine time on top of bytes / rate, what a protocol slower
-  than the executor's NVLink rate adds), ``priority`` (0..7, network class), ``trace_op`` (trace op index; the coll_id
-  for a collective's ops, the SEND's index for a send's flows), ``coll`` (row of the collective table or
-  −1; derived: a collective's ops are the contiguous range coll_start_op[c]..coll_end_op[c]), ``iteration`` (derived from ``iteration_ptr``: the ops of iteration k are the contiguous range
-  iteration_ptr[k]:iteration_ptr[k+1], so one iteration stores nothing per op).
+  than the executor's NVLink rate adds), ``priority`` (0..7, network class), ``trace_op`` (trace op index;
+  the coll_id for a collective's ops, the SEND's index for a send's flows), ``coll`` (row of the collective
+  table or −1), ``iteration``.
+- Derived, not stored (properties: a new array on every access, so take one once): ``src`` (a transfer's
+  ``rank``), ``coll`` (a collective's ops are the contiguous range coll_start_op[c]..coll_end_op[c]: its
+  barrier, its flows, its end NOP) and ``iteration`` (the ops of iteration k are the contiguous range
+  iteration_ptr[k]:iteration_ptr[k+1]). An op stores what no other column says: 22 bytes (30 when bytes or
+  duration_ns need int64).
 - deps as CSR ``dep_ptr``/``dep_idx``: op i starts after every op in dep_idx[dep_ptr[i]:dep_ptr[i+1]]
   finished. Every dep index is < i, so the ops are in a topological order and the DAG is acyclic by
   construction (checked on construction).
@@ -383,12 +387,14 @@ def _place_edges(counts: np.ndarray, blocks, n: int) -> tuple[np.ndarray, np.nda
     np.cumsum(ptr, out=ptr)  # ptr[i]: op i's first slot
     idx = np.empty(n_edges, index_dtype(n))
     cursor = ptr[:-1]  # ptr[i] is op i's next free slot while filling; op i ends at the old ptr[i + 1]
+    placed = 0
     for owner, dep in blocks:
         for lo in range(0, owner.size, _PLACE_BLOCK_EDGES):
             _place(idx, cursor, owner[lo:lo + _PLACE_BLOCK_EDGES], dep[lo:lo + _PLACE_BLOCK_EDGES])
+        placed += owner.size
         del owner, dep
-    if int(ptr[n - 1] if n else 0) != n_edges:
-        raise RuntimeError("a dep source yielded different edges when run again")  # a bug, not bad input
+    if placed != n_edges or (n and int(ptr[n - 1]) != n_edges):
+        raise RuntimeError("a dep source yielded other edges when run again")  # a bug, not bad input
     # every cursor now sits at its op's end, which is the next op's start: shift by one, a block at a time
     # from the end (no copy of the whole array)
     for hi in range(n, 0, -_CHECK_BLOCK_OPS):

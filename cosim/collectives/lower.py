@@ -16,6 +16,8 @@ deps, send → recv, collective joins) found by one Kahn pass over the trace ops
 work); a trace that can never finish raises CosimInputError. The DAG op counts of every placed item are then
 known, so all ops are laid out with cumulative sums and filled with numpy: compute, sends and recvs at
 once, collectives once per distinct (kind, group, size, algorithm) template, broadcast over its calls.
+The deps go to the DagBuilder as sources of edge blocks (the trace's deps, each template's), run when the
+CSR is built: counted per op, then written at their offsets, so a lowering never holds its edges at once.
 
 Algorithm choice (``algorithm="auto"``): the tuning model (:mod:`cosim.collectives.tuning`) estimates every
 candidate of the call's kind on its group's shape and size and takes the fastest — ring or tree for
@@ -235,10 +237,11 @@ def _trace_deps(b: DagBuilder, trace: Trace, start_of_op: np.ndarray, done_of_op
     """Trace deps: an op's first DAG op (a collective's barrier) waits for its deps' completing DAG ops."""
     b.dep_blocks(_own_trace_dep_blocks, trace, start_of_op, done_of_op)
     # the members of a call share their barrier: deduplicate those edges (once; kept until the CSR is built)
-    keys = [e_own[shared].astype(np.int64) * n_dag + e_dep[shared]
-            for owner, e_own, e_dep in _trace_edge_blocks(trace, start_of_op, done_of_op)
-            for shared in (trace.kind[owner] == OpKind.COLLECTIVE,)]
-    edge = sorted_unique(np.concatenate(keys) if keys else np.zeros(0, np.int64))
+    keys = [np.zeros(0, np.int64)]
+    for owner, e_own, e_dep in _trace_edge_blocks(trace, start_of_op, done_of_op):
+        shared = trace.kind[owner] == OpKind.COLLECTIVE
+        keys.append(e_own[shared].astype(np.int64) * n_dag + e_dep[shared])
+    edge = sorted_unique(np.concatenate(keys))
     del keys
     b.deps(edge // n_dag, edge % n_dag)
 
