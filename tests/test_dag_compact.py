@@ -94,12 +94,15 @@ def test_flowdag_rejects_overlapping_collectives(small_dag):
         FlowDag(**{**fields, "n_iterations": 2, "iteration_ptr": None})
 
 
-def test_lowering_peak_and_held_bytes_per_op():
+def test_lowering_and_repeat_peak_and_held_bytes_per_op():
     trace = _trace(dp=4)  # 128 GPUs, 314k DAG ops
     tracemalloc.start()
     try:
         dag = lower(trace)
         held, peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        two = repeat(dag, 2)
+        two_held, two_peak = (m - held for m in tracemalloc.get_traced_memory())
     finally:
         tracemalloc.stop()
     columns = sum(getattr(dag, name).nbytes for name in ("kind", "rank", "dst", "bytes", "duration_ns",
@@ -107,6 +110,8 @@ def test_lowering_peak_and_held_bytes_per_op():
     assert columns / dag.n_ops == 22  # 1 + 4 + 4 + 4 + 4 + 1 + 4: src, coll and iteration are not stored
     assert held / dag.n_ops < 35
     assert peak / dag.n_ops < 40  # issue 15's budget; bench/bench_memory.py measures 1,024 GPUs
+    # chaining iterations: the copies written once, adopted by the FlowDag, the CSR straight from the copy's
+    assert two_held / two.n_ops < 35 and two_peak / two.n_ops < 40
 
 
 def test_a_dep_source_that_changes_between_passes_is_caught():

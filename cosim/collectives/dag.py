@@ -516,28 +516,37 @@ def rank_roots_and_terminals(dag: FlowDag) -> tuple[np.ndarray, np.ndarray, np.n
     last chunk a terminal of the sender when only the receiver waits for it.
     """
     n = dag.n_ops
-    owner = dag.dep_owner()
-    dep = dag.dep_idx.astype(np.int64)  # keys below multiply op ids by the rank count
+    # per-dep arrays in the DAG's op id dtype (int32): the edges between two ops of one collective are most
+    # of the deps and need no more than a mask
+    owner = np.repeat(np.arange(n, dtype=index_dtype(n)), np.diff(dag.dep_ptr))
+    dep = dag.dep_idx
     R = dag.n_ranks + 1
     coll = dag.coll
-    intra = (coll[owner] >= 0) & (coll[owner] == coll[dep])  # same member set on both sides
+    of_owner = coll[owner]
+    intra = of_owner >= 0
+    intra &= of_owner == coll[dep]  # same member set on both sides
+    del of_owner
     has_dep_all = np.zeros(n, bool)
     has_dep_all[owner[intra]] = True
     has_child_all = np.zeros(n, bool)
     has_child_all[dep[intra]] = True
     # cross-unit edges: same-rank for rank r iff r belongs to both ends
     e = np.flatnonzero(~intra)
-    eo, ro = _op_ranks(dag, coll, owner[e])
-    ed, rd = _op_ranks(dag, coll, dep[e])
+    del intra
+    owner_e = owner[e].astype(np.int64)  # keys below multiply op ids by the rank count
+    dep_e = dep[e].astype(np.int64)
+    del owner, e
+    eo, ro = _op_ranks(dag, coll, owner_e)
+    ed, rd = _op_ranks(dag, coll, dep_e)
     # _op_ranks keeps ops in their input order per group; recover the edge of each pair by position
-    eid_o = _pair_edge(dag, coll, owner[e])
-    eid_d = _pair_edge(dag, coll, dep[e])
+    eid_o = _pair_edge(dag, coll, owner_e)
+    eid_d = _pair_edge(dag, coll, dep_e)
     key_o = eid_o * R + ro
     key_d = eid_d * R + rd
     both = is_in(key_o, key_d)
-    has_dep_key = sorted_unique(owner[e][eid_o[both]] * R + ro[both])
+    has_dep_key = sorted_unique(owner_e[eid_o[both]] * R + ro[both])
     both_d = is_in(key_d, key_o)
-    has_child_key = sorted_unique(dep[e][eid_d[both_d]] * R + rd[both_d])
+    has_child_key = sorted_unique(dep_e[eid_d[both_d]] * R + rd[both_d])
     cand_r = np.flatnonzero(~has_dep_all)
     rop, rrk = _op_ranks(dag, coll, cand_r)
     keep = ~is_in(rop * R + rrk, has_dep_key)
@@ -594,7 +603,15 @@ def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
     # every copy's own deps, then the cross-iteration ones, written straight into the CSR of the k copies
     ptr, idx = csr_from_dep_sources([lambda: _copied_dep_blocks(dag, k),
                                      lambda: ((x_owner + j * n, x_dep + (j - 1) * n) for j in range(1, k))], k * n)
-    tile = lambda a: np.tile(a, k)  # noqa: E731
+    ptr.flags.writeable = idx.flags.writeable = False  # FlowDag adopts them
+
+    def tile(a: np.ndarray) -> np.ndarray:
+        """k copies of ``a`` in an array of its own, read-only: FlowDag adopts it instead of copying again."""
+        out = np.empty(k * a.size, a.dtype)
+        out.reshape(k, a.size)[:] = a
+        out.flags.writeable = False
+        return out
+
     it_coll = np.repeat(np.arange(k, dtype=np.int32), dag.n_collectives)
     m = dag.n_collectives
     op_shift = np.repeat(np.arange(k, dtype=np.int64) * n, dag.trace_done.size)
