@@ -8,6 +8,7 @@ a 16,384-GPU trace (``--dp 512``) under 2 GB.
 
     python bench/bench_memory.py --dp 32                        # 1,024 GPUs, trace + lowering
     python bench/bench_memory.py --dp 32 --rss-only             # the same, RSS growth without tracemalloc
+    python bench/bench_memory.py --dp 32 --iterations 2         # and chaining two iterations (repeat)
     python bench/bench_memory.py --dp 512 --microbatches 8 --no-lower   # 16,384 GPUs, trace only
 """
 
@@ -18,7 +19,7 @@ import resource
 import time
 import tracemalloc
 
-from cosim.collectives.dag import OP_FIELDS
+from cosim.collectives.dag import OP_FIELDS, repeat
 from cosim.collectives.lower import lower
 from cosim.workload.builder import build_trace
 from cosim.workload.hardware import get_hardware
@@ -31,6 +32,8 @@ def main() -> None:
     ap.add_argument("--dp", type=int, default=32)
     ap.add_argument("--microbatches", type=int, default=4, help="micro-batches per data-parallel replica")
     ap.add_argument("--no-lower", action="store_true")
+    ap.add_argument("--iterations", type=int, default=1,
+                    help="also chain this many iterations (repeat) and report its bytes per op of the chain")
     ap.add_argument("--rss-only", action="store_true",
                     help="no tracemalloc (its own records inflate the RSS): report the growth of the peak RSS "
                          "while lowering, in B per DAG op")
@@ -67,6 +70,14 @@ def main() -> None:
           f"peak {(peak - held) / dag.n_ops:.1f} B/op, held {(now - held) / dag.n_ops:.1f} B/op "
           f"(columns {columns:.0f}, dep_ptr {per_op(dag.dep_ptr):.1f}, dep_idx {per_op(dag.dep_idx):.1f}, "
           f"markers {per_op(dag.trace_start, dag.trace_done):.1f}), peak RSS {rss_mb():.0f} MB")
+    if args.iterations > 1:
+        tracemalloc.reset_peak()
+        t, c = time.perf_counter(), time.process_time()
+        chain = repeat(dag, args.iterations)
+        grown, peak = (m - now for m in tracemalloc.get_traced_memory())
+        print(f"repeat {args.iterations} iterations, {chain.n_ops} DAG ops: {time.perf_counter() - t:.1f} s wall, "
+              f"{time.process_time() - c:.1f} s cpu, peak {peak / chain.n_ops:.1f} B/op, "
+              f"held {grown / chain.n_ops:.1f} B/op, peak RSS {rss_mb():.0f} MB")
 
 
 if __name__ == "__main__":
