@@ -11,9 +11,14 @@ One row per DAG op (length n):
   r // gpus_per_server; FLOW iff src and dst are on different servers, NVLINK iff on the same one, never
   src == dst, and ``bytes`` > 0.
 - ``duration_ns`` (COMPUTE; NVLINK: extra copy-engine time on top of bytes / rate, what a protocol slower
-  than the executor's NVLink rate adds), ``priority`` (0..7, network class), ``trace_op`` (trace op index; the coll_id
-  for a collective's ops, the SEND's index for a send's flows), ``coll`` (row of the collective table or
-  −1), ``iteration``.
+  than the executor's NVLink rate adds), ``priority`` (0..7, network class), ``trace_op`` (trace op index;
+  the coll_id for a collective's ops, the SEND's index for a send's flows), ``coll`` (row of the collective
+  table or −1), ``iteration``.
+- Derived, not stored (properties: a new array on every access, so take one once): ``src`` (a transfer's
+  ``rank``), ``coll`` (a collective's ops are the contiguous range coll_start_op[c]..coll_end_op[c]: its
+  barrier, its flows, its end NOP) and ``iteration`` (the ops of iteration k are the contiguous range
+  iteration_ptr[k]:iteration_ptr[k+1]). An op stores what no other column says: 22 bytes (30 when bytes or
+  duration_ns need int64).
 - deps as CSR ``dep_ptr``/``dep_idx``: op i starts after every op in dep_idx[dep_ptr[i]:dep_ptr[i+1]]
   finished. Every dep index is < i, so the ops are in a topological order and the DAG is acyclic by
   construction (checked on construction).
@@ -58,14 +63,11 @@ class DagOpKind(IntEnum):
 OP_FIELDS: dict[str, tuple[type, int]] = {
     "kind": (np.uint8, int(DagOpKind.NOP)),
     "rank": (np.int32, -1),
-    "src": (np.int32, -1),
     "dst": (np.int32, -1),
     "bytes": (np.int64, 0),
     "duration_ns": (np.int64, 0),
     "priority": (np.uint8, 0),
     "trace_op": (np.int32, -1),
-    "coll": (np.int32, -1),
-    "iteration": (np.int16, 0),
 }
 #: columns stored as int32 when every value fits (half the memory of the usual DAG), int64 otherwise
 NARROWABLE = ("bytes", "duration_ns")
@@ -73,9 +75,9 @@ NARROWABLE = ("bytes", "duration_ns")
 INT32_MAX = int(np.iinfo(np.int32).max)
 
 #: ops checked at a time by FlowDag's validation (bounds its temporaries to a few MB)
-_CHECK_BLOCK_OPS = 1 << 16
+_CHECK_BLOCK_OPS = 1 << 14
 #: edges placed at a time by csr_from_edge_chunks (bounds its temporaries to about a MB)
-_PLACE_BLOCK_EDGES = 1 << 15
+_PLACE_BLOCK_EDGES = 1 << 13
 
 COLL_FIELDS: dict[str, type] = {
     "coll_trace_id": np.int64,
@@ -120,14 +122,11 @@ class FlowDag:
     n_trace_ops: int
     kind: np.ndarray
     rank: np.ndarray
-    src: np.ndarray
     dst: np.ndarray
     bytes: np.ndarray
     duration_ns: np.ndarray
     priority: np.ndarray
     trace_op: np.ndarray
-    coll: np.ndarray
-    iteration: np.ndarray
     dep_ptr: np.ndarray
     dep_idx: np.ndarray
     trace_start: np.ndarray
@@ -142,6 +141,9 @@ class FlowDag:
     coll_iteration: np.ndarray
     coll_ranks_ptr: np.ndarray
     coll_ranks: np.ndarray
+    #: ops of iteration k: iteration_ptr[k]:iteration_ptr[k+1] (n_iterations + 1 entries); None: every op is
+    #: of iteration 0 (a one-iteration DAG)
+    iteration_ptr: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731 (frozen dataclass)
@@ -157,11 +159,17 @@ class FlowDag:
             set_(name, _arr(name, getattr(self, name), dtype, np.int32 if name in NARROWABLE else None))
         for name, dtype in COLL_FIELDS.items():
             set_(name, _arr(name, getattr(self, name), dtype))
-        for name in ("trace_start", "trace_done", "coll_ranks_ptr"):
-            set_(name, _arr(name, getattr(self, name), np.int64))
+        for name in ("trace_start", "trace_done"):  # op ids: int32 whenever they fit (a caller's int32 adopted)
+            set_(name, _arr(name, getattr(self, name), np.int64, np.int32))
+        set_("coll_ranks_ptr", _arr("coll_ranks_ptr", self.coll_ranks_ptr, np.int64))
+        if self.iteration_ptr is None:
+            if self.n_iterations != 1:
+                raise CosimInputError("dag.iteration_ptr", f"is needed for {self.n_iterations} iterations")
+            set_("iteration_ptr", np.array([0, self.kind.size], np.int64))
+        set_("iteration_ptr", _arr("iteration_ptr", self.iteration_ptr, np.int64))
         set_("dep_ptr", _arr("dep_ptr", self.dep_ptr, np.int64, np.int32))
         # op ids fit int32 whenever the ops do (MAX_DAG_OPS is far below 2^31): half the memory of a dep
-        set_("dep_idx", _arr("dep_idx", self.dep_idx, _index_dtype(self.kind.size)))
+        set_("dep_idx", _arr("dep_idx", self.dep_idx, index_dtype(self.kind.size)))
         set_("coll_ranks", _arr("coll_ranks", self.coll_ranks, np.int32))
         self._validate()
 
@@ -174,6 +182,7 @@ class FlowDag:
             if getattr(self, name).size != m:
                 raise CosimInputError(f"dag.{name}", f"has {getattr(self, name).size} entries, expected {m}")
         _csr("dag.dep_ptr", self.dep_ptr, n, self.dep_idx.size)
+        _csr("dag.iteration_ptr", self.iteration_ptr, self.n_iterations, n)
         _csr("dag.coll_ranks_ptr", self.coll_ranks_ptr, m, self.coll_ranks.size)
         for lo in range(0, n if self.dep_idx.size else 0, _CHECK_BLOCK_OPS):  # blocks bound the temporaries
             hi = min(n, lo + _CHECK_BLOCK_OPS)
@@ -185,8 +194,6 @@ class FlowDag:
                 i = int(owner[bad][0])
                 raise CosimInputError("dag.dep_idx", f"op {i} depends on op {int(dep[bad][0])}, which is "
                                       "not an earlier op (ops must be in topological order)")
-        for lo in range(0, n, _CHECK_BLOCK_OPS):
-            self._validate_ops(slice(lo, min(n, lo + _CHECK_BLOCK_OPS)), m)
         nt = self.n_iterations * self.n_trace_ops
         for name in ("trace_start", "trace_done"):
             a = getattr(self, name)
@@ -195,36 +202,47 @@ class FlowDag:
             _where(f"dag.{name}", (a < 0) | (a >= n), "points outside the ops")
         for name in ("coll_start_op", "coll_end_op"):
             _where(f"dag.{name}", (getattr(self, name) < 0) | (getattr(self, name) >= n), "points outside the ops")
+        # a collective's ops are the range from its start to its end op; ranges of two rows never overlap
+        _where("dag.coll_end_op", self.coll_end_op < self.coll_start_op, "ends before the collective's start op")
+        order = np.argsort(self.coll_start_op, kind="stable")
+        starts, ends = self.coll_start_op[order], self.coll_end_op[order]
+        _where("dag.coll_start_op", starts[1:] <= ends[:-1],
+               "the op ranges of two collectives overlap (a collective's ops are contiguous)")
+        for lo in range(0, n, _CHECK_BLOCK_OPS):
+            self._validate_ops(slice(lo, min(n, lo + _CHECK_BLOCK_OPS)), starts, ends)
 
-    def _validate_ops(self, sel: slice, m: int) -> None:
-        """The per-op rules on ops ``sel`` (a block: the masks stay small for a DAG of any size)."""
-        kind, rank, src, dst = self.kind[sel], self.rank[sel], self.src[sel], self.dst[sel]
-        nbytes, duration, coll = self.bytes[sel], self.duration_ns[sel], self.coll[sel]
+    def _validate_ops(self, sel: slice, starts: np.ndarray, ends: np.ndarray) -> None:
+        """The per-op rules on ops ``sel`` (a block: the masks stay small for a DAG of any size); ``starts`` /
+        ``ends``: the collectives' op ranges in the order of their starts."""
+        kind, rank, dst = self.kind[sel], self.rank[sel], self.dst[sel]
+        nbytes, duration = self.bytes[sel], self.duration_ns[sel]
         at = lambda mask: np.flatnonzero(mask)[:1] + sel.start  # noqa: E731 (first offending op)
         where = lambda field, mask, problem: _where(field, mask, problem, at)  # noqa: E731
         where("dag.kind", kind > max(DagOpKind), "unknown op kind")
         where("dag.priority", self.priority[sel] >= NUM_PRIORITIES, f"priority must be 0..{NUM_PRIORITIES - 1}")
         where("dag.rank", (rank < -1) | (rank >= self.n_ranks), "rank out of range")
         xfer = (kind == DagOpKind.FLOW) | (kind == DagOpKind.NVLINK)
-        where("dag.src", xfer & ((src < 0) | (src >= self.n_ranks) | (dst < 0) | (dst >= self.n_ranks)),
-              "transfer endpoints out of range")
-        where("dag.dst", xfer & (src == dst), "a transfer's destination must differ from its source")
-        where("dag.src", ~xfer & ((src != -1) | (dst != -1)), "only transfers have src and dst")
-        where("dag.rank", xfer & (rank != src), "a transfer belongs to its sending rank")
+        # a transfer's source is its rank (src is derived from rank, never stored)
+        where("dag.rank", xfer & (rank < 0), "a transfer needs its sending rank")
+        where("dag.dst", xfer & ((dst < 0) | (dst >= self.n_ranks)), "transfer endpoints out of range")
+        where("dag.dst", xfer & (rank == dst), "a transfer's destination must differ from its source")
+        where("dag.dst", ~xfer & (dst != -1), "only transfers have src and dst")
         where("dag.bytes", xfer != (nbytes > 0), "transfers need bytes > 0, other ops bytes = 0")
         where("dag.bytes", nbytes < 0, "bytes must be >= 0")
         g = self.gpus_per_server
-        same = (src // g) == (dst // g)
+        same = (rank // g) == (dst // g)
         where("dag.kind", (kind == DagOpKind.FLOW) & same, "a FLOW between GPUs of one server (use NVLINK)")
         where("dag.kind", (kind == DagOpKind.NVLINK) & ~same, "an NVLINK copy between servers (use FLOW)")
         timed = (kind == DagOpKind.COMPUTE) | (kind == DagOpKind.NVLINK)
         where("dag.duration_ns", (duration < 0) | (~timed & (duration != 0)),
               "only COMPUTE and NVLINK ops have a duration, and it is >= 0")
-        where("dag.rank", (kind == DagOpKind.COMPUTE) & (rank < 0) & (coll < 0),
+        # in a collective: inside the op range of the last collective starting at or before the op (a binary
+        # search, so no block derives the whole coll column)
+        ops = np.arange(sel.start, sel.stop, dtype=np.int64)
+        pos = np.searchsorted(starts, ops, side="right") - 1
+        in_coll = (pos >= 0) & (ops <= ends[np.maximum(pos, 0)]) if starts.size else np.zeros(ops.size, bool)
+        where("dag.rank", (kind == DagOpKind.COMPUTE) & (rank < 0) & ~in_coll,
               "a COMPUTE op needs a rank (or a collective, whose start latency it is)")
-        where("dag.coll", (coll < -1) | (coll >= m), "collective index out of range")
-        it = self.iteration[sel]
-        where("dag.iteration", (it < 0) | (it >= self.n_iterations), "iteration out of range")
 
     # --- accessors ----------------------------------------------------------------------------------
 
@@ -237,6 +255,33 @@ class FlowDag:
     def n_collectives(self) -> int:
         """Number of rows of the collective table (calls × iterations)."""
         return int(self.coll_trace_id.size)
+
+    def is_transfer(self) -> np.ndarray:
+        """bool per op: FLOW or NVLINK."""
+        return (self.kind == DagOpKind.FLOW) | (self.kind == DagOpKind.NVLINK)
+
+    @property
+    def src(self) -> np.ndarray:
+        """int32 per op: the sending rank of a FLOW/NVLINK op (its ``rank``), −1 for other ops. Derived on
+        every access (a new array): a DAG does not store what ``rank`` and ``kind`` already say."""
+        return np.where(self.is_transfer(), self.rank, np.int32(-1))
+
+    @property
+    def coll(self) -> np.ndarray:
+        """int32 per op: the row of the collective table among whose ops (the contiguous range
+        coll_start_op[c]..coll_end_op[c]: barrier, flows, end NOP) it is, −1 outside collectives. Derived on
+        every access (a new array) from the ranges: take it once, not per op."""
+        mark = np.zeros(self.n_ops + 1, np.int32)  # +c where the range of row c − 1 starts, −c after its end
+        rows = np.arange(1, self.n_collectives + 1, dtype=np.int32)
+        mark[0] = -1
+        mark[self.coll_start_op] += rows  # starts are distinct, and so are the ends (ranges never overlap)
+        mark[self.coll_end_op + 1] -= rows
+        return np.cumsum(mark, out=mark)[:-1]
+
+    @property
+    def iteration(self) -> np.ndarray:
+        """int16 per op: its iteration, derived on every access (a new array) from ``iteration_ptr``."""
+        return np.repeat(np.arange(self.n_iterations, dtype=np.int16), np.diff(self.iteration_ptr))
 
     def deps(self, i: int) -> np.ndarray:
         """Ops that op ``i`` waits for."""
@@ -252,7 +297,7 @@ class FlowDag:
 
     def bytes_sent_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
         """int64 [n_ranks]: bytes each rank sends in FLOW (or NVLINK) ops; both kinds if ``kind`` is None."""
-        return self._per_rank(self.src, kind)
+        return self._per_rank(self.rank, kind)  # a transfer's rank is its source
 
     def bytes_received_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
         """int64 [n_ranks]: bytes each rank receives in FLOW (or NVLINK) ops; both kinds if ``kind`` is None."""
@@ -289,7 +334,7 @@ def _where(field: str, mask: np.ndarray, problem: str, at=None) -> None:
         raise CosimInputError(field, f"{problem} (op/row {row})")
 
 
-def _index_dtype(n: int) -> type:
+def index_dtype(n: int) -> type:
     """The dtype of op ids below ``n``: int32 when they fit, else int64."""
     return np.int32 if n < INT32_MAX else np.int64
 
@@ -301,25 +346,60 @@ def csr_from_edges(owner: np.ndarray, dep: np.ndarray, n: int) -> tuple[np.ndarr
 
 def csr_from_edge_chunks(chunks: list[tuple[np.ndarray, np.ndarray]], n: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR (ptr, idx; int32 when they fit, else int64) of the deps of n ops from (owner, dep) edge chunks, consumed
-    (the list is emptied): a counting sort placing a block of edges at a time, the pointers doubling as the
-    cursors, so nothing but the result and one block's temporaries is allocated. Deps of one op keep their
-    order (chunk order, then order within a chunk)."""
-    n_edges = sum(int(owner.size) for owner, _ in chunks)
-    ptr = np.zeros(n + 1, _index_dtype(n_edges + 1))  # pointers fit int32 whenever the edges do
-    for owner, _ in chunks:
-        for lo in range(0, owner.size, _PLACE_BLOCK_EDGES):
-            ops, counts = np.unique(owner[lo:lo + _PLACE_BLOCK_EDGES], return_counts=True)
-            ptr[ops + 1] += counts
-    np.cumsum(ptr, out=ptr)
-    idx = np.empty(int(ptr[-1]), _index_dtype(n))
-    cursor = ptr[:-1]  # ptr[i] is op i's next free slot while filling; op i ends at the old ptr[i + 1]
+    (the list is emptied, each chunk dropped once placed). Deps of one op keep their order (chunk order, then
+    order within a chunk)."""
+    counts = _count_edges([owner for owner, _ in chunks], n)
     chunks.reverse()
-    while chunks:
-        owner, dep = chunks.pop()
+
+    def consumed():
+        while chunks:
+            yield chunks.pop()
+    return _place_edges(counts, consumed(), n)
+
+
+def csr_from_dep_sources(sources: list, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (ptr, idx; int32 when they fit, else int64) of the deps of n ops from dep sources: callables, each
+    returning an iterable of (owner, dep) blocks, the same blocks in the same order every call. Each source
+    is run twice, once to count every op's deps and once to write them at the op's offset, so the edges are
+    never held at once: a lowering's peak is its result plus one block. Deps of one op keep their order
+    (source order, then block order, then order within a block)."""
+    counts = _count_edges((owner for source in sources for owner, _ in source()), n)
+    return _place_edges(counts, (block for source in sources for block in source()), n)
+
+
+def _count_edges(owners, n: int) -> np.ndarray:
+    """int32 [n + 1]: 0, then the number of edges of each op among the ``owners`` blocks."""
+    counts = np.zeros(n + 1, np.int32)  # an op's count fits int32 whenever the DAG fits this machine
+    for owner in owners:
+        for lo in range(0, owner.size, _PLACE_BLOCK_EDGES):
+            ops, c = np.unique(owner[lo:lo + _PLACE_BLOCK_EDGES], return_counts=True)
+            counts[ops + 1] += c.astype(np.int32)
+    return counts
+
+
+def _place_edges(counts: np.ndarray, blocks, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr, idx) from per-op edge counts (``_count_edges``, taken over) and the same edges as (owner, dep)
+    blocks: the pointers double as the cursors, so nothing but the result and one block's temporaries is
+    allocated."""
+    n_edges = int(counts.sum(dtype=np.int64))
+    ptr = counts if index_dtype(n_edges + 1) is np.int32 else counts.astype(np.int64)
+    del counts
+    np.cumsum(ptr, out=ptr)  # ptr[i]: op i's first slot
+    idx = np.empty(n_edges, index_dtype(n))
+    cursor = ptr[:-1]  # ptr[i] is op i's next free slot while filling; op i ends at the old ptr[i + 1]
+    placed = 0
+    for owner, dep in blocks:
         for lo in range(0, owner.size, _PLACE_BLOCK_EDGES):
             _place(idx, cursor, owner[lo:lo + _PLACE_BLOCK_EDGES], dep[lo:lo + _PLACE_BLOCK_EDGES])
+        placed += owner.size
         del owner, dep
-    ptr[1:] = ptr[:-1].copy()  # every cursor now sits at its op's end, which is the next op's start
+    if placed != n_edges or (n and int(ptr[n - 1]) != n_edges):
+        raise RuntimeError("a dep source yielded other edges when run again")  # a bug, not bad input
+    # every cursor now sits at its op's end, which is the next op's start: shift by one, a block at a time
+    # from the end (no copy of the whole array)
+    for hi in range(n, 0, -_CHECK_BLOCK_OPS):
+        lo = max(0, hi - _CHECK_BLOCK_OPS)
+        ptr[lo + 1:hi + 1] = ptr[lo:hi].copy()
     ptr[0] = 0
     return ptr, idx
 
@@ -338,9 +418,11 @@ def _place(idx: np.ndarray, cursor: np.ndarray, owner: np.ndarray, dep: np.ndarr
 
 
 class DagBuilder:
-    """Fills the op columns of ``n_ops`` ops in place (later writes win) and collects dep edges as compact
-    chunks; :meth:`build` turns the edges into CSR once. Nothing per op is kept twice: the peak is the
-    columns plus the edges."""
+    """Fills the op columns of ``n_ops`` ops in place (later writes win) and collects dep sources: edges given
+    at once (:meth:`deps`, kept as compact arrays) or a generator of edge blocks run when needed
+    (:meth:`dep_blocks`). :meth:`build` counts every op's deps, then writes them into the CSR at their
+    offsets: the edges of a generator are never held at once, so the peak is the columns, the CSR and one
+    block of edges."""
 
     def __init__(self, n_ops: int, *, narrow: bool = False) -> None:
         """@param narrow  store bytes and duration_ns as int32 (the caller knows every value fits)"""
@@ -348,10 +430,9 @@ class DagBuilder:
         dtypes = {name: (np.int32 if narrow and name in NARROWABLE else dtype, default)
                   for name, (dtype, default) in OP_FIELDS.items()}
         self._cols = {name: np.full(self._n, default, dtype=dtype) for name, (dtype, default) in dtypes.items()}
-        # edges fit int32 whenever the op ids do: half the memory of the largest temporary of a lowering
-        self._edge_dtype = _index_dtype(self._n)
-        self._owner: list[np.ndarray] = []
-        self._dep: list[np.ndarray] = []
+        # edges fit int32 whenever the op ids do: half the memory of a stored edge
+        self._edge_dtype = index_dtype(self._n)
+        self._sources: list = []
 
     def ops(self, idx: np.ndarray, **columns) -> None:
         """Set the columns (arrays aligned with ``idx``, or scalars) of ops ``idx``; unset columns keep defaults."""
@@ -363,18 +444,23 @@ class DagBuilder:
             self._cols[name][idx] = value
 
     def deps(self, owner: np.ndarray | int, dep: np.ndarray) -> None:
-        """Op(s) ``owner`` wait for ``dep`` (owner broadcast against dep)."""
+        """Op(s) ``owner`` wait for ``dep`` (owner broadcast against dep); the edges are stored until build."""
         dep = np.asarray(dep)
-        self._owner.append(np.broadcast_to(np.asarray(owner), dep.shape).astype(self._edge_dtype).ravel())
-        self._dep.append(dep.astype(self._edge_dtype).ravel())
+        edges = ((np.broadcast_to(np.asarray(owner), dep.shape).astype(self._edge_dtype).ravel(),
+                  dep.astype(self._edge_dtype).ravel()),)
+        self._sources.append(lambda: edges)
+
+    def dep_blocks(self, blocks, *args) -> None:
+        """``blocks(*args)`` yields (owner, dep) edge blocks; build runs it twice (count, then place), so it must
+        yield the same blocks both times. Deps of one op keep the order of the calls to deps/dep_blocks."""
+        self._sources.append(lambda: blocks(*args))
 
     def build(self) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """Return (columns, dep_ptr, dep_idx), every array read-only (FlowDag adopts them without a copy);
         the builder is empty afterwards."""
-        chunks = list(zip(self._owner, self._dep))
-        self._owner.clear()
-        self._dep.clear()
-        ptr, idx = csr_from_edge_chunks(chunks, self._n)
+        sources, self._sources = self._sources, []
+        ptr, idx = csr_from_dep_sources(sources, self._n)
+        del sources
         cols, self._cols = self._cols, {}
         for a in (*cols.values(), ptr, idx):
             a.flags.writeable = False
@@ -404,13 +490,13 @@ def ragged_take(lo: np.ndarray, count: np.ndarray) -> np.ndarray:
     return np.repeat(lo - (np.cumsum(count) - count), count) + np.arange(total, dtype=np.int64)
 
 
-def _op_ranks(dag: FlowDag, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _op_ranks(dag: FlowDag, coll: np.ndarray, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(op, rank) pairs: the op's own rank, or every member rank for an op of a collective (its barriers
-    and flows), or every rank for a rank −1 NOP outside collectives."""
-    r = np.where(dag.coll[ops] >= 0, -1, dag.rank[ops]).astype(np.int64)
+    and flows), or every rank for a rank −1 NOP outside collectives (``coll``: dag.coll)."""
+    r = np.where(coll[ops] >= 0, -1, dag.rank[ops]).astype(np.int64)
     own = r >= 0
     wide = ops[~own]
-    c = dag.coll[wide].astype(np.int64)
+    c = coll[wide].astype(np.int64)
     in_coll, loose = wide[c >= 0], wide[c < 0]
     lo = dag.coll_ranks_ptr[c[c >= 0]]
     cnt = dag.coll_ranks_ptr[c[c >= 0] + 1] - lo
@@ -430,46 +516,66 @@ def rank_roots_and_terminals(dag: FlowDag) -> tuple[np.ndarray, np.ndarray, np.n
     last chunk a terminal of the sender when only the receiver waits for it.
     """
     n = dag.n_ops
-    owner = dag.dep_owner()
-    dep = dag.dep_idx.astype(np.int64)  # keys below multiply op ids by the rank count
+    # per-dep arrays in the DAG's op id dtype (int32): the edges between two ops of one collective are most
+    # of the deps and need no more than a mask
+    owner = np.repeat(np.arange(n, dtype=index_dtype(n)), np.diff(dag.dep_ptr))
+    dep = dag.dep_idx
     R = dag.n_ranks + 1
-    intra = (dag.coll[owner] >= 0) & (dag.coll[owner] == dag.coll[dep])  # same member set on both sides
+    coll = dag.coll
+    of_owner = coll[owner]
+    intra = of_owner >= 0
+    intra &= of_owner == coll[dep]  # same member set on both sides
+    del of_owner
     has_dep_all = np.zeros(n, bool)
     has_dep_all[owner[intra]] = True
     has_child_all = np.zeros(n, bool)
     has_child_all[dep[intra]] = True
     # cross-unit edges: same-rank for rank r iff r belongs to both ends
     e = np.flatnonzero(~intra)
-    eo, ro = _op_ranks(dag, owner[e])
-    ed, rd = _op_ranks(dag, dep[e])
+    del intra
+    owner_e = owner[e].astype(np.int64)  # keys below multiply op ids by the rank count
+    dep_e = dep[e].astype(np.int64)
+    del owner, e
+    eo, ro = _op_ranks(dag, coll, owner_e)
+    ed, rd = _op_ranks(dag, coll, dep_e)
     # _op_ranks keeps ops in their input order per group; recover the edge of each pair by position
-    eid_o = _pair_edge(dag, owner[e])
-    eid_d = _pair_edge(dag, dep[e])
+    eid_o = _pair_edge(dag, coll, owner_e)
+    eid_d = _pair_edge(dag, coll, dep_e)
     key_o = eid_o * R + ro
     key_d = eid_d * R + rd
     both = is_in(key_o, key_d)
-    has_dep_key = sorted_unique(owner[e][eid_o[both]] * R + ro[both])
+    has_dep_key = sorted_unique(owner_e[eid_o[both]] * R + ro[both])
     both_d = is_in(key_d, key_o)
-    has_child_key = sorted_unique(dep[e][eid_d[both_d]] * R + rd[both_d])
+    has_child_key = sorted_unique(dep_e[eid_d[both_d]] * R + rd[both_d])
     cand_r = np.flatnonzero(~has_dep_all)
-    rop, rrk = _op_ranks(dag, cand_r)
+    rop, rrk = _op_ranks(dag, coll, cand_r)
     keep = ~is_in(rop * R + rrk, has_dep_key)
     cand_t = np.flatnonzero(~has_child_all)
-    top, trk = _op_ranks(dag, cand_t)
+    top, trk = _op_ranks(dag, coll, cand_t)
     keep_t = ~is_in(top * R + trk, has_child_key)
     return rop[keep], rrk[keep], top[keep_t], trk[keep_t]
 
 
-def _pair_edge(dag: FlowDag, ops: np.ndarray) -> np.ndarray:
-    """For the pairs _op_ranks(dag, ops) returns, the position in ``ops`` each pair came from."""
+def _pair_edge(dag: FlowDag, coll: np.ndarray, ops: np.ndarray) -> np.ndarray:
+    """For the pairs _op_ranks(dag, coll, ops) returns, the position in ``ops`` each pair came from."""
     pos = np.arange(ops.size, dtype=np.int64)
-    r = np.where(dag.coll[ops] >= 0, -1, dag.rank[ops])
+    r = np.where(coll[ops] >= 0, -1, dag.rank[ops])
     own = r >= 0
     wide = ~own
-    c = dag.coll[ops[wide]].astype(np.int64)
+    c = coll[ops[wide]].astype(np.int64)
     cnt = np.where(c >= 0, dag.coll_ranks_ptr[np.maximum(c, 0) + 1] - dag.coll_ranks_ptr[np.maximum(c, 0)], 0)
     pw = pos[wide]
     return np.concatenate([pos[own], np.repeat(pw[c >= 0], cnt[c >= 0]), np.repeat(pw[c < 0], dag.n_ranks)])
+
+
+def _copied_dep_blocks(dag: FlowDag, k: int):
+    """The deps of ``k`` copies of ``dag`` (copy j's ops shifted by j·n_ops), a block of ops at a time."""
+    n = dag.n_ops
+    for j in range(k):
+        for lo in range(0, n, _CHECK_BLOCK_OPS):
+            hi = min(n, lo + _CHECK_BLOCK_OPS)
+            owner = np.repeat(np.arange(lo + j * n, hi + j * n, dtype=np.int64), np.diff(dag.dep_ptr[lo:hi + 1]))
+            yield owner, dag.dep_idx[dag.dep_ptr[lo]:dag.dep_ptr[hi]].astype(np.int64) + j * n
 
 
 def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
@@ -481,7 +587,6 @@ def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
         raise CosimInputError("dag.n_iterations", f"repeat() takes a one-iteration DAG, got {dag.n_iterations}")
     k = int(n_iterations)
     n = dag.n_ops
-    owner = dag.dep_owner()
     if n == 0:
         raise CosimInputError("dag", "cannot repeat an empty DAG")
     root_op, root_rank, term_op, term_rank = rank_roots_and_terminals(dag)
@@ -495,24 +600,30 @@ def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
     x_dep = term_op[ragged_take(lo, cnt)]
     key = sorted_unique(x_owner * n + x_dep)  # a collective-wide root may meet a terminal through several ranks
     x_owner, x_dep = key // n, key % n
-    shift = (np.arange(k, dtype=np.int64) * n)[:, None]
-    all_owner = np.concatenate([(owner[None, :] + shift).ravel(), (x_owner[None, :] + shift[1:]).ravel()])
-    all_dep = np.concatenate([(dag.dep_idx[None, :] + shift).ravel(), (x_dep[None, :] + shift[:-1]).ravel()])
-    ptr, idx = csr_from_edges(all_owner, all_dep, k * n)
-    tile = lambda a: np.tile(a, k)  # noqa: E731
-    it_ops = np.repeat(np.arange(k, dtype=np.int32), n)
+    # every copy's own deps, then the cross-iteration ones, written straight into the CSR of the k copies
+    ptr, idx = csr_from_dep_sources([lambda: _copied_dep_blocks(dag, k),
+                                     lambda: ((x_owner + j * n, x_dep + (j - 1) * n) for j in range(1, k))], k * n)
+    ptr.flags.writeable = idx.flags.writeable = False  # FlowDag adopts them
+
+    def tile(a: np.ndarray) -> np.ndarray:
+        """k copies of ``a`` in an array of its own, read-only: FlowDag adopts it instead of copying again."""
+        out = np.empty(k * a.size, a.dtype)
+        out.reshape(k, a.size)[:] = a
+        out.flags.writeable = False
+        return out
+
     it_coll = np.repeat(np.arange(k, dtype=np.int32), dag.n_collectives)
     m = dag.n_collectives
-    coll_shift = np.repeat(np.arange(k, dtype=np.int64) * m, n)
     op_shift = np.repeat(np.arange(k, dtype=np.int64) * n, dag.trace_done.size)
+    op_id = index_dtype(k * n)
     cshift = np.repeat(np.arange(k, dtype=np.int64) * n, m)
     return FlowDag(
         n_ranks=dag.n_ranks, gpus_per_server=dag.gpus_per_server, n_iterations=k, n_trace_ops=dag.n_trace_ops,
-        kind=tile(dag.kind), rank=tile(dag.rank), src=tile(dag.src), dst=tile(dag.dst), bytes=tile(dag.bytes),
+        kind=tile(dag.kind), rank=tile(dag.rank), dst=tile(dag.dst), bytes=tile(dag.bytes),
         duration_ns=tile(dag.duration_ns), priority=tile(dag.priority), trace_op=tile(dag.trace_op),
-        coll=np.where(tile(dag.coll) >= 0, tile(dag.coll).astype(np.int64) + coll_shift, -1), iteration=it_ops,
-        dep_ptr=ptr, dep_idx=idx, trace_start=tile(dag.trace_start) + op_shift,
-        trace_done=tile(dag.trace_done) + op_shift, coll_trace_id=tile(dag.coll_trace_id),
+        iteration_ptr=np.arange(k + 1, dtype=np.int64) * n,
+        dep_ptr=ptr, dep_idx=idx, trace_start=(tile(dag.trace_start) + op_shift).astype(op_id),
+        trace_done=(tile(dag.trace_done) + op_shift).astype(op_id), coll_trace_id=tile(dag.coll_trace_id),
         coll_kind=tile(dag.coll_kind), coll_bytes=tile(dag.coll_bytes), coll_group=tile(dag.coll_group),
         coll_algo=tile(dag.coll_algo), coll_start_op=tile(dag.coll_start_op) + cshift,
         coll_end_op=tile(dag.coll_end_op) + cshift, coll_iteration=it_coll,

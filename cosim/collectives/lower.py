@@ -16,6 +16,8 @@ deps, send → recv, collective joins) found by one Kahn pass over the trace ops
 work); a trace that can never finish raises CosimInputError. The DAG op counts of every placed item are then
 known, so all ops are laid out with cumulative sums and filled with numpy: compute, sends and recvs at
 once, collectives once per distinct (kind, group, size, algorithm) template, broadcast over its calls.
+The deps go to the DagBuilder as sources of edge blocks (the trace's deps, each template's), run when the
+CSR is built: counted per op, then written at their offsets, so a lowering never holds its edges at once.
 
 Algorithm choice (``algorithm="auto"``): the tuning model (:mod:`cosim.collectives.tuning`) estimates every
 candidate of the call's kind on its group's shape and size and takes the fastest — ring or tree for
@@ -40,8 +42,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from cosim.collectives.algorithms import SUPPORTED, Algorithm, pxn_applies, schedule
-from cosim.collectives.dag import (INT32_MAX, NUM_PRIORITIES, DagBuilder, DagOpKind, FlowDag, ragged_take,
-                                   sorted_unique)
+from cosim.collectives.dag import (INT32_MAX, NUM_PRIORITIES, DagBuilder, DagOpKind, FlowDag, index_dtype,
+                                   ragged_take, sorted_unique)
 from cosim.collectives.tuning import CANDIDATES, Shape, TuningModel
 from cosim.errors import CosimInputError
 from cosim.workload.trace import AlgoHint, CollKind, GroupKind, OpKind, Trace
@@ -52,6 +54,10 @@ _BY_NAME = {"ring": Algorithm.RING, "tree": Algorithm.TREE, "halving_doubling": 
             "direct": Algorithm.DIRECT, "pxn": Algorithm.PXN, "hierarchical": Algorithm.HIERARCHICAL,
             "chain": Algorithm.CHAIN}
 _COLL_KINDS = tuple(k for k in CollKind if k != CollKind.NONE)
+#: trace ops whose dep edges one block of _trace_edge_blocks holds (bounds its temporaries to about a MB)
+_TRACE_BLOCK_OPS = 1 << 12
+#: DAG ops (or dep edges) one block of a collective template's fill or dep blocks holds, at least one call
+_TEMPLATE_BLOCK = 1 << 13
 
 
 def _choices(kind: CollKind) -> list[str]:
@@ -192,8 +198,8 @@ def _match_recvs(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     n = trace.n_ops
     sends = np.flatnonzero(trace.kind == OpKind.SEND)
     recvs = np.flatnonzero(trace.kind == OpKind.RECV)
-    recv_of_send = np.full(n, -1, np.int64)
-    send_of_recv = np.full(n, -1, np.int64)
+    recv_of_send = np.full(n, -1, np.int32)  # op ids of the trace: they fit int32 (trace.dep_idx's range)
+    send_of_recv = np.full(n, -1, np.int32)
     if recvs.size:
         order = np.argsort(trace.match_id[sends], kind="stable")
         ms = trace.match_id[sends][order]
@@ -210,33 +216,66 @@ def _match_recvs(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return recv_of_send, send_of_recv
 
 
-def _trace_deps(b: DagBuilder, trace: Trace, start_of_op: np.ndarray, done_of_op: np.ndarray,
-                call_of_op: np.ndarray, n_dag: int) -> None:
+def _trace_edge_blocks(trace: Trace, start_of_op: np.ndarray, done_of_op: np.ndarray):
+    """Per block of trace ops, its dep edges as (owner trace op, owner's first DAG op, the dep's completing
+    DAG op), in the trace's edge order."""
+    ptr = trace.dep_ptr
+    for lo in range(0, trace.n_ops, _TRACE_BLOCK_OPS):
+        hi = min(trace.n_ops, lo + _TRACE_BLOCK_OPS)
+        owner = np.repeat(np.arange(lo, hi, dtype=np.int64), np.diff(ptr[lo:hi + 1]))
+        yield owner, start_of_op[owner], done_of_op[trace.dep_idx[ptr[lo]:ptr[hi]]]
+
+
+def _own_trace_dep_blocks(trace: Trace, start_of_op: np.ndarray, done_of_op: np.ndarray):
+    """The trace deps of ops outside collectives, a block at a time (DagBuilder.dep_blocks)."""
+    for owner, e_own, e_dep in _trace_edge_blocks(trace, start_of_op, done_of_op):
+        own = trace.kind[owner] != OpKind.COLLECTIVE
+        yield e_own[own], e_dep[own]
+
+
+def _trace_deps(b: DagBuilder, trace: Trace, start_of_op: np.ndarray, done_of_op: np.ndarray, n_dag: int) -> None:
     """Trace deps: an op's first DAG op (a collective's barrier) waits for its deps' completing DAG ops."""
-    owner = np.repeat(np.arange(trace.n_ops, dtype=np.int64), np.diff(trace.dep_ptr))
-    e_own, e_dep = start_of_op[owner], done_of_op[trace.dep_idx]
-    shared = call_of_op[owner] >= 0  # the members of a call share their barrier: deduplicate those edges
-    b.deps(e_own[~shared], e_dep[~shared])
-    edge = sorted_unique(e_own[shared] * n_dag + e_dep[shared])
+    b.dep_blocks(_own_trace_dep_blocks, trace, start_of_op, done_of_op)
+    # the members of a call share their barrier: deduplicate those edges (once; kept until the CSR is built)
+    keys = [np.zeros(0, np.int64)]
+    for owner, e_own, e_dep in _trace_edge_blocks(trace, start_of_op, done_of_op):
+        shared = trace.kind[owner] == OpKind.COLLECTIVE
+        keys.append(e_own[shared].astype(np.int64) * n_dag + e_dep[shared])
+    edge = sorted_unique(np.concatenate(keys))
+    del keys
     b.deps(edge // n_dag, edge % n_dag)
 
 
 def _send_ops(b: DagBuilder, trace: Trace, sends: np.ndarray, op_base: np.ndarray, n_chunks: np.ndarray,
-              chunk_bytes: int, gps: int, op_prio: np.ndarray) -> None:
-    """The chunks of every SEND (FLOW, NVLINK, or a NOP for zero bytes), each after the previous one."""
-    rank = trace.rank.astype(np.int64)
+              chunk_bytes: int, gps: int, send_prio: np.ndarray) -> None:
+    """The chunks of every SEND (FLOW, NVLINK, or a NOP for zero bytes), each after the previous one;
+    ``send_prio``: the network priority of each send."""
     C = n_chunks[sends]
     chunk = ragged_take(op_base[sends], C)
     s_of = np.repeat(sends, C)
     c_idx = chunk - op_base[s_of]
     nbytes = np.minimum(chunk_bytes, trace.bytes[s_of] - c_idx * chunk_bytes)
+    rank = trace.rank[s_of].astype(np.int64)
     peer = trace.peer[s_of].astype(np.int64)
-    xk = np.where(nbytes <= 0, DagOpKind.NOP,
-                  np.where(rank[s_of] // gps == peer // gps, DagOpKind.NVLINK, DagOpKind.FLOW))
+    xk = np.where(nbytes <= 0, DagOpKind.NOP, np.where(rank // gps == peer // gps, DagOpKind.NVLINK, DagOpKind.FLOW))
     xfer = nbytes > 0
-    b.ops(chunk, kind=xk, rank=rank[s_of], src=np.where(xfer, rank[s_of], -1), dst=np.where(xfer, peer, -1),
-          bytes=np.maximum(nbytes, 0), priority=np.where(xfer, op_prio[s_of], 0), trace_op=s_of)
+    b.ops(chunk, kind=xk, rank=rank, dst=np.where(xfer, peer, -1), bytes=np.maximum(nbytes, 0),
+          priority=np.where(xfer, np.repeat(send_prio, C), 0), trace_op=s_of)
     b.deps(chunk[c_idx > 0], chunk[c_idx > 0] - 1)  # chunks of one send go in order
+
+
+def _template_dep_blocks(local_owner: np.ndarray, local_dep: np.ndarray, entry: np.ndarray, term: np.ndarray,
+                         call_base: np.ndarray, call_end: np.ndarray):
+    """The deps of a template's ops in each of its calls (``call_base``: their barriers, ``call_end``: their
+    end NOPs), a block of calls at a time (DagBuilder.dep_blocks): the schedule's own deps (edges between
+    flows ``local_owner`` → ``local_dep`` of one call), the ``entry`` flows' wait for the barrier, the end
+    NOP's wait for the ``term`` flows."""
+    step = max(1, _TEMPLATE_BLOCK // max(local_owner.size, entry.size, term.size, 1))
+    for lo in range(0, call_base.size, step):
+        base = call_base[lo:lo + step][:, None] + 1  # first flow of each call
+        yield (base + local_owner).ravel(), (base + local_dep).ravel()
+        yield (base + entry).ravel(), np.repeat(call_base[lo:lo + step], entry.size)
+        yield np.repeat(call_end[lo:lo + step], term.size), (base + term).ravel()
 
 
 def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of_call: np.ndarray,
@@ -244,29 +283,32 @@ def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of
                     c_algo: np.ndarray, gps: int) -> None:
     """Every template's flows broadcast over its calls, between their barrier and end NOPs (``c_algo``
     receives the algorithm of every call); its NVLink copies carry ``t_extra[t]`` ns per byte of extra copy
-    time (what the call's bus bandwidth loses against the copy rate, resolve_algorithm)."""
+    time (what the call's bus bandwidth loses against the copy rate, resolve_algorithm). Ops are written a
+    block of calls at a time and the deps given as blocks made when the CSR is built, so no template's
+    broadcast is ever held whole."""
     order = np.argsort(tmpl_of_call, kind="stable")
     bounds = np.searchsorted(tmpl_of_call[order], np.arange(len(templates) + 1))
     for t, (algo, s) in enumerate(templates):
         cs = order[bounds[t]:bounds[t + 1]]
         c_algo[cs] = algo
-        base = call_base[cs][:, None] + 1  # first flow of each call
         if s.n_ops == 0:
             b.deps(call_end[cs], call_base[cs])
             continue
-        idx = base + np.arange(s.n_ops)
         tk = np.where(s.src // gps == s.dst // gps, DagOpKind.NVLINK, DagOpKind.FLOW)
         extra = np.where(tk == DagOpKind.NVLINK, np.rint(s.bytes * t_extra[t]), 0).astype(np.int64)
-        b.ops(idx.ravel(), kind=np.tile(tk, cs.size), rank=np.tile(s.src, cs.size), src=np.tile(s.src, cs.size),
-              dst=np.tile(s.dst, cs.size), bytes=np.tile(s.bytes, cs.size), duration_ns=np.tile(extra, cs.size),
-              priority=np.repeat(c_prio[cs], s.n_ops), trace_op=np.repeat(call_ids[cs], s.n_ops),
-              coll=np.repeat(cs, s.n_ops))
-        local_owner = np.repeat(np.arange(s.n_ops, dtype=np.int64), np.diff(s.dep_ptr))
-        b.deps((base + local_owner).ravel(), (base + s.dep_idx).ravel())
-        entry = np.flatnonzero(s.entry)
-        b.deps((base + entry).ravel(), np.repeat(call_base[cs], entry.size))
-        term = np.flatnonzero(s.terminal)
-        b.deps(np.repeat(call_end[cs], term.size), (base + term).ravel())
+        step = max(1, _TEMPLATE_BLOCK // s.n_ops)
+        for lo in range(0, cs.size, step):
+            cb = cs[lo:lo + step]
+            idx = (call_base[cb][:, None] + 1 + np.arange(s.n_ops)).ravel()
+            b.ops(idx, kind=np.tile(tk, cb.size), rank=np.tile(s.src, cb.size), dst=np.tile(s.dst, cb.size),
+                  bytes=np.tile(s.bytes, cb.size), duration_ns=np.tile(extra, cb.size),
+                  priority=np.repeat(c_prio[cb], s.n_ops), trace_op=np.repeat(call_ids[cb], s.n_ops))
+        # what the deps need of the schedule, as int32 flow indices: the schedules themselves can go before the
+        # CSR is built
+        local = lambda a: np.asarray(a, np.int32)  # noqa: E731 (indices within one call: < MAX_DAG_OPS)
+        b.dep_blocks(_template_dep_blocks, local(np.repeat(np.arange(s.n_ops), np.diff(s.dep_ptr))),
+                     local(s.dep_idx), local(np.flatnonzero(s.entry)), local(np.flatnonzero(s.terminal)),
+                     call_base[cs], call_end[cs])
 
 
 def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int = 4 << 20,
@@ -295,15 +337,12 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     prio = _priority_table(priorities)
     n = trace.n_ops
     kind = trace.kind
-    rank = trace.rank.astype(np.int64)
-    op_gk = trace.op_group_kind().astype(np.int64)
-    op_prio = prio[np.where(op_gk == 255, len(GroupKind), op_gk)]
 
     # --- collective calls: index c in coll_id order, member ops CSR ---
     coll_ops = np.flatnonzero(kind == OpKind.COLLECTIVE)
     call_ids, call_inv = np.unique(trace.coll_id[coll_ops], return_inverse=True)
     n_calls = call_ids.size
-    call_of_op = np.full(n, -1, np.int64)
+    call_of_op = np.full(n, -1, np.int32)  # call indices fit int32: there are fewer calls than trace ops
     call_of_op[coll_ops] = call_inv
     by_call = np.argsort(call_inv, kind="stable")
     call_ops = coll_ops[by_call]
@@ -335,52 +374,65 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     # --- placement order and DAG layout ---
     recv_of_send, send_of_recv = _match_recvs(trace)
     seq = _placement_order(trace, call_of_op, call_ptr, call_ops, recv_of_send)
-    is_send = kind == OpKind.SEND
-    n_chunks = np.where(is_send, np.maximum(1, -(-trace.bytes // chunk_bytes)), 1)
+    del call_of_op, recv_of_send, by_call, call_ops, call_ptr, first
+    sends = np.flatnonzero(kind == OpKind.SEND)
+    n_chunks = np.ones(n, np.int64)
+    n_chunks[sends] = np.maximum(1, -(-trace.bytes[sends] // chunk_bytes))
     is_call = seq < 0
     item_count = np.where(is_call, 2 + t_size[tmpl_of_call[np.where(is_call, ~seq, 0)]] if n_calls else 2,
                           n_chunks[np.where(is_call, 0, seq)])
     item_base = np.cumsum(item_count) - item_count
     n_dag = int(item_count.sum())
-    op_base = np.full(n, -1, np.int64)
+    op_id = index_dtype(n_dag)  # DAG op ids fit int32 whenever the DAG fits this machine
+    op_base = np.full(n, -1, op_id)
     op_base[seq[~is_call]] = item_base[~is_call]
     call_base = np.zeros(n_calls, np.int64)
     call_base[~seq[is_call]] = item_base[is_call]
+    del seq, is_call, item_count, item_base
     call_end = call_base + 1 + (t_size[tmpl_of_call] if n_calls else 0)
-    start_of_op = np.where(call_of_op >= 0, call_base[np.maximum(call_of_op, 0)] if n_calls else 0, op_base)
-    done_of_op = np.where(call_of_op >= 0, call_end[np.maximum(call_of_op, 0)] if n_calls else 0,
-                          op_base + n_chunks - 1)
+    start_of_op = op_base.copy()  # a collective's members start at its barrier and are done at its end NOP
+    start_of_op[coll_ops] = call_base[call_inv]
+    done_of_op = (op_base + (n_chunks - 1)).astype(op_id)
+    done_of_op[coll_ops] = call_end[call_inv]
+    start_of_op.flags.writeable = done_of_op.flags.writeable = False  # FlowDag adopts them without a copy
+    del coll_ops, call_inv
 
     # bytes and durations as int32 when every one fits: a chunk and a compute op rarely exceed 2 GiB / 2 s
     longest = max(int(trace.duration_ns.max(initial=0)), int(t_latency.max(initial=0)),
                   max((int(np.rint(s.bytes.max(initial=0) * t_extra[t])) for t, (_, s) in enumerate(templates)),
                       default=0))
+    gk = trace.op_group_kind()[sends].astype(np.int64)
+    send_prio = prio[np.where(gk == 255, len(GroupKind), gk)]
+    recvs = np.flatnonzero(kind == OpKind.RECV)
+    recv_waits = done_of_op[send_of_recv[recvs]]  # a RECV's NOP waits for its send's last chunk
+    del gk, send_of_recv
+
     b = DagBuilder(n_dag, narrow=chunk_bytes <= INT32_MAX and longest <= INT32_MAX)
-    _trace_deps(b, trace, start_of_op, done_of_op, call_of_op, n_dag)
+    _trace_deps(b, trace, start_of_op, done_of_op, n_dag)
 
     comp = np.flatnonzero(kind == OpKind.COMPUTE)
-    b.ops(op_base[comp], kind=DagOpKind.COMPUTE, rank=rank[comp], duration_ns=trace.duration_ns[comp],
+    b.ops(op_base[comp], kind=DagOpKind.COMPUTE, rank=trace.rank[comp], duration_ns=trace.duration_ns[comp],
           trace_op=comp)
+    del comp
 
-    _send_ops(b, trace, np.flatnonzero(is_send), op_base, n_chunks, chunk_bytes, gps, op_prio)
+    _send_ops(b, trace, sends, op_base, n_chunks, chunk_bytes, gps, send_prio)
 
-    recvs = np.flatnonzero(kind == OpKind.RECV)
-    b.ops(op_base[recvs], kind=DagOpKind.NOP, rank=rank[recvs], trace_op=recvs)
-    b.deps(op_base[recvs], done_of_op[send_of_recv[recvs]])
+    b.ops(op_base[recvs], kind=DagOpKind.NOP, rank=trace.rank[recvs], trace_op=recvs)
+    b.deps(op_base[recvs], recv_waits)
+    del op_base, n_chunks, sends, send_prio, recvs, recv_waits
 
     # collectives: barrier and end NOPs, then each template broadcast over its calls
-    calls = np.arange(n_calls, dtype=np.int64)
+    # (a call's ops are the range call_base..call_end: FlowDag.coll derives from it which call an op is of)
     b.ops(np.concatenate([call_base, call_end]), kind=DagOpKind.NOP, rank=-1,
-          trace_op=np.tile(call_ids, 2), coll=np.tile(calls, 2))
+          trace_op=np.tile(call_ids, 2))
     latency = t_latency[tmpl_of_call] if n_calls else np.zeros(0, np.int64)
     slow = latency > 0  # the start barrier lasts the call's latency
     b.ops(call_base[slow], kind=DagOpKind.COMPUTE, duration_ns=latency[slow])
     c_prio = prio[trace.group_kind[c_group]] if n_calls else np.zeros(0, np.uint8)
     c_algo = np.zeros(n_calls, np.uint8)
     _collective_ops(b, templates, t_extra, tmpl_of_call, call_base, call_end, call_ids, c_prio, c_algo, gps)
-    # building the CSR is the peak of a lowering: the per-trace-op temporaries go first
-    del rank, op_gk, op_prio, call_of_op, recv_of_send, send_of_recv, seq, is_send, n_chunks, is_call
-    del item_count, item_base, op_base, comp, recvs, calls, latency, slow, coll_ops, by_call, call_ops
+    del latency, slow, templates
+    # building the CSR is the peak of a lowering: it holds the columns, the CSR and one block of edges
     cols, dep_ptr, dep_idx = b.build()
     sizes = np.diff(trace.group_ptr)
     return FlowDag(
