@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cosim import memory
 from cosim.collectives.dag import NUM_PRIORITIES, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.workload.flows import FlowSet
@@ -346,6 +347,7 @@ def simulate_dag(
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
+    memory.check_simulation_fits(n)
     with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler) as (engine, t0):
         arrays = [np.ascontiguousarray(a, dt) for a, dt in (
             (kind, np.uint8), (gpu, np.int32), (src_node, np.int32), (dst_node, np.int32), (bytes_, np.int64),

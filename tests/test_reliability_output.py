@@ -254,3 +254,17 @@ def test_dag_guard_refuses_only_what_does_not_fit(chunk, iterations, refused, en
             training.check_dag_size(exp, trace)
     else:
         training.check_dag_size(exp, trace)
+
+
+def test_a_simulation_that_would_not_fit_in_memory_is_refused_before_it_starts(tmp_path, monkeypatch, capsys,
+                                                                                engine_ns):
+    """When the engine's bytes per DAG op times the ops to simulate exceed the memory available, cosim run
+    stops with one input error naming limits (exit 2, no traceback, no output file) before ns-3 starts."""
+    from cosim import memory
+
+    monkeypatch.setattr(memory, "ENGINE_BYTES_PER_DAG_OP", 1 << 40)
+    out = tmp_path / "r.h5"
+    code, _, err = run_main(["run", "builtin", "-o", str(out), "-q"], capsys)
+    assert code == 2
+    assert err.startswith("Error: limits: simulating") and len(err.strip().splitlines()) == 1
+    assert not out.exists()

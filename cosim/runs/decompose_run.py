@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cosim import engine
+from cosim import engine, memory
 from cosim.collectives import DagOpKind
 from cosim.collectives.dag import csr_from_edges
 from cosim.network.topology import HOST, SWITCH
@@ -490,11 +490,14 @@ def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, 
 def _run_all(fabric, cols: list[dict], settings: dict, progress, jobs: int) -> list:
     if jobs <= 1 or len(cols) == 1:
         return [run_piece(fabric, c, dict(settings, progress=progress)) for c in cols]
+    workers = min(jobs, len(cols))
+    memory.check_simulation_fits(sum(sorted((int(c["kind"].size) for c in cols), reverse=True)[:workers]),
+                                 processes=workers)
     import multiprocessing  # noqa: PLC0415
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
     ctx = multiprocessing.get_context("spawn")  # ns-3 is a process-wide singleton: one run per process
-    with ProcessPoolExecutor(max_workers=min(jobs, len(cols)), mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         return list(pool.map(run_piece, [fabric] * len(cols), cols, [settings] * len(cols)))
 
 

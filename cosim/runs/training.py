@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cosim import engine
+from cosim import engine, memory
 from cosim.collectives import DagOpKind, lower, repeat
 from cosim.collectives.calibration import nvlink_model
 from cosim.collectives.tuning import TuningModel
@@ -110,34 +110,17 @@ def checked_trace(trace, source: str):
     return trace
 
 
-#: most DAG ops a training run may lower to, and the memory one takes (DAG, engine and tables, measured)
+#: most DAG ops a training run may lower to (op ids are int32 throughout)
 MAX_DAG_OPS = 500_000_000
-BYTES_PER_DAG_OP = 80
 #: most NICs a training fabric may have (a trace's n_ranks beyond this is damage, not a workload)
 MAX_HOSTS = 1 << 17
 
 
-def available_memory_bytes() -> int | None:
-    """MemAvailable of /proc/meminfo (Linux), else physical memory, else None."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import os  # noqa: PLC0415
-
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def dag_op_limit() -> int:
-    """The most DAG ops a run may have: MAX_DAG_OPS, or fewer if they would not fit in available memory."""
-    mem = available_memory_bytes()
-    return MAX_DAG_OPS if mem is None else max(1, min(MAX_DAG_OPS, mem // BYTES_PER_DAG_OP))
+    """The most DAG ops a run may have: MAX_DAG_OPS, or fewer if planning them would not fit in the memory
+    available (cosim.memory.PLAN_BYTES_PER_DAG_OP; the simulation is checked when its size is known)."""
+    mem = memory.available_bytes()
+    return MAX_DAG_OPS if mem is None else max(1, min(MAX_DAG_OPS, mem // memory.PLAN_BYTES_PER_DAG_OP))
 
 
 def _too_many_ops(n_ops: float, how: str, exp: Experiment, trace, limit: int) -> CosimInputError:
@@ -152,7 +135,7 @@ def _too_many_ops(n_ops: float, how: str, exp: Experiment, trace, limit: int) ->
         fix = f"run fewer workload.iterations (each has {trace.n_ops} trace ops)"
     return CosimInputError("workload.chunk_bytes", f"the run would lower to {how}{n_ops:.3g} DAG ops "
                            f"(chunk_bytes {work.chunk_bytes} x {work.iterations} iterations), more than the "
-                           f"{limit:.3g} this machine can hold at {BYTES_PER_DAG_OP} B per op", fix)
+                           f"{limit:.3g} this machine can plan at {memory.PLAN_BYTES_PER_DAG_OP} B per op", fix)
 
 
 def dag_ops_lower_bound(trace, chunk_bytes: int) -> float:

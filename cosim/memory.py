@@ -1,0 +1,54 @@
+"""What a run needs in memory, and what the machine has, checked before the work that would exhaust it.
+
+Two phases hold memory in proportion to the DAG (bytes per DAG op, measured in bench/README.md):
+
+- planning (:data:`PLAN_BYTES_PER_DAG_OP`): the trace, the lowered DAG, the decomposition and the merged
+  result tables — every op of the run, whether simulated or copied from an identical part;
+- simulating (:data:`ENGINE_BYTES_PER_DAG_OP`): ns-3's DAG executor, its flows and packets — only the ops
+  one simulation runs (a decomposed run's largest part, or every op of a whole run).
+
+A run refused here gets a one-line input error before it starts the phase, never an out-of-memory kill
+in the middle of it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cosim.errors import CosimInputError
+
+#: peak memory of planning and merging per DAG op, bytes: 16,384-GPU LLaMA-2 7B (145 M ops), peak RSS
+#: of `cosim run bench/llama2-7b-16k.toml` over its DAG ops, rounded up
+PLAN_BYTES_PER_DAG_OP = 100
+#: memory the engine adds per simulated DAG op, bytes: a 256-GPU whole run (640 k ops, 60 k flows) rose
+#: 155 B per op while simulating, rounded up
+ENGINE_BYTES_PER_DAG_OP = 160
+
+
+def available_bytes() -> int | None:
+    """MemAvailable of /proc/meminfo (Linux), else physical memory, else None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def check_simulation_fits(n_ops: int, *, processes: int = 1) -> None:
+    """Refuse to simulate ``n_ops`` DAG ops at once (summed over ``processes`` parallel simulations) when
+    the engine's :data:`ENGINE_BYTES_PER_DAG_OP` for them exceeds the memory available now."""
+    mem = available_bytes()
+    need = int(n_ops) * ENGINE_BYTES_PER_DAG_OP
+    if mem is None or need <= mem:
+        return
+    where = f" in {processes} processes" if processes > 1 else ""
+    raise CosimInputError("limits", f"simulating {n_ops:.3g} DAG ops at once{where} needs about {need / 1e9:.1f} GB "
+                          f"({ENGINE_BYTES_PER_DAG_OP} B per op), {mem / 1e9:.1f} GB is available",
+                          "raise workload.chunk_bytes, use fewer --jobs, keep limits.decompose = auto, or split "
+                          "the run across machines with --parts-dir/--shard")
