@@ -236,22 +236,34 @@ def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarra
     vertex = np.cumsum(free, dtype=OP)
     vertex += n_parts - 1
     np.copyto(vertex, op_part, where=~free)
-    n_vertices = n_parts + int(np.count_nonzero(free))
-    # most edges between parts repeat a pair of parts (the NVLink rings of a server cross every rail): each
-    # block keeps its distinct vertex pairs only
-    edges = []
+    n_free = int(np.count_nonzero(free))
+    # most edges repeat a pair of parts (the NVLink rings of a server cross every rail) or a (free op,
+    # part) pair (a barrier and the ops of one part around it): both kinds are marked in boolean tables,
+    # only edges between two free ops are kept as they are
+    part_pairs = np.zeros((n_parts, n_parts), bool)
+    touches = np.zeros((n_free, n_parts), bool)
+    a, b = [], []
     for owner, dep in _edge_blocks(dep_ptr, dep_idx):
-        va, vb = vertex[owner].astype(np.int64), vertex[dep].astype(np.int64)
-        cross = va != vb
-        edges.append(np.unique(va[cross] * n_vertices + vb[cross]))
+        va, vb = vertex[owner], vertex[dep]
+        in_a, in_b = va < n_parts, vb < n_parts
+        both = in_a & in_b
+        part_pairs[va[both], vb[both]] = True
+        for x, y, m in ((va, vb, in_a & ~in_b), (vb, va, ~in_a & in_b)):
+            touches[y[m] - n_parts, x[m]] = True
+        m = ~in_a & ~in_b & (va != vb)
+        a.append(va[m])
+        b.append(vb[m])
     kind = np.asarray(columns["kind"])
     nvl = np.flatnonzero((kind == DagOpKind.NVLINK) & free)
     gpu = np.asarray(columns["gpu"])[nvl]
     first_of_gpu = np.full(int(gpu.max(initial=-1)) + 1, -1, OP)
     first_of_gpu[gpu[::-1]] = vertex[nvl[::-1]]
-    edges.append(vertex[nvl].astype(np.int64) * n_vertices + first_of_gpu[gpu])
-    edges = np.unique(np.concatenate(edges))
-    root = components(n_vertices, edges // n_vertices, edges % n_vertices)
+    pa, pb = np.nonzero(part_pairs)
+    tf, tp = np.nonzero(touches)
+    del touches
+    a = np.concatenate([pa, tf + n_parts] + [x.astype(np.int64) for x in a] + [vertex[nvl].astype(np.int64)])
+    b = np.concatenate([pb, tp] + [x.astype(np.int64) for x in b] + [first_of_gpu[gpu].astype(np.int64)])
+    root = components(n_parts + n_free, a, b)
     roots, comp = np.unique(root, return_inverse=True)
     return comp.reshape(-1).astype(OP)[vertex], int(roots.size)
 
