@@ -520,17 +520,15 @@ def _drop_last_op(o):
 def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutput:
     """The whole run's engine.DagOutput from the pieces' outputs (``outs[i]`` of ``d.pieces[i]``)."""
     n = int(np.asarray(columns["kind"]).size)
-    local = [np.full(n, -1, OP) for _ in d.pieces]
-    for i, p in enumerate(d.pieces):
-        local[i][p.ops] = np.arange(p.ops.size, dtype=OP)
-    src_local = _gather_local(local, d.op_piece, d.op_image)
-    del local
-    op_start = np.empty(n)
-    op_finish = np.empty(n)
-    for i, o in enumerate(outs):
-        sel = d.op_piece == i
-        op_start[sel] = o.op_start_ns[src_local[sel]]
-        op_finish[sel] = o.op_finish_ns[src_local[sel]]
+    src_local = _gather_local(d.pieces, d.op_piece, d.op_image)
+    if len(outs) == 1:
+        op_start, op_finish = outs[0].op_start_ns[src_local], outs[0].op_finish_ns[src_local]
+    else:
+        op_start, op_finish = np.empty(n), np.empty(n)
+        for i, o in enumerate(outs):
+            sel = d.op_piece == i
+            op_start[sel] = o.op_start_ns[src_local[sel]]
+            op_finish[sel] = o.op_finish_ns[src_local[sel]]
     # flows: every FLOW op takes the flow of the op standing for it
     flow_rows = []
     for i, o in enumerate(outs):
@@ -550,11 +548,14 @@ def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutp
                                                    flow_start_ns=flow_start, network=net))
 
 
-def _gather_local(local, op_piece, op_image):
+def _gather_local(pieces, op_piece, op_image):
+    """OP [n_ops]: the position in its piece of the op standing for every op (pieces' ops are sorted)."""
+    if len(pieces) == 1:
+        return np.searchsorted(pieces[0].ops, op_image).astype(OP)
     out = np.empty(op_piece.size, OP)
-    for i, loc in enumerate(local):
+    for i, p in enumerate(pieces):
         sel = op_piece == i
-        out[sel] = loc[op_image[sel]]
+        out[sel] = np.searchsorted(p.ops, op_image[sel])
     return out
 
 

@@ -52,16 +52,17 @@ TimingWheelScheduler::GetTypeId()
             .AddConstructor<TimingWheelScheduler>()
             .AddAttribute("BucketWidth",
                           "Simulated time one bucket of the wheel spans, rounded down to a power of two time "
-                          "steps (ps; at least 1 ps): 5 ns gives 4,096 ps. Events closer together share a "
-                          "bucket's sorted list. Changes speed only, never the event order.",
-                          TimeValue(NanoSeconds(5)),
+                          "steps (ps; at least 1 ps). Events closer together share a bucket's sorted list, "
+                          "which thousands of ports sending at once make long: 256 ps keeps it short at "
+                          "2,048 ports per switch. Changes speed only, never the event order.",
+                          TimeValue(PicoSeconds(256)),
                           MakeTimeAccessor(&TimingWheelScheduler::m_bucketWidth),
                           MakeTimeChecker())
             .AddAttribute("Buckets",
                           "Buckets in the wheel (a count), rounded up to a power of two; Buckets x BucketWidth is the "
                           "horizon beyond which events wait in a heap. Changes speed only, never the event "
                           "order.",
-                          UintegerValue(8192),
+                          UintegerValue(131072),
                           MakeUintegerAccessor(&TimingWheelScheduler::m_bucketsAttribute),
                           MakeUintegerChecker<uint32_t>(64, 1U << 22));
     return tid;
