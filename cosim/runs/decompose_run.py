@@ -45,6 +45,8 @@ _ID_FREE_ROUTINGS = ("pinned", "spray")
 OP = np.int32
 #: dependencies handled per block where a pass over every edge would otherwise hold edge-sized temporaries
 EDGE_BLOCK = 1 << 22
+#: largest (ops of no part) x (parts) boolean table the grouping marks edges in, entries (64 MiB)
+TOUCH_TABLE_MAX = 1 << 26
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -92,10 +94,6 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
     counts = hi - lo
     return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()), dtype=np.int64)
-
-
-def _dep_owner(dep_ptr: np.ndarray) -> np.ndarray:
-    return np.repeat(np.arange(dep_ptr.size - 1, dtype=OP), np.diff(dep_ptr))
 
 
 def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray):
@@ -238,10 +236,12 @@ def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarra
     np.copyto(vertex, op_part, where=~free)
     n_free = int(np.count_nonzero(free))
     # most edges repeat a pair of parts (the NVLink rings of a server cross every rail) or a (free op,
-    # part) pair (a barrier and the ops of one part around it): both kinds are marked in boolean tables,
-    # only edges between two free ops are kept as they are
+    # part) pair (a barrier and the ops of one part around it): both kinds are marked in boolean tables
+    # (the second, when it would be large, replaced by each block's distinct pairs), only edges between
+    # two free ops are kept as they are
     part_pairs = np.zeros((n_parts, n_parts), bool)
-    touches = np.zeros((n_free, n_parts), bool)
+    table = n_free * n_parts <= TOUCH_TABLE_MAX
+    touches = np.zeros((n_free if table else 0, n_parts), bool)
     a, b = [], []
     for owner, dep in _edge_blocks(dep_ptr, dep_idx):
         va, vb = vertex[owner], vertex[dep]
@@ -249,7 +249,12 @@ def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarra
         both = in_a & in_b
         part_pairs[va[both], vb[both]] = True
         for x, y, m in ((va, vb, in_a & ~in_b), (vb, va, ~in_a & in_b)):
-            touches[y[m] - n_parts, x[m]] = True
+            if table:
+                touches[y[m] - n_parts, x[m]] = True
+            else:
+                pairs = np.unique(y[m].astype(np.int64) * n_parts + x[m])
+                a.append(pairs // n_parts)
+                b.append(pairs % n_parts)
         m = ~in_a & ~in_b & (va != vb)
         a.append(va[m])
         b.append(vb[m])
