@@ -1,0 +1,52 @@
+"""CPU time of the one simulated rail of a folded training iteration, with the timing wheel's buckets set.
+
+LLaMA-2 7B (32 layers), TP8 x PP4 x DP``--dp`` on a rail-optimized 400 Gbps fabric (bench_decompose.py's
+scenario): the run is planned and decomposed, then only the piece the fold simulates runs, in this
+process, with ``TimingWheelScheduler::BucketWidth`` and ``::Buckets`` as given (the defaults if omitted).
+The bucket settings change speed only, never the results: the piece's end time is printed to show it.
+
+    python bench/bench_fold_scheduler.py --dp 128                                     # the defaults
+    python bench/bench_fold_scheduler.py --dp 128 --bucket-width 4096ps --buckets 8192
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dp", type=int, default=32)
+    ap.add_argument("--bucket-width", help="TimingWheelScheduler::BucketWidth, e.g. 4096ps [the default]")
+    ap.add_argument("--buckets", help="TimingWheelScheduler::Buckets, e.g. 8192 [the default]")
+    args = ap.parse_args()
+
+    from cosim.runs import decompose_run, training  # noqa: PLC0415
+    from cosim.runs.run import experiments_of  # noqa: PLC0415
+
+    doc = {"name": "roce", "network": {"transport": "roce", "topology": "rail-optimized", "gpus_per_server": 8,
+                                       "spines": 8, "link_gbps": 400.0, "link_delay_ns": 1000.0},
+           "workload": {"kind": "training", "model": "llama2-7b", "gpu": "h100", "iterations": 1,
+                        "parallelism": {"tp": 8, "pp": 4, "dp": args.dp}}}
+    exp = experiments_of(doc)[0]
+    plan = training.plan(exp)
+    attributes = training.engine_attributes(exp, plan)
+    for name, value in (("BucketWidth", args.bucket_width), ("Buckets", args.buckets)):
+        if value is not None:
+            attributes[f"TimingWheelScheduler::{name}"] = value
+    columns = training.dag_columns(plan)
+    d = decompose_run.decomposition(plan.fabric, columns, gpu_node=plan.host_of, attributes=attributes)
+    settings = {"seed": exp.seed, "attributes": attributes, "max_sim_time_ns": plan.max_sim_time_ns,
+                "queue_sample_interval_ns": exp.telemetry.queue_sample_interval_ns}
+    piece = decompose_run.piece_columns(columns, d.pieces[0])
+    cpu = time.process_time()
+    out = decompose_run.run_piece(plan.fabric, piece, settings)
+    print(f"dp {args.dp} ({d.mode}, {piece['kind'].size} ops simulated): {out.network.data_packet_hops} data "
+          f"packet-hops, {time.process_time() - cpu:.1f} CPU s, last op ends at {np.nanmax(out.op_finish_ns):.3f} ns")
+
+
+if __name__ == "__main__":
+    main()
