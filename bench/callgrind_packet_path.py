@@ -52,11 +52,14 @@ def main() -> None:
                     help="SharedBufferMmu::BufferBytes (a spine of 256 ports at 400 Gbps needs more than the "
                          "default for its PFC headroom)")
     ap.add_argument("--scheduler", default=engine.SCHEDULER_TYPE, help="ns-3 scheduler type")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="an ns-3 attribute, e.g. TimingWheelScheduler::BucketWidth=4096ps (repeatable)")
     args = ap.parse_args()
     fabric, flows = scenario() if args.hosts is None else sized_scenario(args.hosts, args.flow_bytes)
     attributes = transport_attributes(args.transport)
     if args.buffer_bytes is not None:
         attributes = {**attributes, "SharedBufferMmu::BufferBytes": str(args.buffer_bytes)}
+    attributes = {**attributes, **dict(item.split("=", 1) for item in args.set)}
     out = engine.simulate(fabric, flows, seed=1, attributes=attributes, scheduler=args.scheduler)
     print(f"{args.transport}: {out.status}, {out.data_packet_hops} data packet-hops, {out.events} events, "
           f"{args.scheduler}, {fabric.n_nodes} nodes, {flows.n_flows} flows")

@@ -52,17 +52,18 @@ TimingWheelScheduler::GetTypeId()
             .AddConstructor<TimingWheelScheduler>()
             .AddAttribute("BucketWidth",
                           "Simulated time one bucket of the wheel spans, rounded down to a power of two time "
-                          "steps (ps; at least 1 ps). Events closer together share a bucket's sorted list, "
-                          "which thousands of ports sending at once make long: 256 ps keeps it short at "
-                          "2,048 ports per switch. Changes speed only, never the event order.",
-                          TimeValue(PicoSeconds(256)),
+                          "steps (ps; at least 1 ps): 5 ns gives 4,096 ps. Events closer together share a "
+                          "bucket's sorted list, which thousands of ports sending at once make long (at "
+                          "2,048 ports per switch 256 ps with 131,072 Buckets is faster). Changes speed "
+                          "only, never the event order.",
+                          TimeValue(NanoSeconds(5)),
                           MakeTimeAccessor(&TimingWheelScheduler::m_bucketWidth),
                           MakeTimeChecker())
             .AddAttribute("Buckets",
                           "Buckets in the wheel (a count), rounded up to a power of two; Buckets x BucketWidth is the "
                           "horizon beyond which events wait in a heap. Changes speed only, never the event "
                           "order.",
-                          UintegerValue(131072),
+                          UintegerValue(8192),
                           MakeUintegerAccessor(&TimingWheelScheduler::m_bucketsAttribute),
                           MakeUintegerChecker<uint32_t>(64, 1U << 22));
     return tid;
