@@ -578,6 +578,17 @@ def _run_sliced(engine, stop_ps: int, n_items: int, count_done: Callable[[], int
         slice_ps = int(slice_ps * min(4.0, max(0.5, 0.25 / elapsed)))
 
 
+def _event_log(n, get, columns: Mapping[str, type]) -> dict[str, np.ndarray]:
+    """An engine event log of ``n`` rows: ``time_ns`` (read in ps as int64) then ``columns`` (name →
+    dtype), filled by ``get(time, *columns)``."""
+    n = int(n)
+    log = {"time_ns": np.empty(n, np.int64)} | {k: np.empty(n, dt) for k, dt in columns.items()}
+    if n:
+        get(*log.values())
+    log["time_ns"] = log["time_ns"] / 1e3
+    return log
+
+
 def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutput:
     n_flows = int(engine.NumFlows())
     finish_ps = np.empty(n_flows, np.int64)
@@ -602,12 +613,8 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         engine.GetPortPausedPs(ports["paused_ps"])
         engine.GetPortRateBps(ports["rate_bps"])
         engine.GetPortCreditStallPs(ports["credit_stall_ps"])
-    e = int(engine.NumStallEvents())
-    stalls = {"time_ns": np.empty(e, np.int64), "node": np.empty(e, np.int32), "port": np.empty(e, np.int32),
-              "vl": np.empty(e, np.int32), "stalled": np.empty(e, np.int8)}
-    if e:
-        engine.GetStallEvents(*stalls.values())
-    stalls["time_ns"] = stalls["time_ns"] / 1e3
+    stalls = _event_log(engine.NumStallEvents(), engine.GetStallEvents,
+                        {"node": np.int32, "port": np.int32, "vl": np.int32, "stalled": np.int8})
     e = int(engine.NumPauseEvents())
     pt, pn, pp, pr, ps = (np.empty(e, np.int64), np.empty(e, np.int32), np.empty(e, np.int32),
                           np.empty(e, np.int32), np.empty(e, np.int8))
@@ -618,12 +625,8 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
     engine.GetLatencyHistogram(hist)
     low_ns = np.array([engine.LatencyBucketLowPs(b) for b in range(nb)]) / 1e3
     counters = {name: int(engine.GetCounter(name)) for name in COUNTERS}
-    w = int(engine.NumPfcWatchdogActions())
-    watchdog = {"time_ns": np.empty(w, np.int64), "node": np.empty(w, np.int32), "port": np.empty(w, np.int32),
-                "priority": np.empty(w, np.int32), "disabled": np.empty(w, np.int8)}
-    if w:
-        engine.GetPfcWatchdogActions(*watchdog.values())
-    watchdog["time_ns"] = watchdog["time_ns"] / 1e3
+    watchdog = _event_log(engine.NumPfcWatchdogActions(), engine.GetPfcWatchdogActions,
+                          {"node": np.int32, "port": np.int32, "priority": np.int32, "disabled": np.int8})
     f = int(engine.NumFaultActions())
     fault_actions = {}
     if f:

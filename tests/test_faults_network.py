@@ -91,17 +91,23 @@ def test_a_dead_uplink_halves_the_leaf_capacity_and_the_flows_finish_on_the_surv
         assert out.counters["fault_drops"] == 0 and out.counters["retransmitted_packets"] == 0
 
 
+def _one_flow_over_a_lossy_link(size_bytes: int, bit_error_rate: float):
+    """(fabric, one flow host 0 → host 1 of ``size_bytes``, the fault giving the sender's link that BER)."""
+    fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
+    flows = FlowSet(src=np.array([0], np.int32), dst=np.array([1], np.int32),
+                    size_bytes=np.array([size_bytes], np.int64), start_ns=np.zeros(1), priority=np.zeros(1, np.uint8))
+    fault = fs.Fault(kind="link_degrade", element="host0-switch0", at_ns=0.0,
+                     params=(("bit_error_rate", bit_error_rate),))
+    return fabric, flows, fault
+
+
 def test_a_lossy_link_delivers_the_go_back_n_goodput(engine_ns):
     """A bit-error rate on the sender's link loses a packet of b wire bits with p = 1 − (1 − BER)^b; each
     loss makes go-back-N resend the lost packet and the N packets sent before its NAK came back, so the
     goodput is C · (1 − p) / (1 + p·N) (docs/models/faults.md), N = round-trip / packet time. The realized
     loss rate is within 5 sigma of p, and the goodput within 5% of the formula at the realized rate."""
-    fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
-    size = 16 << 20
-    flows = FlowSet(src=np.array([0], np.int32), dst=np.array([1], np.int32), size_bytes=np.array([size], np.int64),
-                    start_ns=np.zeros(1), priority=np.zeros(1, np.uint8))
-    ber = 3e-7
-    fault = fs.Fault(kind="link_degrade", element="host0-switch0", at_ns=0.0, params=(("bit_error_rate", ber),))
+    size, ber = 16 << 20, 3e-7
+    fabric, flows, fault = _one_flow_over_a_lossy_link(size, ber)
     out, _ = simulate_with(fabric, flows, [fault])
     assert out.status == "complete"
     np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
@@ -127,12 +133,8 @@ def test_a_lossy_credit_link_resends_and_loses_nothing(engine_ns):
     """InfiniBand: a bit-error rate on the sender's link makes the link resend each corrupted packet (as
     many as go-back-N would lose: within 5 sigma of p · packets) and loses nothing; each resend holds the
     wire for at most a NAK round trip and the packet's serialization, which bounds the finish time."""
-    fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
-    size = 8 << 20
-    flows = FlowSet(src=np.array([0], np.int32), dst=np.array([1], np.int32), size_bytes=np.array([size], np.int64),
-                    start_ns=np.zeros(1), priority=np.zeros(1, np.uint8))
-    ber = 3e-7
-    fault = fs.Fault(kind="link_degrade", element="host0-switch0", at_ns=0.0, params=(("bit_error_rate", ber),))
+    size, ber = 8 << 20, 3e-7
+    fabric, flows, fault = _one_flow_over_a_lossy_link(size, ber)
     out, _ = simulate_with(fabric, flows, [fault], "ib")
     clean = engine.simulate(fabric, flows, attributes=transport_attributes("ib"), max_sim_time_ns=1e8)
     assert out.status == "complete"
