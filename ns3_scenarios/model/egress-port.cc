@@ -406,13 +406,20 @@ EgressPort::StartTransmission(FabricPacket* p)
     ++m_txPackets;
     m_txDataPackets += p->kind == PacketKind::DATA;
     m_txBytes += p->wireBytes;
-    ++p->hopCount;
     m_txTrace(p);
-    if (p->hopCount == 1)
+    if (p->sendTimePs < 0)
     {
         p->sendTimePs = nowPs;
     }
-    p->dueTimePs = nowPs + serPs + m_delayPs;
+    const int64_t duePs = nowPs + serPs + m_delayPs;
+    if (m_onWire.Empty())
+    {
+        m_wireHeadDuePs = duePs;
+    }
+    else
+    {
+        m_onWire.Back()->nextDueTimePs = duePs;
+    }
     m_onWire.Push(p);
     Simulator::Schedule(TimeStep(serPs), m_txDoneEvent);
     if (!m_deliveryPending)
@@ -441,8 +448,8 @@ EgressPort::DeliverHead()
     FabricPacket* p = m_onWire.Pop();
     if (!m_onWire.Empty())
     {
-        const int64_t nowPs = Simulator::Now().GetTimeStep();
-        Simulator::Schedule(TimeStep(m_onWire.Front()->dueTimePs - nowPs), m_deliverEvent);
+        m_wireHeadDuePs = p->nextDueTimePs;
+        Simulator::Schedule(TimeStep(m_wireHeadDuePs - Simulator::Now().GetTimeStep()), m_deliverEvent);
     }
     else
     {
@@ -457,8 +464,9 @@ EgressPort::PopWire()
     FabricPacket* p = m_onWire.Pop();
     if (!m_onWire.Empty())
     {
+        m_wireHeadDuePs = p->nextDueTimePs;
         const int64_t nowPs = Simulator::Now().GetTimeStep();
-        Simulator::Schedule(TimeStep(std::max<int64_t>(m_onWire.Front()->dueTimePs - nowPs, 0)), m_deliverEvent);
+        Simulator::Schedule(TimeStep(std::max<int64_t>(m_wireHeadDuePs - nowPs, 0)), m_deliverEvent);
     }
     else
     {
@@ -476,7 +484,7 @@ EgressPort::DeliverThroughFault()
     {
         // a credit link loses nothing: what was on the wire when it went down still arrives (the link
         // layer completes it), what is queued waits for the link or for new routes (FabricSwitch::ForwardQueued)
-        const int64_t duePs = p->dueTimePs - Simulator::Now().GetTimeStep();
+        const int64_t duePs = m_wireHeadDuePs - Simulator::Now().GetTimeStep();
         if (duePs > 0)
         {
             Simulator::Schedule(TimeStep(duePs), m_deliverEvent); // held back by a resend or an outage
@@ -489,9 +497,10 @@ EgressPort::DeliverThroughFault()
             f.model->CountLinkRetransmission();
             const int64_t nowPs = Simulator::Now().GetTimeStep();
             const int64_t againPs = nowPs + 2 * m_delayPs + SerializationPs(p->wireBytes);
+            m_wireHeadDuePs = std::max(m_wireHeadDuePs, againPs);
             for (FabricPacket* q = p; q != nullptr; q = q->next)
             {
-                q->dueTimePs = std::max(q->dueTimePs, againPs);
+                q->nextDueTimePs = std::max(q->nextDueTimePs, againPs);
             }
             Simulator::Schedule(TimeStep(againPs - nowPs), m_deliverEvent);
             return;
@@ -500,7 +509,7 @@ EgressPort::DeliverThroughFault()
         return;
     }
     // lossy link: a packet is lost if the link is down or went down while it was on the wire
-    const int64_t sentPs = p->dueTimePs - m_delayPs - SerializationPs(p->wireBytes);
+    const int64_t sentPs = m_wireHeadDuePs - m_delayPs - SerializationPs(p->wireBytes);
     const bool lost = f.down || f.lastDownPs >= sentPs;
     const bool corrupted = !lost && f.Corrupts(p->wireBytes);
     p = PopWire();

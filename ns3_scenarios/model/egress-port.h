@@ -324,6 +324,7 @@ class EgressPort : public Object
     // first, within a few cache lines; a port is touched again only a serialization or a link delay later,
     // by when a large fabric has evicted it from L1.
     PacketFifo m_onWire;                             ///< serialized or serializing packets, arrival order
+    int64_t m_wireHeadDuePs{0};                      ///< time m_onWire's first packet has fully arrived, in ps
     FabricNode* m_peer{nullptr};                     ///< receiving node
     uint32_t m_peerPort{0};                          ///< input port number at m_peer
     bool m_busy{false};                              ///< a packet is being serialized

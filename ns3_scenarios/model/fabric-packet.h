@@ -3,7 +3,7 @@
  * @ingroup cosim
  * The packet that travels cosim's fabric: a small plain struct, pooled and linked intrusively.
  *
- * cosim does not use ns3::Packet on its hot path: a packet here is ~64 bytes of plain fields taken from a
+ * cosim does not use ns3::Packet on its hot path: a packet here is 64 bytes of plain fields taken from a
  * PacketPool free list, so forwarding a packet one hop allocates nothing (htsim's design). Wire size and
  * payload are explicit fields, so nobody infers a packet's kind from its size.
  */
@@ -45,26 +45,32 @@ using cosim::kNumPriorities;
  * @ingroup cosim
  * @brief One packet on the fabric. Plain data; owned by a PacketPool.
  */
-struct FabricPacket
+struct alignas(64) FabricPacket
 {
-    uint64_t flowId;       ///< index of the flow in the run's FlowTable
-    uint64_t seqBytes;     ///< DATA: byte offset of the payload in its flow; ACK: bytes acknowledged
-    int64_t sendTimePs;    ///< time the sender put the packet on the wire, in ps
-    int64_t dueTimePs;     ///< while on a link: time its last bit reaches the far end, in ps
+    // One cache line, laid out without padding: a hop touches the packet it forwards, and at thousands of
+    // ports the packets in flight outgrow the caches.
+    uint32_t flowId;       ///< index of the flow in the run's FlowTable (FlowTable::kMaxFlows bounds it)
     uint32_t src;          ///< source host id
     uint32_t dst;          ///< destination host id
     uint32_t payloadBytes; ///< payload carried, in bytes (0 for control packets)
     uint32_t wireBytes;    ///< bytes serialized on a link: payload + all headers, in bytes
-    uint32_t hopCount;     ///< links traversed so far
     uint32_t aux;          ///< PAUSE: pause time in quanta of 512 bit times (0 = resume)
+    uint64_t seqBytes;     ///< DATA: byte offset of the payload in its flow; ACK: bytes acknowledged
+    int64_t sendTimePs{-1}; ///< time the packet started serializing on its first link, in ps (-1 before)
+    /// While on a link: the time the last bit of the packet behind it on that link reaches the far end, in
+    /// ps (the link holds the first packet's). Delivering a packet thus schedules the next delivery without
+    /// reading the next packet.
+    int64_t nextDueTimePs;
+    FabricPacket* next;    ///< intrusive link for queues and the pool's free list
     uint16_t ingressPort;  ///< at a switch: the port the packet arrived on (for buffer accounting)
     uint16_t qp;           ///< queue-pair index of its flow between its two hosts (FlowTable::qp; ECMP hash field)
     uint8_t bufferClass;   ///< at a switch: which part of the ingress buffer holds it (SharedBufferMmu)
     PacketKind kind;       ///< what the packet carries
     uint8_t priority;      ///< priority / traffic class, 0..kNumPriorities-1
     bool ecnMarked;        ///< ECN congestion-experienced bit
-    FabricPacket* next;    ///< intrusive link for queues and the pool's free list
 };
+
+static_assert(sizeof(FabricPacket) == 64, "a FabricPacket is one cache line");
 
 /**
  * @ingroup cosim
@@ -83,6 +89,12 @@ class PacketFifo
     FabricPacket* Front() const
     {
         return m_head;
+    }
+
+    /// @return the packet at the tail, or nullptr
+    FabricPacket* Back() const
+    {
+        return m_tail;
     }
 
     /// @return number of wire bytes queued, in bytes

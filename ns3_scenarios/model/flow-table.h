@@ -6,6 +6,7 @@
 #ifndef COSIM_FLOW_TABLE_H
 #define COSIM_FLOW_TABLE_H
 
+#include "ns3/abort.h"
 #include "ns3/callback.h"
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct FlowTable
 {
     static constexpr uint32_t kNoQueuePair = std::numeric_limits<uint32_t>::max(); ///< senderQp: not started
     static constexpr int64_t kNoCnp = std::numeric_limits<int64_t>::min(); ///< lastCnpPs: no CNP yet
+    static constexpr uint64_t kMaxFlows = std::numeric_limits<uint32_t>::max(); ///< flow ids fit FabricPacket::flowId
 
     std::vector<uint32_t> src;         ///< source host node id
     std::vector<uint32_t> dst;         ///< destination host node id
@@ -54,6 +56,7 @@ struct FlowTable
     /// Append one flow; @return its id.
     uint64_t Add(uint32_t from, uint32_t to, uint64_t bytes, int64_t startTimePs, uint8_t prio)
     {
+        NS_ABORT_MSG_IF(Size() >= kMaxFlows, "a run holds at most " << kMaxFlows << " flows");
         src.push_back(from);
         dst.push_back(to);
         sizeBytes.push_back(bytes);
