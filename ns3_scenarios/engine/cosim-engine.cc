@@ -910,7 +910,10 @@ Engine::GetFlowFinishPs(int64_t* out) const
 void
 Engine::GetFlowDeliveredBytes(int64_t* out) const
 {
-    std::copy(m_impl->flows.rcvdBytes.begin(), m_impl->flows.rcvdBytes.end(), out);
+    for (const FlowTable::Bytes& b : m_impl->flows.bytes)
+    {
+        *out++ = b.rcvdBytes;
+    }
 }
 
 uint64_t

@@ -29,20 +29,27 @@ struct FlowTable
     static constexpr int64_t kNoCnp = std::numeric_limits<int64_t>::min(); ///< lastCnpPs: no CNP yet
     static constexpr uint64_t kMaxFlows = std::numeric_limits<uint32_t>::max(); ///< flow ids fit FabricPacket::flowId
 
+    /// The byte counts every data packet reads or updates, side by side: one cache line for the sender and
+    /// the receiver of a packet instead of one per column.
+    struct Bytes
+    {
+        uint64_t sizeBytes;    ///< payload to deliver, in bytes
+        uint64_t sentBytes;    ///< next payload byte the sender puts on the wire (go-back-N rewinds it), in bytes
+        uint64_t rcvdBytes;    ///< payload delivered to the receiver, in bytes
+        uint64_t unackedBytes; ///< receiver: payload since the flow's last ACK, in bytes (AckCoalescer)
+    };
+
+    std::vector<Bytes> bytes;          ///< per flow
     std::vector<uint32_t> src;         ///< source host node id
     std::vector<uint32_t> dst;         ///< destination host node id
-    std::vector<uint64_t> sizeBytes;   ///< payload to deliver, in bytes
     std::vector<int64_t> startPs;      ///< time the sender may start, in ps
     std::vector<int64_t> finishPs;     ///< time the last payload byte reached dst, in ps (-1 until then)
-    std::vector<uint64_t> sentBytes;   ///< next payload byte the sender puts on the wire (go-back-N rewinds it), in bytes
-    std::vector<uint64_t> rcvdBytes;   ///< payload delivered to the receiver, in bytes
     std::vector<uint8_t> priority;     ///< priority class of the flow's data packets
     std::vector<uint16_t> qp;          ///< queue pair the flow's messages use towards dst (HostNic::QueuePairsPerConnection)
     // Per-flow state of the two NICs a flow joins, here rather than in a hash map per NIC: a flow has one
     // sender and one receiver, so one slot per flow id serves both, found by indexing (no hashing, no
     // node allocation per flow).
     std::vector<uint32_t> senderQp;     ///< the source NIC's index of the flow's queue pair (kNoQueuePair until it starts)
-    std::vector<uint64_t> unackedBytes; ///< receiver: payload since the flow's last ACK, in bytes (AckCoalescer)
     std::vector<int64_t> lastCnpPs;     ///< receiver: time of the flow's last CNP, in ps (kNoCnp before the first)
     uint64_t completed{0};             ///< flows whose last byte arrived
     Callback<void, uint64_t> onFinish; ///< called with the flow id when a flow completes (may be null)
@@ -54,20 +61,17 @@ struct FlowTable
     }
 
     /// Append one flow; @return its id.
-    uint64_t Add(uint32_t from, uint32_t to, uint64_t bytes, int64_t startTimePs, uint8_t prio)
+    uint64_t Add(uint32_t from, uint32_t to, uint64_t payloadBytes, int64_t startTimePs, uint8_t prio)
     {
         NS_ABORT_MSG_IF(Size() >= kMaxFlows, "a run holds at most " << kMaxFlows << " flows");
+        bytes.push_back(Bytes{payloadBytes, 0, 0, 0});
         src.push_back(from);
         dst.push_back(to);
-        sizeBytes.push_back(bytes);
         startPs.push_back(startTimePs);
         finishPs.push_back(-1);
-        sentBytes.push_back(0);
-        rcvdBytes.push_back(0);
         priority.push_back(prio);
         qp.push_back(0);
         senderQp.push_back(kNoQueuePair);
-        unackedBytes.push_back(0);
         lastCnpPs.push_back(kNoCnp);
         return src.size() - 1;
     }

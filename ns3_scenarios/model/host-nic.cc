@@ -300,7 +300,7 @@ HostNic::AddFlow(uint64_t flowId)
 void
 HostNic::StartFlow(uint64_t flowId)
 {
-    if (m_flows->sizeBytes[flowId] == 0)
+    if (m_flows->bytes[flowId].sizeBytes == 0)
     {
         // An empty flow is delivered the moment it starts: nothing crosses the wire.
         FinishFlow(flowId);
@@ -317,7 +317,7 @@ HostNic::StartFlow(uint64_t flowId)
     }
     QueuePair qp{};
     qp.flowId = flowId;
-    qp.sizeBytes = m_flows->sizeBytes[flowId];
+    qp.sizeBytes = m_flows->bytes[flowId].sizeBytes;
     qp.dst = m_flows->dst[flowId];
     qp.connectionQp = m_flows->qp[flowId];
     qp.priority = m_flows->priority[flowId];
@@ -332,7 +332,7 @@ HostNic::StartFlow(uint64_t flowId)
     m_rtoOn = m_gbnTx.GetTimeoutPs() > 0 && m_ports[0]->GetFlowControl() != EgressPort::FlowControl::CREDIT;
     if (m_admission)
     {
-        SendControl(PacketKind::REQUEST, flowId, m_flows->dst[flowId], m_flows->sizeBytes[flowId]);
+        SendControl(PacketKind::REQUEST, flowId, m_flows->dst[flowId], m_flows->bytes[flowId].sizeBytes);
     }
     m_ports[0]->Wake();
 }
@@ -358,7 +358,7 @@ HostNic::UpdateSendLimit(QueuePair& qp) const
 bool
 HostNic::WithinSendLimit(const QueuePair& qp) const
 {
-    const uint64_t sent = m_flows->sentBytes[qp.flowId];
+    const uint64_t sent = m_flows->bytes[qp.flowId].sentBytes;
     const uint64_t left = qp.sizeBytes - sent;
     return sent + std::min<uint64_t>(left, m_mtuBytes) <= qp.limitBytes;
 }
@@ -396,7 +396,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
         if (m_windowBytes != 0)
         {
             m_peakInflightBytes =
-                std::max(m_peakInflightBytes, m_flows->sentBytes[qp.flowId] + p->payloadBytes - qp.gbn.ackedBytes);
+                std::max(m_peakInflightBytes, m_flows->bytes[qp.flowId].sentBytes + p->payloadBytes - qp.gbn.ackedBytes);
         }
         Advance(qp, idx, *p);
         return p;
@@ -408,7 +408,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
 FabricPacket*
 HostNic::MakeDataPacket(const QueuePair& qp)
 {
-    const uint64_t sent = m_flows->sentBytes[qp.flowId];
+    const uint64_t sent = m_flows->bytes[qp.flowId].sentBytes;
     NS_ASSERT_MSG(sent < qp.sizeBytes, "flow " << qp.flowId << " has no payload left but its queue pair is active");
     const uint64_t remaining = qp.sizeBytes - sent;
     const uint32_t payload = remaining < m_mtuBytes ? static_cast<uint32_t>(remaining) : m_mtuBytes;
@@ -452,8 +452,8 @@ HostNic::NoteSent(QueuePair& qp, const FabricPacket& p, int64_t nowPs)
 void
 HostNic::Advance(QueuePair& qp, std::size_t idx, const FabricPacket& p)
 {
-    m_flows->sentBytes[qp.flowId] += p.payloadBytes;
-    if (m_flows->sentBytes[qp.flowId] != qp.sizeBytes)
+    m_flows->bytes[qp.flowId].sentBytes += p.payloadBytes;
+    if (m_flows->bytes[qp.flowId].sentBytes != qp.sizeBytes)
     {
         m_next = idx + 1;
         return;
@@ -579,10 +579,10 @@ HostNic::Consume(FabricPacket* p, uint32_t inPort)
 inline __attribute__((always_inline)) void
 HostNic::DeliverInOrder(uint64_t flowId, uint32_t src, uint64_t bytes)
 {
-    const uint64_t rcvd = (m_flows->rcvdBytes[flowId] += bytes);
-    NS_ASSERT_MSG(rcvd <= m_flows->sizeBytes[flowId], "flow " << flowId << " received more than its size");
-    const bool last = rcvd == m_flows->sizeBytes[flowId];
-    if (m_acks.OnData(m_flows->unackedBytes[flowId], uint32_t(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max())), last))
+    const uint64_t rcvd = (m_flows->bytes[flowId].rcvdBytes += bytes);
+    NS_ASSERT_MSG(rcvd <= m_flows->bytes[flowId].sizeBytes, "flow " << flowId << " received more than its size");
+    const bool last = rcvd == m_flows->bytes[flowId].sizeBytes;
+    if (m_acks.OnData(m_flows->bytes[flowId].unackedBytes, uint32_t(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max())), last))
     {
         SendControl(PacketKind::ACK, flowId, src, rcvd);
     }
@@ -607,7 +607,7 @@ HostNic::OnData(const FabricPacket& p)
         OnDataAnyOrder(p, nowPs);
         return;
     }
-    const uint64_t expected = m_flows->rcvdBytes[flowId];
+    const uint64_t expected = m_flows->bytes[flowId].rcvdBytes;
     const GoBackNReceiver::Verdict verdict = m_gbnRx.OnData(flowId, p.seqBytes, expected);
     if (verdict != GoBackNReceiver::Verdict::DELIVER)
     {
@@ -626,7 +626,7 @@ void
 HostNic::OnDataAnyOrder(const FabricPacket& p, int64_t nowPs)
 {
     const uint64_t flowId = p.flowId;
-    const uint64_t expected = m_flows->rcvdBytes[flowId];
+    const uint64_t expected = m_flows->bytes[flowId].rcvdBytes;
     switch (m_reorder.OnData(flowId, p.seqBytes, expected, m_mtuBytes))
     {
     case ReorderBuffer::Verdict::DUPLICATE:
@@ -639,7 +639,7 @@ HostNic::OnDataAnyOrder(const FabricPacket& p, int64_t nowPs)
     case ReorderBuffer::Verdict::IN_ORDER: {
         ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
         const uint64_t held = m_reorder.TakeHeld(flowId, expected + p.payloadBytes, m_mtuBytes);
-        const uint64_t left = m_flows->sizeBytes[flowId] - expected;
+        const uint64_t left = m_flows->bytes[flowId].sizeBytes - expected;
         DeliverInOrder(flowId, p.src, std::min<uint64_t>(p.payloadBytes + held * m_mtuBytes, left));
         break;
     }
@@ -742,7 +742,7 @@ HostNic::OnAck(const FabricPacket& p)
     GoBackNState& gbn = m_qps[qpIndex].gbn;
     const bool stale = p.seqBytes < gbn.ackedBytes; // overtaken by later ACKs: its gap was filled long ago
     GoBackNSender::OnAck(gbn, p.seqBytes, Simulator::Now().GetTimeStep());
-    if (gbn.timerPending && gbn.ackedBytes >= m_flows->sizeBytes[p.flowId])
+    if (gbn.timerPending && gbn.ackedBytes >= m_flows->bytes[p.flowId].sizeBytes)
     {
         // Every byte is acknowledged: take the timer out of the event queue rather than let it fire.
         Simulator::Remove(m_qps[qpIndex].rtoEvent);
@@ -769,7 +769,7 @@ void
 HostNic::Rewind(uint32_t qpIndex, uint64_t toBytes)
 {
     QueuePair& qp = m_qps[qpIndex];
-    uint64_t& sent = m_flows->sentBytes[qp.flowId];
+    uint64_t& sent = m_flows->bytes[qp.flowId].sentBytes;
     if (!GoBackNSender::Rewind(qp.gbn, toBytes, sent))
     {
         return; // a stale NAK: the sender already went back at least that far
@@ -800,7 +800,7 @@ HostNic::RetransmitTimer(uint32_t qpIndex)
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     const uint64_t flowId = qp.flowId;
     int64_t deadlinePs = 0;
-    switch (m_gbnTx.OnTimer(qp.gbn, m_flows->sentBytes[flowId], m_flows->sizeBytes[flowId], nowPs, &deadlinePs))
+    switch (m_gbnTx.OnTimer(qp.gbn, m_flows->bytes[flowId].sentBytes, m_flows->bytes[flowId].sizeBytes, nowPs, &deadlinePs))
     {
     case GoBackNSender::TimerVerdict::IDLE:
         ++m_idleTimerEvents;

@@ -18,7 +18,7 @@ namespace ns3
  * @brief Which packets of each flow arrived beyond its in-order point, for receivers that place data
  * out of order (InfiniBand with adaptive routing, RoCE NICs built for packet spraying).
  *
- * A flow's payload is delivered in order (FlowTable::rcvdBytes is its in-order point), but a packet
+ * A flow's payload is delivered in order (FlowTable::Bytes::rcvdBytes is its in-order point), but a packet
  * beyond a gap is kept, as a bit per MTU-sized packet, instead of dropped and NAKed; when the gap fills,
  * the packets held after it count as delivered at once. Every data packet starts at a multiple of the
  * MTU (senders cut flows into full packets and go back only to packet boundaries). A flow costs memory
