@@ -2,10 +2,11 @@
 
 LLaMA-2 7B (32 layers), TP8 x PP4 x DP``--dp`` on a rail-optimized 400 Gbps fabric (bench_decompose.py's
 scenario): the run is planned and decomposed, then only the piece the fold simulates runs, in this
-process, with ``TimingWheelScheduler::BucketWidth`` and ``::Buckets`` as given (the defaults if omitted).
+process, with ``TimingWheelScheduler::BucketWidth`` and ``::Buckets`` as given (if omitted, what the run
+derives: engine.wheel_attributes).
 The bucket settings change speed only, never the results: the piece's end time is printed to show it.
 
-    python bench/bench_fold_scheduler.py --dp 128                                     # the defaults
+    python bench/bench_fold_scheduler.py --dp 128                                     # as a run derives them
     python bench/bench_fold_scheduler.py --dp 128 --bucket-width 4096ps --buckets 8192
 """
 
@@ -20,8 +21,8 @@ import numpy as np
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dp", type=int, default=32)
-    ap.add_argument("--bucket-width", help="TimingWheelScheduler::BucketWidth, e.g. 4096ps [the default]")
-    ap.add_argument("--buckets", help="TimingWheelScheduler::Buckets, e.g. 8192 [the default]")
+    ap.add_argument("--bucket-width", help="TimingWheelScheduler::BucketWidth, e.g. 4096ps [derived]")
+    ap.add_argument("--buckets", help="TimingWheelScheduler::Buckets, e.g. 8192 [derived]")
     args = ap.parse_args()
 
     from cosim.runs import decompose_run, training  # noqa: PLC0415

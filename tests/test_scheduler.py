@@ -162,3 +162,17 @@ def test_scheduler_orders_by_uid_whatever_the_insertion_order(model_probes):
                          np.r_[uid, np.zeros(n, np.uint32)])
         assert left == 0
         np.testing.assert_array_equal(out[n:], uid[order])
+
+
+def test_wide_switches_get_narrow_wheel_buckets_unless_set():
+    """engine.wheel_attributes: 256 ps buckets from 512 ports on one switch, none below; an explicit
+    bucket width or count is kept as given."""
+    from cosim import engine
+    from cosim.network import topology
+
+    small = topology.single_switch(hosts=511, link_gbps=400, link_delay_ns=1000)
+    wide = topology.single_switch(hosts=512, link_gbps=400, link_delay_ns=1000)
+    assert engine.wheel_attributes(small, None) == {}
+    assert engine.wheel_attributes(wide, None) == engine.WIDE_SWITCH_WHEEL
+    assert engine.wheel_attributes(wide, {"TimingWheelScheduler::BucketWidth": "1ns"}) == {
+        "ns3::TimingWheelScheduler::Buckets": "131072"}

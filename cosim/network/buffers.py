@@ -72,7 +72,8 @@ def class_buffer_bytes(capacity_bps: np.ndarray) -> np.ndarray:
     return np.where(beyond, scaled, sizes[pick])
 
 
-def _explicit(attributes: Mapping[str, str] | None, name: str) -> str | None:
+def explicit_attribute(attributes: Mapping[str, str] | None, name: str) -> str | None:
+    """The value ``attributes`` give ns-3 attribute ``name`` (qualified or not), None if unset."""
     for key, value in (attributes or {}).items():
         if qualify_attribute(key) == qualify_attribute(name):
             return str(value)
@@ -82,9 +83,9 @@ def _explicit(attributes: Mapping[str, str] | None, name: str) -> str | None:
 def switch_buffer_bytes(fabric, attributes: Mapping[str, str] | None) -> np.ndarray | None:
     """uint64 [n_nodes]: the SharedBufferMmu::BufferBytes of every switch by its class (0 for hosts), or
     None when ``attributes`` set BufferBytes explicitly or the links run credit flow control."""
-    if _explicit(attributes, "SharedBufferMmu::BufferBytes") is not None:
+    if explicit_attribute(attributes, "SharedBufferMmu::BufferBytes") is not None:
         return None
-    if _explicit(attributes, "EgressPort::LinkFlowControl") == "credit":
+    if explicit_attribute(attributes, "EgressPort::LinkFlowControl") == "credit":
         return None
     out = class_buffer_bytes(switch_capacity_bps(fabric))
     out[np.asarray(fabric.node_kind) != SWITCH] = 0
@@ -96,9 +97,9 @@ def lossless_priority_mask(lossless_priorities, lossy_priorities=(), *,
     """SharedBufferMmu::LosslessPriorityMask of a run whose data travels on ``lossless_priorities`` and
     ``lossy_priorities`` (0..7): the lossless ones plus the control priority (HostNic::ControlPriority in
     ``attributes``, else 7) unless that one is lossy; None when ``attributes`` set the mask explicitly."""
-    if _explicit(attributes, "SharedBufferMmu::LosslessPriorityMask") is not None:
+    if explicit_attribute(attributes, "SharedBufferMmu::LosslessPriorityMask") is not None:
         return None
-    control = _explicit(attributes, "HostNic::ControlPriority")
+    control = explicit_attribute(attributes, "HostNic::ControlPriority")
     control = int(control) if control is not None and control.isdigit() else DEFAULT_CONTROL_PRIORITY
     lossy = {int(p) for p in lossy_priorities}
     mask = 0
