@@ -502,7 +502,7 @@ def attribute_values(attributes: Mapping[str, str] | None, names: Sequence[str])
     """The values ns-3 attributes ``names`` take once ``attributes`` are applied (as the engine reads them)."""
     engine = load().Engine(1)
     try:
-        _apply_attributes(engine, {**wheel_attributes(fabric, attributes), **(attributes or {})})
+        _apply_attributes(engine, attributes)
         return {name: str(engine.GetDefault(qualify_attribute(name))) for name in names}
     finally:
         engine.__destruct__()
