@@ -200,14 +200,10 @@ def rank_hosts(fabric, n_ranks: int, gpus_per_server: int) -> np.ndarray:
     return fabric.host_ids.astype(np.int64)[order[pos]]
 
 
-def _finite_max(a: np.ndarray) -> float:
-    a = a[np.isfinite(a)]
-    return float(a.max()) if a.size else float("nan")
-
-
-def _finite_min(a: np.ndarray) -> float:
-    a = a[np.isfinite(a)]
-    return float(a.min()) if a.size else float("nan")
+def _earliest(times_ns: np.ndarray) -> float:
+    """The earliest time of ``times_ns`` ignoring NaN (an op not started), NaN if none; no copy."""
+    t = float(np.fmin.reduce(times_ns, initial=np.inf))
+    return t if np.isfinite(t) else float("nan")
 
 
 def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
@@ -240,11 +236,12 @@ def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarra
     per_rank = np.zeros(trace.n_ranks, np.int64)
     np.add.at(per_rank, trace.rank[compute].astype(np.int64), trace.duration_ns[compute])
     busiest = int(per_rank.max()) if per_rank.size else 0
-    it = dag.iteration
-    start = np.array([_finite_min(op_start_ns[it == i]) for i in range(k)], np.float64)
+    # an iteration's ops are one slice of the DAG (slices, not masks: no op-sized copies)
+    its = [slice(int(lo), int(hi)) for lo, hi in zip(dag.iteration_ptr[:-1], dag.iteration_ptr[1:])]
+    start = np.array([_earliest(op_start_ns[i]) for i in its], np.float64)
     # an iteration with an unfinished op (a run cut by the time limit) has no finish time
-    finish = np.array([_finite_max(op_finish_ns[it == i]) if np.all(np.isfinite(op_finish_ns[it == i]))
-                       else np.nan for i in range(k)], np.float64)
+    finish = np.array([float(op_finish_ns[i].max()) if op_finish_ns[i].size and np.isfinite(op_finish_ns[i]).all()
+                       else np.nan for i in its], np.float64)
     time_ns = finish - np.concatenate([[0.0], finish[:-1]])
     iterations = {
         "iteration": np.arange(k, dtype=np.int32), "start_ns": start, "finish_ns": finish, "time_ns": time_ns,
@@ -265,8 +262,8 @@ def transfer_roots(dag) -> np.ndarray:
     roots = np.full(n, -1, np.int64)
     if not flow.size:
         return roots
-    keys = np.stack([np.asarray(k, np.int64)[flow] for k in (dag.iteration, dag.coll, dag.trace_op, dag.src,
-                                                             dag.dst)])
+    keys = np.stack([np.asarray(k)[flow].astype(np.int64) for k in (dag.iteration, dag.coll, dag.trace_op,
+                                                                        dag.src, dag.dst)])
     _, group = np.unique(keys, axis=1, return_inverse=True)
     group = group.reshape(-1)
     first = np.full(int(group.max()) + 1, n, np.int64)
