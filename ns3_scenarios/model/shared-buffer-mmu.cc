@@ -94,10 +94,7 @@ SharedBufferMmu::Setup(const std::vector<uint64_t>& headroomBytes, uint32_t maxP
     const Wide pool = Wide(m_bufferBytes) - carved;
     m_sharedPoolBytes = int64_t(std::min<Wide>(pool, std::numeric_limits<int64_t>::max()));
     m_sharedUsedBytes = 0;
-    m_reservedUsed.assign(nPorts * kNumPriorities, 0);
-    m_sharedUsed.assign(nPorts * kNumPriorities, 0);
-    m_headroomUsed.assign(nPorts * kNumPriorities, 0);
-    m_xoff.assign(nPorts * kNumPriorities, false);
+    m_use.assign(nPorts * kNumPriorities, Use{0, 0, 0, false});
     return pool > 0;
 }
 
@@ -105,26 +102,26 @@ BufferClass
 SharedBufferMmu::Admit(uint32_t port, uint8_t prio, uint32_t bytes)
 {
     const std::size_t i = Index(port, prio);
-    if (m_reservedUsed[i] + bytes <= m_reservedBytes)
+    if (m_use[i].reservedBytes + bytes <= m_reservedBytes)
     {
-        m_reservedUsed[i] += bytes;
+        m_use[i].reservedBytes += bytes;
         return BufferClass::RESERVED;
     }
     // Once paused, new arrivals are what was in flight: they belong in the headroom.
-    if (!m_xoff[i] && double(m_sharedUsed[i] + bytes) <= SharedThresholdBytes() &&
+    if (!m_use[i].xoff && double(m_use[i].sharedBytes + bytes) <= SharedThresholdBytes() &&
         m_sharedUsedBytes + int64_t(bytes) <= m_sharedPoolBytes)
     {
-        m_sharedUsed[i] += bytes;
+        m_use[i].sharedBytes += bytes;
         m_sharedUsedBytes += bytes;
         NS_ASSERT_MSG(m_sharedUsedBytes <= m_sharedPoolBytes, "shared buffer use above the pool");
         return BufferClass::SHARED;
     }
-    if (IsLossless(prio) && m_headroomUsed[i] + bytes <= m_headroomBytes[port])
+    if (IsLossless(prio) && m_use[i].headroomBytes + bytes <= m_headroomBytes[port])
     {
-        m_headroomUsed[i] += bytes;
-        if (m_headroomUsed[i] > m_peakHeadroomUsed)
+        m_use[i].headroomBytes += bytes;
+        if (m_use[i].headroomBytes > m_peakHeadroomUsed)
         {
-            m_peakHeadroomUsed = m_headroomUsed[i];
+            m_peakHeadroomUsed = m_use[i].headroomBytes;
         }
         return BufferClass::HEADROOM;
     }
@@ -138,18 +135,18 @@ SharedBufferMmu::Release(uint32_t port, uint8_t prio, uint32_t bytes, BufferClas
     switch (cls)
     {
     case BufferClass::RESERVED:
-        NS_ASSERT_MSG(m_reservedUsed[i] >= bytes, "reserved buffer of port " << port << " released below 0");
-        m_reservedUsed[i] -= bytes;
+        NS_ASSERT_MSG(m_use[i].reservedBytes >= bytes, "reserved buffer of port " << port << " released below 0");
+        m_use[i].reservedBytes -= bytes;
         break;
     case BufferClass::SHARED:
-        NS_ASSERT_MSG(m_sharedUsed[i] >= bytes && m_sharedUsedBytes >= int64_t(bytes),
+        NS_ASSERT_MSG(m_use[i].sharedBytes >= bytes && m_sharedUsedBytes >= int64_t(bytes),
                       "shared buffer of port " << port << " released below 0");
-        m_sharedUsed[i] -= bytes;
+        m_use[i].sharedBytes -= bytes;
         m_sharedUsedBytes -= bytes;
         break;
     case BufferClass::HEADROOM:
-        NS_ASSERT_MSG(m_headroomUsed[i] >= bytes, "headroom of port " << port << " released below 0");
-        m_headroomUsed[i] -= bytes;
+        NS_ASSERT_MSG(m_use[i].headroomBytes >= bytes, "headroom of port " << port << " released below 0");
+        m_use[i].headroomBytes -= bytes;
         break;
     default:
         break;
@@ -160,16 +157,16 @@ bool
 SharedBufferMmu::TakeXoff(uint32_t port, uint8_t prio)
 {
     const std::size_t i = Index(port, prio);
-    if (!IsLossless(prio) || m_xoff[i])
+    if (!IsLossless(prio) || m_use[i].xoff)
     {
         return false;
     }
     // Pause before the next full packet could overshoot the threshold, or as soon as headroom is used.
     const bool over =
-        m_headroomUsed[i] > 0 || double(m_sharedUsed[i]) + double(m_xoffMarginBytes) > SharedThresholdBytes();
+        m_use[i].headroomBytes > 0 || double(m_use[i].sharedBytes) + double(m_xoffMarginBytes) > SharedThresholdBytes();
     if (over)
     {
-        m_xoff[i] = true;
+        m_use[i].xoff = true;
     }
     return over;
 }
@@ -178,15 +175,15 @@ bool
 SharedBufferMmu::TakeXon(uint32_t port, uint8_t prio)
 {
     const std::size_t i = Index(port, prio);
-    if (!m_xoff[i])
+    if (!m_use[i].xoff)
     {
         return false;
     }
-    const bool under = m_headroomUsed[i] == 0 &&
-                       double(m_sharedUsed[i]) + double(m_xonOffsetBytes) <= SharedThresholdBytes();
+    const bool under = m_use[i].headroomBytes == 0 &&
+                       double(m_use[i].sharedBytes) + double(m_xonOffsetBytes) <= SharedThresholdBytes();
     if (under)
     {
-        m_xoff[i] = false;
+        m_use[i].xoff = false;
     }
     return under;
 }

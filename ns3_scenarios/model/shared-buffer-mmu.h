@@ -73,7 +73,7 @@ class SharedBufferMmu : public Object
     /// @return true if (@p port, @p prio) is in the XOFF state
     bool IsXoff(uint32_t port, uint8_t prio) const
     {
-        return m_xoff[Index(port, prio)];
+        return m_use[Index(port, prio)].xoff;
     }
 
     /// @return whether PFC is enabled
@@ -91,7 +91,7 @@ class SharedBufferMmu : public Object
     /// @return headroom bytes in use at (@p port, @p prio)
     uint64_t GetHeadroomUsed(uint32_t port, uint8_t prio) const
     {
-        return m_headroomUsed[Index(port, prio)];
+        return m_use[Index(port, prio)].headroomBytes;
     }
 
     /// @return the largest headroom use seen on any (port, priority), in bytes
@@ -130,10 +130,17 @@ class SharedBufferMmu : public Object
     std::vector<uint64_t> m_headroomBytes;   ///< headroom per port, in bytes
     int64_t m_sharedPoolBytes{0};            ///< shared pool size, in bytes
     int64_t m_sharedUsedBytes{0};            ///< shared pool in use, in bytes
-    std::vector<uint64_t> m_reservedUsed;    ///< per (port, priority), in bytes
-    std::vector<uint64_t> m_sharedUsed;      ///< per (port, priority), in bytes
-    std::vector<uint64_t> m_headroomUsed;    ///< per (port, priority), in bytes
-    std::vector<bool> m_xoff;                ///< per (port, priority): XOFF sent, XON not yet
+    /// What one (ingress port, priority) holds, side by side: a packet's admission, release and PAUSE
+    /// decisions read one cache line, not one per column.
+    struct Use
+    {
+        uint64_t reservedBytes; ///< in its reserved share, in bytes
+        uint64_t sharedBytes;   ///< in the shared pool, in bytes
+        uint64_t headroomBytes; ///< in its headroom, in bytes
+        bool xoff;              ///< XOFF sent, XON not yet
+    };
+
+    std::vector<Use> m_use;                  ///< per (port, priority): Index(port, priority)
     uint64_t m_peakHeadroomUsed{0};          ///< high-water mark of any headroom use, in bytes
 };
 
