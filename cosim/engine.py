@@ -51,8 +51,7 @@ def wheel_attributes(fabric: Fabric, attributes: Mapping[str, str] | None) -> di
     512 ports per switch and cost 5.6 % more instructions on 16 hosts (bench/README.md). Buckets change
     speed only, never the results.
     """
-    ends = np.concatenate([np.asarray(fabric.link_a, np.int64), np.asarray(fabric.link_b, np.int64)])
-    ports = np.bincount(ends, minlength=fabric.n_nodes)[np.asarray(fabric.node_kind) == SWITCH]
+    ports = fabric.degree()[np.asarray(fabric.node_kind) == SWITCH]
     if not ports.size or ports.max() < WIDE_SWITCH_PORTS:
         return {}
     return {k: v for k, v in WIDE_SWITCH_WHEEL.items() if buffers.explicit_attribute(attributes, k) is None}

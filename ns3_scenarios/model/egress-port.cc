@@ -445,17 +445,7 @@ EgressPort::DeliverHead()
         DeliverThroughFault();
         return;
     }
-    FabricPacket* p = m_onWire.Pop();
-    if (!m_onWire.Empty())
-    {
-        m_wireHeadDuePs = p->nextDueTimePs;
-        Simulator::Schedule(TimeStep(m_wireHeadDuePs - Simulator::Now().GetTimeStep()), m_deliverEvent);
-    }
-    else
-    {
-        m_deliveryPending = false;
-    }
-    m_peer->Receive(p, m_peerPort);
+    m_peer->Receive(PopWire(), m_peerPort);
 }
 
 FabricPacket*
