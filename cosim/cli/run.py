@@ -155,11 +155,11 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
         overrides["faults"] = [parse_fault_option(text) for text in fault_options]
     if baseline:
         overrides["baseline"] = True
-    from cosim.runs import run as runner  # noqa: PLC0415
+    from cosim import run as runner  # noqa: PLC0415
 
     exps = runner.experiments_of(base if source is None else source, overrides)
     if dry_run:
-        _dry_run(exps, runner)
+        _dry_run(exps)
         return
     if parts_dir is not None:
         _write_parts(exps, parts_dir, shard, quiet)
@@ -258,11 +258,13 @@ def _free_default_output() -> str:
     return f"{stem}-{n}{suffix}"
 
 
-def _dry_run(exps, runner) -> None:
+def _dry_run(exps) -> None:
+    from cosim.plan import compile  # noqa: PLC0415, A004
+    from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
     from cosim.runs.experiment import to_document, to_toml  # noqa: PLC0415
 
     for exp in exps:
-        plan = runner.describe(exp)
+        plan = describe(compile(exp))
         click.echo(f"# run '{exp.name}'")
         click.echo(to_toml(to_document(exp)).rstrip())
         click.echo("\n# plan (not simulated)")
@@ -275,7 +277,7 @@ def _dry_run(exps, runner) -> None:
                        f"{'/'.join(f'{r:g}' for r in t['link_rates_gbps'])} Gbps"
                        + (f", oversubscription {ratio['max']:g}" if ratio else ""))
         if exp.is_training:
-            warning = runner.fabric_warning(plan["flows"], plan["ranks"], plan["gpus_per_server"])
+            warning = fabric_warning(plan["flows"], plan["ranks"], plan["gpus_per_server"])
             if warning:
                 click.echo(f"Warning: run '{exp.name}': {warning}", err=True)
         click.echo("")
@@ -283,19 +285,22 @@ def _dry_run(exps, runner) -> None:
 
 def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -> None:
     from cosim import results  # noqa: PLC0415
+    from cosim.plan import compile  # noqa: PLC0415, A004
+    from cosim.plan.describe import fabric_warning, output_bytes_estimate, work_estimate  # noqa: PLC0415
+    from cosim import engine  # noqa: PLC0415
     from cosim.results.store import check_space, check_writable  # noqa: PLC0415
 
     names = [n for e in exps for n in ([e.name, runner.baseline_name(e)] if e.faults and e.baseline else [e.name])]
     check_writable(output, append=append, run_names=names, replace=replace)
     training = exps[0].is_training or exps[0].is_shared or exps[0].is_inference
-    # every run's trace, DAG size and settings are checked, and the output's size estimated, before the
-    # first one starts: a finished simulation is not lost to a bad trace of the next or a full disk
-    plans = [runner.prepare(exp) for exp in exps]
+    # every run is compiled (traces, DAG size, faults, attributes checked) and its output's size estimated
+    # before the first one starts: a finished simulation is not lost to a bad trace of the next or a full disk
+    plans = [compile(exp) for exp in exps]
     if len(exps) > 1:
-        for exp, planned in zip(exps, plans):
-            runner.preflight(exp, planned=planned)
-    need = sum(runner.output_bytes_estimate(exp, planned) * (2 if exp.faults and exp.baseline else 1)
-               for exp, planned in zip(exps, plans))
+        for plan in plans:
+            engine.check_fabric(plan.fabric, plan.attributes)
+    need = sum(output_bytes_estimate(plan) * (2 if plan.experiment.faults and plan.experiment.baseline else 1)
+               for plan in plans)
     if append and os.path.isfile(output):
         need += os.path.getsize(output)
     check_space(output, need)
@@ -306,10 +311,10 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -
     records = []
     for i, exp in enumerate(exps):
         progress = _progress_printer(exp.name if len(exps) > 1 else "", items,
-                                     runner.work_estimate(exp, plans[i])) if show_progress else None
-        planned, plans[i] = plans[i], None  # the plan's memory goes with its run
-        records += runner.run_with_baseline(exp, progress=progress, planned=planned, jobs=jobs)
-        del planned
+                                     work_estimate(plans[i])) if show_progress else None
+        plan, plans[i] = plans[i], None  # the plan's memory goes with its run
+        records += runner.run_with_baseline(exp, progress=progress, plan=plan, jobs=jobs)
+        del plan
         if progress is not None:
             click.echo("", err=True)
         if verbose:
@@ -322,7 +327,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -
         from cosim.results.metrics import summary_table  # noqa: PLC0415
 
         if exps[0].is_shared:
-            from cosim.runs.multi import workload_table  # noqa: PLC0415
+            from cosim.results.metrics import workload_table  # noqa: PLC0415
 
             click.echo(workload_table(records))
             click.echo("")
@@ -334,7 +339,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -
         work = r.config.get("workload", {})
         if r.summary["status"] != "complete" or "n_ranks" not in work:  # flows, multi-job, unfinished runs
             continue
-        warning = runner.fabric_warning(r.summary["flows"], work["n_ranks"], work["gpus_per_server"])
+        warning = fabric_warning(r.summary["flows"], work["n_ranks"], work["gpus_per_server"])
         if warning:
             click.echo(f"Warning: run '{r.name}': {warning}", err=True)
     failed = [r for r in records if r.summary["status"] != "complete"]

@@ -379,3 +379,22 @@ def summary_table(summaries: Mapping[str, Mapping], *, training: bool = False, i
     if simulator:
         body += [["simulator:"] + [""] * len(names)] + [row(m) for m in simulator]
     return layout(["metric", *names], body, width=width)
+
+
+def workload_summaries(summary: dict, names) -> dict[str, dict]:
+    """Per workload name, its summary keys without the ``<name>_`` prefix (for per-workload tables)."""
+    return {n: {k[len(n) + 1:]: x for k, x in summary.items() if k.startswith(f"{n}_")} for n in names}
+
+
+def workload_table(records) -> str:
+    """The terminal table of shared-fabric runs: a column per run and workload (``roce job0``), a row per
+    per-workload metric (iteration time, collectives, FCTs, slowdown from sharing)."""
+    columns = {}
+    for r in records:
+        names = [w["name"] for w in r.config.get("workloads", [])]
+        for name, own in workload_summaries(r.summary, names).items():
+            columns[f"{r.name} {name}"] = {k: x for k, x in own.items()
+                                           if k in WORKLOAD_KEYS or k.startswith("coll_")}
+    return summary_table(columns)
+
+

@@ -1,10 +1,11 @@
-"""Runs: the Experiment spec, the shipped experiments, and one run function from an Experiment to a record.
+"""Runs: the Experiment spec, the shipped experiments, and the building blocks the plan and the kinds use.
 
 - :mod:`cosim.runs.experiment` — Experiment and its sections; documents, overrides, TOML;
 - :mod:`cosim.runs.catalog` — the named experiments shipped with cosim;
-- :mod:`cosim.runs.run` — ``run(experiment)`` → RunRecord, ``preflight``, ``describe`` (dry run);
-- :mod:`cosim.runs.flows`, :mod:`cosim.runs.training` — the two kinds of workload behind ``run``;
-- :mod:`cosim.runs.multi` — several workloads on one fabric (``[[workloads]]``), with
-  :mod:`cosim.runs.placement` (where each runs) and :mod:`cosim.runs.background` (storage, checkpoint and
-  synthetic traffic).
+- :mod:`cosim.runs.training`, :mod:`cosim.runs.inference`, :mod:`cosim.runs.background` — pure functions of
+  the training, inference and background kinds (cosim.kinds);
+- :mod:`cosim.runs.placement` (where each job runs), :mod:`cosim.runs.time_limit`, the fault modules, and
+  decomposition (:mod:`cosim.runs.decompose_run`, :mod:`cosim.runs.decompose_batch`).
+
+A run itself is ``cosim.run.run(experiment)``: compile (cosim.plan), execute, record (cosim.record).
 """

@@ -5,7 +5,7 @@
         ...
 
 Each point is a synthetic trace of one call of ``op`` on all ``n_ranks`` ranks (one group, one call per
-iteration, the iterations chained) run through the training path (:func:`cosim.runs.training.run_training`):
+iteration, the iterations chained) run through the training path (:func:`cosim.run.run`):
 the same lowering, tuner, NVLink model and packet-level fabric a training run uses.
 
 Columns, as nccl-tests prints them (``size`` is nccl-tests' S: the per-rank buffer of an all-reduce, the
@@ -35,7 +35,8 @@ from cosim.errors import CosimInputError
 from cosim.network.spec import NetworkSpec
 from cosim.results import RunRecord
 from cosim.runs.experiment import Experiment, LimitsSpec, TrainingWorkload
-from cosim.runs.training import run_training
+from cosim.plan import compile  # noqa: A004 - the plan's verb
+from cosim.run import run
 from cosim.values import Size
 from cosim.workload.hardware import get_hardware
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Trace
@@ -170,7 +171,7 @@ def run_point(sweep: CollectiveSweep, transport: str, size_bytes: int, progress=
     exp = sweep.experiment(transport, size_bytes)
     trace = collective_trace(OPS[sweep.op], size_bytes, sweep.n_ranks, gpus_per_server=sweep.gpus_per_server,
                              gpu=sweep.gpu)
-    record = run_training(exp, trace, progress, n_channels=sweep.n_channels)
+    record = run(exp, trace=trace, progress=progress, plan=compile(exp, trace, n_channels=sweep.n_channels))
     row = measure(record, sweep, transport, size_bytes)
     summary = record.summary | {f"collective_{k}": v for k, v in dataclasses.asdict(row).items()}
     return row, dataclasses.replace(record, summary=summary)

@@ -21,27 +21,24 @@ import numpy as np
 from cosim import engine
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
-from cosim.runs import decompose_run, multi, training
+from cosim.plan import compile  # noqa: A004 - the plan's verb
+from cosim.record import record
+from cosim.run import Outcome, alone_runs
+from cosim.runs import decompose_run
 from cosim.runs.experiment import from_document, to_document
 
 MANIFEST_SUFFIX = ".parts.json"
 MANIFEST_SCHEMA = "cosim.parts/1"
 
 
-def dag_inputs(exp, planned) -> tuple:
-    """(fabric, columns, gpu_node, attributes) of a training or multi-workload run's DAG."""
-    if exp.faults or exp.limits.collective_timeout_ns:
-        raise CosimInputError("faults", "a run with faults or a collective timeout runs whole",
+def dag_inputs(plan) -> tuple:
+    """(fabric, columns, gpu_node, attributes) of a compiled run's DAG."""
+    if plan.whole_only:
+        raise CosimInputError("faults", f"{plan.whole_only}: the run runs whole",
                               "run it with 'cosim run' (no --parts-dir)")
-    if exp.is_training:
-        return planned.fabric, training.dag_columns(planned), planned.host_of, training.engine_attributes(exp, planned)
-    if exp.is_shared:
-        return planned.fabric, planned.dag.columns, np.arange(planned.fabric.n_nodes), planned.attributes
-    raise CosimInputError("workload", "a flow workload runs whole", "run it with 'cosim run' (no --parts-dir)")
-
-
-def _plan(exp):
-    return training.plan(exp) if exp.is_training else multi.plan(exp)
+    if any(p.kind.iterates for p in plan.jobs):
+        raise CosimInputError("workload", "an inference run iterates whole runs", "run it with 'cosim run'")
+    return plan.fabric, plan.dag.columns(), np.arange(plan.fabric.n_nodes), plan.attributes
 
 
 def _decomposition(exp, fabric, columns, gpu_node, attributes) -> decompose_run.Decomposition:
@@ -60,10 +57,11 @@ def _decomposition(exp, fabric, columns, gpu_node, attributes) -> decompose_run.
         node_piece=np.zeros(fabric.n_nodes, np.int64))
 
 
-def _settings(exp, attributes, planned) -> dict:
-    return {"seed": exp.seed, "attributes": attributes,
+def _settings(plan) -> dict:
+    exp = plan.experiment
+    return {"seed": exp.seed, "attributes": plan.attributes,
             "queue_sample_interval_ns": exp.telemetry.queue_sample_interval_ns,
-            "max_sim_time_ns": planned.max_sim_time_ns}
+            "max_sim_time_ns": plan.max_sim_time_ns}
 
 
 def part_path(folder: Path, run_name: str, k: int) -> Path:
@@ -75,8 +73,8 @@ def write_shard(exp, folder, *, shard: tuple[int, int] = (0, 1), progress=None) 
     """Simulate the parts of ``exp`` that shard ``shard`` = (I, N) runs (part k when k % N == I) into
     ``folder``; write the run's manifest; return the part files written."""
     folder = Path(folder)
-    planned = _plan(exp)
-    fabric, columns, gpu_node, attributes = dag_inputs(exp, planned)
+    plan = compile(exp)
+    fabric, columns, gpu_node, attributes = dag_inputs(plan)
     d = _decomposition(exp, fabric, columns, gpu_node, attributes)
     manifest = {"schema": MANIFEST_SCHEMA, "run": exp.name, "experiment": to_document(exp),
                 "parts": len(d.pieces), "decomposition": d.describe()}
@@ -85,7 +83,7 @@ def write_shard(exp, folder, *, shard: tuple[int, int] = (0, 1), progress=None) 
     written = []
     for k in range(shard[0], len(d.pieces), shard[1]):
         out = decompose_run.run_piece(fabric, decompose_run.piece_columns(columns, d.pieces[k]),
-                                      dict(_settings(exp, attributes, planned), progress=progress))
+                                      dict(_settings(plan), progress=progress))
         path = part_path(folder, exp.name, k)
         with atomic_output(path) as tmp:
             with open(tmp, "wb") as f:
@@ -157,8 +155,8 @@ def merge_parts(folder, output, *, jobs: int = 1) -> list[str]:
         if missing:
             raise CosimInputError(str(folder), f"{len(missing)} of {info['parts']} parts of run {exp.name!r} have no "
                                   f"file yet (first: {missing[0].name})", "run the missing shards")
-        planned = _plan(exp)
-        fabric, columns, gpu_node, attributes = dag_inputs(exp, planned)
+        plan = compile(exp)
+        fabric, columns, gpu_node, attributes = dag_inputs(plan)
         d = _decomposition(exp, fabric, columns, gpu_node, attributes)
         if len(d.pieces) != info["parts"]:
             raise CosimInputError(str(m), f"lists {info['parts']} parts, the experiment makes {len(d.pieces)}",
@@ -167,7 +165,7 @@ def merge_parts(folder, output, *, jobs: int = 1) -> list[str]:
         for k in range(info["parts"]):
             with np.load(part_path(folder, exp.name, k)) as data:
                 outs.append(_unflatten(data))
-        settings = _settings(exp, attributes, planned)
+        settings = _settings(plan)
         how = d.describe() if d.mode != "whole" else {"decompose": "whole", "decompose_reason": d.reason}
         out, why = (outs[0], "") if d.mode == "whole" else decompose_run.finish(fabric, columns, d, outs, settings,
                                                                               jobs=jobs)
@@ -175,7 +173,7 @@ def merge_parts(folder, output, *, jobs: int = 1) -> list[str]:
             out = engine.simulate_dag(fabric, **columns, **settings)
             how = {"decompose": "whole", "decompose_reason": f"{d.mode} parts were simulated, but {why}: ran the "
                    "whole run"}
-        run = training.run_training if exp.is_training else multi.run_shared
-        records.append(run(exp, planned=planned, outcome=(out, how)))
+        records.append(record(plan, Outcome(out=out, dag=plan.dag, states=tuple(p.state for p in plan.jobs),
+                                            decomposition=how, alone=alone_runs(plan))))
     write_results(output, records)
     return [r.name for r in records]

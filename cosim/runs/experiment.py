@@ -83,7 +83,7 @@ TRANSPORT_CHOICES = (*TRANSPORTS, "both")
 PATTERNS = ("incast", "permutation")
 WORKLOAD_KINDS = ("flows", "training", "inference")
 #: kinds a workload of ``[[workloads]]`` may have: flows, training and background traffic
-JOB_KINDS = ("flows", "training", "storage", "checkpoint", "synthetic")
+JOB_KINDS = ("flows", "training", "inference", "storage", "checkpoint", "synthetic")
 #: built-in flow-size distributions of synthetic traffic (cosim.runs.background.DISTRIBUTIONS)
 DISTRIBUTION_NAMES = ("web-search", "data-mining")
 
@@ -357,7 +357,7 @@ class Job:
         if not _JOB_NAME.fullmatch(self.name):
             raise CosimInputError(f"{where}.name", f"{self.name!r} is not a workload name",
                                   "use a letter, then letters, digits or _ (e.g. job0)")
-        if not isinstance(self.work, (FlowWorkload, TrainingWorkload, *BACKGROUND.values())):
+        if not isinstance(self.work, (FlowWorkload, TrainingWorkload, InferenceWorkload, *BACKGROUND.values())):
             raise CosimInputError(f"{where}.kind", "must be a workload spec", f"kinds: {', '.join(JOB_KINDS)}")
         if self.hosts is not None:
             object.__setattr__(self, "hosts", _host_list(f"{where}.hosts", self.hosts))
@@ -468,16 +468,10 @@ class Experiment:
         object.__setattr__(self, "faults", fault_specs.faults_from_list(list(self.faults)))
         if self.baseline and not self.faults:
             raise CosimInputError("baseline", "there are no faults to run without", "add [[faults]] or --fault")
-        if self.faults and not self.workloads and self.workload.kind == "inference":
-            raise CosimInputError("faults", "are not injected into inference runs yet",
-                                  "remove the faults, or inject them into a training or flows run")
+        if self.limits.max_sim_time_ns is not None:  # a derived limit is checked when the run is planned
+            fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
+        fault_mechanisms.check_network(self.faults, self.network.transport)
         if self.workloads:
-            if self.faults:
-                raise CosimInputError("faults", "faults apply to runs of one workload, not to [[workloads]]",
-                                      "run the workload alone, or remove the faults")
-            if self.limits.collective_timeout_ns:
-                raise CosimInputError("limits.collective_timeout_ns", "is not applied to shared fabrics "
-                                      "([[workloads]]) yet", "run the training workload alone, or remove it")
             self._resolve_shared()
             return
         defaults = _WORKLOAD_DEFAULTS[self.workload.kind]
@@ -493,12 +487,6 @@ class Experiment:
         if self.name is None:
             object.__setattr__(self, "name", self.workload.pattern if self.workload.kind == "flows"
                                else self.network.transport)
-        if self.limits.max_sim_time_ns is not None:  # a derived limit is checked when the run is planned
-            fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
-        fault_mechanisms.check_network(self.faults, self.network.transport)
-        if self.limits.collective_timeout_ns and not self.is_training:
-            raise CosimInputError("limits.collective_timeout_ns", "watches the collectives of training runs; "
-                                  "a flow workload has none", "remove it")
 
     @property
     def is_training(self) -> bool:

@@ -1,6 +1,6 @@
 """Co-simulation of a disaggregated inference service: the serving schedule as one DAG, run in ns-3.
 
-An Experiment with an inference workload → :func:`plan` → :func:`run_inference` → a RunRecord. Pipeline::
+The inference kind's building blocks (cosim.kinds.inference runs them). Pipeline::
 
     requests ─serve()─► steps ─build_step_trace()─► Trace ─lower()─► FlowDag ─simulate_dag─► times
        ▲                                                                                    │
@@ -33,16 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cosim import engine
-from cosim.collectives import DagOpKind, lower
+from cosim.collectives import lower
 from cosim.collectives.calibration import nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
-from cosim.network import telemetry
-from cosim.network.transport import run_attributes
-from cosim.results import RunRecord, collectives
-from cosim.runs.experiment import Experiment, to_document
-from cosim.runs.training import build_fabric, nic_payload_bytes_per_s, rank_hosts, training_tables
+from cosim.runs.training import nic_payload_bytes_per_s
 from cosim.workload.hardware import get_hardware
 from cosim.workload.inference.requests import Requests, poisson_requests, read_request_csv
 from cosim.workload.inference.serving import ServingSchedule, serve
@@ -53,9 +48,9 @@ SAMPLE_TRACE = "sample"
 POISSON_REQUESTS = 16  #: requests of a Poisson source that does not say how many
 
 
-def requests_of(exp: Experiment) -> Requests:
-    """The requests of ``exp``'s workload, arrivals rounded to whole ns (the DAG's timers are whole ns)."""
-    w = exp.workload
+def requests_of(seed: int, w) -> Requests:
+    """The requests of inference workload ``w`` (``seed``: the run's), arrivals rounded to whole ns (the DAG's
+    timers are whole ns)."""
     if w.request_trace is not None:
         path = Path(__file__).resolve().parent.parent / "workload" / "inference" / "data" / "sample_requests.csv" \
             if w.request_trace == SAMPLE_TRACE else Path(w.request_trace)
@@ -63,7 +58,7 @@ def requests_of(exp: Experiment) -> Requests:
         if req.n == 0:
             raise CosimInputError("workload.request_trace", f"{path} holds no requests")
     else:
-        seed = exp.seed if w.request_seed is None else w.request_seed
+        seed = seed if w.request_seed is None else w.request_seed
         req = poisson_requests(POISSON_REQUESTS if w.requests is None else w.requests, w.rate_per_s, seed=seed,
                                prompt_median_tokens=w.prompt_median_tokens,
                                output_median_tokens=w.output_median_tokens, max_prompt_tokens=w.max_prompt_tokens,
@@ -73,7 +68,8 @@ def requests_of(exp: Experiment) -> Requests:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class InferencePlan:
-    """What an inference Experiment resolves to before it runs."""
+    """What an inference workload resolves to before its first schedule: model, hardware, requests,
+    replica shapes, compute costs and the KV estimates of the analytic pass."""
 
     model: object  # InferenceModel
     hardware: object  # HardwareSpec
@@ -82,8 +78,6 @@ class InferencePlan:
     decode: ReplicaShape
     gpus_per_server: int
     n_ranks: int
-    fabric: object
-    host_of: np.ndarray
     tuning: TuningModel
     prefill_cost: StepCompute
     decode_cost: StepCompute
@@ -91,17 +85,17 @@ class InferencePlan:
     kv_bytes: np.ndarray  #: per request: KV bytes its transfer moves
 
 
-def plan(exp: Experiment) -> InferencePlan:
-    """Resolve ``exp``: model, hardware, requests, replica shapes, fabric, rank placement, estimates."""
-    w = exp.workload
+def plan(exp, work, gpus_per_server: int | None) -> InferencePlan:
+    """Resolve inference workload ``work`` of ``exp``: model, hardware (``gpus_per_server`` GPUs per server,
+    else its GPU's), requests, replica shapes, estimates."""
+    w = work
     model = w.inference_model()
-    gps = exp.network.gpus_per_server or get_hardware(w.gpu).gpus_per_host
+    gps = gpus_per_server or get_hardware(w.gpu).gpus_per_host
     hardware = get_hardware(w.gpu, gpus_per_host=gps)
     prefill = ReplicaShape(tp=w.prefill_tp, pp=w.prefill_pp, ep=w.prefill_ep)
     decode = ReplicaShape(tp=w.decode_tp, pp=w.decode_pp, ep=w.decode_ep)
     n_ranks = replica_bases(w.prefill_replicas, w.decode_replicas, prefill, decode, gps)[2]
-    fabric = build_fabric(exp, n_ranks, gps)
-    req = requests_of(exp)
+    req = requests_of(exp.seed, w)
     nic = nic_payload_bytes_per_s(exp.network)
     pairs = kv_pairs(model, prefill, decode)
     per_token = np.zeros(prefill.gpus, np.int64)
@@ -111,18 +105,16 @@ def plan(exp: Experiment) -> InferencePlan:
     busiest = float(per_token.max()) / (layers if w.kv_transfer == "layer" else 1)
     return InferencePlan(
         model=model, hardware=hardware, requests=req, prefill=prefill, decode=decode, gpus_per_server=gps,
-        n_ranks=n_ranks, fabric=fabric, host_of=rank_hosts(fabric, n_ranks, gps),
-        tuning=TuningModel(nvlink=nvlink_model(dataclasses.asdict(hardware)), nic_bytes_per_s=nic),
+        n_ranks=n_ranks, tuning=TuningModel(nvlink=nvlink_model(dataclasses.asdict(hardware)), nic_bytes_per_s=nic),
         prefill_cost=StepCompute(model=model, hardware=hardware, tp=prefill.tp, pp=prefill.pp, ep=prefill.ep),
         decode_cost=StepCompute(model=model, hardware=hardware, tp=decode.tp, pp=decode.pp, ep=decode.ep),
         kv_estimate_ns=req.prompt_tokens * busiest / nic * 1e9,
         kv_bytes=req.prompt_tokens * int(sum(per * (hi - lo) for *_, lo, hi, per in pairs)))
 
 
-def schedule_of(exp: Experiment, p: InferencePlan, *, kv_delay_ns=None, prefill_extra_ns=None,
+def schedule_of(w, p: InferencePlan, *, kv_delay_ns=None, prefill_extra_ns=None,
                 decode_extra_ns=None) -> ServingSchedule:
-    """The analytic pass (estimates, or the corrections a packet-level run measured)."""
-    w = exp.workload
+    """The analytic pass of workload ``w`` (estimates, or the corrections a packet-level run measured)."""
     return serve(p.requests, prefill_replicas=w.prefill_replicas, decode_replicas=w.decode_replicas,
                  prefill_token_budget=w.prefill_token_budget, max_decode_batch=w.max_decode_batch, policy=w.policy,
                  prefill_compute_ns=p.prefill_cost.prefill_ns, decode_compute_ns=p.decode_cost.decode_ns,
@@ -130,18 +122,17 @@ def schedule_of(exp: Experiment, p: InferencePlan, *, kv_delay_ns=None, prefill_
                  prefill_extra_ns=prefill_extra_ns, decode_extra_ns=decode_extra_ns)
 
 
-def step_trace_of(exp: Experiment, p: InferencePlan, sched: ServingSchedule) -> StepTrace:
-    """The Trace of a schedule."""
-    w = exp.workload
+def step_trace_of(w, p: InferencePlan, sched: ServingSchedule) -> StepTrace:
+    """The Trace of a schedule of workload ``w``."""
     return build_step_trace(p.model, p.hardware, p.requests, sched, prefill_replicas=w.prefill_replicas,
                             decode_replicas=w.decode_replicas, prefill=p.prefill, decode=p.decode,
                             kv_mode=w.kv_transfer, gpus_per_server=p.gpus_per_server)
 
 
-def lower_step_trace(exp: Experiment, p: InferencePlan, st: StepTrace):
-    """The FlowDag of a step trace (the same lowering as training: cosim.collectives.lower)."""
-    return lower(st.trace, gpus_per_server=p.gpus_per_server, chunk_bytes=exp.workload.chunk_bytes,
-                 algorithm=exp.workload.algorithm, tuning=p.tuning)
+def lower_step_trace(w, p: InferencePlan, st: StepTrace):
+    """The FlowDag of a step trace of workload ``w`` (the same lowering as training: cosim.collectives.lower)."""
+    return lower(st.trace, gpus_per_server=p.gpus_per_server, chunk_bytes=w.chunk_bytes, algorithm=w.algorithm,
+                 tuning=p.tuning)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -233,78 +224,6 @@ def corrections(p: InferencePlan, sched: ServingSchedule, m: Measured):
     return np.where(np.isfinite(delay), delay, p.kv_estimate_ns), p_fn, d_fn
 
 
-def max_sim_time_ns(exp: Experiment) -> float:
-    """``limits.max_sim_time_ns``, else 100 s of simulated time (a service's requests span what their
-    arrival process gives them, which no ideal-time bound of one DAG captures)."""
-    return exp.limits.max_sim_time_ns if exp.limits.max_sim_time_ns is not None else 1e11
-
-
-def _simulate(exp: Experiment, p: InferencePlan, dag, progress=None):
-    flow = dag.kind == DagOpKind.FLOW
-    src = np.where(flow, p.host_of[np.maximum(dag.src, 0)], -1).astype(np.int32)
-    dst = np.where(flow, p.host_of[np.maximum(dag.dst, 0)], -1).astype(np.int32)
-    attributes = nvlink_model(dataclasses.asdict(p.hardware)).executor_attributes() \
-        | run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
-    out = engine.simulate_dag(
-        p.fabric, kind=dag.kind, gpu=dag.rank, src_node=src, dst_node=dst, bytes_=dag.bytes,
-        duration_ns=dag.duration_ns, priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx, seed=exp.seed, attributes=attributes,
-        queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns, max_sim_time_ns=max_sim_time_ns(exp),
-        progress=progress)
-    return out, src, dst, attributes
-
-
-def run_inference(exp: Experiment, progress=None, *, planned: InferencePlan | None = None) -> RunRecord:
-    """Co-simulate ``exp`` to the batching fixed point (module docstring) and return its RunRecord."""
-    p = planned if planned is not None else plan(exp)
-    w = exp.workload
-    sched = schedule_of(exp, p)
-    sims = []
-    converged = False
-    wall = 0.0
-    while True:
-        st = step_trace_of(exp, p, sched)
-        dag = lower_step_trace(exp, p, st)
-        out, src, dst, attributes = _simulate(exp, p, dag, progress)
-        wall += out.network.wall_time_s
-        start = out.op_start_ns[dag.trace_start]
-        finish = out.op_finish_ns[dag.trace_done]
-        m = measure(p, sched, st, start, finish)
-        sims.append(1)
-        if out.network.status != "complete" or len(sims) >= w.max_batching_iterations:
-            break
-        delay, p_extra, d_extra = corrections(p, sched, m)
-        again = schedule_of(exp, p, kv_delay_ns=delay, prefill_extra_ns=p_extra, decode_extra_ns=d_extra)
-        if again.decisions() == sched.decisions():
-            converged = True
-            break
-        sched = again
-    net = out.network
-    fop = out.flow_op
-    tables = telemetry.network_tables(p.fabric, net, src=src[fop], dst=dst[fop], size_bytes=dag.bytes[fop],
-                                      start_ns=out.flow_start_ns)
-    train = training_tables(st.trace, dag, out.op_start_ns, out.op_finish_ns)
-    tables["collectives"] = train["collectives"]
-    tables["requests"] = requests_table(p, sched, st, m)
-    summary = telemetry.network_summary(p.fabric, net, tables,
-                                        queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns)
-    summary |= collectives.summary_entries(collectives.collective_stats(tables["collectives"], first_iteration=0))
-    summary |= request_summary(tables["requests"], ttft_slo_ms=w.ttft_slo_ms, tpot_slo_ms=w.tpot_slo_ms)
-    done = np.isfinite(out.op_finish_ns)
-    summary |= {"batching_iterations": len(sims), "batching_converged": int(converged),
-                "prefill_steps": sched.prefill.n, "decode_steps": sched.decode.n, "n_ranks": p.n_ranks,
-                "n_ops": st.trace.n_ops, "n_dag_ops": dag.n_ops, "n_dag_ops_finished": int(done.sum()),
-                "n_flows": int(fop.size), "mtu_bytes": net.mtu_bytes, "header_bytes": net.header_bytes,
-                "wall_time_s": wall}
-    if net.status == "complete" and not done.all():
-        summary["status"] = "stalled"
-    config = {"experiment": to_document(exp), "fabric": p.fabric.describe(), "attributes": attributes,
-              "workload": {"n_ranks": p.n_ranks, "gpus_per_server": p.gpus_per_server, "requests": p.requests.n,
-                           "kv_bytes_per_token": p.model.kv_bytes_per_token},
-              "dag": dag.summary()}
-    return RunRecord(name=exp.name, config=config, provenance=telemetry.provenance(seed=exp.seed, wall_time_s=wall),
-                     summary=summary, **tables)
-
-
 def requests_table(p: InferencePlan, sched: ServingSchedule, st: StepTrace, m: Measured) -> dict[str, np.ndarray]:
     """The ``requests`` table (module docstring)."""
     req = p.requests
@@ -350,20 +269,3 @@ def request_summary(t, *, ttft_slo_ms: float, tpot_slo_ms: float) -> dict:
         out["mean_in_flight_requests"] = float(np.sum(last[done] - arrival[done])) / (span_s * 1e9)
     out["slo_attainment"] = float(ok.sum()) / max(1, ok.size)
     return out
-
-
-def first_pass_flows(exp: Experiment, p: InferencePlan) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(src, dst host, bytes) of the flows of the analytic pass's schedule and its DAG ops: what --dry-run
-    and the progress estimate show (later passes move about as much)."""
-    dag = lower_step_trace(exp, p, step_trace_of(exp, p, schedule_of(exp, p)))
-    flow = dag.kind == DagOpKind.FLOW
-    return (p.host_of[dag.src[flow]].astype(np.int32), p.host_of[dag.dst[flow]].astype(np.int32),
-            dag.bytes[flow], int(dag.n_ops))
-
-
-def output_bytes_estimate(exp: Experiment, p: InferencePlan) -> int:
-    """An upper estimate of the run's bytes on disk (the analytic pass's flows, requests, ports)."""
-    from cosim.results.store import estimate_bytes  # noqa: PLC0415
-
-    src = first_pass_flows(exp, p)[0]
-    return estimate_bytes(flows=int(2 * src.size), ops=p.requests.n * 2, ports=2 * p.fabric.n_links)

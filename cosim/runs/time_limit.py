@@ -24,6 +24,9 @@ from cosim.collectives import DagOpKind
 SLACK = 20.0
 #: and never below this, ns (1 s of simulated time)
 FLOOR_NS = 1e9
+#: the limit of a run with a workload whose time no ideal bound captures (a serving run spans what its
+#: requests' arrivals give it), ns (100 s of simulated time)
+UNBOUNDED_NS = 1e11
 
 
 def limit_ns(ideal_ns: float) -> float:

@@ -52,33 +52,24 @@ wall_time_s and packet_hops_per_s.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from cosim import engine, memory
-from cosim.collectives import DagOpKind, lower, repeat
+from cosim.collectives import DagOpKind
 from cosim.collectives.calibration import nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
-from cosim.network import telemetry, topology
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.transport import run_attributes
-from cosim.results import RunRecord, collectives
-from cosim.runs import fault_mechanisms
-from cosim.runs import faults as fault_specs
-from cosim.runs import time_limit
-from cosim.runs import decompose_run
-from cosim.runs.experiment import Experiment, to_document
-from cosim.runs.stragglers import slowed_durations
-from cosim.values import Int
+from cosim.results import collectives
 from cosim.workload.trace import OpKind, Trace, read_trace
 
 # --- building blocks (pure functions) --------------------------------------------------------------------
 
-def resolve_trace(exp: Experiment, trace=None):
-    """The Trace a run uses: ``trace`` if given, else the workload's trace file, else the one it generates."""
-    work = exp.workload
+def resolve_trace(work, trace=None, gpus_per_server: int | None = None, *, where: str = "workload.trace"):
+    """The checked Trace of training workload ``work``: ``trace`` (in memory) if given, else its trace file,
+    else the one it generates for ``gpus_per_server`` GPUs per server."""
     if trace is not None:
         if not isinstance(trace, Trace):
             raise CosimInputError("trace", f"must be a cosim.workload.trace.Trace, got {type(trace).__name__}")
@@ -89,9 +80,9 @@ def resolve_trace(exp: Experiment, trace=None):
     if work.trace is not None:
         return checked_trace(read_trace(work.trace), str(work.trace))
     if work.model is None:
-        raise CosimInputError("workload", "no training workload given",
+        raise CosimInputError(where, "no training workload given",
                               "set workload.trace (a cosim trace file) or workload.model, or pass a Trace")
-    return work.generate_trace(exp.network.gpus_per_server)
+    return work.generate_trace(gpus_per_server)
 
 
 def checked_trace(trace, source: str):
@@ -123,8 +114,9 @@ def dag_op_limit() -> int:
     return MAX_DAG_OPS if mem is None else max(1, min(MAX_DAG_OPS, mem // memory.PLAN_BYTES_PER_DAG_OP))
 
 
-def _too_many_ops(n_ops: float, how: str, exp: Experiment, trace, limit: int) -> CosimInputError:
-    work = exp.workload
+def too_many_ops(n_ops: float, how: str, work, trace, limit: int, where: str) -> CosimInputError:
+    """The error of training workload ``work`` lowering to ``n_ops`` DAG ops, more than ``limit``, with the
+    chunk size that would fit (``where``: its chunk_bytes field)."""
     comm = (trace.kind == OpKind.SEND) | (trace.kind == OpKind.COLLECTIVE)
     total = float(np.asarray(trace.bytes, np.float64)[comm].sum())
     budget = limit / work.iterations - trace.n_ops
@@ -133,7 +125,7 @@ def _too_many_ops(n_ops: float, how: str, exp: Experiment, trace, limit: int) ->
         fix = f"raise workload.chunk_bytes to {chunk} or more, or run fewer workload.iterations"
     else:
         fix = f"run fewer workload.iterations (each has {trace.n_ops} trace ops)"
-    return CosimInputError("workload.chunk_bytes", f"the run would lower to {how}{n_ops:.3g} DAG ops "
+    return CosimInputError(where, f"the run would lower to {how}{n_ops:.3g} DAG ops "
                            f"(chunk_bytes {work.chunk_bytes} x {work.iterations} iterations), more than the "
                            f"{limit:.3g} this machine can plan at {memory.PLAN_BYTES_PER_DAG_OP} B per op", fix)
 
@@ -149,55 +141,6 @@ def dag_ops_lower_bound(trace, chunk_bytes: int) -> float:
     sent = size[coll] * (n - 1) / np.maximum(n, 1)
     return float(np.count_nonzero(kind == OpKind.COMPUTE) + np.ceil(size[send] / chunk_bytes).sum()
                  + np.ceil(sent / chunk_bytes).sum())
-
-
-def check_dag_size(exp: Experiment, trace) -> None:
-    """Refuse, before lowering, a run whose DAG would not fit: :func:`dag_ops_lower_bound` times the
-    iterations above :func:`dag_op_limit`."""
-    work = exp.workload
-    estimate = dag_ops_lower_bound(trace, work.chunk_bytes) * work.iterations
-    limit = dag_op_limit()
-    if estimate > limit:
-        raise _too_many_ops(estimate, "at least ", exp, trace, limit)
-
-
-def gpus_per_server_of(exp: Experiment, trace) -> int:
-    """``network.gpus_per_server``, else the trace's hardware.gpus_per_host, else 8."""
-    if exp.network.gpus_per_server is not None:
-        return exp.network.gpus_per_server
-    gps = trace.spec_dict().get("hardware", {}).get("gpus_per_host", 8)
-    return Int(minimum=1).convert(gps, "trace hardware.gpus_per_host")
-
-
-def build_fabric(exp: Experiment, n_ranks: int, gpus_per_server: int):
-    """The fabric of ``exp`` sized for ``n_ranks`` ranks, ``gpus_per_server`` NICs per server."""
-    gps = gpus_per_server
-    servers = -(-n_ranks // gps)
-    if servers * gps > MAX_HOSTS:
-        raise CosimInputError("trace.n_ranks", f"{n_ranks} ranks need {servers * gps} NICs, more than the "
-                              f"{MAX_HOSTS} a packet-level fabric can hold", "check the trace (is it damaged?)")
-    if servers * gps < 2:
-        raise CosimInputError("trace", f"{n_ranks} rank on servers of {gps} GPU is one NIC; a fabric needs two",
-                              "use a trace with more ranks")
-    per_leaf = exp.network.hosts_per_leaf
-    if per_leaf is None:
-        per_leaf = gps * min(2, servers)
-    return topology.for_network(exp.network, servers=servers, gpus_per_server=gps, hosts_per_leaf=per_leaf,
-                                fill_leaves=True, hosts_field="network.topology")
-
-
-def rank_hosts(fabric, n_ranks: int, gpus_per_server: int) -> np.ndarray:
-    """int64 [n_ranks]: the host node id of every rank (server r // gps, local GPU r % gps)."""
-    gps = gpus_per_server
-    key = fabric.host_server.astype(np.int64) * gps + fabric.host_gpu.astype(np.int64)
-    order = np.argsort(key, kind="stable")
-    want = np.arange(n_ranks, dtype=np.int64)
-    pos = np.searchsorted(key[order], want)
-    ok = (pos < key.size) & (key[order][np.minimum(pos, key.size - 1)] == want)
-    if not np.all(ok):
-        r = int(want[~ok][0])
-        raise CosimInputError("fabric", f"no NIC for rank {r} (server {r // gps}, GPU {r % gps})")
-    return fabric.host_ids.astype(np.int64)[order[pos]]
 
 
 def _earliest(times_ns: np.ndarray) -> float:
@@ -337,146 +280,7 @@ def nic_payload_bytes_per_s(network) -> float:
     return network.link_gbps * 1e9 / 8 * mtu / (mtu + header)
 
 
-def tuning_model(exp: Experiment, trace) -> TuningModel:
-    """The collective tuner of a run: the trace's GPU and NVLink rate, the network's NIC rate."""
+def tuning_model(network, trace) -> TuningModel:
+    """The collective tuner of a run: the trace's GPU and NVLink rate, the NIC rate of ``network``."""
     return TuningModel(nvlink=nvlink_model(trace.spec_dict().get("hardware")),
-                       nic_bytes_per_s=nic_payload_bytes_per_s(exp.network))
-
-
-# --- the run ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class TrainingPlan:
-    """What a training Experiment resolves to before it runs: trace, DAG, fabric and rank placement."""
-
-    trace: object  # cosim.workload.trace.Trace
-    gpus_per_server: int
-    dag: object  # cosim.collectives.FlowDag, iterations chained
-    fabric: object  # cosim.network.topology.Fabric
-    host_of: np.ndarray  # int64 [n_ranks], host node id of every rank
-    src_node: np.ndarray  # int32 [n_dag_ops], source host of each FLOW op (-1 otherwise)
-    dst_node: np.ndarray  # int32 [n_dag_ops]
-    max_sim_time_ns: float  # limits.max_sim_time_ns, else derived from the DAG (cosim.runs.time_limit)
-
-
-def plan(exp: Experiment, trace=None, *, n_channels: int | None = None) -> TrainingPlan:
-    """Resolve ``exp`` (its trace, or ``trace``): lower the trace, size the fabric, place the ranks.
-
-    @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
-    """
-    trace = resolve_trace(exp, trace)
-    gps = gpus_per_server_of(exp, trace)
-    work = exp.workload
-    fabric = build_fabric(exp, trace.n_ranks, gps)
-    check_dag_size(exp, trace)
-    dag = lower(trace, gpus_per_server=gps, chunk_bytes=work.chunk_bytes, algorithm=work.algorithm,
-                tuning=tuning_model(exp, trace), n_channels=n_channels)
-    limit = dag_op_limit()
-    if dag.n_ops * work.iterations > limit:
-        raise _too_many_ops(dag.n_ops * work.iterations, "", exp, trace, limit)
-    if work.iterations > 1:
-        dag = repeat(dag, work.iterations)
-    host_of = rank_hosts(fabric, trace.n_ranks, gps)
-    flow = dag.kind == DagOpKind.FLOW
-    src_node = np.where(flow, host_of[np.maximum(dag.src, 0)], -1).astype(np.int32)
-    dst_node = np.where(flow, host_of[np.maximum(dag.dst, 0)], -1).astype(np.int32)
-    limit = exp.limits.max_sim_time_ns
-    if limit is None:
-        limit = time_limit.limit_ns(time_limit.dag_ideal_ns(dag, nic_payload_bytes_per_s(exp.network)))
-    return TrainingPlan(trace=trace, gpus_per_server=gps, dag=dag, fabric=fabric, host_of=host_of,
-                        src_node=src_node, dst_node=dst_node, max_sim_time_ns=limit)
-
-
-def engine_attributes(exp: Experiment, p: TrainingPlan) -> dict:
-    """The ns-3 attributes of a training run: the NVLink copies at what NCCL sustains on the trace's GPU (rate
-    and latency from its hardware spec), then the network's (a --set DagExecutor::... of the user wins)."""
-    return nvlink_model(p.trace.spec_dict().get("hardware")).executor_attributes() \
-        | run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
-
-
-def dag_columns(p: TrainingPlan) -> dict:
-    """The plan's DAG as engine.simulate_dag takes it (GPUs are ranks)."""
-    dag = p.dag
-    return {"kind": dag.kind, "gpu": dag.rank, "src_node": p.src_node, "dst_node": p.dst_node, "bytes_": dag.bytes,
-            "duration_ns": dag.duration_ns, "priority": dag.priority, "dep_ptr": dag.dep_ptr, "dep_idx": dag.dep_idx}
-
-
-def run_training(exp: Experiment, trace=None, progress=None, *, planned: TrainingPlan | None = None,
-                 n_channels: int | None = None, jobs: int = 1, outcome=None) -> RunRecord:
-    """Co-simulate ``exp`` (its trace, or ``trace``) and return its :class:`cosim.results.RunRecord`.
-
-    @param progress  optional callable progress(sim_time_ns, ops_done, ops_total, data_packet_hops)
-    @param planned  ``plan(exp, trace)`` if the caller already made it (it is not made again)
-    @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
-    @param jobs  local processes for the independent parts of the run (cosim.runs.decompose_run)
-    @param outcome  (engine.DagOutput, decomposition info) already simulated (cosim.runs.decompose_batch)
-    @throws CosimInputError on a bad trace, fabric, attribute or a trace that deadlocks
-    """
-    p = planned if planned is not None else plan(exp, trace, n_channels=n_channels)
-    trace, dag, fabric = p.trace, p.dag, p.fabric
-    # the NVLink copies run at what NCCL sustains on the trace's GPU (rate and latency from its hardware
-    # spec); a --set DagExecutor::... of the user comes later and wins
-    attributes = engine_attributes(exp, p)
-    interval = exp.telemetry.queue_sample_interval_ns
-    columns = dag_columns(p)
-    faults = fault_specs.plan(exp, fabric, p.host_of, max_sim_time_ns=p.max_sim_time_ns)
-    resolved = [] if faults is None else faults.resolved
-    stragglers = fault_mechanisms.stragglers_of(fault_mechanisms.of_kind(resolved, "straggler"), p.host_of)
-    if stragglers:
-        columns["duration_ns"] = slowed_durations(dag.duration_ns, dag.kind, dag.rank, dag.iteration, stragglers,
-                                                  exp.seed)
-    timeout_ns = exp.limits.collective_timeout_ns
-    if timeout_ns > 0:
-        attributes["DagExecutor::CollectiveTimeout"] = f"{int(round(timeout_ns * 1e3))}ps"
-    if outcome is not None:
-        out, parts = outcome
-    elif faults is not None or timeout_ns > 0:
-        # a fault or a watched collective belongs to the whole run: no part may be simulated apart
-        out = engine.simulate_dag(
-            fabric, **columns, seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
-            max_sim_time_ns=p.max_sim_time_ns, progress=progress, coll_start_op=dag.coll_start_op,
-            coll_end_op=dag.coll_end_op, setup=None if faults is None else faults.setup)
-        parts = {"decompose": "whole", "decompose_reason": "faults or a collective timeout apply to the whole run"}
-    else:
-        out, parts = decompose_run.simulate_dag(exp, fabric, columns, gpu_node=p.host_of, attributes=attributes,
-                                                max_sim_time_ns=p.max_sim_time_ns, progress=progress, jobs=jobs)
-    net = out.network
-    fop = out.flow_op
-    tables = telemetry.network_tables(fabric, net, src=p.src_node[fop], dst=p.dst_node[fop],
-                                      size_bytes=dag.bytes[fop].astype(np.int64), start_ns=out.flow_start_ns)
-    train = training_tables(trace, dag, out.op_start_ns, out.op_finish_ns)
-    compute_ns = train.pop("_compute_time_ns")
-    tables |= train
-    summary = telemetry.network_summary(fabric, net, tables, queue_sample_interval_ns=interval)
-    summary |= training_summary(tables, compute_ns)
-    summary |= transfer_summary(fabric, net, dag, fop, tables["flows"])
-    done = np.isfinite(out.op_finish_ns)
-    summary |= {"mtu_bytes": net.mtu_bytes, "header_bytes": net.header_bytes, "n_ranks": trace.n_ranks,
-                "n_ops": trace.n_ops, "n_dag_ops": dag.n_ops, "n_dag_ops_finished": int(done.sum()),
-                "n_flows": int(fop.size)}
-    if net.status == "complete" and not done.all():
-        summary["status"] = "stalled"  # the network went idle with ops left: cannot happen with a valid DAG
-    timeout_rows = []
-    if out.failed_collective >= 0:
-        rank = fault_mechanisms.failed_rank(dag, out.failed_collective, out.op_finish_ns)
-        summary |= {"failed_collective": out.failed_collective, "failed_rank": rank,
-                    "failed_at_ns": out.failed_at_ns}
-        timeout_rows.append(fault_mechanisms.timeout_row(out.failed_at_ns, int(p.host_of[rank]),
-                                                             fault_specs.ACTION_CODES))
-    provenance = telemetry.provenance(seed=exp.seed, wall_time_s=net.wall_time_s)
-    config = {
-        "experiment": to_document(exp),
-        "workload": {"n_ranks": trace.n_ranks, "n_ops": trace.n_ops, "gpus_per_server": p.gpus_per_server,
-                     "trace_in_memory": exp.workload.trace is None and exp.workload.model is None,
-                     "specs": trace.spec_dict()},
-        "dag": dag.summary(),
-        "fabric": fabric.describe(),
-        "attributes": attributes,
-        "decomposition": parts,
-    }
-    if faults is not None:
-        tables["faults"], config["faults"], extra = faults.results(net)
-        summary |= extra
-    tables |= fault_mechanisms.fault_tables(fabric, net, resolved, fault_specs.ACTION_CODES, timeout_rows,
-                                            faults=tables.get("faults"))
-    return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
+                       nic_bytes_per_s=nic_payload_bytes_per_s(network))

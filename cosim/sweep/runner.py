@@ -28,7 +28,7 @@ from cosim import results
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
 from cosim.results import SCHEMA, SCHEMA_VERSION
-from cosim.runs import run
+from cosim import run
 from cosim.sweep.spec import Sweep, SweepPoint
 
 

@@ -36,7 +36,9 @@ from pathlib import Path
 
 from cosim import values
 from cosim.errors import CosimInputError
-from cosim.runs import catalog, run
+from cosim import engine
+from cosim.plan import compile  # noqa: A004 - the plan's verb
+from cosim.runs import catalog
 from cosim.runs.experiment import from_document, resolve_path, to_document, with_overrides
 
 MAX_POINTS = 100_000
@@ -295,7 +297,8 @@ def preflight(sweep: Sweep) -> None:
             continue
         checked.add(key)
         try:
-            run.preflight(exp)
+            plan = compile(exp)
+            engine.check_fabric(plan.fabric, plan.attributes)
         except CosimInputError as exc:
             field = exc.field.removeprefix("--set ")
             raise CosimInputError(f"{sweep.source}: point {p.index} ({p.run_name}) {field}", exc.problem,

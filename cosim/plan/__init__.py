@@ -1,0 +1,298 @@
+"""A run compiled once: :func:`compile` turns an Experiment into a :class:`RunPlan` that everything after
+reads (the engine, the record, the dry run, the estimates, decomposition, exports).
+
+    plan = compile(exp)            # fabric, placement, one DAG, attributes, time limit, faults
+    plan.dag.n_ops, plan.fabric.n_hosts, plan.attributes["ns3::..."]
+
+Steps, in order (each job's kind does its part, cosim.kinds):
+
+1. jobs: the ``[[workloads]]`` of the experiment, or its one ``[workload]`` as a one-job plan;
+2. load: what each job needs before the fabric (a trace, requests);
+3. fabric: ``network.hosts`` NICs when given, else the servers the jobs ask for (:func:`fabric_for`);
+4. placement: hosts for every job (cosim.runs.placement; a lone job takes the servers in order);
+5. lowering: each job's ops on its hosts, joined into one :class:`EngineDag` in host node ids;
+6. attributes (the only place they are composed), time limit (explicit or derived), resolved faults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from cosim import kinds
+from cosim.collectives import DagOpKind
+from cosim.errors import CosimInputError
+from cosim.kinds.base import JobPlan, LowerContext, Piece
+from cosim.network import topology
+from cosim.network.transport import run_attributes
+from cosim.runs import faults as fault_specs
+from cosim.runs import fault_mechanisms, placement, time_limit, training
+from cosim.runs.experiment import Experiment, Job
+from cosim.runs.stragglers import slowed_durations
+
+#: leaf size of a fabric with network.hosts and no network.hosts_per_leaf, NICs: this many, or two servers
+MIN_HOSTS_PER_LEAF = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class EngineDag:
+    """The one DAG of a run, as the engine takes it: every job's ops in job order, in host node ids."""
+
+    kind: np.ndarray  # uint8 [n], DagOpKind
+    gpu: np.ndarray  # int32 [n], host node id of the GPU that runs the op (-1: none)
+    src_node: np.ndarray  # int32 [n], source host of a FLOW op (-1 otherwise)
+    dst_node: np.ndarray  # int32 [n], destination host of a FLOW op (-1 otherwise)
+    bytes_: np.ndarray  # int64 [n], bytes a FLOW or NVLINK op moves
+    duration_ns: np.ndarray  # float64 [n], duration of a COMPUTE op, ns
+    priority: np.ndarray  # uint8 [n], traffic class of a FLOW op
+    dep_ptr: np.ndarray  # int64 [n + 1], CSR of every op's dependencies
+    dep_idx: np.ndarray  # int64
+    op_job: np.ndarray  # int32 [n], index of the job each op belongs to
+    first_op: np.ndarray  # int64 [n_jobs], each job's own op 0 (after its start delay, if any)
+    coll_start_op: np.ndarray  # int64 [n_collectives], start barrier op of every collective call
+    coll_end_op: np.ndarray  # int64 [n_collectives], its end barrier op
+
+    @property
+    def n_ops(self) -> int:
+        """Number of ops."""
+        return int(self.kind.size)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The columns engine.simulate_dag takes."""
+        return {k: getattr(self, k) for k in ("kind", "gpu", "src_node", "dst_node", "bytes_", "duration_ns",
+                                               "priority", "dep_ptr", "dep_idx")}
+
+    def flows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(src, dst, bytes) of every FLOW op: what the fabric carries."""
+        flow = self.kind == DagOpKind.FLOW
+        return self.src_node[flow], self.dst_node[flow], self.bytes_[flow]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RunPlan:
+    """An Experiment compiled (module docstring)."""
+
+    experiment: Experiment
+    fabric: object  # cosim.network.topology.Fabric
+    gpus_per_server: int
+    jobs: tuple[JobPlan, ...]
+    dag: EngineDag
+    attributes: dict  # ns-3 attribute -> value, everything the run sets
+    max_sim_time_ns: float  # limits.max_sim_time_ns, else derived from the jobs (cosim.runs.time_limit)
+    faults: object | None  # cosim.runs.faults.FaultPlan, None without faults
+    host_of: np.ndarray | None  # int64 [n_ranks]: host of every rank of the run's one ranked job (rankN faults)
+
+    @property
+    def whole_only(self) -> str | None:
+        """Why the run cannot be simulated in parts, or None."""
+        if self.faults is not None or self.experiment.limits.collective_timeout_ns > 0:
+            return "faults or a collective timeout apply to the whole run"
+        return None
+
+
+def jobs_of(exp: Experiment) -> tuple[Job, ...]:
+    """The experiment's jobs: its ``[[workloads]]``, or its one ``[workload]`` as a job named by its kind."""
+    return exp.workloads or (Job(name=exp.workload.kind, work=exp.workload),)
+
+
+def compile(exp: Experiment, trace=None, *, n_channels: int | None = None) -> RunPlan:  # noqa: A001
+    """The RunPlan of ``exp`` (``trace``: an in-memory Trace for its one training workload; ``n_channels``:
+    rings of a ring collective across servers, default two per NIC of a server)."""
+    jobs = jobs_of(exp)
+    kind = [kinds.kind_of(j.kind) for j in jobs]
+    for k, j in zip(kind, jobs):
+        k.check(exp, j)
+    net = exp.network
+    loaded = [k.load(exp, j, net.gpus_per_server, trace) for k, j in zip(kind, jobs)]
+    gps = net.gpus_per_server or next((g for g in (k.gpus_per_server(x) for k, x in zip(kind, loaded)) if g), None) \
+        or (8 if net.topology == "rail-optimized" else 1)
+    ranks = [k.ranks(x) for k, x in zip(kind, loaded)]
+    fabric = fabric_for(exp, jobs, ranks, gps)
+    slots = _place(exp, fabric, jobs, ranks, gps)
+    ctx = LowerContext(experiment=exp, fabric=fabric, gpus_per_server=gps, slots=slots,
+                       index_of={j.name: i for i, j in enumerate(jobs)}, link_gbps=_host_link_gbps(fabric),
+                       others=jobs, n_channels=n_channels)
+    planned = []
+    for i, (k, j, x) in enumerate(zip(kind, jobs, loaded)):
+        state, piece = k.lower(j, x, slots[j.name], ctx)
+        planned.append(JobPlan(job=j, index=i, kind=k, hosts=slots[j.name], state=state, piece=piece))
+    dag = assemble(planned)
+    limit = training.dag_op_limit()
+    if dag.n_ops > limit:
+        raise CosimInputError("workloads" if exp.workloads else "workload.chunk_bytes",
+                              f"the run lowers to {dag.n_ops:.3g} DAG ops, more than the {limit:.3g} this machine "
+                              "can hold", "raise chunk_bytes, or shorten the workloads")
+    stop_ns = _time_limit(exp, fabric, planned)
+    ranked = [p for p in planned if p.kind.ranked]
+    host_of = ranked[0].hosts if len(ranked) == 1 else None
+    faults = fault_specs.plan(exp, fabric, host_of, max_sim_time_ns=stop_ns)
+    if faults is not None:
+        dag = _with_stragglers(exp, dag, planned, faults, host_of)
+    return RunPlan(experiment=exp, fabric=fabric, gpus_per_server=gps, jobs=tuple(planned), dag=dag,
+                   attributes=_attributes(exp, planned, dag), max_sim_time_ns=stop_ns, faults=faults,
+                   host_of=host_of)
+
+
+# --- fabric and placement ---------------------------------------------------------------------------------
+
+def fabric_for(exp: Experiment, jobs, ranks, gps: int):
+    """The run's fabric: ``network.hosts`` NICs, else the servers the jobs ask for, filled to whole leaves
+    (leaf-spine: two servers per leaf unless ``network.hosts_per_leaf``)."""
+    net = exp.network
+    if net.hosts is not None:
+        if net.hosts % gps:
+            raise CosimInputError("network.hosts", f"{net.hosts} NICs do not fill servers of {gps} GPUs",
+                                  f"use a multiple of {gps} or set network.gpus_per_server")
+        return topology.for_network(net, servers=net.hosts // gps, gpus_per_server=gps,
+                                    hosts_per_leaf=net.hosts_per_leaf or max(MIN_HOSTS_PER_LEAF, 2 * gps))
+    servers = _servers_needed(jobs, ranks, gps)
+    if servers * gps > training.MAX_HOSTS:
+        raise CosimInputError("network.gpus_per_server", f"the workloads need {servers * gps} NICs, more than the "
+                              f"{training.MAX_HOSTS} a packet-level fabric can hold", "check the traces (damaged?)")
+    if servers * gps < 2:
+        raise CosimInputError("workload", f"{servers * gps} NIC: a fabric needs two",
+                              "use a workload with more ranks, or fewer GPUs per server")
+    per_leaf = net.hosts_per_leaf or gps * min(2, servers)
+    return topology.for_network(net, servers=servers, gpus_per_server=gps, hosts_per_leaf=per_leaf,
+                                fill_leaves=True, hosts_field="network.hosts")
+
+
+def _servers_needed(jobs, ranks, gps: int) -> int:
+    """Servers the jobs ask for: their policy servers plus the servers their explicit hosts are on (host h on
+    server h // gps, as every generator numbers them)."""
+    asked, named = 0, set()
+    for j, n in zip(jobs, ranks):
+        if j.hosts is not None:
+            named |= {h // gps for h in j.hosts}
+        else:
+            asked += -(-n // gps) if n is not None else j.server_count
+    return max(asked + len(named), max(named, default=-1) + 1, 1)
+
+
+def _place(exp: Experiment, fabric, jobs, ranks, gps: int) -> dict[str, np.ndarray]:
+    """Job name -> host ids of its slots (a ranked job's ranks; every NIC of its servers otherwise). A lone
+    job without hosts or servers takes every server of a fabric of network.hosts NICs."""
+    servers = placement.server_map(fabric, gps)
+    demands = []
+    for j, n in zip(jobs, ranks):
+        where = (f"workloads.{j.name}." + ("hosts" if j.hosts is not None else "placement") if exp.workloads
+                 else "workload")
+        if n is not None and j.hosts is not None and len(j.hosts) != n:
+            raise CosimInputError(where, f"lists {len(j.hosts)} hosts for {n} ranks", "give one host per rank")
+        count = -(-n // gps) if n is not None else (
+            servers.n_servers if len(jobs) == 1 and j.servers is None else j.server_count)
+        demands.append(placement.Demand(name=j.name, where=where, servers=count, policy=j.placement, hosts=j.hosts,
+                                        seed=exp.seed if j.placement_seed is None else j.placement_seed,
+                                        rank_servers=gps if n is not None else 0))
+    placed = placement.place(servers, demands)
+    return {j.name: (hosts[:n] if n is not None else hosts) for j, n, hosts in zip(jobs, ranks, placed)}
+
+
+def _host_link_gbps(fabric) -> np.ndarray:
+    """float64 [n_nodes]: the rate of every host's link, Gbit/s (0 for switches)."""
+    rate = np.zeros(fabric.n_nodes)
+    for end in (fabric.link_a, fabric.link_b):
+        host = fabric.node_kind[end] == topology.HOST
+        rate[end[host]] = fabric.link_rate_bps[host] / 1e9
+    return rate
+
+
+# --- one DAG ----------------------------------------------------------------------------------------------
+
+def assemble(jobs, pieces: dict[int, Piece] | None = None) -> EngineDag:
+    """One DAG of ``jobs`` in job order (``pieces``: a job index -> the ops to use instead of its own).
+
+    A ranked job that starts late waits behind one COMPUTE op on no GPU that lasts until its start; a job's
+    priority is the class of every op its lowering left at 0."""
+    parts, base = [], 0
+    for p in jobs:
+        piece = (pieces or {}).get(p.index, p.piece)
+        lead = int(p.kind.ranked and p.job.start_ns > 0)
+        parts.append((p, piece, base, lead))
+        base += lead + piece.n_ops
+    n = base
+
+    def cat(get, dtype, lead_value=0):
+        out = [np.concatenate([np.full(lead, lead_value, dtype), np.asarray(get(piece, b + lead), dtype)])
+               for p, piece, b, lead in parts]
+        return np.concatenate(out) if out else np.zeros(0, dtype)
+
+    owner, dep = [], []
+    for p, piece, b, lead in parts:
+        counts = np.diff(piece.dep_ptr)
+        owner.append(np.repeat(np.arange(piece.n_ops, dtype=np.int64), counts) + b + lead)
+        dep.append(np.asarray(piece.dep_idx, np.int64) + b + lead)
+        if lead:  # every op without a dependency waits for the start delay
+            roots = np.flatnonzero(counts == 0) + b + lead
+            owner.append(roots)
+            dep.append(np.full(roots.size, b, np.int64))
+    owner = np.concatenate(owner) if owner else np.zeros(0, np.int64)
+    dep = np.concatenate(dep) if dep else np.zeros(0, np.int64)
+    order = np.argsort(owner, kind="stable")
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(owner, minlength=n), out=dep_ptr[1:])
+    durations = [np.concatenate([np.full(lead, p.job.start_ns), piece.duration_ns]) for p, piece, b, lead in parts]
+    prio = [np.concatenate([np.full(lead, p.job.priority, np.uint8),
+                            np.where(piece.priority == 0, p.job.priority, piece.priority).astype(np.uint8)])
+            for p, piece, b, lead in parts]
+    shift = lambda x, b: np.asarray(x, np.int64) + b  # noqa: E731
+    return EngineDag(
+        kind=cat(lambda pc, b: pc.kind, np.uint8, DagOpKind.COMPUTE), gpu=cat(lambda pc, b: pc.gpu, np.int32, -1),
+        src_node=cat(lambda pc, b: pc.src_node, np.int32, -1), dst_node=cat(lambda pc, b: pc.dst_node, np.int32, -1),
+        bytes_=cat(lambda pc, b: pc.bytes_, np.int64), duration_ns=np.concatenate(durations) if parts else np.zeros(0),
+        priority=np.concatenate(prio) if parts else np.zeros(0, np.uint8), dep_ptr=dep_ptr, dep_idx=dep[order],
+        op_job=np.concatenate([np.full(lead + piece.n_ops, p.index, np.int32) for p, piece, b, lead in parts])
+        if parts else np.zeros(0, np.int32),
+        first_op=np.array([b + lead for p, piece, b, lead in parts], np.int64),
+        coll_start_op=np.concatenate([shift(piece.coll_start_op, b + lead) for p, piece, b, lead in parts])
+        if parts else np.zeros(0, np.int64),
+        coll_end_op=np.concatenate([shift(piece.coll_end_op, b + lead) for p, piece, b, lead in parts])
+        if parts else np.zeros(0, np.int64))
+
+
+# --- limits, attributes, faults ---------------------------------------------------------------------------
+
+def _time_limit(exp: Experiment, fabric, jobs) -> float:
+    """limits.max_sim_time_ns, else derived from the longest job (its start plus its ideal time)."""
+    if exp.limits.max_sim_time_ns is not None:
+        return exp.limits.max_sim_time_ns
+    nic = training.nic_payload_bytes_per_s(exp.network)
+    ideal = [p.kind.ideal_ns(p, fabric, nic) for p in jobs]
+    if any(x is None for x in ideal):
+        return time_limit.UNBOUNDED_NS
+    return time_limit.limit_ns(max((p.job.start_ns + x for p, x in zip(jobs, ideal)), default=0.0))
+
+
+def _attributes(exp: Experiment, jobs, dag: EngineDag) -> dict[str, str]:
+    """Every ns-3 attribute the run sets: its GPUs' NVLink model, the network's (a --set of the user wins
+    over both), the collective timeout."""
+    executor = [p.kind.executor_attributes(p) for p in jobs]
+    executor = [x for x in executor if x]
+    if any(x != executor[0] for x in executor):
+        raise CosimInputError("workloads", "the jobs run on GPUs of different NVLink rates, and the engine has one "
+                              "NVLink model", "give every job the same GPU")
+    out = (executor[0] if executor else {}) | run_attributes(exp.network, exp.seed,
+                                                           lossless_mask=exp.lossless_priority_mask())
+    timeout_ns = exp.limits.collective_timeout_ns
+    if timeout_ns > 0:
+        if not dag.coll_start_op.size:
+            raise CosimInputError("limits.collective_timeout_ns", "watches collectives, and this run has none",
+                                  "remove it")
+        out["DagExecutor::CollectiveTimeout"] = f"{int(round(timeout_ns * 1e3))}ps"
+    return out
+
+
+def _with_stragglers(exp: Experiment, dag: EngineDag, jobs, faults, host_of) -> EngineDag:
+    """``dag`` with the COMPUTE ops of every straggler's rank slowed (cosim.runs.stragglers)."""
+    stragglers = fault_mechanisms.stragglers_of(fault_mechanisms.of_kind(faults.resolved, "straggler"), host_of)
+    if not stragglers:
+        return dag
+    ranked = next(p for p in jobs if p.kind.ranked)
+    flow_dag = ranked.kind.flow_dag(ranked.state)
+    lo = int(dag.first_op[ranked.index])
+    duration = dag.duration_ns.copy()
+    duration[lo:lo + flow_dag.n_ops] = slowed_durations(duration[lo:lo + flow_dag.n_ops], flow_dag.kind,
+                                                         flow_dag.rank, flow_dag.iteration, stragglers, exp.seed)
+    return dataclasses.replace(dag, duration_ns=duration)

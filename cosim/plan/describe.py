@@ -1,0 +1,189 @@
+"""What a compiled plan will do, without simulating it: what ``cosim run --dry-run`` prints, the work the
+progress line's ETA counts down, and the output size and memory a run needs (to size a batch job)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from cosim import engine, memory
+from cosim.collectives.dag import NUM_PRIORITIES
+from cosim.network import buffers, ideal
+from cosim.network.topology import SWITCH
+from cosim.plan import RunPlan
+from cosim.record import describe_job
+from cosim.runs import decompose_run
+from cosim.runs.decompose import describe_parts
+
+#: attributes the dry run shows the resolved value of
+SHOWN_ATTRIBUTES = ("HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes",
+                    "FabricSwitch::HeadroomBytes", "SharedBufferMmu::LosslessPriorityMask", "EgressPort::LinkFlowControl",
+                    "FabricNode::VlBufferBytes", "FabricSwitch::PauseFrameBytes", "SharedBufferMmu::PfcEnabled",
+                    "SharedBufferMmu::ReservedBytes")
+
+
+def describe(plan: RunPlan) -> dict:
+    """The plan as the dry run prints it: servers, leaves and spines, the realized oversubscription, buffer
+    (per switch class) and PFC headroom per switch, lossless priorities, each job's placement and size, the
+    time limit (explicit or derived: cosim.runs.time_limit), flows and data packet-hops (payload packets times
+    each flow's shortest-path hops; ACKs and control packets not counted), the independent parts the traffic
+    splits into (cosim.runs.decompose), and the peak memory the run needs."""
+    exp, fabric = plan.experiment, plan.fabric
+    engine.check_fabric(fabric, plan.attributes)
+    resolved = engine.attribute_values(plan.attributes, SHOWN_ATTRIBUTES)
+    leaf_ratio = fabric.oversubscription(1)
+    leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
+    out = {"name": exp.name, "transport": exp.network.transport, "topology": fabric.name,
+           "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
+           "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.n_switches - fabric.tier_ids(1).size),
+           "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
+           "links": fabric.n_links, "tiers": fabric.describe().get("tiers", [])}
+    if len(plan.jobs) == 1:
+        out |= {"ranks" if k == "ranks" else k: x for k, x in plan.jobs[0].kind.describe(plan.jobs[0]).items()}
+    else:
+        out |= {f"workload {p.job.name}": placement_line(describe_job(plan, p)) for p in plan.jobs}
+    out |= {"dag_ops": plan.dag.n_ops, "gpus_per_server": plan.gpus_per_server}
+    if plan.faults is not None:
+        out["faults"] = len(plan.faults.resolved)
+    explicit = exp.limits.max_sim_time_ns is not None
+    out["max_sim_time_ns"] = f"{plan.max_sim_time_ns:.6g} ({'explicit' if explicit else 'derived'})"
+    out |= _buffers(fabric, resolved, buffers.switch_buffer_bytes(fabric, plan.attributes))
+    src, dst, size = plan.dag.flows()
+    out |= {"flows": int(src.size), "payload_bytes": int(np.asarray(size, np.int64).sum()),
+            "data_packet_hops_estimate": work_estimate(plan)}
+    out |= describe_parts(fabric, src, dst)
+    out |= _decomposition(plan)
+    out |= {"peak_memory_bytes_estimate": peak_memory_bytes(plan)}
+    return out
+
+
+def _decomposition(plan: RunPlan) -> dict:
+    """How the run will be simulated: whole, or in parts (and why)."""
+    reason = plan.whole_only or ("a kind that iterates runs whole" if any(p.kind.iterates for p in plan.jobs)
+                                 else None)
+    if reason is not None:
+        return {"decompose": "whole", "decompose_reason": reason}
+    return decompose_run.describe(plan.experiment, plan.fabric, plan.dag.columns(),
+                                  gpu_node=np.arange(plan.fabric.n_nodes), attributes=plan.attributes)
+
+
+def peak_memory_bytes(plan: RunPlan) -> int:
+    """The memory the run needs at its peak, bytes: planning and merging every DAG op
+    (memory.PLAN_BYTES_PER_DAG_OP), or simulating them at once (memory.ENGINE_BYTES_PER_DAG_OP), whichever
+    is more; a decomposed run simulates fewer at once, so this is an upper bound there."""
+    return int(plan.dag.n_ops * max(memory.PLAN_BYTES_PER_DAG_OP, memory.ENGINE_BYTES_PER_DAG_OP))
+
+
+def placement_line(d: Mapping) -> str:
+    """One job's placement as the dry run shows it."""
+    what = f"{d['ranks']} ranks" if "ranks" in d else f"{d['flows']} flows, {d['payload_bytes']} B"
+    return (f"{d['kind']}, {what}; hosts {_ranges(d['hosts'])} on servers {_ranges(d['servers'])} under "
+            f"leaf switch{'es' if len(d['leaves']) > 1 else ''} {_ranges(d['leaves'])}; priority {d['priority']}"
+            f" ({'lossless' if d['lossless'] else 'lossy'}), start {d['start_ns']:g} ns")
+
+
+def _ranges(ids) -> str:
+    """[0, 1, 2, 5] → "0-2,5" (in the order given)."""
+    out, ids = [], list(ids)
+    i = 0
+    while i < len(ids):
+        k = i
+        while k + 1 < len(ids) and ids[k + 1] == ids[k] + 1:
+            k += 1
+        out.append(str(ids[i]) if k == i else f"{ids[i]}-{ids[k]}")
+        i = k + 1
+    return ",".join(out)
+
+
+def _buffers(fabric, attrs: Mapping[str, str], class_buffers: np.ndarray | None) -> dict:
+    """Buffer, PFC headroom and shared pool per switch as the switch model sizes them
+    (FabricSwitch::SetupBuffers, SharedBufferMmu::Setup) with the buffer of each switch's class
+    (``class_buffers``, cosim.network.buffers; None: SharedBufferMmu::BufferBytes everywhere); IB: the input
+    buffer of every lane."""
+    if attrs["EgressPort::LinkFlowControl"] == "credit":
+        return {"flow_control": "credit", "vl_buffer_bytes_per_port_lane": int(attrs["FabricNode::VlBufferBytes"])}
+    max_packet = int(attrs["HostNic::MtuBytes"]) + int(attrs["HostNic::HeaderBytes"])
+    pfc = attrs["SharedBufferMmu::PfcEnabled"] == "true"
+    lossless = bin(int(attrs["SharedBufferMmu::LosslessPriorityMask"])).count("1") if pfc else 0
+    fixed = int(attrs["FabricSwitch::HeadroomBytes"])
+    # headroom of a port: 2 x its link's BDP + 3 maximum packets + 2 PAUSE frames, unless set
+    bdp = fabric.link_rate_bps * fabric.link_delay_ns * 1e-9 / 8
+    per_port = np.full(bdp.shape, fixed, np.int64) if fixed else (
+        np.ceil(2 * bdp).astype(np.int64) + 3 * max_packet + 2 * int(attrs["FabricSwitch::PauseFrameBytes"]))
+    ends = np.concatenate([fabric.link_a, fabric.link_b]).astype(np.int64)
+    both = np.concatenate([per_port, per_port])
+    switch_port = fabric.node_kind[ends] == SWITCH
+    carved = np.bincount(ends, weights=both * lossless, minlength=fabric.n_nodes).astype(np.int64)
+    ports = np.bincount(ends, minlength=fabric.n_nodes)
+    switches = fabric.node_kind == SWITCH
+    buffer = (np.full(fabric.n_nodes, int(attrs["SharedBufferMmu::BufferBytes"]), np.int64) if class_buffers is None
+              else np.asarray(class_buffers, np.int64))
+    shared = (buffer[switches] - carved[switches]
+              - int(attrs["SharedBufferMmu::ReservedBytes"]) * ports[switches] * NUM_PRIORITIES)
+    pick = lambda x, f: int(f(x)) if x.size else 0  # noqa: E731
+    return {"flow_control": "pfc", "buffer_bytes_per_switch": pick(buffer[switches], np.max),
+            "buffer_per_switch_class": "; ".join(buffers.class_table(fabric, buffer)),
+            "lossless_priorities": lossless,
+            "lossless_priority_mask": f"{int(attrs['SharedBufferMmu::LosslessPriorityMask']):#04x}" if pfc else "-",
+            "max_packet_bytes": max_packet,
+            "headroom_bytes_per_port_min": pick(both[switch_port], np.min) if lossless else 0,
+            "headroom_bytes_per_port_max": pick(both[switch_port], np.max) if lossless else 0,
+            "headroom_bytes_per_switch_max": pick(carved[switches], np.max),
+            "shared_pool_bytes_per_switch_min": pick(shared, np.min)}
+
+
+def data_packet_hops_estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np.ndarray, mtu: int, *,
+                              max_sources: int = 64) -> int:
+    """Payload packets × shortest-path hops, summed over the flows: the work a simulation does.
+
+    Exact when the flows have at most ``max_sources`` distinct sources; beyond, the hops per packet are
+    measured on the flows of ``max_sources`` sources drawn with a fixed seed (one breadth-first search each,
+    so a 16k-host fabric costs what a 64-host one does) and scaled to every packet."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    packets = -(-np.asarray(size, np.int64) // max(mtu, 1))
+    sources = np.unique(src)
+    if sources.size > max_sources:
+        sources = np.sort(np.random.default_rng(0).choice(sources, max_sources, replace=False))
+    hops = np.zeros(src.size, np.int64)
+    measured = np.zeros(src.size, bool)
+    for s in sources:
+        sel = src == s
+        hops[sel] = ideal.hop_counts(fabric, int(s))[dst[sel]]
+        measured |= sel
+    if measured.all():
+        return int((packets * hops).sum())
+    sampled = int(packets[measured].sum())
+    per_packet = (packets[measured] * hops[measured]).sum() / sampled if sampled else 0.0
+    return int(round(per_packet * int(packets.sum())))
+
+
+def work_estimate(plan: RunPlan) -> int:
+    """The data packet-hops the plan will simulate (its flows on shortest paths; retransmissions and control
+    packets not counted; a kind that iterates: its first pass): the denominator of the progress line's ETA."""
+    mtu = int(engine.attribute_values(plan.attributes, ("HostNic::MtuBytes",))["HostNic::MtuBytes"])
+    return data_packet_hops_estimate(plan.fabric, *plan.dag.flows(), mtu)
+
+
+def output_bytes_estimate(plan: RunPlan) -> int:
+    """An upper estimate of the bytes the run's results take on disk, from its plan (flows, ops, collective
+    calls, ports; a margin for queue samples): what ``cosim run`` checks is free."""
+    from cosim.results.store import estimate_bytes  # noqa: PLC0415 - h5py only when writing
+
+    ranked = [p for p in plan.jobs if p.kind.ranked]
+    return estimate_bytes(flows=2 * int(plan.dag.flows()[0].size),
+                          ops=sum(p.piece.n_ops for p in ranked), collectives=int(plan.dag.coll_start_op.size),
+                          ports=2 * plan.fabric.n_links)
+
+
+def fabric_warning(n_flows: int, n_ranks: int, gpus_per_server: int) -> str | None:
+    """Why a training run with ``n_flows`` fabric flows moves nothing over the fabric (so its network
+    figures are empty), or None when it does move something."""
+    if n_flows:
+        return None
+    if n_ranks <= gpus_per_server:
+        fix = f"--gpus-per-server {max(1, n_ranks // 2)} or fewer" if n_ranks > 1 else "a trace with more ranks"
+        return (f"nothing crossed the fabric: all {n_ranks} ranks sit on one server ({gpus_per_server} GPUs per "
+                f"server), so every transfer went over NVLink; use {fix} to spread them over servers")
+    return ("nothing crossed the fabric: every transfer of the trace stays inside a server (NVLink); "
+            "use a smaller --gpus-per-server to spread the groups over servers")

@@ -1,0 +1,144 @@
+"""The results record of an executed plan: network tables over every flow, each job's own tables and
+summary (one job: as they are; several: with a ``workload`` column and ``<name>_`` summary keys), faults,
+the fabric and every job's hosts.
+
+Several jobs (``[[workloads]]``): flows, ops, collectives and iterations carry a ``workload`` column (the
+job's index in ``config["workloads"]``); the summary holds the shared fabric's telemetry and, per job,
+``<name>_<key>``: its kind's summary and its flows' (flows, flows_completed, fct_p50_ns, fct_p99_ns,
+fct_mean_ns, slowdowns); with ``alone = true`` also ``<name>_alone_iteration_time_ns`` (training) or
+``<name>_alone_fct_mean_ns`` and ``<name>_sharing_slowdown`` (shared over alone), from the same job run on
+the same hosts of the idle fabric.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cosim.network import telemetry
+from cosim.results import RunRecord
+from cosim.runs import fault_mechanisms, placement
+from cosim.runs import faults as fault_specs
+from cosim.runs.experiment import to_document
+
+
+def record(plan, outcome) -> RunRecord:
+    """The RunRecord of ``plan`` executed as ``outcome`` (cosim.run.Outcome)."""
+    exp, fabric, dag, out = plan.experiment, plan.fabric, outcome.dag, outcome.out
+    net, fop = out.network, out.flow_op
+    interval = exp.telemetry.queue_sample_interval_ns
+    tables = telemetry.network_tables(fabric, net, src=dag.src_node[fop], dst=dag.dst_node[fop],
+                                      size_bytes=dag.bytes_[fop], start_ns=out.flow_start_ns)
+    flows = tables["flows"]
+    shared = len(plan.jobs) > 1
+    if shared or any(p.kind.ranked for p in plan.jobs):
+        flows["transfer"] = np.arange(fop.size, dtype=np.int64)
+    if shared:
+        flows["workload"] = dag.op_job[fop].astype(np.int32)
+    summary = telemetry.network_summary(fabric, net, tables, queue_sample_interval_ns=interval)
+    job_of_flow = dag.op_job[fop]
+    parts: dict[str, list] = {}
+    for p in plan.jobs:
+        rows = np.flatnonzero(job_of_flow == p.index)
+        own, mine = job_results(plan, p, out, rows, flows, int(dag.first_op[p.index]), outcome.states[p.index])
+        if not shared:
+            summary |= own
+            tables |= mine
+            continue
+        for group, table in mine.items():
+            table["workload"] = np.full(next(iter(table.values())).size, p.index, np.int32)
+            parts.setdefault(group, []).append(table)
+        own = _flow_summary({k: np.asarray(x)[rows] for k, x in flows.items()}, net.sim_time_ns) | own
+        if p.index in outcome.alone:
+            own |= _alone(plan, p, own, outcome.alone[p.index])
+        summary |= {f"{p.job.name}_{k}": x for k, x in own.items()}
+    for group, items in parts.items():
+        tables[group] = {k: np.concatenate([t[k] for t in items]) for k in items[0]}
+    done = np.isfinite(out.op_finish_ns)
+    summary |= {"mtu_bytes": net.mtu_bytes, "header_bytes": net.header_bytes, "n_dag_ops": dag.n_ops,
+                "n_dag_ops_finished": int(done.sum()), "n_flows": int(fop.size)}
+    if shared:
+        summary["n_workloads"] = len(plan.jobs)
+    if net.status == "complete" and not done.all():
+        summary["status"] = "stalled"  # the network went idle with ops left: cannot happen with a valid DAG
+    timeout_rows = _timeout(plan, outcome, summary)
+    config = {"experiment": to_document(exp), "fabric": fabric.describe(), "attributes": plan.attributes,
+              "decomposition": outcome.decomposition}
+    if shared:
+        config["workloads"] = [describe_job(plan, p) for p in plan.jobs]
+    else:
+        config |= plan.jobs[0].kind.config(plan.jobs[0], outcome.states[0], plan)
+    resolved = []
+    if plan.faults is not None:
+        tables["faults"], config["faults"], extra = plan.faults.results(net)
+        summary |= extra
+        resolved = plan.faults.resolved
+    tables |= fault_mechanisms.fault_tables(fabric, net, resolved, fault_specs.ACTION_CODES, timeout_rows,
+                                            faults=tables.get("faults"))
+    provenance = telemetry.provenance(seed=exp.seed, wall_time_s=summary.get("wall_time_s", net.wall_time_s))
+    return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
+
+
+def job_results(plan, p, out, rows, flows, first_op, state) -> tuple[dict, dict]:
+    """(summary, tables) of job ``p``: its kind's, from its rows of the outcome."""
+    return p.kind.results(p, out, rows, flows, first_op, fabric=plan.fabric, state=state, alone=len(plan.jobs) == 1)
+
+
+def _flow_summary(flows: dict, sim_time_ns: float) -> dict:
+    """A job's flows summarized: counts, FCT percentiles and mean, slowdowns."""
+    out = telemetry.summarize(flows, {}, {}, sim_time_ns=sim_time_ns)
+    for key in ("sim_time_ns", "drops", "max_queue_bytes"):
+        out.pop(key, None)
+    fct = np.asarray(flows["fct_ns"], np.float64)
+    fct = fct[np.isfinite(fct)]
+    if fct.size:
+        out["fct_mean_ns"] = float(fct.mean())
+    return out
+
+
+def _alone(plan, p, own: dict, alone) -> dict:
+    """Job ``p``'s headline run alone on the same hosts of the idle fabric (``alone``: that run's engine
+    output and DAG) — the mean iteration time of a ranked job, the mean FCT of any other — and the slowdown
+    sharing caused."""
+    out, dag = alone
+    fop = out.flow_op
+    tables = telemetry.network_tables(plan.fabric, out.network, src=dag.src_node[fop], dst=dag.dst_node[fop],
+                                      size_bytes=dag.bytes_[fop], start_ns=out.flow_start_ns)
+    flows = tables["flows"]
+    flows["transfer"] = np.arange(fop.size, dtype=np.int64)
+    rows = np.arange(fop.size)
+    summary = job_results(plan, p, out, rows, flows, int(dag.first_op[0]), p.state)[0]
+    summary = _flow_summary(flows, out.network.sim_time_ns) | summary
+    key = "iteration_time_ns" if p.kind.ranked else "fct_mean_ns"
+    value = summary.get(key)
+    result = {f"alone_{key}": value}
+    if isinstance(own.get(key), float) and isinstance(value, float) and value > 0:
+        result["sharing_slowdown"] = own[key] / value
+    return result
+
+
+def _timeout(plan, outcome, summary: dict) -> list:
+    """faults-table rows and summary keys of a collective that timed out (none when none did)."""
+    out, dag = outcome.out, outcome.dag
+    if out.failed_collective < 0:
+        return []
+    start_op = int(dag.coll_start_op[out.failed_collective])
+    p = plan.jobs[int(dag.op_job[start_op])]
+    flow_dag = p.kind.flow_dag(outcome.states[p.index])
+    lo = int(dag.first_op[p.index])
+    local = out.failed_collective - int(np.count_nonzero(dag.op_job[dag.coll_start_op] < p.index))
+    rank = fault_mechanisms.failed_rank(flow_dag, local, out.op_finish_ns[lo:lo + flow_dag.n_ops])
+    summary |= {"failed_collective": local, "failed_rank": rank, "failed_at_ns": out.failed_at_ns}
+    if len(plan.jobs) > 1:
+        summary["failed_workload"] = p.job.name
+    return [fault_mechanisms.timeout_row(out.failed_at_ns, int(p.hosts[rank]), fault_specs.ACTION_CODES)]
+
+
+def describe_job(plan, p) -> dict:
+    """Where job ``p`` runs and what it sends (JSON-able; stored as config["workloads"])."""
+    hosts = np.asarray(p.hosts, np.int64)
+    server = plan.fabric.host_server[hosts]
+    leaves = placement.server_map(plan.fabric, plan.gpus_per_server).leaf[np.unique(server)]
+    j = p.job
+    return {"name": j.name, "kind": j.kind, "hosts": hosts.tolist(), "servers": sorted(set(server.tolist())),
+            "leaves": sorted(set(leaves.tolist())), "priority": j.priority, "lossless": j.lossless,
+            "start_ns": j.start_ns} | p.kind.describe(p)
