@@ -74,8 +74,28 @@ def record(plan, outcome) -> RunRecord:
         resolved = plan.faults.resolved
     tables |= fault_mechanisms.fault_tables(fabric, net, resolved, fault_specs.ACTION_CODES, timeout_rows,
                                             faults=tables.get("faults"))
+    tables |= fabric_tables(fabric) | {"placement": placement_table(plan)}
     provenance = telemetry.provenance(seed=exp.seed, wall_time_s=summary.get("wall_time_s", net.wall_time_s))
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
+
+
+def fabric_tables(fabric) -> dict[str, dict[str, np.ndarray]]:
+    """The fabric as the record stores it (``nodes``, ``links``, ``hosts``; cosim.results.schema)."""
+    return {"nodes": {"kind": np.asarray(fabric.node_kind, np.uint8), "tier": np.asarray(fabric.node_tier, np.uint8)},
+            "links": {"a": np.asarray(fabric.link_a, np.int32), "b": np.asarray(fabric.link_b, np.int32),
+                      "rate_bps": np.asarray(fabric.link_rate_bps, np.float64),
+                      "delay_ns": np.asarray(fabric.link_delay_ns, np.float64),
+                      "tier": np.asarray(fabric.link_tier, np.uint8)},
+            "hosts": {"node": np.asarray(fabric.host_ids, np.int32), "server": np.asarray(fabric.host_server, np.int32),
+                      "gpu": np.asarray(fabric.host_gpu, np.int32)}}
+
+
+def placement_table(plan) -> dict[str, np.ndarray]:
+    """Every job's slots and the hosts they run on (``placement``; cosim.results.schema)."""
+    hosts = [np.asarray(p.hosts, np.int64) for p in plan.jobs]
+    return {"workload": np.concatenate([np.full(h.size, p.index, np.int32) for p, h in zip(plan.jobs, hosts)]),
+            "slot": np.concatenate([np.arange(h.size, dtype=np.int32) for h in hosts]),
+            "host": np.concatenate(hosts).astype(np.int32)}
 
 
 def job_results(plan, p, out, rows, flows, first_op, state) -> tuple[dict, dict]:

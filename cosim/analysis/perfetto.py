@@ -251,27 +251,29 @@ def _names_from_description(fabric: Mapping) -> tuple[str, ...] | None:
     return names_from_tiers(str(fabric.get("name", "")), np.asarray(node_tier))
 
 
-def _rebuild_fabric(record: RunRecord):
-    """The run's Fabric rebuilt from its stored experiment, or None (it must match config["fabric"])."""
-    from cosim.runs.experiment import from_document  # noqa: PLC0415 - the specs load only when exporting
+def stored_fabric(record: RunRecord):
+    """The Fabric the run ran on, from its ``nodes``, ``links`` and ``hosts`` tables (None for a file
+    written before runs stored them)."""
+    from cosim.network.topology import Fabric  # noqa: PLC0415 - numpy-heavy, only when exporting
 
+    nodes, links, hosts = record.nodes, record.links, record.hosts
+    if not (nodes and links and hosts):
+        return None
     try:
-        exp = from_document(record.config["experiment"])[0]
-        if exp.is_training:
-            from cosim.runs.training import build_fabric  # noqa: PLC0415
-
-            work = record.config["workload"]
-            fabric = build_fabric(exp, int(work["n_ranks"]), int(work["gpus_per_server"]))
-        else:
-            from cosim.runs.flows import build  # noqa: PLC0415
-
-            fabric = build(exp)[0]
-    except (CosimInputError, KeyError, TypeError, ValueError, IndexError):
+        return Fabric(name=str(record.config.get("fabric", {}).get("name", "")), node_kind=nodes["kind"],
+                      node_tier=nodes["tier"], link_a=links["a"], link_b=links["b"], link_rate_bps=links["rate_bps"],
+                      link_delay_ns=links["delay_ns"], link_tier=links["tier"], host_server=hosts["server"],
+                      host_gpu=hosts["gpu"])
+    except (CosimInputError, KeyError, ValueError):
         return None
-    stored = record.config.get("fabric", {})
-    if stored.get("n_nodes") != fabric.n_nodes or stored.get("n_links") != fabric.n_links:
+
+
+def _rank_hosts(record: RunRecord) -> np.ndarray | None:
+    """Host node id of every rank of a one-job run (its ``placement`` table), None without one."""
+    place = record.placement
+    if not place or np.any(np.asarray(place["workload"]) != 0):
         return None
-    return fabric
+    return np.asarray(place["host"], np.int64)[np.argsort(np.asarray(place["slot"]), kind="stable")]
 
 
 def _find_trace(record: RunRecord, search_dirs: Sequence[Path]):
@@ -328,21 +330,15 @@ def context(record: RunRecord, *, trace=None, search_dirs: Sequence[str | Path] 
             trace = None
     else:
         trace = None
-    fabric = _rebuild_fabric(record)
+    fabric = stored_fabric(record)
     rank_host = None
     if fabric is not None:
-        topology = fabric.name
-        names = names_from_tiers(topology, fabric.node_tier)
+        names = names_from_tiers(fabric.name, fabric.node_tier)
         if ops and "n_ranks" in work:
-            from cosim.runs.training import rank_hosts  # noqa: PLC0415
-
-            try:
-                rank_host = rank_hosts(fabric, int(work["n_ranks"]), gps)
-            except CosimInputError:
-                rank_host = None
+            rank_host = _rank_hosts(record)
     else:
         names = _names_from_description(record.config.get("fabric", {}))
-        notes.append("topology not rebuilt from the experiment: " +
+        notes.append("the file stores no fabric (written before runs did): " +
                      ("names from config['fabric']" if names else "nodes named by id"))
     return Context(trace=trace, gpus_per_server=gps, node_names=names, rank_host=rank_host, notes=tuple(notes))
 

@@ -121,8 +121,25 @@ REQUESTS_DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("requests", "kv_bytes"): ("B", "KV-cache bytes moved from the prefill to the decode replica"),
 }
 DATASETS |= REQUESTS_DATASETS
+# ---- the fabric and placement the run ran on (every run since the run plan; older files lack them)
+FABRIC_DATASETS: dict[tuple[str, str], tuple[str, str]] = {
+    ("nodes", "kind"): ("", "0 host (NIC), 1 switch; a node's id is its row"),
+    ("nodes", "tier"): ("", "0 host, 1 leaf/ToR/rail, 2 spine/aggregation, 3 core"),
+    ("links", "a"): ("", "node id of one end; a link's id is its row"),
+    ("links", "b"): ("", "node id of the other end"),
+    ("links", "rate_bps"): ("bit/s", "rate of the link, each direction"),
+    ("links", "delay_ns"): ("ns", "one-way propagation delay"),
+    ("links", "tier"): ("", "tier of the link's upper end"),
+    ("hosts", "node"): ("", "node id of a host (NIC), in node order"),
+    ("hosts", "server"): ("", "server (chassis) the NIC sits in"),
+    ("hosts", "gpu"): ("", "local GPU the NIC serves inside its server"),
+    ("placement", "workload"): ("", "workload (job) index: config['workloads'] of a multi-workload run, 0 otherwise"),
+    ("placement", "slot"): ("", "slot of the workload: its rank for training and inference, else its n-th host"),
+    ("placement", "host"): ("", "host node id the slot runs on"),
+}
+DATASETS |= FABRIC_DATASETS
 GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations", "faults",
-          "pfc_watchdog", "requests")
+          "pfc_watchdog", "requests", "nodes", "links", "hosts", "placement")
 
 #: datasets whose values may be nan, as documented: times of flows, ops, collectives and iterations that did
 #: not finish (a run cut by its time limit)
@@ -193,6 +210,10 @@ class RunRecord:
     faults: dict[str, np.ndarray] = field(default_factory=dict)
     pfc_watchdog: dict[str, np.ndarray] = field(default_factory=dict)
     requests: dict[str, np.ndarray] = field(default_factory=dict)
+    nodes: dict[str, np.ndarray] = field(default_factory=dict)
+    links: dict[str, np.ndarray] = field(default_factory=dict)
+    hosts: dict[str, np.ndarray] = field(default_factory=dict)
+    placement: dict[str, np.ndarray] = field(default_factory=dict)
 
     def table(self, group: str) -> dict[str, np.ndarray]:
         """The arrays of ``group`` (one of GROUPS; empty if the run has none)."""
