@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim import engine
-from cosim.plan import EngineDag, RunPlan, assemble, compile  # noqa: A004 - the plan's verb
+from cosim.plan import EngineDag, RunPlan, assemble, compile, with_stragglers  # noqa: A004 - the plan's verb
 from cosim.record import record
 from cosim.results import RunRecord
 from cosim.runs import catalog, decompose_run
@@ -71,10 +71,14 @@ def execute(plan: RunPlan, *, progress=None, jobs: int = 1) -> Outcome:
     if iterating is None:
         out, how = simulate(plan, progress=progress, jobs=jobs)
         return Outcome(out=out, dag=plan.dag, states=tuple(states), decomposition=how, alone=alone_runs(plan))
-    simulate_piece = lambda piece: simulate(plan, assemble(plan.jobs, {iterating.index: piece}),  # noqa: E731
-                                            progress=progress, whole=True)[0]
+    def dag_of(piece, flow_dag) -> EngineDag:
+        dag = assemble(plan.jobs, {iterating.index: piece})
+        return with_stragglers(plan.experiment, dag, plan.jobs, plan.faults, plan.host_of, {iterating.index: flow_dag})
+
+    simulate_piece = lambda piece, flow_dag: simulate(plan, dag_of(piece, flow_dag),  # noqa: E731
+                                                      progress=progress, whole=True)[0]
     out, states[iterating.index], piece = iterating.kind.execute(plan, iterating, simulate_piece)
-    return Outcome(out=out, dag=assemble(plan.jobs, {iterating.index: piece}), states=tuple(states),
+    return Outcome(out=out, dag=dag_of(piece, iterating.kind.flow_dag(states[iterating.index])), states=tuple(states),
                    decomposition={"decompose": "whole", "decompose_reason": "a kind that iterates runs whole"})
 
 

@@ -54,7 +54,7 @@ def collective(op, sizes, ranks, gpus_per_server, gpu, algorithm, channels, tran
     """
     from cosim import results  # noqa: PLC0415
     from cosim.collectives.lower import algorithm_table  # noqa: PLC0415
-    from cosim.runs.collective import CollectiveSweep, parse_sizes, run_sweep  # noqa: PLC0415
+    from cosim.sweep.collective import CollectiveSweep, parse_sizes, run_sweep  # noqa: PLC0415
     from cosim.values import Size  # noqa: PLC0415
 
     algorithm_table(algorithm)  # an unknown name fails before anything runs

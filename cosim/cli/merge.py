@@ -30,7 +30,7 @@ def merge(outdir, output, summary_only, partial, sweep_name, quiet):
     """
     from pathlib import Path  # noqa: PLC0415
 
-    from cosim.runs.decompose_batch import manifests, merge_parts  # noqa: PLC0415
+    from cosim.batch import manifests, merge_parts  # noqa: PLC0415
     from cosim.sweep.merge import merge as do_merge  # noqa: PLC0415
 
     out = Path(output) if output else Path(str(Path(outdir)).rstrip("/") + ".h5")

@@ -176,8 +176,8 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
 
 
 def _write_parts(exps, parts_dir, shard, quiet) -> None:
-    """Simulate this shard's parts of every run into ``parts_dir`` (cosim.runs.decompose_batch)."""
-    from cosim.runs.decompose_batch import write_shard  # noqa: PLC0415
+    """Simulate this shard's parts of every run into ``parts_dir`` (cosim.batch)."""
+    from cosim.batch import write_shard  # noqa: PLC0415
     from cosim.sweep.runner import parse_shard, shard_from_env  # noqa: PLC0415
 
     part = parse_shard(shard) if shard is not None else (shard_from_env(os.environ) or (0, 1))

@@ -122,7 +122,8 @@ class WorkloadKind:
 
     def execute(self, plan, jp: JobPlan, simulate) -> tuple[object, object, Piece]:
         """A kind that ``iterates``: (engine output, its state, its ops) of its last simulation, after its
-        own simulations, ``simulate(piece)`` running the plan with this job's ops replaced by ``piece``."""
+        own simulations, ``simulate(piece, flow_dag)`` running the plan with this job's ops replaced by ``piece``
+        (lowered from ``flow_dag``)."""
         raise NotImplementedError
 
     def results(self, jp: JobPlan, out, rows: np.ndarray, flows: dict, first_op: int, *, fabric, state,

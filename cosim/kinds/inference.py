@@ -74,7 +74,7 @@ class InferenceKind(WorkloadKind):
         sched, steps, dag = s.schedule, s.steps, s.dag
         passes, wall, converged = 0, 0.0, False
         while True:
-            out = simulate(_piece(dag, jp.hosts))
+            out = simulate(_piece(dag, jp.hosts), dag)
             passes += 1
             wall += out.network.wall_time_s
             m = inference.measure(p, sched, steps, out.op_start_ns[dag.trace_start], out.op_finish_ns[dag.trace_done])

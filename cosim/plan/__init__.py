@@ -128,8 +128,7 @@ def compile(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Ru
     ranked = [p for p in planned if p.kind.ranked]
     host_of = ranked[0].hosts if len(ranked) == 1 else None
     faults = fault_specs.plan(exp, fabric, host_of, max_sim_time_ns=stop_ns)
-    if faults is not None:
-        dag = _with_stragglers(exp, dag, planned, faults, host_of)
+    dag = with_stragglers(exp, dag, planned, faults, host_of)
     return RunPlan(experiment=exp, fabric=fabric, gpus_per_server=gps, jobs=tuple(planned), dag=dag,
                    attributes=_attributes(exp, planned, dag), max_sim_time_ns=stop_ns, faults=faults,
                    host_of=host_of)
@@ -284,13 +283,16 @@ def _attributes(exp: Experiment, jobs, dag: EngineDag) -> dict[str, str]:
     return out
 
 
-def _with_stragglers(exp: Experiment, dag: EngineDag, jobs, faults, host_of) -> EngineDag:
-    """``dag`` with the COMPUTE ops of every straggler's rank slowed (cosim.runs.stragglers)."""
+def with_stragglers(exp: Experiment, dag: EngineDag, jobs, faults, host_of, flow_dags=None) -> EngineDag:
+    """``dag`` with the COMPUTE ops of every straggler's rank slowed (cosim.runs.stragglers); ``flow_dags``:
+    job index -> the FlowDag its ops in ``dag`` came from, when a kind's execution lowered again."""
+    if faults is None:
+        return dag
     stragglers = fault_mechanisms.stragglers_of(fault_mechanisms.of_kind(faults.resolved, "straggler"), host_of)
     if not stragglers:
         return dag
     ranked = next(p for p in jobs if p.kind.ranked)
-    flow_dag = ranked.kind.flow_dag(ranked.state)
+    flow_dag = (flow_dags or {}).get(ranked.index) or ranked.kind.flow_dag(ranked.state)
     lo = int(dag.first_op[ranked.index])
     duration = dag.duration_ns.copy()
     duration[lo:lo + flow_dag.n_ops] = slowed_durations(duration[lo:lo + flow_dag.n_ops], flow_dag.kind,
