@@ -29,8 +29,8 @@ import time
 
 def run_one(args: argparse.Namespace) -> dict:
     """Plan and co-simulate one iteration in this process; return the figures."""
-    from cosim.runs import training
-    from cosim.runs.run import experiments_of
+    from cosim.plan import compile as compile_plan
+    from cosim.run import experiments_of, run
 
     t0 = time.perf_counter()
     doc = {"name": args.fabric, "network": {
@@ -42,9 +42,9 @@ def run_one(args: argparse.Namespace) -> dict:
                      "parallelism": {"tp": args.tp, "pp": args.pp, "dp": args.dp}},
         "limits": {"decompose": args.decompose}}
     exp = experiments_of(doc)[0]
-    planned = training.plan(exp)
+    planned = compile_plan(exp)
     t_plan = time.perf_counter() - t0
-    rec = training.run_training(exp, planned=planned, jobs=args.jobs)
+    rec = run(exp, plan=planned, jobs=args.jobs)
     total = time.perf_counter() - t0
     usage = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)

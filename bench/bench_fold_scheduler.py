@@ -25,21 +25,23 @@ def main() -> None:
     ap.add_argument("--buckets", help="TimingWheelScheduler::Buckets, e.g. 8192 [derived]")
     args = ap.parse_args()
 
-    from cosim.runs import decompose_run, training  # noqa: PLC0415
-    from cosim.runs.run import experiments_of  # noqa: PLC0415
+    from cosim.plan import compile as compile_plan  # noqa: PLC0415
+    from cosim.run import experiments_of  # noqa: PLC0415
+    from cosim.runs import decompose_run  # noqa: PLC0415
 
     doc = {"name": "roce", "network": {"transport": "roce", "topology": "rail-optimized", "gpus_per_server": 8,
                                        "spines": 8, "link_gbps": 400.0, "link_delay_ns": 1000.0},
            "workload": {"kind": "training", "model": "llama2-7b", "gpu": "h100", "iterations": 1,
                         "parallelism": {"tp": 8, "pp": 4, "dp": args.dp}}}
     exp = experiments_of(doc)[0]
-    plan = training.plan(exp)
-    attributes = training.engine_attributes(exp, plan)
+    plan = compile_plan(exp)
+    attributes = dict(plan.attributes)
     for name, value in (("BucketWidth", args.bucket_width), ("Buckets", args.buckets)):
         if value is not None:
             attributes[f"TimingWheelScheduler::{name}"] = value
-    columns = training.dag_columns(plan)
-    d = decompose_run.decomposition(plan.fabric, columns, gpu_node=plan.host_of, attributes=attributes)
+    columns = plan.dag.columns()  # the DAG's gpu column holds host node ids
+    d = decompose_run.decomposition(plan.fabric, columns, gpu_node=np.arange(plan.fabric.n_nodes),
+                                    attributes=attributes)
     settings = {"seed": exp.seed, "attributes": attributes, "max_sim_time_ns": plan.max_sim_time_ns,
                 "queue_sample_interval_ns": exp.telemetry.queue_sample_interval_ns}
     piece = decompose_run.piece_columns(columns, d.pieces[0])

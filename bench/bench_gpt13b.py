@@ -54,21 +54,22 @@ def cpu_s() -> float:
 
 def run_one(args: argparse.Namespace) -> dict:
     """Plan and co-simulate one iteration on ``args.fabric`` in this process; return the figures."""
-    from cosim.runs import run as runner  # noqa: PLC0415
-    from cosim.runs import training  # noqa: PLC0415
+    from cosim.plan import compile as compile_plan  # noqa: PLC0415
+    from cosim.plan.describe import work_estimate  # noqa: PLC0415
+    from cosim.run import run  # noqa: PLC0415
 
     exp = experiment(args.fabric, args.microbatches, args.layers)
     t0, c0 = time.perf_counter(), cpu_s()
-    plan = training.plan(exp)
+    plan = compile_plan(exp)
     t_plan, c_plan = time.perf_counter() - t0, cpu_s() - c0
+    trace, _ = plan.jobs[0].state
     row = {"fabric": args.fabric, "microbatches": args.microbatches, "layers": args.layers,
-           "ranks": plan.trace.n_ranks, "dag_ops": plan.dag.n_ops, "plan_s": t_plan, "plan_cpu_s": c_plan,
-           "max_sim_time_ms": plan.max_sim_time_ns / 1e6,
-           "packet_hops_estimate": runner.work_estimate(exp, plan)}
+           "ranks": trace.n_ranks, "dag_ops": plan.dag.n_ops, "plan_s": t_plan, "plan_cpu_s": c_plan,
+           "max_sim_time_ms": plan.max_sim_time_ns / 1e6, "packet_hops_estimate": work_estimate(plan)}
     if args.dry_run:
         return row | {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     c_sim = cpu_s()
-    rec = runner.run(exp, planned=plan)
+    rec = run(exp, plan=plan)
     c_sim = cpu_s() - c_sim
     s = rec.summary
     return row | {

@@ -1,9 +1,10 @@
 """Cost of the batching fixed point of an inference run: wall time of each phase per packet-level run.
 
 Runs one variant of the shipped ``disaggregated-serving`` experiment (or the one named) the way
-cosim.runs.inference.run_inference does, timing each phase of each pass: the analytic pass (serve), the
-step trace, the lowering, the packet-level run, and how far the pass's predicted step ends were from the
-measured ones. Prints one row per pass.
+cosim.kinds.inference.InferenceKind.execute does, timing each phase of each pass: the analytic pass
+(serve), the step trace, the lowering, the packet-level run, and how far the pass's predicted step ends
+were from the measured ones. Prints one row per pass (plan s: cosim.plan.compile, which also lowers the
+analytic pass once).
 
     python bench/bench_inference.py                         # serving-layer on RoCE
     python bench/bench_inference.py --variant whole --transport ib
@@ -16,26 +17,30 @@ import time
 
 import numpy as np
 
+from cosim.kinds.training import _piece
+from cosim.plan import assemble, compile as compile_plan
+from cosim.run import experiments_of, simulate
 from cosim.runs import inference
-from cosim.runs.run import experiments_of
 
 
 def passes(exp) -> list[dict]:
     """One dict per packet-level run: phase wall times (s), DAG ops, flows, prediction error (ms)."""
     rows = []
     t0 = time.perf_counter()
-    p = inference.plan(exp)
+    plan = compile_plan(exp)
+    jp = plan.jobs[0]
+    w, p = exp.workload, jp.state.plan
     plan_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sched = inference.schedule_of(exp, p)
+    sched = inference.schedule_of(w, p)
     serve_s = time.perf_counter() - t0
-    for i in range(exp.workload.max_batching_iterations):
+    for i in range(w.max_batching_iterations):
         t0 = time.perf_counter()
-        st = inference.step_trace_of(exp, p, sched)
+        st = inference.step_trace_of(w, p, sched)
         t1 = time.perf_counter()
-        dag = inference.lower_step_trace(exp, p, st)
+        dag = inference.lower_step_trace(w, p, st)
         t2 = time.perf_counter()
-        out, *_ = inference._simulate(exp, p, dag)
+        out, _ = simulate(plan, assemble(plan.jobs, {jp.index: _piece(dag, jp.hosts)}), whole=True)
         t3 = time.perf_counter()
         m = inference.measure(p, sched, st, out.op_start_ns[dag.trace_start], out.op_finish_ns[dag.trace_done])
         err = max(np.max(np.abs(sched.prefill.end_ns - m.prefill_end_ns), initial=0.0),
@@ -44,7 +49,7 @@ def passes(exp) -> list[dict]:
                      "lower_s": t2 - t1, "simulate_s": t3 - t2, "dag_ops": dag.n_ops,
                      "flows": int(out.flow_op.size), "predicted_end_error_ms": err / 1e6})
         t0 = time.perf_counter()
-        again = inference.schedule_of(exp, p, **dict(zip(("kv_delay_ns", "prefill_extra_ns", "decode_extra_ns"),
+        again = inference.schedule_of(w, p, **dict(zip(("kv_delay_ns", "prefill_extra_ns", "decode_extra_ns"),
                                                          inference.corrections(p, sched, m))))
         serve_s = time.perf_counter() - t0
         if again.decisions() == sched.decisions():

@@ -27,7 +27,7 @@ import _fabric_workers  # noqa: E402
 def run_one(args: argparse.Namespace) -> dict:
     """Build, lower and co-simulate one iteration on ``args.fabric`` in this process; return the figures."""
     from cosim.runs.experiment import make
-    from cosim.runs.training import run_training
+    from cosim.run import run
     from cosim.workload.builder import build_trace
     from cosim.workload.hardware import get_hardware
     from cosim.workload.model import get_model
@@ -44,7 +44,7 @@ def run_one(args: argparse.Namespace) -> dict:
                iterations=1, queue_sample_interval_ns=args.queue_interval_ns, max_sim_time_ns=1e11,
                decompose=args.decompose)
     t1 = time.perf_counter()
-    rec = run_training(exp, trace=trace)
+    rec = run(exp, trace=trace)
     t_total = time.perf_counter() - t0
     s = rec.summary
     return {

@@ -13,7 +13,7 @@ a sweep point or Python) and data flows one way through the packages::
                          ▼
     engine ── the only module touching cppyy: arrays into libcosim-ns3 (ns3_scenarios/), arrays out
                          ▼
-    runs.run ── run(experiment) → results.RunRecord (network.telemetry tables + training tables)
+    run ── run(experiment) = record(compile(experiment) → plan, execute(plan)) → results.RunRecord
                          ▼
     results ── schema, atomic store, metric registry ──► analysis (compare, plots, report, notebooks)
                                                      ──► sweep (TOML grids of Experiments, shards, merge)

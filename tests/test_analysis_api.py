@@ -9,7 +9,7 @@ import pytest
 
 from cosim import results
 from cosim.runs.experiment import make
-from cosim.runs.run import run as run_experiment
+from cosim.run import run as run_experiment
 from cosim.results.api import Results, Run, open_results
 from cosim.errors import CosimInputError
 

@@ -10,7 +10,7 @@ import pytest
 
 from cosim import results
 from cosim.runs.experiment import make
-from cosim.runs.run import run as run_experiment
+from cosim.run import run as run_experiment
 from cosim.results.compare import compare_runs, label_runs
 from cosim.results.metrics import metric_for, ordered_keys
 from conftest import help_output_loading_nothing_heavy, run_main

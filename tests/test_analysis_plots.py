@@ -16,7 +16,7 @@ from cosim.analysis import plots
 from cosim.analysis.ports import PortNames, port_names
 from cosim.results.metrics import format_number, metric_for
 from cosim.runs.experiment import make
-from cosim.runs.run import run as run_experiment
+from cosim.run import run as run_experiment
 from conftest import run_main
 from test_analysis_compare import incast_pair
 
@@ -194,7 +194,6 @@ def burst_run(engine_ns):
     """4 ranks on 4 servers: 20 ms of compute, a 64 KiB all-to-all (a few microseconds of queueing at the
     switch), 20 ms of compute: one short burst in a 40 ms run, far shorter than a heatmap bin (100 us)."""
     from test_cosim_roce import make_trace
-    from cosim.runs.training import run_training
     from cosim.workload.trace import CollKind, OpKind, Phase
 
     ops, deps = [], []
@@ -206,8 +205,8 @@ def burst_run(engine_ns):
                 dict(rank=r, kind=OpKind.COMPUTE, phase=Phase.FORWARD, duration_ns=20_000_000)]
         deps += [[], [first], [first + 1]]
     trace = make_trace(4, ops, deps, groups=[[0, 1, 2, 3]])
-    return run_training(make("training", name="burst", topology="single-switch", gpus_per_server=1,
-                             link_gbps=100), trace=trace)
+    return run_experiment(make("training", name="burst", topology="single-switch", gpus_per_server=1,
+                               link_gbps=100), trace=trace)
 
 
 def test_heatmap_keeps_bursts_shorter_than_a_bin(burst_run):

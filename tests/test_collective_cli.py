@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cosim import results
-from cosim.runs.collective import parse_sizes
+from cosim.sweep.collective import parse_sizes
 from conftest import help_output_loading_nothing_heavy, run_main
 
 

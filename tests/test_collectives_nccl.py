@@ -12,8 +12,9 @@ from cosim.collectives.calibration import (ALL_REDUCE_CURVES, CALIBRATIONS, AllR
                                            bus_bytes, calibration_for, fit_all_reduce, fit_all_reduce_curve,
                                            nvlink_model, robust_curve)
 from cosim.collectives.tuning import Protocol, Shape, TuningModel
-from cosim.runs.collective import CollectiveSweep, collective_trace, run_point
-from cosim.runs.training import nic_payload_bytes_per_s, run_training
+from cosim.sweep.collective import CollectiveSweep, collective_trace, run_point
+from cosim.run import run
+from cosim.runs.training import nic_payload_bytes_per_s
 from cosim.workload.trace import CollKind, Trace
 
 MIB = 1 << 20
@@ -275,7 +276,7 @@ def test_concurrent_in_server_all_reduces_share_nvlink_at_ncclss_rate():
     two = Trace(n_ranks=n, **cols, coll_id=np.tile(np.arange(2, dtype=np.int64), n),
                 dep_ptr=np.zeros(2 * n + 1, np.int64), dep_idx=np.zeros(0, np.int64), labels=one.labels,
                 group_ptr=one.group_ptr, group_ranks=one.group_ranks, group_kind=one.group_kind, specs=one.specs)
-    record = run_training(sweep.experiment("roce", size), two)
+    record = run(sweep.experiment("roce", size), trace=two)
     finish = float(np.max(record.collectives["finish_ns"]))
     curve = ALL_REDUCE_CURVES["h100"][n]
     bandwidth_ns = float(bus_bytes(size, n)) / curve.bus_bytes_per_s() * 1e9

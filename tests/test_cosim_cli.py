@@ -154,7 +154,7 @@ def test_default_fabric_of_the_builtin_scenario_is_both():
     """--transport defaults to the experiment's, and the built-in scenario's is both: runs 'roce' and 'ib'."""
     from cosim.cli import run as run_cmd
     from cosim.runs.experiment import TRANSPORT_CHOICES
-    from cosim.runs.run import experiments_of
+    from cosim.run import experiments_of
 
     assert run_cmd.TRANSPORT_CHOICES == TRANSPORT_CHOICES  # kept apart so that --help loads no numpy
     ctx = run_cmd.run.make_context("run", [])

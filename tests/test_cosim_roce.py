@@ -1,4 +1,5 @@
-"""Co-simulation (cosim.runs.training) on the RoCE fabric: physics of collectives, compute and overlap.
+"""Co-simulation (training runs: cosim.run, cosim.kinds.training) on the RoCE fabric: physics of collectives,
+compute and overlap.
 
 The checks are functions of the fabric name; tests/test_cosim_ib.py runs the same ones on InfiniBand.
 
@@ -26,9 +27,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim.runs.experiment import Experiment, from_document, make
+from cosim.runs.experiment import from_document, make
 from cosim.collectives.dag import DagOpKind
-from cosim.runs.training import plan, run_training
+from cosim.plan import RunPlan, compile as compile_plan
+from cosim.run import run
 from cosim.errors import CosimInputError
 from cosim.network.ideal import path_properties
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase, Trace
@@ -117,13 +119,12 @@ def tiny_llama_trace():
 
 # --- models -----------------------------------------------------------------------------------------------
 
-def ring_allreduce_model_ns(exp: Experiment, n: int, size_bytes: int, *, mtu_bytes: int,
+def ring_allreduce_model_ns(planned: RunPlan, n: int, size_bytes: int, *, mtu_bytes: int,
                             header_bytes: int) -> tuple[float, float]:
-    """(T model in ns, α in ns) of a ring all-reduce over ranks 0..n-1, one per server (module docstring)."""
-    from cosim.runs.training import build_fabric, rank_hosts
-
-    fabric = build_fabric(exp, n, 1)
-    hosts = rank_hosts(fabric, n, 1)
+    """(T model in ns, α in ns) of a ring all-reduce over ranks 0..n-1, one per server (module docstring),
+    on the fabric and rank hosts of the run's plan."""
+    fabric, hosts = planned.fabric, planned.host_of
+    assert hosts.size == n and planned.gpus_per_server == 1
     wire = mtu_bytes + header_bytes
     start_overhead_ns = 0.0
     alphas, rates = [], []
@@ -146,12 +147,12 @@ def check_ring_allreduce(fabric: str, topology: str, n: int, size_bytes: int) ->
     tr = ring_allreduce_trace(n, size_bytes)
     exp = make("training", transport=fabric, topology=topology, gpus_per_server=1, hosts_per_leaf=2,
                link_gbps=100, link_delay_ns=1000, chunk_bytes=size_bytes, algorithm="ring")
-    planned = plan(exp, tr)
-    rec = run_training(exp, trace=tr, planned=planned)
+    planned = compile_plan(exp, tr)
+    rec = run(exp, trace=tr, plan=planned)
     assert rec.summary["status"] == "complete"
     assert rec.summary["pfc_paused_ns"] == 0 and rec.summary["credit_stall_ns"] == 0  # uncongested
     t_sim = float(rec.collectives["finish_ns"][0] - rec.collectives["start_ns"][0])
-    t_model, alpha = ring_allreduce_model_ns(exp, n, size_bytes, mtu_bytes=rec.summary["mtu_bytes"],
+    t_model, alpha = ring_allreduce_model_ns(planned, n, size_bytes, mtu_bytes=rec.summary["mtu_bytes"],
                                              header_bytes=rec.summary["header_bytes"])
     # plus the tuner's start latency (launch, NCCL's per-step proxy latency: docs/models/collectives.md)
     dag = planned.dag
@@ -172,7 +173,7 @@ def check_ring_allreduce(fabric: str, topology: str, n: int, size_bytes: int) ->
 
 def check_compute_only(fabric: str) -> None:
     durations = [[1000, 2500, 333], [7, 11_000, 13], [5000]]
-    rec = run_training(make("training", transport=fabric, gpus_per_server=1, topology="single-switch",
+    rec = run(make("training", transport=fabric, gpus_per_server=1, topology="single-switch",
                             iterations=2), trace=compute_trace(durations))
     s = rec.summary
     busiest = max(sum(d) for d in durations)
@@ -199,7 +200,7 @@ def check_overlap_beats_serialized(fabric: str) -> None:
     compute_ns = 4 * 1_000_000 + 500_000
     times = {}
     for overlapped in (True, False):
-        rec = run_training(make("training", transport=fabric, gpus_per_server=1, topology="single-switch"),
+        rec = run(make("training", transport=fabric, gpus_per_server=1, topology="single-switch"),
                            trace=bucket_trace(**args, overlapped=overlapped))
         assert rec.summary["status"] == "complete" and rec.summary["compute_time_ns"] == compute_ns
         times[overlapped] = rec.summary["iteration_time_ns"]
@@ -219,7 +220,7 @@ def check_overlap_beats_serialized(fabric: str) -> None:
 
 
 def check_lossless_training(fabric: str) -> None:
-    rec = run_training(make("training", transport=fabric, topology="leaf-spine", gpus_per_server=2,
+    rec = run(make("training", transport=fabric, topology="leaf-spine", gpus_per_server=2,
                             hosts_per_leaf=2, oversubscription=2, iterations=2,
                             **{"network.attributes": CONGESTED_ATTRS}), trace=tiny_llama_trace())
     s = rec.summary
@@ -265,7 +266,7 @@ def COLL_KINDS_OF(kinds) -> list[str]:  # noqa: N802
 def check_deterministic(fabric: str) -> None:
     exp = make("training", transport=fabric, topology="rail-optimized", gpus_per_server=2, seed=7)
     trace = tiny_llama_trace()
-    a, b = run_training(exp, trace=trace), run_training(exp, trace=trace)
+    a, b = run(exp, trace=trace), run(exp, trace=trace)
     for group in ("ops", "collectives", "iterations", "flows", "queues", "ports"):
         ta, tb = a.table(group), b.table(group)
         assert ta.keys() == tb.keys()
@@ -332,16 +333,16 @@ def test_training_needs_a_workload_and_rejects_two():
     """A training run without a trace is rejected, so are a trace file with a model to generate one, a
     non-Trace in-memory trace and a missing trace file."""
     with pytest.raises(CosimInputError) as err:
-        run_training(make("training"))
+        run(make("training"))
     assert err.value.field == "workload"
     with pytest.raises(CosimInputError) as err:
         from_document({"workload": {"kind": "training", "trace": "x.h5", "model": "llama2-7b"}})
     assert err.value.field == "workload.trace"
     with pytest.raises(CosimInputError) as err:
-        run_training(make("training"), trace="not a trace")
+        run(make("training"), trace="not a trace")
     assert err.value.field == "trace"
     with pytest.raises(CosimInputError) as err:
-        run_training(make("training", trace="/nonexistent/trace.h5"))
+        run(make("training", trace="/nonexistent/trace.h5"))
     assert "no such trace file" in str(err.value)
 
 
@@ -349,12 +350,12 @@ def test_trace_file_and_in_memory_trace_are_rejected_together():
     """A training workload naming a trace file cannot also be given an in-memory trace (the record would
     name a file that did not run)."""
     with pytest.raises(CosimInputError) as err:
-        run_training(make("training", trace="x.h5", gpus_per_server=1), trace=compute_trace([[1, 1], [1]]))
+        run(make("training", trace="x.h5", gpus_per_server=1), trace=compute_trace([[1, 1], [1]]))
     assert err.value.field == "trace"
 
 
 def test_unknown_attribute_is_an_input_error():
     """An attribute ns-3 does not know is reported as bad input, not a C++ error."""
     with pytest.raises(CosimInputError, match="no such ns-3 attribute"):
-        run_training(make("training", gpus_per_server=1, **{"attributes.HostNic::NoSuchThing": "1"}),
+        run(make("training", gpus_per_server=1, **{"attributes.HostNic::NoSuchThing": "1"}),
                      trace=compute_trace([[1], [1]]))

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from cosim.errors import CosimInputError
-from cosim.runs.run import describe, experiments_of, run
+from cosim.plan import compile as compile_plan
+from cosim.plan.describe import describe
+from cosim.run import experiments_of, run
 
 #: summary values that measure the simulator, not the network: they differ between the two ways
 SIMULATOR_COST = {"events", "wall_time_s", "packet_hops_per_s"}
@@ -84,14 +86,14 @@ def test_traffic_that_can_share_a_switch_runs_whole(engine_ns):
     """On a leaf-spine with the ranks spread over leaves every flow can reach every spine: one part, the
     whole run (and --dry-run says why)."""
     exp = experiments_of({}, {**RAILS, "network.topology": "leaf-spine", "workload.iterations": 1})[0]
-    plan = describe(exp)
+    plan = describe(compile_plan(exp))
     assert plan["independent_parts"] == 1
     assert plan["decompose"] == "whole" and "one part" in plan["decompose_reason"]
 
 
 def test_dry_run_shows_the_fold(engine_ns):
     """--dry-run of the rail-optimized training shows the parts, the class of identical ones and the one run."""
-    plan = describe(experiments_of({}, RAILS)[0])
+    plan = describe(compile_plan(experiments_of({}, RAILS)[0]))
     assert plan["decompose"] == "symmetric" and plan["decompose_classes"] == [4] and plan["decompose_runs"] == 1
     assert plan["decompose_ops_per_run_max"] < plan["dag_ops"]
 

@@ -16,7 +16,10 @@ from cosim import engine
 from cosim.collectives.lower import lower
 from cosim.errors import CosimInputError
 from cosim.network import buffers
-from cosim.runs import flows, run as runner, time_limit, training
+from cosim.plan import compile as compile_plan
+from cosim.plan.describe import describe
+from cosim.run import run
+from cosim.runs import time_limit, training
 from cosim.runs.experiment import from_document
 from cosim.workload.builder import build_trace
 from cosim.workload.hardware import get_hardware
@@ -36,6 +39,12 @@ def rail_dp32(attributes: dict | None = None):
            "workload": {"kind": "training", "model": "llama2-7b", "model_overrides": TINY,
                         "parallelism": {"tp": 8, "dp": 32, "micro_batch_size": 1, "global_batch_size": 32}}}
     return from_document(doc)[0]
+
+
+def preflight(exp) -> None:
+    """What must hold before ``exp`` simulates: its plan compiles and its fabric takes its attributes."""
+    plan = compile_plan(exp)
+    engine.check_fabric(plan.fabric, plan.attributes)
 
 
 def shared(workloads: list[dict], transport: str = "roce", attributes: dict | None = None):
@@ -62,8 +71,8 @@ def test_lossless_mask_follows_the_workloads_priorities(exp, mask):
     """Headroom is carved for the priorities the run's lossless traffic and its ACKs/CNPs use, not all 8;
     a lossy class and InfiniBand get none, and an explicit mask is left as set."""
     assert exp.lossless_priority_mask() == mask
-    attrs = runner.attributes_of(exp) if not exp.is_shared else None
-    if attrs is not None and mask is not None:
+    attrs = compile_plan(exp).attributes  # a shared fabric's too, now that every run compiles one plan
+    if mask is not None:
         assert attrs["SharedBufferMmu::LosslessPriorityMask"] == str(mask)
 
 
@@ -81,24 +90,25 @@ def test_rail_dp32_at_400g_runs_lossless_with_default_buffers(engine_ns):
     """TP8 x DP32 at 400 Gbit/s: the defaults (64 MiB rail leaves, 160 MiB spines, headroom for 2
     priorities) start and run without a drop; the old settings, given explicitly, are still refused."""
     exp = rail_dp32()
-    plan = runner.describe(exp)
+    plan = describe(compile_plan(exp))
     assert plan["buffer_per_switch_class"] == "25.6 Tbps: 64 MiB x 8; 51.2 Tbps: 160 MiB x 2"
     assert plan["lossless_priorities"] == 2 and plan["shared_pool_bytes_per_switch_min"] > 0
-    rec = runner.run(exp)
+    rec = run(exp)
     assert rec.summary["status"] == "complete"
     assert rec.summary["drops"] == 0 and rec.summary["switch_drops"] == 0
     old = {"SharedBufferMmu::BufferBytes": 32 * MIB, "SharedBufferMmu::LosslessPriorityMask": 255}
     with pytest.raises(CosimInputError, match="BufferBytes is too small"):
-        runner.preflight(rail_dp32(old))
-    runner.preflight(rail_dp32({"SharedBufferMmu::BufferBytes": 32 * MIB}))  # two priorities fit in 32 MiB
+        preflight(rail_dp32(old))
+    preflight(rail_dp32({"SharedBufferMmu::BufferBytes": 32 * MIB}))  # two priorities fit in 32 MiB
 
 
 def test_explicit_buffer_applies_to_every_switch(engine_ns):
     """--set SharedBufferMmu::BufferBytes replaces the class table on every switch."""
     exp = rail_dp32({"SharedBufferMmu::BufferBytes": 48 * MIB})
-    plan = runner.describe(exp)
+    planned = compile_plan(exp)
+    plan = describe(planned)
     assert plan["buffer_per_switch_class"] == "25.6 Tbps: 48 MiB x 8; 51.2 Tbps: 48 MiB x 2"
-    assert buffers.switch_buffer_bytes(training.plan(exp).fabric, runner.attributes_of(exp)) is None
+    assert buffers.switch_buffer_bytes(planned.fabric, planned.attributes) is None
 
 
 def test_time_limit_is_derived_from_flows_and_an_explicit_one_wins():
@@ -106,25 +116,27 @@ def test_time_limit_is_derived_from_flows_and_an_explicit_one_wins():
     1 s floor); small runs get the floor; --max-sim-time-ms wins."""
     doc = {"network": {"transport": "roce", "hosts": 8}, "workload": {"pattern": "incast", "flow_bytes": "1GiB"}}
     exp = from_document(doc)[0]
-    fabric, fs = flows.build(exp)
+    p = compile_plan(exp)
+    fabric, fs = p.fabric, p.jobs[0].state
     ideal = 7 * (1 << 30) / 12.5e9 * 1e9
     assert time_limit.flows_ideal_ns(fabric, fs.src, fs.dst, fs.size_bytes, fs.start_ns) == pytest.approx(ideal)
-    assert flows.max_sim_time_ns(exp, fabric, fs) == pytest.approx(20 * ideal)
+    assert p.max_sim_time_ns == pytest.approx(20 * ideal)
     small = from_document(doc | {"workload": {"pattern": "incast", "flow_bytes": "64KiB"}})[0]
-    assert flows.max_sim_time_ns(small, *flows.build(small)) == time_limit.FLOOR_NS
+    assert compile_plan(small).max_sim_time_ns == time_limit.FLOOR_NS
     fixed = from_document(doc | {"limits": {"max_sim_time_ns": 5e6}})[0]
-    assert flows.max_sim_time_ns(fixed, fabric, fs) == 5e6
+    assert compile_plan(fixed).max_sim_time_ns == 5e6
 
 
 def test_training_time_limit_covers_the_iteration(engine_ns, capsys):
     """A training run's limit is 20 x its busiest rank's serial work (compute, latencies, NIC bytes),
     which is at least its compute; the run completes well inside it; --dry-run shows it."""
     exp = rail_dp32()
-    p = training.plan(exp)
-    ideal = time_limit.dag_ideal_ns(p.dag, training.nic_payload_bytes_per_s(exp.network))
+    p = compile_plan(exp)
+    _, dag = p.jobs[0].state  # the training job's trace and FlowDag (ranks, not hosts)
+    ideal = time_limit.dag_ideal_ns(dag, training.nic_payload_bytes_per_s(exp.network))
     assert p.max_sim_time_ns == max(time_limit.FLOOR_NS, 20 * ideal)
-    busiest = int(np.max(np.bincount(p.dag.rank[(p.dag.kind == 1) & (p.dag.rank >= 0)],
-                                     weights=p.dag.duration_ns[(p.dag.kind == 1) & (p.dag.rank >= 0)])))
+    busiest = int(np.max(np.bincount(dag.rank[(dag.kind == 1) & (dag.rank >= 0)],
+                                     weights=dag.duration_ns[(dag.kind == 1) & (dag.rank >= 0)])))
     assert ideal >= busiest
     code, out, _ = run_main(["run", "incast", "--dry-run"], capsys)
     assert code == 0 and "max_sim_time_ns: 1e+09 (derived)" in out and "buffer_per_switch_class: " in out
@@ -136,10 +148,10 @@ def test_engine_sizes_every_switch_by_its_class(engine_ns):
     """The engine applies the class table itself: headroom for all 8 priorities (explicit) fits a 64 MiB
     rail leaf and a 160 MiB spine, which it would not at 32 MiB."""
     exp = rail_dp32({"SharedBufferMmu::LosslessPriorityMask": 255})
-    fabric = training.plan(exp).fabric
-    sizes = buffers.switch_buffer_bytes(fabric, runner.attributes_of(exp))
+    p = compile_plan(exp)
+    sizes = buffers.switch_buffer_bytes(p.fabric, p.attributes)
     assert sorted(set(sizes[sizes > 0].tolist())) == [64 * MIB, 160 * MIB]
-    engine.check_fabric(fabric, runner.attributes_of(exp))
+    engine.check_fabric(p.fabric, p.attributes)
 
 
 def test_lowering_memory_per_dag_op_is_bounded():

@@ -10,7 +10,9 @@ import pytest
 
 from cosim.errors import CosimInputError
 from cosim.runs import catalog
-from cosim.runs import run as runner
+from cosim.plan import compile as compile_plan
+from cosim.plan.describe import describe
+from cosim.run import experiments_of, run
 from cosim.runs.experiment import from_document, make, read_toml, to_document, to_toml, with_overrides
 from cosim.sweep.spec import load_sweep
 from conftest import run_main
@@ -40,10 +42,10 @@ def test_toml_round_trip_is_exact(exp, tmp_path):
 def test_every_shipped_experiment_validates_and_plans(name):
     """Each TOML in ns3_scenarios/experiments/ builds Experiments whose fabric and attributes can start."""
     assert name in ("builtin", "incast", "permutation", "congested-training") or name
-    exps = runner.experiments_of(name)
+    exps = experiments_of(name)
     assert {e.network.transport for e in exps} == {"roce", "ib"}  # both, as "both" or as variants
     for exp in exps:
-        plan = runner.describe(exp)
+        plan = describe(compile_plan(exp))
         assert plan["hosts"] >= 2 and plan["flows"] > 0 and plan["data_packet_hops_estimate"] > 0
 
 
@@ -84,7 +86,7 @@ def test_inspect_config_then_run_reproduces_the_run_bit_for_bit(tmp_path, capsys
 
 def test_cli_flags_override_file_fields(tmp_path):
     """Options given on the command line win over the experiment file; the rest comes from the file."""
-    exps = runner.experiments_of("incast", {"network.transport": "ib", "hosts": 4, "attributes.X::Y": "1"})
+    exps = experiments_of("incast", {"network.transport": "ib", "hosts": 4, "attributes.X::Y": "1"})
     (exp,) = exps
     assert (exp.name, exp.network.transport, exp.network.hosts, exp.workload.flow_bytes) == ("incast", "ib", 4, 1 << 20)
     assert dict(exp.network.attributes) == {"X::Y": "1"}
@@ -141,6 +143,6 @@ def test_dry_run_headroom_is_what_the_switches_configure(fields):
     """The PFC headroom --dry-run reports per switch port equals the smallest one the C++ switches set up
     (the min_headroom_bytes counter of a real run)."""
     exp = make("flows", flow_bytes=10_000, **fields)
-    plan = runner.describe(exp)
-    assert plan["headroom_bytes_per_port_min"] == runner.run(exp).summary["min_headroom_bytes"]
+    plan = describe(compile_plan(exp))
+    assert plan["headroom_bytes_per_port_min"] == run(exp).summary["min_headroom_bytes"]
     assert 0 < plan["shared_pool_bytes_per_switch_min"] < plan["buffer_bytes_per_switch"]

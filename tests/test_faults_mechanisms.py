@@ -17,7 +17,7 @@ from cosim.runs import fault_mechanisms
 from cosim.runs import faults as fault_specs
 from cosim.runs.experiment import make
 from cosim.runs.stragglers import Straggler, draw_factors, slowed_durations
-from cosim.runs.training import run_training
+from cosim.run import run as run_experiment
 from cosim.collectives.dag import DagOpKind
 from cosim.workload import flows as fl
 from cosim.workload.trace import CollKind, OpKind, Phase
@@ -185,7 +185,7 @@ def dp_run(faults=(), **fields):
     then takes the same time whenever it starts)."""
     exp = make("training", transport="roce", topology="single-switch", gpus_per_server=1, dcqcn=False,
                iterations=2, algorithm="ring", faults=list(faults), **fields)
-    return run_training(exp, trace=dp_step_trace())
+    return run_experiment(exp, trace=dp_step_trace())
 
 
 @pytest.mark.parametrize("factor", [1.5, 3.0])

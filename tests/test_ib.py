@@ -8,11 +8,19 @@ import pytest
 from cosim import engine
 from cosim.workload import flows as fl
 from cosim.runs.experiment import make
-from cosim.runs.run import preflight, run as run_experiment
+from cosim.plan import compile as compile_plan
+from cosim.run import run as run_experiment
 from cosim.network import topology
 from cosim.errors import CosimInputError
 from cosim.network.transport import transport_attributes
 from cosim.network.ideal import ideal_fct_ns
+
+
+def preflight(exp):
+    """What must hold before ``exp`` simulates: its plan compiles and its fabric takes its attributes."""
+    plan = compile_plan(exp)
+    engine.check_fabric(plan.fabric, plan.attributes)
+
 
 IB_HEADER_BYTES = 26  # LRH 8 + BTH 12 + ICRC 4 + VCRC 2
 CREDIT_PACKET_BYTES = 8  # FabricNode::CreditPacketBytes default

@@ -1,4 +1,5 @@
-"""The packet-level inference run (cosim.runs.inference): a disaggregated service's schedule as one DAG in ns-3.
+"""The packet-level inference run (cosim.kinds.inference, cosim.runs.inference): a disaggregated service's
+schedule as one DAG in ns-3.
 
 Small scenarios of a 2-layer LLaMA-2-70B shape (GQA) or Mixtral (MoE); the checks are closed forms: the
 zero-load TTFT against the step cost and the ideal transfer time, Little's law, collective and KV bytes
@@ -13,8 +14,10 @@ import pytest
 from cosim import results
 from cosim.collectives import DagOpKind
 from cosim.network.ideal import ideal_fct_ns
+from cosim.kinds.training import _piece
+from cosim.plan import assemble, compile as compile_plan
+from cosim.run import run, simulate
 from cosim.runs import inference
-from cosim.runs import run as runner
 from cosim.runs.experiment import from_document
 from cosim.workload.inference.batching import in_flight_time_integral_ns
 from cosim.workload.inference.requests import Requests
@@ -44,16 +47,17 @@ def test_zero_load_ttft_is_compute_plus_transfer(transport, mode, engine_ns):
     the critical path: the whole KV cache at the ideal transfer time ("whole"), or only the first token
     (4 B) when the layers went during the prefill ("layer"); within a packet time per hop."""
     exp = experiment(transport, kv_transfer=mode)
-    p = inference.plan(exp)
-    rec = inference.run_inference(exp, planned=p)
+    planned = compile_plan(exp)
+    rec = run(exp, plan=planned)
+    p = planned.jobs[0].state.plan
     req = rec.requests
     prompt = int(req["prompt_tokens"][0])
     compute = p.prefill_cost.prefill_ns([prompt])
     np.testing.assert_allclose(req["prefill_end_ns"][0] - req["prefill_start_ns"][0], compute, atol=1.0)
-    src, dst = p.host_of[0], p.host_of[1]  # prefill rank 0, decode rank 1
+    src, dst = planned.host_of[0], planned.host_of[1]  # prefill rank 0, decode rank 1
     moved = prompt * p.model.kv_bytes_per_token
     after = moved if mode == "whole" else 4
-    ideal = float(ideal_fct_ns(p.fabric, np.array([src]), np.array([dst]), np.array([after]),
+    ideal = float(ideal_fct_ns(planned.fabric, np.array([src]), np.array([dst]), np.array([after]),
                                mtu_bytes=rec.summary["mtu_bytes"], header_bytes=rec.summary["header_bytes"])[0])
     tolerance = _one_packet_per_hop_ns(exp, rec.summary, hops=2) + 1.0
     assert abs(req["ttft_ns"][0] - (compute + ideal)) <= tolerance, (req["ttft_ns"][0], compute, ideal)
@@ -73,7 +77,7 @@ def loaded(engine_ns):
                      "prefill_replicas": 2, "decode_replicas": 2, "prefill_tp": 2, "decode_tp": 2, "requests": 8,
                      "rate_per_s": 200.0, "prompt_median_tokens": 600.0, "output_median_tokens": 6.0,
                      "policy": "least_loaded"}})[0]
-    return exp, inference.run_inference(exp)
+    return exp, run(exp)
 
 
 def test_littles_law_and_request_order(loaded, tmp_path):
@@ -103,21 +107,23 @@ def test_roce_headroom_only_for_the_priorities_the_service_uses(loaded):
     exp, rec = loaded
     attributes = rec.config["attributes"]
     assert attributes["SharedBufferMmu::LosslessPriorityMask"] == str(0x81)
-    assert runner.attributes_of(exp).items() <= attributes.items()
+    assert compile_plan(exp).attributes.items() <= attributes.items()
 
 
 def test_fixed_point_schedule_matches_the_packet_level_times(loaded):
     """At the fixed point, the schedule the analytic pass decides from the measured corrections predicts
     the packet-level times of its own DAG (step ends and first tokens), to float rounding."""
     exp, _ = loaded
-    p = inference.plan(exp)
-    sched = inference.schedule_of(exp, p)
-    for _ in range(exp.workload.max_batching_iterations):
-        st = inference.step_trace_of(exp, p, sched)
-        dag = inference.lower_step_trace(exp, p, st)
-        out, *_ = inference._simulate(exp, p, dag)
+    planned = compile_plan(exp)
+    jp = planned.jobs[0]
+    w, p = exp.workload, jp.state.plan
+    sched = inference.schedule_of(w, p)
+    for _ in range(w.max_batching_iterations):
+        st = inference.step_trace_of(w, p, sched)
+        dag = inference.lower_step_trace(w, p, st)
+        out, _ = simulate(planned, assemble(planned.jobs, {jp.index: _piece(dag, jp.hosts)}), whole=True)
         m = inference.measure(p, sched, st, out.op_start_ns[dag.trace_start], out.op_finish_ns[dag.trace_done])
-        again = inference.schedule_of(exp, p, **dict(zip(("kv_delay_ns", "prefill_extra_ns", "decode_extra_ns"),
+        again = inference.schedule_of(w, p, **dict(zip(("kv_delay_ns", "prefill_extra_ns", "decode_extra_ns"),
                                                           inference.corrections(p, sched, m))))
         if again.decisions() == sched.decisions():
             break
@@ -129,11 +135,12 @@ def test_fixed_point_schedule_matches_the_packet_level_times(loaded):
 
 
 def _lowered(exp):
-    p = inference.plan(exp)
-    sched = inference.schedule_of(exp, p)
-    st = inference.step_trace_of(exp, p, sched)
+    w = exp.workload
+    p = inference.plan(exp, w, exp.network.gpus_per_server)
+    sched = inference.schedule_of(w, p)
+    st = inference.step_trace_of(w, p, sched)
     check_trace(st.trace)  # sends meet recvs, collectives have every member, no cycle
-    return p, sched, st, inference.lower_step_trace(exp, p, st)
+    return p, sched, st, inference.lower_step_trace(w, p, st)
 
 
 def test_decode_all_reduce_sizes_in_the_lowered_dag():
@@ -216,11 +223,12 @@ def test_kv_bytes_conserved(model, prefill, decode, factor, mode):
 
 def test_same_seed_same_latencies_bit_for_bit(engine_ns):
     """Two runs of one experiment give identical request tables; another request seed other arrivals."""
-    a = inference.run_inference(experiment(requests=3, rate_per_s=300.0)).requests
-    b = inference.run_inference(experiment(requests=3, rate_per_s=300.0)).requests
+    a = run(experiment(requests=3, rate_per_s=300.0)).requests
+    b = run(experiment(requests=3, rate_per_s=300.0)).requests
     for name in a:
         assert a[name].tobytes() == b[name].tobytes(), name
-    c = inference.requests_of(experiment(requests=3, rate_per_s=300.0, request_seed=99))
+    other = experiment(requests=3, rate_per_s=300.0, request_seed=99)
+    c = inference.requests_of(other.seed, other.workload)
     assert not np.array_equal(c.arrival_ns, a["arrival_ns"])
 
 
@@ -239,7 +247,7 @@ def test_network_aware_policy_avoids_the_replica_receiving_a_big_cache():
 
 def test_shipped_experiment_is_listed_and_valid():
     """disaggregated-serving is shipped: two variants (KV layer by layer, whole) on both transports."""
-    from cosim.runs.run import experiments_of  # noqa: PLC0415
+    from cosim.run import experiments_of  # noqa: PLC0415
 
     exps = experiments_of("disaggregated-serving")
     assert [e.name for e in exps] == ["serving-layer-roce", "serving-layer-ib", "serving-whole-roce",

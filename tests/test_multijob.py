@@ -9,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim.runs import multi
+from cosim import engine
+from cosim.plan import compile as compile_plan
+from cosim.record import describe_job
+from cosim.run import experiments_of, run
 from cosim.runs.experiment import from_document, read_toml, to_document, to_toml
 from conftest import run_main
 
@@ -33,6 +36,13 @@ def experiment(network: dict, workloads: list[dict], **top):
     return exps[0]
 
 
+def simulate_with_snapshots(exp, plan, snapshot_ns):
+    """The engine output of ``plan``'s whole DAG, every flow's delivered bytes recorded at ``snapshot_ns``."""
+    return engine.simulate_dag(plan.fabric, **plan.dag.columns(), seed=exp.seed, attributes=plan.attributes,
+                               queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns,
+                               max_sim_time_ns=plan.max_sim_time_ns, snapshot_ns=snapshot_ns)
+
+
 #: one spine, non-blocking, two NICs per leaf: a 4-rank job on 4 servers spans two leaves
 ISOLATED = {"topology": "leaf-spine", "gpus_per_server": 1, "hosts_per_leaf": 2, "spines": 1, "hosts": 8}
 
@@ -42,16 +52,17 @@ def test_jobs_on_disjoint_leaves_run_exactly_as_each_alone(transport):
     """Two DP-4 jobs packed onto disjoint pairs of leaves behind non-blocking uplinks share no link: every
     op of each starts and finishes at the same picosecond as in a run of that job alone on its hosts."""
     net = ISOLATED | {"transport": transport}
-    shared = multi.run_shared(experiment(net, [training_job("a"), training_job("b")]))
+    shared = run(experiment(net, [training_job("a"), training_job("b")]))
     assert shared.summary["status"] == "complete"
     for index, name, hosts in ((0, "a", [0, 1, 2, 3]), (1, "b", [4, 5, 6, 7])):
         assert shared.config["workloads"][index]["hosts"] == hosts  # packed: two whole leaves each
-        alone = multi.run_shared(experiment(net, [training_job(name, hosts=hosts)]))
+        alone = run(experiment(net, [training_job(name, hosts=hosts)]))
         mine = shared.ops["workload"] == index
         for column, values in alone.ops.items():
             if column != "workload":
                 np.testing.assert_array_equal(shared.ops[column][mine], values, err_msg=column)
-        assert shared.summary[f"{name}_iteration_time_ns"] == alone.summary[f"{name}_iteration_time_ns"]
+        # a run of one job keeps its summary keys as they are (no ``<name>_`` prefix: cosim.record)
+        assert shared.summary[f"{name}_iteration_time_ns"] == alone.summary["iteration_time_ns"]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -63,11 +74,11 @@ def test_two_jobs_through_one_bottleneck_share_it_fairly(transport):
            "spines": 1, "hosts": 4, "oversubscription": 2.0}
     exp = experiment(net, [{"name": n, "kind": "flows", "pattern": "permutation", "flow_bytes": "8MiB",
                             "hosts": hosts} for n, hosts in (("a", [0, 2]), ("b", [1, 3]))])
-    p = multi.plan(exp)
-    out = multi.simulate(exp, p, snapshot_ns=[600e3, 1200e3])
+    p = compile_plan(exp)
+    out = simulate_with_snapshots(exp, p, [600e3, 1200e3])
     assert out.network.status == "complete" and out.network.sim_time_ns > 1200e3
     job = p.dag.op_job[out.flow_op]
-    up = np.isin(p.dag.columns["src_node"][out.flow_op], [0, 1])  # the flows over leaf 0's uplink
+    up = np.isin(p.dag.src_node[out.flow_op], [0, 1])  # the flows over leaf 0's uplink
     moved = np.diff(out.network.delivered_at_bytes, axis=0)[0]
     rate_gbps = np.array([moved[up & (job == j)].sum() for j in (0, 1)]) * 8 / 600e3
     jain = rate_gbps.sum() ** 2 / (2 * (rate_gbps ** 2).sum())
@@ -87,8 +98,8 @@ def test_background_load_rho_loads_the_links_by_rho(transport, load, tmp_path):
            "spines": 1, "hosts": 16, "link_gbps": 25.0}
     exp = experiment(net, [{"name": "bg", "kind": "synthetic", "cdf_file": str(cdf), "load": load,
                             "duration_ns": window_ns, "servers": 16}], seed=3)
-    p = multi.plan(exp)
-    out = multi.simulate(exp, p, snapshot_ns=[window_ns / 4, 3 * window_ns / 4])
+    p = compile_plan(exp)
+    out = simulate_with_snapshots(exp, p, [window_ns / 4, 3 * window_ns / 4])
     assert out.network.status == "complete"
     moved = np.diff(out.network.delivered_at_bytes, axis=0)[0].sum()
     utilization = moved * 8 / (16 * 25.0 * window_ns / 2)
@@ -103,7 +114,7 @@ def test_a_start_offset_delays_a_job_and_alone_gives_its_slowdown():
     exp = experiment(net, [training_job("a", alone=True), training_job("b", start_ns=200e3, alone=True),
                            {"name": "storage", "kind": "storage", "priority": 1, "lossless": False,
                             "request_bytes": "64KiB", "load": 0.2, "duration_ns": 2e6}], seed=2)
-    rec = multi.run_shared(exp)
+    rec = run(exp)
     s = rec.summary
     assert s["status"] == "complete"
     b = rec.ops["workload"] == 1
@@ -120,15 +131,13 @@ def test_a_start_offset_delays_a_job_and_alone_gives_its_slowdown():
 def test_shipped_two_job_experiments_round_trip_and_show_placement(capsys):
     """two-jobs-packed puts each job under one leaf, two-jobs-spread across the same two leaves; the
     resolved document of each reads back to the same Experiment; --dry-run prints every workload's hosts."""
-    from cosim.runs import run as runner
-
     for name in ("two-jobs-packed", "two-jobs-spread"):
-        exps = runner.experiments_of(name)
+        exps = experiments_of(name)
         assert [e.network.transport for e in exps] == ["roce", "ib"]
         for exp in exps:
             assert from_document(read_toml_text(to_toml(to_document(exp)))) == [exp]
-        plan = multi.plan(exps[0])
-        leaves = [multi.describe_job(plan, j)["leaves"] for j in plan.jobs[:2]]
+        plan = compile_plan(exps[0])
+        leaves = [describe_job(plan, j)["leaves"] for j in plan.jobs[:2]]
         assert (leaves[0] != leaves[1] and len(leaves[0]) == 1) if name.endswith("packed") else \
             (leaves[0] == leaves[1] and len(leaves[0]) == 2)
     code, out, _ = run_main(["run", "two-jobs-spread", "--dry-run", "--transport", "roce"], capsys)

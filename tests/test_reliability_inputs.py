@@ -67,7 +67,7 @@ def test_nvlink_rate_checked_in_a_training_run(tmp_path):
 
 
 def _incast(headroom_bytes: int, lossy: bool = False):
-    from cosim.runs import run as runner
+    from cosim.run import run
     from cosim.runs.experiment import make
 
     attrs = {"attributes.FabricSwitch::HeadroomBytes": str(headroom_bytes),
@@ -75,7 +75,7 @@ def _incast(headroom_bytes: int, lossy: bool = False):
              "attributes.SharedBufferMmu::LosslessPriorityMask": "1"}
     if lossy:
         attrs["attributes.FabricSwitch::AllowLossyHeadroom"] = "true"
-    return runner.run(make("flows", hosts=8, flow_bytes=512 << 10, dcqcn=False, **attrs))
+    return run(make("flows", hosts=8, flow_bytes=512 << 10, dcqcn=False, **attrs))
 
 
 def test_headroom_at_the_physical_need_is_lossless(engine_ns):

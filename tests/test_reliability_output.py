@@ -92,8 +92,9 @@ def test_append_refuses_an_existing_run_name_unless_replace(tmp_path, capsys, en
 def test_output_estimate_bounds_the_written_file(tmp_path, capsys, engine_ns, argv):
     """The free-space check asks for the plan's estimate (flows, ops x iterations, collectives, ports and a
     margin): it is at least what the run then writes, so a run that passes the check fits."""
-    from cosim.runs import run as runner
     from cosim.cli.run import _base, _overrides  # noqa: F401 - same resolution as the command line
+    from cosim.plan import compile as compile_plan
+    from cosim.plan.describe import output_bytes_estimate
 
     out = tmp_path / "r.h5"
     assert run_main([*argv, "-o", str(out)], capsys)[0] == 0
@@ -105,7 +106,7 @@ def test_output_estimate_bounds_the_written_file(tmp_path, capsys, engine_ns, ar
         from cosim.runs.experiment import from_document
 
         exp = from_document(rec.config["experiment"])[0]
-        estimate += runner.output_bytes_estimate(exp)
+        estimate += output_bytes_estimate(compile_plan(exp))
     assert out.stat().st_size <= estimate
 
 
@@ -121,7 +122,7 @@ def test_full_device_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatc
     fills anyway (check bypassed, as when another process takes the space), the write fails with one
     line naming the bytes needed and free, no half-written file and no temporary left."""
     import cosim.results.store as store
-    import cosim.runs.flows as flows_run
+    import cosim.run as run_module
 
     with _tmpfs(tmp_path / "small", f"size={size}") as folder:
         rescue = tmp_path / "rescue"
@@ -131,9 +132,8 @@ def test_full_device_is_one_line_and_leaves_nothing(tmp_path, capsys, monkeypatc
             monkeypatch.setattr(store, "check_space", lambda path, need: None)
         out = folder / "r.h5"
         simulated = []
-        real_simulate = flows_run.engine.simulate
-        monkeypatch.setattr(flows_run.engine, "simulate",
-                            lambda *a, **k: simulated.append(1) or real_simulate(*a, **k))
+        real_simulate = run_module.simulate
+        monkeypatch.setattr(run_module, "simulate", lambda *a, **k: simulated.append(1) or real_simulate(*a, **k))
         code, stdout, err = run_main([*FLOWS, "--transport", "both", "-o", str(out)], capsys)
         _one_error_line(code, stdout, err, needle)
         assert str(out) in err if not precheck else "--output" in err
@@ -204,7 +204,7 @@ def test_folder_without_permission_is_one_line(tmp_path, mode):
 def test_absurd_dag_is_refused_before_lowering(tmp_path, capsys, monkeypatch, engine_ns, chunk, iterations):
     """A training run whose DAG would exceed the op limit (5e7, or what memory holds at 260 B per op)
     is refused before lowering (the real lowering is never entered), with the numbers and the fix."""
-    import cosim.runs.training as training
+    import cosim.kinds.training as training  # the training kind lowers the trace (cosim.collectives.lower)
 
     lowered = []
     real_lower = training.lower
@@ -240,20 +240,32 @@ def test_dag_size_estimate_is_a_lower_bound(trace, chunk, engine_ns):
 @pytest.mark.parametrize("chunk,iterations,refused", [(1, 10000, True), (1, 1, True), (4 << 20, 10000, False),
                                                       (1 << 16, 1, False)])
 def test_dag_guard_refuses_only_what_does_not_fit(chunk, iterations, refused, engine_ns):
-    """check_dag_size raises exactly when the lower bound times the iterations exceeds the op limit."""
+    """The plan's guard (cosim.kinds.training, before lowering) raises exactly when the lower bound times
+    the iterations exceeds the op limit; otherwise the plan goes on to lower the trace."""
+    import cosim.kinds.training as training_kind
     from cosim.errors import CosimInputError
+    from cosim.plan import compile as compile_plan
     from cosim.runs import training
     from cosim.runs.experiment import make
     from cosim.workload.trace import read_trace
 
+    class Lowering(Exception):
+        """The guard let the plan through to the lowering (which is not run here)."""
+
+    def lower(*args, **kwargs):
+        raise Lowering
+
     exp = make("training", trace=str(TRACE), chunk_bytes=chunk, iterations=iterations)
     trace = read_trace(TRACE)
     assert (training.dag_ops_lower_bound(trace, chunk) * iterations > training.dag_op_limit()) == refused
-    if refused:
-        with pytest.raises(CosimInputError, match="workload.chunk_bytes: the run would lower to at least"):
-            training.check_dag_size(exp, trace)
-    else:
-        training.check_dag_size(exp, trace)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(training_kind, "lower", lower)
+        if refused:
+            with pytest.raises(CosimInputError, match="workload.chunk_bytes: the run would lower to at least"):
+                compile_plan(exp)
+        else:
+            with pytest.raises(Lowering):
+                compile_plan(exp)
 
 
 def test_a_simulation_that_would_not_fit_in_memory_is_refused_before_it_starts(tmp_path, monkeypatch, capsys,

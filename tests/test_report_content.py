@@ -18,7 +18,7 @@ from test_analysis_plots import rail_training_run
 def mixed_file(engine_ns, tmp_path_factory):
     """A training run (llama2 TP2 PP2 DP2 on rail-optimized RoCE) and a flow run (IB incast) in one file."""
     from cosim.runs.experiment import make
-    from cosim.runs.run import run as run_experiment
+    from cosim.run import run as run_experiment
 
     flows = run_experiment(make("flows", name="incast", hosts=4, flow_bytes=64_000, transport="ib"))
     return results.write_results(tmp_path_factory.mktemp("report") / "mixed.h5", [rail_training_run(), flows])

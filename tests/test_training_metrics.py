@@ -8,7 +8,7 @@ import pytest
 
 from cosim.results.collectives import bus_factor, collective_stats
 from cosim.runs.experiment import make
-from cosim.runs.training import run_training
+from cosim.run import run as run_experiment
 from test_cosim_roce import make_trace, ring_allreduce_trace
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase
 
@@ -39,7 +39,7 @@ def test_collectives_are_summarized_per_group_kind_with_nccl_tests_busbw(transpo
     tr = _two_group_trace(4, tp_bytes=1 * MIB, dp_bytes=8 * MIB)
     exp = make("training", transport=transport, topology="single-switch", gpus_per_server=2, link_gbps=100,
                chunk_bytes=MIB, algorithm="ring")
-    rec = run_training(exp, trace=tr)
+    rec = run_experiment(exp, trace=tr)
     s = rec.summary
     assert s["status"] == "complete"
     assert s["coll_tp_all_reduce_count"] == 2 and s["coll_dp_all_reduce_count"] == 2
@@ -72,7 +72,7 @@ def test_transfer_slowdown_takes_the_chunks_of_a_message_together(transport, eng
     n, size = 4, 16 * MIB
     exp = make("training", transport=transport, topology="single-switch", gpus_per_server=1, link_gbps=100,
                chunk_bytes=MIB, algorithm="ring")
-    rec = run_training(exp, trace=ring_allreduce_trace(n, size))
+    rec = run_experiment(exp, trace=ring_allreduce_trace(n, size))
     f = rec.flows
     roots, counts = np.unique(f["transfer"], return_counts=True)
     assert roots.size == n  # one transfer per rank: to its ring successor

@@ -9,7 +9,7 @@ from cosim.errors import CosimInputError
 from cosim.network.spec import NetworkSpec
 from cosim.network.transport import mechanism_attributes, run_attributes, transport_attributes
 from cosim.runs.experiment import from_document, make, to_document
-from cosim.runs.run import experiments_of
+from cosim.run import experiments_of
 
 
 def test_default_options_add_no_attribute():

@@ -22,7 +22,8 @@ class TrainingKind(WorkloadKind):
 
     def load(self, exp, job, gpus_per_server, trace=None):
         """The job's checked trace: ``trace`` (in memory), its file, or generated from its model."""
-        return training.resolve_trace(job.work, trace, gpus_per_server, where=_field(exp, job, "trace"))
+        return training.resolve_trace(job.work, trace, gpus_per_server,
+                                      where="workload" if not exp.workloads else f"workloads.{job.name}.trace")
 
     def gpus_per_server(self, loaded):
         gps = loaded.spec_dict().get("hardware", {}).get("gpus_per_host", 8)

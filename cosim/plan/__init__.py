@@ -286,11 +286,10 @@ def _attributes(exp: Experiment, jobs, dag: EngineDag) -> dict[str, str]:
 def with_stragglers(exp: Experiment, dag: EngineDag, jobs, faults, host_of, flow_dags=None) -> EngineDag:
     """``dag`` with the COMPUTE ops of every straggler's rank slowed (cosim.runs.stragglers); ``flow_dags``:
     job index -> the FlowDag its ops in ``dag`` came from, when a kind's execution lowered again."""
-    if faults is None:
+    slowed = [] if faults is None else fault_mechanisms.of_kind(faults.resolved, "straggler")
+    if not slowed:
         return dag
-    stragglers = fault_mechanisms.stragglers_of(fault_mechanisms.of_kind(faults.resolved, "straggler"), host_of)
-    if not stragglers:
-        return dag
+    stragglers = fault_mechanisms.stragglers_of(slowed, host_of)
     ranked = next(p for p in jobs if p.kind.ranked)
     flow_dag = (flow_dags or {}).get(ranked.index) or ranked.kind.flow_dag(ranked.state)
     lo = int(dag.first_op[ranked.index])
