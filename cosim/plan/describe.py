@@ -40,7 +40,7 @@ def describe(plan: RunPlan) -> dict:
            "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
            "links": fabric.n_links, "tiers": fabric.describe().get("tiers", [])}
     if len(plan.jobs) == 1:
-        out |= {"ranks" if k == "ranks" else k: x for k, x in plan.jobs[0].kind.describe(plan.jobs[0]).items()}
+        out |= plan.jobs[0].kind.describe(plan.jobs[0])
     else:
         out |= {f"workload {p.job.name}": placement_line(describe_job(plan, p)) for p in plan.jobs}
     out |= {"dag_ops": plan.dag.n_ops, "gpus_per_server": plan.gpus_per_server}
