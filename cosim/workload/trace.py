@@ -133,6 +133,10 @@ class GroupKind(IntEnum):
     OTHER = 8
 
 
+#: :meth:`Trace.op_group_kind` of an op without a group: no GroupKind's value, and it fits uint8
+NO_GROUP_KIND = 255
+
+
 # column name → (dtype, units, description, enum or None); the order is the file's and Trace's order.
 OP_COLUMNS: dict[str, tuple[type, str, str, type[IntEnum] | None]] = {
     "rank": (np.int32, "", "GPU rank executing the op", None),
@@ -328,10 +332,11 @@ class Trace:
         return self.group_ranks[self.group_ptr[g]:self.group_ptr[g + 1]]
 
     def op_group_kind(self) -> np.ndarray:
-        """uint8 per op: GroupKind of the op's group, 255 where the op has no group."""
+        """uint8 per op: GroupKind of the op's group, NO_GROUP_KIND where the op has no group."""
         if self.n_groups == 0:
-            return np.full(self.n_ops, 255, dtype=np.uint8)
-        return np.where(self.group >= 0, self.group_kind[np.clip(self.group, 0, None)], 255).astype(np.uint8)
+            return np.full(self.n_ops, NO_GROUP_KIND, dtype=np.uint8)
+        return np.where(self.group >= 0, self.group_kind[np.clip(self.group, 0, None)],
+                        NO_GROUP_KIND).astype(np.uint8)
 
     def label_of(self, i: int) -> str:
         """Label string of op ``i``."""
