@@ -421,7 +421,7 @@ class DagBuilder:
     block of edges."""
 
     def __init__(self, n_ops: int, *, narrow: bool = False) -> None:
-        """@param narrow  store bytes and duration_ns as int32 (the caller knows every value fits)"""
+        """With ``narrow``, bytes and duration_ns are stored as int32 (the caller knows every value fits)."""
         self._n = int(n_ops)
         dtypes = {name: (np.int32 if narrow and name in NARROWABLE else dtype, default)
                   for name, (dtype, default) in OP_FIELDS.items()}

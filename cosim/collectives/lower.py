@@ -321,13 +321,13 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
           n_channels: int | None = None) -> FlowDag:
     """Lower ``trace`` (one iteration) into a FlowDag of flows, NVLink copies, compute ops and joins.
 
-    @param gpus_per_server  GPUs per server (default: the trace's hardware.gpus_per_host, else 8)
-    @param chunk_bytes  transfers are split into chunks of at most this many bytes
-    @param algorithm  "auto", an algorithm name, or a mapping CollKind → name (module docstring)
-    @param priorities  optional mapping GroupKind → network priority 0..7 of that group's transfers
-    @param tuning  the tuning model (default: TuningModel.for_hardware of the trace's hardware spec)
-    @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
-    @throws CosimInputError on bad arguments or a trace that deadlocks
+    A server holds ``gpus_per_server`` GPUs (default: the trace's hardware.gpus_per_host, else 8) and
+    transfers are split into chunks of at most ``chunk_bytes`` bytes. ``algorithm`` is "auto", an algorithm
+    name, or a mapping CollKind → name (module docstring); ``priorities`` optionally maps a GroupKind to the
+    network priority (0..7) of that group's transfers. ``tuning`` is the tuning model (default:
+    TuningModel.for_hardware of the trace's hardware spec) and ``n_channels`` the rings of a ring collective
+    across servers (default: two per NIC of a server). Bad arguments and a trace that deadlocks are a
+    CosimInputError.
     """
     gps = _gpus_per_server(trace, gpus_per_server)
     if tuning is None:

@@ -502,11 +502,8 @@ def read_trace_group(h5group: Any, source: str) -> Trace:
 
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and validate the trace file ``path``.
-
-    @return the Trace
-    @throws CosimInputError naming the file if it is missing, not HDF5, of another schema or malformed
-    """
+    """The Trace in file ``path``, validated; a file that is missing, not HDF5, of another schema or
+    malformed is a CosimInputError naming it."""
     import h5py
 
     source = os.fspath(path)
@@ -526,13 +523,12 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
 
 
 def collective_call_ids(rank: np.ndarray, kind: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
-    """coll_id of every op: the n-th collective a rank issues on group g belongs to call (g, n), as NCCL
-    matches calls on a communicator in issue order; the id of a call is the lowest global op index among its
-    members. Non-collective ops get -1.
+    """coll_id (int64) of every op: the n-th collective a rank issues on group g belongs to call (g, n), as
+    NCCL matches calls on a communicator in issue order; the id of a call is the lowest global op index
+    among its members. Non-collective ops get -1.
 
-    @param rank, kind, group  op columns (ops grouped by rank, in issue order)
-    @param n_groups  size of the groups table
-    @return int64 array of coll_id
+    ``rank``, ``kind`` and ``group`` are op columns (ops grouped by rank, in issue order); ``n_groups`` is
+    the size of the groups table.
     """
     out = np.full(rank.size, -1, dtype=np.int64)
     ops = np.flatnonzero(kind == OpKind.COLLECTIVE)
