@@ -4,7 +4,7 @@ bench_gpt13b.py.
 A fresh process per row keeps a row's peak RSS (ru_maxrss) that fabric's alone. The script calls
 :func:`add_arguments` on its parser and hands its parsed arguments, its row function and its columns to
 :func:`main`: as ``--worker`` it prints its row as JSON; otherwise it runs itself once per fabric with the
-same options (``--fabric`` set to that one) and prints the rows as a table or, with ``--json``, as JSON.
+same options (``--transport`` set to that one) and prints the rows as a table or, with ``--json``, as JSON.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ FABRICS = ("roce", "ib")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every such script takes: the fabric(s), JSON output and the hidden worker switch."""
-    parser.add_argument("--fabric", choices=(*FABRICS, "both"), default="both")
+    parser.add_argument("--transport", choices=(*FABRICS, "both"), default="both")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
 
@@ -31,7 +31,7 @@ def rows_in_workers(script: str, fabric: str, argv: Sequence[str]) -> list[dict]
     options = [a for a in argv if a != "--json"]
     rows = []
     for one in FABRICS if fabric == "both" else (fabric,):
-        cmd = [sys.executable, script, *options, "--worker", "--fabric", one]  # the last --fabric wins
+        cmd = [sys.executable, script, *options, "--worker", "--transport", one]  # the last --transport wins
         out = subprocess.run(cmd, check=True, capture_output=True, text=True)
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
         took = f" in {rows[-1]['total_s']:.1f} s" if "total_s" in rows[-1] else ""
@@ -54,5 +54,5 @@ def main(script: str, args: argparse.Namespace, run_one: Callable[[argparse.Name
     if args.worker:
         print(json.dumps(run_one(args)))
         return
-    rows = rows_in_workers(script, args.fabric, sys.argv[1:])
+    rows = rows_in_workers(script, args.transport, sys.argv[1:])
     print(json.dumps(rows, indent=2) if args.json else "\n".join(table(rows, columns)))

@@ -33,8 +33,8 @@ def run_one(args: argparse.Namespace) -> dict:
     from cosim.run import experiments_of, run
 
     t0 = time.perf_counter()
-    doc = {"name": args.fabric, "network": {
-        "transport": args.fabric, "topology": "rail-optimized", "gpus_per_server": args.tp, "spines": args.spines,
+    doc = {"name": args.transport, "network": {
+        "transport": args.transport, "topology": "rail-optimized", "gpus_per_server": args.tp, "spines": args.spines,
         "link_gbps": args.gbps, "link_delay_ns": 1000.0,
         "attributes": {} if args.buffer_mib is None else {"SharedBufferMmu::BufferBytes": str(args.buffer_mib << 20)}},
         "workload": {"kind": "training", "model": "llama2-7b", "gpu": "h100", "iterations": 1,
@@ -50,7 +50,7 @@ def run_one(args: argparse.Namespace) -> dict:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     s, d = rec.summary, rec.config["decomposition"]
     return {
-        "fabric": args.fabric, "decompose": d["decompose"], "layers": args.layers, "ranks": s["n_ranks"],
+        "fabric": args.transport, "decompose": d["decompose"], "layers": args.layers, "ranks": s["n_ranks"],
         "dag_ops": s["n_dag_ops"], "ops_simulated": d.get("decompose_ops_per_run_max", s["n_dag_ops"]),
         "flows": s["n_flows"], "status": s["status"], "iteration_ms": (s["iteration_time_ns"] or float("nan")) / 1e6,
         "plan_s": t_plan, "sim_s": s["wall_time_s"], "total_s": total,
@@ -67,7 +67,7 @@ COLUMNS = (("fabric", "{}"), ("decompose", "{}"), ("ranks", "{:d}"), ("dag_ops",
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--fabric", choices=("roce", "ib"), default="roce")
+    p.add_argument("--transport", choices=("roce", "ib"), default="roce")
     p.add_argument("--decompose", choices=("auto", "off"), default="auto")
     p.add_argument("--layers", type=int, default=32)
     p.add_argument("--tp", type=int, default=8)

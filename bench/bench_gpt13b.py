@@ -12,7 +12,7 @@ wall seconds and peak RSS (ru_maxrss: trace, lowering, simulation and tables). T
 wall clock is noisy, CPU time less so.
 
     python bench/bench_gpt13b.py                    # RoCE, then InfiniBand
-    python bench/bench_gpt13b.py --fabric roce --microbatches 1
+    python bench/bench_gpt13b.py --transport roce --microbatches 1
     python bench/bench_gpt13b.py --dry-run          # the plan only: DAG ops, flows, packet-hops
 """
 
@@ -53,17 +53,17 @@ def cpu_s() -> float:
 
 
 def run_one(args: argparse.Namespace) -> dict:
-    """Plan and co-simulate one iteration on ``args.fabric`` in this process; return the figures."""
+    """Plan and co-simulate one iteration on ``args.transport`` in this process; return the figures."""
     from cosim.plan import compile as compile_plan  # noqa: PLC0415
     from cosim.plan.describe import work_estimate  # noqa: PLC0415
     from cosim.run import run  # noqa: PLC0415
 
-    exp = experiment(args.fabric, args.microbatches, args.layers)
+    exp = experiment(args.transport, args.microbatches, args.layers)
     t0, c0 = time.perf_counter(), cpu_s()
     plan = compile_plan(exp)
     t_plan, c_plan = time.perf_counter() - t0, cpu_s() - c0
     trace, _ = plan.jobs[0].state
-    row = {"fabric": args.fabric, "microbatches": args.microbatches, "layers": args.layers,
+    row = {"fabric": args.transport, "microbatches": args.microbatches, "layers": args.layers,
            "ranks": trace.n_ranks, "dag_ops": plan.dag.n_ops, "plan_s": t_plan, "plan_cpu_s": c_plan,
            "max_sim_time_ms": plan.max_sim_time_ns / 1e6, "packet_hops_estimate": work_estimate(plan)}
     if args.dry_run:

@@ -7,7 +7,7 @@ of 8 NICs at 400 Gbps, 4 spines, 1 µs links. Each fabric runs in a fresh proces
 is that fabric's alone (ru_maxrss of the worker: trace, lowering, simulation and result tables).
 
     python bench/bench_iteration.py                  # both fabrics, one after the other (minutes)
-    python bench/bench_iteration.py --fabric roce --layers 8
+    python bench/bench_iteration.py --transport roce --layers 8
     python bench/bench_iteration.py --json           # the rows as JSON
 """
 
@@ -25,7 +25,7 @@ import _fabric_workers  # noqa: E402
 
 
 def run_one(args: argparse.Namespace) -> dict:
-    """Build, lower and co-simulate one iteration on ``args.fabric`` in this process; return the figures."""
+    """Build, lower and co-simulate one iteration on ``args.transport`` in this process; return the figures."""
     from cosim.runs.experiment import make
     from cosim.run import run
     from cosim.workload.builder import build_trace
@@ -39,7 +39,7 @@ def run_one(args: argparse.Namespace) -> dict:
                                         zero_stage=args.zero),
                         get_hardware("h100", gpus_per_host=args.tp))
     t_trace = time.perf_counter() - t0
-    exp = make("training", name=args.fabric, transport=args.fabric, topology="rail-optimized",
+    exp = make("training", name=args.transport, transport=args.transport, topology="rail-optimized",
                gpus_per_server=args.tp, spines=args.spines, link_gbps=args.gbps, link_delay_ns=1000.0,
                iterations=1, queue_sample_interval_ns=args.queue_interval_ns, max_sim_time_ns=1e11,
                decompose=args.decompose)
@@ -48,7 +48,7 @@ def run_one(args: argparse.Namespace) -> dict:
     t_total = time.perf_counter() - t0
     s = rec.summary
     return {
-        "fabric": args.fabric, "layers": args.layers, "ranks": s["n_ranks"], "trace_ops": s["n_ops"],
+        "fabric": args.transport, "layers": args.layers, "ranks": s["n_ranks"], "trace_ops": s["n_ops"],
         "dag_ops": s["n_dag_ops"], "flows": s["n_flows"], "status": s["status"],
         "iteration_ms": (s["iteration_time_ns"] or float("nan")) / 1e6, "exposed_comm_ms":
             (s["exposed_comm_ns"] or float("nan")) / 1e6, "compute_ms": s["compute_time_ns"] / 1e6,

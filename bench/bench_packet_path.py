@@ -45,7 +45,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7, help="cosim/stock run pairs; the median ratio is reported")
-    ap.add_argument("--fabric", choices=["roce", "ib"], default="roce", help="fabric whose packet path is timed")
+    ap.add_argument("--transport", choices=["roce", "ib"], default="roce", help="transport whose packet path is timed")
     ap.add_argument("--scale", type=int, default=8,
                     help="flow sizes x this (8: ~420k data packet-hops, ~0.2 s per run, long enough that "
                          "start-up and cold caches do not dominate either side)")
@@ -54,7 +54,7 @@ def main() -> None:
     fabric, flows = scenario(args.scale)
     engine.load()
     stock_ns3.load()
-    attributes = transport_attributes(args.fabric)
+    attributes = transport_attributes(args.transport)
     runs, stocks = [], []
     # each pair: a cosim run, then right after it a stock run of the same number of data packet-hops, so
     # both sides of a ratio see the same machine load; a first unpaired run of each warms caches and the JIT
@@ -76,7 +76,7 @@ def main() -> None:
     ratios = cosim_costs / stock_costs
     q1, med, q3 = np.percentile(ratios, [25, 50, 75])
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"cosim ({args.fabric}, scale {args.scale}): {hops} data packet-hops (+{out.packet_hops - hops} of "
+    print(f"cosim ({args.transport}, scale {args.scale}): {hops} data packet-hops (+{out.packet_hops - hops} of "
           f"ACK/CNP/PFC/credit packets), {out.events / hops:.2f} events per data packet-hop, simulated "
           f"{out.sim_time_ns / 1e3:.1f} us; peak RSS {rss_mb:.0f} MB")
     print(f"  event loop: median {np.median(cosim_costs) * 1e6:.3f} us per data packet-hop "

@@ -29,7 +29,7 @@ def model_probes(engine_ns):
 
 
 def run_main(args, capsys):
-    """Run ``cosim ARGS`` in-process as users do; @return (exit code, stdout, stderr)."""
+    """Run ``cosim ARGS`` in-process as users do; returns (exit code, stdout, stderr)."""
     from cosim.cli import main
 
     with pytest.raises(SystemExit) as exc:
@@ -40,7 +40,7 @@ def run_main(args, capsys):
 
 def help_output_loading_nothing_heavy(argvs, heavy=("cppyy", "numpy", "h5py")) -> str:
     """Run ``cosim <argv> --help`` for each argv in a fresh interpreter; assert none of ``heavy`` got
-    imported (help must stay instant); @return the combined help text."""
+    imported (help must stay instant); returns the combined help text."""
     code = ("import sys; from cosim.cli import main\n"
             f"for argv in {list(map(list, argvs))!r}:\n"
             "    try:\n        main(argv + ['--help'])\n"

@@ -27,7 +27,7 @@ def test_trace_run_writes_ops_collectives_iterations(tmp_path, engine_ns):
     iterations tables with units, and the experiment document."""
     out = tmp_path / "t.h5"
     # 2 servers of 4 GPUs: the DP8 hierarchical rings cross the rail switches (~3 s)
-    r = CliRunner().invoke(cli, ["run", "--trace", str(DP8), "--fabric", "roce", "--gpus-per-server", "4",
+    r = CliRunner().invoke(cli, ["run", "--trace", str(DP8), "--transport", "roce", "--gpus-per-server", "4",
                                  "-o", str(out)])
     assert r.exit_code == 0, r.output
     for label in ("iteration time (ms)", "exposed communication (ms)", "DP reduce-scatter time p99 (us)",
@@ -103,7 +103,7 @@ def test_bad_trace_file_exits_2_one_line_no_output(tmp_path, capsys, content, ne
     (["--trace", str(DP8), "--pattern", "incast"], "--pattern"),
     (["--trace", str(DP8), "--hosts", "4"], "--hosts"),
     (["--pattern", "incast", "--iterations", "2"], "--iterations"),
-    (["--trace", str(DP8), "--fabric", "infiniband"], "--fabric"),
+    (["--trace", str(DP8), "--transport", "infiniband"], "--transport"),
     (["--trace", str(DP8), "--iterations", "0"], "--iterations"),
     (["--trace", str(DP8), "--algorithm", "rings"], "--algorithm"),
     (["--trace", str(DP8), "--topology", "fat-tree"], "k-ary fat tree"),
@@ -117,6 +117,17 @@ def test_bad_training_options_exit_2(tmp_path, capsys, args, needle, engine_ns):
     code, _, err = run_main(["run", *args, "-o", str(out)], capsys)
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and err.startswith("Error:") and needle in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args", [["--fabric", "roce"], ["--pattern", "incast", "--fabric"]])
+def test_retired_fabric_option_names_its_replacement(tmp_path, capsys, args):
+    """--fabric (the old name of --transport), with or without a value, is a one-line usage error, exit 2."""
+    out = tmp_path / "x.h5"
+    code, _, err = run_main(["run", *args, "-o", str(out)], capsys)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("Error:") and "Traceback" not in err
+    assert "--fabric was renamed --transport: use --transport roce|ib|both" in err
     assert not out.exists()
 
 
@@ -134,7 +145,7 @@ def test_flow_scenarios_are_still_reachable(tmp_path, engine_ns):
 def test_no_arguments_runs_the_builtin_training_scenario(tmp_path, capsys, engine_ns):
     """The built-in scenario's options and naming, cut short by a 1 ms time limit (the whole run is a bench)."""
     out = tmp_path / "d.h5"
-    code, stdout, err = run_main(["run", "--fabric", "roce", "--max-sim-time-ms", "1", "-o", str(out)], capsys)
+    code, stdout, err = run_main(["run", "--transport", "roce", "--max-sim-time-ms", "1", "-o", str(out)], capsys)
     assert code == 1  # not complete: the time limit
     assert stdout.startswith(read_toml(catalog.path_of("builtin"))["description"]) and "iteration time" in stdout
     assert len(err.strip().splitlines()) == 1 and err.startswith("Error: run 'roce' ended time-limit:")

@@ -1,5 +1,5 @@
 """Co-simulation on the InfiniBand fabric (credit-based flow control): the RoCE file's checks, and
-``--fabric both``.
+``--transport both``.
 
 These tests need the engine's ``ib`` fabric (cosim.network.transport); they are plain tests, not skipped, so they fail
 loudly until it works. The checks themselves live in tests/test_cosim_roce.py.
@@ -45,12 +45,12 @@ def test_same_seed_same_results_bit_for_bit():
 
 
 def test_fabric_both_on_a_trace_writes_roce_and_ib_side_by_side(tmp_path, engine_ns):
-    """--fabric both on a trace writes runs roce and ib, printed side by side, each with its own back-
+    """--transport both on a trace writes runs roce and ib, printed side by side, each with its own back-
     pressure."""
     trace = tmp_path / "tiny.h5"
     write_trace(trace, tiny_llama_trace())
     out = tmp_path / "both.h5"
-    r = CliRunner().invoke(cli, ["run", "--trace", str(trace), "--fabric", "both", "--topology", "leaf-spine",
+    r = CliRunner().invoke(cli, ["run", "--trace", str(trace), "--transport", "both", "--topology", "leaf-spine",
                                  "--gpus-per-server", "2", "--hosts-per-leaf", "2", "--oversubscription", "2",
                                  "--set", "SharedBufferMmu::DynamicThresholdAlpha=0.0625", "-o", str(out)])
     assert r.exit_code == 0, r.output
@@ -73,7 +73,7 @@ def test_fabric_both_on_a_trace_writes_roce_and_ib_side_by_side(tmp_path, engine
 def test_fabric_both_on_a_flow_scenario(tmp_path, engine_ns):
     out = tmp_path / "f.h5"
     r = CliRunner().invoke(cli, ["run", "--pattern", "incast", "--hosts", "4", "--flow-bytes", "256KiB",
-                                 "--fabric", "both", "--name", "inc", "-o", str(out)])
+                                 "--transport", "both", "--name", "inc", "-o", str(out)])
     assert r.exit_code == 0, r.output
     runs = results.read_results(out)
     assert sorted(runs) == ["inc-ib", "inc-roce"]
@@ -86,7 +86,7 @@ def test_ring_trace_file_on_both_fabrics_names_runs_after_them(tmp_path, engine_
     trace = tmp_path / "ring.h5"
     write_trace(trace, ring_allreduce_trace(4, 4 * MIB))
     out = tmp_path / "r.h5"
-    r = CliRunner().invoke(cli, ["run", "--trace", str(trace), "--gpus-per-server", "1", "--fabric", "both",
+    r = CliRunner().invoke(cli, ["run", "--trace", str(trace), "--gpus-per-server", "1", "--transport", "both",
                                  "-o", str(out)])
     assert r.exit_code == 0, r.output
     runs = results.read_results(out)

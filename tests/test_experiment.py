@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,18 @@ def test_toml_round_trip_is_exact(exp, tmp_path):
     path.write_text(to_toml(to_document(exp)))
     again = from_document(read_toml(path))
     assert again == [exp]
+
+
+def test_toml_leaves_out_none_and_refuses_what_toml_cannot_hold():
+    """None values and empty sub-tables are left out (TOML has no null); a numpy integer is an input error."""
+    doc = {"name": "x", "seed": None, "network": {"hosts": None, "attributes": {}, "link_gbps": 100.0},
+           "faults": [{"kind": "link_down", "element": "leaf0", "at_ns": 0.0, "duration_ns": None}]}
+    text = to_toml(doc)
+    assert "seed" not in text and "hosts" not in text and "attributes" not in text and "duration_ns" not in text
+    assert tomllib.loads(text) == {"name": "x", "network": {"link_gbps": 100.0},
+                                    "faults": [{"kind": "link_down", "element": "leaf0", "at_ns": 0.0}]}
+    with pytest.raises(CosimInputError, match="cannot write it to TOML"):
+        to_toml({"seed": np.int64(3)})
 
 
 @pytest.mark.parametrize("name", catalog.names())

@@ -165,7 +165,7 @@ def test_cli_ib_cc_switches_congestion_control_on(engine_ns, tmp_path):
 
     out = tmp_path / "cc.h5"
     with pytest.raises(SystemExit) as exc:
-        main(["run", "--pattern", "incast", "--hosts", "5", "--flow-bytes", "2MB", "--fabric", "ib", "--ib-cc",
+        main(["run", "--pattern", "incast", "--hosts", "5", "--flow-bytes", "2MB", "--transport", "ib", "--ib-cc",
               "-q", "-o", str(out)])
     assert exc.value.code == 0
     run = results.read_results(out)["incast"]
@@ -174,7 +174,7 @@ def test_cli_ib_cc_switches_congestion_control_on(engine_ns, tmp_path):
 
 
 def test_both_fabrics_are_checked_before_either_runs(engine_ns, tmp_path, capsys):
-    """preflight rejects an IB lane smaller than a packet (not RoCE), so --fabric both stops before any run."""
+    """preflight rejects an IB lane smaller than a packet (not RoCE), so --transport both stops before any run."""
     from conftest import run_main
 
     # An IB lane smaller than a packet: the check fails for the ib run without simulating anything ...
@@ -182,8 +182,8 @@ def test_both_fabrics_are_checked_before_either_runs(engine_ns, tmp_path, capsys
     with pytest.raises(CosimInputError, match="VlBufferBytes"):
         preflight(make("flows", transport="ib", **lane))
     preflight(make("flows", transport="roce", **lane))  # RoCE ignores the lanes
-    # ... so `--fabric both` stops before its RoCE run, with one line, exit 2 and no file.
+    # ... so `--transport both` stops before its RoCE run, with one line, exit 2 and no file.
     out = tmp_path / "both.h5"
-    code, _, err = run_main(["run", "--pattern", "incast", "--fabric", "both", "-o", str(out),
+    code, _, err = run_main(["run", "--pattern", "incast", "--transport", "both", "-o", str(out),
                              "--set", "FabricNode::VlBufferBytes=1024"], capsys)
     assert code == 2 and err.count("\n") == 1 and "VlBufferBytes" in err and not out.exists()

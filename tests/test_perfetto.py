@@ -36,7 +36,7 @@ def training_file(tmp_path_factory, engine_ns):
     os.chdir(ROOT)  # the run stores the trace path as given: relative, as users type it
     try:
         code = _main(["run", "--trace", str(TRACE.relative_to(ROOT)), "--gpus-per-server", str(GPS),
-                      "--fabric", "both", "--iterations", "2", "-q", "-o", str(path)])
+                      "--transport", "both", "--iterations", "2", "-q", "-o", str(path)])
     finally:
         os.chdir(here)
     assert code == 0
@@ -48,7 +48,7 @@ def flow_file(tmp_path_factory, engine_ns):
     """A 3-to-1 incast on a shallow-buffer switch without DCQCN: PFC pauses (roce), credit stalls (ib)."""
     path = tmp_path_factory.mktemp("perfetto") / "incast.h5"
     code = _main(["run", "--pattern", "incast", "--hosts", "4", "--flow-bytes", "1MB", "--no-dcqcn",
-                  "--set", "SharedBufferMmu::BufferBytes=2000000", "--fabric", "both", "-q", "-o", str(path)])
+                  "--set", "SharedBufferMmu::BufferBytes=2000000", "--transport", "both", "-q", "-o", str(path)])
     assert code == 0
     return path
 

@@ -183,7 +183,7 @@ def test_shallow_buffer_with_low_alpha_stays_lossless_and_never_sticks(engine_ns
 
     out = tmp_path / "r.h5"
     with pytest.raises(SystemExit) as exc:
-        main(["run", "--fabric", "roce", "--iterations", "1", "--seed", "3", "-q", "-o", str(out),
+        main(["run", "--transport", "roce", "--iterations", "1", "--seed", "3", "-q", "-o", str(out),
               "--set", "SharedBufferMmu::BufferBytes=4194304", "--set", "SharedBufferMmu::DynamicThresholdAlpha=0.125"])
     assert exc.value.code == 0
     summary = results.read_results(out)["roce"].summary

@@ -865,9 +865,9 @@ def export_perfetto(results_path: str | Path, output: str | Path, *, runs: Seque
     """Export the runs of a results file (all, or ``runs`` by name) as a Perfetto / chrome://tracing
     timeline (module docstring); bad input is a one-line CosimInputError and writes nothing.
 
-    @param ports  busiest ports per fabric counter kind (None: all)
-    @param flows  export flows as slices (None: only for runs without ops)
-    @param trace_path  the workload trace of the runs, when the stored path no longer finds it
+    ``ports`` is how many of the busiest ports get counters per fabric counter kind (None: all); ``flows``
+    exports flows as slices (None: only for runs without ops); ``trace_path`` is the workload trace of the
+    runs, for when the stored path no longer finds it.
     """
     results_path, output = Path(results_path), Path(output)
     if output.exists() and results_path.exists() and output.resolve() == results_path.resolve():

@@ -34,6 +34,12 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
                         help=help_, **kw)
 
 
+def _refuse_fabric(ctx, param, value: str | None) -> None:
+    """Stop at the retired ``--fabric`` (with or without a value) with the option that replaced it."""
+    if value is not None:
+        raise click.UsageError(f"--fabric was renamed --transport: use --transport {'|'.join(TRANSPORT_CHOICES)}")
+
+
 @click.command()
 @click.argument("experiment", required=False)
 @click.option("--list", "list_", is_flag=True, help="List the shipped experiments and exit.")
@@ -46,9 +52,11 @@ def _field(path: str, name: str, help_: str, flag: str | None = None, **kw):
         metavar="size")
 @_field("workload.algorithm", "algorithm", "Collective algorithm: auto, ring, tree, halving_doubling, direct, pxn, "
         "hierarchical, chain.")
-@click.option("--transport", "--fabric", "transport", type=click.Choice(TRANSPORT_CHOICES), default=None,
+@click.option("--transport", "transport", type=click.Choice(TRANSPORT_CHOICES), default=None,
               help="roce: PFC + ECN + DCQCN; ib: credit-based flow control; both: one run on each, side by side. "
                    "[default: the experiment's; flags alone: roce]")
+@click.option("--fabric", hidden=True, is_flag=False, flag_value="", default=None, expose_value=False,
+              callback=_refuse_fabric)
 @_field("network.topology", "topology", "single-switch, leaf-spine, fat-tree or rail-optimized [default: "
         "single-switch for flows, rail-optimized for training].")
 @_field("network.hosts", "hosts", "Flow experiments: number of hosts (NICs) [8].")

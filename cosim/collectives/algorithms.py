@@ -154,9 +154,9 @@ def _ring_transfers(rings: np.ndarray, totals: np.ndarray, n_steps: int, shift: 
                     prev_into: np.ndarray | None = None) -> tuple[_Transfers, np.ndarray]:
     """R independent rings (rings[R, n] of ranks) on totals[R] bytes, n_steps steps, segment (p+shift−k) mod n.
 
-    @param base  global index of the first transfer (for composing phases)
-    @param prev_into  [R, n]: transfer that must arrive at each position before its first send (−1: barrier)
-    @return (transfers, last_into[R, n]: global index of the last transfer into each position, −1 if none)
+    ``base`` is the global index of the first transfer (for composing phases); ``prev_into`` [R, n] holds the
+    transfer that must arrive at each position before its first send (−1: barrier). Returns (transfers,
+    last_into[R, n]: the global index of the last transfer into each position, −1 if none).
     """
     R, n = rings.shape
     if n < 2 or n_steps == 0:
@@ -402,7 +402,7 @@ def _pxn(grid: np.ndarray, size_bytes: int) -> _Transfers:
 def _wire_through_zero(t: _Transfers) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Drop zero-byte transfers: an edge to one is replaced by that transfer's own edges, repeatedly.
 
-    @return (kept transfer indices, edge owners, edge deps) renumbered to the kept transfers (−1 = barrier)
+    Returns (kept transfer indices, edge owners, edge deps), renumbered to the kept transfers (−1 = barrier).
     """
     n = t.src.size
     zero = t.bytes == 0
@@ -624,7 +624,7 @@ def schedule(kind: CollKind, algorithm: Algorithm, members, size_bytes: int, chu
              gpus_per_server: int, n_channels: int | None = None) -> tuple[Algorithm, Schedule]:
     """Lower one collective call with ``algorithm``; returns the algorithm actually used (after fallbacks).
 
-    @param n_channels  rings of a RING call across servers (default: two per NIC of a server)
+    ``n_channels`` is the number of rings of a RING call across servers (default: two per NIC of a server).
     """
     kind, algorithm = CollKind(kind), Algorithm(algorithm)
     m = _members(members)

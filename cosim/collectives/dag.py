@@ -45,6 +45,7 @@ from enum import IntEnum
 import numpy as np
 
 from cosim.errors import CosimInputError
+from cosim.workload.trace import check_csr
 
 
 #: priorities (traffic classes, virtual lanes) every port keeps queues for; a priority is 0..NUM_PRIORITIES-1
@@ -181,9 +182,9 @@ class FlowDag:
         for name in COLL_FIELDS:
             if getattr(self, name).size != m:
                 raise CosimInputError(f"dag.{name}", f"has {getattr(self, name).size} entries, expected {m}")
-        _csr("dag.dep_ptr", self.dep_ptr, n, self.dep_idx.size)
-        _csr("dag.iteration_ptr", self.iteration_ptr, self.n_iterations, n)
-        _csr("dag.coll_ranks_ptr", self.coll_ranks_ptr, m, self.coll_ranks.size)
+        check_csr("dag.dep_ptr", self.dep_ptr, n, self.dep_idx.size)
+        check_csr("dag.iteration_ptr", self.iteration_ptr, self.n_iterations, n)
+        check_csr("dag.coll_ranks_ptr", self.coll_ranks_ptr, m, self.coll_ranks.size)
         for lo in range(0, n if self.dep_idx.size else 0, _CHECK_BLOCK_OPS):  # blocks bound the temporaries
             hi = min(n, lo + _CHECK_BLOCK_OPS)
             a, b = int(self.dep_ptr[lo]), int(self.dep_ptr[hi])
@@ -322,11 +323,6 @@ class FlowDag:
         return out
 
 
-def _csr(field: str, ptr: np.ndarray, n_rows: int, n_values: int) -> None:
-    if ptr.size != n_rows + 1 or ptr[0] != 0 or ptr[-1] != n_values or not np.all(ptr[1:] >= ptr[:-1]):
-        raise CosimInputError(field, f"is not a valid CSR pointer array over {n_rows} rows and {n_values} values")
-
-
 def _where(field: str, mask: np.ndarray, problem: str, at=None) -> None:
     """Raise if ``mask`` holds a True: ``problem`` at its first row (``at(mask)``: that row, offset)."""
     if np.any(mask):
@@ -425,7 +421,7 @@ class DagBuilder:
     block of edges."""
 
     def __init__(self, n_ops: int, *, narrow: bool = False) -> None:
-        """@param narrow  store bytes and duration_ns as int32 (the caller knows every value fits)"""
+        """With ``narrow``, bytes and duration_ns are stored as int32 (the caller knows every value fits)."""
         self._n = int(n_ops)
         dtypes = {name: (np.int32 if narrow and name in NARROWABLE else dtype, default)
                   for name, (dtype, default) in OP_FIELDS.items()}

@@ -46,7 +46,7 @@ from cosim.collectives.dag import (INT32_MAX, NUM_PRIORITIES, DagBuilder, DagOpK
                                    ragged_take, sorted_unique)
 from cosim.collectives.tuning import CANDIDATES, Shape, TuningModel
 from cosim.errors import CosimInputError
-from cosim.workload.trace import AlgoHint, CollKind, GroupKind, OpKind, Trace
+from cosim.workload.trace import NO_GROUP_KIND, AlgoHint, CollKind, GroupKind, OpKind, Trace
 
 #: algorithm names accepted by :func:`lower`
 ALGORITHM_NAMES = ("auto", "ring", "tree", "halving_doubling", "direct", "pxn", "hierarchical", "chain")
@@ -142,8 +142,9 @@ def _gpus_per_server(trace: Trace, gpus_per_server: int | None) -> int:
 
 
 def _placement_order(trace: Trace, call_of_op: np.ndarray, call_ptr: np.ndarray, call_ops: np.ndarray,
-                     recv_of_send: np.ndarray) -> np.ndarray:
-    """Kahn order over items: op i ≥ 0 (non-collective) or ~c for collective call c, deps before dependents."""
+                     recv_of_send: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kahn order over items (a non-collective op or a whole collective call), deps before dependents:
+    (item, is_call) per position, ``item`` the op index, or the call index where ``is_call``."""
     n = trace.n_ops
     counts = np.diff(trace.dep_ptr)
     owner = np.repeat(np.arange(n, dtype=np.int64), counts)
@@ -158,6 +159,7 @@ def _placement_order(trace: Trace, call_of_op: np.ndarray, call_ptr: np.ndarray,
     members = [call_ops[a:b].tolist() for a, b in zip(call_ptr[:-1].tolist(), call_ptr[1:].tolist())]
     pending = np.diff(call_ptr).tolist()
     out: list[int] = []
+    out_is_call = bytearray()  # one byte per item beside ``out``: the order can hold tens of millions
     while stack:
         i = stack.pop()
         c = call_of[i]
@@ -165,10 +167,12 @@ def _placement_order(trace: Trace, call_of_op: np.ndarray, call_ptr: np.ndarray,
             pending[c] -= 1
             if pending[c]:
                 continue
-            out.append(~c)
+            out.append(c)
+            out_is_call.append(True)
             finished = members[c]
         else:
             out.append(i)
+            out_is_call.append(False)
             finished = (i,)
             r = recv_of[i]
             if r >= 0:
@@ -180,17 +184,18 @@ def _placement_order(trace: Trace, call_of_op: np.ndarray, call_ptr: np.ndarray,
                 remaining[ch] -= 1
                 if remaining[ch] == 0:
                     stack.append(ch)
+    item = np.asarray(out, dtype=np.int64)
+    is_call = np.frombuffer(out_is_call, dtype=np.bool_)
     n_items = n - call_ops.size + len(members)
     if len(out) != n_items:
         placed = np.zeros(n, bool)
-        seq = np.asarray(out, dtype=np.int64)
-        placed[seq[seq >= 0]] = True
-        placed[call_ops[np.isin(call_of_op[call_ops], ~seq[seq < 0])]] = True
+        placed[item[~is_call]] = True
+        placed[call_ops[np.isin(call_of_op[call_ops], item[is_call])]] = True
         i = int(np.argmin(placed))
         raise CosimInputError("trace", f"dependency cycle or deadlock: {n_items - len(out)} of {n_items} ops and "
                               f"collective calls can never run, e.g. op {i} (rank {int(trace.rank[i])}, "
                               f"{trace.label_of(i)})", "check the trace with cosim.workload.validate.check_trace")
-    return np.asarray(out, dtype=np.int64)
+    return item, is_call
 
 
 def _match_recvs(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
@@ -316,13 +321,13 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
           n_channels: int | None = None) -> FlowDag:
     """Lower ``trace`` (one iteration) into a FlowDag of flows, NVLink copies, compute ops and joins.
 
-    @param gpus_per_server  GPUs per server (default: the trace's hardware.gpus_per_host, else 8)
-    @param chunk_bytes  transfers are split into chunks of at most this many bytes
-    @param algorithm  "auto", an algorithm name, or a mapping CollKind → name (module docstring)
-    @param priorities  optional mapping GroupKind → network priority 0..7 of that group's transfers
-    @param tuning  the tuning model (default: TuningModel.for_hardware of the trace's hardware spec)
-    @param n_channels  rings of a ring collective across servers (default: two per NIC of a server)
-    @throws CosimInputError on bad arguments or a trace that deadlocks
+    A server holds ``gpus_per_server`` GPUs (default: the trace's hardware.gpus_per_host, else 8) and
+    transfers are split into chunks of at most ``chunk_bytes`` bytes. ``algorithm`` is "auto", an algorithm
+    name, or a mapping CollKind → name (module docstring); ``priorities`` optionally maps a GroupKind to the
+    network priority (0..7) of that group's transfers. ``tuning`` is the tuning model (default:
+    TuningModel.for_hardware of the trace's hardware spec) and ``n_channels`` the rings of a ring collective
+    across servers (default: two per NIC of a server). Bad arguments and a trace that deadlocks are a
+    CosimInputError.
     """
     gps = _gpus_per_server(trace, gpus_per_server)
     if tuning is None:
@@ -373,22 +378,24 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
 
     # --- placement order and DAG layout ---
     recv_of_send, send_of_recv = _match_recvs(trace)
-    seq = _placement_order(trace, call_of_op, call_ptr, call_ops, recv_of_send)
+    item, is_call = _placement_order(trace, call_of_op, call_ptr, call_ops, recv_of_send)
     del call_of_op, recv_of_send, by_call, call_ops, call_ptr, first
     sends = np.flatnonzero(kind == OpKind.SEND)
     n_chunks = np.ones(n, np.int64)
     n_chunks[sends] = np.maximum(1, -(-trace.bytes[sends] // chunk_bytes))
-    is_call = seq < 0
-    item_count = np.where(is_call, 2 + t_size[tmpl_of_call[np.where(is_call, ~seq, 0)]] if n_calls else 2,
-                          n_chunks[np.where(is_call, 0, seq)])
+    is_op = ~is_call
+    # DAG ops per item: an op's chunks (more than one only for a send); a call's barrier, schedule and end
+    item_count = np.empty(item.size, np.int64)
+    item_count[is_op] = n_chunks[item[is_op]]
+    item_count[is_call] = 2 + t_size[tmpl_of_call[item[is_call]]]
     item_base = np.cumsum(item_count) - item_count
     n_dag = int(item_count.sum())
     op_id = index_dtype(n_dag)  # DAG op ids fit int32 whenever the DAG fits this machine
     op_base = np.full(n, -1, op_id)
-    op_base[seq[~is_call]] = item_base[~is_call]
+    op_base[item[is_op]] = item_base[is_op]
     call_base = np.zeros(n_calls, np.int64)
-    call_base[~seq[is_call]] = item_base[is_call]
-    del seq, is_call, item_count, item_base
+    call_base[item[is_call]] = item_base[is_call]
+    del item, is_call, is_op, item_count, item_base
     call_end = call_base + 1 + (t_size[tmpl_of_call] if n_calls else 0)
     start_of_op = op_base.copy()  # a collective's members start at its barrier and are done at its end NOP
     start_of_op[coll_ops] = call_base[call_inv]
@@ -402,7 +409,7 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
                   max((int(np.rint(s.bytes.max(initial=0) * t_extra[t])) for t, (_, s) in enumerate(templates)),
                       default=0))
     gk = trace.op_group_kind()[sends].astype(np.int64)
-    send_prio = prio[np.where(gk == 255, len(GroupKind), gk)]
+    send_prio = prio[np.where(gk == NO_GROUP_KIND, len(GroupKind), gk)]
     recvs = np.flatnonzero(kind == OpKind.RECV)
     recv_waits = done_of_op[send_of_recv[recvs]]  # a RECV's NOP waits for its send's last chunk
     del gk, send_of_recv

@@ -60,9 +60,9 @@ OUTPUT_MARGIN_BYTES = 1 << 20
 def estimate_bytes(*, flows: int = 0, ops: int = 0, collectives: int = 0, ports: int = 0) -> int:
     """An upper estimate of the bytes a run record takes on disk (uncompressed columns plus a margin).
 
-    @param flows  flow rows (9 columns of 8 B or less)
-    @param ops  trace ops times iterations (ops table, 8 columns) @param collectives  collective calls rows
-    @param ports  egress ports (ports table; queue and pause samples are in the margin)
+    The record holds ``flows`` flow rows (9 columns of 8 B or less), ``ops`` op rows (trace ops times
+    iterations; 8 columns), ``collectives`` collective call rows and ``ports`` egress ports (the ports
+    table; queue and pause samples are in the margin).
     """
     return int(flows * 72 + ops * 64 + collectives * 64 + ports * 80 + OUTPUT_MARGIN_BYTES)
 

@@ -816,47 +816,34 @@ def with_overrides(doc: Mapping, overrides: Mapping[str, object]) -> dict:
 # ---------------------------------------------------------------- TOML
 
 def to_toml(doc: Mapping) -> str:
-    """A document as TOML text (scalars at the top, then one table per section; None values left out)."""
-    lines = [f"{k} = {_toml_value(x)}" for k, x in doc.items()
-             if not isinstance(x, Mapping) and not _is_table_list(x) and x is not None]
-    for section, table in doc.items():
-        if isinstance(table, Mapping):
-            _toml_table(lines, section, table)
-        elif _is_table_list(table):
-            for item in table:
-                _toml_table(lines, section, item, header=f"[[{section}]]")
-    return "\n".join(lines) + "\n"
+    """A document as TOML text (scalars at the top, then one table per section), written by tomli-w.
+
+    TOML has no null, so keys whose value is None are left out (reading the text back gives each its
+    default), as are empty sub-tables such as ``attributes = {}``. A value TOML cannot hold (a numpy
+    integer, None inside an array) is a CosimInputError.
+    """
+    import tomli_w  # noqa: PLC0415
+
+    try:
+        return tomli_w.dumps(_toml_ready(doc, top=True))
+    except (TypeError, ValueError) as exc:
+        raise CosimInputError("experiment", f"cannot write it to TOML: {exc}") from None
 
 
-def _is_table_list(x) -> bool:
-    return isinstance(x, (list, tuple)) and bool(x) and all(isinstance(i, Mapping) for i in x)
-
-
-def _toml_table(lines: list[str], name: str, table: Mapping, *, header: str | None = None) -> None:
-    lines += ["", header or f"[{name}]"]
-    lines += [f"{_toml_key(k)} = {_toml_value(x)}" for k, x in table.items()
-              if not isinstance(x, Mapping) and x is not None]
-    for k, x in table.items():
-        if isinstance(x, Mapping) and x:
-            _toml_table(lines, f"{name}.{k}", x)
-
-
-def _toml_key(key: str) -> str:
-    return key if key.replace("_", "").replace("-", "").isalnum() else _toml_value(key)
-
-
-def _toml_value(x) -> str:
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        return repr(x) if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
-    if isinstance(x, str):
-        return '"' + x.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    if isinstance(x, (list, tuple)):
-        return "[" + ", ".join(_toml_value(i) for i in x) + "]"
-    raise CosimInputError("experiment", f"cannot write {x!r} to TOML")
+def _toml_ready(table: Mapping, *, top: bool = False) -> dict:
+    """``table`` without None values and, below the top level, without empty sub-tables."""
+    out = {}
+    for key, x in table.items():
+        if isinstance(x, Mapping):
+            x = _toml_ready(x)
+            if not x and not top:
+                continue
+        elif isinstance(x, (list, tuple)) and x and all(isinstance(i, Mapping) for i in x):
+            x = [_toml_ready(i) for i in x]
+        elif x is None:
+            continue
+        out[key] = x
+    return out
 
 
 def read_toml(path) -> dict:

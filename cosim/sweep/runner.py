@@ -171,7 +171,7 @@ def run_sweep(sweep: Sweep, outdir: str | Path, *, shard: tuple[int, int] = (0, 
     memory) fails only its point: the pool is recreated and the other points run. Workers die with the
     sweep process (PR_SET_PDEATHSIG on Linux, and a check of their parent pid).
 
-    @param point_runner  the picklable, module-level function a worker runs per point (default run_point)
+    ``point_runner`` is the picklable, module-level function a worker runs per point (default run_point).
     """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)

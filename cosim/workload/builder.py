@@ -606,13 +606,10 @@ def _spec_dict(spec: Any) -> dict[str, Any]:
 
 
 def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Trace:
-    """Build the trace of one training iteration.
-
-    @param model  the transformer (see cosim.workload.model presets)
-    @param par  parallelism, batch sizes and placement
-    @param hw  GPU type and efficiencies (compute durations)
-    @return the Trace, with the three specs and derived numbers in ``trace.specs``
-    @throws CosimInputError if the combination is impossible (numbers named in the message)
+    """The trace of one training iteration of transformer ``model`` (presets in cosim.workload.model) under
+    ``par`` (parallelism, batch sizes and placement) on ``hw`` (GPU type and efficiencies, which set the
+    compute durations), with the three specs and derived numbers in ``trace.specs``. An impossible
+    combination is a CosimInputError naming its numbers.
     """
     check_compatible(model, par)
     layout = make_layout(par, tied_embeddings=model.tied_embeddings)

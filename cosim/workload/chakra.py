@@ -181,10 +181,8 @@ def _attr(cls: Any, name: str, **value: Any) -> Any:
 
 
 def write_chakra(trace: Trace, directory: str | os.PathLike[str], prefix: str = "cosim") -> list[Path]:
-    """Export ``trace`` as Chakra ET files (one per rank) plus ``comm_group.json`` in ``directory``.
-
-    @return the paths written (rank files in rank order, then the group file)
-    """
+    """Export ``trace`` as Chakra ET files (one per rank) plus ``comm_group.json`` in ``directory``; returns
+    the paths written (rank files in rank order, then the group file)."""
     from cosim.h5io import atomic_output
 
     M = messages()
@@ -277,11 +275,9 @@ def _rank_files(directory: Path, prefix: str) -> list[Path]:
 
 
 def read_chakra(directory: str | os.PathLike[str], prefix: str = "cosim") -> Trace:
-    """Import Chakra ET files ``<prefix>.<rank>.et`` (and ``comm_group.json``) from ``directory``.
-
-    @return the Trace (identical to the exported one for files written by :func:`write_chakra`)
-    @throws CosimInputError naming the file for missing, truncated or malformed input
-    """
+    """Import Chakra ET files ``<prefix>.<rank>.et`` (and ``comm_group.json``) from ``directory`` as a
+    Trace, identical to the exported one for files written by :func:`write_chakra`. Missing, truncated or
+    malformed input is a CosimInputError naming the file."""
     from google.protobuf.message import DecodeError
 
     M = messages()

@@ -57,12 +57,8 @@ class Layout:
 
 
 def make_layout(par: ParallelismSpec, tied_embeddings: bool = False) -> Layout:
-    """Place ranks and build the groups for ``par``.
-
-    @param par  the parallelism spec (its ``order`` sets the placement)
-    @param tied_embeddings  create EMBD groups (first + last stage) when pp > 1
-    @return the Layout
-    """
+    """The Layout of ``par``: ranks placed in its ``order`` and their groups, with EMBD groups (first and
+    last stage) when ``tied_embeddings`` and pp > 1."""
     degree = {"tp": par.tp, "cp": par.cp, "pp": par.pp, "dp": par.dp}
     order = par.order.split("-")
     n = par.world_size

@@ -41,12 +41,10 @@ def _from_free(u: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
 
 def least_squares(residuals: Callable[[np.ndarray], np.ndarray], start: Sequence[float], kinds: Sequence[str],
                   *, max_iterations: int = 300, rel_tolerance: float = 1e-12) -> np.ndarray:
-    """Parameters θ minimising ``Σ residuals(θ)²``, starting from ``start``.
+    """Parameters θ (float64) minimising ``Σ residuals(θ)²``, starting from ``start``.
 
-    @param residuals  θ → residual vector (finite for every θ in the domain)
-    @param start  initial θ, inside the domain of each transform
-    @param kinds  one transform per parameter, from ``TRANSFORMS``
-    @return the fitted θ (float64)
+    ``residuals`` maps θ to the residual vector (finite for every θ in the domain); ``start`` lies inside the
+    domain of each transform; ``kinds`` names one transform per parameter, from ``TRANSFORMS``.
     """
     if len(start) != len(kinds) or any(k not in TRANSFORMS for k in kinds):
         raise ValueError(f"need one transform among {TRANSFORMS} per parameter")

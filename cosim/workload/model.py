@@ -136,12 +136,8 @@ PRESETS: dict[str, ModelSpec] = {
 
 
 def get_model(name: str, **overrides: object) -> ModelSpec:
-    """Return preset ``name`` with field ``overrides`` applied.
-
-    @param name  preset name (see ``PRESETS``), case-insensitive
-    @param overrides  ModelSpec fields to replace, e.g. ``num_layers=2``
-    @return the validated ModelSpec
-    """
+    """The validated ModelSpec of preset ``name`` (see ``PRESETS``; case-insensitive) with the fields in
+    ``overrides`` replaced, e.g. ``num_layers=2``."""
     key = name.lower()
     if key not in PRESETS:
         raise CosimInputError("model", f"unknown model preset {name!r}", f"choose among {', '.join(PRESETS)}")

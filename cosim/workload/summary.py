@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim.workload.timeline import compute_only_timeline
-from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase, Trace
+from cosim.workload.trace import NO_GROUP_KIND, CollKind, GroupKind, OpKind, Phase, Trace
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,7 +79,7 @@ def summarize(trace: Trace) -> TraceSummary:
                 calls = int(m.sum())
                 total = int(trace.bytes[m].sum())
             per_rank = np.bincount(trace.rank[m], weights=trace.bytes[m].astype(np.float64), minlength=trace.n_ranks)
-            rows.append(CommRow(op=name_of(c), group_kind=GroupKind(g).name.lower() if g != 255 else "-",
+            rows.append(CommRow(op=name_of(c), group_kind=GroupKind(g).name.lower() if g != NO_GROUP_KIND else "-",
                                 calls=calls, bytes_total=total, bytes_per_rank_max=int(per_rank.max())))
     start, end = compute_only_timeline(trace)
     compute = trace.kind == OpKind.COMPUTE

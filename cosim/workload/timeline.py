@@ -15,11 +15,11 @@ from cosim.workload.trace import OpKind, Trace
 
 
 def compute_only_timeline(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end time (ns) of every op with zero-time communication.
+    """Start and end time of every op with zero-time communication: (start_ns, end_ns), int64 arrays of
+    length n_ops.
 
-    @param trace  a structurally valid Trace (matching sends/recvs and complete collectives assumed)
-    @return (start_ns, end_ns), int64 arrays of length n_ops
-    @throws CosimInputError if some ops can never run (a dependency cycle or a deadlock)
+    ``trace`` is structurally valid (matching sends/recvs and complete collectives are assumed); ops that
+    can never run (a dependency cycle or a deadlock) are a CosimInputError.
     """
     n = trace.n_ops
     kind = trace.kind.tolist()

@@ -133,6 +133,10 @@ class GroupKind(IntEnum):
     OTHER = 8
 
 
+#: :meth:`Trace.op_group_kind` of an op without a group: no GroupKind's value, and it fits uint8
+NO_GROUP_KIND = 255
+
+
 # column name → (dtype, units, description, enum or None); the order is the file's and Trace's order.
 OP_COLUMNS: dict[str, tuple[type, str, str, type[IntEnum] | None]] = {
     "rank": (np.int32, "", "GPU rank executing the op", None),
@@ -243,8 +247,8 @@ class Trace:
             # per-rank arrays (placement, schedules, the fabric) are sized by n_ranks: refuse before allocating
             raise CosimInputError("trace.n_ranks", f"{nr} ranks exceed the {MAX_RANKS} cosim supports",
                                   "the trace file is damaged, or split the job")
-        _csr("trace.dep_ptr", self.dep_ptr, n, self.dep_idx.size)
-        _csr("trace.group_ptr", self.group_ptr, self.group_kind.size, self.group_ranks.size)
+        check_csr("trace.dep_ptr", self.dep_ptr, n, self.dep_idx.size)
+        check_csr("trace.group_ptr", self.group_ptr, self.group_kind.size, self.group_ranks.size)
         ng = self.group_kind.size
         if n == 0:
             raise CosimInputError("trace.rank", "the trace has no ops")
@@ -328,10 +332,11 @@ class Trace:
         return self.group_ranks[self.group_ptr[g]:self.group_ptr[g + 1]]
 
     def op_group_kind(self) -> np.ndarray:
-        """uint8 per op: GroupKind of the op's group, 255 where the op has no group."""
+        """uint8 per op: GroupKind of the op's group, NO_GROUP_KIND where the op has no group."""
         if self.n_groups == 0:
-            return np.full(self.n_ops, 255, dtype=np.uint8)
-        return np.where(self.group >= 0, self.group_kind[np.clip(self.group, 0, None)], 255).astype(np.uint8)
+            return np.full(self.n_ops, NO_GROUP_KIND, dtype=np.uint8)
+        return np.where(self.group >= 0, self.group_kind[np.clip(self.group, 0, None)],
+                        NO_GROUP_KIND).astype(np.uint8)
 
     def label_of(self, i: int) -> str:
         """Label string of op ``i``."""
@@ -355,11 +360,14 @@ class Trace:
         return all(np.array_equal(getattr(self, k), getattr(other, k)) for k in names)
 
 
-def _csr(field: str, ptr: np.ndarray, n_rows: int, n_values: int) -> None:
+def check_csr(field: str, ptr: np.ndarray, n_rows: int, n_values: int) -> None:
+    """Raise CosimInputError on ``field`` unless ``ptr`` is the CSR pointer array of ``n_rows`` rows over
+    ``n_values`` values (starts at 0, never decreases, ends at ``n_values``)."""
     if ptr.size != n_rows + 1:
         raise CosimInputError(field, f"has {ptr.size} entries, expected {n_rows + 1}")
-    if ptr[0] != 0 or ptr[-1] != n_values or np.any(np.diff(ptr) < 0):
-        raise CosimInputError(field, f"is not a valid CSR pointer array over {n_values} values")
+    # neighbours compared, not np.diff: a diff copies the pointers (8 B a row) at a FlowDag's memory peak
+    if ptr[0] != 0 or ptr[-1] != n_values or not np.all(ptr[1:] >= ptr[:-1]):
+        raise CosimInputError(field, f"is not a valid CSR pointer array over {n_rows} rows and {n_values} values")
 
 
 def _range(field: str, arr: np.ndarray, lo: int, hi: int) -> None:
@@ -494,11 +502,8 @@ def read_trace_group(h5group: Any, source: str) -> Trace:
 
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and validate the trace file ``path``.
-
-    @return the Trace
-    @throws CosimInputError naming the file if it is missing, not HDF5, of another schema or malformed
-    """
+    """The Trace in file ``path``, validated; a file that is missing, not HDF5, of another schema or
+    malformed is a CosimInputError naming it."""
     import h5py
 
     source = os.fspath(path)
@@ -518,13 +523,12 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
 
 
 def collective_call_ids(rank: np.ndarray, kind: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
-    """coll_id of every op: the n-th collective a rank issues on group g belongs to call (g, n), as NCCL
-    matches calls on a communicator in issue order; the id of a call is the lowest global op index among its
-    members. Non-collective ops get -1.
+    """coll_id (int64) of every op: the n-th collective a rank issues on group g belongs to call (g, n), as
+    NCCL matches calls on a communicator in issue order; the id of a call is the lowest global op index
+    among its members. Non-collective ops get -1.
 
-    @param rank, kind, group  op columns (ops grouped by rank, in issue order)
-    @param n_groups  size of the groups table
-    @return int64 array of coll_id
+    ``rank``, ``kind`` and ``group`` are op columns (ops grouped by rank, in issue order); ``n_groups`` is
+    the size of the groups table.
     """
     out = np.full(rank.size, -1, dtype=np.int64)
     ops = np.flatnonzero(kind == OpKind.COLLECTIVE)

@@ -15,18 +15,18 @@ TRACES = REPO / "traces"
 
 #: case name -> ``cosim run`` arguments (the output file is appended)
 CASES: dict[str, list[str]] = {
-    "incast-single-switch": ["--pattern", "incast", "--hosts", "5", "--flow-bytes", "256KiB", "--fabric", "both",
+    "incast-single-switch": ["--pattern", "incast", "--hosts", "5", "--flow-bytes", "256KiB", "--transport", "both",
                              "--set", "SharedBufferMmu::BufferBytes=2000000"],
     "permutation-leaf-spine": ["--pattern", "permutation", "--topology", "leaf-spine", "--hosts", "8",
                                "--hosts-per-leaf", "4", "--oversubscription", "2", "--flow-bytes", "512KiB",
-                               "--fabric", "both", "--ib-cc"],
+                               "--transport", "both", "--ib-cc"],
     "incast-no-dcqcn": ["--pattern", "incast", "--hosts", "4", "--flow-bytes", "128KiB", "--no-dcqcn",
-                        "--link-gbps", "400", "--fabric", "roce"],
+                        "--link-gbps", "400", "--transport", "roce"],
     "training-dp8-zero1": ["--trace", str(TRACES / "llama2-7b-2l_dp8-zero1.h5"), "--gpus-per-server", "4",
-                           "--queue-interval-ns", "20000", "--fabric", "both"],
+                           "--queue-interval-ns", "20000", "--transport", "both"],
     "training-tp2-pp2-dp2": ["--trace", str(TRACES / "llama2-7b-2l_tp2-pp2-dp2.h5"), "--gpus-per-server", "2",
                              "--topology", "leaf-spine", "--oversubscription", "2", "--iterations", "2",
-                             "--chunk-bytes", "1MiB", "--queue-interval-ns", "20000", "--fabric", "both"],
+                             "--chunk-bytes", "1MiB", "--queue-interval-ns", "20000", "--transport", "both"],
 }
 
 #: summary values that depend on the machine, not on the simulation
