@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from cosim import engine
+from cosim import faults as cosim_faults
 from cosim.errors import CosimInputError
 from cosim.network import telemetry, topology
 from cosim.network.transport import run_attributes
 from cosim.results import RunRecord
-from cosim.runs import fault_mechanisms
-from cosim.runs import faults as fault_specs
 from cosim.runs import time_limit
 from cosim.runs.experiment import Experiment, to_document
 from cosim.workload import flows as patterns
@@ -47,7 +46,7 @@ def run_flows(exp: Experiment, *, progress=None) -> RunRecord:
     attributes = run_attributes(exp.network, exp.seed, lossless_mask=exp.lossless_priority_mask())
     interval = exp.telemetry.queue_sample_interval_ns
     limit = max_sim_time_ns(exp, fabric, flows)
-    faults = fault_specs.plan(exp, fabric, max_sim_time_ns=limit)
+    faults = cosim_faults.plan(exp.faults, fabric, seed=exp.seed, max_sim_time_ns=limit)
     out = engine.simulate(fabric, flows, seed=exp.seed, attributes=attributes, queue_sample_interval_ns=interval,
                           max_sim_time_ns=limit, progress=progress,
                           setup=None if faults is None else faults.setup)
@@ -59,6 +58,5 @@ def run_flows(exp: Experiment, *, progress=None) -> RunRecord:
     if faults is not None:
         tables["faults"], config["faults"], extra = faults.results(out)
         summary |= extra
-    tables |= fault_mechanisms.fault_tables(fabric, out, [] if faults is None else faults.resolved,
-                                            fault_specs.ACTION_CODES, faults=tables.get("faults"))
+    tables |= cosim_faults.mechanism_tables(fabric, out, faults, table=tables.get("faults"))
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)

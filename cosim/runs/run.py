@@ -12,14 +12,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cosim import engine
+from cosim import engine, faults
 from cosim.collectives import DagOpKind
 from cosim.collectives.dag import NUM_PRIORITIES
 from cosim.network import buffers, ideal
 from cosim.network.transport import run_attributes
 from cosim.network.topology import SWITCH
 from cosim.results import RunRecord
-from cosim.runs import catalog, decompose_run, faults, flows, inference, multi, training
+from cosim.runs import catalog, decompose_run, flows, inference, multi, training
 from cosim.runs.decompose import describe_parts
 from cosim.runs.experiment import Experiment, from_document, with_overrides
 
@@ -86,7 +86,7 @@ def check_faults(exp: Experiment, planned=None, *, trace=None) -> int:
     else:
         fabric, fs = flows.build(exp)
         ranks, limit = None, flows.max_sim_time_ns(exp, fabric, fs)
-    return len(faults.plan(exp, fabric, ranks, max_sim_time_ns=limit).resolved)
+    return len(faults.plan(exp.faults, fabric, ranks, seed=exp.seed, max_sim_time_ns=limit).resolved)
 
 
 def prepare(exp: Experiment, *, trace=None):

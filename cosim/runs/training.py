@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim import engine, memory
+from cosim import faults as cosim_faults
 from cosim.collectives import DagOpKind, lower, repeat
 from cosim.collectives.calibration import nvlink_model
 from cosim.collectives.tuning import TuningModel
@@ -65,12 +66,9 @@ from cosim.network import telemetry, topology
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.transport import run_attributes
 from cosim.results import RunRecord, collectives
-from cosim.runs import fault_mechanisms
-from cosim.runs import faults as fault_specs
 from cosim.runs import time_limit
 from cosim.runs import decompose_run
 from cosim.runs.experiment import Experiment, to_document
-from cosim.runs.stragglers import slowed_durations
 from cosim.values import Int
 from cosim.workload.trace import OpKind, Trace, read_trace
 
@@ -419,12 +417,9 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     attributes = engine_attributes(exp, p)
     interval = exp.telemetry.queue_sample_interval_ns
     columns = dag_columns(p)
-    faults = fault_specs.plan(exp, fabric, p.host_of, max_sim_time_ns=p.max_sim_time_ns)
-    resolved = [] if faults is None else faults.resolved
-    stragglers = fault_mechanisms.stragglers_of(fault_mechanisms.of_kind(resolved, "straggler"), p.host_of)
-    if stragglers:
-        columns["duration_ns"] = slowed_durations(dag.duration_ns, dag.kind, dag.rank, dag.iteration, stragglers,
-                                                  exp.seed)
+    faults = cosim_faults.plan(exp.faults, fabric, p.host_of, seed=exp.seed, max_sim_time_ns=p.max_sim_time_ns)
+    if faults is not None:
+        columns["duration_ns"] = faults.durations_ns(dag.duration_ns, dag.kind, dag.rank, dag.iteration)
     timeout_ns = exp.limits.collective_timeout_ns
     if timeout_ns > 0:
         attributes["DagExecutor::CollectiveTimeout"] = f"{int(round(timeout_ns * 1e3))}ps"
@@ -458,11 +453,10 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
         summary["status"] = "stalled"  # the network went idle with ops left: cannot happen with a valid DAG
     timeout_rows = []
     if out.failed_collective >= 0:
-        rank = fault_mechanisms.failed_rank(dag, out.failed_collective, out.op_finish_ns)
+        rank = cosim_faults.failed_rank(dag, out.failed_collective, out.op_finish_ns)
         summary |= {"failed_collective": out.failed_collective, "failed_rank": rank,
                     "failed_at_ns": out.failed_at_ns}
-        timeout_rows.append(fault_mechanisms.timeout_row(out.failed_at_ns, int(p.host_of[rank]),
-                                                             fault_specs.ACTION_CODES))
+        timeout_rows.append(cosim_faults.timeout_row(out.failed_at_ns, int(p.host_of[rank])))
     provenance = telemetry.provenance(seed=exp.seed, wall_time_s=net.wall_time_s)
     config = {
         "experiment": to_document(exp),
@@ -477,6 +471,5 @@ def run_training(exp: Experiment, trace=None, progress=None, *, planned: Trainin
     if faults is not None:
         tables["faults"], config["faults"], extra = faults.results(net)
         summary |= extra
-    tables |= fault_mechanisms.fault_tables(fabric, net, resolved, fault_specs.ACTION_CODES, timeout_rows,
-                                            faults=tables.get("faults"))
+    tables |= cosim_faults.mechanism_tables(fabric, net, faults, timeout_rows, table=tables.get("faults"))
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
