@@ -13,6 +13,8 @@ a sweep point or Python) and data flows one way through the packages::
                          ▼
     engine ── the only module touching cppyy: arrays into libcosim-ns3 (ns3_scenarios/), arrays out
                          ▼
+    faults ── Fault specs, one module per kind, FaultPlan: scheduled on the engine, the faults table
+                         ▼
     run ── run(experiment) = record(compile(experiment) → plan, execute(plan)) → results.RunRecord
                          ▼
     results ── schema, atomic store, metric registry ──► analysis (compare, plots, report, notebooks)

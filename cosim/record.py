@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from cosim import faults as cosim_faults
 from cosim.network import telemetry
 from cosim.results import RunRecord
-from cosim.runs import fault_mechanisms, placement
-from cosim.runs import faults as fault_specs
+from cosim.runs import placement
 from cosim.runs.experiment import to_document
 
 
@@ -67,13 +67,10 @@ def record(plan, outcome) -> RunRecord:
         config["workloads"] = [describe_job(plan, p) for p in plan.jobs]
     else:
         config |= plan.jobs[0].kind.config(plan.jobs[0], outcome.states[0], plan)
-    resolved = []
     if plan.faults is not None:
         tables["faults"], config["faults"], extra = plan.faults.results(net)
         summary |= extra
-        resolved = plan.faults.resolved
-    tables |= fault_mechanisms.fault_tables(fabric, net, resolved, fault_specs.ACTION_CODES, timeout_rows,
-                                            faults=tables.get("faults"))
+    tables |= cosim_faults.mechanism_tables(fabric, net, plan.faults, timeout_rows, table=tables.get("faults"))
     tables |= fabric_tables(fabric) | {"placement": placement_table(plan)}
     provenance = telemetry.provenance(seed=exp.seed, wall_time_s=summary.get("wall_time_s", net.wall_time_s))
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
@@ -146,11 +143,11 @@ def _timeout(plan, outcome, summary: dict) -> list:
     flow_dag = p.kind.flow_dag(outcome.states[p.index])
     lo = int(dag.first_op[p.index])
     local = out.failed_collective - int(np.count_nonzero(dag.op_job[dag.coll_start_op] < p.index))
-    rank = fault_mechanisms.failed_rank(flow_dag, local, out.op_finish_ns[lo:lo + flow_dag.n_ops])
+    rank = cosim_faults.failed_rank(flow_dag, local, out.op_finish_ns[lo:lo + flow_dag.n_ops])
     summary |= {"failed_collective": local, "failed_rank": rank, "failed_at_ns": out.failed_at_ns}
     if len(plan.jobs) > 1:
         summary["failed_workload"] = p.job.name
-    return [fault_mechanisms.timeout_row(out.failed_at_ns, int(p.hosts[rank]), fault_specs.ACTION_CODES)]
+    return [cosim_faults.timeout_row(out.failed_at_ns, int(p.hosts[rank]))]
 
 
 def describe_job(plan, p) -> dict:

@@ -73,7 +73,7 @@ def execute(plan: RunPlan, *, progress=None, jobs: int = 1) -> Outcome:
         return Outcome(out=out, dag=plan.dag, states=tuple(states), decomposition=how, alone=alone_runs(plan))
     def dag_of(piece, flow_dag) -> EngineDag:
         dag = assemble(plan.jobs, {iterating.index: piece})
-        return with_stragglers(plan.experiment, dag, plan.jobs, plan.faults, plan.host_of, {iterating.index: flow_dag})
+        return with_stragglers(dag, plan.jobs, plan.faults, {iterating.index: flow_dag})
 
     simulate_piece = lambda piece, flow_dag: simulate(plan, dag_of(piece, flow_dag),  # noqa: E731
                                                       progress=progress, whole=True)[0]

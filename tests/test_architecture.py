@@ -90,6 +90,7 @@ def test_library_never_imports_the_cli():
     ("cosim.results", ("cosim.runs", "cosim.analysis", "cosim.sweep", "cosim.network", "cosim.engine")),
     ("cosim.workload", ("cosim.runs", "cosim.analysis", "cosim.sweep", "cosim.network", "cosim.engine")),
     ("cosim.collectives", ("cosim.runs", "cosim.analysis", "cosim.sweep", "cosim.network", "cosim.engine")),
+    ("cosim.faults", ("cosim.runs", "cosim.results", "cosim.analysis", "cosim.sweep")),
     ("cosim.runs", ("cosim.analysis", "cosim.sweep")),
 ])
 def test_layers_depend_only_downstream(layer, forbidden):

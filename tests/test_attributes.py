@@ -120,7 +120,7 @@ def _registries() -> dict[str, list[str]]:
     from cosim.network.transport import TRANSPORTS
     from cosim.runs import catalog
     from cosim.runs.experiment import PATTERNS
-    from cosim.runs.faults import kind_names
+    from cosim.faults import kind_names
     from cosim.workload import hardware, model
 
     return {"experiments": catalog.names(), "models": list(model.PRESETS), "gpus": hardware.preset_names(),

@@ -13,10 +13,9 @@ from cosim import engine
 from cosim.errors import CosimInputError
 from cosim.network import topology
 from cosim.network.transport import transport_attributes
-from cosim.runs import fault_mechanisms
-from cosim.runs import faults as fault_specs
+from cosim import faults as fault_specs
 from cosim.runs.experiment import make
-from cosim.runs.stragglers import Straggler, draw_factors, slowed_durations
+from cosim.faults.kinds.straggler import Straggler, draw_factors, slowed_durations
 from cosim.run import run as run_experiment
 from cosim.collectives.dag import DagOpKind
 from cosim.workload import flows as fl
@@ -94,7 +93,7 @@ def test_pfc_watchdog_bounds_the_stall_by_its_detection_time(engine_ns):
     assert c["pfc_watchdog_actions"] == 2 and c["pfc_watchdog_dropped_packets"] > 0
     assert c["retransmitted_packets"] >= c["pfc_watchdog_dropped_packets"]
     np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
-    rows = fault_mechanisms.watchdog_rows(fabric, wd, fault_specs.ACTION_CODES)
+    rows = fault_specs.watchdog_rows(fabric, wd)
     links = {link for _, _, _, link, _ in rows}
     host3_link = int(np.flatnonzero((fabric.link_a == fabric.host_ids[3]) | (fabric.link_b == fabric.host_ids[3]))[0])
     assert links == {host3_link}
@@ -204,7 +203,7 @@ def test_fixed_straggler_stretches_the_step_by_its_extra_compute(engine_ns, fact
 
 def test_lognormal_straggler_draws_per_iteration(engine_ns):
     """Lognormal factors, one per iteration, seeded by the run: the step of iteration i is
-    (F_i − 1) × compute longer, with F_i the draws of cosim.runs.stragglers; the same seed draws the same."""
+    (F_i − 1) × compute longer, with F_i the draws of cosim.faults.kinds.straggler; the same seed draws the same."""
     fault = {"kind": "straggler", "element": "rank2", "factor": 2.0, "distribution": "lognormal", "sigma": 0.5}
     base = dp_run(seed=7)
     slow = dp_run([fault], seed=7)

@@ -1,4 +1,4 @@
-"""Network faults in the co-simulation (cosim.runs.faults, LinkFaultModel): a dead link's flows move to the
+"""Network faults in the co-simulation (cosim.faults, LinkFaultModel): a dead link's flows move to the
 survivor at its capacity, a lossy link's goodput follows go-back-N, bytes are conserved, runs are
 deterministic, and bad --fault inputs fail in one line."""
 
@@ -12,7 +12,7 @@ import pytest
 from cosim import engine
 from cosim.network import topology
 from cosim.network.transport import transport_attributes
-from cosim.runs import faults as fs
+from cosim import faults as fs
 from cosim.workload.flows import FlowSet
 
 LINK_GBPS = 100.0
@@ -267,9 +267,9 @@ def test_a_slow_nic_link_delays_every_ring_iteration_against_the_baseline(engine
 def test_elements_resolve_to_the_links_and_nodes_named(kind, element, links, nodes):
     """Element names (cosim.network.names) resolve to the fabric's link and node ids, either end first."""
     fabric = two_spines()
-    el = fs.elements_of(fabric, rank_hosts=[7, 6, 5, 4, 3, 2, 1, 0])
+    el = fs.elements_of(fabric, host_of=[7, 6, 5, 4, 3, 2, 1, 0])
     (r,) = fs.resolve([fs.Fault(kind=kind, element=element)], fabric, max_sim_time_ns=1e6,
-                      rank_hosts=[7, 6, 5, 4, 3, 2, 1, 0])
+                      host_of=[7, 6, 5, 4, 3, 2, 1, 0])
     assert sorted(el.link_names[i] for i in r.links) == sorted(links.split())
     assert [el.node_names[i] for i in r.nodes] == nodes
 

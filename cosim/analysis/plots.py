@@ -19,6 +19,7 @@ import numpy as np
 
 from cosim.analysis.ports import PortNames, port_names
 from cosim.errors import CosimInputError
+from cosim.faults import ACTION_CODES
 from cosim.h5io import atomic_output
 from cosim.results.metrics import format_number, metric_for
 
@@ -427,17 +428,18 @@ def iteration_gantt(run, *, label: str | None = None):
     return fig
 
 
-# ---------------------------------------------------------------- faults (cosim.runs.faults)
+# ---------------------------------------------------------------- faults (cosim.faults)
 
-#: faults-table action code -> (legend label, colour, line style) of its marker
-FAULT_MARKERS = {0: ("link down", "tab:red", "--"), 1: ("link up", "tab:green", ":"),
-                 2: ("routes converged", "0.4", "-."), 3: ("degraded", "tab:orange", "--"),
-                 4: ("restored", "tab:olive", ":"),
-                 # fault mechanisms (cosim.runs.fault_mechanisms)
-                 5: ("pause storm began", "tab:purple", "--"), 6: ("pause storm ended", "tab:purple", ":"),
-                 7: ("PFC watchdog disabled a queue", "tab:brown", "--"),
-                 8: ("PFC watchdog restored a queue", "tab:brown", ":"), 9: ("straggler", "tab:pink", "-."),
-                 10: ("collective timed out", "black", "-")}
+#: faults-table action (cosim.faults.ACTIONS) -> (legend label, colour, line style) of its marker
+FAULT_MARKERS = {"down": ("link down", "tab:red", "--"), "up": ("link up", "tab:green", ":"),
+                 "reroute": ("routes converged", "0.4", "-."), "degrade": ("degraded", "tab:orange", "--"),
+                 "restore": ("restored", "tab:olive", ":"),
+                 # fault mechanisms (pause_storm, straggler, cosim.faults.mechanisms)
+                 "storm_start": ("pause storm began", "tab:purple", "--"),
+                 "storm_end": ("pause storm ended", "tab:purple", ":"),
+                 "queue_disabled": ("PFC watchdog disabled a queue", "tab:brown", "--"),
+                 "queue_restored": ("PFC watchdog restored a queue", "tab:brown", ":"),
+                 "slowed": ("straggler", "tab:pink", "-."), "collective_timeout": ("collective timed out", "black", "-")}
 
 
 def _mark_faults(ax, run, scale: float) -> None:
@@ -446,8 +448,8 @@ def _mark_faults(ax, run, scale: float) -> None:
     if not f or not f.get("time_ns", np.empty(0)).size:
         return
     t, action = np.asarray(f["time_ns"], np.float64), np.asarray(f["action"], np.int64)
-    for code, (name, color, style) in FAULT_MARKERS.items():
-        times = np.unique(t[action == code])
+    for what, (name, color, style) in FAULT_MARKERS.items():
+        times = np.unique(t[action == ACTION_CODES[what]])
         for i, x in enumerate(times):
             ax.axvline(x * scale, color=color, ls=style, lw=1.0, label=f"{name} ({times.size})" if i == 0 else None)
 

@@ -10,7 +10,7 @@ Sections and where each comes from:
   attributes each one sets;
 - algorithms: ``cosim.collectives.lower.ALGORITHM_NAMES`` and the collective kinds that take each;
 - patterns: the flow patterns of ``cosim.runs.experiment.PATTERNS``, described by FlowWorkload's docstring;
-- faults: the fault kinds of ``cosim.runs.faults.KINDS``, with the elements they take and their parameters.
+- faults: the fault kinds of ``cosim.faults.KINDS``, with the elements they take and their parameters.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def patterns() -> list[tuple[str, str]]:
 
 def faults() -> list[tuple[str, str]]:
     """(name, what it does, the elements it takes and its parameters) of every registered fault kind."""
-    from cosim.runs.faults import KINDS, kind_names  # noqa: PLC0415
+    from cosim.faults import KINDS, kind_names  # noqa: PLC0415
 
     rows = []
     for n in kind_names():

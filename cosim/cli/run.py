@@ -158,7 +158,7 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
     source, base = _base(experiment, trace_path, given)
     overrides = _overrides(ctx, fields, given, transport, trace_path, name, assignments)
     if fault_options:
-        from cosim.runs.faults import parse_fault_option  # noqa: PLC0415
+        from cosim.faults import parse_fault_option  # noqa: PLC0415
 
         overrides["faults"] = [parse_fault_option(text) for text in fault_options]
     if baseline:

@@ -1,5 +1,5 @@
 """Names of a fabric's nodes (``host3``, ``leaf1``, ``spine0``): what port labels (cosim.analysis.ports) and
-fault elements (cosim.runs.faults) call them."""
+fault elements (cosim.faults) call them."""
 
 from __future__ import annotations
 

@@ -21,16 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cosim import faults as cosim_faults
 from cosim import kinds
 from cosim.collectives import DagOpKind
 from cosim.errors import CosimInputError
 from cosim.kinds.base import JobPlan, LowerContext, Piece
 from cosim.network import topology
 from cosim.network.transport import run_attributes
-from cosim.runs import faults as fault_specs
-from cosim.runs import fault_mechanisms, placement, time_limit, training
+from cosim.runs import placement, time_limit, training
 from cosim.runs.experiment import Experiment, Job
-from cosim.runs.stragglers import slowed_durations
 
 #: leaf size of a fabric with network.hosts and no network.hosts_per_leaf, NICs: this many, or two servers
 MIN_HOSTS_PER_LEAF = 4
@@ -81,7 +80,7 @@ class RunPlan:
     dag: EngineDag
     attributes: dict  # ns-3 attribute -> value, everything the run sets
     max_sim_time_ns: float  # limits.max_sim_time_ns, else derived from the jobs (cosim.runs.time_limit)
-    faults: object | None  # cosim.runs.faults.FaultPlan, None without faults
+    faults: cosim_faults.FaultPlan | None  # None without faults
     host_of: np.ndarray | None  # int64 [n_ranks]: host of every rank of the run's one ranked job (rankN faults)
 
     @property
@@ -127,8 +126,8 @@ def compile(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Ru
     stop_ns = _time_limit(exp, fabric, planned)
     ranked = [p for p in planned if p.kind.ranked]
     host_of = ranked[0].hosts if len(ranked) == 1 else None
-    faults = fault_specs.plan(exp, fabric, host_of, max_sim_time_ns=stop_ns)
-    dag = with_stragglers(exp, dag, planned, faults, host_of)
+    faults = cosim_faults.plan(exp.faults, fabric, host_of, seed=exp.seed, max_sim_time_ns=stop_ns)
+    dag = with_stragglers(dag, planned, faults)
     return RunPlan(experiment=exp, fabric=fabric, gpus_per_server=gps, jobs=tuple(planned), dag=dag,
                    attributes=_attributes(exp, planned, dag), max_sim_time_ns=stop_ns, faults=faults,
                    host_of=host_of)
@@ -283,17 +282,19 @@ def _attributes(exp: Experiment, jobs, dag: EngineDag) -> dict[str, str]:
     return out
 
 
-def with_stragglers(exp: Experiment, dag: EngineDag, jobs, faults, host_of, flow_dags=None) -> EngineDag:
-    """``dag`` with the COMPUTE ops of every straggler's rank slowed (cosim.runs.stragglers); ``flow_dags``:
-    job index -> the FlowDag its ops in ``dag`` came from, when a kind's execution lowered again."""
-    slowed = [] if faults is None else fault_mechanisms.of_kind(faults.resolved, "straggler")
-    if not slowed:
+def with_stragglers(dag: EngineDag, jobs, faults, flow_dags=None) -> EngineDag:
+    """``dag`` with its ranked job's op durations as ``faults`` leave them (a straggler slows its rank's
+    COMPUTE ops, ``FaultPlan.durations_ns``); ``flow_dags``: job index -> the FlowDag its ops in ``dag`` came
+    from, when a kind's execution lowered again."""
+    ranked = next((p for p in jobs if p.kind.ranked), None)
+    if faults is None or ranked is None or not len(faults.host_of):
         return dag
-    stragglers = fault_mechanisms.stragglers_of(slowed, host_of)
-    ranked = next(p for p in jobs if p.kind.ranked)
     flow_dag = (flow_dags or {}).get(ranked.index) or ranked.kind.flow_dag(ranked.state)
     lo = int(dag.first_op[ranked.index])
+    own = dag.duration_ns[lo:lo + flow_dag.n_ops]
+    slowed = faults.durations_ns(own, flow_dag.kind, flow_dag.rank, flow_dag.iteration)
+    if slowed is own:
+        return dag
     duration = dag.duration_ns.copy()
-    duration[lo:lo + flow_dag.n_ops] = slowed_durations(duration[lo:lo + flow_dag.n_ops], flow_dag.kind,
-                                                         flow_dag.rank, flow_dag.iteration, stragglers, exp.seed)
+    duration[lo:lo + flow_dag.n_ops] = slowed
     return dataclasses.replace(dag, duration_ns=duration)

@@ -68,7 +68,7 @@ WORKLOAD_KEYS = frozenset({"status", "iterations", "iteration_time_ns", "iterati
                            "flows", "flows_completed", "fct_p50_ns", "fct_p99_ns", "fct_slowdown_p50",
                            "fct_slowdown_p99", "transfer_slowdown_p50", "transfer_slowdown_p99"})
 
-# ---------------------------------------------------------------- faults (cosim.runs.faults)
+# ---------------------------------------------------------------- faults (cosim.faults)
 #: iterations whose delay against the fault-free baseline gets its own row (``iteration_<i>_delay_ns``)
 FAULT_DELAY_ROWS = 64
 _FAULTS = (
@@ -81,7 +81,7 @@ _FAULTS = (
     ("ber_drops", "packets lost to bit errors", _X, _COUNT),
     ("link_retransmissions", "link-level retransmissions (IB)", _X, _COUNT),
     ("reroutes", "switch route tables replaced", _X, _COUNT),
-    # fault mechanisms (cosim.runs.fault_mechanisms, docs/models/pfc-watchdog.md)
+    # fault mechanisms (cosim.faults.mechanisms, docs/models/pfc-watchdog.md)
     ("fault_storm_start_actions", "PFC pause storms", _X, _COUNT),
     ("fault_slowed_actions", "straggler ranks", _X, _COUNT),
     ("pause_storm_frames_sent", "PAUSE frames of storming NICs", _X, _COUNT),

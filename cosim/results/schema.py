@@ -77,7 +77,7 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("ops", "workload"): ("", "shared fabrics: index of the op's workload in config['workloads']"),
     ("collectives", "workload"): ("", "shared fabrics: index of the call's workload in config['workloads']"),
     ("iterations", "workload"): ("", "shared fabrics: index of the iteration's workload in config['workloads']"),
-    # faults (cosim.runs.faults): one row per action the engine or a fault kind took; older files lack it
+    # faults (cosim.faults): one row per action the engine or a fault kind took; older files lack it
     ("faults", "time_ns"): ("ns", "time of the action"),
     ("faults", "fault"): ("", "index of the fault in config['faults']['faults'] (the run's concrete faults); -1: "
                               "a mechanism acted (PFC watchdog, collective timeout)"),

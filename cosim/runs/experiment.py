@@ -23,7 +23,7 @@ A document looks like::
     queue_sample_interval_ns = 1000
     [limits]
     max_sim_time_ns = 1e9
-    [[faults]]                      # optional, repeated: cosim.runs.faults.Fault
+    [[faults]]                      # optional, repeated: cosim.faults.Fault
     kind = "link_down"
     element = "leaf0-spine1"
     at_ns = 2e5
@@ -64,14 +64,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cosim import faults as cosim_faults
 from cosim import values as v
 from cosim.collectives.lower import ALGORITHM_NAMES
 from cosim.errors import CosimInputError
 from cosim.network import buffers
 from cosim.network.spec import NetworkSpec
 from cosim.network.transport import TRANSPORTS, qualify_attribute
-from cosim.runs import fault_mechanisms
-from cosim.runs import faults as fault_specs
 from cosim.runs.placement import PLACEMENTS
 from cosim.workload.builder import build_trace
 from cosim.workload.hardware import get_hardware
@@ -454,8 +453,8 @@ class Experiment:
     seed: int = v.spec_field(v.Int(minimum=0, maximum=2**63 - 1), 1, "seed of every random choice (ECMP, RNG)")
     #: several workloads on one fabric (``[[workloads]]``); empty: the one ``workload``
     workloads: tuple[Job, ...] = ()
-    #: faults injected into the run (``[[faults]]``, ``--fault``; cosim.runs.faults)
-    faults: tuple[fault_specs.Fault, ...] = ()
+    #: faults injected into the run (``[[faults]]``, ``--fault``; cosim.faults)
+    faults: tuple[cosim_faults.Fault, ...] = ()
     baseline: bool = v.spec_field(v.Bool(), False, "also run the experiment without its faults and store both")
 
     def __post_init__(self) -> None:
@@ -465,12 +464,12 @@ class Experiment:
             if not isinstance(getattr(self, name), cls):
                 raise CosimInputError(name, f"must be a {getattr(cls, '__name__', 'workload spec')}")
         object.__setattr__(self, "workloads", tuple(self.workloads))
-        object.__setattr__(self, "faults", fault_specs.faults_from_list(list(self.faults)))
+        object.__setattr__(self, "faults", cosim_faults.faults_from_list(list(self.faults)))
         if self.baseline and not self.faults:
             raise CosimInputError("baseline", "there are no faults to run without", "add [[faults]] or --fault")
         if self.limits.max_sim_time_ns is not None:  # a derived limit is checked when the run is planned
-            fault_specs.check_times(self.faults, self.limits.max_sim_time_ns)
-        fault_mechanisms.check_network(self.faults, self.network.transport)
+            cosim_faults.check_times(self.faults, self.limits.max_sim_time_ns)
+        cosim_faults.check_transport(self.faults, self.network.transport)
         if self.workloads:
             self._resolve_shared()
             return
@@ -568,7 +567,7 @@ class Experiment:
 _SECTIONS = {"network": NetworkSpec, "telemetry": TelemetrySpec, "limits": LimitsSpec}
 _WORKLOADS = {"flows": FlowWorkload, "training": TrainingWorkload, "inference": InferenceWorkload}
 _TOP = ("name", "description", "seed", "baseline")
-#: the key of a document's faults (a list of tables; cosim.runs.faults)
+#: the key of a document's faults (a list of tables; cosim.faults)
 _FAULTS = "faults"
 #: the key of a document's variants (one Experiment each)
 _VARIANTS = "variants"
@@ -676,7 +675,7 @@ def _from_document(doc: Mapping) -> list[Experiment]:
     name = doc.get("name")
     top = {k: doc[k] for k in ("description", "seed", "baseline") if k in doc}
     if _FAULTS in doc:
-        top["faults"] = fault_specs.faults_from_list(doc[_FAULTS])
+        top["faults"] = cosim_faults.faults_from_list(doc[_FAULTS])
     out = []
     for t in transports:
         net = _spec_from_table(NetworkSpec, network | {"transport": t}, "network")
@@ -736,7 +735,7 @@ def to_document(exp: Experiment) -> dict:
     doc |= {"telemetry": table(exp.telemetry), "limits": table(exp.limits)}
     if exp.faults:
         doc["baseline"] = exp.baseline
-        doc[_FAULTS] = [fault_specs.fault_to_table(f) for f in exp.faults]
+        doc[_FAULTS] = [cosim_faults.fault_to_table(f) for f in exp.faults]
     return doc
 
 
