@@ -5,7 +5,7 @@ collective timeout, as the fault framework (cosim.runs.faults) uses them.
   RoCE only. :func:`apply_pause_storms` (the kind's apply) hands the storms to the engine and records
   their start and end.
 - the PFC watchdog (network setting ``network.pfc_watchdog``, attributes ``PfcWatchdog::*``): its
-  actions come back from the engine (``SimulationOutput.pfc_watchdog``); :func:`watchdog_rows` turns them
+  actions come back from the engine (``SimulationOutput.logs["pfc_watchdog"]``); :func:`watchdog_rows` turns them
   into rows of the run's ``faults`` table (fault −1: no injected fault did it).
 - ``straggler`` (a fault kind): a rank's compute slowed (cosim.runs.stragglers); the training run scales
   the DAG before it is loaded (:func:`stragglers_of`), :func:`record_stragglers` records it.
@@ -84,7 +84,7 @@ def fault_tables(fabric, net, resolved: Sequence["ResolvedFault"], action_codes:
     scheduled after the run stopped (a storm's end) never happened and is left out. (The watchdog's actions
     with their priority are the ``pfc_watchdog`` table, cosim.network.telemetry.)"""
     out = {}
-    table = with_mechanism_rows(faults or {}, [*watchdog_rows(fabric, net.pfc_watchdog, action_codes), *rows],
+    table = with_mechanism_rows(faults or {}, [*watchdog_rows(fabric, net.logs["pfc_watchdog"], action_codes), *rows],
                                 resolved)
     if table and np.asarray(table["time_ns"]).size:
         happened = np.asarray(table["time_ns"]) <= net.sim_time_ns
@@ -105,7 +105,7 @@ def port_links(fabric) -> dict[tuple[int, int], int]:
 
 
 def watchdog_rows(fabric, actions: Mapping[str, np.ndarray], action_codes: Mapping[str, int]) -> list[Row]:
-    """faults-table rows of the PFC watchdog's actions (engine.SimulationOutput.pfc_watchdog): action
+    """faults-table rows of the PFC watchdog's actions (engine.SimulationOutput.logs["pfc_watchdog"]): action
     queue_disabled / queue_restored, the switch as node and the link of its port."""
     links = port_links(fabric)
     codes = action_codes
