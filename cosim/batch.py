@@ -102,8 +102,10 @@ def _flatten(out: engine.DagOutput) -> dict:
         if isinstance(value, dict):
             if field == "counters":
                 scalars[field] = value
-            else:
-                arrays |= {f"net.{field}.{k}": np.asarray(x) for k, x in value.items()}
+            else:  # a table (columns by name) or tables by name (logs)
+                for k, x in value.items():
+                    arrays |= ({f"net.{field}.{k}.{c}": np.asarray(y) for c, y in x.items()} if isinstance(x, dict)
+                               else {f"net.{field}.{k}": np.asarray(x)})
         elif isinstance(value, np.ndarray):
             arrays[f"net.{field}"] = value
         else:
@@ -123,7 +125,14 @@ def _unflatten(data) -> engine.DagOutput:
             fields[field] = data[f"net.{field}"]
         else:
             prefix = f"net.{field}."
-            fields[field] = {k[len(prefix):]: data[k] for k in data.files if k.startswith(prefix)}
+            fields[field] = {}
+            for k in data.files:
+                if k.startswith(prefix):
+                    name, _, column = k[len(prefix):].partition(".")
+                    if column:
+                        fields[field].setdefault(name, {})[column] = data[k]
+                    else:
+                        fields[field][name] = data[k]
     return engine.DagOutput(op_start_ns=data["op_start_ns"], op_finish_ns=data["op_finish_ns"],
                             flow_op=data["flow_op"], flow_start_ns=data["flow_start_ns"],
                             network=engine.SimulationOutput(**fields))

@@ -17,6 +17,7 @@ import sysconfig
 import time
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,7 +131,6 @@ def python_codes() -> dict[str, int]:
     codes = {f"op_kind.{k.name}": int(k) for k in DagOpKind}
     codes |= {"node_kind.HOST": HOST, "node_kind.SWITCH": SWITCH}
     codes |= {f"run_status.{name}": code for code, name in _RUN_STATUS_NAMES.items()}
-    codes |= {f"counter.{name}": i for i, name in enumerate(COUNTERS)}
     codes |= {"priorities": NUM_PRIORITIES, "default.mtu_bytes": DEFAULT_MTU_BYTES,
               "default.header_bytes": DEFAULT_HEADER_BYTES}
     return codes
@@ -165,15 +165,15 @@ class SimulationOutput:
     ports: dict[str, np.ndarray]  # per egress port: node, port, peer, tx_bytes, tx_packets, drops,
     #                               peak_queue_bytes, paused_ps (time paused by PFC, all priorities), rate_bps,
     #                               credit_stall_ps (time with data but no credits, all lanes)
-    pause_time_ns: np.ndarray  # float64 [n_pause_events], PFC pause-state changes
-    pause_node: np.ndarray  # int32, node whose egress port changed state
-    pause_port: np.ndarray  # int32, its port number
-    pause_priority: np.ndarray  # int32
-    pause_paused: np.ndarray  # int8, 1 paused / 0 resumed
+    #: every engine event log (event_logs(): "pauses", "stalls", "pfc_watchdog", ...) by name, each its columns
+    #: by name in declaration order, rows in time order; times in ns as float64 (``time_ns``), other columns
+    #: in their declared integer type
+    logs: dict[str, dict[str, np.ndarray]]
     latency_low_ns: np.ndarray  # float64 [n_buckets], lower edge of each receive-latency bucket
     latency_count: np.ndarray  # int64 [n_buckets], data packets per bucket
-    stalls: dict[str, np.ndarray]  # credit-stall changes (IB): time_ns, node, port, vl, stalled (1 began, 0 ended)
-    counters: dict[str, int]  # fabric-wide counters (ecn_marks, cnps_sent, switch_drops, ...)
+    #: the counters the run reports (Engine::ReportedCounters: ecn_marks, switch_drops, ...; those of the fault
+    #: model only when it acted), in declaration order; counter_infos() gives each one's unit and combine rule
+    counters: dict[str, int]
     sim_time_ns: float  # simulated clock at the end
     status: str  # "complete", "time-limit", "stalled", "deadlock", "failed" (a collective timed out) or
     #              "flow-control-error" (credit overrun: a bug)
@@ -193,9 +193,6 @@ class SimulationOutput:
     #: status "deadlock": the wait-for cycle the watchdog found, as "node:port:queue" (queue: PFC priority or
     #: IB virtual lane), each switch egress queue waiting for the next and the last for the first
     deadlock_cycle: tuple[str, ...] = ()
-    #: PFC watchdog actions in time order (PfcWatchdog, off by default): time_ns, node (switch), port,
-    #: priority, disabled (1: queue disabled as stormed, 0: restored)
-    pfc_watchdog: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 SetupFn = Callable[[object, "dict[str, np.ndarray] | None"], None]
@@ -210,15 +207,8 @@ ops) done of total, and the data packets serialized on links so far (the work th
 _STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock", 4: "failed"}
 #: Engine RunStatus codes by their C++ names
 _RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS", 3: "DEADLOCK", 4: "COLLECTIVE_TIMEOUT"}
-COUNTERS = ("ecn_marks", "cnps_sent", "cnps_received", "switch_drops", "pause_frames_sent",
-            "peak_headroom_used_bytes", "min_headroom_bytes", "acks", "credit_violations", "peak_lane_bytes",
-            "credit_packets_sent", "retransmitted_packets", "naks_sent", "timeouts", "reordered_packets",
-            "admission_grants", "peak_qp_inflight_bytes", "pfc_watchdog_actions", "pfc_watchdog_dropped_packets",
-            "pause_storm_frames_sent")
 #: go-back-N loss-recovery counters: zero on a lossless fabric, so summaries carry them only when non-zero
 LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "naks_sent", "timeouts")
-#: network-fault counters (Engine::GetFaultCounter): in the counters only when the run had faults
-FAULT_COUNTERS = ("fault_drops", "ber_drops", "link_retransmissions", "reroutes")
 #: counters of transport mechanisms that are off by default (reorder-tolerant receivers, admission, QP
 #: window): zero unless one is on, so summaries carry them only when non-zero
 TRANSPORT_COUNTERS = ("reordered_packets", "admission_grants", "peak_qp_inflight_bytes")
@@ -428,23 +418,33 @@ def canonical_order(out: DagOutput) -> DagOutput:
 
     ns-3 runs events of equal time in the order they were scheduled, so two flows that start at the same
     picosecond in unrelated parts of a run get their ids (start order) in an order that depends on what
-    else the run holds. Flows are put in (start time, DAG op) order, and PFC pause and credit-stall changes
-    in (time, node, port, priority or lane) order, changes of one queue at one time keeping their order:
-    a run simulated in independent parts (cosim.runs.decompose_run) merges into exactly these tables.
+    else the run holds. Flows are put in (start time, DAG op) order, and every event log's rows in (time,
+    key columns) order (for PFC pauses: time, node, port, priority), changes of one queue at one time keeping
+    their order: a run simulated in independent parts (cosim.runs.decompose_run) merges into exactly these
+    tables.
     """
     order = np.lexsort((out.flow_op, np.rint(out.flow_start_ns * 1e3).astype(np.int64)))
     net = out.network
-    pause = np.lexsort((net.pause_priority, net.pause_port, net.pause_node, net.pause_time_ns))
-    st = net.stalls
-    stall = np.lexsort((st["vl"], st["port"], st["node"], st["time_ns"]))
     net = dataclasses.replace(
         net, finish_ns=net.finish_ns[order], delivered_bytes=net.delivered_bytes[order],
-        delivered_at_bytes=net.delivered_at_bytes[:, order], pause_time_ns=net.pause_time_ns[pause],
-        pause_node=net.pause_node[pause], pause_port=net.pause_port[pause],
-        pause_priority=net.pause_priority[pause], pause_paused=net.pause_paused[pause],
-        stalls={k: np.asarray(x)[stall] for k, x in st.items()})
+        delivered_at_bytes=net.delivered_at_bytes[:, order],
+        logs={name: _in_key_order(log, info) for (name, log), info in zip(net.logs.items(), _infos_of(net.logs))})
     return dataclasses.replace(out, flow_op=out.flow_op[order], flow_start_ns=out.flow_start_ns[order],
                                network=net)
+
+
+def _infos_of(logs: Mapping[str, object]) -> list[EventLogInfo]:
+    """The declarations of ``logs``, in their order."""
+    declared = {info.name: info for info in event_logs()}
+    return [declared[name] for name in logs]
+
+
+def _in_key_order(log: Mapping[str, np.ndarray], info: EventLogInfo) -> dict[str, np.ndarray]:
+    """``log`` sorted by time, then by its key columns in declaration order; a stable sort, so rows of equal
+    time and keys keep their order."""
+    keys = [np.asarray(log[c.python_name]) for c in info.columns if c.role in ("time", "key")]
+    order = np.lexsort(keys[::-1])
+    return {k: np.asarray(x)[order] for k, x in log.items()}
 
 
 #: names of the DAG arrays a SetupFn sees, in Engine::LoadDag order
@@ -490,6 +490,62 @@ def list_attributes() -> list[AttributeInfo]:
     text = str(load().Engine.ListAttributes())
     rows = (line.split("\t", 4) for line in text.splitlines() if line)
     return [AttributeInfo(name=n, value_type=t, default=d, accepted=a, help=h) for n, t, d, a, h in rows]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogColumnInfo:
+    """One column of an engine event log, as Engine::ListEventLogs declares it."""
+
+    name: str  # as the engine names it; a time in ps ends in "_ps"
+    dtype: str  # numpy dtype the engine keeps it in: "int8", "int32", "int64"
+    role: str  # "time" (first column), "key" (what the event happened to: rows sort by it), "value"
+    unit: str  # "ps" for times, "" for ids, codes and states
+    description: str
+
+    @property
+    def python_name(self) -> str:
+        """Its name in SimulationOutput.logs: a time in ps becomes one in ns ("time_ps" -> "time_ns")."""
+        return self.name[:-3] + "_ns" if self.unit == "ps" else self.name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventLogInfo:
+    """One engine event log: its name (the table it is stored as) and its columns in order."""
+
+    name: str
+    columns: tuple[LogColumnInfo, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CounterInfo:
+    """One fabric-wide counter, as Engine::ListCounters declares it."""
+
+    name: str
+    combine: str  # "sum", "max" or "min": how values of several sources (and of a decomposed run's parts) combine
+    unit: str  # "packets", "frames", "events" or "B"
+    description: str
+
+
+@functools.cache
+def event_logs() -> tuple[EventLogInfo, ...]:
+    """Every event log the engine records, in declaration order (Engine::ListEventLogs; loads the plugin)."""
+    rows = [line.split("\t", 5) for line in str(load().Engine.ListEventLogs()).splitlines() if line]
+    names = list(dict.fromkeys(r[0] for r in rows))
+    return tuple(EventLogInfo(name=n, columns=tuple(
+        LogColumnInfo(name=c, dtype=t, role=role, unit=u, description=d) for log, c, t, role, u, d in rows if log == n))
+        for n in names)
+
+
+@functools.cache
+def counter_infos() -> tuple[CounterInfo, ...]:
+    """Every fabric-wide counter, in declaration order (Engine::ListCounters; loads the plugin)."""
+    rows = (line.split("\t", 3) for line in str(load().Engine.ListCounters()).splitlines() if line)
+    return tuple(CounterInfo(name=n, combine=c, unit=u, description=d) for n, c, u, d in rows)
+
+
+def counter_rules() -> dict[str, str]:
+    """How each counter combines over the parts of a run: {name: "sum" | "max" | "min"}."""
+    return {c.name: c.combine for c in counter_infos()}
 
 
 def _cpp_reason(exc: Exception) -> str:
@@ -598,14 +654,15 @@ def _run_sliced(engine, stop_ps: int, n_items: int, count_done: Callable[[], int
         slice_ps = int(slice_ps * min(4.0, max(0.5, 0.25 / elapsed)))
 
 
-def _event_log(n, get, columns: Mapping[str, type]) -> dict[str, np.ndarray]:
-    """An engine event log of ``n`` rows: ``time_ns`` (read in ps as int64) then ``columns`` (name →
-    dtype), filled by ``get(time, *columns)``."""
-    n = int(n)
-    log = {"time_ns": np.empty(n, np.int64)} | {k: np.empty(n, dt) for k, dt in columns.items()}
-    if n:
-        get(*log.values())
-    log["time_ns"] = log["time_ns"] / 1e3
+def _read_log(engine, info: EventLogInfo) -> dict[str, np.ndarray]:
+    """Every column of event log ``info`` (Engine::GetLogColumn), times in ns as float64."""
+    n = int(engine.NumLogRows(info.name))
+    log = {}
+    for c in info.columns:
+        col = np.empty(n, c.dtype)
+        if n:  # cppyy passes no pointer for an empty array
+            engine.GetLogColumn(info.name, c.name, col)
+        log[c.python_name] = col / 1e3 if c.unit == "ps" else col
     return log
 
 
@@ -633,27 +690,18 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         engine.GetPortPausedPs(ports["paused_ps"])
         engine.GetPortRateBps(ports["rate_bps"])
         engine.GetPortCreditStallPs(ports["credit_stall_ps"])
-    stalls = _event_log(engine.NumStallEvents(), engine.GetStallEvents,
-                        {"node": np.int32, "port": np.int32, "vl": np.int32, "stalled": np.int8})
-    e = int(engine.NumPauseEvents())
-    pt, pn, pp, pr, ps = (np.empty(e, np.int64), np.empty(e, np.int32), np.empty(e, np.int32),
-                          np.empty(e, np.int32), np.empty(e, np.int8))
-    if e:
-        engine.GetPauseEvents(pt, pn, pp, pr, ps)
     nb = int(engine.LatencyBuckets())
     hist = np.empty(nb, np.int64)
     engine.GetLatencyHistogram(hist)
     low_ns = np.array([engine.LatencyBucketLowPs(b) for b in range(nb)]) / 1e3
-    counters = {name: int(engine.GetCounter(name)) for name in COUNTERS}
-    watchdog = _event_log(engine.NumPfcWatchdogActions(), engine.GetPfcWatchdogActions,
-                          {"node": np.int32, "port": np.int32, "priority": np.int32, "disabled": np.int8})
+    counters = {name: int(value) for name, _, value in
+                (line.partition("\t") for line in str(engine.ReportedCounters()).splitlines() if line)}
     f = int(engine.NumFaultActions())
     fault_actions = {}
     if f:
         fault_actions = {"time_ps": np.empty(f, np.int64), "fault": np.empty(f, np.int32),
                          "action": np.empty(f, np.int8), "link": np.empty(f, np.int32), "node": np.empty(f, np.int32)}
         engine.GetFaultActions(*fault_actions.values())
-        counters |= {name: int(engine.GetFaultCounter(name)) for name in FAULT_COUNTERS}
     c = int(engine.DeadlockCycleLength())
     cycle = [np.empty(c, np.int32) for _ in range(3)]
     if c:
@@ -666,14 +714,9 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         queue_port=qp,
         queue_bytes=qb,
         ports=ports,
-        pause_time_ns=pt / 1e3,
-        pause_node=pn,
-        pause_port=pp,
-        pause_priority=pr,
-        pause_paused=ps,
+        logs={info.name: _read_log(engine, info) for info in event_logs()},
         latency_low_ns=low_ns,
         latency_count=hist,
-        stalls=stalls,
         counters=counters,
         sim_time_ns=engine.NowPs() / 1e3,
         # A packet beyond its lane's advertised credits can only be a flow-control bug: never report it
@@ -691,5 +734,4 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
         delivered_at_bytes=np.empty((0, n_flows), np.int64),
         fault_actions=fault_actions,
         deadlock_cycle=tuple(f"{n}:{p}:{q}" for n, p, q in zip(*(a.tolist() for a in cycle))),
-        pfc_watchdog=watchdog,
     )

@@ -73,7 +73,7 @@ def test_congested_incast_without_a_cycle_never_triggers(engine_ns, transport):
     attributes = transport_attributes(transport, dcqcn=False) | small_buffer | {"DeadlockWatchdog::Interval": "2us"}
     out = engine.simulate(fabric, flows, attributes=attributes, max_sim_time_ns=TIME_LIMIT_NS)
     assert out.status == "complete" and not out.deadlock_cycle
-    blocked = out.pause_paused.sum() if transport == "roce" else out.stalls["stalled"].sum()
+    blocked = out.logs["pauses"]["paused"].sum() if transport == "roce" else out.logs["stalls"]["stalled"].sum()
     assert blocked > 0
 
 

@@ -8,10 +8,13 @@ value must be identical except the simulator's cost (events, wall time).
 import numpy as np
 import pytest
 
+from cosim import engine
 from cosim.errors import CosimInputError
 from cosim.plan import compile as compile_plan
 from cosim.plan.describe import describe
 from cosim.run import experiments_of, run
+from cosim import batch
+from cosim.runs import decompose_run
 
 #: summary values that measure the simulator, not the network: they differ between the two ways
 SIMULATOR_COST = {"events", "wall_time_s", "packet_hops_per_s"}
@@ -124,6 +127,34 @@ def test_identical_parts_marking_at_random_run_once_exactly(engine_ns):
     assert d["decompose"] == "independent" and d["decompose_classes"] == [2] and d["decompose_runs"] == 1
     assert whole.summary["ecn_marks"] > 0 and whole.summary["max_queue_bytes"] > 100_000
     _assert_identical(whole, parts)
+
+
+#: the two incasts without DCQCN on a shallower buffer: PFC pauses the senders, so the pauses log has rows and
+#: the headroom peak (a max counter) is above 0
+PAUSING = {"network.dcqcn": False, "network.attributes": {"SharedBufferMmu::BufferBytes": "1500000"}}
+
+
+def test_every_log_and_counter_merges_by_its_declared_rule(engine_ns):
+    """The two identical incasts run once and are copied: every event log the engine declares merges row for
+    row into the whole run's, and every counter by its combine rule (a sum counts both copies, a max or min
+    does not), with a non-zero counter of each rule to tell a wrong rule apart."""
+    exp = experiments_of(TWO_INCASTS, PAUSING)[0]
+    planned = compile_plan(exp)
+    fabric, columns, gpu_node, attributes = batch.dag_inputs(planned)
+    settings = batch._settings(planned)
+    whole = engine.simulate_dag(fabric, **columns, **settings).network
+    d = decompose_run.decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes)
+    assert [p.copies for p in d.pieces] == [2]
+    merged, why = decompose_run.simulate(fabric, columns, d, **settings)
+    assert why == "" and whole.logs["pauses"]["time_ns"].size > 0
+    for info in engine.event_logs():
+        a, b = whole.logs[info.name], merged.network.logs[info.name]
+        assert list(a) == list(b) == [c.python_name for c in info.columns]
+        for col in a:
+            assert a[col].dtype == b[col].dtype and np.array_equal(a[col], b[col]), f"{info.name}/{col}"
+    rules = engine.counter_rules()
+    assert merged.network.counters == whole.counters and set(whole.counters) <= set(rules)
+    assert {rules[name] for name, value in whole.counters.items() if value} == {"sum", "max", "min"}
 
 
 def test_cli_jobs_runs_the_groups_in_processes_and_dry_run_shows_them(tmp_path, engine_ns):

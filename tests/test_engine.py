@@ -138,5 +138,53 @@ def test_empty_flow_completes_at_its_start(engine_ns):
     assert out.status == "complete"
 
 
+#: counters read from the fault model (LinkFaultModel): reported only by runs whose faults acted
+FAULT_MODEL_COUNTERS = {"fault_drops", "ber_drops", "link_retransmissions", "reroutes"}
+
+
+def test_every_declared_counter_is_reported_with_its_rule(engine_ns):
+    """Engine::ListCounters declares each counter once, with a combine rule and a unit; a run without faults
+    reports every counter but the fault model's, in declaration order, and GetCounter refuses other names."""
+    infos = engine.counter_infos()
+    names = [c.name for c in infos]
+    assert len(set(names)) == len(names) and FAULT_MODEL_COUNTERS <= set(names)
+    assert all(c.combine in ("sum", "max", "min") and c.unit and c.description for c in infos)
+    fabric = topology.single_switch(hosts=4, link_gbps=100.0, link_delay_ns=100.0)
+    out = engine.simulate(fabric, fl.incast(fabric.host_ids, size_bytes=100_000))
+    assert list(out.counters) == [n for n in names if n not in FAULT_MODEL_COUNTERS]
+    assert out.counters["acks"] > 0 and out.counters["min_headroom_bytes"] > 0
+    eng = engine.load().Engine(1)
+    try:
+        with pytest.raises(Exception, match="unknown counter no_such_counter"):
+            eng.GetCounter("no_such_counter")
+        with pytest.raises(Exception, match="no event log no_such_log"):
+            eng.NumLogRows("no_such_log")
+    finally:
+        eng.__destruct__()
+
+
+def test_every_event_log_is_read_and_stored_as_its_table(engine_ns):
+    """Each log Engine::ListEventLogs declares comes back from a run with its columns in declared order and
+    types (times in ns as float64, rows in time order), and is the results table of its name: every column
+    a schema dataset with the declared unit."""
+    from cosim.results import schema
+
+    fabric = topology.single_switch(hosts=5, link_gbps=100.0, link_delay_ns=1000.0)
+    flows = fl.incast(fabric.host_ids, size_bytes=1_000_000)
+    out = engine.simulate(fabric, flows, attributes={"HostNic::DcqcnEnabled": "false",  # PFC does the work
+                                                     "SharedBufferMmu::BufferBytes": "2000000"})
+    assert list(out.logs) == [info.name for info in engine.event_logs()]
+    assert out.logs["pauses"]["time_ns"].size > 0
+    for info in engine.event_logs():
+        assert info.columns[0].role == "time" and [c.name for c in info.columns[1:3]] == ["node", "port"]
+        log = out.logs[info.name]
+        assert list(log) == [c.python_name for c in info.columns]
+        assert (np.diff(log["time_ns"]) >= 0).all()
+        for c in info.columns:
+            assert log[c.python_name].dtype == (np.float64 if c.unit == "ps" else np.dtype(c.dtype))
+            assert schema.DATASETS[(info.name, c.python_name)][0] == ("ns" if c.unit == "ps" else c.unit)
+        assert set(schema.required_columns(info.name)) == set(log)
+
+
 def test_environment_does_not_need_ld_library_path():
     assert "ns3" not in os.environ.get("LD_LIBRARY_PATH", "")

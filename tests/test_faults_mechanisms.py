@@ -69,7 +69,7 @@ def test_pause_storm_stalls_the_victim_for_the_storm(engine_ns):
     assert out.status == "complete"
     assert 0.9 * STORM_NS <= longest_stall_ns(out, 1) <= STORM_NS
     assert out.counters["pause_storm_frames_sent"] > 0 and out.counters["pfc_watchdog_actions"] == 0
-    assert out.counters["retransmitted_packets"] == 0 and out.pfc_watchdog["time_ns"].size == 0
+    assert out.counters["retransmitted_packets"] == 0 and out.logs["pfc_watchdog"]["time_ns"].size == 0
     np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
 
 
@@ -82,7 +82,7 @@ def test_pfc_watchdog_bounds_the_stall_by_its_detection_time(engine_ns):
     fabric, flows, out = storm_run(watchdog=True)
     assert out.status == "complete"
     assert longest_stall_ns(out, 1) <= DETECTION_NS + GRID_NS
-    wd = out.pfc_watchdog
+    wd = out.logs["pfc_watchdog"]
     switch = int(np.flatnonzero(fabric.node_kind == topology.SWITCH)[0])
     assert wd["disabled"].tolist() == [1, 0] and set(wd["node"].tolist()) == {switch}
     assert wd["priority"].tolist() == [0, 0]
@@ -105,8 +105,8 @@ def test_fault_runs_are_deterministic(engine_ns):
     _, _, b = storm_run(watchdog=True)
     np.testing.assert_array_equal(a.finish_ns, b.finish_ns)
     assert a.counters == b.counters and a.events == b.events
-    for k in a.pfc_watchdog:
-        np.testing.assert_array_equal(a.pfc_watchdog[k], b.pfc_watchdog[k])
+    for k in a.logs["pfc_watchdog"]:
+        np.testing.assert_array_equal(a.logs["pfc_watchdog"][k], b.logs["pfc_watchdog"][k])
 
 
 def test_watchdog_leaves_ordinary_congestion_alone(engine_ns):
@@ -117,7 +117,7 @@ def test_watchdog_leaves_ordinary_congestion_alone(engine_ns):
     attributes = transport_attributes("roce", dcqcn=False) | {"SharedBufferMmu::BufferBytes": "2000000"}
     off = engine.simulate(fabric, flows, attributes=attributes)
     on = engine.simulate(fabric, flows, attributes=attributes | {"PfcWatchdog::Enabled": "true"})
-    assert off.pause_paused.sum() > 0 and on.status == off.status == "complete"
+    assert off.logs["pauses"]["paused"].sum() > 0 and on.status == off.status == "complete"
     assert on.counters["pfc_watchdog_actions"] == 0
     np.testing.assert_array_equal(on.finish_ns, off.finish_ns)
 

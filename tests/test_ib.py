@@ -84,7 +84,7 @@ def test_incast_is_lossless_and_stalls_upstream_of_the_bottleneck(engine_ns, n_s
     ports = out.ports
     sender_ports = np.isin(ports["node"], flows.src)
     assert (ports["credit_stall_ps"][sender_ports] > 0).all()
-    stalled_nodes = set(out.stalls["node"][out.stalls["stalled"] == 1].tolist())
+    stalled_nodes = set(out.logs["stalls"]["node"][out.logs["stalls"]["stalled"] == 1].tolist())
     assert set(flows.src.tolist()) <= stalled_nodes
     # The bottleneck link stays busy: payload rate within 3% of the receiver's line rate.
     payload_gbps = flows.size_bytes.sum() * 8 / np.nanmax(out.finish_ns)

@@ -72,7 +72,7 @@ def test_incast_without_dcqcn_is_lossless_through_pfc(engine_ns, n_senders):
     assert out.counters["peak_headroom_used_bytes"] <= out.counters["min_headroom_bytes"]
     # PFC did the work: pauses happened on the senders' links, and they resumed.
     assert out.counters["pause_frames_sent"] > 0
-    assert (out.pause_paused == 1).sum() > 0 and (out.pause_paused == 0).sum() > 0
+    assert (out.logs["pauses"]["paused"] == 1).sum() > 0 and (out.logs["pauses"]["paused"] == 0).sum() > 0
     assert out.ports["paused_ps"][out.ports["node"] < n_senders + 1].sum() > 0
 
 

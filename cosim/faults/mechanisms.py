@@ -1,7 +1,7 @@
 """Rows of the ``faults`` table that no injected fault caused (fault and kind −1), for every run kind:
 
 - the PFC watchdog (network setting ``network.pfc_watchdog``, attributes ``PfcWatchdog::*``): its
-  actions come back from the engine (``SimulationOutput.pfc_watchdog``); :func:`watchdog_rows` turns them
+  actions come back from the engine (``SimulationOutput.logs["pfc_watchdog"]``); :func:`watchdog_rows` turns them
   into rows ``queue_disabled`` / ``queue_restored``;
 - the collective timeout (``limits.collective_timeout_ns``, C++ ``DagExecutor::CollectiveTimeout``): a
   collective still running that long after it started fails the job (status ``failed``);
@@ -29,7 +29,7 @@ def mechanism_tables(fabric, net, fault_plan: FaultPlan | None = None, rows: Seq
     cosim.network.telemetry.)"""
     out = {}
     resolved = [] if fault_plan is None else fault_plan.resolved
-    merged = with_mechanism_rows(table or {}, [*watchdog_rows(fabric, net.pfc_watchdog), *rows], resolved)
+    merged = with_mechanism_rows(table or {}, [*watchdog_rows(fabric, net.logs["pfc_watchdog"]), *rows], resolved)
     if merged and np.asarray(merged["time_ns"]).size:
         happened = np.asarray(merged["time_ns"]) <= net.sim_time_ns
         if happened.any():
@@ -49,7 +49,7 @@ def port_links(fabric) -> dict[tuple[int, int], int]:
 
 
 def watchdog_rows(fabric, actions: Mapping[str, np.ndarray]) -> list[Row]:
-    """faults-table rows of the PFC watchdog's actions (engine.SimulationOutput.pfc_watchdog): action
+    """faults-table rows of the PFC watchdog's actions (engine.SimulationOutput.logs["pfc_watchdog"]): action
     queue_disabled / queue_restored, the switch as node and the link of its port."""
     links = port_links(fabric)
     codes = ACTION_CODES

@@ -72,14 +72,11 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
         "queues": {"time_ns": out.queue_time_ns, "node": out.queue_node, "port": out.queue_port,
                    "bytes": out.queue_bytes},
         "ports": dict(out.ports),
-        "pauses": {"time_ns": out.pause_time_ns, "node": out.pause_node, "port": out.pause_port,
-                   "priority": out.pause_priority, "paused": out.pause_paused},
+        "pauses": dict(out.logs["pauses"]),  # stored by every run, with or without a pause
         "latency": {"low_ns": out.latency_low_ns, "count": out.latency_count},
     }
-    if out.stalls["time_ns"].size:  # credit-stall changes (InfiniBand)
-        tables["stalls"] = dict(out.stalls)
-    if out.pfc_watchdog.get("time_ns", np.empty(0)).size:  # PFC watchdog actions (network.pfc_watchdog)
-        tables["pfc_watchdog"] = dict(out.pfc_watchdog)
+    # every other event log (credit stalls, PFC watchdog actions, ...) is a table of its name when it has rows
+    tables |= {name: dict(log) for name, log in out.logs.items() if name not in tables and log["time_ns"].size}
     return tables
 
 
@@ -100,10 +97,10 @@ def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]],
     paused, stalled = np.asarray(ports["paused_ps"]), np.asarray(ports["credit_stall_ps"])
     summary["pfc_paused_ns"] = float(paused.sum() / 1e3)
     summary["pfc_paused_port_max_ns"] = float(paused.max() / 1e3) if paused.size else 0.0
-    summary["pause_events"] = int(np.asarray(out.pause_paused).sum())
+    summary["pause_events"] = int(np.asarray(out.logs["pauses"]["paused"]).sum())
     summary["credit_stall_ns"] = float(stalled.sum() / 1e3)
     summary["credit_stall_port_max_ns"] = float(stalled.max() / 1e3) if stalled.size else 0.0
-    summary["credit_stall_events"] = int(np.asarray(out.stalls["stalled"]).sum())
+    summary["credit_stall_events"] = int(np.asarray(out.logs["stalls"]["stalled"]).sum())
     n_switch_ports = int(np.count_nonzero(fabric.node_kind[np.asarray(ports["node"], np.int64)] == SWITCH)) \
         if len(ports) and np.asarray(ports["node"]).size else 0
     summary["queue_p99_bytes"] = queue_percentile_bytes(tables["queues"], n_switch_ports, queue_sample_interval_ns,

@@ -35,9 +35,6 @@ from cosim.collectives.dag import csr_from_edges
 from cosim.network.topology import HOST, SWITCH
 from cosim.runs.decompose import components, flow_parts, single_paths
 
-#: counters that combine as a maximum or a minimum over the runs (every other counter is a sum)
-MAX_COUNTERS = ("peak_headroom_used_bytes", "peak_lane_bytes", "peak_qp_inflight_bytes")
-MIN_COUNTERS = ("min_headroom_bytes",)
 #: routings whose path choice reads no flow id (pinned: destination; spray: a per-switch counter)
 _ID_FREE_ROUTINGS = ("pinned", "spray")
 #: dtype of the op-indexed arrays: op ids fit whenever the ops do (training.MAX_DAG_OPS is below 2^31), and
@@ -627,24 +624,19 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
 
     queues = log(lambda n: {"time_ns": n.queue_time_ns, "node": n.queue_node, "port": n.queue_port,
                             "bytes": n.queue_bytes})
-    pauses = log(lambda n: {"time_ns": n.pause_time_ns, "node": n.pause_node, "port": n.pause_port,
-                            "priority": n.pause_priority, "paused": n.pause_paused})
-    stalls = log(lambda n: n.stalls)
+    # every engine log is of egress ports (node and port first): merge() puts the rows in canonical order
+    logs = {name: log(lambda n, name=name: n.logs[name]) for name in base.logs}
     qt, qn, qp, qb = queues["time_ns"], queues["node"], queues["port"], queues["bytes"]
     q = np.lexsort((qp, qn, qt))  # the sampler records a tick's changes in port order
     weights = [p.copies for p in d.pieces]
-    counters = {}
-    for name in base.counters:
-        vals = [o.network.counters[name] for o in outs]
-        counters[name] = (max(vals) if name in MAX_COUNTERS else min(vals) if name in MIN_COUNTERS
-                          else sum(v * w for v, w in zip(vals, weights)))
+    combine = {"sum": lambda vals: sum(v * w for v, w in zip(vals, weights)), "max": max, "min": min}
+    rules = engine.counter_rules()
+    counters = {name: combine[rules[name]]([o.network.counters[name] for o in outs]) for name in base.counters}
     weighted = lambda f: int(sum(f(o.network) * w for o, w in zip(outs, weights)))  # noqa: E731
     return dataclasses.replace(
         base, finish_ns=finish, delivered_bytes=delivered, queue_time_ns=qt[q], queue_node=qn[q], queue_port=qp[q],
-        queue_bytes=qb[q], ports=ports, pause_time_ns=pauses["time_ns"], pause_node=pauses["node"],
-        pause_port=pauses["port"], pause_priority=pauses["priority"], pause_paused=pauses["paused"],
-        latency_count=sum(o.network.latency_count * w for o, w in zip(outs, weights)),
-        stalls=stalls, counters=counters,
+        queue_bytes=qb[q], ports=ports, logs=logs,
+        latency_count=sum(o.network.latency_count * w for o, w in zip(outs, weights)), counters=counters,
         sim_time_ns=max(o.network.sim_time_ns for o in outs), events=weighted(lambda x: x.events),
         packet_hops=weighted(lambda x: x.packet_hops), data_packet_hops=weighted(lambda x: x.data_packet_hops),
         pool_packets=max(o.network.pool_packets for o in outs),

@@ -1,5 +1,7 @@
 #include "cosim-engine.h"
 
+#include "event-log.h"
+
 #include "../helper/fabric-builder.h"
 #include "../helper/picosecond-resolution.h"
 #include "../model/credit-arbiter.h"
@@ -215,6 +217,167 @@ StopAtLimit(bool* reached)
     *reached = true;
     Simulator::Stop();
 }
+
+/**
+ * @name What the engine exports, declared once
+ * Readers (Python's cosim.engine, the decomposition merge) list these tables through Engine::ListEventLogs
+ * and Engine::ListCounters and read, sort and merge every entry by its declaration, never by its name: a new
+ * log is one row of kEventLogs and the trace connection that appends to it (BuildFabric); a new counter is
+ * one row of kCounters.
+ * @{
+ */
+
+/// Index of each log in kEventLogs (the trace sinks append to Impl::logs[index]).
+enum LogIndex : std::size_t
+{
+    PAUSES_LOG,
+    STALLS_LOG,
+    PFC_WATCHDOG_LOG,
+    NUM_LOGS,
+};
+
+constexpr ColumnType I8 = ColumnType::INT8;
+constexpr ColumnType I32 = ColumnType::INT32;
+constexpr ColumnType I64 = ColumnType::INT64;
+constexpr ColumnRole TIME = ColumnRole::TIME;
+constexpr ColumnRole KEY = ColumnRole::KEY;
+constexpr ColumnRole VALUE = ColumnRole::VALUE;
+
+/// The event logs, in LogIndex order.
+const EventLogDecl kEventLogs[] = {
+    // PFC pause-state changes of egress ports (EgressPort::PfcPause)
+    {"pauses",
+     {{"time_ps", I64, TIME, "ps", "time of a PFC pause-state change"},
+      {"node", I32, KEY, "", "node whose egress port changed state"},
+      {"port", I32, KEY, "", "port number at the node"},
+      {"priority", I32, KEY, "", "priority class"},
+      {"paused", I8, VALUE, "", "1 paused, 0 resumed"}}},
+    // credit-stall state changes of egress ports, InfiniBand (EgressPort::CreditStall)
+    {"stalls",
+     {{"time_ps", I64, TIME, "ps", "time of a credit-stall state change"},
+      {"node", I32, KEY, "", "node whose egress port changed state"},
+      {"port", I32, KEY, "", "port number at the node"},
+      {"vl", I32, KEY, "", "virtual lane"},
+      {"stalled", I8, VALUE, "", "1 stall began (data queued, no credits), 0 ended"}}},
+    // PFC watchdog actions on switch egress queues (PfcWatchdog::Action)
+    {"pfc_watchdog",
+     {{"time_ps", I64, TIME, "ps", "time of the action"},
+      {"node", I32, KEY, "", "switch node id"},
+      {"port", I32, KEY, "", "egress port number at the switch"},
+      {"priority", I32, KEY, "", "priority whose queue changed"},
+      {"disabled", I8, VALUE, "", "1: queue disabled (paused past PfcWatchdog::DetectionTime), 0: restored"}}},
+};
+static_assert(std::size(kEventLogs) == NUM_LOGS, "one declaration per LogIndex");
+
+/// How a counter's values over the objects it is read from, and over the parts of a decomposed run, combine.
+enum class Combine : uint8_t
+{
+    SUM = 0,
+    MAX = 1,
+    MIN = 2,
+};
+
+/// @return the name of combine rule @p c, as ListCounters writes it
+const char*
+CombineName(Combine c)
+{
+    static const char* const names[] = {"sum", "max", "min"}; // in Combine order
+    return names[std::size_t(c)];
+}
+
+/// Where a counter is read: each reader given is applied to every object of its kind.
+struct CounterSources
+{
+    int64_t (*fromSwitch)(const FabricSwitch&) = nullptr;                ///< per switch
+    int64_t (*fromSwitchPort)(const FabricSwitch&, uint32_t port) = nullptr; ///< per switch port
+    int64_t (*fromNic)(const HostNic&) = nullptr;                        ///< per NIC
+    int64_t (*fromPfcWatchdog)(const PfcWatchdog&) = nullptr;            ///< per PFC watchdog (one per switch)
+    int64_t (*fromPauseStorm)(const PauseStormSource&) = nullptr;        ///< per pause storm
+    /// from the fault model: such a counter is reported only by runs whose fault model acted
+    int64_t (*fromFaults)(const LinkFaultModel&) = nullptr;
+};
+
+/// One fabric-wide counter.
+struct CounterDecl
+{
+    const char* name;        ///< as GetCounter takes it and Python stores it
+    Combine combine;         ///< how its values combine
+    const char* unit;        ///< what it counts ("packets", "frames", "events") or "B"
+    const char* description; ///< its meaning
+    CounterSources read;     ///< where it is read
+};
+
+/// The counters, in the order Python reports them.
+const CounterDecl kCounters[] = {
+    {"ecn_marks", Combine::SUM, "packets", "data packets ECN/FECN-marked by switches",
+     {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetEcnMarks()); }}},
+    {"cnps_sent", Combine::SUM, "packets", "CNPs (or IB BECNs) sent by receivers",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetCnpsSent()); }}},
+    {"cnps_received", Combine::SUM, "packets", "CNPs (or IB BECNs) received by senders",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetCnpsReceived()); }}},
+    {"switch_drops", Combine::SUM, "packets", "packets switches dropped for lack of buffer",
+     {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetDrops()); }}},
+    {"pause_frames_sent", Combine::SUM, "frames", "PFC XOFF frames (and refreshes) sent",
+     {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetPauseFramesSent()); }}},
+    {"peak_headroom_used_bytes", Combine::MAX, "B", "largest PFC headroom use of any (port, priority)",
+     {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetMmu()->GetPeakHeadroomUsed()); }}},
+    {"min_headroom_bytes", Combine::MIN, "B", "smallest PFC headroom configured on a switch port",
+     {.fromSwitchPort = [](const FabricSwitch& s, uint32_t p) { return int64_t(s.GetMmu()->GetHeadroomBytes(p)); }}},
+    {"acks", Combine::SUM, "packets", "ACKs received by senders",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetAcksReceived()); }}},
+    {"credit_violations", Combine::SUM, "packets",
+     "arrivals beyond an input lane's advertised buffer (a bug if not 0)",
+     {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetCreditViolations()); }}},
+    {"peak_lane_bytes", Combine::MAX, "B", "largest input-lane occupancy of any switch (credit mode)",
+     {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetPeakLaneBytes()); }}},
+    {"credit_packets_sent", Combine::SUM, "packets", "IB credit-update packets sent by switches and NICs",
+     {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetCreditPacketsSent()); },
+      .fromNic = [](const HostNic& n) { return int64_t(n.GetCreditPacketsSent()); }}},
+    {"retransmitted_packets", Combine::SUM, "packets",
+     "data packets senders resent after a go-back-N rewind (NAK or timeout)",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetRetransmittedPackets()); }}},
+    {"naks_sent", Combine::SUM, "packets", "go-back-N NAKs (PSN sequence errors) sent by receivers",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetNaksSent()); }}},
+    {"timeouts", Combine::SUM, "events", "retransmission timeouts of senders",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetTimeouts()); }}},
+    {"reordered_packets", Combine::SUM, "packets", "data packets reorder-tolerant receivers held beyond a gap",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetReorderedPackets()); }}},
+    {"admission_grants", Combine::SUM, "packets", "clear-to-send grants receivers sent (receiver-driven admission)",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetGrantsSent()); }}},
+    {"peak_qp_inflight_bytes", Combine::MAX, "B",
+     "most payload a QP had unacknowledged (tracked with a QP window)",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetPeakInflightBytes()); }}},
+    {"pfc_watchdog_actions", Combine::SUM, "events", "switch egress queues the PFC watchdog disabled or restored",
+     {.fromPfcWatchdog = [](const PfcWatchdog& w) { return int64_t(w.GetActions()); }}},
+    {"pfc_watchdog_dropped_packets", Combine::SUM, "packets", "packets dropped at queues the PFC watchdog disabled",
+     {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetWatchdogDrops()); }}},
+    {"pause_storm_frames_sent", Combine::SUM, "frames", "PAUSE frames sent by pause-storming NICs (a fault)",
+     {.fromPauseStorm = [](const PauseStormSource& s) { return int64_t(s.GetFramesSent()); }}},
+    {"fault_drops", Combine::SUM, "packets", "packets lost on dead links",
+     {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetFaultDrops()); }}},
+    {"ber_drops", Combine::SUM, "packets", "packets lost to bit errors (lossy links)",
+     {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetBerDrops()); }}},
+    {"link_retransmissions", Combine::SUM, "packets", "corrupted packets resent by credit links",
+     {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetLinkRetransmissions()); }}},
+    {"reroutes", Combine::SUM, "events", "switch route tables replaced after link changes",
+     {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetReroutes()); }}},
+};
+
+/// @return the declaration of counter @p name (throws std::invalid_argument for another name)
+const CounterDecl&
+FindCounter(const std::string& name)
+{
+    for (const CounterDecl& c : kCounters)
+    {
+        if (name == c.name)
+        {
+            return c;
+        }
+    }
+    throw std::invalid_argument("unknown counter " + name + " (Engine::ListCounters lists them)");
+}
+
+/// @}
 } // namespace
 
 struct Engine::Impl
@@ -243,49 +406,40 @@ struct Engine::Impl
     /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
     /// run's settings never leak into the next run of the same process.
     std::vector<std::pair<std::string, std::string>> overridden;
-    /// PFC pause-state changes, appended by the ports' PfcPause trace sources.
-    std::vector<int64_t> pauseTimePs;
-    std::vector<int32_t> pauseNode, pausePort, pausePrio;
-    std::vector<int8_t> pauseState;
+    /// The event logs, one per kEventLogs row (same index); never resized, so the trace sinks keep pointers.
+    std::vector<EventLog> logs{std::begin(kEventLogs), std::end(kEventLogs)};
 
-    /// Trace sink of EgressPort::PfcPause, bound to the port it watches.
-    static void RecordPause(Impl* impl, uint32_t node, uint32_t port, uint8_t prio, bool paused)
+    /**
+     * Trace sink of a queue's state change (EgressPort::PfcPause and CreditStall, PfcWatchdog::Action),
+     * bound to its log and to the node (and port) it watches: appends (now, node, port, queue, state).
+     */
+    static void RecordQueueState(EventLog* log, uint32_t node, uint32_t port, uint8_t queue, bool on)
     {
-        impl->pauseTimePs.push_back(Simulator::Now().GetTimeStep());
-        impl->pauseNode.push_back(int32_t(node));
-        impl->pausePort.push_back(int32_t(port));
-        impl->pausePrio.push_back(prio);
-        impl->pauseState.push_back(paused ? 1 : 0);
+        log->Append({Simulator::Now().GetTimeStep(), int64_t(node), int64_t(port), int64_t(queue), on ? 1 : 0});
     }
 
-    /// Credit-stall state changes, appended by the ports' CreditStall trace sources.
-    std::vector<int64_t> stallTimePs;
-    std::vector<int32_t> stallNode, stallPort, stallVl;
-    std::vector<int8_t> stallState;
-
-    /// Trace sink of EgressPort::CreditStall, bound to the port it watches.
-    static void RecordStall(Impl* impl, uint32_t node, uint32_t port, uint8_t vl, bool stalled)
+    /// @return log @p name (throws std::invalid_argument naming the logs)
+    const EventLog& Log(const std::string& name) const
     {
-        impl->stallTimePs.push_back(Simulator::Now().GetTimeStep());
-        impl->stallNode.push_back(int32_t(node));
-        impl->stallPort.push_back(int32_t(port));
-        impl->stallVl.push_back(vl);
-        impl->stallState.push_back(stalled ? 1 : 0);
+        std::string names;
+        for (const EventLog& log : logs)
+        {
+            if (name == log.Decl().name)
+            {
+                return log;
+            }
+            names += (names.empty() ? "" : ", ") + std::string(log.Decl().name);
+        }
+        throw std::invalid_argument("no event log " + name + " (the logs are " + names + ")");
     }
 
-    /// PFC watchdog actions, appended by the watchdogs' Action trace sources.
-    std::vector<int64_t> wdTimePs;
-    std::vector<int32_t> wdNode, wdPort, wdPrio;
-    std::vector<int8_t> wdDisabled;
+    /// @return counter @p c over every object it is read from, combined by its rule (0 if none holds it)
+    int64_t ReadCounter(const CounterDecl& c) const;
 
-    /// Trace sink of PfcWatchdog::Action, bound to the switch it watches.
-    static void RecordWatchdogAction(Impl* impl, uint32_t node, uint32_t port, uint8_t prio, bool disabled)
+    /// @return true if the run reports counter @p c: fault-model counters only once the fault model acted
+    bool Reports(const CounterDecl& c) const
     {
-        impl->wdTimePs.push_back(Simulator::Now().GetTimeStep());
-        impl->wdNode.push_back(int32_t(node));
-        impl->wdPort.push_back(int32_t(port));
-        impl->wdPrio.push_back(prio);
-        impl->wdDisabled.push_back(disabled ? 1 : 0);
+        return !c.read.fromFaults || (faults && faults->GetNActions() > 0);
     }
 
     /// Call @p f(nodeId, portIndex, port) for every egress port, ordered by node then port.
@@ -399,10 +553,6 @@ Engine::SharedCodes()
     line("run_status.NO_EVENTS", long(RunStatus::NO_EVENTS));
     line("run_status.DEADLOCK", long(RunStatus::DEADLOCK));
     line("run_status.COLLECTIVE_TIMEOUT", long(RunStatus::COLLECTIVE_TIMEOUT));
-    for (uint32_t c = 0; c < kNumCounters; ++c)
-    {
-        line(std::string("counter.") + kCounterNames[c], long(c));
-    }
     line("priorities", long(kNumPriorities));
     line("default.mtu_bytes", long(kDefaultMtuBytes));
     line("default.header_bytes", long(kDefaultHeaderBytes));
@@ -587,10 +737,10 @@ Engine::BuildFabric(const uint8_t* kind,
         }
     }
     m_impl->ForEachPort([this](uint32_t id, uint32_t p, Ptr<EgressPort> port) {
-        port->TraceConnectWithoutContext("PfcPause",
-                                         MakeBoundCallback(&Impl::RecordPause, m_impl.get(), id, p));
-        port->TraceConnectWithoutContext("CreditStall",
-                                         MakeBoundCallback(&Impl::RecordStall, m_impl.get(), id, p));
+        port->TraceConnectWithoutContext(
+            "PfcPause", MakeBoundCallback(&Impl::RecordQueueState, &m_impl->logs[PAUSES_LOG], id, p));
+        port->TraceConnectWithoutContext(
+            "CreditStall", MakeBoundCallback(&Impl::RecordQueueState, &m_impl->logs[STALLS_LOG], id, p));
     });
     m_impl->watchdog = CreateObject<DeadlockWatchdog>();
     for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
@@ -612,7 +762,8 @@ Engine::BuildFabric(const uint8_t* kind,
         {
             break; // the Enabled default holds for every switch: none is watched
         }
-        w->TraceConnectWithoutContext("Action", MakeBoundCallback(&Impl::RecordWatchdogAction, m_impl.get(), id));
+        w->TraceConnectWithoutContext(
+            "Action", MakeBoundCallback(&Impl::RecordQueueState, &m_impl->logs[PFC_WATCHDOG_LOG], id));
         w->Watch(m_impl->builder.GetNode(id));
         m_impl->pfcWatchdogs.push_back(w);
     }
@@ -791,24 +942,6 @@ Engine::AddPauseStorms(const int32_t* host, const uint8_t* priority, const int64
 }
 
 uint64_t
-Engine::NumPfcWatchdogActions() const
-{
-    return m_impl->wdTimePs.size();
-}
-
-void
-Engine::GetPfcWatchdogActions(int64_t* timePs, int32_t* node, int32_t* port, int32_t* priority,
-                              int8_t* disabled) const
-{
-    const Impl& i = *m_impl;
-    std::copy(i.wdTimePs.begin(), i.wdTimePs.end(), timePs);
-    std::copy(i.wdNode.begin(), i.wdNode.end(), node);
-    std::copy(i.wdPort.begin(), i.wdPort.end(), port);
-    std::copy(i.wdPrio.begin(), i.wdPrio.end(), priority);
-    std::copy(i.wdDisabled.begin(), i.wdDisabled.end(), disabled);
-}
-
-uint64_t
 Engine::DagOpsFinished() const
 {
     return m_impl->dag ? m_impl->dag->Finished() : 0;
@@ -974,23 +1107,6 @@ Engine::GetPortStats(int32_t* node,
     }
 }
 
-uint64_t
-Engine::NumPauseEvents() const
-{
-    return m_impl->pauseTimePs.size();
-}
-
-void
-Engine::GetPauseEvents(int64_t* timePs, int32_t* node, int32_t* port, int32_t* priority, int8_t* paused) const
-{
-    const Impl& i = *m_impl;
-    std::copy(i.pauseTimePs.begin(), i.pauseTimePs.end(), timePs);
-    std::copy(i.pauseNode.begin(), i.pauseNode.end(), node);
-    std::copy(i.pausePort.begin(), i.pausePort.end(), port);
-    std::copy(i.pausePrio.begin(), i.pausePrio.end(), priority);
-    std::copy(i.pauseState.begin(), i.pauseState.end(), paused);
-}
-
 void
 Engine::GetPortPausedPs(int64_t* out) const
 {
@@ -1003,23 +1119,6 @@ Engine::GetPortPausedPs(int64_t* out) const
         }
         out[k++] = total;
     });
-}
-
-uint64_t
-Engine::NumStallEvents() const
-{
-    return m_impl->stallTimePs.size();
-}
-
-void
-Engine::GetStallEvents(int64_t* timePs, int32_t* node, int32_t* port, int32_t* vl, int8_t* stalled) const
-{
-    const Impl& i = *m_impl;
-    std::copy(i.stallTimePs.begin(), i.stallTimePs.end(), timePs);
-    std::copy(i.stallNode.begin(), i.stallNode.end(), node);
-    std::copy(i.stallPort.begin(), i.stallPort.end(), port);
-    std::copy(i.stallVl.begin(), i.stallVl.end(), vl);
-    std::copy(i.stallState.begin(), i.stallState.end(), stalled);
 }
 
 void
@@ -1077,86 +1176,6 @@ Engine::GetLatencyHistogram(int64_t* out) const
         }
     }
 }
-
-namespace
-{
-/// How one counter is read from a switch or a NIC (null: not kept there), and how values combine.
-struct CounterReader
-{
-    enum class Combine
-    {
-        SUM,
-        MAX,
-        MIN,
-    };
-
-    int64_t (*fromSwitch)(const FabricSwitch&, uint32_t port); ///< per switch port (port 0 if per switch)
-    bool perPort;                                               ///< fromSwitch reads one port at a time
-    int64_t (*fromNic)(const HostNic&);                         ///< per NIC
-    Combine combine;                                            ///< how the nodes' values combine
-    int64_t (*fromPfcWatchdog)(const PfcWatchdog&) = nullptr;   ///< per PFC watchdog (one per switch)
-    int64_t (*fromPauseStorm)(const PauseStormSource&) = nullptr; ///< per pause storm
-};
-
-/// @return how counter @p c is read (a switch, so a new Counter without a reader fails to compile)
-CounterReader
-ReaderOf(Counter c)
-{
-    using C = CounterReader::Combine;
-    switch (c)
-    {
-    case Counter::ECN_MARKS:
-        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetEcnMarks()); }, false, nullptr, C::SUM};
-    case Counter::CNPS_SENT:
-        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsSent()); }, C::SUM};
-    case Counter::CNPS_RECEIVED:
-        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetCnpsReceived()); }, C::SUM};
-    case Counter::SWITCH_DROPS:
-        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetDrops()); }, false, nullptr, C::SUM};
-    case Counter::PAUSE_FRAMES_SENT:
-        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetPauseFramesSent()); }, false, nullptr,
-                C::SUM};
-    case Counter::PEAK_HEADROOM_USED_BYTES:
-        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetMmu()->GetPeakHeadroomUsed()); }, false,
-                nullptr, C::MAX};
-    case Counter::MIN_HEADROOM_BYTES:
-        return {[](const FabricSwitch& s, uint32_t p) { return int64_t(s.GetMmu()->GetHeadroomBytes(p)); }, true,
-                nullptr, C::MIN};
-    case Counter::ACKS:
-        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetAcksReceived()); }, C::SUM};
-    case Counter::CREDIT_VIOLATIONS:
-        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetCreditViolations()); }, false, nullptr,
-                C::SUM};
-    case Counter::PEAK_LANE_BYTES:
-        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetPeakLaneBytes()); }, false, nullptr,
-                C::MAX};
-    case Counter::CREDIT_PACKETS_SENT:
-        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetCreditPacketsSent()); }, false,
-                [](const HostNic& n) { return int64_t(n.GetCreditPacketsSent()); }, C::SUM};
-    case Counter::RETRANSMITTED_PACKETS:
-        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetRetransmittedPackets()); }, C::SUM};
-    case Counter::NAKS_SENT:
-        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetNaksSent()); }, C::SUM};
-    case Counter::TIMEOUTS:
-        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetTimeouts()); }, C::SUM};
-    case Counter::REORDERED_PACKETS:
-        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetReorderedPackets()); }, C::SUM};
-    case Counter::ADMISSION_GRANTS:
-        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetGrantsSent()); }, C::SUM};
-    case Counter::PEAK_QP_INFLIGHT_BYTES:
-        return {nullptr, false, [](const HostNic& n) { return int64_t(n.GetPeakInflightBytes()); }, C::MAX};
-    case Counter::PFC_WATCHDOG_ACTIONS:
-        return {nullptr, false, nullptr, C::SUM, [](const PfcWatchdog& w) { return int64_t(w.GetActions()); }};
-    case Counter::PFC_WATCHDOG_DROPPED_PACKETS:
-        return {[](const FabricSwitch& s, uint32_t) { return int64_t(s.GetWatchdogDrops()); }, false, nullptr,
-                C::SUM};
-    case Counter::PAUSE_STORM_FRAMES_SENT:
-        return {nullptr, false, nullptr, C::SUM, nullptr,
-                [](const PauseStormSource& s) { return int64_t(s.GetFramesSent()); }};
-    }
-    throw std::invalid_argument("unknown counter code " + std::to_string(int(c)));
-}
-} // namespace
 
 LinkFaultModel&
 Engine::Faults()
@@ -1274,30 +1293,8 @@ Engine::GetFaultActions(int64_t* timePs, int32_t* fault, int8_t* action, int32_t
 }
 
 int64_t
-Engine::GetFaultCounter(const std::string& name) const
+Engine::Impl::ReadCounter(const CounterDecl& c) const
 {
-    if (!m_impl->faults)
-    {
-        const std::string names = "," + LinkFaultModel::CounterNames() + ",";
-        if (names.find("," + name + ",") == std::string::npos)
-        {
-            throw std::invalid_argument("unknown fault counter " + name);
-        }
-        return 0;
-    }
-    return m_impl->faults->GetCounter(name);
-}
-
-int64_t
-Engine::GetCounter(const std::string& name) const
-{
-    const auto* const begin = std::begin(kCounterNames);
-    const auto* const found = std::find(begin, std::end(kCounterNames), name);
-    if (found == std::end(kCounterNames))
-    {
-        throw std::invalid_argument("unknown counter " + name);
-    }
-    const CounterReader c = ReaderOf(Counter(found - begin));
     bool any = false;
     int64_t result = 0;
     auto add = [&](int64_t v) {
@@ -1305,45 +1302,127 @@ Engine::GetCounter(const std::string& name) const
         {
             result = v;
         }
-        else if (c.combine == CounterReader::Combine::SUM)
+        else if (c.combine == Combine::SUM)
         {
             result += v;
         }
         else
         {
-            result = c.combine == CounterReader::Combine::MAX ? std::max(result, v) : std::min(result, v);
+            result = c.combine == Combine::MAX ? std::max(result, v) : std::min(result, v);
         }
         any = true;
     };
-    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    const CounterSources& r = c.read;
+    for (uint32_t id = 0; id < builder.GetNNodes(); ++id)
     {
-        if (Ptr<FabricSwitch> sw = m_impl->builder.GetSwitch(id); sw && c.fromSwitch)
+        if (Ptr<FabricSwitch> sw = builder.GetSwitch(id))
         {
-            for (uint32_t p = 0; p < (c.perPort ? sw->GetNPorts() : 1u); ++p)
+            if (r.fromSwitch)
             {
-                add(c.fromSwitch(*sw, p));
+                add(r.fromSwitch(*sw));
+            }
+            for (uint32_t p = 0; r.fromSwitchPort && p < sw->GetNPorts(); ++p)
+            {
+                add(r.fromSwitchPort(*sw, p));
             }
         }
-        if (Ptr<HostNic> nic = m_impl->builder.GetHost(id); nic && c.fromNic)
+        if (Ptr<HostNic> nic = builder.GetHost(id); nic && r.fromNic)
         {
-            add(c.fromNic(*nic));
+            add(r.fromNic(*nic));
         }
     }
-    for (const Ptr<PfcWatchdog>& w : m_impl->pfcWatchdogs)
+    for (const Ptr<PfcWatchdog>& w : pfcWatchdogs)
     {
-        if (c.fromPfcWatchdog)
+        if (r.fromPfcWatchdog)
         {
-            add(c.fromPfcWatchdog(*w));
+            add(r.fromPfcWatchdog(*w));
         }
     }
-    for (const Ptr<PauseStormSource>& storm : m_impl->pauseStorms)
+    for (const Ptr<PauseStormSource>& storm : pauseStorms)
     {
-        if (c.fromPauseStorm)
+        if (r.fromPauseStorm)
         {
-            add(c.fromPauseStorm(*storm));
+            add(r.fromPauseStorm(*storm));
         }
+    }
+    if (faults && r.fromFaults)
+    {
+        add(r.fromFaults(*faults));
     }
     return result;
+}
+
+std::string
+Engine::ListEventLogs()
+{
+    std::string out;
+    for (const EventLogDecl& log : kEventLogs)
+    {
+        for (const LogColumn& c : log.columns)
+        {
+            out += std::string(log.name) + "\t" + c.name + "\t" + TypeName(c.type) + "\t" + RoleName(c.role) + "\t" +
+                   c.unit + "\t" + c.description + "\n";
+        }
+    }
+    return out;
+}
+
+uint64_t
+Engine::NumLogRows(const std::string& log) const
+{
+    return m_impl->Log(log).Rows();
+}
+
+void
+Engine::GetLogColumn(const std::string& log, const std::string& column, int64_t* out) const
+{
+    const EventLog& l = m_impl->Log(log);
+    l.Copy(l.ColumnIndex(column), out);
+}
+
+void
+Engine::GetLogColumn(const std::string& log, const std::string& column, int32_t* out) const
+{
+    const EventLog& l = m_impl->Log(log);
+    l.Copy(l.ColumnIndex(column), out);
+}
+
+void
+Engine::GetLogColumn(const std::string& log, const std::string& column, int8_t* out) const
+{
+    const EventLog& l = m_impl->Log(log);
+    l.Copy(l.ColumnIndex(column), out);
+}
+
+std::string
+Engine::ListCounters()
+{
+    std::string out;
+    for (const CounterDecl& c : kCounters)
+    {
+        out += std::string(c.name) + "\t" + CombineName(c.combine) + "\t" + c.unit + "\t" + c.description + "\n";
+    }
+    return out;
+}
+
+int64_t
+Engine::GetCounter(const std::string& name) const
+{
+    return m_impl->ReadCounter(FindCounter(name));
+}
+
+std::string
+Engine::ReportedCounters() const
+{
+    std::string out;
+    for (const CounterDecl& c : kCounters)
+    {
+        if (m_impl->Reports(c))
+        {
+            out += std::string(c.name) + "\t" + std::to_string(m_impl->ReadCounter(c)) + "\n";
+        }
+    }
+    return out;
 }
 
 uint64_t

@@ -43,8 +43,7 @@ class Engine
     /**
      * @brief The codes Python shares with the models (shared-codes.h), for a check at load time.
      * @return newline-separated `key=value` lines: `op_kind.<DagOpKind>`, `node_kind.<NodeKind>`,
-     * `run_status.<RunStatus>`, `counter.<name>` (the Counter value of every name GetCounter accepts),
-     * `priorities`, `default.mtu_bytes` and `default.header_bytes` (in bytes)
+     * `run_status.<RunStatus>`, `priorities`, `default.mtu_bytes` and `default.header_bytes` (in bytes)
      */
     static std::string SharedCodes();
 
@@ -54,6 +53,36 @@ class Engine
      * its checker accepts ("uint32_t 1:8", "pfc|credit"; empty if it does not say), help
      */
     static std::string ListAttributes();
+
+    /**
+     * @brief Every event log the engine records (NumLogRows, GetLogColumn), in declaration order.
+     * @return one line per column, tab-separated: log name, column name, type ("int8", "int32", "int64"),
+     * role ("time": when, in ps, the first column; "key": what the event happened to, node and port first;
+     * "value": what happened), unit ("ps" for times, "" for ids, codes and states), description
+     */
+    static std::string ListEventLogs();
+
+    /// @return rows of event log @p log so far (throws std::invalid_argument for a log ListEventLogs lacks)
+    uint64_t NumLogRows(const std::string& log) const;
+
+    /**
+     * @brief Copy column @p column of event log @p log, in the order recorded (time order), to
+     * @p out[NumLogRows(log)]. Throws std::invalid_argument for an unknown log or column, or an @p out whose
+     * type is not the column's (the overloads below take the other types).
+     */
+    void GetLogColumn(const std::string& log, const std::string& column, int64_t* out) const;
+    /// GetLogColumn for an int32 column.
+    void GetLogColumn(const std::string& log, const std::string& column, int32_t* out) const;
+    /// GetLogColumn for an int8 column.
+    void GetLogColumn(const std::string& log, const std::string& column, int8_t* out) const;
+
+    /**
+     * @brief Every fabric-wide counter GetCounter reads, in declaration order.
+     * @return one line per counter, tab-separated: name, combine rule ("sum", "max" or "min": how the values
+     * of its switches, NICs and other sources combine, and those of the parts of a decomposed run), unit
+     * ("packets", "frames", "events", "B"), description
+     */
+    static std::string ListCounters();
 
     /**
      * @brief Config::SetDefault(@p path, @p value) for models created later.
@@ -180,20 +209,6 @@ class Engine
     void AddPauseStorms(const int32_t* host, const uint8_t* priority, const int64_t* startPs,
                         const int64_t* durationPs, uint64_t n);
 
-    /// @return number of PFC watchdog actions (queues disabled or restored) so far
-    uint64_t NumPfcWatchdogActions() const;
-
-    /**
-     * @brief Copy the PFC watchdog's actions, in time order, to arrays of NumPfcWatchdogActions().
-     * @param timePs time of the action, in ps
-     * @param node switch node id
-     * @param port its egress port number
-     * @param priority the priority whose queue changed
-     * @param disabled 1: queue disabled (stormed), 0: restored
-     */
-    void GetPfcWatchdogActions(int64_t* timePs, int32_t* node, int32_t* port, int32_t* priority,
-                               int8_t* disabled) const;
-
     /// @return number of DAG ops finished (0 without a DAG)
     uint64_t DagOpsFinished() const;
 
@@ -254,34 +269,8 @@ class Engine
                       int64_t* drops,
                       int64_t* peakQueueBytes) const;
 
-    /// @return number of PFC pause-state changes recorded
-    uint64_t NumPauseEvents() const;
-
-    /**
-     * @brief Copy the PFC pause-state changes, in time order, to arrays of NumPauseEvents().
-     * @param timePs time of the change, in ps
-     * @param node node whose egress port was paused or resumed
-     * @param port that port's number
-     * @param priority the priority class
-     * @param paused 1: paused, 0: resumed
-     */
-    void GetPauseEvents(int64_t* timePs, int32_t* node, int32_t* port, int32_t* priority, int8_t* paused) const;
-
     /// Copy each egress port's total paused time over all priorities, in ps, to @p out[NumPorts()].
     void GetPortPausedPs(int64_t* out) const;
-
-    /// @return number of credit-stall state changes recorded (InfiniBand fabric)
-    uint64_t NumStallEvents() const;
-
-    /**
-     * @brief Copy the credit-stall state changes, in time order, to arrays of NumStallEvents().
-     * @param timePs time of the change, in ps
-     * @param node node whose egress port changed state
-     * @param port that port's number
-     * @param vl the virtual lane
-     * @param stalled 1: data waiting without credits began, 0: ended
-     */
-    void GetStallEvents(int64_t* timePs, int32_t* node, int32_t* port, int32_t* vl, int8_t* stalled) const;
 
     /// Copy each egress port's total credit-stall time over all lanes, in ps, to @p out[NumPorts()].
     void GetPortCreditStallPs(int64_t* out) const;
@@ -299,10 +288,16 @@ class Engine
     void GetLatencyHistogram(int64_t* out) const;
 
     /**
-     * @return the fabric-wide counter @p name, one of kCounterNames (see Counter for their meaning)
-     * (throws std::invalid_argument for another name)
+     * @return counter @p name (one ListCounters lists) over the whole fabric, combined by its rule; 0 while
+     * nothing it is read from exists (throws std::invalid_argument for another name)
      */
     int64_t GetCounter(const std::string& name) const;
+
+    /**
+     * @return the counters this run reports, in declaration order, one `name<TAB>value` line each: every
+     * counter, those of the fault model only once it acted (a run without faults reports none of them)
+     */
+    std::string ReportedCounters() const;
 
     /// @return simulator events executed so far
     uint64_t EventsExecuted() const; // model events only: slice limits and idle timer checks are not counted
@@ -354,9 +349,6 @@ class Engine
      * @param node node id acted on (a rerouting switch), -1 if none
      */
     void GetFaultActions(int64_t* timePs, int32_t* fault, int8_t* action, int32_t* link, int32_t* node) const;
-
-    /// @return fault counter @p name: fault_drops, ber_drops, link_retransmissions, reroutes (0 without faults)
-    int64_t GetFaultCounter(const std::string& name) const;
 
     /// @return packets serialized on any link so far (packet-hops), control packets included
     uint64_t PacketHops() const;

@@ -51,58 +51,6 @@ enum class RunStatus : int
     COLLECTIVE_TIMEOUT = 4, ///< a collective ran past DagExecutor::CollectiveTimeout: the job failed (Engine::FailedCollective)
 };
 
-/// The fabric-wide counters Engine::GetCounter reads; the value indexes kCounterNames.
-enum class Counter : uint8_t
-{
-    ECN_MARKS = 0,                ///< data packets ECN/FECN-marked by switches
-    CNPS_SENT = 1,                ///< CNPs (or IB BECNs) sent by receivers
-    CNPS_RECEIVED = 2,            ///< CNPs (or IB BECNs) received by senders
-    SWITCH_DROPS = 3,             ///< packets switches dropped for lack of buffer
-    PAUSE_FRAMES_SENT = 4,        ///< PFC XOFF frames (and refreshes) sent
-    PEAK_HEADROOM_USED_BYTES = 5, ///< largest PFC headroom use of any (port, priority), in bytes
-    MIN_HEADROOM_BYTES = 6,       ///< smallest PFC headroom configured on a switch port, in bytes
-    ACKS = 7,                     ///< ACKs received by senders
-    CREDIT_VIOLATIONS = 8,        ///< arrivals beyond an input lane's advertised buffer (a bug if not 0)
-    PEAK_LANE_BYTES = 9,          ///< largest input-lane occupancy of any switch (credit mode), in bytes
-    CREDIT_PACKETS_SENT = 10,     ///< IB credit-update packets sent by switches and NICs
-    RETRANSMITTED_PACKETS = 11,   ///< data packets senders resent after a go-back-N rewind (NAK or timeout)
-    NAKS_SENT = 12,               ///< go-back-N NAKs (PSN sequence errors) sent by receivers
-    TIMEOUTS = 13,                ///< retransmission timeouts of senders
-    REORDERED_PACKETS = 14,       ///< data packets reorder-tolerant receivers held beyond a gap
-    ADMISSION_GRANTS = 15,        ///< clear-to-send grants receivers sent (receiver-driven admission)
-    PEAK_QP_INFLIGHT_BYTES = 16,  ///< most payload a QP had unacknowledged (tracked with a QP window), in bytes
-    PFC_WATCHDOG_ACTIONS = 17,    ///< switch egress queues the PFC watchdog disabled or restored
-    PFC_WATCHDOG_DROPPED_PACKETS = 18, ///< packets dropped at queues the PFC watchdog disabled
-    PAUSE_STORM_FRAMES_SENT = 19, ///< PAUSE frames sent by pause-storming NICs (a fault)
-};
-
-/// Number of Counter values.
-constexpr uint32_t kNumCounters = 20;
-
-/// Name of each Counter, as GetCounter accepts it and Python stores it, indexed by the Counter value.
-inline constexpr const char* kCounterNames[kNumCounters] = {
-    "ecn_marks",
-    "cnps_sent",
-    "cnps_received",
-    "switch_drops",
-    "pause_frames_sent",
-    "peak_headroom_used_bytes",
-    "min_headroom_bytes",
-    "acks",
-    "credit_violations",
-    "peak_lane_bytes",
-    "credit_packets_sent",
-    "retransmitted_packets",
-    "naks_sent",
-    "timeouts",
-    "reordered_packets",
-    "admission_grants",
-    "peak_qp_inflight_bytes",
-    "pfc_watchdog_actions",
-    "pfc_watchdog_dropped_packets",
-    "pause_storm_frames_sent",
-};
-
 } // namespace cosim
 
 #endif // COSIM_SHARED_CODES_H

@@ -8,7 +8,6 @@
 #include "ns3/simulator.h"
 
 #include <cmath>
-#include <stdexcept>
 
 namespace ns3
 {
@@ -46,12 +45,6 @@ std::string
 LinkFaultModel::ActionNames()
 {
     return "down,up,reroute,degrade,restore";
-}
-
-std::string
-LinkFaultModel::CounterNames()
-{
-    return "fault_drops,ber_drops,link_retransmissions,reroutes";
 }
 
 TypeId
@@ -242,28 +235,6 @@ LinkFaultModel::GetActions(int64_t* timePs, int32_t* fault, int8_t* action, int3
     std::copy(m_logAction.begin(), m_logAction.end(), action);
     std::copy(m_logLink.begin(), m_logLink.end(), link);
     std::copy(m_logNode.begin(), m_logNode.end(), node);
-}
-
-int64_t
-LinkFaultModel::GetCounter(const std::string& name) const
-{
-    if (name == "fault_drops")
-    {
-        return int64_t(m_faultDrops);
-    }
-    if (name == "ber_drops")
-    {
-        return int64_t(m_berDrops);
-    }
-    if (name == "link_retransmissions")
-    {
-        return int64_t(m_linkRetransmissions);
-    }
-    if (name == "reroutes")
-    {
-        return int64_t(m_reroutes);
-    }
-    throw std::invalid_argument("unknown fault counter " + name);
 }
 
 void

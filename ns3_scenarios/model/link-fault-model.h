@@ -73,9 +73,6 @@ class LinkFaultModel : public Object
     /// @return the names of Action in code order, comma-separated ("down,up,...")
     static std::string ActionNames();
 
-    /// @return the names GetCounter takes, comma-separated
-    static std::string CounterNames();
-
     /// @return the TypeId of LinkFaultModel
     static TypeId GetTypeId();
 
@@ -122,8 +119,29 @@ class LinkFaultModel : public Object
     /// Copy the log (time in ps, fault index, Action, link id or -1, node id or -1) to arrays of GetNActions().
     void GetActions(int64_t* timePs, int32_t* fault, int8_t* action, int32_t* link, int32_t* node) const;
 
-    /// @return counter @p name: fault_drops, ber_drops, link_retransmissions, reroutes (else throws)
-    int64_t GetCounter(const std::string& name) const;
+    /// @return packets lost on dead links
+    uint64_t GetFaultDrops() const
+    {
+        return m_faultDrops;
+    }
+
+    /// @return packets lost to bit errors (lossy links)
+    uint64_t GetBerDrops() const
+    {
+        return m_berDrops;
+    }
+
+    /// @return corrupted packets resent by credit links
+    uint64_t GetLinkRetransmissions() const
+    {
+        return m_linkRetransmissions;
+    }
+
+    /// @return switch route tables replaced
+    uint64_t GetReroutes() const
+    {
+        return m_reroutes;
+    }
 
     /// A packet was lost on a dead link.
     void CountFaultDrop()
