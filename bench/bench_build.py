@@ -16,7 +16,6 @@ import time
 from cosim import engine
 from cosim.network import topology
 
-
 #: a shared buffer large enough for headroom on every port of the widest switch (the build, not buffer sizing,
 #: is what is timed)
 BUFFERS = {"SharedBufferMmu::BufferBytes": str(64 << 30)}

@@ -4,7 +4,7 @@ Workload: LLaMA-2 7B, all 32 layers, sequence 4096, TP 8 inside each 8-GPU H100 
 DP 32 along the rails, micro-batch 1, the default global batch (micro-batch x DP x 4 x PP: 16 micro-batches
 per data-parallel replica). Fabric: rail-optimized, 128 servers x 8 rails at 400 Gbps, 8 spines, 1 us links. The TP
 collectives couple the 8 rails, which are identical: with ``limits.decompose = auto`` one rail (and the
-collective barriers between rails) is simulated and copied to the others (cosim.runs.decompose_run).
+collective barriers between rails) is simulated and copied to the others (cosim.decompose.exact).
 
 The switches get the buffer of their class (cosim.network.buffers: a 136-port 400 Gbps rail switch is a
 51.2 Tbps-class switch); ``--buffer-mib`` sets one explicitly instead.

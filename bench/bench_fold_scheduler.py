@@ -25,9 +25,9 @@ def main() -> None:
     ap.add_argument("--buckets", help="TimingWheelScheduler::Buckets, e.g. 8192 [derived]")
     args = ap.parse_args()
 
+    from cosim.decompose import exact as decompose_run  # noqa: PLC0415
     from cosim.plan import compile as compile_plan  # noqa: PLC0415
     from cosim.run import experiments_of  # noqa: PLC0415
-    from cosim.runs import decompose_run  # noqa: PLC0415
 
     doc = {"name": "roce", "network": {"transport": "roce", "topology": "rail-optimized", "gpus_per_server": 8,
                                        "spines": 8, "link_gbps": 400.0, "link_delay_ns": 1000.0},

@@ -34,7 +34,7 @@ GPT13B = {"num_layers": 40, "hidden_size": 5120, "num_heads": 40, "num_kv_heads"
 
 def experiment(fabric: str, microbatches: int, layers: int):
     """The Experiment of one row."""
-    from cosim.runs.experiment import from_document  # noqa: PLC0415
+    from cosim.spec import from_document  # noqa: PLC0415
 
     doc = {"name": fabric,
            "network": {"transport": fabric, "topology": "rail-optimized", "link_gbps": 400.0,

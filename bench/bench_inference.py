@@ -17,10 +17,11 @@ import time
 
 import numpy as np
 
+from cosim.kinds import inference
 from cosim.kinds.training import _piece
-from cosim.plan import assemble, compile as compile_plan
+from cosim.plan import assemble
+from cosim.plan import compile as compile_plan
 from cosim.run import experiments_of, simulate
-from cosim.runs import inference
 
 
 def passes(exp) -> list[dict]:

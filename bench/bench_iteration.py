@@ -26,8 +26,8 @@ import _fabric_workers  # noqa: E402
 
 def run_one(args: argparse.Namespace) -> dict:
     """Build, lower and co-simulate one iteration on ``args.transport`` in this process; return the figures."""
-    from cosim.runs.experiment import make
     from cosim.run import run
+    from cosim.spec import make
     from cosim.workload.builder import build_trace
     from cosim.workload.hardware import get_hardware
     from cosim.workload.model import get_model

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import resource
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 def scenario(scale: int = 1):
     """The fabric and flows; ``scale`` multiplies every flow's size (callgrind counts use scale 1)."""
-    from cosim.workload import flows as fl
     from cosim.network import topology
+    from cosim.workload import flows as fl
 
     fabric = topology.leaf_spine(hosts=16, hosts_per_leaf=4, spines=4, host_link_gbps=400.0,
                                  host_link_delay_ns=1000.0, fabric_link_delay_ns=1000.0)
@@ -39,9 +38,10 @@ def scenario(scale: int = 1):
 def main() -> None:
     import argparse
 
+    import stock_ns3
+
     from cosim import engine
     from cosim.network.transport import transport_attributes
-    import stock_ns3
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=7, help="cosim/stock run pairs; the median ratio is reported")

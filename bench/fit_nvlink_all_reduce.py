@@ -42,8 +42,15 @@ from pathlib import Path
 
 import numpy as np
 
-from cosim.collectives.calibration import (ALL_REDUCE_CURVES, all_reduce_curve_for, curves_document,
-                                           fit_all_reduce, fit_all_reduce_curve, load_curves, robust_curve)
+from cosim.collectives.calibration import (
+    ALL_REDUCE_CURVES,
+    all_reduce_curve_for,
+    curves_document,
+    fit_all_reduce,
+    fit_all_reduce_curve,
+    load_curves,
+    robust_curve,
+)
 from cosim.h5io import atomic_output
 
 TOLERANCE = 0.10

@@ -16,10 +16,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from fuzz_contract import (  # noqa: E402
+    TRACE,
+    check_contract,
+    cli_args,
+    damage_results,
+    damage_trace,
+    run_cosim,
+    trace_damage,
+)
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-
-from fuzz_contract import (TRACE, check_contract, cli_args, damage_results, damage_trace, run_cosim,  # noqa: E402
-                           trace_damage)
 
 
 def main() -> None:

@@ -1,22 +1,23 @@
 """cosim: packet-level ns-3 co-simulation of LLM training traffic on RoCE and InfiniBand fabrics.
 
-Every run starts from one :class:`cosim.runs.experiment.Experiment` (a TOML file, a shipped name, CLI flags,
+Every run starts from one :class:`cosim.spec.Experiment` (a TOML file, a shipped name, CLI flags,
 a sweep point or Python) and data flows one way through the packages::
 
-    runs.experiment ── Experiment: network + workload + telemetry + limits + seed (checked by cosim.values)
-        │ workload (training)            │ workload (flows)          │ network
-        ▼                                ▼                           ▼
-    workload ── Trace (per-rank ops)   workload.flows ── FlowSet   network ── Fabric (topology), transport
-        ▼                                │                           │        attributes, ideal FCT
-    collectives ── FlowDag (arrays)      │                           │
-        └────────────────┬───────────────┘───────────────────────────┘
-                         ▼
+    spec ── Experiment: network + workload(s) + telemetry + limits + faults + seed, from TOML documents,
+        │   shorthands and overrides (values checked by cosim.values); spec.catalog: the shipped ones
+        ▼
+    kinds ── one class per workload kind (training, inference, flows, background): what it loads, how it
+        │    lowers onto its hosts, its ideal time, tables and summary
+        │      built from workload (Trace), collectives (FlowDag), network (Fabric, transport attributes)
+        ▼
+    plan ── compile(experiment): fabric, placement, ONE DAG in host ids, attributes, time limit, faults
+        │   (cosim.faults: one module per fault kind); plan.describe: the dry run and the estimates
+        ▼
     engine ── the only module touching cppyy: arrays into libcosim-ns3 (ns3_scenarios/), arrays out
-                         ▼
-    faults ── Fault specs, one module per kind, FaultPlan: scheduled on the engine, the faults table
-                         ▼
-    run ── run(experiment) = record(compile(experiment) → plan, execute(plan)) → results.RunRecord
-                         ▼
+        │     (decompose: independent or identical parts simulated apart and merged exactly)
+        ▼
+    run ── run(experiment) = record(plan, execute(plan)); record + telemetry: the results.RunRecord
+        ▼
     results ── schema, atomic store, metric registry ──► analysis (compare, plots, report, notebooks)
                                                      ──► sweep (TOML grids of Experiments, shards, merge)
     cli ── the `cosim` command: parses and does I/O only; nothing in the library imports it

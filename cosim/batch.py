@@ -3,7 +3,7 @@
     write_shard(exp, "parts", shard=(i, n))     # task i of n: its parts, one file each, and the manifest
     merge_parts("parts", "out.h5")              # every run of the manifests, exactly as ``cosim run`` gives it
 
-Part k of a run (a piece of its cosim.runs.decompose_run.Decomposition, made again from the experiment on
+Part k of a run (a piece of its cosim.decompose.exact.Decomposition, made again from the experiment on
 every machine: it is a pure function of the experiment) runs in task k % n. Its output arrays go to
 ``<run>.part<k>.npz`` (written atomically); ``<run>.parts.json`` holds the experiment and the number of
 parts. A run that does not decompose is one part. The merge plans each run again, checks every part is
@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from cosim import engine
+from cosim.decompose import exact as decompose_run
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
 from cosim.plan import compile  # noqa: A004 - the plan's verb
 from cosim.record import record
 from cosim.run import Outcome, alone_runs
-from cosim.runs import decompose_run
-from cosim.runs.experiment import from_document, to_document
+from cosim.spec import from_document, to_document
 
 MANIFEST_SUFFIX = ".parts.json"
 MANIFEST_SCHEMA = "cosim.parts/1"

@@ -10,14 +10,14 @@ per packet or per event.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import importlib.util
 import os
 import sys
 import sysconfig
 import time
-import contextlib
-import dataclasses
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +27,14 @@ import numpy as np
 from cosim import memory
 from cosim.collectives.dag import NUM_PRIORITIES, DagOpKind
 from cosim.errors import CosimInputError
-from cosim.workload.flows import FlowSet
 from cosim.network import buffers
 from cosim.network.topology import HOST, SWITCH, Fabric
-from cosim.network.transport import DEFAULT_HEADER_BYTES, DEFAULT_MTU_BYTES, qualify_attribute
+from cosim.network.transport import (
+    DEFAULT_HEADER_BYTES,
+    DEFAULT_MTU_BYTES,
+    qualify_attribute,
+)
+from cosim.workload.flows import FlowSet
 
 #: the ns-3 event scheduler every run uses (ns-3's SchedulerType). All ns-3 schedulers give the same event
 #: order (time, then insertion), so the choice changes speed only: the timing wheel takes about half of
@@ -420,7 +424,7 @@ def canonical_order(out: DagOutput) -> DagOutput:
     picosecond in unrelated parts of a run get their ids (start order) in an order that depends on what
     else the run holds. Flows are put in (start time, DAG op) order, and every event log's rows in (time,
     key columns) order (for PFC pauses: time, node, port, priority), changes of one queue at one time keeping
-    their order: a run simulated in independent parts (cosim.runs.decompose_run) merges into exactly these
+    their order: a run simulated in independent parts (cosim.decompose.exact) merges into exactly these
     tables.
     """
     order = np.lexsort((out.flow_op, np.rint(out.flow_start_ns * 1e3).astype(np.int64)))

@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from cosim import faults as cosim_faults
-from cosim.network import telemetry
+from cosim import telemetry
+from cosim.plan.describe import describe_job
 from cosim.results import RunRecord
-from cosim.runs import placement
-from cosim.runs.experiment import to_document
+from cosim.spec import to_document
 
 
 def record(plan, outcome) -> RunRecord:
@@ -148,14 +148,3 @@ def _timeout(plan, outcome, summary: dict) -> list:
     if len(plan.jobs) > 1:
         summary["failed_workload"] = p.job.name
     return [cosim_faults.timeout_row(out.failed_at_ns, int(p.hosts[rank]))]
-
-
-def describe_job(plan, p) -> dict:
-    """Where job ``p`` runs and what it sends (JSON-able; stored as config["workloads"])."""
-    hosts = np.asarray(p.hosts, np.int64)
-    server = plan.fabric.host_server[hosts]
-    leaves = placement.server_map(plan.fabric, plan.gpus_per_server).leaf[np.unique(server)]
-    j = p.job
-    return {"name": j.name, "kind": j.kind, "hosts": hosts.tolist(), "servers": sorted(set(server.tolist())),
-            "leaves": sorted(set(leaves.tolist())), "priority": j.priority, "lossless": j.lossless,
-            "start_ns": j.start_ns} | p.kind.describe(p)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim import engine
+from cosim.decompose import exact as decompose_run
 from cosim.plan import EngineDag, RunPlan, assemble, compile, with_stragglers  # noqa: A004 - the plan's verb
 from cosim.record import record
 from cosim.results import RunRecord
-from cosim.runs import catalog, decompose_run
-from cosim.runs.experiment import Experiment, from_document, with_overrides
+from cosim.spec import Experiment, catalog, from_document, with_overrides
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

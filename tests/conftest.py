@@ -21,6 +21,7 @@ def model_probes(engine_ns):
     """``cosim::ModelProbes``: unit probes of single models, compiled into the plugin but declared in their
     own header (ns3_scenarios/test/model-probes.h, installed beside the engine header's directory)."""
     import cppyy
+
     from cosim import engine
 
     _, engine_include = engine.find_plugin()

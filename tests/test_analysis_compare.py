@@ -7,13 +7,13 @@ import io
 import json
 
 import pytest
+from conftest import help_output_loading_nothing_heavy, run_main
 
 from cosim import results
-from cosim.runs.experiment import make
-from cosim.run import run as run_experiment
 from cosim.results.compare import compare_runs, label_runs
 from cosim.results.metrics import metric_for, ordered_keys
-from conftest import help_output_loading_nothing_heavy, run_main
+from cosim.run import run as run_experiment
+from cosim.spec import make
 
 # A 3-to-1 incast of 1 MB flows: with DCQCN on the default deep buffer (no pauses), and without DCQCN on a
 # 2 MB shared buffer, where the switch must pause the senders (3 MB arrive at once).

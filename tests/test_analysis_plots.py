@@ -10,15 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_main
+from test_analysis_compare import incast_pair
 
 from cosim import results
 from cosim.analysis import plots
 from cosim.analysis.ports import PortNames, port_names
 from cosim.results.metrics import format_number, metric_for
-from cosim.runs.experiment import make
 from cosim.run import run as run_experiment
-from conftest import run_main
-from test_analysis_compare import incast_pair
+from cosim.spec import make
 
 TRACE = Path(__file__).resolve().parents[1] / "traces" / "llama2-7b-2l_tp2-pp2-dp2.h5"
 
@@ -194,6 +194,7 @@ def burst_run(engine_ns):
     """4 ranks on 4 servers: 20 ms of compute, a 64 KiB all-to-all (a few microseconds of queueing at the
     switch), 20 ms of compute: one short burst in a 40 ms run, far shorter than a heatmap bin (100 us)."""
     from test_cosim_roce import make_trace
+
     from cosim.workload.trace import CollKind, OpKind, Phase
 
     ops, deps = [], []

@@ -85,17 +85,48 @@ def test_library_never_imports_the_cli():
         assert "click" not in imports, f"{name} imports click"
 
 
+def package_graph() -> dict[str, set[str]]:
+    """cosim package (``cosim.plan``; a top-level module counts as its own package) -> the packages it imports."""
+    def package(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    graph: dict[str, set[str]] = {}
+    for name, deps in import_graph().items():
+        graph.setdefault(package(name), set()).update(package(d) for d in deps if package(d) != package(name))
+    for deps in list(graph.values()):
+        for d in deps:
+            graph.setdefault(d, set())
+    return graph
+
+
+def test_no_import_cycle_between_packages():
+    """No package imports, through any of its modules, a package that imports it back: each package can be
+    read knowing only the ones below it."""
+    graph = package_graph()
+    graph["cosim"] = set()  # the package's own __init__ is the version and the map, imported by all
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+
+
 @pytest.mark.parametrize("layer,forbidden", [
-    ("cosim.network", ("cosim.runs", "cosim.analysis", "cosim.sweep", "cosim.collectives")),
-    ("cosim.results", ("cosim.runs", "cosim.analysis", "cosim.sweep", "cosim.network", "cosim.engine")),
-    ("cosim.workload", ("cosim.runs", "cosim.analysis", "cosim.sweep", "cosim.network", "cosim.engine")),
-    ("cosim.collectives", ("cosim.runs", "cosim.analysis", "cosim.sweep", "cosim.network", "cosim.engine")),
-    ("cosim.faults", ("cosim.runs", "cosim.results", "cosim.analysis", "cosim.sweep")),
-    ("cosim.runs", ("cosim.analysis", "cosim.sweep")),
+    ("cosim.network", ("cosim.engine", "cosim.spec", "cosim.plan", "cosim.analysis", "cosim.sweep",
+                       "cosim.collectives")),
+    ("cosim.results", ("cosim.spec", "cosim.plan", "cosim.analysis", "cosim.sweep", "cosim.network",
+                       "cosim.engine")),
+    ("cosim.workload", ("cosim.spec", "cosim.plan", "cosim.analysis", "cosim.sweep", "cosim.network",
+                        "cosim.engine")),
+    ("cosim.collectives", ("cosim.spec", "cosim.plan", "cosim.analysis", "cosim.sweep", "cosim.network",
+                           "cosim.engine")),
+    ("cosim.faults", ("cosim.spec", "cosim.kinds", "cosim.plan", "cosim.results", "cosim.analysis",
+                      "cosim.sweep")),
+    ("cosim.spec", ("cosim.kinds", "cosim.plan", "cosim.engine", "cosim.run", "cosim.record", "cosim.analysis",
+                    "cosim.sweep")),
+    ("cosim.kinds", ("cosim.spec", "cosim.plan", "cosim.run", "cosim.record", "cosim.analysis", "cosim.sweep")),
+    ("cosim.plan", ("cosim.run", "cosim.record", "cosim.analysis", "cosim.sweep")),
+    ("cosim.analysis", ("cosim.plan", "cosim.kinds", "cosim.run", "cosim.record", "cosim.engine")),
 ])
 def test_layers_depend_only_downstream(layer, forbidden):
-    """The data flow of cosim/__init__.py: workload → collectives → network/engine → runs → results →
-    analysis and sweeps; a layer imports nothing downstream of it."""
+    """The data flow of cosim/__init__.py: spec → kinds → plan → engine → record → results → analysis and
+    sweeps (workload, collectives, network and faults below the plan); a layer imports nothing downstream of it."""
     for name, deps in import_graph().items():
         if name == layer or name.startswith(layer + "."):
             bad = sorted(d for d in deps if d.startswith(forbidden))

@@ -8,7 +8,6 @@ import io
 import json
 
 import pytest
-
 from conftest import help_output_loading_nothing_heavy, run_main
 
 #: numeric attributes whose values have no unit: a priority class number and a bit mask of priorities
@@ -116,11 +115,10 @@ def test_an_unknown_type_is_one_line_with_close_matches(which, says, engine_ns, 
 
 def _registries() -> dict[str, list[str]]:
     from cosim.collectives.lower import ALGORITHM_NAMES
+    from cosim.faults import kind_names
     from cosim.network.topology import TOPOLOGIES
     from cosim.network.transport import TRANSPORTS
-    from cosim.runs import catalog
-    from cosim.runs.experiment import PATTERNS
-    from cosim.faults import kind_names
+    from cosim.spec import PATTERNS, catalog
     from cosim.workload import hardware, model
 
     return {"experiments": catalog.names(), "models": list(model.PRESETS), "gpus": hardware.preset_names(),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from conftest import help_output_loading_nothing_heavy, run_main
 
 from cosim import results
 from cosim.cli import cli
-from conftest import help_output_loading_nothing_heavy, run_main
 
 
 def test_help_does_not_load_the_simulator():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import help_output_loading_nothing_heavy, run_main
 
 from cosim import results
 from cosim.sweep.collective import parse_sizes
-from conftest import help_output_loading_nothing_heavy, run_main
 
 
 def test_tiny_sweep_prints_nccl_tests_columns_and_writes_hdf5(tmp_path, capsys):

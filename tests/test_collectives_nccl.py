@@ -8,13 +8,22 @@ import pytest
 
 from cosim.collectives import algorithms as A
 from cosim.collectives.algorithms import Algorithm
-from cosim.collectives.calibration import (ALL_REDUCE_CURVES, CALIBRATIONS, AllReduceCurve, all_reduce_curve_for,
-                                           bus_bytes, calibration_for, fit_all_reduce, fit_all_reduce_curve,
-                                           nvlink_model, robust_curve)
+from cosim.collectives.calibration import (
+    ALL_REDUCE_CURVES,
+    CALIBRATIONS,
+    AllReduceCurve,
+    all_reduce_curve_for,
+    bus_bytes,
+    calibration_for,
+    fit_all_reduce,
+    fit_all_reduce_curve,
+    nvlink_model,
+    robust_curve,
+)
 from cosim.collectives.tuning import Protocol, Shape, TuningModel
-from cosim.sweep.collective import CollectiveSweep, collective_trace, run_point
+from cosim.kinds.training import nic_payload_bytes_per_s
 from cosim.run import run
-from cosim.runs.training import nic_payload_bytes_per_s
+from cosim.sweep.collective import CollectiveSweep, collective_trace, run_point
 from cosim.workload.trace import CollKind, Trace
 
 MIB = 1 << 20

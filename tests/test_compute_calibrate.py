@@ -12,8 +12,15 @@ from click.testing import CliRunner
 
 from cosim.cli.calibrate import calibrate
 from cosim.cli.trace import trace
-from cosim.workload.calibrate import (GEMM_OPS, PROFILE_OPS, STREAM_OPS, Profiles, find_profiles, predict_ns,
-                                     read_profiles)
+from cosim.workload.calibrate import (
+    GEMM_OPS,
+    PROFILE_OPS,
+    STREAM_OPS,
+    Profiles,
+    find_profiles,
+    predict_ns,
+    read_profiles,
+)
 from cosim.workload.hardware import get_hardware
 
 #: the coefficients the synthetic profiles are generated from (an H100 with made-up, distinct values)

@@ -10,7 +10,15 @@ import pytest
 
 from cosim.workload import kernels as kn
 from cosim.workload.builder import build_trace
-from cosim.workload.compute import Attention, Gemm, Stream, gemm_coefficients, gemm_time_ns, kernel_ns, kernels_ns
+from cosim.workload.compute import (
+    Attention,
+    Gemm,
+    Stream,
+    gemm_coefficients,
+    gemm_time_ns,
+    kernel_ns,
+    kernels_ns,
+)
 from cosim.workload.hardware import CALIBRATION_DIR, get_hardware
 from cosim.workload.model import get_model
 from cosim.workload.parallelism import ParallelismSpec

@@ -9,14 +9,13 @@ import h5py
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import help_output_loading_nothing_heavy, run_main
 
 from cosim import results
-from cosim.results.schema import SHARED_FABRIC_COLUMNS
 from cosim.cli import cli
-from cosim.runs import catalog
-from cosim.runs.experiment import read_toml
+from cosim.results.schema import SHARED_FABRIC_COLUMNS
+from cosim.spec import catalog, read_toml
 from cosim.workload.trace import write_trace
-from conftest import help_output_loading_nothing_heavy, run_main
 
 REPO = Path(__file__).resolve().parents[1]
 DP8 = REPO / "traces" / "llama2-7b-2l_dp8-zero1.h5"
@@ -164,8 +163,8 @@ def test_no_arguments_runs_the_builtin_training_scenario(tmp_path, capsys, engin
 def test_default_fabric_of_the_builtin_scenario_is_both():
     """--transport defaults to the experiment's, and the built-in scenario's is both: runs 'roce' and 'ib'."""
     from cosim.cli import run as run_cmd
-    from cosim.runs.experiment import TRANSPORT_CHOICES
     from cosim.run import experiments_of
+    from cosim.spec import TRANSPORT_CHOICES
 
     assert run_cmd.TRANSPORT_CHOICES == TRANSPORT_CHOICES  # kept apart so that --help loads no numpy
     ctx = run_cmd.run.make_context("run", [])
@@ -177,9 +176,9 @@ def test_default_fabric_of_the_builtin_scenario_is_both():
 
 def test_algorithm_choices_match_the_lowering():
     """--algorithm accepts exactly the lowering's algorithms, and its help lists every one of them in order."""
-    from cosim.collectives.lower import ALGORITHM_NAMES
     from cosim.cli.run import run as run_cmd
-    from cosim.runs.experiment import field_kind
+    from cosim.collectives.lower import ALGORITHM_NAMES
+    from cosim.spec import field_kind
 
     option = next(p for p in run_cmd.params if p.name == "algorithm")
     assert field_kind(option.type.path).choices == ALGORITHM_NAMES

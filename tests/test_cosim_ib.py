@@ -10,13 +10,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from test_cosim_roce import (
+    MIB,
+    check_compute_only,
+    check_deterministic,
+    check_lossless_training,
+    check_overlap_beats_serialized,
+    check_ring_allreduce,
+    ring_allreduce_trace,
+    tiny_llama_trace,
+)
 
 from cosim import results
 from cosim.cli import cli
 from cosim.workload.trace import write_trace
-from test_cosim_roce import (MIB, check_compute_only, check_deterministic, check_lossless_training,
-                             check_overlap_beats_serialized, check_ring_allreduce, ring_allreduce_trace,
-                             tiny_llama_trace)
 
 
 @pytest.mark.parametrize("topology,n,size_bytes", [

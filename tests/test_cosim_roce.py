@@ -27,12 +27,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim.runs.experiment import from_document, make
 from cosim.collectives.dag import DagOpKind
-from cosim.plan import RunPlan, compile as compile_plan
-from cosim.run import run
 from cosim.errors import CosimInputError
 from cosim.network.ideal import path_properties
+from cosim.plan import RunPlan
+from cosim.plan import compile as compile_plan
+from cosim.run import run
+from cosim.spec import from_document, make
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase, Trace
 
 MIB = 1 << 20

@@ -9,8 +9,14 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from cosim.collectives.dag import (DagBuilder, DagOpKind, FlowDag, csr_from_dep_sources, csr_from_edges,
-                                   repeat)
+from cosim.collectives.dag import (
+    DagBuilder,
+    DagOpKind,
+    FlowDag,
+    csr_from_dep_sources,
+    csr_from_edges,
+    repeat,
+)
 from cosim.collectives.lower import lower
 from cosim.errors import CosimInputError
 from cosim.workload.builder import build_trace

@@ -9,9 +9,9 @@ import pytest
 
 from cosim import engine
 from cosim.network import topology
-from cosim.network.telemetry import network_summary, network_tables
 from cosim.network.topology import HOST, SWITCH, Fabric
 from cosim.network.transport import transport_attributes
+from cosim.telemetry import network_summary, network_tables
 from cosim.workload import flows as fl
 
 RING = 4

@@ -1,10 +1,10 @@
-"""Independent parts of a run's traffic (cosim.runs.decompose): components of the links ECMP can use."""
+"""Independent parts of a run's traffic (cosim.decompose.parts): components of the links ECMP can use."""
 
 import numpy as np
 import pytest
 
+from cosim.decompose.parts import describe_parts, flow_parts, shortest_routes
 from cosim.network import ideal, topology
-from cosim.runs.decompose import describe_parts, flow_parts, shortest_routes
 
 
 def _rails(servers=4, gps=4, spines=2):

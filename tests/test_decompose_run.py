@@ -1,4 +1,4 @@
-"""Decomposed runs (cosim.runs.decompose_run) give exactly the whole run's datasets.
+"""Decomposed runs (cosim.decompose.exact) give exactly the whole run's datasets.
 
 Each scenario runs twice on the real ns-3, with ``limits.decompose = "off"`` (one simulation of the whole
 run) and ``"auto"`` (independent groups, or one of identical parts folded), and every dataset and summary
@@ -8,13 +8,12 @@ value must be identical except the simulator's cost (events, wall time).
 import numpy as np
 import pytest
 
-from cosim import engine
+from cosim import batch, engine
+from cosim.decompose import exact as decompose_run
 from cosim.errors import CosimInputError
 from cosim.plan import compile as compile_plan
 from cosim.plan.describe import describe
 from cosim.run import experiments_of, run
-from cosim import batch
-from cosim.runs import decompose_run
 
 #: summary values that measure the simulator, not the network: they differ between the two ways
 SIMULATOR_COST = {"events", "wall_time_s", "packet_hops_per_s"}
@@ -165,7 +164,7 @@ def test_cli_jobs_runs_the_groups_in_processes_and_dry_run_shows_them(tmp_path, 
 
     from cosim.cli import cli as main
     from cosim.results import read_results
-    from cosim.runs.experiment import to_toml
+    from cosim.spec import to_toml
 
     spec = tmp_path / "two-jobs.toml"
     spec.write_text(to_toml({"name": "jobs", **MULTI_JOB}))
@@ -187,7 +186,7 @@ def test_parts_from_shards_merge_into_the_whole_run(tmp_path, engine_ns):
 
     from cosim.cli import cli as main
     from cosim.results import read_results
-    from cosim.runs.experiment import to_toml
+    from cosim.spec import to_toml
 
     spec = tmp_path / "two-jobs.toml"
     spec.write_text(to_toml({"name": "jobs", **MULTI_JOB}))

@@ -11,21 +11,21 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from conftest import run_main
 
 from cosim import engine
 from cosim.collectives.lower import lower
 from cosim.errors import CosimInputError
+from cosim.kinds import time_limit, training
 from cosim.network import buffers
 from cosim.plan import compile as compile_plan
 from cosim.plan.describe import describe
 from cosim.run import run
-from cosim.runs import time_limit, training
-from cosim.runs.experiment import from_document
+from cosim.spec import from_document
 from cosim.workload.builder import build_trace
 from cosim.workload.hardware import get_hardware
 from cosim.workload.model import get_model
 from cosim.workload.parallelism import ParallelismSpec
-from conftest import run_main
 
 MIB = 1 << 20
 #: a 1-layer model: a TP8 x DP32 iteration is about a millisecond of simulated time

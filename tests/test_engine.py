@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from cosim import engine
-from cosim.workload import flows as fl
-from cosim.network import topology
 from cosim.errors import CosimInputError
+from cosim.network import topology
+from cosim.workload import flows as fl
 
 HEADER_BYTES = 82  # HostNic::HeaderBytes default: RoCEv2 headers + preamble + IFG
 MTU_BYTES = 4096  # HostNic::MtuBytes default

@@ -8,15 +8,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_main
 
 from cosim.errors import CosimInputError
-from cosim.runs import catalog
 from cosim.plan import compile as compile_plan
 from cosim.plan.describe import describe
 from cosim.run import experiments_of, run
-from cosim.runs.experiment import from_document, make, read_toml, to_document, to_toml, with_overrides
+from cosim.spec import (
+    catalog,
+    from_document,
+    make,
+    read_toml,
+    to_document,
+    to_toml,
+    with_overrides,
+)
 from cosim.sweep.spec import load_sweep
-from conftest import run_main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
 from cases import snapshot  # noqa: E402

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from cosim import engine
-from cosim.errors import CosimInputError
-from cosim.network import topology
-from cosim.network.transport import transport_attributes
-from cosim import faults as fault_specs
-from cosim.runs.experiment import make
-from cosim.faults.kinds.straggler import Straggler, draw_factors, slowed_durations
-from cosim.run import run as run_experiment
-from cosim.collectives.dag import DagOpKind
-from cosim.workload import flows as fl
-from cosim.workload.trace import CollKind, OpKind, Phase
 from conftest import run_main
 from test_cosim_roce import make_trace
+
+from cosim import engine
+from cosim import faults as fault_specs
+from cosim.collectives.dag import DagOpKind
+from cosim.errors import CosimInputError
+from cosim.faults.kinds.straggler import Straggler, draw_factors, slowed_durations
+from cosim.network import topology
+from cosim.network.transport import transport_attributes
+from cosim.run import run as run_experiment
+from cosim.spec import make
+from cosim.workload import flows as fl
+from cosim.workload.trace import CollKind, OpKind, Phase
 
 MIB = 1 << 20
 LINK_DELAY_NS = 1000.0

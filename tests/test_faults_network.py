@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from cosim import engine
+from cosim import faults as fs
 from cosim.network import topology
 from cosim.network.transport import transport_attributes
-from cosim import faults as fs
 from cosim.workload.flows import FlowSet
 
 LINK_GBPS = 100.0
@@ -171,7 +171,7 @@ def test_a_random_fault_process_is_deterministic_end_to_end(engine_ns):
     """A seeded Poisson process of link failures through the Experiment: the same seed gives the same
     faults table and results bit for bit; another process seed other faults."""
     from cosim import run
-    from cosim.runs import experiment
+    from cosim import spec as experiment
 
     def make(seed):
         process = {"kind": "link_down", "element": "fabric-links", "at_ns": 0.0, "rate_per_s": 4e4,
@@ -192,9 +192,8 @@ def test_a_random_fault_process_is_deterministic_end_to_end(engine_ns):
 def test_baseline_runs_store_both_and_the_delay(engine_ns, tmp_path):
     """--baseline: the faulted run and NAME-baseline are both written; the faulted one holds its delay
     against the baseline, and a results file without faults reads back without a faults table."""
-    from cosim import results
-    from cosim import run
-    from cosim.runs import experiment
+    from cosim import results, run
+    from cosim import spec as experiment
 
     exp = experiment.make("flows", topology="leaf-spine", hosts=8, flow_bytes=1 << 20, pattern="permutation",
                           faults=[fs.parse_fault_option("link_down:leaf0-spine1@10us")], baseline=True)
@@ -236,9 +235,10 @@ def test_a_slow_nic_link_delays_every_ring_iteration_against_the_baseline(engine
     rate from the start: every iteration takes longer than the fault-free baseline's, by at most the
     doubled transfer time (the ring moves at the pace of its slowest link); the delay per iteration, its
     max and the baseline's iteration time are in the summary, and the faults table logs the degradation."""
-    from cosim import run
-    from cosim.runs import experiment
     from test_cosim_roce import ring_allreduce_trace
+
+    from cosim import run
+    from cosim import spec as experiment
 
     exp = experiment.make("training", topology="leaf-spine", gpus_per_server=1, hosts_per_leaf=2,
                           link_gbps=LINK_GBPS, iterations=3, chunk_bytes=1 << 20, algorithm="ring",
@@ -290,10 +290,11 @@ def test_a_process_draws_its_elements_from_its_set_or_pattern():
 def test_fault_figures_render_with_and_without_a_baseline(engine_ns):
     """The fault plots of a training run with a baseline: iteration time around the fault (both runs) and
     queues with fault markers render; runs without faults get no fault figures."""
-    from cosim.analysis import plots
-    from cosim import run
-    from cosim.runs import experiment
     from test_cosim_roce import ring_allreduce_trace
+
+    from cosim import run
+    from cosim import spec as experiment
+    from cosim.analysis import plots
 
     exp = experiment.make("training", topology="leaf-spine", gpus_per_server=1, hosts_per_leaf=2, iterations=2,
                           chunk_bytes=1 << 20, faults=[{"kind": "link_down", "element": "leaf0-spine0",

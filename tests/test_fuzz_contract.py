@@ -3,10 +3,16 @@ exit 0/1, or 2 with one ``Error:`` line, never a traceback, an abort or a half-w
 
 from __future__ import annotations
 
+from fuzz_contract import (
+    TRACE,
+    check_contract,
+    cli_args,
+    damage_results,
+    damage_trace,
+    run_cosim,
+    trace_damage,
+)
 from hypothesis import HealthCheck, Phase, given, settings
-
-from fuzz_contract import (TRACE, check_contract, cli_args, damage_results, damage_trace, run_cosim,
-                           trace_damage)
 
 FEW = settings(max_examples=12, deadline=None, derandomize=True, phases=(Phase.explicit, Phase.generate),
                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

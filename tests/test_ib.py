@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from cosim import engine
-from cosim.workload import flows as fl
-from cosim.runs.experiment import make
+from cosim.errors import CosimInputError
+from cosim.network import topology
+from cosim.network.ideal import ideal_fct_ns
+from cosim.network.transport import transport_attributes
 from cosim.plan import compile as compile_plan
 from cosim.run import run as run_experiment
-from cosim.network import topology
-from cosim.errors import CosimInputError
-from cosim.network.transport import transport_attributes
-from cosim.network.ideal import ideal_fct_ns
+from cosim.spec import make
+from cosim.workload import flows as fl
 
 
 def preflight(exp):

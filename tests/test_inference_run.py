@@ -1,4 +1,4 @@
-"""The packet-level inference run (cosim.kinds.inference, cosim.runs.inference): a disaggregated service's
+"""The packet-level inference run (cosim.kinds.inference, cosim.kinds.inference): a disaggregated service's
 schedule as one DAG in ns-3.
 
 Small scenarios of a 2-layer LLaMA-2-70B shape (GQA) or Mixtral (MoE); the checks are closed forms: the
@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import run_main
 
 from cosim import results
 from cosim.collectives import DagOpKind
-from cosim.network.ideal import ideal_fct_ns
+from cosim.kinds import inference
 from cosim.kinds.training import _piece
-from cosim.plan import assemble, compile as compile_plan
+from cosim.network.ideal import ideal_fct_ns
+from cosim.plan import assemble
+from cosim.plan import compile as compile_plan
 from cosim.run import run, simulate
-from cosim.runs import inference
-from cosim.runs.experiment import from_document
+from cosim.spec import from_document
 from cosim.workload.inference.batching import in_flight_time_integral_ns
 from cosim.workload.inference.requests import Requests
 from cosim.workload.inference.serving import serve
 from cosim.workload.trace import CollKind, OpKind
 from cosim.workload.validate import check_trace
-from conftest import run_main
 
 
 def experiment(transport="roce", **workload):

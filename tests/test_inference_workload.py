@@ -8,8 +8,13 @@ import pytest
 
 from cosim.errors import CosimInputError
 from cosim.workload.inference.model import PRESETS, InferenceModel, get_inference_model
-from cosim.workload.inference.requests import (Requests, offered_load, poisson_requests, read_request_csv,
-                                               request_csv_text)
+from cosim.workload.inference.requests import (
+    Requests,
+    offered_load,
+    poisson_requests,
+    read_request_csv,
+    request_csv_text,
+)
 from cosim.workload.model import get_model
 
 SAMPLE = Path(__file__).parents[1] / "cosim" / "workload" / "inference" / "data" / "sample_requests.csv"
@@ -96,7 +101,11 @@ def test_bad_request_trace_is_one_input_error(tmp_path):
         Requests(np.array([0.0]), np.array([0]), np.array([1]))
 
 
-from cosim.workload.inference.batching import StepCost, in_flight_time_integral_ns, schedule  # noqa: E402
+from cosim.workload.inference.batching import (  # noqa: E402
+    StepCost,
+    in_flight_time_integral_ns,
+    schedule,
+)
 
 
 def test_zero_load_request_waits_for_nothing():

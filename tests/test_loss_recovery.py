@@ -9,8 +9,8 @@ import pytest
 from cosim import engine
 from cosim.network import topology
 from cosim.network.ideal import ideal_fct_ns
-from cosim.network.telemetry import network_summary, network_tables
 from cosim.network.transport import transport_attributes
+from cosim.telemetry import network_summary, network_tables
 from cosim.workload import flows as fl
 
 FLOW_BYTES = 256 * 1024

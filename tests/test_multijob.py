@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import run_main
 
 from cosim import engine
 from cosim.plan import compile as compile_plan
 from cosim.record import describe_job
 from cosim.run import experiments_of, run
-from cosim.runs.experiment import from_document, read_toml, to_document, to_toml
-from conftest import run_main
+from cosim.spec import from_document, read_toml, to_document, to_toml
 
 TRANSPORTS = ("roce", "ib")
 #: a 1-layer model small enough for a DP-4 job to take a few ms of simulated time
@@ -196,6 +196,6 @@ def test_single_workload_documents_are_unchanged():
 
 
 def _shipped(name: str):
-    from cosim.runs import catalog
+    from cosim.spec import catalog
 
     return catalog.path_of(name)

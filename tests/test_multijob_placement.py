@@ -1,4 +1,4 @@
-"""Placement policies (cosim.runs.placement) as properties over random fabrics and job mixes: no GPU twice,
+"""Placement policies (cosim.plan.placement) as properties over random fabrics and job mixes: no GPU twice,
 whole servers, and the layout each policy promises."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from cosim.errors import CosimInputError
 from cosim.network import topology
-from cosim.runs import placement
+from cosim.plan import placement
+from cosim.spec import PLACEMENTS
 
 
 def fabric(leaves: int, servers_per_leaf: int, gps: int):
@@ -32,7 +33,7 @@ def cases(draw):
             demands.append(placement.Demand(name=f"j{i}", where="w", hosts=tuple(range(k))))
         else:
             demands.append(placement.Demand(name=f"j{i}", where="w", servers=draw(st.integers(1, 4)),
-                                            policy=draw(st.sampled_from(placement.PLACEMENTS)),
+                                            policy=draw(st.sampled_from(PLACEMENTS)),
                                             seed=draw(st.integers(0, 2**32))))
     return fabric(leaves, per_leaf, gps), gps, demands
 

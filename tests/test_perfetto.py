@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import help_output_loading_nothing_heavy, run_main
+
 from cosim.analysis.perfetto import assign_lanes, rank_list
 from cosim.results import read_results
 from cosim.workload.trace import read_trace

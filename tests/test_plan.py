@@ -11,7 +11,7 @@ import pytest
 from cosim import run as runner
 from cosim.cli import main
 from cosim.plan import compile
-from cosim.runs import catalog
+from cosim.spec import catalog
 
 TRACES = Path(__file__).resolve().parents[1] / "traces"
 TRAINING = {"kind": "training", "trace": str(TRACES / "llama2-7b-2l_tp2-pp2-dp2.h5"), "chunk_bytes": "1MiB"}
@@ -99,8 +99,8 @@ def test_every_shipped_experiment_compiles_once(name, monkeypatch, capsys, engin
 
 
 def _dry_run_lowers_once(name, monkeypatch, capsys):
+    import cosim.kinds.inference as ri
     import cosim.kinds.training as kt
-    import cosim.runs.inference as ri
 
     count = {"n": 0}
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-
 from conftest import run_main
 
 REPO = Path(__file__).resolve().parents[1]

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from fuzz_contract import REPO, check_contract, run_cosim
 
 SMALL = ["run", "--hosts", "4", "--flow-bytes", "64KiB", "-q"]
@@ -68,7 +67,7 @@ def test_nvlink_rate_checked_in_a_training_run(tmp_path):
 
 def _incast(headroom_bytes: int, lossy: bool = False):
     from cosim.run import run
-    from cosim.runs.experiment import make
+    from cosim.spec import make
 
     attrs = {"attributes.FabricSwitch::HeadroomBytes": str(headroom_bytes),
              "attributes.SharedBufferMmu::BufferBytes": "1000000",

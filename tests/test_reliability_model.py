@@ -5,11 +5,19 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import help_output_loading_nothing_heavy, run_main
 
 from cosim.errors import CosimInputError
-from cosim.reliability import (PRESETS, ComponentCounts, FailureRates, clos_counts, daly_interval_s, ettr,
-                               evaluate, young_interval_s)
-from conftest import help_output_loading_nothing_heavy, run_main
+from cosim.reliability import (
+    PRESETS,
+    ComponentCounts,
+    FailureRates,
+    clos_counts,
+    daly_interval_s,
+    ettr,
+    evaluate,
+    young_interval_s,
+)
 
 
 @pytest.mark.parametrize("gpus,radix,switches,links", [

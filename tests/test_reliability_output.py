@@ -14,9 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-
 from conftest import run_main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,7 +101,7 @@ def test_output_estimate_bounds_the_written_file(tmp_path, capsys, engine_ns, ar
     stored = results.read_results(out)
     estimate = 0
     for rec in stored.values():
-        from cosim.runs.experiment import from_document
+        from cosim.spec import from_document
 
         exp = from_document(rec.config["experiment"])[0]
         estimate += output_bytes_estimate(compile_plan(exp))
@@ -226,7 +224,7 @@ def test_dag_size_estimate_is_a_lower_bound(trace, chunk, engine_ns):
     below a channel's share (with larger chunks NCCL's channel rings, 2 per NIC, make more transfers than
     bytes / chunk)."""
     from cosim.collectives import lower
-    from cosim.runs import training
+    from cosim.kinds import training
     from cosim.workload.trace import read_trace
 
     t = read_trace(REPO / "traces" / trace)
@@ -244,9 +242,9 @@ def test_dag_guard_refuses_only_what_does_not_fit(chunk, iterations, refused, en
     the iterations exceeds the op limit; otherwise the plan goes on to lower the trace."""
     import cosim.kinds.training as training_kind
     from cosim.errors import CosimInputError
+    from cosim.kinds import training
     from cosim.plan import compile as compile_plan
-    from cosim.runs import training
-    from cosim.runs.experiment import make
+    from cosim.spec import make
     from cosim.workload.trace import read_trace
 
     class Lowering(Exception):

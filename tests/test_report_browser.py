@@ -15,9 +15,9 @@ import shutil
 import subprocess
 
 import pytest
+from test_analysis_compare import incast_pair
 
 from cosim import results
-from test_analysis_compare import incast_pair
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed: apt-get install -y chromium "

@@ -8,17 +8,17 @@ import subprocess
 import sys
 
 import pytest
-
-from cosim import results
 from conftest import help_output_loading_nothing_heavy, run_main
 from test_analysis_plots import rail_training_run
+
+from cosim import results
 
 
 @pytest.fixture(scope="module")
 def mixed_file(engine_ns, tmp_path_factory):
     """A training run (llama2 TP2 PP2 DP2 on rail-optimized RoCE) and a flow run (IB incast) in one file."""
-    from cosim.runs.experiment import make
     from cosim.run import run as run_experiment
+    from cosim.spec import make
 
     flows = run_experiment(make("flows", name="incast", hosts=4, flow_bytes=64_000, transport="ib"))
     return results.write_results(tmp_path_factory.mktemp("report") / "mixed.h5", [rail_training_run(), flows])

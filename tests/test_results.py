@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from cosim import results
-from cosim.runs.experiment import make
-from cosim.run import run as run_experiment
 from cosim.errors import CosimInputError
+from cosim.run import run as run_experiment
+from cosim.spec import make
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from cosim import engine
-from cosim.workload import flows as fl
-from cosim.runs.experiment import make
-from cosim.network import topology
 from cosim.errors import CosimInputError
+from cosim.network import topology
 from cosim.network.ideal import ideal_fct_ns
+from cosim.spec import make
+from cosim.workload import flows as fl
 
 KMIN_100G = 400e3  # 100 KB per 25 Gbps
 KMAX_100G = 1600e3  # 400 KB per 25 Gbps

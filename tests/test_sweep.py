@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_main
 
 import cosim
 from cosim import results
@@ -18,7 +19,6 @@ from cosim.cli import main
 from cosim.errors import CosimInputError
 from cosim.sweep import runner
 from cosim.sweep.spec import load_sweep, parse_sweep
-from conftest import run_main
 
 SMALL = """
 [sweep]

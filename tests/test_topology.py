@@ -8,10 +8,11 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cosim.network import topology as topo
 from cosim.errors import CosimInputError
+from cosim.network import topology as topo
 
 DELAYS = {"host_link_delay_ns": 500.0, "fabric_link_delay_ns": 1000.0}
 

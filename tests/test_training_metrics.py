@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_cosim_roce import make_trace, ring_allreduce_trace
 
 from cosim.results.collectives import bus_factor, collective_stats
-from cosim.runs.experiment import make
 from cosim.run import run as run_experiment
-from test_cosim_roce import make_trace, ring_allreduce_trace
+from cosim.spec import make
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase
 
 MIB = 1 << 20

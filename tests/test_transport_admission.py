@@ -101,7 +101,7 @@ def test_window_of_a_bdp_keeps_line_rate_and_bounds_the_incast_queue():
 def test_window_below_the_ack_interval_is_refused():
     """A window no ACK could ever open is an input error before anything runs."""
     from cosim.errors import CosimInputError
-    from cosim.runs.experiment import make
+    from cosim.spec import make
 
     with pytest.raises(CosimInputError, match="QpWindowBytes"):
         make("flows", qp_window_bytes=16 * 1024)

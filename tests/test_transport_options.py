@@ -7,9 +7,13 @@ import pytest
 
 from cosim.errors import CosimInputError
 from cosim.network.spec import NetworkSpec
-from cosim.network.transport import mechanism_attributes, run_attributes, transport_attributes
-from cosim.runs.experiment import from_document, make, to_document
+from cosim.network.transport import (
+    mechanism_attributes,
+    run_attributes,
+    transport_attributes,
+)
 from cosim.run import experiments_of
+from cosim.spec import from_document, make, to_document
 
 
 def test_default_options_add_no_attribute():

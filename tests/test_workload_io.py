@@ -14,12 +14,27 @@ import pytest
 import cosim.workload.trace as trace_mod
 from cosim.errors import CosimInputError
 from cosim.workload.builder import build_trace
-from cosim.workload.chakra import COLL_TYPES, NODE_TYPES, decode_stream, messages, read_chakra, write_chakra
+from cosim.workload.chakra import (
+    COLL_TYPES,
+    NODE_TYPES,
+    decode_stream,
+    messages,
+    read_chakra,
+    write_chakra,
+)
 from cosim.workload.examples import EXAMPLES, regenerate
 from cosim.workload.hardware import get_hardware
 from cosim.workload.model import get_model
 from cosim.workload.parallelism import ParallelismSpec
-from cosim.workload.trace import OP_COLUMNS, CollKind, GroupKind, OpKind, Trace, read_trace, write_trace
+from cosim.workload.trace import (
+    OP_COLUMNS,
+    CollKind,
+    GroupKind,
+    OpKind,
+    Trace,
+    read_trace,
+    write_trace,
+)
 from cosim.workload.validate import check_trace
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,7 +16,14 @@ from cosim.workload.hardware import get_hardware
 from cosim.workload.layout import make_layout
 from cosim.workload.model import ModelSpec
 from cosim.workload.parallelism import ParallelismSpec
-from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase, read_trace, write_trace
+from cosim.workload.trace import (
+    CollKind,
+    GroupKind,
+    OpKind,
+    Phase,
+    read_trace,
+    write_trace,
+)
 from cosim.workload.validate import check_trace
 
 SETTINGS = settings(max_examples=80, deadline=None, derandomize=True, database=None,

@@ -9,7 +9,12 @@ from cosim.workload.builder import build_trace
 from cosim.workload.hardware import get_hardware
 from cosim.workload.model import get_model
 from cosim.workload.parallelism import ParallelismSpec
-from cosim.workload.schedule import Step, bubble_fraction, interleaved_one_f_one_b, one_f_one_b
+from cosim.workload.schedule import (
+    Step,
+    bubble_fraction,
+    interleaved_one_f_one_b,
+    one_f_one_b,
+)
 from cosim.workload.summary import summarize
 from cosim.workload.timeline import compute_only_timeline
 from cosim.workload.trace import OpKind, Phase

@@ -8,10 +8,15 @@ import pytest
 from cosim.errors import CosimInputError
 from cosim.workload.hardware import get_hardware
 from cosim.workload.layout import PeerKind, make_layout
-from cosim.workload.model import PRESETS, ModelSpec, get_model, layer_params, total_params
+from cosim.workload.model import (
+    PRESETS,
+    ModelSpec,
+    get_model,
+    layer_params,
+    total_params,
+)
 from cosim.workload.parallelism import ParallelismSpec, check_compatible
 from cosim.workload.trace import GroupKind
-
 
 # --- model ------------------------------------------------------------------------------------------
 

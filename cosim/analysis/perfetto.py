@@ -279,7 +279,7 @@ def _rank_hosts(record: RunRecord) -> np.ndarray | None:
 def _find_trace(record: RunRecord, search_dirs: Sequence[Path]):
     """The run's trace: its stored trace file (as written, or found in ``search_dirs``), or the trace its
     stored model generates; None with a note when neither is available."""
-    from cosim.runs.experiment import from_document  # noqa: PLC0415
+    from cosim.spec import from_document  # noqa: PLC0415
     from cosim.workload.trace import read_trace  # noqa: PLC0415
 
     work = record.config.get("experiment", {}).get("workload", {})

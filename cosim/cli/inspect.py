@@ -29,7 +29,7 @@ def inspect(path, as_json, as_config, run_name):
     from cosim import results  # noqa: PLC0415
     from cosim.errors import CosimInputError  # noqa: PLC0415
     from cosim.results.metrics import summary_table  # noqa: PLC0415
-    from cosim.runs.experiment import to_toml  # noqa: PLC0415
+    from cosim.spec import to_toml  # noqa: PLC0415
 
     runs = results.read_results(path)
     if as_config:

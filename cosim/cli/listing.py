@@ -2,14 +2,14 @@
 
 Sections and where each comes from:
 
-- experiments: the shipped TOML files (``cosim.runs.catalog``), with their descriptions;
+- experiments: the shipped TOML files (``cosim.spec.catalog``), with their descriptions;
 - models, gpus: the workload presets (``cosim.workload.model.PRESETS``, ``cosim.workload.hardware``), the
   tables ``cosim trace --list-models`` and ``--list-gpus`` print;
 - topologies: ``cosim.network.topology.GENERATORS``, described by their generators' docstrings;
 - transports: ``cosim.network.transport.TRANSPORTS``, described by that module's docstring, with the ns-3
   attributes each one sets;
 - algorithms: ``cosim.collectives.lower.ALGORITHM_NAMES`` and the collective kinds that take each;
-- patterns: the flow patterns of ``cosim.runs.experiment.PATTERNS``, described by FlowWorkload's docstring;
+- patterns: the flow patterns of ``cosim.spec.PATTERNS``, described by FlowWorkload's docstring;
 - faults: the fault kinds of ``cosim.faults.KINDS``, with the elements they take and their parameters.
 """
 
@@ -43,8 +43,10 @@ def _one_line(text: str | None) -> str:
 
 def experiments() -> list[tuple[str, str]]:
     """(name, description) of every shipped experiment."""
-    from cosim.runs import catalog  # noqa: PLC0415
-    from cosim.runs.experiment import read_toml  # noqa: PLC0415
+    from cosim.spec import (
+        catalog,  # noqa: PLC0415
+        read_toml,  # noqa: PLC0415
+    )
 
     return [(n, str(read_toml(catalog.path_of(n)).get("description", ""))) for n in catalog.names()]
 
@@ -104,7 +106,7 @@ def algorithms() -> list[tuple[str, str]]:
 
 def patterns() -> list[tuple[str, str]]:
     """(name, its description in FlowWorkload's docstring) of every flow pattern."""
-    from cosim.runs.experiment import PATTERNS, FlowWorkload  # noqa: PLC0415
+    from cosim.spec import PATTERNS, FlowWorkload  # noqa: PLC0415
 
     doc = " ".join((FlowWorkload.__doc__ or "").split())
     found = dict(re.findall(r"(\w+): ([^;]+?)(?:;|\.(?:\s|$))", doc))

@@ -23,7 +23,7 @@ class FieldType(click.ParamType):
     def convert(self, value, param, ctx):
         if not isinstance(value, str):
             return value
-        from cosim.runs.experiment import field_kind  # noqa: PLC0415 - loads the specs (numpy) only to convert
+        from cosim.spec import field_kind  # noqa: PLC0415 - loads the specs (numpy) only to convert
 
         try:
             return field_kind(self.path).from_text(value, self.path)

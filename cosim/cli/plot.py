@@ -41,8 +41,8 @@ def plot(files, outdir, runs, fmt, top_n, quiet):
       cosim plot roce.h5 ib.h5 -o figs --format svg
       cosim plot sweep.h5 --run "dcqcn=false" --top 4
     """
-    from cosim.results.compare import load_runs  # noqa: PLC0415
     from cosim.analysis.plots import write_figures  # noqa: PLC0415
+    from cosim.results.compare import load_runs  # noqa: PLC0415
 
     records = load_runs(files, runs)
     written, skipped = write_figures(records, outdir, fmt=fmt, top_n=top_n)

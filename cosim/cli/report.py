@@ -28,8 +28,8 @@ def report(files, output, runs, baseline, title, top_n, quiet):
       cosim report results.h5                      # -> report.html
       cosim report roce.h5 ib.h5 -o roce-vs-ib.html --baseline roce:incast
     """
-    from cosim.results.compare import load_runs, resolve_run  # noqa: PLC0415
     from cosim.analysis.report import write_report  # noqa: PLC0415
+    from cosim.results.compare import load_runs, resolve_run  # noqa: PLC0415
 
     records = load_runs(files, runs)
     base = resolve_run(records, baseline, option="--baseline") if baseline else None

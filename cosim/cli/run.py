@@ -21,7 +21,7 @@ import click
 
 from cosim.cli.options import FieldType, parse_assignments
 
-#: cosim.runs.experiment.TRANSPORT_CHOICES, repeated so that --help loads no numpy (a test checks both)
+#: cosim.spec.TRANSPORT_CHOICES, repeated so that --help loads no numpy (a test checks both)
 TRANSPORT_CHOICES = ("roce", "ib", "both")
 #: options that make a bare ``cosim run`` a flow-level experiment
 FLOW_ONLY = ("pattern", "hosts", "flow_bytes")
@@ -149,7 +149,7 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
       cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
       cosim run big.toml --parts-dir parts --shard 3/16   # or in an sbatch --array job; then: cosim merge parts
     """
-    from cosim.runs import catalog  # noqa: PLC0415
+    from cosim.spec import catalog  # noqa: PLC0415
 
     if list_:
         _list_experiments(catalog)
@@ -218,14 +218,14 @@ def _base(experiment, trace_path, given) -> tuple[str | None, dict]:
             raise click.UsageError(f"--{misplaced[0].replace('_', '-')} applies to training runs (--trace or the "
                                    "built-in scenario), not to flow experiments")
         return None, {"workload": {"kind": "flows"}}
-    from cosim.runs.catalog import DEFAULT  # noqa: PLC0415
+    from cosim.spec.catalog import DEFAULT  # noqa: PLC0415
 
     return DEFAULT, {}
 
 
 def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> dict:
     """Experiment fields set by the options given on the command line."""
-    from cosim.runs.experiment import SHORTHANDS  # noqa: PLC0415
+    from cosim.spec import SHORTHANDS  # noqa: PLC0415
 
     out = {}
     for opt in given:
@@ -269,7 +269,7 @@ def _free_default_output() -> str:
 def _dry_run(exps) -> None:
     from cosim.plan import compile  # noqa: PLC0415, A004
     from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
-    from cosim.runs.experiment import to_document, to_toml  # noqa: PLC0415
+    from cosim.spec import to_document, to_toml  # noqa: PLC0415
 
     for exp in exps:
         plan = describe(compile(exp))
@@ -292,10 +292,12 @@ def _dry_run(exps) -> None:
 
 
 def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -> None:
-    from cosim import results  # noqa: PLC0415
+    from cosim import (
+        engine,  # noqa: PLC0415
+        results,  # noqa: PLC0415
+    )
     from cosim.plan import compile  # noqa: PLC0415, A004
     from cosim.plan.describe import fabric_warning, output_bytes_estimate, work_estimate  # noqa: PLC0415
-    from cosim import engine  # noqa: PLC0415
     from cosim.results.store import check_space, check_writable  # noqa: PLC0415
 
     names = [n for e in exps for n in ([e.name, runner.baseline_name(e)] if e.faults and e.baseline else [e.name])]
@@ -365,8 +367,8 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -
 
 def _progress_printer(label: str, items: str, total_hops: int):
     """Progress line on stderr: simulated time (us for flow experiments, ms for training), items done, the
-    share of the data packet-hops done and the time left at the recent rate (cosim.runs.progress)."""
-    from cosim.runs.progress import WorkProgress  # noqa: PLC0415
+    share of the data packet-hops done and the time left at the recent rate (cosim.progress)."""
+    from cosim.progress import WorkProgress  # noqa: PLC0415
 
     prefix = f"[{label}] " if label else ""
     scale, unit = (1e-3, "us") if items == "flows" else (1e-6, "ms")

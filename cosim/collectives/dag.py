@@ -47,7 +47,6 @@ import numpy as np
 from cosim.errors import CosimInputError
 from cosim.workload.trace import check_csr
 
-
 #: priorities (traffic classes, virtual lanes) every port keeps queues for; a priority is 0..NUM_PRIORITIES-1
 NUM_PRIORITIES = 8
 

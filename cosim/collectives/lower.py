@@ -42,11 +42,26 @@ from collections.abc import Mapping
 import numpy as np
 
 from cosim.collectives.algorithms import SUPPORTED, Algorithm, pxn_applies, schedule
-from cosim.collectives.dag import (INT32_MAX, NUM_PRIORITIES, DagBuilder, DagOpKind, FlowDag, index_dtype,
-                                   ragged_take, sorted_unique)
+from cosim.collectives.dag import (
+    INT32_MAX,
+    NUM_PRIORITIES,
+    DagBuilder,
+    DagOpKind,
+    FlowDag,
+    index_dtype,
+    ragged_take,
+    sorted_unique,
+)
 from cosim.collectives.tuning import CANDIDATES, Shape, TuningModel
 from cosim.errors import CosimInputError
-from cosim.workload.trace import NO_GROUP_KIND, AlgoHint, CollKind, GroupKind, OpKind, Trace
+from cosim.workload.trace import (
+    NO_GROUP_KIND,
+    AlgoHint,
+    CollKind,
+    GroupKind,
+    OpKind,
+    Trace,
+)
 
 #: algorithm names accepted by :func:`lower`
 ALGORITHM_NAMES = ("auto", "ring", "tree", "halving_doubling", "direct", "pxn", "hierarchical", "chain")

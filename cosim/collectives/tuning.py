@@ -53,7 +53,12 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from cosim.collectives.algorithms import Algorithm
-from cosim.collectives.calibration import AllReduceCurve, NvlinkModel, all_reduce_curve_for, nvlink_model
+from cosim.collectives.calibration import (
+    AllReduceCurve,
+    NvlinkModel,
+    all_reduce_curve_for,
+    nvlink_model,
+)
 from cosim.errors import CosimInputError
 from cosim.workload.trace import CollKind
 

@@ -18,12 +18,42 @@ docs/models/faults.md.
 
 from cosim.faults import kinds  # noqa: F401  (registers every kind)
 from cosim.faults.context import ACTION_CODES, ACTIONS, FaultContext, Row
-from cosim.faults.elements import MAX_FAULTS, Elements, ResolvedFault, elements_of, expand, resolve
+from cosim.faults.elements import (
+                               MAX_FAULTS,
+                               Elements,
+                               ResolvedFault,
+                               elements_of,
+                               expand,
+                               resolve,
+)
 from cosim.faults.fault_plan import FaultPlan, faults_config, faults_table, plan
-from cosim.faults.mechanisms import failed_rank, mechanism_tables, timeout_row, watchdog_rows, with_mechanism_rows
-from cosim.faults.registry import ELEMENT_KINDS, KINDS, FaultKind, Param, kind_names, kind_of, register
-from cosim.faults.spec import (ELEMENT_SETS, OPTION_SYNTAX, Fault, check_times, check_transport, fault_from_table,
-                               fault_to_table, faults_from_list, parse_fault_option)
+from cosim.faults.mechanisms import (
+                               failed_rank,
+                               mechanism_tables,
+                               timeout_row,
+                               watchdog_rows,
+                               with_mechanism_rows,
+)
+from cosim.faults.registry import (
+                               ELEMENT_KINDS,
+                               KINDS,
+                               FaultKind,
+                               Param,
+                               kind_names,
+                               kind_of,
+                               register,
+)
+from cosim.faults.spec import (
+                               ELEMENT_SETS,
+                               OPTION_SYNTAX,
+                               Fault,
+                               check_times,
+                               check_transport,
+                               fault_from_table,
+                               fault_to_table,
+                               faults_from_list,
+                               parse_fault_option,
+)
 
 __all__ = ["ACTIONS", "ACTION_CODES", "ELEMENT_KINDS", "ELEMENT_SETS", "KINDS", "MAX_FAULTS", "OPTION_SYNTAX",
            "Elements", "Fault", "FaultContext", "FaultKind", "FaultPlan", "Param", "ResolvedFault", "Row",

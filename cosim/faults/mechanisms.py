@@ -26,7 +26,7 @@ def mechanism_tables(fabric, net, fault_plan: FaultPlan | None = None, rows: Seq
     ``fault_plan``'s faults table ``table`` (``FaultPlan.results``), if any, plus the PFC watchdog's actions and
     ``rows`` (:func:`timeout_row`). What the plan scheduled after the run stopped (a storm's end) never
     happened and is left out. (The watchdog's actions with their priority are the ``pfc_watchdog`` table,
-    cosim.network.telemetry.)"""
+    cosim.telemetry.)"""
     out = {}
     resolved = [] if fault_plan is None else fault_plan.resolved
     merged = with_mechanism_rows(table or {}, [*watchdog_rows(fabric, net.logs["pfc_watchdog"]), *rows], resolved)

@@ -51,7 +51,7 @@ class JobPlan:
     """One job of a plan: its spec, its kind, the hosts placement gave it (rank r on hosts[r] for a kind
     with ranks), what its kind loaded and lowered (``state``) and its ops."""
 
-    job: object  # cosim.runs.experiment.Job
+    job: object  # cosim.spec.Job
     index: int
     kind: "WorkloadKind"
     hosts: np.ndarray  # int64, host node ids of its slots
@@ -70,7 +70,7 @@ class LowerContext:
     slots: dict  # job name -> int64 host ids
     index_of: dict  # job name -> its index in the plan
     link_gbps: np.ndarray  # float64 [n_nodes], rate of each host's link, Gbit/s (0 for switches)
-    others: tuple  # the other jobs (cosim.runs.experiment.Job), for kinds that refer to them
+    others: tuple  # the other jobs (cosim.spec.Job), for kinds that refer to them
     n_channels: int | None = None  # rings of a ring collective across servers (None: two per NIC of a server)
 
 
@@ -80,7 +80,7 @@ class WorkloadKind:
 
     #: the ``kind`` a TOML table gives
     name: ClassVar[str] = ""
-    #: its spec dataclass (cosim.runs.experiment)
+    #: its spec dataclass (cosim.spec)
     spec: ClassVar[type] = object
     #: its slots are ranks (``rankN`` fault elements, collectives, a collective timeout apply)
     ranked: ClassVar[bool] = False

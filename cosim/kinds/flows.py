@@ -6,19 +6,43 @@ the ``flows`` kind (incast or permutation over its hosts)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from cosim.collectives import DagOpKind
+from cosim.kinds import time_limit
 from cosim.kinds.base import Piece, WorkloadKind, register
-from cosim.runs import time_limit
-from cosim.runs.background import BackgroundFlows
 from cosim.workload import flows as patterns
 
 
-class FlowLevelKind(WorkloadKind):
-    """A kind whose state is a BackgroundFlows (start relative to the job's start)."""
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class JobFlows:
+    """Flows of one flow-level job: host node ids, payload, start relative to the job's start."""
 
-    def flows(self, job, hosts: np.ndarray, ctx) -> BackgroundFlows:
+    src: np.ndarray  # int64 [n]
+    dst: np.ndarray  # int64 [n]
+    size_bytes: np.ndarray  # int64 [n]
+    start_ns: np.ndarray  # float64 [n]
+
+    @property
+    def n_flows(self) -> int:
+        """Number of flows."""
+        return int(self.src.size)
+
+
+def job_flows(src, dst, size, start) -> JobFlows:
+    """JobFlows of the given columns, in start order (stable)."""
+    order = np.argsort(np.asarray(start, np.float64), kind="stable")
+    return JobFlows(src=np.asarray(src, np.int64)[order], dst=np.asarray(dst, np.int64)[order],
+                           size_bytes=np.asarray(size, np.int64)[order],
+                           start_ns=np.asarray(start, np.float64)[order])
+
+
+class FlowLevelKind(WorkloadKind):
+    """A kind whose state is a JobFlows (start relative to the job's start)."""
+
+    def flows(self, job, hosts: np.ndarray, ctx) -> JobFlows:
         """The job's flows on ``hosts``."""
         raise NotImplementedError
 
@@ -34,7 +58,7 @@ class FlowLevelKind(WorkloadKind):
         return {"flows": jp.state.n_flows, "payload_bytes": int(jp.state.size_bytes.sum())}
 
 
-def flow_piece(f: BackgroundFlows, job_start_ns: float) -> Piece:
+def flow_piece(f: JobFlows, job_start_ns: float) -> Piece:
     """One FLOW op per flow, behind a delay op when it starts after time 0."""
     start = f.start_ns + job_start_ns
     delayed = start > 0
@@ -65,5 +89,5 @@ class FlowsKind(FlowLevelKind):
         work = job.work
         fs = (patterns.incast(hosts, size_bytes=work.flow_bytes) if work.pattern == "incast"
               else patterns.permutation(hosts, size_bytes=work.flow_bytes))
-        return BackgroundFlows(src=fs.src.astype(np.int64), dst=fs.dst.astype(np.int64), size_bytes=fs.size_bytes,
+        return JobFlows(src=fs.src.astype(np.int64), dst=fs.dst.astype(np.int64), size_bytes=fs.size_bytes,
                                start_ns=fs.start_ns)

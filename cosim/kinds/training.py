@@ -1,17 +1,294 @@
-"""The training kind: a workload trace (a file, or generated from a model spec) lowered to one FlowDag,
-its iterations chained, its ranks on the hosts placement gave it (cosim.runs.training holds the pure
-functions: checks, lowering limits, tables, summaries)."""
+"""The training kind: a workload trace (a file, or generated from a model spec) lowered to one FlowDag, its
+iterations chained, its ranks on the hosts placement gave it; with the pure functions it is made of
+(checks, lowering limits, tables, summaries). One direction only::
+
+    Trace ──lower()/repeat()──► FlowDag ──ranks → host node ids──► (cosim.plan) ──► (cosim.record)
+
+Placement
+---------
+The fabric is sized to the trace: ``servers = ceil(n_ranks / gpus_per_server)`` servers with one NIC per
+GPU. Rank ``r`` runs on server ``r // gpus_per_server`` as local GPU ``r % gpus_per_server`` and uses the
+fabric host whose ``host_server``/``host_gpu`` are those (rail-optimized: NIC g of every server on rail g;
+leaf-spine: a server's NICs on one leaf, ``hosts_per_leaf`` NICs per leaf, servers padded with idle ones to
+fill the last leaf; single-switch: every NIC on one switch). Transfers between GPUs of one server are NVLink
+copies (no network), others packet-level flows.
+
+Iterations
+----------
+With ``iterations = k`` the one-iteration DAG is chained k times (:func:`cosim.collectives.repeat`: a rank
+starts iteration i+1 when it finished iteration i). The first iteration starts on an empty fabric and
+warms it up (DCQCN rates, queues); the reported ``iteration_time_ns`` is the mean over the later ones when
+k > 1.
+
+Tables (columns and units: ``cosim.results.DATASETS``)
+------------------------------------------------------
+- ``ops``: one row per trace op per iteration. ``start_ns`` is the start of the DAG op marking the trace
+  op's start (for a collective member: the call's barrier, i.e. when every member was ready), ``finish_ns``
+  the completion of the DAG op marking its completion (a send: its last chunk delivered).
+- ``collectives``: one row per collective call per iteration; start = every member ready, finish = the
+  call's last transfer done.
+- ``iterations``: ``start_ns`` first op start, ``finish_ns`` last op finish of the iteration,
+  ``time_ns = finish_ns[i] − finish_ns[i−1]`` (``finish_ns[0] − 0`` for the first), and
+  ``exposed_comm_ns = max(0, time_ns − C)`` where ``C`` is the compute time of the busiest rank (largest
+  sum of COMPUTE durations; ranks run their computes one at a time). It is the part of the iteration in
+  which even the busiest GPU waits for communication (for the first iteration, ``time_ns`` includes
+  nothing else; later ones can overlap the previous iteration's tail on other ranks, whence the clamp).
+- ``flows``, ``queues``, ``ports``, ``pauses``, ``latency`` (and ``stalls`` when the engine reports credit
+  stalls): the network telemetry, as every run stores it (cosim.record); flows in (start time, DAG op)
+  order (cosim.engine.canonical_order).
+
+Summary keys (besides :func:`cosim.results.summarize`'s): ``iteration_time_ns``, ``iteration_time_first_ns``,
+``iteration_times_ns`` (list), ``exposed_comm_ns`` (mean over the same iterations as ``iteration_time_ns``),
+``compute_time_ns`` (busiest rank, per iteration), ``coll_<group>_<kind>_{count,p50_ns,p99_ns,
+busbw_gbyte_per_s}`` per group kind (tp, dp, ...) and collective kind present (call time finish − start over
+the same iterations, busbw as nccl-tests: :mod:`cosim.results.collectives`), ``queue_p99_bytes`` (p99 of the sampled
+depth of every switch egress queue over every sample of the run: each recorded change holds until the
+next one; samples before a port's first change are 0), ``pfc_paused_ns``, ``credit_stall_ns``, ``n_ranks``,
+``n_ops`` (trace ops per iteration), ``n_dag_ops``, ``n_flows``, plus status, events, packet_hops,
+wall_time_s and packet_hops_per_s.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
+from cosim import engine, memory
 from cosim.collectives import DagOpKind, lower, repeat
 from cosim.collectives.calibration import nvlink_model
+from cosim.collectives.tuning import TuningModel
+from cosim.errors import CosimInputError
+from cosim.kinds import time_limit
 from cosim.kinds.base import LowerContext, Piece, WorkloadKind, register
-from cosim.runs import time_limit, training
+from cosim.network.ideal import ideal_fct_ns
+from cosim.network.transport import run_attributes
+from cosim.results import collectives
 from cosim.values import Int
+from cosim.workload.trace import OpKind, Trace, read_trace
 
+# --- building blocks (pure functions) --------------------------------------------------------------------
+
+def resolve_trace(work, trace=None, gpus_per_server: int | None = None, *, where: str = "workload.trace"):
+    """The checked Trace of training workload ``work``: ``trace`` (in memory) if given, else its trace file,
+    else the one it generates for ``gpus_per_server`` GPUs per server."""
+    if trace is not None:
+        if not isinstance(trace, Trace):
+            raise CosimInputError("trace", f"must be a cosim.workload.trace.Trace, got {type(trace).__name__}")
+        if work.trace is not None or work.model is not None:
+            raise CosimInputError("trace", "give either workload.trace / workload.model or an in-memory trace, "
+                                  "not both", "the stored experiment must say what ran")
+        return checked_trace(trace, "trace")
+    if work.trace is not None:
+        return checked_trace(read_trace(work.trace), str(work.trace))
+    if work.model is None:
+        raise CosimInputError(where, "no training workload given",
+                              "set workload.trace (a cosim trace file) or workload.model, or pass a Trace")
+    return work.generate_trace(gpus_per_server)
+
+
+def checked_trace(trace, source: str):
+    """``trace`` after the semantic checks across ranks (cosim.workload.validate.check_trace: sends match
+    recvs of the same size, every collective has each member of its group with one size, no deadlock), which
+    reading a file does not do; a violation is a CosimInputError naming ``source``."""
+    from cosim.workload.validate import check_trace  # noqa: PLC0415
+
+    try:
+        check_trace(trace)
+    except CosimInputError as exc:
+        if source == "trace":
+            raise
+        raise CosimInputError(source, f"{exc.field}: {exc.problem}",
+                              exc.fix or "regenerate the trace with 'cosim trace'") from None
+    return trace
+
+
+#: most DAG ops a training run may lower to (op ids are int32 throughout)
+MAX_DAG_OPS = 500_000_000
+#: most NICs a training fabric may have (a trace's n_ranks beyond this is damage, not a workload)
+MAX_HOSTS = 1 << 17
+
+
+def dag_op_limit() -> int:
+    """The most DAG ops a run may have: MAX_DAG_OPS, or fewer if planning them would not fit in the memory
+    available (cosim.memory.PLAN_BYTES_PER_DAG_OP; the simulation is checked when its size is known)."""
+    mem = memory.available_bytes()
+    return MAX_DAG_OPS if mem is None else max(1, min(MAX_DAG_OPS, mem // memory.PLAN_BYTES_PER_DAG_OP))
+
+
+def too_many_ops(n_ops: float, how: str, work, trace, limit: int, where: str) -> CosimInputError:
+    """The error of training workload ``work`` lowering to ``n_ops`` DAG ops, more than ``limit``, with the
+    chunk size that would fit (``where``: its chunk_bytes field)."""
+    comm = (trace.kind == OpKind.SEND) | (trace.kind == OpKind.COLLECTIVE)
+    total = float(np.asarray(trace.bytes, np.float64)[comm].sum())
+    budget = limit / work.iterations - trace.n_ops
+    if budget > 0 and total > 0:
+        chunk = 1 << max(10, int(np.ceil(np.log2(max(total / budget, 1.0)))))
+        fix = f"raise workload.chunk_bytes to {chunk} or more, or run fewer workload.iterations"
+    else:
+        fix = f"run fewer workload.iterations (each has {trace.n_ops} trace ops)"
+    return CosimInputError(where, f"the run would lower to {how}{n_ops:.3g} DAG ops "
+                           f"(chunk_bytes {work.chunk_bytes} x {work.iterations} iterations), more than the "
+                           f"{limit:.3g} this machine can plan at {memory.PLAN_BYTES_PER_DAG_OP} B per op", fix)
+
+
+def dag_ops_lower_bound(trace, chunk_bytes: int) -> float:
+    """A lower bound on the DAG ops of one lowered iteration, without lowering: an op per compute, a chunk
+    per ``chunk_bytes`` of every send, and per collective member a chunk per ``chunk_bytes`` of the
+    (n-1)/n x S bytes every algorithm makes a member of an n-rank group send at least."""
+    kind = np.asarray(trace.kind)
+    size = np.asarray(trace.bytes, np.float64)
+    send, coll = kind == OpKind.SEND, kind == OpKind.COLLECTIVE
+    n = np.diff(np.asarray(trace.group_ptr, np.int64))[np.asarray(trace.group, np.int64)[coll]].astype(np.float64)
+    sent = size[coll] * (n - 1) / np.maximum(n, 1)
+    return float(np.count_nonzero(kind == OpKind.COMPUTE) + np.ceil(size[send] / chunk_bytes).sum()
+                 + np.ceil(sent / chunk_bytes).sum())
+
+
+def _earliest(times_ns: np.ndarray) -> float:
+    """The earliest time of ``times_ns`` ignoring NaN (an op not started), NaN if none; no copy."""
+    t = float(np.fmin.reduce(times_ns, initial=np.inf))
+    return t if np.isfinite(t) else float("nan")
+
+
+def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """ops / collectives / iterations tables (definitions in the module docstring)."""
+    k, n = dag.n_iterations, trace.n_ops
+    tile = lambda a: np.tile(a, k)  # noqa: E731
+    ops = {
+        "iteration": np.repeat(np.arange(k, dtype=np.int32), n),
+        "trace_op": tile(np.arange(n, dtype=np.int64)),
+        "rank": tile(trace.rank),
+        "kind": tile(trace.kind),
+        "phase": tile(trace.phase),
+        "coll_id": tile(trace.coll_id),
+        "start_ns": op_start_ns[dag.trace_start],
+        "finish_ns": op_finish_ns[dag.trace_done],
+    }
+    colls = {
+        "iteration": dag.coll_iteration.copy(),
+        "coll_id": dag.coll_trace_id.copy(),
+        "kind": dag.coll_kind.copy(),
+        "group": dag.coll_group.copy(),
+        "group_kind": trace.group_kind[dag.coll_group].astype(np.uint8),
+        "ranks": np.diff(dag.coll_ranks_ptr).astype(np.int32),
+        "bytes": dag.coll_bytes.copy(),
+        "algorithm": dag.coll_algo.copy(),
+        "start_ns": op_start_ns[dag.coll_start_op],
+        "finish_ns": op_finish_ns[dag.coll_end_op],
+    }
+    compute = trace.kind == OpKind.COMPUTE
+    per_rank = np.zeros(trace.n_ranks, np.int64)
+    np.add.at(per_rank, trace.rank[compute].astype(np.int64), trace.duration_ns[compute])
+    busiest = int(per_rank.max()) if per_rank.size else 0
+    # an iteration's ops are one slice of the DAG (slices, not masks: no op-sized copies)
+    its = [slice(int(lo), int(hi)) for lo, hi in zip(dag.iteration_ptr[:-1], dag.iteration_ptr[1:])]
+    start = np.array([_earliest(op_start_ns[i]) for i in its], np.float64)
+    # an iteration with an unfinished op (a run cut by the time limit) has no finish time
+    finish = np.array([float(op_finish_ns[i].max()) if op_finish_ns[i].size and np.isfinite(op_finish_ns[i]).all()
+                       else np.nan for i in its], np.float64)
+    time_ns = finish - np.concatenate([[0.0], finish[:-1]])
+    iterations = {
+        "iteration": np.arange(k, dtype=np.int32), "start_ns": start, "finish_ns": finish, "time_ns": time_ns,
+        "exposed_comm_ns": np.maximum(time_ns - busiest, 0.0),
+    }
+    return {"ops": ops, "collectives": colls, "iterations": iterations, "_compute_time_ns": busiest}
+
+
+def transfer_roots(dag) -> np.ndarray:
+    """int64 [n_ops]: for every FLOW op, the first FLOW op of its transfer; −1 for other ops.
+
+    A transfer is everything one call (a collective or a send) moves from one rank to another in one
+    iteration: the chunks of a message, and for a pipelined algorithm the messages of its steps, which
+    follow each other on the same path. On an idle fabric it takes its ideal time, while each chunk alone,
+    sharing the link with the chunks around it, looks up to 2× slower."""
+    n = dag.kind.size
+    flow = np.flatnonzero(dag.kind == DagOpKind.FLOW)
+    roots = np.full(n, -1, np.int64)
+    if not flow.size:
+        return roots
+    keys = np.stack([np.asarray(k)[flow].astype(np.int64) for k in (dag.iteration, dag.coll, dag.trace_op,
+                                                                        dag.src, dag.dst)])
+    _, group = np.unique(keys, axis=1, return_inverse=True)
+    group = group.reshape(-1)
+    first = np.full(int(group.max()) + 1, n, np.int64)
+    np.minimum.at(first, group, flow)
+    roots[flow] = first[group]
+    return roots
+
+
+def transfer_slowdowns(flows: Mapping[str, np.ndarray], row_root: np.ndarray, ideal_ns_of) -> np.ndarray:
+    """Slowdown of every transfer: (last chunk's finish − first chunk's start) / ideal FCT of its bytes.
+
+    ``row_root`` gives each flow row the row of its transfer's first chunk; ``ideal_ns_of(src, dst,
+    size_bytes)`` is the ideal FCT of a lone flow (cosim.network.ideal)."""
+    _, tid = np.unique(row_root, return_inverse=True)
+    k = int(tid.max()) + 1 if tid.size else 0
+    start = np.full(k, np.inf)
+    finish = np.full(k, -np.inf)
+    size = np.zeros(k, np.int64)
+    with np.errstate(invalid="ignore"):  # an unfinished chunk (nan) leaves its transfer unfinished (nan)
+        np.minimum.at(start, tid, np.asarray(flows["start_ns"], np.float64))
+        np.maximum.at(finish, tid, np.asarray(flows["finish_ns"], np.float64))
+    np.add.at(size, tid, np.asarray(flows["size_bytes"], np.int64))
+    first = np.zeros(k, np.int64)
+    first[tid[::-1]] = np.arange(tid.size)[::-1]
+    ideal = ideal_ns_of(np.asarray(flows["src"])[first], np.asarray(flows["dst"])[first], size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ideal > 0, (finish - start) / ideal, np.nan)
+
+
+def training_summary(tables: Mapping[str, Mapping[str, np.ndarray]], compute_time_ns: int) -> dict:
+    """iteration_time_ns, exposed_comm_ns, collective statistics per group and kind ... (module docstring)."""
+    its = tables["iterations"]
+    times = np.asarray(its["time_ns"], np.float64)
+    steady = slice(1, None) if times.size > 1 else slice(None)
+    num = lambda x: float(x) if np.isfinite(x) else None  # noqa: E731 (unfinished iteration: None in JSON)
+    out = {
+        "iterations": int(times.size),
+        "iteration_time_ns": num(np.mean(times[steady])),
+        "iteration_time_first_ns": num(times[0]),
+        "iteration_times_ns": [num(x) for x in times],
+        "exposed_comm_ns": num(np.mean(np.asarray(its["exposed_comm_ns"], np.float64)[steady])),
+        "compute_time_ns": int(compute_time_ns),
+    }
+    out |= collectives.summary_entries(
+        collectives.collective_stats(tables["collectives"], first_iteration=1 if times.size > 1 else 0))
+    return out
+
+
+def transfer_summary(fabric, net, dag, fop: np.ndarray, flows: dict) -> dict:
+    """transfer_slowdown_p50/p99 over finished transfers; stores each flow's transfer in flows["transfer"]
+    (the row of its first flow)."""
+    root_op = transfer_roots(dag)[fop]
+    row_of_op = np.full(dag.kind.size, -1, np.int64)
+    row_of_op[fop] = np.arange(fop.size)
+    flows["transfer"] = row_of_op[root_op]
+    ideal = lambda src, dst, size: ideal_fct_ns(fabric, src, dst, size, mtu_bytes=net.mtu_bytes,  # noqa: E731
+                                                header_bytes=net.header_bytes)
+    slow = transfer_slowdowns(flows, flows["transfer"], ideal)
+    slow = slow[np.isfinite(slow)]
+    if not slow.size:
+        return {}
+    return {"transfer_slowdown_p50": float(np.percentile(slow, 50)),
+            "transfer_slowdown_p99": float(np.percentile(slow, 99))}
+
+
+def nic_payload_bytes_per_s(network) -> float:
+    """Payload rate of one NIC of ``network``: the link rate less the per-packet headers, with the MTU and
+    header size the engine applies for this network's settings."""
+    names = ("HostNic::MtuBytes", "HostNic::HeaderBytes")
+    mtu, header = (int(v) for v in engine.attribute_values(run_attributes(network, 0), names).values())
+    return network.link_gbps * 1e9 / 8 * mtu / (mtu + header)
+
+
+def tuning_model(network, trace) -> TuningModel:
+    """The collective tuner of a run: the trace's GPU and NVLink rate, the NIC rate of ``network``."""
+    return TuningModel(nvlink=nvlink_model(trace.spec_dict().get("hardware")),
+                       nic_bytes_per_s=nic_payload_bytes_per_s(network))
+
+
+# --- the kind -----------------------------------------------------------------------------------------------
 
 @register
 class TrainingKind(WorkloadKind):
@@ -22,7 +299,7 @@ class TrainingKind(WorkloadKind):
 
     def load(self, exp, job, gpus_per_server, trace=None):
         """The job's checked trace: ``trace`` (in memory), its file, or generated from its model."""
-        return training.resolve_trace(job.work, trace, gpus_per_server,
+        return resolve_trace(job.work, trace, gpus_per_server,
                                       where="workload" if not exp.workloads else f"workloads.{job.name}.trace")
 
     def gpus_per_server(self, loaded):
@@ -35,15 +312,15 @@ class TrainingKind(WorkloadKind):
     def lower(self, job, trace, hosts, ctx: LowerContext):
         work, exp = job.work, ctx.experiment
         where = _field(exp, job, "chunk_bytes")
-        limit = training.dag_op_limit()
-        bound = training.dag_ops_lower_bound(trace, work.chunk_bytes) * work.iterations
+        limit = dag_op_limit()
+        bound = dag_ops_lower_bound(trace, work.chunk_bytes) * work.iterations
         if bound > limit:
-            raise training.too_many_ops(bound, "at least ", work, trace, limit, where)
+            raise too_many_ops(bound, "at least ", work, trace, limit, where)
         dag = lower(trace, gpus_per_server=ctx.gpus_per_server, chunk_bytes=work.chunk_bytes,
-                    algorithm=work.algorithm, tuning=training.tuning_model(exp.network, trace),
+                    algorithm=work.algorithm, tuning=tuning_model(exp.network, trace),
                     n_channels=ctx.n_channels)
         if dag.n_ops * work.iterations > limit:
-            raise training.too_many_ops(dag.n_ops * work.iterations, "", work, trace, limit, where)
+            raise too_many_ops(dag.n_ops * work.iterations, "", work, trace, limit, where)
         if work.iterations > 1:
             dag = repeat(dag, work.iterations)
         return (trace, dag), _piece(dag, hosts)
@@ -60,16 +337,16 @@ class TrainingKind(WorkloadKind):
     def results(self, jp, out, rows, flows, first_op, *, fabric, state, alone):
         trace, dag = state
         lo, hi = first_op, first_op + dag.n_ops
-        tables = training.training_tables(trace, dag, out.op_start_ns[lo:hi], out.op_finish_ns[lo:hi])
+        tables = training_tables(trace, dag, out.op_start_ns[lo:hi], out.op_finish_ns[lo:hi])
         compute = tables.pop("_compute_time_ns")
         its = tables["iterations"]
         start = jp.job.start_ns
         if start > 0 and its["time_ns"].size:  # the first iteration starts at the job's start
             its["time_ns"][0] -= start
             its["exposed_comm_ns"][0] = max(its["time_ns"][0] - compute, 0.0)
-        summary = training.training_summary(tables, compute)
+        summary = training_summary(tables, compute)
         mine = {k: np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
-        summary |= training.transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine)
+        summary |= transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine)
         if "transfer" in mine:
             flows["transfer"][rows] = rows[mine["transfer"]]
         summary |= {"n_ranks": trace.n_ranks, "n_ops": trace.n_ops}

@@ -12,8 +12,14 @@ from dataclasses import dataclass
 
 from cosim import values as v
 from cosim.network.topology import TOPOLOGIES
-from cosim.network.transport import (ECMP_HASH_FIELDS, ECN_MARKING_POINTS, ROUTINGS, TRANSPORTS, check_attributes,
-                                     network_mechanisms)
+from cosim.network.transport import (
+    ECMP_HASH_FIELDS,
+    ECN_MARKING_POINTS,
+    ROUTINGS,
+    TRANSPORTS,
+    check_attributes,
+    network_mechanisms,
+)
 
 #: fastest link rate accepted, Gbit/s (ns-3's DataRate holds bit/s in 64 bits; 10^5 Gbps leaves margin)
 MAX_LINK_GBPS = 1e5

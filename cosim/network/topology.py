@@ -119,7 +119,7 @@ class Fabric:
         """int64 [n_nodes]: the random stream each switch draws its ECN marking decisions from, the
         smallest node id of its tier (-1 for hosts). Switches of one tier draw the same numbers, so two
         that see the same packets mark them alike: identical parts of a run stay identical (what
-        cosim.runs.decompose_run folds on), and a lone switch keeps the stream of its node id."""
+        cosim.decompose.exact folds on), and a lone switch keeps the stream of its node id."""
         tier = self.node_tier.astype(np.int64)
         switch = self.node_kind == SWITCH
         first = np.full(int(tier.max(initial=0)) + 1, self.n_nodes, np.int64)

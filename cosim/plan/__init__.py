@@ -9,7 +9,7 @@ Steps, in order (each job's kind does its part, cosim.kinds):
 1. jobs: the ``[[workloads]]`` of the experiment, or its one ``[workload]`` as a one-job plan;
 2. load: what each job needs before the fabric (a trace, requests);
 3. fabric: ``network.hosts`` NICs when given, else the servers the jobs ask for (:func:`fabric_for`);
-4. placement: hosts for every job (cosim.runs.placement; a lone job takes the servers in order);
+4. placement: hosts for every job (cosim.plan.placement; a lone job takes the servers in order);
 5. lowering: each job's ops on its hosts, joined into one :class:`EngineDag` in host node ids;
 6. attributes (the only place they are composed), time limit (explicit or derived), resolved faults.
 """
@@ -25,11 +25,12 @@ from cosim import faults as cosim_faults
 from cosim import kinds
 from cosim.collectives import DagOpKind
 from cosim.errors import CosimInputError
+from cosim.kinds import time_limit, training
 from cosim.kinds.base import JobPlan, LowerContext, Piece
 from cosim.network import topology
 from cosim.network.transport import run_attributes
-from cosim.runs import placement, time_limit, training
-from cosim.runs.experiment import Experiment, Job
+from cosim.plan import placement
+from cosim.spec import Experiment, Job
 
 #: leaf size of a fabric with network.hosts and no network.hosts_per_leaf, NICs: this many, or two servers
 MIN_HOSTS_PER_LEAF = 4
@@ -79,7 +80,7 @@ class RunPlan:
     jobs: tuple[JobPlan, ...]
     dag: EngineDag
     attributes: dict  # ns-3 attribute -> value, everything the run sets
-    max_sim_time_ns: float  # limits.max_sim_time_ns, else derived from the jobs (cosim.runs.time_limit)
+    max_sim_time_ns: float  # limits.max_sim_time_ns, else derived from the jobs (cosim.kinds.time_limit)
     faults: cosim_faults.FaultPlan | None  # None without faults
     host_of: np.ndarray | None  # int64 [n_ranks]: host of every rank of the run's one ranked job (rankN faults)
 

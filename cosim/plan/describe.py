@@ -9,12 +9,11 @@ import numpy as np
 
 from cosim import engine, memory
 from cosim.collectives.dag import NUM_PRIORITIES
+from cosim.decompose import exact as decompose_run
+from cosim.decompose.parts import describe_parts
 from cosim.network import buffers, ideal
 from cosim.network.topology import SWITCH
-from cosim.plan import RunPlan
-from cosim.record import describe_job
-from cosim.runs import decompose_run
-from cosim.runs.decompose import describe_parts
+from cosim.plan import RunPlan, placement
 
 #: attributes the dry run shows the resolved value of
 SHOWN_ATTRIBUTES = ("HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes",
@@ -26,9 +25,9 @@ SHOWN_ATTRIBUTES = ("HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMm
 def describe(plan: RunPlan) -> dict:
     """The plan as the dry run prints it: servers, leaves and spines, the realized oversubscription, buffer
     (per switch class) and PFC headroom per switch, lossless priorities, each job's placement and size, the
-    time limit (explicit or derived: cosim.runs.time_limit), flows and data packet-hops (payload packets times
+    time limit (explicit or derived: cosim.kinds.time_limit), flows and data packet-hops (payload packets times
     each flow's shortest-path hops; ACKs and control packets not counted), the independent parts the traffic
-    splits into (cosim.runs.decompose), and the peak memory the run needs."""
+    splits into (cosim.decompose.parts), and the peak memory the run needs."""
     exp, fabric = plan.experiment, plan.fabric
     engine.check_fabric(fabric, plan.attributes)
     resolved = engine.attribute_values(plan.attributes, SHOWN_ATTRIBUTES)
@@ -187,3 +186,14 @@ def fabric_warning(n_flows: int, n_ranks: int, gpus_per_server: int) -> str | No
                 f"server), so every transfer went over NVLink; use {fix} to spread them over servers")
     return ("nothing crossed the fabric: every transfer of the trace stays inside a server (NVLink); "
             "use a smaller --gpus-per-server to spread the groups over servers")
+
+
+def describe_job(plan, p) -> dict:
+    """Where job ``p`` runs and what it sends (JSON-able; stored as config["workloads"])."""
+    hosts = np.asarray(p.hosts, np.int64)
+    server = plan.fabric.host_server[hosts]
+    leaves = placement.server_map(plan.fabric, plan.gpus_per_server).leaf[np.unique(server)]
+    j = p.job
+    return {"name": j.name, "kind": j.kind, "hosts": hosts.tolist(), "servers": sorted(set(server.tolist())),
+            "leaves": sorted(set(leaves.tolist())), "priority": j.priority, "lossless": j.lossless,
+            "start_ns": j.start_ns} | p.kind.describe(p)

@@ -18,9 +18,9 @@ import numpy as np
 
 from cosim.results.collectives import collective_stats
 from cosim.results.compare import compare_runs, sweep_order
+from cosim.results.metrics import ordered_keys
 from cosim.results.schema import DATASETS, GROUPS, RunRecord
 from cosim.results.store import read_results
-from cosim.results.metrics import ordered_keys
 
 _PANDAS_HINT = ("pandas is needed for DataFrames: pip install 'cosim[analysis]' "
                 "(or pass as_frame=False for a dict of numpy arrays)")

@@ -15,8 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cosim.errors import CosimInputError
+from cosim.results.metrics import (
+    Metric,
+    format_cell,
+    format_number,
+    layout,
+    metric_for,
+    ordered_keys,
+)
 from cosim.results.store import read_results
-from cosim.results.metrics import Metric, format_cell, format_number, layout, metric_for, ordered_keys
 
 
 def _is_number(v) -> bool:

@@ -54,7 +54,7 @@ _COLL = tuple(entry for g, gl in _GROUP_LABELS for c, cl in _COLL_LABELS for ent
     (f"coll_{g}_{c}_busbw_gbyte_per_s", f"{gl} {cl} busbw p50", ("GB/s", 1.0), {})))
 _SIM = {"section": "simulator"}
 
-#: per-workload rows of shared fabrics (cosim.runs.multi: ``<workload>_<key>`` in a run's summary)
+#: per-workload rows of shared fabrics (cosim.record: ``<workload>_<key>`` in a run's summary)
 _SHARED_FABRIC = (
     ("sharing_slowdown", "slowdown from sharing (shared / alone)", _X, {}),
     ("alone_iteration_time_ns", "iteration time alone", _MS, {}),
@@ -130,7 +130,7 @@ def fault_delay_entries(faulted, baseline) -> dict:
         out["baseline_iteration_time_ns"] = baseline.summary.get("iteration_time_ns")
     return out
 # ---------------------------------------------------------------- end of faults
-# ---- inference runs (cosim.runs.inference): request latencies, throughput, goodput, batching
+# ---- inference runs (cosim.kinds.inference): request latencies, throughput, goodput, batching
 _INFERENCE = (
     ("requests", "requests", _X, _COUNT),
     ("requests_completed", "requests completed", _X, _COUNT),

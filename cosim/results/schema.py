@@ -98,7 +98,7 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("pfc_watchdog", "disabled"): ("", "1: queue disabled (paused past PfcWatchdog::DetectionTime), 0: restored"),
 }
 
-# ---- inference runs (cosim.runs.inference): one row per request; files of other runs have no such group
+# ---- inference runs (cosim.kinds.inference): one row per request; files of other runs have no such group
 REQUESTS_DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("requests", "request"): ("", "request index, in arrival order"),
     ("requests", "arrival_ns"): ("ns", "time the request arrived"),
@@ -160,7 +160,7 @@ LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports
                            ("flows", "transfer"), ("flows", "workload"), ("ops", "workload"),
                            ("collectives", "workload"), ("iterations", "workload")})
 
-#: columns only runs of several workloads on one fabric hold (cosim.runs.multi)
+#: columns only runs of several workloads on one fabric hold (cosim.record)
 SHARED_FABRIC_COLUMNS = frozenset({("flows", "workload"), ("ops", "workload"), ("collectives", "workload"),
                                    ("iterations", "workload")})
 

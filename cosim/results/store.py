@@ -7,13 +7,21 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
 import h5py
+import numpy as np
 
 from cosim import __version__
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
-from cosim.results.schema import DATASETS, GROUPS, SCHEMA, SCHEMA_VERSION, RunRecord, column_rule, required_columns
+from cosim.results.schema import (
+    DATASETS,
+    GROUPS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    RunRecord,
+    column_rule,
+    required_columns,
+)
 
 
 def _check_name(name: str) -> None:

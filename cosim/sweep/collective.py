@@ -33,10 +33,10 @@ from cosim.collectives.algorithms import Algorithm
 from cosim.collectives.tuning import bus_factor
 from cosim.errors import CosimInputError
 from cosim.network.spec import NetworkSpec
-from cosim.results import RunRecord
-from cosim.runs.experiment import Experiment, LimitsSpec, TrainingWorkload
 from cosim.plan import compile  # noqa: A004 - the plan's verb
+from cosim.results import RunRecord
 from cosim.run import run
+from cosim.spec import Experiment, LimitsSpec, TrainingWorkload
 from cosim.values import Size
 from cosim.workload.hardware import get_hardware
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Trace

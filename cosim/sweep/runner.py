@@ -24,13 +24,11 @@ from pathlib import Path
 
 import h5py
 
-from cosim import results
+from cosim import results, run
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
 from cosim.results import SCHEMA, SCHEMA_VERSION
-from cosim import run
 from cosim.sweep.spec import Sweep, SweepPoint
-
 
 # ---------------------------------------------------------------- shards
 

@@ -34,12 +34,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from cosim import values
+from cosim import engine, values
 from cosim.errors import CosimInputError
-from cosim import engine
 from cosim.plan import compile  # noqa: A004 - the plan's verb
-from cosim.runs import catalog
-from cosim.runs.experiment import from_document, resolve_path, to_document, with_overrides
+from cosim.spec import catalog, from_document, resolve_path, to_document, with_overrides
 
 MAX_POINTS = 100_000
 SECTIONS = ("sweep", "base", "grid", "points")

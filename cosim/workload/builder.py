@@ -59,8 +59,16 @@ from cosim.workload.layout import Layout, PeerKind, make_layout
 from cosim.workload.model import ModelSpec, active_params, total_params
 from cosim.workload.parallelism import ParallelismSpec, check_compatible
 from cosim.workload.schedule import bubble_fraction, pipeline_schedule
-from cosim.workload.trace import (OP_COLUMNS, AlgoHint, CollKind, GroupKind, OpKind, Phase, Trace,
-                                  collective_call_ids)
+from cosim.workload.trace import (
+    OP_COLUMNS,
+    AlgoHint,
+    CollKind,
+    GroupKind,
+    OpKind,
+    Phase,
+    Trace,
+    collective_call_ids,
+)
 
 FWD, BWD, SYNC, OPT = Phase.FORWARD, Phase.BACKWARD, Phase.GRAD_SYNC, Phase.OPTIMIZER
 AR, RS, AG, A2A = CollKind.ALL_REDUCE, CollKind.REDUCE_SCATTER, CollKind.ALL_GATHER, CollKind.ALL_TO_ALL

@@ -31,7 +31,12 @@ import numpy as np
 from cosim.errors import CosimInputError
 from cosim.workload import kernels as kn
 from cosim.workload.coefficients import COEFFICIENT_FIELDS
-from cosim.workload.compute import gemm_coefficients, gemm_time_ns, stream_coefficients, stream_time_ns
+from cosim.workload.compute import (
+    gemm_coefficients,
+    gemm_time_ns,
+    stream_coefficients,
+    stream_time_ns,
+)
 from cosim.workload.hardware import HardwareSpec
 from cosim.workload.lsq import least_squares
 

@@ -45,8 +45,16 @@ from typing import Any
 import numpy as np
 
 from cosim.errors import CosimInputError
-from cosim.workload.trace import (SCHEMA_VERSION, AlgoHint, CollKind, GroupKind, OpKind, Phase, Trace,
-                                  collective_call_ids)
+from cosim.workload.trace import (
+    SCHEMA_VERSION,
+    AlgoHint,
+    CollKind,
+    GroupKind,
+    OpKind,
+    Phase,
+    Trace,
+    collective_call_ids,
+)
 
 CHAKRA_VERSION = "0.0.4"
 COMM_GROUP_FILE = "comm_group.json"

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cosim.errors import CosimInputError
-from cosim.workload.coefficients import COEFFICIENT_FIELDS, DATASHEET_FIELDS, check_document, read_coefficients
+from cosim.workload.coefficients import (
+    check_document,
+    read_coefficients,
+)
 
 #: fields in (0, 1]: fractions of a datasheet rate
 FRACTION_FIELDS = ("compute_efficiency", "gemm_memory_efficiency", "attention_efficiency",

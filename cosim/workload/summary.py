@@ -20,7 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim.workload.timeline import compute_only_timeline
-from cosim.workload.trace import NO_GROUP_KIND, CollKind, GroupKind, OpKind, Phase, Trace
+from cosim.workload.trace import (
+    NO_GROUP_KIND,
+    CollKind,
+    GroupKind,
+    OpKind,
+    Phase,
+    Trace,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -45,7 +45,7 @@ struct LogColumn
 /**
  * One event log: a name and its columns. Every engine log records events of switch or NIC egress ports:
  * its keys begin with the node id ("node") and the port number ("port"), which a decomposed run relabels
- * (cosim.runs.decompose_run).
+ * (cosim.decompose.exact).
  */
 struct EventLogDecl
 {

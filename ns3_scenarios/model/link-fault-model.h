@@ -60,7 +60,7 @@ struct PortFault
 class LinkFaultModel : public Object
 {
   public:
-    /// What a fault-log row records (the codes of cosim.runs.faults.ACTIONS).
+    /// What a fault-log row records (the codes of cosim.faults.ACTIONS).
     enum class Action : int8_t
     {
         DOWN = 0,    ///< a link went down

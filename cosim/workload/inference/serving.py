@@ -19,7 +19,7 @@ Rules (:mod:`.batching` runs them with a linear step cost and no measured correc
   contexts)``.
 
 Everything is deterministic; :meth:`ServingSchedule.decisions` is what the packet-level run depends on (who
-runs in which step), the fixed point the iteration of :mod:`cosim.runs.inference` looks for.
+runs in which step), the fixed point the iteration of :mod:`cosim.kinds.inference` looks for.
 """
 
 from __future__ import annotations

@@ -35,7 +35,14 @@ from cosim.errors import CosimInputError
 from cosim.workload.compute import Gemm, Stream, kernel_ns
 from cosim.workload.hardware import HardwareSpec
 from cosim.workload.inference.model import InferenceModel
-from cosim.workload.kernels import ADD_FWD, EMBED_FWD, NORM_FWD, PERMUTE, ROPE_FWD, _act_bytes
+from cosim.workload.kernels import (
+    ADD_FWD,
+    EMBED_FWD,
+    NORM_FWD,
+    PERMUTE,
+    ROPE_FWD,
+    _act_bytes,
+)
 
 
 def stage_layers(num_layers: int, pp: int) -> np.ndarray:

@@ -37,8 +37,11 @@ from cosim.workload.inference.model import InferenceModel
 from cosim.workload.inference.requests import Requests
 from cosim.workload.inference.serving import ServingSchedule
 from cosim.workload.inference.stepcost import StepCompute, stage_layers
-from cosim.workload.inference.traffic import (ACTIVATION_BYTES, ep_dispatch_bytes, pp_activation_bytes,
-                                              tp_allreduce_bytes)
+from cosim.workload.inference.traffic import (
+    ep_dispatch_bytes,
+    pp_activation_bytes,
+    tp_allreduce_bytes,
+)
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase, Trace
 
 TOKEN_ID_BYTES = 4  #: a sampled token id on the wire

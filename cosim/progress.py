@@ -3,7 +3,7 @@
 The share of flows or ops done says little about the time left: a training iteration's last ops may be
 its largest collectives, and thousands of compute ops finish in an instant of wall time. Data packets
 serialized on links are what the event loop spends its time on, and a run's total is known beforehand
-(:func:`cosim.runs.run.work_estimate`), so the fraction done is hops / estimate and the time left is the
+(:func:`cosim.plan.describe.work_estimate`), so the fraction done is hops / estimate and the time left is the
 hops left at the rate of the last :data:`WINDOW_S` seconds.
 """
 

@@ -7,7 +7,7 @@
 duration_ns, priority, dep_ptr, dep_idx). Two ways to split, both exact (docs/decomposition.md proves it):
 
 - **independent groups**: the connected components of the graph joining ops by their dependencies and
-  FLOW ops by the network part (cosim.runs.decompose) they use. No event of one group can change another,
+  FLOW ops by the network part (cosim.decompose.parts) they use. No event of one group can change another,
   so each runs in its own ns-3 run on the whole fabric with only its ops; groups identical up to a
   relabeling of hosts run once.
 - **symmetric fold**: the DAG couples the network parts (training on rail-optimized fabrics: the TP
@@ -32,8 +32,8 @@ import numpy as np
 from cosim import engine, memory
 from cosim.collectives import DagOpKind
 from cosim.collectives.dag import csr_from_edges
-from cosim.network.topology import HOST, SWITCH
-from cosim.runs.decompose import components, flow_parts, single_paths
+from cosim.decompose.parts import components, flow_parts, single_paths
+from cosim.network.topology import SWITCH
 
 #: routings whose path choice reads no flow id (pinned: destination; spray: a per-switch counter)
 _ID_FREE_ROUTINGS = ("pinned", "spray")

@@ -28,8 +28,6 @@ import numpy as np
 
 from cosim.errors import CosimInputError
 
-PLACEMENTS = ("packed", "spread", "random", "fragmented")
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Demand:

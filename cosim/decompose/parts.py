@@ -5,7 +5,7 @@
 ECMP routes every flow over the shortest paths between its endpoints, so a flow can only ever occupy
 the links that lie on one of them. Two flows interact (share a queue, a buffer, a PAUSE) only through a
 switch both can reach, so the components of the graph of usable links are parts that could be simulated
-apart. This module finds them (what ``cosim run --dry-run`` shows); cosim.runs.decompose_run simulates
+apart. This module finds them (what ``cosim run --dry-run`` shows); cosim.decompose.exact simulates
 them apart and merges the results.
 
 Every host has one link (a NIC), so a flow's shortest paths are its two host links around the shortest

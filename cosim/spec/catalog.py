@@ -10,7 +10,7 @@ from pathlib import Path
 
 import cosim
 from cosim.errors import CosimInputError
-from cosim.runs.experiment import read_toml
+from cosim.spec import read_toml
 
 #: the experiment a bare ``cosim run`` runs
 DEFAULT = "builtin"

@@ -1,8 +1,8 @@
 """The network part of a run record: tables and summary of one simulation, shared by every kind of run.
 
-Flow-level scenarios (cosim.runs.flows) and co-simulations (cosim.runs.training) both turn an
-engine.SimulationOutput into the same ``flows``/``queues``/``ports``/``pauses``/``latency``/``stalls``
-tables and the same summary keys, so their runs compare column for column.
+Every run (cosim.record) turns an engine.SimulationOutput into the same ``flows``/``queues``/``ports``/
+``pauses``/``latency``/``stalls`` tables and the same summary keys, so any two runs compare column for
+column.
 """
 
 from __future__ import annotations
