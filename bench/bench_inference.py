@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from cosim.kinds import inference
-from cosim.kinds.training import _piece
+from cosim.kinds.base import Piece
 from cosim.plan import assemble
 from cosim.plan import compile as compile_plan
 from cosim.run import experiments_of, simulate
@@ -41,7 +41,7 @@ def passes(exp) -> list[dict]:
         t1 = time.perf_counter()
         dag = inference.lower_step_trace(w, p, st)
         t2 = time.perf_counter()
-        out, _ = simulate(plan, assemble(plan.jobs, {jp.index: _piece(dag, jp.hosts)}), whole=True)
+        out, _ = simulate(plan, assemble(plan.jobs, {jp.index: Piece.of_flow_dag(dag, jp.hosts)}), whole=True)
         t3 = time.perf_counter()
         m = inference.measure(p, sched, st, out.op_start_ns[dag.trace_start], out.op_finish_ns[dag.trace_done])
         err = max(np.max(np.abs(sched.prefill.end_ns - m.prefill_end_ns), initial=0.0),

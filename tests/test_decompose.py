@@ -33,7 +33,7 @@ def test_same_rail_rings_are_one_part_per_rail_and_spines_stay_idle():
 
 def test_a_cross_rail_flow_joins_every_rail_it_can_reach_through_the_spines():
     """One flow from rail 0 to rail 1 may take any spine, so rails 0 and 1 (and the spines) become one part."""
-    fab, gps = _rails(), 4
+    fab = _rails()
     src = fab.host_ids[np.array([0, 1, 2, 4])]  # 0 → 5 crosses rails 0 and 1
     dst = fab.host_ids[np.array([5, 9, 10, 8])]
     parts = flow_parts(fab, src, dst)

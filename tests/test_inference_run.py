@@ -15,7 +15,7 @@ from conftest import run_main
 from cosim import results
 from cosim.collectives import DagOpKind
 from cosim.kinds import inference
-from cosim.kinds.training import _piece
+from cosim.kinds.base import Piece
 from cosim.network.ideal import ideal_fct_ns
 from cosim.plan import assemble
 from cosim.plan import compile as compile_plan
@@ -122,7 +122,7 @@ def test_fixed_point_schedule_matches_the_packet_level_times(loaded):
     for _ in range(w.max_batching_iterations):
         st = inference.step_trace_of(w, p, sched)
         dag = inference.lower_step_trace(w, p, st)
-        out, _ = simulate(planned, assemble(planned.jobs, {jp.index: _piece(dag, jp.hosts)}), whole=True)
+        out, _ = simulate(planned, assemble(planned.jobs, {jp.index: Piece.of_flow_dag(dag, jp.hosts)}), whole=True)
         m = inference.measure(p, sched, st, out.op_start_ns[dag.trace_start], out.op_finish_ns[dag.trace_done])
         again = inference.schedule_of(w, p, **dict(zip(("kv_delay_ns", "prefill_extra_ns", "decode_extra_ns"),
                                                           inference.corrections(p, sched, m))))

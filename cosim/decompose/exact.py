@@ -189,7 +189,6 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     """Decide how ``columns`` (a DAG on ``fabric``; ``gpu_node``: host node of every GPU label) can be
     simulated exactly: in independent groups, as one folded part of identical ones, or whole."""
     kind = np.asarray(columns["kind"])
-    n = int(kind.size)
     flow = np.flatnonzero(kind == DagOpKind.FLOW)
     if snapshots:
         return _whole("delivered-bytes snapshots are taken of the whole run")

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from cosim.collectives import DagOpKind
 from cosim.errors import CosimInputError
 
 
@@ -29,14 +30,14 @@ class Piece:
     each collective call (empty for kinds without collectives)."""
 
     kind: np.ndarray  # uint8 [n], DagOpKind
-    gpu: np.ndarray  # int64 [n], host node id (-1: no GPU)
-    src_node: np.ndarray  # int64 [n]
-    dst_node: np.ndarray  # int64 [n]
+    gpu: np.ndarray  # int32 [n], host node id (-1: no GPU)
+    src_node: np.ndarray  # int32 [n]
+    dst_node: np.ndarray  # int32 [n]
     bytes_: np.ndarray  # int64 [n], bytes of a FLOW or NVLINK op
     duration_ns: np.ndarray  # float64 [n], duration of a COMPUTE op, ns
     priority: np.ndarray  # uint8 [n], traffic class the lowering chose (0: the job's priority)
-    dep_ptr: np.ndarray  # int64 [n + 1]
-    dep_idx: np.ndarray  # int64, local op ids
+    dep_ptr: np.ndarray  # int32 or int64 [n + 1]
+    dep_idx: np.ndarray  # int32 or int64, local op ids
     coll_start_op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     coll_end_op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
@@ -44,6 +45,23 @@ class Piece:
     def n_ops(self) -> int:
         """Number of ops."""
         return int(np.asarray(self.kind).size)
+
+    @classmethod
+    def of_flow_dag(cls, dag, hosts: np.ndarray) -> Piece:
+        """The ops of ``dag`` (a cosim.collectives.FlowDag) with every rank replaced by its host
+        ``hosts[rank]``; the DAG's own columns are shared, not copied."""
+        hosts = np.asarray(hosts, np.int32)
+
+        def on_hosts(rank: np.ndarray, mask: np.ndarray) -> np.ndarray:
+            out = np.full(rank.size, -1, np.int32)
+            out[mask] = hosts[rank[mask]]
+            return out
+
+        flow = dag.kind == DagOpKind.FLOW
+        return cls(kind=dag.kind, gpu=on_hosts(dag.rank, dag.rank >= 0), src_node=on_hosts(dag.src, flow),
+                   dst_node=on_hosts(dag.dst, flow), bytes_=dag.bytes, duration_ns=dag.duration_ns,
+                   priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
+                   coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

@@ -68,13 +68,13 @@ def flow_piece(f: JobFlows, job_start_ns: float) -> Piece:
     n = int(width.sum())
     kind = np.full(n, DagOpKind.FLOW, np.uint8)
     kind[first[delayed]] = DagOpKind.COMPUTE
-    src, dst, size, duration = (np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.zeros(n, np.int64),
+    src, dst, size, duration = (np.full(n, -1, np.int32), np.full(n, -1, np.int32), np.zeros(n, np.int64),
                                 np.zeros(n, np.float64))
     src[flow_op], dst[flow_op], size[flow_op] = f.src, f.dst, f.size_bytes
     duration[first[delayed]] = start[delayed]
     dep_ptr = np.zeros(n + 1, np.int64)
     dep_ptr[flow_op[delayed] + 1] = 1
-    return Piece(kind=kind, gpu=np.full(n, -1, np.int64), src_node=src, dst_node=dst, bytes_=size,
+    return Piece(kind=kind, gpu=np.full(n, -1, np.int32), src_node=src, dst_node=dst, bytes_=size,
                  duration_ns=duration, priority=np.zeros(n, np.uint8), dep_ptr=np.cumsum(dep_ptr), dep_idx=first[delayed].astype(np.int64))
 
 

@@ -42,8 +42,8 @@ from cosim.collectives import lower
 from cosim.collectives.calibration import nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
-from cosim.kinds.base import WorkloadKind, register
-from cosim.kinds.training import _piece, nic_payload_bytes_per_s, training_tables
+from cosim.kinds.base import Piece, WorkloadKind, register
+from cosim.kinds.training import nic_payload_bytes_per_s, training_tables
 from cosim.results import collectives
 from cosim.workload.hardware import get_hardware
 from cosim.workload.inference.requests import (
@@ -328,7 +328,7 @@ class InferenceKind(WorkloadKind):
         sched = schedule_of(job.work, loaded)
         steps = step_trace_of(job.work, loaded, sched)
         dag = lower_step_trace(job.work, loaded, steps)
-        return Serving(plan=loaded, schedule=sched, steps=steps, dag=dag), _piece(dag, hosts)
+        return Serving(plan=loaded, schedule=sched, steps=steps, dag=dag), Piece.of_flow_dag(dag, hosts)
 
     def ideal_ns(self, jp, fabric, nic_bytes_per_s):
         return None  # a service spans what its arrivals give it, which no bound of one DAG captures
@@ -345,7 +345,7 @@ class InferenceKind(WorkloadKind):
         sched, steps, dag = s.schedule, s.steps, s.dag
         passes, wall, converged = 0, 0.0, False
         while True:
-            out = simulate(_piece(dag, jp.hosts), dag)
+            out = simulate(Piece.of_flow_dag(dag, jp.hosts), dag)
             passes += 1
             wall += out.network.wall_time_s
             m = measure(p, sched, steps, out.op_start_ns[dag.trace_start], out.op_finish_ns[dag.trace_done])
@@ -360,7 +360,7 @@ class InferenceKind(WorkloadKind):
             steps = step_trace_of(w, p, sched)
             dag = lower_step_trace(w, p, steps)
         return out, Serving(plan=p, schedule=sched, steps=steps, dag=dag, measured=m, passes=passes,
-                            converged=converged, wall_time_s=wall), _piece(dag, jp.hosts)
+                            converged=converged, wall_time_s=wall), Piece.of_flow_dag(dag, jp.hosts)
 
     def results(self, jp, out, rows, flows, first_op, *, fabric, state, alone):
         w, s = jp.job.work, state

@@ -323,7 +323,7 @@ class TrainingKind(WorkloadKind):
             raise too_many_ops(dag.n_ops * work.iterations, "", work, trace, limit, where)
         if work.iterations > 1:
             dag = repeat(dag, work.iterations)
-        return (trace, dag), _piece(dag, hosts)
+        return (trace, dag), Piece.of_flow_dag(dag, hosts)
 
     def ideal_ns(self, jp, fabric, nic_bytes_per_s):
         return time_limit.dag_ideal_ns(jp.state[1], nic_bytes_per_s)
@@ -368,16 +368,3 @@ class TrainingKind(WorkloadKind):
 def _field(exp, job, name: str) -> str:
     """The Experiment field ``name`` of ``job`` as errors name it."""
     return f"workload.{name}" if not exp.workloads else f"workloads.{job.name}.{name}"
-
-
-def _piece(dag, hosts: np.ndarray) -> Piece:
-    """The FlowDag's ops with ranks replaced by their hosts."""
-    flow = dag.kind == DagOpKind.FLOW
-    rank = np.asarray(dag.rank, np.int64)
-    return Piece(kind=np.asarray(dag.kind, np.uint8), gpu=np.where(rank >= 0, hosts[np.maximum(rank, 0)], -1),
-                 src_node=np.where(flow, hosts[np.maximum(dag.src, 0)], -1),
-                 dst_node=np.where(flow, hosts[np.maximum(dag.dst, 0)], -1), bytes_=np.asarray(dag.bytes, np.int64),
-                 duration_ns=np.asarray(dag.duration_ns, np.float64),
-                 priority=np.asarray(dag.priority, np.uint8), dep_ptr=np.asarray(dag.dep_ptr, np.int64),
-                 dep_idx=np.asarray(dag.dep_idx, np.int64), coll_start_op=np.asarray(dag.coll_start_op, np.int64),
-                 coll_end_op=np.asarray(dag.coll_end_op, np.int64))

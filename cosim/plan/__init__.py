@@ -47,8 +47,8 @@ class EngineDag:
     bytes_: np.ndarray  # int64 [n], bytes a FLOW or NVLINK op moves
     duration_ns: np.ndarray  # float64 [n], duration of a COMPUTE op, ns
     priority: np.ndarray  # uint8 [n], traffic class of a FLOW op
-    dep_ptr: np.ndarray  # int64 [n + 1], CSR of every op's dependencies
-    dep_idx: np.ndarray  # int64
+    dep_ptr: np.ndarray  # int32 or int64 [n + 1], CSR of every op's dependencies
+    dep_idx: np.ndarray  # int32 or int64 (a lone job: its FlowDag's own arrays)
     op_job: np.ndarray  # int32 [n], index of the job each op belongs to
     first_op: np.ndarray  # int64 [n_jobs], each job's own op 0 (after its start delay, if any)
     coll_start_op: np.ndarray  # int64 [n_collectives], start barrier op of every collective call
@@ -204,51 +204,65 @@ def assemble(jobs, pieces: dict[int, Piece] | None = None) -> EngineDag:
     """One DAG of ``jobs`` in job order (``pieces``: a job index -> the ops to use instead of its own).
 
     A ranked job that starts late waits behind one COMPUTE op on no GPU that lasts until its start; a job's
-    priority is the class of every op its lowering left at 0."""
+    priority is the class of every op its lowering left at 0. A lone job's columns are its piece's own
+    arrays where their dtype already fits (a 1,024-GPU plan holds its 45 M ops once, not twice)."""
     parts, base = [], 0
     for p in jobs:
         piece = (pieces or {}).get(p.index, p.piece)
         lead = int(p.kind.ranked and p.job.start_ns > 0)
         parts.append((p, piece, base, lead))
         base += lead + piece.n_ops
-    n = base
 
-    def cat(get, dtype, lead_value=0):
-        out = [np.concatenate([np.full(lead, lead_value, dtype), np.asarray(get(piece, b + lead), dtype)])
-               for p, piece, b, lead in parts]
-        return np.concatenate(out) if out else np.zeros(0, dtype)
+    def cat(get, dtype, lead_value=lambda p: 0):
+        """A column: each part's ``get(job, piece, first op)`` behind its delay op's ``lead_value(job)``."""
+        chunks = []
+        for p, piece, b, lead in parts:
+            chunks += [np.full(lead, lead_value(p), dtype)] if lead else []
+            chunks.append(np.asarray(get(p, piece, b + lead), dtype))
+        return chunks[0] if len(chunks) == 1 else np.concatenate(chunks) if chunks else np.zeros(0, dtype)
 
-    owner, dep = [], []
-    for p, piece, b, lead in parts:
-        counts = np.diff(piece.dep_ptr)
-        owner.append(np.repeat(np.arange(piece.n_ops, dtype=np.int64), counts) + b + lead)
-        dep.append(np.asarray(piece.dep_idx, np.int64) + b + lead)
-        if lead:  # every op without a dependency waits for the start delay
-            roots = np.flatnonzero(counts == 0) + b + lead
-            owner.append(roots)
-            dep.append(np.full(roots.size, b, np.int64))
-    owner = np.concatenate(owner) if owner else np.zeros(0, np.int64)
-    dep = np.concatenate(dep) if dep else np.zeros(0, np.int64)
-    order = np.argsort(owner, kind="stable")
-    dep_ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(owner, minlength=n), out=dep_ptr[1:])
-    durations = [np.concatenate([np.full(lead, p.job.start_ns), piece.duration_ns]) for p, piece, b, lead in parts]
-    prio = [np.concatenate([np.full(lead, p.job.priority, np.uint8),
-                            np.where(piece.priority == 0, p.job.priority, piece.priority).astype(np.uint8)])
-            for p, piece, b, lead in parts]
-    shift = lambda x, b: np.asarray(x, np.int64) + b  # noqa: E731
+    def priority(p, piece, first):
+        return piece.priority if p.job.priority == 0 else np.where(piece.priority == 0, p.job.priority,
+                                                                   piece.priority)
+
+    dep_ptr, dep_idx = _dependencies(parts, base)
     return EngineDag(
-        kind=cat(lambda pc, b: pc.kind, np.uint8, DagOpKind.COMPUTE), gpu=cat(lambda pc, b: pc.gpu, np.int32, -1),
-        src_node=cat(lambda pc, b: pc.src_node, np.int32, -1), dst_node=cat(lambda pc, b: pc.dst_node, np.int32, -1),
-        bytes_=cat(lambda pc, b: pc.bytes_, np.int64), duration_ns=np.concatenate(durations) if parts else np.zeros(0),
-        priority=np.concatenate(prio) if parts else np.zeros(0, np.uint8), dep_ptr=dep_ptr, dep_idx=dep[order],
+        kind=cat(lambda p, pc, f: pc.kind, np.uint8, lambda p: DagOpKind.COMPUTE),
+        gpu=cat(lambda p, pc, f: pc.gpu, np.int32, lambda p: -1),
+        src_node=cat(lambda p, pc, f: pc.src_node, np.int32, lambda p: -1),
+        dst_node=cat(lambda p, pc, f: pc.dst_node, np.int32, lambda p: -1),
+        bytes_=cat(lambda p, pc, f: pc.bytes_, np.int64),
+        duration_ns=cat(lambda p, pc, f: pc.duration_ns, np.float64, lambda p: p.job.start_ns),
+        priority=cat(priority, np.uint8, lambda p: p.job.priority),
+        dep_ptr=dep_ptr, dep_idx=dep_idx,
         op_job=np.concatenate([np.full(lead + piece.n_ops, p.index, np.int32) for p, piece, b, lead in parts])
         if parts else np.zeros(0, np.int32),
         first_op=np.array([b + lead for p, piece, b, lead in parts], np.int64),
-        coll_start_op=np.concatenate([shift(piece.coll_start_op, b + lead) for p, piece, b, lead in parts])
-        if parts else np.zeros(0, np.int64),
-        coll_end_op=np.concatenate([shift(piece.coll_end_op, b + lead) for p, piece, b, lead in parts])
-        if parts else np.zeros(0, np.int64))
+        coll_start_op=cat(lambda p, pc, f: np.asarray(pc.coll_start_op, np.int64) + f, np.int64),
+        coll_end_op=cat(lambda p, pc, f: np.asarray(pc.coll_end_op, np.int64) + f, np.int64))
+
+
+def _dependencies(parts, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(dep_ptr, dep_idx) of the joined DAG: each piece's CSR shifted to where its ops sit; a piece behind a
+    start-delay op gets that op as the one dependency of each of its roots. A lone undelayed piece's CSR is
+    used as it is."""
+    ptrs, idxs, edges = [np.zeros(1, np.int64)], [], 0
+    for p, piece, b, lead in parts:
+        ptr, idx, first = piece.dep_ptr, piece.dep_idx, b + lead
+        if len(parts) == 1 and not lead:
+            return ptr, idx
+        ptr, idx = np.asarray(ptr, np.int64), np.asarray(idx, np.int64) + first
+        if lead:
+            ptrs.append(np.full(lead, edges, np.int64))  # the delay op itself waits for nothing
+            root = ptr[1:] == ptr[:-1]
+            idx = np.insert(idx, ptr[:-1][root], b)
+            ptr = ptr + np.concatenate([[0], np.cumsum(root)])
+        ptrs.append(ptr[1:] + edges)
+        idxs.append(idx)
+        edges += idx.size
+    dep_ptr = np.concatenate(ptrs)
+    assert dep_ptr.size == n + 1
+    return dep_ptr, np.concatenate(idxs) if idxs else np.zeros(0, np.int64)
 
 
 # --- limits, attributes, faults ---------------------------------------------------------------------------
