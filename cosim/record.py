@@ -27,15 +27,15 @@ def record(plan, outcome) -> RunRecord:
     net, fop = out.network, out.flow_op
     interval = exp.telemetry.queue_sample_interval_ns
     tables = telemetry.network_tables(fabric, net, src=dag.src_node[fop], dst=dag.dst_node[fop],
-                                      size_bytes=dag.bytes_[fop], start_ns=out.flow_start_ns)
+                                      size_bytes=dag.bytes_[fop].astype(np.int64), start_ns=out.flow_start_ns)
     flows = tables["flows"]
     shared = len(plan.jobs) > 1
     if shared or any(p.kind.ranked for p in plan.jobs):
         flows["transfer"] = np.arange(fop.size, dtype=np.int64)
     if shared:
-        flows["workload"] = dag.op_job[fop].astype(np.int32)
+        flows["workload"] = dag.job_of(fop)
     summary = telemetry.network_summary(fabric, net, tables, queue_sample_interval_ns=interval)
-    job_of_flow = dag.op_job[fop]
+    job_of_flow = dag.job_of(fop)
     parts: dict[str, list] = {}
     for p in plan.jobs:
         rows = np.flatnonzero(job_of_flow == p.index)
@@ -119,7 +119,7 @@ def _alone(plan, p, own: dict, alone) -> dict:
     out, dag = alone
     fop = out.flow_op
     tables = telemetry.network_tables(plan.fabric, out.network, src=dag.src_node[fop], dst=dag.dst_node[fop],
-                                      size_bytes=dag.bytes_[fop], start_ns=out.flow_start_ns)
+                                      size_bytes=dag.bytes_[fop].astype(np.int64), start_ns=out.flow_start_ns)
     flows = tables["flows"]
     flows["transfer"] = np.arange(fop.size, dtype=np.int64)
     rows = np.arange(fop.size)
@@ -139,10 +139,10 @@ def _timeout(plan, outcome, summary: dict) -> list:
     if out.failed_collective < 0:
         return []
     start_op = int(dag.coll_start_op[out.failed_collective])
-    p = plan.jobs[int(dag.op_job[start_op])]
+    p = plan.jobs[int(dag.job_of(start_op))]
     flow_dag = p.kind.flow_dag(outcome.states[p.index])
     lo = int(dag.first_op[p.index])
-    local = out.failed_collective - int(np.count_nonzero(dag.op_job[dag.coll_start_op] < p.index))
+    local = out.failed_collective - int(np.count_nonzero(dag.job_of(dag.coll_start_op) < p.index))
     rank = cosim_faults.failed_rank(flow_dag, local, out.op_finish_ns[lo:lo + flow_dag.n_ops])
     summary |= {"failed_collective": local, "failed_rank": rank, "failed_at_ns": out.failed_at_ns}
     if len(plan.jobs) > 1:

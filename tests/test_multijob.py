@@ -77,7 +77,7 @@ def test_two_jobs_through_one_bottleneck_share_it_fairly(transport):
     p = compile_plan(exp)
     out = simulate_with_snapshots(exp, p, [600e3, 1200e3])
     assert out.network.status == "complete" and out.network.sim_time_ns > 1200e3
-    job = p.dag.op_job[out.flow_op]
+    job = p.dag.job_of(out.flow_op)
     up = np.isin(p.dag.src_node[out.flow_op], [0, 1])  # the flows over leaf 0's uplink
     moved = np.diff(out.network.delivered_at_bytes, axis=0)[0]
     rate_gbps = np.array([moved[up & (job == j)].sum() for j in (0, 1)]) * 8 / 600e3

@@ -96,10 +96,11 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray):
     """(owner, dep) of every dependency edge, :data:`EDGE_BLOCK` edges at a time (OP arrays)."""
     n_edges = int(dep_idx.size)
+    edge = np.asarray(dep_ptr).dtype.type  # a key of dep_ptr's own dtype: searchsorted converts no copy of it
     for lo in range(0, n_edges, EDGE_BLOCK):
         hi = min(lo + EDGE_BLOCK, n_edges)
-        first = int(np.searchsorted(dep_ptr, lo, "right")) - 1
-        last = int(np.searchsorted(dep_ptr, hi, "left"))
+        first = int(np.searchsorted(dep_ptr, edge(lo), "right")) - 1
+        last = int(np.searchsorted(dep_ptr, edge(hi), "left"))
         counts = np.diff(np.clip(dep_ptr[first:last + 1], lo, hi))
         yield np.repeat(np.arange(first, last, dtype=OP), counts), np.asarray(dep_idx[lo:hi], OP)
 
@@ -120,12 +121,15 @@ def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: n
     """(digest, nodes by label) of ``ops``: the SHA-256 of their columns with hosts labelled in order of
     first appearance and dependencies given as codes; equal digests mean equal parts up to relabeling
     hosts. The columns are hashed one at a time, so no key the size of the part is built."""
+    def column(name: str, dtype) -> np.ndarray:  # the part's rows, then the dtype: no copy of the whole column
+        return np.asarray(columns[name])[ops].astype(dtype)
+
     kind = np.asarray(columns["kind"])[ops]
-    gpu = np.asarray(columns["gpu"], np.int64)[ops]
+    gpu = column("gpu", np.int64)
     gnode = np.where(gpu >= 0, gpu_node[np.maximum(gpu, 0)], -1)
     flow = kind == DagOpKind.FLOW
-    src = np.where(flow, np.asarray(columns["src_node"], np.int64)[ops], -1)
-    dst = np.where(flow, np.asarray(columns["dst_node"], np.int64)[ops], -1)
+    src = np.where(flow, column("src_node", np.int64), -1)
+    dst = np.where(flow, column("dst_node", np.int64), -1)
     seq = np.stack([gnode, src, dst], axis=1).reshape(-1)
     seen = seq[seq >= 0]
     nodes, first = np.unique(seen, return_index=True)
@@ -135,8 +139,8 @@ def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: n
     relabel = lambda x: np.where(x >= 0, label[np.maximum(x, 0)], -1)  # noqa: E731
     counts = np.diff(dep_ptr)[ops]
     parts = [kind.astype(np.int64), relabel(gnode), relabel(src), relabel(dst),
-             np.asarray(columns["bytes_"], np.int64)[ops], np.asarray(columns["duration_ns"], np.float64)[ops]
-             .view(np.int64), np.asarray(columns["priority"], np.int64)[ops], counts, dep_code, dep_val]
+             column("bytes_", np.int64), column("duration_ns", np.float64).view(np.int64),
+             column("priority", np.int64), counts, dep_code, dep_val]
     digest = hashlib.sha256()
     for p in parts:
         digest.update(np.ascontiguousarray(p, np.int64))

@@ -44,13 +44,14 @@ class EngineDag:
     gpu: np.ndarray  # int32 [n], host node id of the GPU that runs the op (-1: none)
     src_node: np.ndarray  # int32 [n], source host of a FLOW op (-1 otherwise)
     dst_node: np.ndarray  # int32 [n], destination host of a FLOW op (-1 otherwise)
-    bytes_: np.ndarray  # int64 [n], bytes a FLOW or NVLINK op moves
-    duration_ns: np.ndarray  # float64 [n], duration of a COMPUTE op, ns
+    bytes_: np.ndarray  # int32 or int64 [n], bytes a FLOW or NVLINK op moves
+    duration_ns: np.ndarray  # float32 or float64 [n], duration of a COMPUTE op, ns
     priority: np.ndarray  # uint8 [n], traffic class of a FLOW op
     dep_ptr: np.ndarray  # int32 or int64 [n + 1], CSR of every op's dependencies
     dep_idx: np.ndarray  # int32 or int64 (a lone job: its FlowDag's own arrays)
-    op_job: np.ndarray  # int32 [n], index of the job each op belongs to
-    first_op: np.ndarray  # int64 [n_jobs], each job's own op 0 (after its start delay, if any)
+    job_index: np.ndarray  # int32 [n_parts], the job (RunPlan.jobs index) of each part, in op order
+    job_start_op: np.ndarray  # int64 [n_parts], first op of each part (its start-delay op, if any)
+    first_op: np.ndarray  # int64 [n_parts], each part's own op 0 (after its start delay, if any)
     coll_start_op: np.ndarray  # int64 [n_collectives], start barrier op of every collective call
     coll_end_op: np.ndarray  # int64 [n_collectives], its end barrier op
 
@@ -63,6 +64,10 @@ class EngineDag:
         """The columns engine.simulate_dag takes."""
         return {k: getattr(self, k) for k in ("kind", "gpu", "src_node", "dst_node", "bytes_", "duration_ns",
                                                "priority", "dep_ptr", "dep_idx")}
+
+    def job_of(self, ops: np.ndarray) -> np.ndarray:
+        """int32: the job (RunPlan.jobs index) each of ``ops`` belongs to."""
+        return self.job_index[np.searchsorted(self.job_start_op, ops, side="right") - 1]
 
     def flows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(src, dst, bytes) of every FLOW op: what the fabric carries."""
@@ -214,11 +219,15 @@ def assemble(jobs, pieces: dict[int, Piece] | None = None) -> EngineDag:
         base += lead + piece.n_ops
 
     def cat(get, dtype, lead_value=lambda p: 0):
-        """A column: each part's ``get(job, piece, first op)`` behind its delay op's ``lead_value(job)``."""
+        """A column: each part's ``get(job, piece, first op)`` behind its delay op's ``lead_value(job)``
+        (``dtype`` None: the pieces' own, promoted as concatenation promotes them)."""
         chunks = []
         for p, piece, b, lead in parts:
-            chunks += [np.full(lead, lead_value(p), dtype)] if lead else []
-            chunks.append(np.asarray(get(p, piece, b + lead), dtype))
+            column = np.asarray(get(p, piece, b + lead), dtype)
+            if lead:  # a strongly typed value: a start time is not rounded to a float32 column
+                value = np.asarray(lead_value(p))
+                chunks.append(np.full(lead, value, np.result_type(column, value)))
+            chunks.append(column)
         return chunks[0] if len(chunks) == 1 else np.concatenate(chunks) if chunks else np.zeros(0, dtype)
 
     def priority(p, piece, first):
@@ -231,12 +240,12 @@ def assemble(jobs, pieces: dict[int, Piece] | None = None) -> EngineDag:
         gpu=cat(lambda p, pc, f: pc.gpu, np.int32, lambda p: -1),
         src_node=cat(lambda p, pc, f: pc.src_node, np.int32, lambda p: -1),
         dst_node=cat(lambda p, pc, f: pc.dst_node, np.int32, lambda p: -1),
-        bytes_=cat(lambda p, pc, f: pc.bytes_, np.int64),
-        duration_ns=cat(lambda p, pc, f: pc.duration_ns, np.float64, lambda p: p.job.start_ns),
+        bytes_=cat(lambda p, pc, f: pc.bytes_, None),
+        duration_ns=cat(lambda p, pc, f: pc.duration_ns, None, lambda p: p.job.start_ns),
         priority=cat(priority, np.uint8, lambda p: p.job.priority),
         dep_ptr=dep_ptr, dep_idx=dep_idx,
-        op_job=np.concatenate([np.full(lead + piece.n_ops, p.index, np.int32) for p, piece, b, lead in parts])
-        if parts else np.zeros(0, np.int32),
+        job_index=np.array([p.index for p, *_ in parts], np.int32),
+        job_start_op=np.array([b for p, piece, b, lead in parts], np.int64),
         first_op=np.array([b + lead for p, piece, b, lead in parts], np.int64),
         coll_start_op=cat(lambda p, pc, f: np.asarray(pc.coll_start_op, np.int64) + f, np.int64),
         coll_end_op=cat(lambda p, pc, f: np.asarray(pc.coll_end_op, np.int64) + f, np.int64))
@@ -310,6 +319,6 @@ def with_stragglers(dag: EngineDag, jobs, faults, flow_dags=None) -> EngineDag:
     slowed = faults.durations_ns(own, flow_dag.kind, flow_dag.rank, flow_dag.iteration)
     if slowed is own:
         return dag
-    duration = dag.duration_ns.copy()
+    duration = dag.duration_ns.astype(np.float64)
     duration[lo:lo + flow_dag.n_ops] = slowed
     return dataclasses.replace(dag, duration_ns=duration)
