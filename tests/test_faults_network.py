@@ -8,9 +8,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cosim import engine
 from cosim import faults as fs
+from cosim.faults.context import composed
 from cosim.network import topology
 from cosim.network.transport import transport_attributes
 from cosim.workload.flows import FlowSet
@@ -165,6 +168,54 @@ def test_bytes_are_conserved_through_flaps_and_a_switch_outage(engine_ns):
         downs = np.count_nonzero(table["action"] == fs.ACTION_CODES["down"])
         ups = np.count_nonzero(table["action"] == fs.ACTION_CODES["up"])
         assert downs == ups == 5 + 2  # 5 flaps, and spine1's two links
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_a_link_is_down_while_any_of_its_faults_holds_it(engine_ns, transport):
+    """A 1 us link_down nested in a 300 us one, and a link_down of one of spine0's links nested in spine0's
+    outage, change nothing: the link comes back when the LAST fault holding it ends, so every flow finishes
+    exactly as under the outer outages alone (the nested faults add no transition)."""
+    fabric = two_spines()
+    flows = cross_flows(256 << 10)
+    outer = [fs.Fault(kind="link_down", element="leaf0-spine1", at_ns=10_000.0, duration_ns=300_000.0),
+             fs.Fault(kind="switch_down", element="spine0", at_ns=15_000.0, duration_ns=200_000.0)]
+    nested = [fs.Fault(kind="link_down", element="leaf0-spine1", at_ns=20_000.0, duration_ns=1_000.0),
+              fs.Fault(kind="link_down", element="leaf1-spine0", at_ns=15_000.0, duration_ns=50_000.0)]
+    alone, _ = simulate_with(fabric, flows, outer, transport)
+    both, plan = simulate_with(fabric, flows, outer + nested, transport)
+    assert alone.status == both.status == "complete"
+    np.testing.assert_array_equal(both.finish_ns, alone.finish_ns)
+    np.testing.assert_array_equal(both.delivered_bytes, flows.size_bytes)
+    assert both.finish_ns.min() > 215_000.0  # leaf0 had no uplink until spine0 came back
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 50), st.integers(1, 30)), min_size=1, max_size=12))
+def test_composed_link_state_is_the_union_of_its_faults(intervals):
+    """Whatever the overlaps, a link's composed transitions make it down exactly on the union of its faults'
+    [start, end) intervals, with strictly alternating down and up transitions."""
+    changes = []
+    for fault, (link, start, length) in enumerate(intervals):
+        changes += [(link, start, True, fault), (link, start + length, None, fault)]
+    rows = composed(changes, lambda held: True)
+    for link in {li for li, *_ in intervals}:
+        mine = [(t, value) for li, t, value, _ in rows if li == link]
+        assert [v is None for _, v in mine] == [i % 2 == 1 for i in range(len(mine))]
+        down = np.zeros(100, bool)
+        for (t0, _), (t1, _) in zip(mine[::2], mine[1::2]):
+            down[t0:t1] = True
+        union = np.zeros(100, bool)
+        for li, start, length in intervals:
+            if li == link:
+                union[start:start + length] = True
+        np.testing.assert_array_equal(down, union)
+
+
+def test_composed_rate_is_the_lowest_of_the_active_degrades():
+    """Two overlapping link_degrade rates: the lower holds while both are active, the other before and after
+    it, the original (None) when neither is."""
+    changes = [(0, 0, 50e9, 0), (0, 100, None, 0), (0, 20, 10e9, 1), (0, 60, None, 1)]
+    assert composed(changes, min) == [(0, 0, 50e9, 0), (0, 20, 10e9, 1), (0, 60, 50e9, 1), (0, 100, None, 0)]
 
 
 def test_a_random_fault_process_is_deterministic_end_to_end(engine_ns):

@@ -44,6 +44,7 @@ class FaultPlan:
         ctx = FaultContext(engine=engine, fabric=self.fabric, seed=self.seed, stop_ps=self.stop_ps, dag=dag)
         for kind, mine in self._by_kind():
             kind.apply(mine, ctx)
+        ctx.schedule()
         self.log = ctx.log
 
     def durations_ns(self, duration_ns: np.ndarray, op_kind: np.ndarray, rank: np.ndarray,

@@ -16,8 +16,8 @@ class LinkDegrade(FaultKind):
     name = "link_degrade"
     code = 3
     elements = ("link",)
-    params = {"rate_gbps": Param(v.Optional(v.Real(positive=True, maximum=1e6)), None,
-                                 "line rate of the degraded link, Gbit/s"),
+    params = {"rate_gbps": Param(v.Optional(v.Real(minimum=1e-3, maximum=1e6)), None,
+                                 "line rate of the degraded link, Gbit/s (1 Mbit/s to 1 Pbit/s)"),
               "bit_error_rate": Param(v.Optional(v.Real(minimum=0.0, maximum=1e-2)), None,
                                       "bit errors per bit: a packet of b bits is lost with "
                                       "probability 1 - (1 - BER)^b"),
@@ -32,31 +32,20 @@ class LinkDegrade(FaultKind):
                                   "e.g. rate_gbps=25 or bit_error_rate=1e-7")
 
     def apply(self, resolved: Sequence, ctx) -> None:
-        """Rate and/or bit error rate from the fault's start; the original again at its end
-        (Engine::ScheduleLinkRate, ScheduleLinkBitErrorRate)."""
-        rate_rows: list[tuple[int, int, float, int]] = []
-        ber_rows: list[tuple[int, int, float, int, int]] = []
+        """Rate and/or bit error rate from the fault's start to its end, composed with the link's other
+        degrades (the lowest rate and the highest bit error rate of the ones active hold)."""
         for r in resolved:
             rate_gbps, ber = r.fault.get("rate_gbps"), r.fault.get("bit_error_rate")
             for li in r.links.tolist():
                 if rate_gbps is not None:
-                    rate_rows.append((li, r.at_ps, rate_gbps * 1e9, r.index))
+                    ctx.set_link_rate(li, r.at_ps, rate_gbps * 1e9, r.index)
                     if r.until_ps >= 0:
-                        rate_rows.append((li, r.until_ps, 0.0, r.index))
+                        ctx.set_link_rate(li, r.until_ps, None, r.index)
                 if ber is not None:
-                    seed = loss_stream_seed(ctx.seed, li, r.index, r.fault.get("ber_seed"))
-                    ber_rows.append((li, r.at_ps, ber, seed, r.index))
+                    ctx.set_link_ber(li, r.at_ps, (ber, loss_stream_seed(ctx.seed, li, r.index,
+                                                                         r.fault.get("ber_seed"))), r.index)
                     if r.until_ps >= 0:
-                        ber_rows.append((li, r.until_ps, 0.0, seed, r.index))
-        if rate_rows:
-            li, t, rate, f = zip(*rate_rows)
-            ctx.engine.ScheduleLinkRate(np.asarray(li, np.int64), np.asarray(t, np.int64),
-                                        np.asarray(rate, np.float64), np.asarray(f, np.int32), len(li))
-        if ber_rows:
-            li, t, ber, seed, f = zip(*ber_rows)
-            ctx.engine.ScheduleLinkBitErrorRate(np.asarray(li, np.int64), np.asarray(t, np.int64),
-                                                np.asarray(ber, np.float64), np.asarray(seed, np.uint64),
-                                                np.asarray(f, np.int32), len(li))
+                        ctx.set_link_ber(li, r.until_ps, None, r.index)
 
 
 def loss_stream_seed(run_seed: int, link: int, fault: int, ber_seed: int | None) -> int:

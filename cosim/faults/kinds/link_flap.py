@@ -37,10 +37,11 @@ class LinkFlap(FaultKind):
             period_ps = int(round(r.fault.get("period_ns") * 1e3))
             down = r.fault.get("down_ns")
             down_ps = period_ps // 2 if down is None else int(round(down * 1e3))
+            n_flaps = max(0, -(-(ctx.end_ps(r) - r.at_ps) // max(period_ps, 1)))  # counted before any array
+            if 2 * n_flaps * r.links.size + len(link) > MAX_TRANSITIONS:
+                raise CosimInputError(f"faults[{r.index}].period_ns", f"{n_flaps:,} flaps are too many",
+                                      f"keep the flapping faults of a run under {MAX_TRANSITIONS // 2:,} periods")
             starts = np.arange(r.at_ps, ctx.end_ps(r), max(period_ps, 1), dtype=np.int64)
-            if 2 * starts.size * r.links.size + len(link) > MAX_TRANSITIONS:
-                raise CosimInputError(f"faults[{r.index}].period_ns", f"{starts.size} flaps are too many",
-                                      f"keep the flapping faults of a run under {MAX_TRANSITIONS // 2} periods")
             for li in r.links.tolist():
                 for t in starts.tolist():
                     link += [li, li]
