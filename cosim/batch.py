@@ -9,16 +9,22 @@ every machine: it is a pure function of the experiment) runs in task k % n. Its 
 parts. A run that does not decompose is one part. The merge plans each run again, checks every part is
 there, reruns until the end of the whole run the parts that finish first (as a local run does) and
 writes the results file. Parts run with the same binaries give the same arrays on any machine.
+
+The manifest and every part file carry the experiment's fingerprint (:func:`fingerprint`): a part left by
+another experiment of the same run name (a job array resubmitted after an edit) is refused by the merge,
+never mixed in; so is a damaged part file or manifest, each naming the shard to rerun.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from cosim import engine
+from cosim import __version__, engine
 from cosim.decompose import exact as decompose_run
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
@@ -28,7 +34,7 @@ from cosim.run import Outcome, alone_runs
 from cosim.spec import from_document, to_document
 
 MANIFEST_SUFFIX = ".parts.json"
-MANIFEST_SCHEMA = "cosim.parts/1"
+MANIFEST_SCHEMA = "cosim.parts/2"
 
 
 def dag_inputs(plan) -> tuple:
@@ -64,6 +70,12 @@ def _settings(plan) -> dict:
             "max_sim_time_ns": plan.max_sim_time_ns}
 
 
+def fingerprint(exp) -> str:
+    """SHA-256 of the resolved experiment and the cosim version: equal for the parts of one experiment only."""
+    text = json.dumps({"cosim": __version__, "experiment": to_document(exp)}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def part_path(folder: Path, run_name: str, k: int) -> Path:
     """The file of part ``k`` of run ``run_name``."""
     return Path(folder) / f"{run_name}.part{k:05d}.npz"
@@ -76,7 +88,8 @@ def write_shard(exp, folder, *, shard: tuple[int, int] = (0, 1), progress=None) 
     plan = compile(exp)
     fabric, columns, gpu_node, attributes = dag_inputs(plan)
     d = _decomposition(exp, fabric, columns, gpu_node, attributes)
-    manifest = {"schema": MANIFEST_SCHEMA, "run": exp.name, "experiment": to_document(exp),
+    digest = fingerprint(exp)
+    manifest = {"schema": MANIFEST_SCHEMA, "run": exp.name, "experiment": to_document(exp), "fingerprint": digest,
                 "parts": len(d.pieces), "decomposition": d.describe()}
     with atomic_output(folder / f"{exp.name}{MANIFEST_SUFFIX}") as tmp:
         tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
@@ -87,7 +100,7 @@ def write_shard(exp, folder, *, shard: tuple[int, int] = (0, 1), progress=None) 
         path = part_path(folder, exp.name, k)
         with atomic_output(path) as tmp:
             with open(tmp, "wb") as f:
-                np.savez(f, **_flatten(out))
+                np.savez(f, **_flatten(out), fingerprint=np.frombuffer(digest.encode(), np.uint8))
         written.append(path)
     return written
 
@@ -155,25 +168,24 @@ def merge_parts(folder, output, *, jobs: int = 1) -> list[str]:
                               "run 'cosim run EXPERIMENT --parts-dir DIR' (one array task per shard) first")
     records = []
     for m in found:
-        info = json.loads(m.read_text(encoding="utf-8"))
-        if info.get("schema") != MANIFEST_SCHEMA:
-            raise CosimInputError(str(m), "is not a cosim part manifest", "rerun the shards")
+        info = _manifest(m)
         exp = from_document(info["experiment"], where=str(m))[0]
         missing = [part_path(folder, exp.name, k) for k in range(info["parts"])
                    if not part_path(folder, exp.name, k).is_file()]
         if missing:
             raise CosimInputError(str(folder), f"{len(missing)} of {info['parts']} parts of run {exp.name!r} have no "
                                   f"file yet (first: {missing[0].name})", "run the missing shards")
+        if info["fingerprint"] != fingerprint(exp):
+            raise CosimInputError(str(m), "does not match the experiment it holds (edited by hand, or written by "
+                                  "another cosim)", "rerun the shards with this cosim")
         plan = compile(exp)
         fabric, columns, gpu_node, attributes = dag_inputs(plan)
         d = _decomposition(exp, fabric, columns, gpu_node, attributes)
         if len(d.pieces) != info["parts"]:
             raise CosimInputError(str(m), f"lists {info['parts']} parts, the experiment makes {len(d.pieces)}",
                                   "rerun the shards with this cosim")
-        outs = []
-        for k in range(info["parts"]):
-            with np.load(part_path(folder, exp.name, k)) as data:
-                outs.append(_unflatten(data))
+        outs = [_part(part_path(folder, exp.name, k), info["fingerprint"], k, info["parts"])
+                for k in range(info["parts"])]
         settings = _settings(plan)
         how = d.describe() if d.mode != "whole" else {"decompose": "whole", "decompose_reason": d.reason}
         out, why = (outs[0], "") if d.mode == "whole" else decompose_run.finish(fabric, columns, d, outs, settings,
@@ -186,3 +198,39 @@ def merge_parts(folder, output, *, jobs: int = 1) -> list[str]:
                                             decomposition=how, alone=alone_runs(plan))))
     write_results(output, records)
     return [r.name for r in records]
+
+
+def _manifest(path: Path) -> dict:
+    """The checked contents of a part manifest (a damaged one is a CosimInputError naming it)."""
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CosimInputError(str(path), f"is damaged ({type(exc).__name__})", "rerun any shard of its run to "
+                              "write it again") from None
+    if not isinstance(info, dict) or info.get("schema") != MANIFEST_SCHEMA:
+        raise CosimInputError(str(path), "is not a cosim part manifest", "rerun the shards")
+    ok = (isinstance(info.get("experiment"), dict) and isinstance(info.get("fingerprint"), str)
+          and isinstance(info.get("parts"), int) and not isinstance(info.get("parts"), bool) and info["parts"] >= 1)
+    if not ok:
+        raise CosimInputError(str(path), "lacks the experiment, its fingerprint or the number of parts",
+                              "rerun the shards with this cosim")
+    return info
+
+
+def _part(path: Path, digest: str, k: int, n_parts: int) -> engine.DagOutput:
+    """Part ``k``'s engine output from ``path``, refused when damaged or made by another experiment than the
+    one of fingerprint ``digest``."""
+    try:
+        with np.load(path) as data:
+            made_by = bytes(data["fingerprint"]).decode() if "fingerprint" in data.files else ""
+            if made_by != digest:
+                raise CosimInputError(str(path), "was made by another experiment than its run's manifest (a "
+                                      "shard of an earlier version of the experiment)",
+                                      f"rerun shard {k} (part k runs in task k % N of N; {n_parts} parts), or "
+                                      "remove the folder's stale parts and rerun every shard")
+            return _unflatten(data)
+    except CosimInputError:
+        raise
+    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, zipfile.BadZipFile) as exc:
+        raise CosimInputError(str(path), f"is damaged ({type(exc).__name__})",
+                              f"rerun the shard that writes part {k}") from None

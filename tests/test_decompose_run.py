@@ -201,3 +201,42 @@ def test_parts_from_shards_merge_into_the_whole_run(tmp_path, engine_ns):
     assert res.exit_code == 0, res.output
     whole = run(experiments_of(MULTI_JOB, {"limits.decompose": "off", "name": "jobs"})[0])
     _assert_identical(whole, read_results(tmp_path / "merged.h5")["jobs"])
+
+
+def _cosim(args: list[str], capsys) -> tuple[int, str]:
+    """(exit code, stdout + stderr) of the ``cosim`` command as a shell runs it (one-line errors, exit 2)."""
+    from cosim.cli import main  # noqa: PLC0415
+
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    out = capsys.readouterr()
+    return done.value.code, out.out + out.err
+
+
+def test_a_merge_refuses_parts_of_another_experiment_and_damaged_parts(tmp_path, engine_ns, capsys):
+    """A job array resubmitted after an edit (the burst's bytes and the seed) under the same run name: the
+    merge names the stale part instead of mixing it in; a truncated part file and a damaged manifest are
+    one-line errors naming the file, not tracebacks; -o does not apply with --parts-dir."""
+    from cosim.spec import to_toml
+
+    edited = {**MULTI_JOB, "seed": 7, "workloads": [*MULTI_JOB["workloads"][:2],
+                                                    {**MULTI_JOB["workloads"][2], "flow_bytes": "1MiB"}]}
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text(to_toml({"name": "jobs", **MULTI_JOB}))
+    b.write_text(to_toml({"name": "jobs", **edited}))
+    parts, out = tmp_path / "parts", str(tmp_path / "m.h5")
+    assert _cosim(["run", str(a), "--parts-dir", str(parts), "-q"], capsys)[0] == 0
+    assert _cosim(["run", str(b), "--parts-dir", str(parts), "--shard", "0/2", "-q"], capsys)[0] == 0
+    code, text = _cosim(["merge", str(parts), "-o", out], capsys)
+    assert code == 2 and "jobs.part00001.npz" in text and "another experiment" in text, text
+    assert len(text.strip().splitlines()) == 1 and not (tmp_path / "m.h5").exists()
+    assert _cosim(["run", str(b), "--parts-dir", str(parts), "--shard", "1/2", "-q"], capsys)[0] == 0
+    part = parts / "jobs.part00000.npz"
+    part.write_bytes(part.read_bytes()[:100])
+    code, text = _cosim(["merge", str(parts), "-o", out], capsys)
+    assert code == 2 and "jobs.part00000.npz" in text and "damaged" in text, text
+    (parts / "jobs.parts.json").write_text("{not json")
+    code, text = _cosim(["merge", str(parts), "-o", out], capsys)
+    assert code == 2 and "jobs.parts.json" in text and "damaged" in text, text
+    code, text = _cosim(["run", str(b), "--parts-dir", str(parts), "-o", out], capsys)
+    assert code == 2 and "-o does not apply with --parts-dir" in text, text

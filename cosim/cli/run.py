@@ -143,7 +143,7 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
       cosim run incast --dry-run
       cosim run congested-training --transport ib -o c.h5
       cosim run disaggregated-serving -o serving.h5   # LLM serving: TTFT, TPOT per request
-      cosim run --trace traces/llama2-7b-2l_tp2-pp2-dp2.h5 --fabric both --iterations 2 -o t.h5
+      cosim run --trace traces/llama2-7b-2l_tp2-pp2-dp2.h5 --transport both --iterations 2 -o t.h5
       cosim run --pattern incast --hosts 32 --flow-bytes 4MiB --link-gbps 400 -o incast32.h5
       cosim run --fault link_down:leaf0-spine1@1ms --baseline -o down.h5
       cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
@@ -170,6 +170,10 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
         _dry_run(exps)
         return
     if parts_dir is not None:
+        misplaced = [flag for flag, given in (("-o", output), ("--append", append), ("--replace", replace)) if given]
+        if misplaced:
+            raise click.UsageError(f"{misplaced[0]} does not apply with --parts-dir (part files, no results file): "
+                                   "give it to 'cosim merge DIR -o FILE'")
         _write_parts(exps, parts_dir, shard, quiet)
         return
     if shard is not None:
