@@ -7,6 +7,7 @@ value must be identical except the simulator's cost (events, wall time).
 
 import numpy as np
 import pytest
+from conftest import run_main
 
 from cosim import batch, engine
 from cosim.decompose import exact as decompose_run
@@ -204,13 +205,9 @@ def test_parts_from_shards_merge_into_the_whole_run(tmp_path, engine_ns):
 
 
 def _cosim(args: list[str], capsys) -> tuple[int, str]:
-    """(exit code, stdout + stderr) of the ``cosim`` command as a shell runs it (one-line errors, exit 2)."""
-    from cosim.cli import main  # noqa: PLC0415
-
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    out = capsys.readouterr()
-    return done.value.code, out.out + out.err
+    """(exit code, stdout + stderr) of ``cosim ARGS`` as a shell runs it."""
+    code, out, err = run_main(args, capsys)
+    return code, out + err
 
 
 def test_a_merge_refuses_parts_of_another_experiment_and_damaged_parts(tmp_path, engine_ns, capsys):

@@ -278,3 +278,48 @@ def test_a_simulation_that_would_not_fit_in_memory_is_refused_before_it_starts(t
     assert code == 2
     assert err.startswith("Error: limits: simulating") and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- concurrent writers
+
+def test_concurrent_appends_keep_every_run(tmp_path):
+    """Two `cosim run --append -o same.h5` at once, three times over: the folder lock serializes their
+    read-modify-write, so the file ends with every run of both and neither fails."""
+    out = tmp_path / "same.h5"
+    cmd = [sys.executable, "-m", "cosim", *FLOWS, "--append", "-o", str(out)]
+    names = []
+    for trial in range(3):
+        procs = [subprocess.Popen([*cmd, "--name", f"t{trial}{w}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, cwd=tmp_path) for w in "ab"]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err
+        names += [f"t{trial}a", f"t{trial}b"]
+    from cosim.results import read_results
+
+    assert sorted(read_results(out)) == sorted(names)
+
+
+def test_a_writer_kept_waiting_saves_its_runs_to_a_rescue_file(tmp_path, capsys, monkeypatch, engine_ns):
+    """While another process holds the results folder past the wait, the finished run goes to a rescue file
+    and the one-line error says where; the busy folder gets nothing."""
+    import fcntl
+
+    from cosim.results import store
+
+    code, _, err = run_main([*FLOWS, "-o", str(tmp_path / "first.h5")], capsys)
+    assert code == 0, err
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    monkeypatch.setattr(store, "WRITERS_WAIT_S", 0.2)
+    monkeypatch.setenv(store.RESCUE_DIR_ENV, str(tmp_path))
+    fd = os.open(busy, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        code, out, err = run_main([*FLOWS, "--append", "-o", str(busy / "r.h5")], capsys)
+    finally:
+        os.close(fd)
+    _one_error_line(code, out, err, "the finished results were saved to")
+    assert not any(busy.iterdir())
+    rescued = [p for p in tmp_path.iterdir() if p.name.startswith("cosim-rescued-")]
+    assert len(rescued) == 1

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
+import logging
 import os
+import time
 from pathlib import Path
 
 import h5py
@@ -156,6 +159,25 @@ def write_results(path: str | Path, runs: list[RunRecord], *, append: bool = Fal
         raise CosimInputError("run name", f"duplicate run names in {names}")
     for n in names:
         _check_name(n)
+    try:
+        with writers_lock(path):
+            return _write_results(path, runs, append=append, replace=replace, need_bytes=need_bytes)
+    except FolderBusy as busy:  # the runs alone, to a rescue file: a finished simulation is never lost
+        return _write_results(path, runs, append=False, replace=False, need_bytes=need_bytes, refused=busy.error)
+
+
+class FolderBusy(Exception):
+    """Another writer held a results folder for longer than the wait (``error``: what to tell the user)."""
+
+    def __init__(self, error: CosimInputError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _write_results(path: Path, runs: list[RunRecord], *, append: bool, replace: bool, need_bytes: int | None,
+                   refused: CosimInputError | None = None) -> Path:
+    """Build the file in memory and write it to ``path`` (``refused``: straight to a rescue file, for why)."""
+    names = [r.name for r in runs]
     keep_existing = append and path.exists()
     if keep_existing:
         existing = read_results(path)  # validates the existing file before we touch it
@@ -170,7 +192,7 @@ def write_results(path: str | Path, runs: list[RunRecord], *, append: bool = Fal
     # The file is built in memory (HDF5 core driver) and its image written with plain writes: HDF5 does not
     # survive a full device (ENOSPC inside its metadata cache can crash the process), a Python write does.
     if keep_existing:
-        h5 = h5py.File(path, "r+", driver="core", backing_store=False)
+        h5 = h5py.File(path, "r+", driver="core", backing_store=False, locking=False)
     else:
         h5 = h5py.File(f"{path}.in-memory", "w", driver="core", backing_store=False)
     with h5:
@@ -180,11 +202,51 @@ def write_results(path: str | Path, runs: list[RunRecord], *, append: bool = Fal
             _write_run(h5, run)
         h5.flush()
         image = h5.id.get_file_image()
+    if refused is not None:
+        raise _rescue(path, image, refused)
     try:
         _write_image(path, image)
     except CosimInputError as exc:
         raise _rescue(path, image, exc) from None
     return path
+
+
+#: how long a writer waits for another cosim writing into the same folder before it gives up (its results
+#: then go to a rescue file, never lost)
+WRITERS_WAIT_S = 600.0
+
+
+@contextlib.contextmanager
+def writers_lock(path: Path, wait_s: float | None = None):
+    """Hold the lock of the folder of ``path`` for a read-modify-write of a results file in it: two ``cosim
+    run --append`` into one file each keep their runs (an advisory flock on the folder; waiting is logged
+    once). After ``wait_s`` (default :data:`WRITERS_WAIT_S`) it raises :class:`FolderBusy`."""
+    import fcntl  # noqa: PLC0415
+
+    folder = Path(path).parent if str(Path(path).parent) else Path(".")
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # no such folder, or unreadable: the write itself says why
+        yield
+        return
+    try:
+        deadline = time.monotonic() + (WRITERS_WAIT_S if wait_s is None else wait_s)
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told:
+                    logging.getLogger("cosim").warning("waiting: another cosim is writing results in %s", folder)
+                    told = True
+                if time.monotonic() > deadline:
+                    raise FolderBusy(CosimInputError(str(path), f"another cosim kept writing in {folder} for "
+                                                     f"longer than {WRITERS_WAIT_S:g} s")) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _write_image(path: Path, image: bytes) -> None:
@@ -397,7 +459,9 @@ def read_results(path: str | Path) -> dict[str, RunRecord]:
     if not path.is_file():
         raise CosimInputError(str(path), "no such file")
     try:
-        h5 = h5py.File(path, "r")
+        # cosim replaces a results file by renaming a complete one over it, never writes it in place: a
+        # reader needs no HDF5 file lock, and taking one would make a concurrent writer fail
+        h5 = h5py.File(path, "r", locking=False)
     except OSError:
         raise _corrupt(path, "not a readable HDF5 file (corrupt or truncated?)") from None
     with h5:
