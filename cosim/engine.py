@@ -17,6 +17,7 @@ import importlib.util
 import os
 import sys
 import sysconfig
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -208,7 +209,28 @@ ProgressFn = Callable[[float, int, int, int], None]
 """Called as progress(sim_time_ns, done, total, data_packet_hops) between simulation slices: flows (or DAG
 ops) done of total, and the data packets serialized on links so far (the work that costs wall time)."""
 
-_STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock", 4: "failed"}
+#: the run status code of a simulation stopped by :func:`request_stop` (no engine code: Python stops it)
+INTERRUPTED = -1
+_STATUS = {0: "time-limit", 1: "complete", 2: "stalled", 3: "deadlock", 4: "failed", INTERRUPTED: "interrupted"}
+#: set by :func:`request_stop`: the running simulation ends after its current slice (~0.25 s of wall time)
+_STOP = threading.Event()
+
+
+class Interrupted(Exception):
+    """A stop was requested (:func:`request_stop`) while the parts of a decomposed run were simulated: there
+    is no whole-run output to record."""
+
+
+def request_stop() -> None:
+    """Stop the simulation running in this process at the end of its current slice, with status
+    ``interrupted`` (the tables hold what happened until then); called from a SIGTERM handler."""
+    _STOP.set()
+
+
+def stop_requested() -> bool:
+    """True once :func:`request_stop` was called."""
+    return _STOP.is_set()
+
 #: Engine RunStatus codes by their C++ names
 _RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS", 3: "DEADLOCK", 4: "COLLECTIVE_TIMEOUT"}
 #: go-back-N loss-recovery counters: zero on a lossless fabric, so summaries carry them only when non-zero
@@ -654,6 +676,8 @@ def _run_sliced(engine, stop_ps: int, n_items: int, count_done: Callable[[], int
             progress(engine.NowPs() / 1e3, int(count_done()), n_items, int(engine.DataPacketHops()))
         if status != 0 or engine.NowPs() >= stop_ps:
             return status
+        if _STOP.is_set():
+            return INTERRUPTED
         elapsed = max(time.perf_counter() - t, 1e-6)
         slice_ps = int(slice_ps * min(4.0, max(0.5, 0.25 / elapsed)))
 

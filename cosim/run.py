@@ -112,7 +112,7 @@ def run_with_baseline(exp: Experiment, *, trace=None, progress=None, plan: RunPl
     from cosim.results.metrics import fault_delay_entries  # noqa: PLC0415
 
     result = run(exp, trace=trace, progress=progress, plan=plan, jobs=jobs)
-    if not (exp.faults and exp.baseline):
+    if not (exp.faults and exp.baseline) or engine.stop_requested():
         return [result]
     clean = dataclasses.replace(exp, faults=(), baseline=False, name=baseline_name(exp))
     base = run(clean, trace=trace, progress=progress, jobs=jobs)

@@ -13,6 +13,7 @@ checked by the same field kinds as TOML files and sweeps (cosim.values), before 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -187,6 +188,29 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
     _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose, jobs=jobs)
 
 
+@contextlib.contextmanager
+def _stop_on_sigterm():
+    """While the block runs, SIGTERM (a batch system's time limit, ``timeout``) stops the simulation at its next
+    slice instead of killing the process, so what it simulated is written (status ``interrupted``)."""
+    import signal  # noqa: PLC0415
+
+    from cosim import engine  # noqa: PLC0415
+
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: engine.request_stop())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(output, records, what: str) -> None:
+    """End ``cosim run`` after a SIGTERM: say what is in ``output``, exit 143 (128 + SIGTERM) as a terminated
+    process does, so a batch system still sees the job as stopped."""
+    names = ", ".join(f"'{r.name}'" for r in records) or "none"
+    click.echo(f"Error: interrupted by SIGTERM: {what}; runs in {output}: {names}", err=True)
+    sys.exit(143)
+
+
 def _write_parts(exps, parts_dir, shard, quiet) -> None:
     """Simulate this shard's parts of every run into ``parts_dir`` (cosim.batch)."""
     from cosim.batch import write_shard  # noqa: PLC0415
@@ -322,21 +346,30 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -
         click.echo(exps[0].description)
     show_progress = not quiet and sys.stderr.isatty()
     items = "ops" if training else "flows"
-    records = []
-    for i, exp in enumerate(exps):
-        progress = _progress_printer(exp.name if len(exps) > 1 else "", items,
-                                     work_estimate(plans[i])) if show_progress else None
-        plan, plans[i] = plans[i], None  # the plan's memory goes with its run
-        records += runner.run_with_baseline(exp, progress=progress, plan=plan, jobs=jobs)
-        del plan
-        if progress is not None:
-            click.echo("", err=True)
-        if verbose:
-            s = records[-1].summary
-            click.echo(f"  {exp.name}: {s['status']}, simulated {s['sim_time_ns'] / 1e6:.3f} ms in "
-                       f"{s['wall_time_s']:.2f} s wall, {s['events']} events, {s['packet_hops']} packet-hops "
-                       f"({s['packet_hops_per_s'] / 1e6:.2f} M/s)", err=True)
-    results.write_results(output, records, append=append, replace=replace)
+    records, written = [], 0
+    with _stop_on_sigterm():
+        for i, exp in enumerate(exps):
+            progress = _progress_printer(exp.name if len(exps) > 1 else "", items,
+                                         work_estimate(plans[i])) if show_progress else None
+            plan, plans[i] = plans[i], None  # the plan's memory goes with its run
+            try:
+                records += runner.run_with_baseline(exp, progress=progress, plan=plan, jobs=jobs)
+            except engine.Interrupted:
+                _interrupted(output, records, f"run '{exp.name}' was simulated in parts and none is written")
+            del plan
+            if progress is not None:
+                click.echo("", err=True)
+            if verbose:
+                s = records[-1].summary
+                click.echo(f"  {exp.name}: {s['status']}, simulated {s['sim_time_ns'] / 1e6:.3f} ms in "
+                           f"{s['wall_time_s']:.2f} s wall, {s['events']} events, {s['packet_hops']} packet-hops "
+                           f"({s['packet_hops_per_s'] / 1e6:.2f} M/s)", err=True)
+            # each run is written as soon as it is done: a later one cannot take it down with it
+            results.write_results(output, records[written:], append=append or written > 0, replace=replace)
+            written = len(records)
+            if engine.stop_requested():
+                _interrupted(output, records, f"run '{records[-1].name}' stopped at "
+                             f"{records[-1].summary['sim_time_ns'] / 1e6:.3f} ms simulated (status interrupted)")
     if not quiet:
         from cosim.results.metrics import summary_table  # noqa: PLC0415
 

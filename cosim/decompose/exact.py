@@ -34,6 +34,7 @@ from cosim.collectives import DagOpKind
 from cosim.collectives.dag import csr_from_edges
 from cosim.decompose.parts import components, flow_parts, single_paths
 from cosim.network.topology import SWITCH
+from cosim.workers import die_with_parent
 
 #: routings whose path choice reads no flow id (pinned: destination; spray: a per-switch counter)
 _ID_FREE_ROUTINGS = ("pinned", "spray")
@@ -488,6 +489,8 @@ def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, 
     """Check and merge the outputs of the pieces of ``d`` (as :func:`simulate` returns them), rerunning until
     the end of the whole run the pieces that end first; ``settings``: run_piece's."""
     status = {o.network.status for o in outs} - {"complete"}
+    if "interrupted" in status or engine.stop_requested():
+        raise engine.Interrupted("the run's parts were stopped before they finished")
     if status:
         return None, f"a part ended {'/'.join(sorted(status))}, so the parts would not have run alike in the whole run"
     ends = [float(np.nanmax(o.op_finish_ns)) if o.op_finish_ns.size else 0.0 for o in outs]
@@ -497,6 +500,8 @@ def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, 
     late = [i for i, e in enumerate(ends) if e < end]
     if late:
         again = _run_all(fabric, [piece_columns(columns, d.pieces[i], end) for i in late], settings, progress, jobs)
+        if engine.stop_requested():
+            raise engine.Interrupted("the run's parts were stopped before they finished")
         for i, o in zip(late, again):
             if o.network.status != "complete":
                 return None, f"a part run until the end of the whole run ended {o.network.status}"
@@ -511,11 +516,22 @@ def _run_all(fabric, cols: list[dict], settings: dict, progress, jobs: int) -> l
     memory.check_simulation_fits(sum(sorted((int(c["kind"].size) for c in cols), reverse=True)[:workers]),
                                  processes=workers)
     import multiprocessing  # noqa: PLC0415
-    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+    import os  # noqa: PLC0415
+    from concurrent.futures import ProcessPoolExecutor, wait  # noqa: PLC0415
 
     ctx = multiprocessing.get_context("spawn")  # ns-3 is a process-wide singleton: one run per process
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        return list(pool.map(run_piece, [fabric] * len(cols), cols, [settings] * len(cols)))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=die_with_parent,
+                               initargs=(os.getpid(),))
+    try:
+        futures = [pool.submit(run_piece, fabric, c, settings) for c in cols]
+        while wait(futures, timeout=0.25).not_done:
+            if engine.stop_requested():  # the workers cannot hear the request: end them, nothing to merge
+                for proc in list(getattr(pool, "_processes", {}).values()):
+                    proc.terminate()
+                raise engine.Interrupted("the run's parts were stopped before they finished")
+        return [f.result() for f in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _drop_last_op(o):

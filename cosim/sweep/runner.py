@@ -29,6 +29,7 @@ from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
 from cosim.results import SCHEMA, SCHEMA_VERSION
 from cosim.sweep.spec import Sweep, SweepPoint
+from cosim.workers import die_with_parent
 
 # ---------------------------------------------------------------- shards
 
@@ -192,39 +193,9 @@ def run_sweep(sweep: Sweep, outdir: str | Path, *, shard: tuple[int, int] = (0, 
 
 # ---------------------------------------------------------------- worker processes
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _worker_init(parent_pid: int) -> None:
-    """Worker initializer: die with the parent (SIGKILL on its death via prctl on Linux; if the parent is
-    already gone, exit), and watch the parent pid from a thread where prctl is not available."""
-    import signal  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
-    armed = False
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes  # noqa: PLC0415
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            armed = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
-        except (OSError, AttributeError):
-            armed = False
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(1)
-    if not armed:
-        def watch() -> None:
-            while os.getppid() == parent_pid:
-                time.sleep(0.5)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="cosim-parent-watch", daemon=True).start()
-
-
 def _new_pool(jobs: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_init, initargs=(os.getpid(),))
+                               initializer=die_with_parent, initargs=(os.getpid(),))
 
 
 def _died(p: SweepPoint, how: str = "") -> PointResult:
@@ -235,7 +206,7 @@ def _died(p: SweepPoint, how: str = "") -> PointResult:
 
 def _isolated_child(runner, point: dict, outdir: str, sweep_name: str, conn) -> None:
     """Entry of a one-point child process: run the point, send its result."""
-    _worker_init(os.getppid())
+    die_with_parent(os.getppid())
     conn.send(runner(point, outdir, sweep_name))
     conn.close()
 
