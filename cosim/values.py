@@ -52,9 +52,9 @@ class Int(Kind):
             self.fail(where, f"must be an integer, got {value!r}")
         value = int(value)
         if self.minimum is not None and value < self.minimum:
-            self.fail(where, f"must be an integer >= {self.minimum}, got {value}")
+            self.fail(where, f"must be an integer >= {self.minimum}, got {_short(value)}")
         if self.maximum is not None and value > self.maximum:
-            self.fail(where, f"must be an integer <= {self.maximum}, got {value}")
+            self.fail(where, f"must be an integer <= {self.maximum}, got {_short(value)}")
         return value
 
     def from_text(self, text, where):
@@ -75,8 +75,8 @@ class Real(Kind):
     name = "number"
 
     def convert(self, value, where):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-            self.fail(where, f"must be a finite number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not _finite(value):
+            self.fail(where, f"must be a finite number, got {_short(value)}")
         value = float(value)
         if self.positive and not value > 0:
             self.fail(where, f"must be positive, got {value:g}")
@@ -92,6 +92,21 @@ class Real(Kind):
         except ValueError:
             self.fail(where, f"{text!r} is not a number")
         return self.convert(value, where)
+
+
+def _finite(value: numbers.Real) -> bool:
+    """True for a number a float holds finitely (an integer beyond 1.8e308 is not one)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _short(value) -> str:
+    """``value`` for an error line: a huge integer by its size, not its 300 digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**20:
+        return f"an integer of {len(str(abs(value)))} digits"
+    return repr(value)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -120,6 +120,9 @@ def test_cli_flags_override_file_fields(tmp_path):
     ({"seed": 2**64}, "seed"),
     ({"workload.flow_bytes": "lots"}, "workload.flow_bytes"),
     ({"telemetry.queue_sample_interval_ns": float("inf")}, "telemetry.queue_sample_interval_ns"),
+    ({"network.link_gbps": 10**400}, "network.link_gbps"),  # a TOML integer no float holds
+    ({"workload.flow_bytes": 10**400}, "workload.flow_bytes"),
+    ({"workload.kind": "inference", "workload.rate_per_s": 1e-9}, "workload.rate_per_s"),  # beyond the clock
     ({"network.transport": "tcp"}, "network.transport"),
     ({"network.topology": "torus"}, "network.topology"),
     ({"network.colour": 1}, "network.colour"),

@@ -121,3 +121,21 @@ def _dry_run_lowers_once(name, monkeypatch, capsys):
     ranked = sum(sum(j.kind in ("training", "inference") for j in e.workloads) if e.workloads
                  else int(e.workload.kind in ("training", "inference")) for e in exps)
     assert count["n"] == ranked, f"{name}: {count['n']} lowerings for {ranked} training/inference jobs"
+
+
+@pytest.mark.parametrize("flow_bytes,refused", [("64KiB", False), (8 << 50, True)])
+def test_a_late_job_gets_its_time_limit_after_its_start(flow_bytes, refused):
+    """The derived time limit is a job's start plus the limit of its ideal time, so a job may start days into
+    the run (1e15 ns); one whose limit would pass the simulator's clock is refused naming its start_ns."""
+    from cosim.errors import CosimInputError
+
+    doc = {"network": {"topology": "leaf-spine", "hosts": 8},
+           "workloads": [{"name": "late", "kind": "flows", "pattern": "incast", "flow_bytes": flow_bytes, "servers": 2,
+                          "start_ns": 1e15}]}
+    (exp,) = runner.experiments_of(doc)
+    if refused:
+        with pytest.raises(CosimInputError, match="clock") as exc:
+            compile(exp)
+        assert exc.value.field == "workloads.late.start_ns"
+    else:
+        assert 1e15 + 1e9 <= compile(exp).max_sim_time_ns < 1e15 + 2e9

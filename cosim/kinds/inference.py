@@ -47,6 +47,7 @@ from cosim.kinds.training import nic_payload_bytes_per_s, training_tables
 from cosim.results import collectives
 from cosim.workload.hardware import get_hardware
 from cosim.workload.inference.requests import (
+    POISSON_REQUESTS,
     Requests,
     poisson_requests,
     read_request_csv,
@@ -62,7 +63,6 @@ from cosim.workload.inference.steptrace import (
 )
 
 SAMPLE_TRACE = "sample"
-POISSON_REQUESTS = 16  #: requests of a Poisson source that does not say how many
 
 
 def requests_of(seed: int, w) -> Requests:

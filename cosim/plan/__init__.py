@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cosim import engine, kinds
 from cosim import faults as cosim_faults
-from cosim import kinds
 from cosim.collectives import DagOpKind
 from cosim.errors import CosimInputError
 from cosim.kinds import time_limit, training
@@ -277,14 +277,24 @@ def _dependencies(parts, n: int) -> tuple[np.ndarray, np.ndarray]:
 # --- limits, attributes, faults ---------------------------------------------------------------------------
 
 def _time_limit(exp: Experiment, fabric, jobs) -> float:
-    """limits.max_sim_time_ns, else derived from the longest job (its start plus its ideal time)."""
+    """limits.max_sim_time_ns, else derived from the job that may end last: its start, then the limit of its
+    ideal time (cosim.kinds.time_limit.limit_ns). A job that would run past the simulator's clock is refused
+    naming its start."""
     if exp.limits.max_sim_time_ns is not None:
         return exp.limits.max_sim_time_ns
     nic = training.nic_payload_bytes_per_s(exp.network)
     ideal = [p.kind.ideal_ns(p, fabric, nic) for p in jobs]
     if any(x is None for x in ideal):
         return time_limit.UNBOUNDED_NS
-    return time_limit.limit_ns(max((p.job.start_ns + x for p, x in zip(jobs, ideal)), default=0.0))
+    ends = [p.job.start_ns + time_limit.limit_ns(x) for p, x in zip(jobs, ideal)]
+    last = int(np.argmax(ends)) if ends else 0
+    if ends and ends[last] > engine.MAX_SIM_TIME_NS:
+        p = jobs[last]
+        where = f"workloads.{p.job.name}.start_ns" if exp.workloads else "limits.max_sim_time_ns"
+        raise CosimInputError(where, f"the run could last until {ends[last]:.3g} ns (start {p.job.start_ns:.3g} ns, "
+                              f"then {time_limit.SLACK:g} x its ideal time), past the {engine.MAX_SIM_TIME_NS:.3g} "
+                              "ns the simulator's clock holds", "start it earlier, or set limits.max_sim_time_ns")
+    return max(ends, default=time_limit.FLOOR_NS)
 
 
 def _attributes(exp: Experiment, jobs, dag: EngineDag) -> dict[str, str]:

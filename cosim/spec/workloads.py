@@ -92,6 +92,9 @@ class TrainingWorkload:
 
 
 KV_TRANSFER_MODES = ("layer", "whole")
+#: longest mean arrival span of Poisson requests, s: a tenth of the simulator's clock (9.2e15 ns), so that
+#: the last arrival and the service after it fit whatever the draw
+MAX_ARRIVAL_SPAN_S = 9.2e5
 DECODE_POLICIES = ("round_robin", "least_loaded", "network_aware")
 
 
@@ -157,6 +160,15 @@ class InferenceWorkload:
             get_hardware(self.gpu)
         except CosimInputError as exc:
             raise CosimInputError("workload.gpu", exc.problem, exc.fix) from None
+        if self.request_trace is None:
+            from cosim.workload.inference.requests import POISSON_REQUESTS  # noqa: PLC0415
+
+            span_s = (self.requests or POISSON_REQUESTS) / self.rate_per_s
+            if span_s > MAX_ARRIVAL_SPAN_S:
+                raise CosimInputError("workload.rate_per_s", f"{self.requests or POISSON_REQUESTS} requests at "
+                                      f"{self.rate_per_s:g}/s arrive over about {span_s:.3g} s, more than the "
+                                      f"{MAX_ARRIVAL_SPAN_S:g} s a run can simulate",
+                                      "raise rate_per_s, or give fewer requests")
 
     def inference_model(self):
         """The InferenceModel of ``model`` with ``model_overrides``."""

@@ -51,6 +51,10 @@ class Requests:
         return int(self.arrival_ns.size)
 
 
+#: requests of a Poisson source that does not say how many
+POISSON_REQUESTS = 16
+
+
 def poisson_requests(n: int, rate_per_s: float, *, seed: int, prompt_median_tokens: float = 1000.0,
                      prompt_sigma: float = 1.0, output_median_tokens: float = 50.0, output_sigma: float = 1.0,
                      max_prompt_tokens: int = 8192, max_output_tokens: int = 1024) -> Requests:
