@@ -52,3 +52,14 @@ def check_simulation_fits(n_ops: int, *, processes: int = 1) -> None:
                           f"({ENGINE_BYTES_PER_DAG_OP} B per op), {mem / 1e9:.1f} GB is available",
                           "raise workload.chunk_bytes, use fewer --jobs, keep limits.decompose = auto, or split "
                           "the run across machines with --parts-dir/--shard")
+
+
+def check_plan_fits(n_ops: float, field: str, fix: str) -> None:
+    """Refuse a plan of about ``n_ops`` DAG ops (a workload's flows counted before they are drawn) whose
+    :data:`PLAN_BYTES_PER_DAG_OP` exceed the memory available now; the error names ``field``."""
+    mem = available_bytes()
+    need = float(n_ops) * PLAN_BYTES_PER_DAG_OP
+    if mem is None or need <= mem:
+        return
+    raise CosimInputError(field, f"makes about {n_ops:.3g} flows, and planning them needs about {need / 1e9:.3g} GB "
+                          f"({PLAN_BYTES_PER_DAG_OP} B per op), {mem / 1e9:.1f} GB is available", fix)

@@ -139,3 +139,18 @@ def test_a_late_job_gets_its_time_limit_after_its_start(flow_bytes, refused):
         assert exc.value.field == "workloads.late.start_ns"
     else:
         assert 1e15 + 1e9 <= compile(exp).max_sim_time_ns < 1e15 + 2e9
+
+
+def test_background_traffic_that_would_not_fit_is_refused_before_it_is_drawn():
+    """A storage workload of 1-byte requests at full load for 1000 s: every field in range, 2.5e13 flows
+    together; compile refuses it naming duration_ns with the memory it would need, before drawing."""
+    from cosim.errors import CosimInputError
+
+    doc = {"network": {"topology": "leaf-spine", "hosts": 8},
+           "workloads": [{"name": "a", "kind": "flows", "pattern": "incast", "flow_bytes": "64KiB", "servers": 2},
+                         {"name": "st", "kind": "storage", "request_bytes": 1, "load": 1.0, "duration_ns": 1e12,
+                          "servers": 2}]}
+    (exp,) = runner.experiments_of(doc)
+    with pytest.raises(CosimInputError, match="GB is available") as exc:
+        compile(exp)
+    assert exc.value.field == "workloads.st.duration_ns"

@@ -96,7 +96,7 @@ def test_bad_rates_are_input_errors():
 
 
 def test_cli_table_plot_and_errors(tmp_path, capsys):
-    """The table has a row per size with the model's ETTR; --plot writes a PNG; a bad --set exits 2."""
+    """The table has a row per size with the model's ETTR; --plot writes a PNG; a bad --set or --gpus exits 2."""
     png = tmp_path / "ettr.png"
     code, out, err = run_main(["reliability", "--gpus", "1024,16384", "--iteration-ms", "1000",
                                "--tokens-per-gpu-iteration", "4096", "--plot", str(png)], capsys)
@@ -107,4 +107,6 @@ def test_cli_table_plot_and_errors(tmp_path, capsys):
     assert png.read_bytes()[:4] == b"\x89PNG"
     code, _, err = run_main(["reliability", "--set", "cpu_fit=1"], capsys)
     assert code == 2 and err.startswith("Error: ") and len(err.strip().splitlines()) == 1
+    code, _, err = run_main(["reliability", "--gpus", "1e15"], capsys)  # no exponential overflow
+    assert code == 2 and "must be 1 to 100,000,000" in err and len(err.strip().splitlines()) == 1
     assert "reliability" in help_output_loading_nothing_heavy([["reliability"]])

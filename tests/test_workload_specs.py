@@ -70,6 +70,7 @@ def test_overrides_field_by_field_and_unknown_fields():
     (dict(num_layers=0), "model.num_layers: must be a positive integer"),
     (dict(top_k=2), "top_k=2 exceeds num_experts=1"),
     (dict(norm="batchnorm"), "unknown norm"),
+    (dict(hidden_size=10**10, num_heads=1, num_kv_heads=1), "model.hidden_size: must be at most 1048576"),
 ])
 def test_model_validation(fields, match):
     with pytest.raises(CosimInputError, match=match):

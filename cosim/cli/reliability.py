@@ -25,6 +25,10 @@ Examples:
 """
 
 
+#: largest job --gpus takes: beyond any cluster, small enough for the failure model's exponentials
+MAX_GPUS = 100_000_000
+
+
 def _gpu_counts(text: str) -> list[int]:
     out = []
     for item in text.split(","):
@@ -35,8 +39,8 @@ def _gpu_counts(text: str) -> list[int]:
         except ValueError:
             raise click.BadParameter(f"{item!r} is not a GPU count (write 1024,16k,100k)", param_hint="'--gpus'") \
                 from None
-        if n < 1:
-            raise click.BadParameter(f"{item!r} must be >= 1", param_hint="'--gpus'")
+        if not 1 <= n <= MAX_GPUS:
+            raise click.BadParameter(f"{item!r} must be 1 to {MAX_GPUS:,}", param_hint="'--gpus'")
         out.append(n)
     return out
 

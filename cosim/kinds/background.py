@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cosim import memory
 from cosim.errors import CosimInputError
 from cosim.kinds.base import register
 from cosim.kinds.flows import FlowLevelKind, JobFlows, job_flows
@@ -117,6 +118,8 @@ def poisson_starts(rng: np.random.Generator, rate_per_ns: np.ndarray, duration_n
                                                                                                    np.ndarray]:
     """(source index, start time ns) of Poisson arrivals in [0, duration_ns) for sources of the given rates."""
     rate = np.asarray(rate_per_ns, np.float64)
+    memory.check_plan_fits(float(rate.sum()) * duration_ns, "workload.duration_ns",
+                           "shorten duration_ns, or lower load")  # before the draw asks for the memory
     counts = rng.poisson(rate * duration_ns)
     who = np.repeat(np.arange(rate.size, dtype=np.int64), counts)
     # given their count, Poisson arrivals in a window are uniform in it
@@ -163,6 +166,7 @@ def checkpoint(work, targets: np.ndarray, writers: np.ndarray) -> JobFlows:
     if not writers.size:
         raise CosimInputError("workload.writers", "the checkpoint has no writer hosts",
                               "name workloads with hosts in writers")
+    memory.check_plan_fits(float(work.bursts) * writers.size, "workload.bursts", "give fewer bursts")
     k = np.arange(work.bursts, dtype=np.float64)
     src = np.tile(writers, work.bursts)
     dst = np.tile(targets[np.arange(writers.size) % targets.size], work.bursts)

@@ -33,10 +33,21 @@ NORMS = ("rmsnorm", "layernorm")
 POSITION_EMBEDDINGS = ("rope", "learned")
 
 
+#: largest value of a model dimension: far beyond any model built, small enough that parameter, activation
+#: and FLOP counts stay exact in int64 (a hidden size of 1e10 would overflow them)
+MAX_MODEL_DIM = {"model.hidden_size": 1 << 20, "model.ffn_hidden_size": 1 << 22, "model.vocab_size": 1 << 24,
+                 "model.seq_length": 1 << 24}
+#: the largest value of any other count (layers, heads, experts, top_k)
+MAX_MODEL_COUNT = 1 << 16
+
+
 def _check_positive_int(field: str, value: object) -> None:
-    """Raise CosimInputError unless ``value`` is an int ≥ 1 (bools are rejected)."""
+    """Raise CosimInputError unless ``value`` is an int in 1..its maximum (bools are rejected)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise CosimInputError(field, f"must be a positive integer, got {value!r}")
+    limit = MAX_MODEL_DIM.get(field, MAX_MODEL_COUNT)
+    if value > limit:
+        raise CosimInputError(field, f"must be at most {limit}, got {value:.3g}", "no model is that large")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
