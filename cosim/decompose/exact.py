@@ -32,7 +32,7 @@ import numpy as np
 from cosim import engine, memory
 from cosim.collectives import DagOpKind
 from cosim.collectives.dag import csr_from_edges
-from cosim.decompose.parts import components, flow_parts, single_paths
+from cosim.decompose.parts import components, flow_parts, single_paths, too_large_to_search
 from cosim.network.topology import SWITCH
 from cosim.workers import die_with_parent
 
@@ -201,6 +201,9 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
         return _whole("no flow crosses the fabric")
     src = np.asarray(columns["src_node"])[flow].astype(np.int64)
     dst = np.asarray(columns["dst_node"])[flow].astype(np.int64)
+    too_large = too_large_to_search(fabric, src)
+    if too_large:
+        return _whole(too_large)
     parts = flow_parts(fabric, src, dst)
     if parts.n_parts < 2:
         return _whole("the traffic is one part (its flows can share a switch)")

@@ -157,6 +157,26 @@ def shortest_routes(fabric, src: np.ndarray, dst: np.ndarray) -> Routes:
     return Routes(routed=routed, used_link=used, multipath=multipath & routed)
 
 
+#: most work the search for parts may take: (distinct source switches) x (directed links), the elements its
+#: breadth-first searches touch (5e8 is about ten seconds); beyond it a run is simulated whole unanalysed
+MAX_SEARCH_WORK = 5e8
+
+
+def search_work(fabric, src: np.ndarray) -> float:
+    """What :func:`shortest_routes` would cost for flows from ``src``: distinct source switches x links x 2."""
+    _, peer = host_links(fabric)
+    return float(np.unique(peer[np.asarray(src, np.int64)]).size) * 2 * fabric.n_links
+
+
+def too_large_to_search(fabric, src: np.ndarray) -> str:
+    """Why the parts of flows from ``src`` are not searched for (the search would take too long), or ""."""
+    work = search_work(fabric, src)
+    if work <= MAX_SEARCH_WORK:
+        return ""
+    return (f"the search for independent parts would touch {work:.3g} links ({MAX_SEARCH_WORK:.3g} at most): "
+            "the run is simulated whole")
+
+
 def single_paths(fabric, src: np.ndarray, dst: np.ndarray) -> bool:
     """True if every flow ``src`` → ``dst`` has exactly one shortest path (so no switch ever chooses among
     equal-cost ports for it, and ECMP hashing cannot matter)."""
@@ -180,6 +200,9 @@ def flow_parts(fabric, src: np.ndarray, dst: np.ndarray) -> Parts:
 
 def describe_parts(fabric, src: np.ndarray, dst: np.ndarray) -> dict:
     """What --dry-run shows: how many independent parts the traffic splits into, and their sizes."""
+    why = too_large_to_search(fabric, src)
+    if why:
+        return {"independent_parts": f"not searched ({why})"}
     parts = flow_parts(fabric, src, dst)
     flows = np.bincount(parts.flow_part[parts.flow_part >= 0], minlength=parts.n_parts)
     return {"independent_parts": parts.n_parts,
