@@ -23,8 +23,9 @@ FabricNode::GetTypeId()
             .SetGroupName("Cosim")
             .AddAttribute("InputBufferBytes",
                           "Credit mode: input buffer of one physical port of InputBufferPortRate, shared by its "
-                          "virtual lanes, in bytes. A link k times faster stands for ceil(k) ports (a trunk) and "
-                          "gets k buffers. Default: 12.8 us of the port rate, the input buffer of Mellanox's "
+                          "virtual lanes, in bytes. A faster link stands for ceil(its rate / InputBufferPortRate) "
+                          "ports (a trunk) and gets that many buffers. Default: 12.8 us of the port rate, the "
+                          "input buffer of Mellanox's "
                           "InfiniScale IV (1000 64-byte flits at 40 Gb/s) scaled to a 400 Gb/s NDR port.",
                           UintegerValue(640000),
                           MakeUintegerAccessor(&FabricNode::m_inputBufferBytes),
