@@ -37,7 +37,7 @@ OPTIONS = {
     "--pattern": ("incast", "permutation", "ring"),
     "--set": ("HostNic::MtuBytes=1024", "SharedBufferMmu::BufferBytes=100000", "FabricSwitch::HeadroomBytes=1",
               "EgressPort::DataRate=0bps", "HostNic::Dcqcn=abc", "Foo=1", "X::Y", "HostNic::MtuBytes=-5",
-              "FabricNode::VlBufferBytes=64", "SharedBufferMmu::DynamicThresholdAlpha=nan"),
+              "FabricNode::VlReservedBytes=64", "SharedBufferMmu::DynamicThresholdAlpha=nan"),
 }
 
 #: trace datasets to damage, and what to write into them

@@ -48,7 +48,7 @@ def test_every_engine_attribute_is_listed_with_its_default(listed):
     ("EgressPort::DataRate", "100Gbps", "bit/s", "1Mbps..1000Tbps"),
     ("HostNic::CnpInterval", "50us", "time", "0s..100000s"),
     ("DeadlockWatchdog::Interval", "1ms", "time", "1ns..100000s"),
-    ("FabricNode::VlBufferBytes", "262144", "bytes", ">= 64"),
+    ("FabricNode::InputBufferBytes", "640000", "bytes", ">= 64"),
     ("EgressPort::LinkFlowControl", "pfc", "", "pfc|credit"),
     ("FabricSwitch::EcnPmax", "0.2", "dimensionless", "0..1"),
     ("FabricSwitch::PauseQuanta", "65535", "quanta of 512 bit times", "2..65535"),

@@ -30,10 +30,12 @@ def ring_fabric(n: int = RING) -> Fabric:
 
 
 def ring_run(transport: str, **extra: str):
-    """Two 4 MB flows from every host to the host two switches away: each crosses two ring links."""
+    """Two 16 MB flows from every host to the host two switches away: each crosses two ring links (long
+    enough for the ring's lanes to fill with traffic that waits on the next ring link, even with the whole
+    shared input buffer of a port behind each lane)."""
     fabric = ring_fabric()
     hosts = np.arange(RING)
-    flows = fl.FlowSet.from_arrays(np.repeat(hosts, 2), np.repeat((hosts + 2) % RING, 2), 4_000_000)
+    flows = fl.FlowSet.from_arrays(np.repeat(hosts, 2), np.repeat((hosts + 2) % RING, 2), 16_000_000)
     attributes = transport_attributes(transport, dcqcn=False) | RING_ATTRIBUTES[transport] | extra
     return fabric, flows, engine.simulate(fabric, flows, attributes=attributes, max_sim_time_ns=TIME_LIMIT_NS)
 

@@ -82,7 +82,7 @@ def test_dry_run_prints_the_resolved_experiment_and_writes_nothing(tmp_path, cap
     assert code == 0 and not out_file.exists()
     for needle in ("[network]", 'transport = "roce"', 'transport = "ib"', "servers: 4", "switches: 4",
                    "oversubscription: 2.0", "leaves: 2", "spines: 2", "buffer_bytes_per_switch", "headroom_bytes_per_switch_max",
-                   "ranks: 16", "data_packet_hops_estimate", "vl_buffer_bytes_per_port_lane"):
+                   "ranks: 16", "data_packet_hops_estimate", "input_buffer_bytes_per_port"):
         assert needle in out, needle
 
 
@@ -90,7 +90,7 @@ def test_inspect_config_then_run_reproduces_the_run_bit_for_bit(tmp_path, capsys
     """cosim inspect --config r.h5 > e.toml; cosim run e.toml: identical datasets and summary."""
     first, again, toml = tmp_path / "a.h5", tmp_path / "b.h5", tmp_path / "e.toml"
     code, _, err = run_main(["run", "--trace", str(DP8), "--gpus-per-server", "4", "--transport", "ib",
-                             "--set", "FabricNode::VlBufferBytes=131072", "-q", "-o", str(first)], capsys)
+                             "--set", "FabricNode::InputBufferBytes=320000", "-q", "-o", str(first)], capsys)
     assert code == 0, err
     code, text, err = run_main(["inspect", str(first), "--config"], capsys)
     assert code == 0, err

@@ -18,7 +18,8 @@ from cosim.plan import RunPlan, placement
 #: attributes the dry run shows the resolved value of
 SHOWN_ATTRIBUTES = ("HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes",
                     "FabricSwitch::HeadroomBytes", "SharedBufferMmu::LosslessPriorityMask", "EgressPort::LinkFlowControl",
-                    "FabricNode::VlBufferBytes", "FabricSwitch::PauseFrameBytes", "SharedBufferMmu::PfcEnabled",
+                    "FabricNode::InputBufferBytes", "FabricNode::InputBufferPortRate", "FabricNode::VlReservedBytes",
+                    "FabricSwitch::PauseFrameBytes", "SharedBufferMmu::PfcEnabled",
                     "SharedBufferMmu::ReservedBytes")
 
 
@@ -95,13 +96,24 @@ def _ranges(ids) -> str:
     return ",".join(out)
 
 
+def _input_buffers(fabric, attrs: Mapping[str, str]) -> dict:
+    """InfiniBand: the shared input buffer and per-lane reservation of one physical port, and the largest
+    buffer of a link (a link k times the physical port's rate is a trunk of ceil(k) ports, each its own)."""
+    port_bytes, reserved = int(attrs["FabricNode::InputBufferBytes"]), int(attrs["FabricNode::VlReservedBytes"])
+    port_bps = float(attrs["FabricNode::InputBufferPortRate"].removesuffix("bps"))
+    trunk = np.maximum(1, np.ceil(fabric.link_rate_bps * (1 - 1e-6) / port_bps)).astype(np.int64)
+    return {"flow_control": "credit", "input_buffer_bytes_per_port": port_bytes,
+            "vl_reserved_bytes_per_port": reserved, "input_buffer_port_gbps": port_bps / 1e9,
+            "input_buffer_bytes_per_link_max": int(trunk.max(initial=1)) * port_bytes}
+
+
 def _buffers(fabric, attrs: Mapping[str, str], class_buffers: np.ndarray | None) -> dict:
     """Buffer, PFC headroom and shared pool per switch as the switch model sizes them
     (FabricSwitch::SetupBuffers, SharedBufferMmu::Setup) with the buffer of each switch's class
     (``class_buffers``, cosim.network.buffers; None: SharedBufferMmu::BufferBytes everywhere); IB: the input
-    buffer of every lane."""
+    buffers of the links (FabricNode::SetupInputBuffers)."""
     if attrs["EgressPort::LinkFlowControl"] == "credit":
-        return {"flow_control": "credit", "vl_buffer_bytes_per_port_lane": int(attrs["FabricNode::VlBufferBytes"])}
+        return _input_buffers(fabric, attrs)
     max_packet = int(attrs["HostNic::MtuBytes"]) + int(attrs["HostNic::HeaderBytes"])
     pfc = attrs["SharedBufferMmu::PfcEnabled"] == "true"
     lossless = bin(int(attrs["SharedBufferMmu::LosslessPriorityMask"])).count("1") if pfc else 0

@@ -255,12 +255,25 @@ FabricBuilder::SetupSwitches()
             problem = problem.empty() ? why : problem;
             m_switches[s]->AssignStreams(s);
         }
+        if (m_nodes[s]->GetNPorts() > 0 &&
+            m_nodes[s]->GetPort(0)->GetFlowControl() == EgressPort::FlowControl::CREDIT)
+        {
+            const std::string why = m_nodes[s]->SetupInputBuffers(maxPacketBytes);
+            problem = problem.empty() ? why : problem;
+        }
+    }
+    // Credits advertise the peer's input buffer, sized above: a second pass, once every node has its own.
+    for (uint32_t s = 0; problem.empty() && s < GetNNodes(); ++s)
+    {
         for (uint32_t p = 0; p < m_nodes[s]->GetNPorts(); ++p)
         {
             Ptr<EgressPort> port = m_nodes[s]->GetPort(p);
             if (port->GetFlowControl() == EgressPort::FlowControl::CREDIT)
             {
-                port->InitCredits(port->GetPeer()->GetVlBufferBytes(), maxPacketBytes);
+                const FabricNode* peer = port->GetPeer();
+                port->InitCredits(peer->GetInputReservedBlocks(port->GetPeerPort()),
+                                  peer->GetInputCapacityBlocks(port->GetPeerPort()),
+                                  maxPacketBytes);
             }
         }
     }

@@ -10,11 +10,12 @@ namespace ns3
 {
 
 void
-CreditArbiter::Init(uint64_t peerBufferBytes, uint32_t maxPacketBytes, uint32_t dataVls)
+CreditArbiter::Init(uint32_t initialBlocks, uint32_t peerCapacityBlocks, uint32_t maxPacketBytes, uint32_t dataVls)
 {
+    NS_ASSERT_MSG(initialBlocks <= peerCapacityBlocks, "initial credits above the peer's buffer");
     m_dataVls = dataVls;
-    m_peerLaneBlocks = peerBufferBytes / kCreditBlockBytes;
-    m_credits.fill(m_peerLaneBlocks);
+    m_peerCapacityBlocks = peerCapacityBlocks;
+    m_credits.fill(initialBlocks);
     m_maxPacketBlocks = CreditBlocks(maxPacketBytes);
     m_lowCreditMask = m_credits[0] < m_maxPacketBlocks ? 0xff : 0;
     m_vlPrios.fill(0);

@@ -31,12 +31,13 @@ class CreditArbiter
 {
   public:
     /**
-     * @brief Start with full credits.
-     * @param peerBufferBytes bytes the peer buffers per lane (the initial credits), in bytes
+     * @brief Start with the credits the peer advertises.
+     * @param initialBlocks credits every lane starts with (the peer's reservation per lane), in 64-byte blocks
+     * @param peerCapacityBlocks the peer's whole input buffer of the link: no lane ever holds more credits
      * @param maxPacketBytes largest wire packet a source behind the port sends, in bytes
      * @param dataVls data lanes; priority p uses lane p mod dataVls
      */
-    void Init(uint64_t peerBufferBytes, uint32_t maxPacketBytes, uint32_t dataVls);
+    void Init(uint32_t initialBlocks, uint32_t peerCapacityBlocks, uint32_t maxPacketBytes, uint32_t dataVls);
 
     /// Parse comma-separated lane weights (units of 64 bytes per turn, 1..255; missing ones are 64).
     void SetWeights(const std::string& weights);
@@ -110,8 +111,9 @@ class CreditArbiter
     /// The peer freed @p blocks 64-byte blocks of lane @p vl.
     void Add(uint8_t vl, uint32_t blocks)
     {
-        NS_ASSERT_MSG(m_credits[vl] + blocks <= m_peerLaneBlocks,
-                      "lane " << int(vl) << " credited beyond the peer's buffer of " << m_peerLaneBlocks << " blocks");
+        NS_ASSERT_MSG(m_credits[vl] + blocks <= m_peerCapacityBlocks,
+                      "lane " << int(vl) << " credited beyond the peer's buffer of " << m_peerCapacityBlocks
+                              << " blocks");
         m_credits[vl] += blocks;
         if (m_credits[vl] >= m_maxPacketBlocks)
         {
@@ -162,7 +164,7 @@ class CreditArbiter
     uint32_t m_dataVls{1};                                ///< data lanes
     std::array<uint32_t, kNumPriorities> m_vlWeight{};    ///< WRR weight per lane, in 64-byte units
     std::array<uint64_t, kNumPriorities> m_credits{};     ///< credits held per lane, in 64-byte blocks
-    uint64_t m_peerLaneBlocks{0};                         ///< the peer's buffer per lane, in 64-byte blocks
+    uint64_t m_peerCapacityBlocks{0};                     ///< the peer's input buffer of the link, in 64-byte blocks
     uint32_t m_maxPacketBlocks{0};                        ///< credits a full packet needs
     std::array<uint8_t, kNumPriorities> m_vlPrios{};      ///< priorities that map to each lane
     uint8_t m_arbVl{0};                                   ///< lane the arbiter is serving

@@ -267,9 +267,9 @@ EgressPort::GetVlWeights() const
 }
 
 void
-EgressPort::InitCredits(uint64_t peerBufferBytes, uint32_t maxPacketBytes)
+EgressPort::InitCredits(uint32_t reservedBlocks, uint32_t capacityBlocks, uint32_t maxPacketBytes)
 {
-    m_creditArbiter.Init(peerBufferBytes, maxPacketBytes, m_dataVls);
+    m_creditArbiter.Init(reservedBlocks, capacityBlocks, maxPacketBytes, m_dataVls);
 }
 
 void

@@ -110,11 +110,12 @@ class EgressPort : public Object
     }
 
     /**
-     * @brief Credit mode: the peer's input buffer per virtual lane, and the largest packet sent.
-     * @param peerBufferBytes bytes the peer buffers per virtual lane of this link (the initial credits)
+     * @brief Credit mode: what the peer's input buffer of this link advertises, and the largest packet sent.
+     * @param reservedBlocks credits every virtual lane starts with (the peer's reservation), in 64-byte blocks
+     * @param capacityBlocks the peer's whole input buffer of this link (a lane never holds more credits)
      * @param maxPacketBytes largest wire packet a source behind this port sends, in bytes
      */
-    void InitCredits(uint64_t peerBufferBytes, uint32_t maxPacketBytes);
+    void InitCredits(uint32_t reservedBlocks, uint32_t capacityBlocks, uint32_t maxPacketBytes);
 
     /// Credit mode: the peer freed @p blocks 64-byte blocks of virtual lane @p vl.
     void AddCredits(uint8_t vl, uint32_t blocks);

@@ -7,13 +7,16 @@
 #define COSIM_FABRIC_NODE_H
 
 #include "fabric-packet.h"
+#include "shared-input-buffer.h"
 
+#include "ns3/data-rate.h"
 #include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/ptr.h"
 
 #include <array>
+#include <string>
 #include <vector>
 
 namespace ns3
@@ -85,10 +88,31 @@ class FabricNode : public Object
         return static_cast<uint32_t>(m_ports.size());
     }
 
-    /// @return input buffer per port and virtual lane that credits advertise (credit mode), in bytes
-    uint64_t GetVlBufferBytes() const
+    /**
+     * @brief Credit mode: size the input buffer of every port, after all links are attached. A port whose
+     * link is k times InputBufferPortRate stands for ceil(k) physical ports (a trunk) and gets that many
+     * buffers and reservations.
+     * @param maxPacketBytes largest wire packet on any link, in bytes
+     * @return an empty string, or why the buffer settings are impossible (naming the attribute to change)
+     */
+    std::string SetupInputBuffers(uint32_t maxPacketBytes);
+
+    /// @return credit mode: the shared input buffer of @p port, in 64-byte blocks (SetupInputBuffers)
+    uint32_t GetInputCapacityBlocks(uint32_t port) const
     {
-        return m_vlBufferBytes;
+        return m_inputs.GetCapacityBlocks(port);
+    }
+
+    /// @return credit mode: the credits each data lane of @p port starts with (its reservation), in blocks
+    uint32_t GetInputReservedBlocks(uint32_t port) const
+    {
+        return m_inputs.GetReservedBlocks(port);
+    }
+
+    /// @return the input buffers (credit mode), read-only
+    const SharedInputBuffer& GetInputBuffers() const
+    {
+        return m_inputs;
     }
 
     /// @return credit-update packets sent (credit mode)
@@ -113,19 +137,45 @@ class FabricNode : public Object
      */
     void ReturnCredits(uint32_t port, uint8_t vl, uint32_t blocks);
 
+    /// Credit mode: a packet of @p blocks arrived on lane @p vl of @p port; lend it what the pool allows.
+    void AdmitInput(uint32_t port, uint8_t vl, uint32_t blocks)
+    {
+        const uint32_t lent = m_inputs.Admit(port, vl, blocks);
+        if (lent != 0)
+        {
+            ReturnCredits(port, vl, lent);
+        }
+    }
+
+    /// Credit mode: a packet of @p blocks on lane @p vl of @p port was consumed as it arrived (a NIC).
+    void PassInput(uint32_t port, uint8_t vl, uint32_t blocks)
+    {
+        ReturnCredits(port, vl, m_inputs.PassThrough(port, vl, blocks));
+    }
+
+    /// Credit mode: a packet of @p blocks on lane @p vl of @p port left the input buffer: return its credits.
+    void ReleaseInput(uint32_t port, uint8_t vl, uint32_t blocks)
+    {
+        ReturnCredits(port, m_inputs.Release(port, vl, blocks), blocks);
+    }
+
     /// Send every lane's gathered credits of @p port upstream now.
     void FlushCredits(uint32_t port);
 
     /// The CreditUpdateInterval deadline of @p port: send what gathered.
     void CreditTimer(uint32_t port);
 
-    uint64_t m_vlBufferBytes{0};     ///< input buffer per (port, lane) covered by credits, in bytes
+    uint64_t m_inputBufferBytes{0};  ///< shared input buffer of one physical port, in bytes
+    DataRate m_inputBufferPortRate;  ///< rate of the physical port m_inputBufferBytes belongs to
+    uint64_t m_vlReservedBytes{0};   ///< reservation of each data lane of one physical port, in bytes
+    SharedInputBuffer m_inputs;      ///< credit mode: occupancy and grants of every (port, lane)
     uint64_t m_creditUpdateBytes{0}; ///< freed bytes that trigger an immediate credit update, in bytes
     Time m_creditUpdateInterval;     ///< longest delay of a credit update
     uint32_t m_creditPacketBytes{0}; ///< wire size of a credit update, in bytes
     uint64_t m_creditPacketsSent{0}; ///< credit updates sent
     std::vector<std::array<uint32_t, kNumPriorities>> m_pendingCredits; ///< per port: freed blocks per lane
     std::vector<bool> m_creditTimerArmed; ///< per port: a CreditTimer is scheduled
+    std::vector<uint32_t> m_creditTriggerBlocks; ///< per port: gathered credits sent at once, in blocks
 
     std::vector<Ptr<EgressPort>> m_ports; ///< egress ports, indexed by port number
     PacketPool* m_pool{nullptr};          ///< packet allocator of the run (not owned)

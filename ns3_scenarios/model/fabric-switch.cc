@@ -188,7 +188,7 @@ FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
     case EgressPort::FlowControl::PFC:
         return SetupSharedBuffer(maxPacketBytes);
     case EgressPort::FlowControl::CREDIT:
-        return SetupLanes(maxPacketBytes);
+        return ""; // the input buffers: FabricNode::SetupInputBuffers, as for every node
     }
     return "";
 }
@@ -235,20 +235,6 @@ FabricSwitch::SetupSharedBuffer(uint32_t maxPacketBytes)
         return "SharedBufferMmu::BufferBytes is too small for the reserved space and PFC headroom of every "
                "port and lossless priority: raise it, or lower SharedBufferMmu::LosslessPriorityMask, "
                "ReservedBytes or FabricSwitch::HeadroomBytes";
-    }
-    return "";
-}
-
-std::string
-FabricSwitch::SetupLanes(uint32_t maxPacketBytes)
-{
-    // InfiniBand: each input lane is a fixed buffer the upstream sender holds credits for.
-    m_laneCapacityBlocks = m_vlBufferBytes / kCreditBlockBytes;
-    m_laneBlocks.assign(m_ports.size() * kNumPriorities, 0);
-    if (m_vlBufferBytes < maxPacketBytes)
-    {
-        return "FabricNode::VlBufferBytes " + std::to_string(m_vlBufferBytes) +
-               " B cannot hold one maximum packet (" + std::to_string(maxPacketBytes) + " B)";
     }
     return "";
 }
@@ -433,14 +419,7 @@ FabricSwitch::MarkOnDequeue(FabricPacket* p, uint32_t port)
 void
 FabricSwitch::ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out)
 {
-    const uint8_t vl = m_ports[inPort]->QueueOf(p->priority);
-    uint64_t& used = m_laneBlocks[inPort * kNumPriorities + vl];
-    used += CreditBlocks(p->wireBytes);
-    if (used > m_laneCapacityBlocks)
-    {
-        ++m_creditViolations; // the sender had no credits for it: a flow-control bug, never normal
-    }
-    m_peakLaneBlocks = std::max(m_peakLaneBlocks, used);
+    AdmitInput(inPort, m_ports[inPort]->QueueOf(p->priority), CreditBlocks(p->wireBytes));
     p->ingressPort = static_cast<uint16_t>(inPort);
     p->bufferClass = static_cast<uint8_t>(BufferClass::CREDIT);
     MarkAndEnqueue(p, out);
@@ -485,13 +464,8 @@ FabricSwitch::ReleaseLane(FabricPacket* p)
 {
     NS_ASSERT_MSG(p->bufferClass == static_cast<uint8_t>(BufferClass::CREDIT), "packet holds no input lane");
     const uint32_t in = p->ingressPort;
-    const uint8_t vl = m_ports[in]->QueueOf(p->priority);
-    const uint32_t blocks = CreditBlocks(p->wireBytes);
-    uint64_t& used = m_laneBlocks[in * kNumPriorities + vl];
-    NS_ASSERT_MSG(used >= blocks, "input lane " << int(vl) << " of port " << in << " releases more than it holds");
-    used -= blocks;
     p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
-    ReturnCredits(in, vl, blocks);
+    ReleaseInput(in, m_ports[in]->QueueOf(p->priority), CreditBlocks(p->wireBytes));
 }
 
 void

@@ -193,16 +193,16 @@ class FabricSwitch : public FabricNode
         return m_watchdogDrops;
     }
 
-    /// @return packets that arrived on a credit lane already full: impossible unless credits are wrong
+    /// @return packets that arrived on a credit lane beyond its grant: impossible unless credits are wrong
     uint64_t GetCreditViolations() const
     {
-        return m_creditViolations;
+        return m_inputs.GetViolations();
     }
 
-    /// @return the largest input-lane occupancy seen (credit mode), in bytes
+    /// @return the largest occupancy of one input lane of one port seen (credit mode), in bytes
     uint64_t GetPeakLaneBytes() const
     {
-        return m_peakLaneBlocks * kCreditBlockBytes;
+        return uint64_t(m_inputs.GetPeakLaneBlocks()) * kCreditBlockBytes;
     }
 
   private:
@@ -210,8 +210,6 @@ class FabricSwitch : public FabricNode
     void SetupEcnThresholds();
     /// PFC: size every port's headroom and the MMU; @return an empty string, or why it cannot fit.
     std::string SetupSharedBuffer(uint32_t maxPacketBytes);
-    /// Credit mode: size the input lanes; @return an empty string, or why a packet cannot fit.
-    std::string SetupLanes(uint32_t maxPacketBytes);
     /// Mark @p p (ECN or FECN) by the queue it joins on @p out (marking at enqueue), then queue it there.
     void MarkAndEnqueue(FabricPacket* p, uint32_t out);
     /// Mark @p p (a data packet not yet marked) by the queue of its priority on @p port, as DecideMark would.
@@ -224,7 +222,7 @@ class FabricSwitch : public FabricNode
     void ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t out);
     /// PFC: @p p left for the wire: free its shared-buffer share and resume paused senders it allows.
     void ReleaseSharedBuffer(FabricPacket* p);
-    /// Credit mode: account @p p in its input lane of @p inPort and queue it on @p out.
+    /// Credit mode: account @p p in the shared input buffer of @p inPort (its lane) and queue it on @p out.
     void ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out);
     /// Credit mode: @p p left for the wire: free its input lane and return the credits upstream.
     void ReleaseLane(FabricPacket* p);
@@ -253,10 +251,6 @@ class FabricSwitch : public FabricNode
     uint32_t m_pauseFrameBytes{84};        ///< wire size of a PFC frame, in bytes
     uint64_t m_headroomBytes{0};           ///< PFC headroom per (port, priority), in bytes (0 = auto)
     bool m_allowLossyHeadroom{false};      ///< accept a headroom below the bytes in flight (lossy PFC)
-    std::vector<uint64_t> m_laneBlocks;    ///< credit mode: input occupancy per (port, lane), in blocks
-    uint64_t m_laneCapacityBlocks{0};      ///< credit mode: input lane size, in blocks
-    uint64_t m_peakLaneBlocks{0};          ///< credit mode: high-water mark of any lane, in blocks
-    uint64_t m_creditViolations{0};        ///< arrivals beyond a lane's advertised buffer
     std::vector<std::array<EventId, kNumPriorities>> m_refresh; ///< pending XOFF refresh per port
     std::vector<std::pair<uint32_t, uint8_t>> m_xoffed;         ///< (port, priority) pairs in XOFF
 

@@ -570,7 +570,7 @@ HostNic::Consume(FabricPacket* p, uint32_t inPort)
     if (m_ports[inPort]->GetFlowControl() == EgressPort::FlowControl::CREDIT)
     {
         // The NIC consumes what it receives at once: the buffer it occupied is free again.
-        ReturnCredits(inPort, m_ports[inPort]->QueueOf(p->priority), CreditBlocks(p->wireBytes));
+        PassInput(inPort, m_ports[inPort]->QueueOf(p->priority), CreditBlocks(p->wireBytes));
     }
     m_pool->Release(p);
 }
