@@ -505,7 +505,8 @@ class _StageBuilder:
             # tied embeddings: first and last stage sum their copies' grads, 4·V·h/t
             emb = self.m.vocab_size * self.m.hidden_size // self.par.tp
             fin.append(P.coll("grad/embd_allreduce", AR, EMBD, sz.grad_bytes(emb), [base, fin], **kw))
-        opt_ns = kernels_ns(self.hw, kn.optimizer_kernels(self.optimizer_params(), sz.OPTIMIZER_BYTES_PER_PARAM))
+        opt_ns = kernels_ns(self.hw, kn.optimizer_kernels(self.optimizer_params(), sz.OPTIMIZER_BYTES_PER_PARAM,
+                                                          loss_scaling=self.m.loss_scaling))
         opt = P.compute("opt/step", 0, [base, fin], phase=OPT, mb=-1, layer=-1, duration_ns=opt_ns)
         for gk, params, chunk, k in self.zero1_buckets:
             name = "dp" if gk == DP else "edp"
