@@ -649,6 +649,8 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
         "params_per_gpu_by_stage": [up.total for up in stage_params],
         "model_state_bytes_per_gpu_by_stage": state,
         "model_flops_per_iteration": fl.model_flops_per_iteration(model, par.global_batch_size),
+        "megatron_flops_per_iteration": fl.megatron_flops_per_iteration(model, par.global_batch_size,
+                                                                        par.recompute),
         "bubble_fraction_ideal": bubble_fraction(par.pp, par.num_microbatches, par.vpp),
     }
     specs = {"model": _spec_dict(model), "parallelism": _spec_dict(par), "hardware": _spec_dict(hw),
