@@ -17,8 +17,9 @@ The fit minimises the squared log ratio predicted/measured over every row, by Le
 memory-bound kind a fit of (efficiency, launch) over every row, after which the efficiency alone is refitted
 (launch kept) on the rows of at least STREAM_TOKENS tokens. Below that, the operands partly stay in L2 and
 the kernels run faster per byte than from HBM; training micro-batches (b·s ≥ 2048 tokens) are all above it,
-where a fit over every row made norms 12-20 % too fast at the largest profiled sizes. Kinds without data keep the base GPU's values. The
-flash-attention efficiencies are not fitted (no attention kernel in these profiles). Deterministic.
+where a fit over every row made norms 13-19 % too fast at the largest profiled sizes. Kinds without data
+keep the base GPU's values. The flash-attention efficiencies are not fitted (no attention kernel in these
+profiles). Deterministic.
 """
 
 from __future__ import annotations

@@ -38,14 +38,14 @@ The software stack of the model spec (cosim.workload.model) changes some of them
 - ``attention_kernel = "unfused"`` (Megatron-LM 2021) replaces the flash-attention kernel by, per
   sequence and head (count = b·heads/t batched GEMMs, q = s/cp queries, k keys):
 
-  =====================  =====================================  ===========================
-  forward                backward                               kind
-  =====================  =====================================  ===========================
-  scores Q·Kᵀ (q, k, d)  dQ = dS·K (q, d, k), dK = dSᵀ·Q (k, d, q)  batched GEMM
-  scale-mask-softmax     softmax backward                        elementwise, 4 / 6 B per score
-  dropout (if > 0)       dropout backward                        elementwise, 5 / 5 B per score
-  context P·V (q, d, k)  dP = dO·Vᵀ (q, k, d), dV = Pᵀ·dO (k, d, q)  batched GEMM
-  =====================  =====================================  ===========================
+  ======================  ==========================================  ==============================
+  forward                 backward                                    kind
+  ======================  ==========================================  ==============================
+  scores Q·Kᵀ (q, k, d)   dQ = dS·K (q, d, k), dK = dSᵀ·Q (k, d, q)   batched GEMM
+  scale-mask-softmax      softmax backward                            elementwise, 4 / 6 B per score
+  dropout (if > 0)        dropout backward                            elementwise, 5 / 5 B per score
+  context P·V (q, d, k)   dP = dO·Vᵀ (q, k, d), dV = Pᵀ·dO (k, d, q)  batched GEMM
+  ======================  ==========================================  ==============================
 
   the b·heads/t·q·k scores are fp16 in HBM and the causal mask saves nothing (the full matrix is computed).
 
