@@ -81,13 +81,18 @@ def test_predicted_kernel_times_match_measured_rows_within_the_reported_error(gp
 
 @pytest.mark.parametrize("gpu", ["a100", "h100"])
 def test_shipped_error_tables_cover_every_profiled_op(gpu):
-    """The fitted presets record median and max in-sample error per operator; medians are small."""
+    """The fitted presets record median and max in-sample error per operator; medians are small: GEMMs over
+    every row, memory-bound operators over the rows of ≥ 1024 tokens (their HBM efficiency is fitted to
+    the large rows, where training runs; smaller ones partly run from L2 and are predicted slow)."""
     errors = shipped_errors(gpu)
     assert set(errors) == {"attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj", "emb",
                            "input_layernorm", "post_attention_layernorm", "attn_rope", "mlp_act", "add"}
     for op, e in errors.items():
         assert 0 <= e["median"] <= e["max"] and e["points"] == 2088
-        assert e["median"] < (0.1 if op.endswith("proj") else 0.16), op
+        if op.endswith("proj"):
+            assert e["median"] < 0.1, op
+        else:
+            assert e["median_large"] < 0.13 and e["median"] < 0.3, op
 
 
 @pytest.mark.parametrize("gpu", ["a100", "h100", "h200", "b200"])
@@ -190,3 +195,66 @@ def test_presets_hold_datasheet_numbers():
         h = get_hardware(gpu)
         assert (h.peak_flops_per_s, h.hbm_bytes_per_s, h.nvlink_bytes_per_s, h.nic_bytes_per_s, h.sm_count) == row
 
+
+
+@pytest.mark.parametrize("gpu", ["a100", "h100"])
+def test_unfused_attention_pays_for_the_score_matrix_in_hbm(gpu):
+    """Megatron-2021's unfused attention writes and reads the b·heads·s² scores: its forward is slower than
+    flash attention by at least the softmax and dropout passes over them at full HBM bandwidth, its
+    backward likewise, and its batched GEMMs do the causal-blind 4·b·s²·h/t FLOPs each way (×2 backward)."""
+    hw = get_hardware(gpu)
+    flash = get_model("megatron-gpt-7.5b", attention_kernel="flash", attention_dropout=0.0)
+    unfused = get_model("megatron-gpt-7.5b")
+    par = ParallelismSpec(tp=4, micro_batch_size=4, global_batch_size=4)
+    scores = 4 * (32 // 4) * 2048 * 2048
+    for block, passes in (("attn", kn.SOFTMAX_FWD + kn.DROPOUT), ("attn_dgrad", kn.SOFTMAX_BWD + kn.DROPOUT)):
+        slow, fast = (kernels_ns(hw, kn.block_kernels(m, par)[block]) for m in (unfused, flash))
+        extra = slow - fast
+        assert extra > passes * scores / hw.hbm_bytes_per_s * 1e9
+    fwd = [k for k in kn.block_kernels(unfused, par)["attn"] if isinstance(k, Gemm) and k.count > 1]
+    bwd = [k for k in kn.block_kernels(unfused, par)["attn_dgrad"] if isinstance(k, Gemm) and k.count > 1]
+    core = 4 * 4 * 2048 * 2048 * 4096 // 4
+    assert sum(k.flops for k in fwd) == core and sum(k.flops for k in bwd) == 2 * core
+
+
+def test_the_software_stack_sets_the_memory_bound_kernels():
+    """Learned positions replace the rotary kernels by a position add in the embedding; hidden dropout
+    turns each residual add into a dropout-add (7 B instead of 6 per element); fp16 loss scaling adds an
+    8 B/param pass to the optimizer step, the gradient norm a 4 B/param one."""
+    par = ParallelismSpec(tp=2, global_batch_size=1)
+    llama = kn.block_kernels(get_model("llama2-7b"), par)
+    gpt = kn.block_kernels(get_model("megatron-gpt-3.6b"), par)
+    kinds = lambda blocks: {k.kind for ks in blocks.values() for k in ks if isinstance(k, Stream)}  # noqa: E731
+    assert "rope" in kinds(llama) and "rope" not in kinds(gpt)
+    assert len(gpt["lookup"]) == 3 and len(llama["lookup"]) == 1  # gather, position add, dropout
+    n, h = 2048, 3072
+    adds = [k for k in gpt["mlp"] if isinstance(k, Stream) and k.kind == "elementwise"]
+    assert adds == [Stream("elementwise", kn.DROPOUT_ADD * n * h)]
+    plain = kn.optimizer_kernels(1000, 32)
+    fp16 = kn.optimizer_kernels(1000, 32, loss_scaling=True)
+    assert sum(k.nbytes for k in plain) == (32 + kn.GRAD_NORM_BYTES_PER_PARAM) * 1000
+    assert sum(k.nbytes for k in fp16) - sum(k.nbytes for k in plain) == kn.LOSS_SCALE_BYTES_PER_PARAM * 1000
+
+
+@pytest.mark.parametrize("size, billions", [("1.7b", 1.7), ("3.6b", 3.6), ("7.5b", 7.5), ("18.4b", 18.4),
+                                            ("39.1b", 39.1), ("76.1b", 76.1), ("145.6b", 145.6)])
+def test_megatron_presets_have_the_parameters_of_table_1(size, billions):
+    """The megatron-gpt-* presets hold the published parameter counts (Narayanan et al. SC'21, Table 1, to
+    the 0.1 B it prints), and Megatron's FLOP count is its closed form 96·B·s·l·h²(1 + s/6h + V/16lh)."""
+    from cosim.workload.flops import megatron_flops_per_iteration, megatron_gpt_formula
+    from cosim.workload.model import total_params
+
+    m = get_model(f"megatron-gpt-{size}")
+    assert total_params(m) / 1e9 == pytest.approx(billions, abs=0.06)
+    assert megatron_flops_per_iteration(m, 512, recompute=True) == pytest.approx(megatron_gpt_formula(m, 512),
+                                                                                 rel=1e-12)
+
+
+@pytest.mark.parametrize("field, value", [("attention_kernel", "xformers"), ("attention_dropout", 1.0),
+                                          ("hidden_dropout", -0.1), ("loss_scaling", "yes")])
+def test_stack_fields_are_checked(field, value):
+    """A wrong software-stack field is an input error naming the field."""
+    from cosim.errors import CosimInputError
+
+    with pytest.raises(CosimInputError, match=f"model.{field}"):
+        get_model("llama2-7b", **{field: value})

@@ -169,3 +169,25 @@ def test_dry_run_headroom_is_what_the_switches_configure(fields):
     plan = describe(compile_plan(exp))
     assert plan["headroom_bytes_per_port_min"] == run(exp).summary["min_headroom_bytes"]
     assert 0 < plan["shared_pool_bytes_per_switch_min"] < plan["buffer_bytes_per_switch"]
+
+
+def test_a_trace_file_carries_its_gpu_and_the_resolved_experiment_names_none_other(tmp_path):
+    """A run of a trace file resolves no GPU of its own (the trace says which GPU it was generated for, an
+    A100 trace is never shown as h100); giving one beside the file is an input error naming the field."""
+    from cosim.workload.builder import build_trace
+    from cosim.workload.hardware import get_hardware
+    from cosim.workload.model import get_model
+    from cosim.workload.parallelism import ParallelismSpec
+    from cosim.workload.trace import write_trace
+
+    path = tmp_path / "a100.h5"
+    write_trace(path, build_trace(get_model("llama2-7b", num_layers=1), ParallelismSpec(dp=2, global_batch_size=2),
+                            get_hardware("a100", gpus_per_host=1)))
+    exp = make("training", trace=str(path), gpus_per_server=1)
+    assert exp.workload.gpu is None
+    assert not [line for line in to_toml(to_document(exp)).splitlines() if line.startswith("gpu ")]
+    with pytest.raises(CosimInputError) as exc:
+        make("training", trace=str(path), **{"workload.gpu": "h100"})
+    assert exc.value.field == "workload.gpu"
+    generated = make("training", **{"workload.model": "llama2-7b"}).workload.generate_trace(8)
+    assert generated.spec_dict()["hardware"]["name"] == "h100"

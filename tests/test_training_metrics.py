@@ -83,3 +83,43 @@ def test_transfer_slowdown_takes_the_chunks_of_a_message_together(transport, eng
     assert np.all(f["transfer"][roots] == roots)  # a root is its own first chunk
     s = rec.summary
     assert 1.0 <= s["transfer_slowdown_p50"] <= s["transfer_slowdown_p99"] < 1.05
+
+
+#: a 2-layer GPT on Megatron's 2021 stack, small enough for a sub-second iteration
+TINY_GPT = {"num_layers": 2, "hidden_size": 256, "num_heads": 4, "num_kv_heads": 4, "ffn_hidden_size": 1024,
+            "vocab_size": 1024, "seq_length": 256}
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_flop_rates_divide_the_iteration_flops_by_the_simulated_time(transport, engine_ns):
+    """MFU and TFLOP/s per GPU of a co-simulated run are the iteration's FLOPs over the simulated iteration
+    time and GPUs: model FLOPs 3·B·F_seq; Megatron's count adds the recomputed layer forward, which for a
+    GPT is the paper's closed form 96·B·s·l·h²·(1 + s/6h + V/16lh); and the rate is below the GPU's peak."""
+    from cosim.spec import from_document
+    from cosim.workload.flops import megatron_gpt_formula, model_flops_per_iteration
+    from cosim.workload.hardware import get_hardware
+    from cosim.workload.model import get_model
+
+    doc = {"network": {"transport": transport, "gpus_per_server": 1, "link_gbps": 100.0},
+           "workload": {"kind": "training", "model": "megatron-gpt-1.7b", "model_overrides": TINY_GPT,
+                        "gpu": "a100", "iterations": 2,
+                        "parallelism": {"dp": 2, "micro_batch_size": 2, "global_batch_size": 8, "recompute": True}}}
+    s = run_experiment(from_document(doc)[0]).summary
+    assert s["status"] == "complete"
+    model = get_model("megatron-gpt-1.7b", **TINY_GPT)
+    seconds = s["iteration_time_ns"] * 1e-9
+    assert s["model_flop_per_s_per_gpu"] == pytest.approx(model_flops_per_iteration(model, 8) / seconds / 2,
+                                                          rel=1e-12)
+    assert s["megatron_flop_per_s_per_gpu"] == pytest.approx(megatron_gpt_formula(model, 8) / seconds / 2, rel=1e-9)
+    peak = get_hardware("a100").peak_flops_per_s
+    assert s["mfu"] == pytest.approx(s["model_flop_per_s_per_gpu"] / peak, rel=1e-12)
+    assert 0 < s["mfu"] < s["megatron_flop_per_s_per_gpu"] / peak < 1
+
+
+def test_flop_rates_are_left_out_for_a_trace_without_a_model(engine_ns):
+    """A hand-made trace has no model FLOPs: no MFU is made up for it."""
+    tr = _two_group_trace(4, tp_bytes=1 * MIB, dp_bytes=1 * MIB)
+    exp = make("training", transport="roce", topology="single-switch", gpus_per_server=2, chunk_bytes=MIB)
+    s = run_experiment(exp, trace=tr).summary
+    assert s["status"] == "complete"
+    assert not {"mfu", "model_flop_per_s_per_gpu", "megatron_flop_per_s_per_gpu"} & set(s)

@@ -39,7 +39,8 @@ Tables (columns and units: ``cosim.results.DATASETS``)
 
 Summary keys (besides :func:`cosim.results.summarize`'s): ``iteration_time_ns``, ``iteration_time_first_ns``,
 ``iteration_times_ns`` (list), ``exposed_comm_ns`` (mean over the same iterations as ``iteration_time_ns``),
-``compute_time_ns`` (busiest rank, per iteration), ``coll_<group>_<kind>_{count,p50_ns,p99_ns,
+``compute_time_ns`` (busiest rank, per iteration), ``mfu``, ``model_flop_per_s_per_gpu`` and
+``megatron_flop_per_s_per_gpu`` (:func:`throughput_entries`), ``coll_<group>_<kind>_{count,p50_ns,p99_ns,
 busbw_gbyte_per_s}`` per group kind (tp, dp, ...) and collective kind present (call time finish − start over
 the same iterations, busbw as nccl-tests: :mod:`cosim.results.collectives`), ``queue_p99_bytes`` (p99 of the sampled
 depth of every switch egress queue over every sample of the run: each recorded change holds until the
@@ -257,6 +258,37 @@ def training_summary(tables: Mapping[str, Mapping[str, np.ndarray]], compute_tim
     return out
 
 
+def throughput_entries(specs: Mapping, iteration_time_ns: float | None, n_ranks: int) -> dict:
+    """FLOP rates of a training run from its trace's ``specs`` (cosim.workload.flops has the conventions):
+
+    - ``model_flop_per_s_per_gpu``: model FLOPs per iteration (3·B·F_seq, no recomputation, the full s×s
+      attention matrix) / (iteration time · GPUs), FLOP/s;
+    - ``megatron_flop_per_s_per_gpu``: the same with Megatron's count (recomputed forward counted, as
+      Narayanan et al. SC'21 report per-GPU TFLOP/s), FLOP/s;
+    - ``mfu``: model_flop_per_s_per_gpu / the GPU's peak dense bf16 FLOP/s (a fraction).
+
+    Empty for a trace without a model (a hand-made trace) or an unfinished iteration."""
+    derived, hw = specs.get("derived", {}), specs.get("hardware", {})
+    model_flops = derived.get("model_flops_per_iteration")
+    megatron = derived.get("megatron_flops_per_iteration")
+    if megatron is None and model_flops is not None and "model" in specs and "parallelism" in specs:
+        from cosim.workload.flops import megatron_flops_per_iteration  # noqa: PLC0415
+        from cosim.workload.model import ModelSpec  # noqa: PLC0415
+
+        par = specs["parallelism"]
+        megatron = megatron_flops_per_iteration(ModelSpec(**specs["model"]), par["global_batch_size"],
+                                                bool(par.get("recompute", False)))
+    if not model_flops or not iteration_time_ns or iteration_time_ns <= 0 or n_ranks < 1:
+        return {}
+    seconds = iteration_time_ns * 1e-9
+    out = {"model_flop_per_s_per_gpu": model_flops / (seconds * n_ranks)}
+    if megatron:
+        out["megatron_flop_per_s_per_gpu"] = megatron / (seconds * n_ranks)
+    if hw.get("peak_flops_per_s"):
+        out["mfu"] = out["model_flop_per_s_per_gpu"] / hw["peak_flops_per_s"]
+    return out
+
+
 def transfer_summary(fabric, net, dag, fop: np.ndarray, flows: dict) -> dict:
     """transfer_slowdown_p50/p99 over finished transfers; stores each flow's transfer in flows["transfer"]
     (the row of its first flow)."""
@@ -349,6 +381,7 @@ class TrainingKind(WorkloadKind):
         summary |= transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine)
         if "transfer" in mine:
             flows["transfer"][rows] = rows[mine["transfer"]]
+        summary |= throughput_entries(trace.spec_dict(), summary["iteration_time_ns"], trace.n_ranks)
         summary |= {"n_ranks": trace.n_ranks, "n_ops": trace.n_ops}
         return summary, tables
 

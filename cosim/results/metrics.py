@@ -39,6 +39,7 @@ SIGNIFICANT = 4
 
 _US, _MS, _KB, _MB = ("us", 1e-3), ("ms", 1e-6), ("KB", 1e-3), ("MB", 1e-6)
 _X = ("", 1.0)
+_TFLOPS = ("TFLOP/s", 1e-12)
 _COUNT = {"integer": True}
 
 #: group kinds and collective kinds of the per-group collective metrics, in display order
@@ -64,7 +65,8 @@ _SHARED_FABRIC = (
 )
 #: the rows of the per-workload table of shared fabrics
 WORKLOAD_KEYS = frozenset({"status", "iterations", "iteration_time_ns", "iteration_time_first_ns",
-                           "compute_time_ns", "exposed_comm_ns", *(c[0] for c in _SHARED_FABRIC), "n_ranks",
+                           "compute_time_ns", "exposed_comm_ns", "mfu", "model_flop_per_s_per_gpu",
+                           "megatron_flop_per_s_per_gpu", *(c[0] for c in _SHARED_FABRIC), "n_ranks",
                            "flows", "flows_completed", "fct_p50_ns", "fct_p99_ns", "fct_slowdown_p50",
                            "fct_slowdown_p99", "transfer_slowdown_p50", "transfer_slowdown_p99"})
 
@@ -166,6 +168,9 @@ METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, 
     ("iteration_time_first_ns", "first iteration time", _MS, {}),
     ("compute_time_ns", "compute, busiest rank", _MS, {}),
     ("exposed_comm_ns", "exposed communication", _MS, {}),
+    ("mfu", "MFU (model FLOPs / peak)", _X, {}),
+    ("model_flop_per_s_per_gpu", "model FLOP/s per GPU", _TFLOPS, {}),
+    ("megatron_flop_per_s_per_gpu", "FLOP/s per GPU, Megatron's count", _TFLOPS, {}),
     *_SHARED_FABRIC,
     *_INFERENCE,
     *_COLL,
@@ -233,6 +238,7 @@ _KNOWN = {m.key: m for m in METRICS}
 
 #: key suffix -> (raw unit, display unit, scale) for keys not in METRICS
 _SUFFIXES = (
+    ("_flop_per_s_per_gpu", "FLOP/s", "TFLOP/s", 1e-12),
     ("_per_s", "1/s", "1/s", 1.0),
     ("_gbyte_per_s", "GB/s", "GB/s", 1.0),
     ("_ns", "ns", "us", 1e-3),
@@ -272,7 +278,8 @@ def ordered_keys(summaries: Sequence[Mapping]) -> list[str]:
 #: the result rows of the side-by-side table of co-simulated training runs (simulator rows follow them)
 TRAINING_KEYS = frozenset({
     "status", "iterations", "iteration_time_ns", "iteration_time_first_ns", "compute_time_ns", "exposed_comm_ns",
-    *(c[0] for c in _COLL), "n_ranks", "flows", "flows_completed", "transfer_slowdown_p50",
+    "mfu", "model_flop_per_s_per_gpu", "megatron_flop_per_s_per_gpu", *(c[0] for c in _COLL), "n_ranks", "flows",
+    "flows_completed", "transfer_slowdown_p50",
     "transfer_slowdown_p99", "fct_slowdown_p50", "fct_slowdown_p99", "link_utilization_max", "max_queue_bytes",
     "queue_p99_bytes", "drops", "switch_drops", "retransmitted_packets", "naks_sent", "timeouts", "ecn_marks",
     "cnps_sent", "pause_frames_sent", "pfc_paused_ns", "pfc_paused_port_max_ns", "credit_stall_ns",

@@ -20,6 +20,8 @@ from cosim.workload.parallelism import ParallelismSpec
 
 #: a document's transport may also be "both": one Experiment per transport
 TRANSPORT_CHOICES = (*TRANSPORTS, "both")
+#: GPU preset of a generated training trace when the workload names none
+DEFAULT_GPU = "h100"
 PATTERNS = ("incast", "permutation")
 WORKLOAD_KINDS = ("flows", "training", "inference")
 #: kinds a workload of ``[[workloads]]`` may have: flows, training and background traffic
@@ -51,7 +53,8 @@ class TrainingWorkload:
 
     ``trace`` names a cosim trace file (``cosim trace``); otherwise ``model`` (a preset of ``cosim trace
     --list-models``) with ``model_overrides`` (ModelSpec fields), ``parallelism`` (ParallelismSpec fields)
-    and ``gpu`` (a hardware preset) generate it, deterministically. ``iterations`` are chained; the first
+    and ``gpu`` (a hardware preset, h100 when not given) generate it, deterministically; a trace file carries
+    the GPU it was generated for, so ``gpu`` is left unset with it. ``iterations`` are chained; the first
     warms the fabric up.
     """
 
@@ -60,7 +63,8 @@ class TrainingWorkload:
     model: str | None = v.spec_field(v.Optional(v.Text(nonempty=True)), None, "model preset to generate from")
     model_overrides: tuple[tuple[str, object], ...] = v.spec_field(v.Kind(), (), "ModelSpec fields")
     parallelism: tuple[tuple[str, object], ...] = v.spec_field(v.Kind(), (), "ParallelismSpec fields")
-    gpu: str = v.spec_field(v.Text(nonempty=True), "h100", "GPU preset of a generated trace")
+    gpu: str | None = v.spec_field(v.Optional(v.Text(nonempty=True)), None,
+                                   "GPU preset of a generated trace [h100]; a trace file carries its own")
     iterations: int = v.spec_field(v.Int(minimum=1, maximum=10_000), 1, "training iterations to chain")
     chunk_bytes: int = v.spec_field(v.Size(minimum=1), 4 << 20, "largest flow a transfer is split into, bytes")
     algorithm: str = v.spec_field(v.Choice(ALGORITHM_NAMES), "auto", "collective algorithm")
@@ -75,6 +79,10 @@ class TrainingWorkload:
         if self.trace is not None and (self.model_overrides or self.parallelism):
             raise CosimInputError("workload.parallelism", "applies to a generated trace, not to a trace file",
                                   "remove it, or give workload.model instead of workload.trace")
+        if self.trace is not None and self.gpu is not None:
+            raise CosimInputError("workload.gpu", "applies to a generated trace; a trace file carries the GPU it "
+                                  "was generated for", "remove workload.gpu, or regenerate the trace with cosim "
+                                  "trace --gpu")
 
     def generate_trace(self, gpus_per_server: int | None):
         """The Trace this workload generates from its model (None for a trace file or an in-memory trace)."""
@@ -88,7 +96,7 @@ class TrainingWorkload:
             raise CosimInputError("workload.parallelism", str(exc).split(")")[-1].strip() or str(exc),
                                   "see ParallelismSpec for the fields") from None
         return build_trace(get_model(self.model, **dict(self.model_overrides)), parallelism,
-                           get_hardware(self.gpu, **hardware))
+                           get_hardware(self.gpu or DEFAULT_GPU, **hardware))
 
 
 KV_TRANSFER_MODES = ("layer", "whole")

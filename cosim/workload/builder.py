@@ -505,7 +505,8 @@ class _StageBuilder:
             # tied embeddings: first and last stage sum their copies' grads, 4·V·h/t
             emb = self.m.vocab_size * self.m.hidden_size // self.par.tp
             fin.append(P.coll("grad/embd_allreduce", AR, EMBD, sz.grad_bytes(emb), [base, fin], **kw))
-        opt_ns = kernels_ns(self.hw, kn.optimizer_kernels(self.optimizer_params(), sz.OPTIMIZER_BYTES_PER_PARAM))
+        opt_ns = kernels_ns(self.hw, kn.optimizer_kernels(self.optimizer_params(), sz.OPTIMIZER_BYTES_PER_PARAM,
+                                                          loss_scaling=self.m.loss_scaling))
         opt = P.compute("opt/step", 0, [base, fin], phase=OPT, mb=-1, layer=-1, duration_ns=opt_ns)
         for gk, params, chunk, k in self.zero1_buckets:
             name = "dp" if gk == DP else "edp"
@@ -648,6 +649,8 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
         "params_per_gpu_by_stage": [up.total for up in stage_params],
         "model_state_bytes_per_gpu_by_stage": state,
         "model_flops_per_iteration": fl.model_flops_per_iteration(model, par.global_batch_size),
+        "megatron_flops_per_iteration": fl.megatron_flops_per_iteration(model, par.global_batch_size,
+                                                                        par.recompute),
         "bubble_fraction_ideal": bubble_fraction(par.pp, par.num_microbatches, par.vpp),
     }
     specs = {"model": _spec_dict(model), "parallelism": _spec_dict(par), "hardware": _spec_dict(hw),

@@ -16,6 +16,14 @@ Backward = input gradient (1× forward of each matmul, 2× for the attention cor
 plus weight gradient (1× forward of each weight matmul), i.e. 2× forward in total. Summed over all ranks
 and micro-batches, forward + backward is ``3·B·F_seq`` where F_seq is the forward of one sequence, which for
 GPT (kv = heads, f = 4h, no gating) is Megatron's 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)).
+
+Two totals per iteration, both with the full s×s attention matrix (a causal mask saves nothing here, as in
+the paper):
+
+- *model FLOPs* ``3·B·F_seq``: what the model needs, whatever the implementation; MFU divides these.
+- *Megatron FLOPs*: the count of Narayanan et al. (SC'21, eq. 3), which adds the recomputed forward of the
+  transformer layers under full activation recomputation (4× forward for the layers, 3× for the logits):
+  96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) for GPT. Their per-GPU TFLOP/s (Table 1) divide these.
 """
 
 from __future__ import annotations
@@ -94,7 +102,21 @@ def model_flops_per_iteration(m: ModelSpec, global_batch_size: int) -> int:
     return 3 * global_batch_size * sequence_forward_flops(m)
 
 
+def megatron_flops_per_iteration(m: ModelSpec, global_batch_size: int, recompute: bool) -> int:
+    """FLOPs of one iteration as Megatron counts them (module docstring): model FLOPs plus, with full
+    activation recomputation, one more forward of the transformer layers (not of the logits)."""
+    head = 2 * m.seq_length * m.hidden_size * m.vocab_size
+    layers = sequence_forward_flops(m) - head
+    return model_flops_per_iteration(m, global_batch_size) + (global_batch_size * layers if recompute else 0)
+
+
 def gpt_flops_formula(m: ModelSpec, global_batch_size: int) -> float:
     """Megatron's closed form 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) (valid for GPT-shaped models)."""
     B, s, l, h, V = global_batch_size, m.seq_length, m.num_layers, m.hidden_size, m.vocab_size
     return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
+
+
+def megatron_gpt_formula(m: ModelSpec, global_batch_size: int) -> float:
+    """Megatron's closed form with full recomputation, 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) (SC'21, eq. 3)."""
+    B, s, l, h, V = global_batch_size, m.seq_length, m.num_layers, m.hidden_size, m.vocab_size
+    return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))

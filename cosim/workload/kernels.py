@@ -25,10 +25,32 @@ embedding lookup   n·h                  4, 10     embedding   (gather rows / fp
 cross-entropy      n·V/t                14, 8     elementwise (fp32 vocab-parallel softmax passes)
 MoE permutation    n·k·h, ×2 (both)     4, 4      elementwise (dispatch permute and combine unpermute)
 Adam step          parameters           32        elementwise (``sizes.OPTIMIZER_BYTES_PER_PARAM``)
+gradient norm      parameters           4         elementwise (read the fp32 grads once for clipping)
+loss-scale check   parameters           8         elementwise (fp16 only: unscale in place, inf/NaN check)
 =================  ===================  ========  ====================================================
 
+The software stack of the model spec (cosim.workload.model) changes some of them:
+
+- rotary embedding only with ``position_embedding = "rope"``; learned positions add their rows to the
+  token embedding instead (6 B per n·h element: read both, write the sum);
+- ``hidden_dropout`` > 0 turns each residual add into a dropout-add that also writes (forward) and reads
+  (backward) a one-byte mask: 7 B per element each way, and adds a dropout to the embedding (5 B);
+- ``attention_kernel = "unfused"`` (Megatron-LM 2021) replaces the flash-attention kernel by, per
+  sequence and head (count = b·heads/t batched GEMMs, q = s/cp queries, k keys):
+
+  ======================  ==========================================  ==============================
+  forward                 backward                                    kind
+  ======================  ==========================================  ==============================
+  scores Q·Kᵀ (q, k, d)   dQ = dS·K (q, d, k), dK = dSᵀ·Q (k, d, q)   batched GEMM
+  scale-mask-softmax      softmax backward                            elementwise, 4 / 6 B per score
+  dropout (if > 0)        dropout backward                            elementwise, 5 / 5 B per score
+  context P·V (q, d, k)   dP = dO·Vᵀ (q, k, d), dV = Pᵀ·dO (k, d, q)  batched GEMM
+  ======================  ==========================================  ==============================
+
+  the b·heads/t·q·k scores are fp16 in HBM and the causal mask saves nothing (the full matrix is computed).
+
 Left out as negligible: biases (fused into GEMM epilogues), the router's softmax/top-k over n·E values,
-norm weight gradients, dropout (LLaMA-style models have none).
+norm weight gradients.
 """
 
 from __future__ import annotations
@@ -46,6 +68,12 @@ ADD_FWD = ADD_BWD = 6
 EMBED_FWD, EMBED_BWD = 4, 10
 LOSS_FWD, LOSS_BWD = 14, 8
 PERMUTE = 4
+DROPOUT_ADD = 7  #: residual add with a dropout mask (one byte per element), each way
+POSITION_ADD = 6  #: learned position rows added to the token embedding
+DROPOUT = 5  #: standalone dropout: read, write, one-byte mask
+SOFTMAX_FWD, SOFTMAX_BWD = 4, 6
+GRAD_NORM_BYTES_PER_PARAM = 4  #: one read of the fp32 gradients
+LOSS_SCALE_BYTES_PER_PARAM = 8  #: unscale the fp32 gradients in place (read + write)
 
 
 def _act_bytes(gated: bool, backward: bool) -> int:
@@ -66,13 +94,15 @@ class _Shapes:
     heads: int  # query heads per TP rank
     d: int
     s_keys: int  # keys per attention kernel (s, or s/cp per ring step)
+    b: int  # sequences per micro-batch
+    m: ModelSpec
 
 
 def _shapes(m: ModelSpec, par: ParallelismSpec) -> _Shapes:
     n = par.micro_batch_size * m.seq_length // par.cp
     return _Shapes(n=n, n_sp=n // par.tp if par.sp else n, t=par.tp, h=m.hidden_size, kv=m.kv_size,
                    f=m.ffn_hidden_size, gated=m.gated_mlp, heads=m.num_heads // par.tp, d=m.head_dim,
-                   s_keys=m.seq_length // par.cp)
+                   s_keys=m.seq_length // par.cp, b=par.micro_batch_size, m=m)
 
 
 def _norm(x: _Shapes, backward: bool) -> Stream:
@@ -80,11 +110,14 @@ def _norm(x: _Shapes, backward: bool) -> Stream:
 
 
 def _add(x: _Shapes) -> Stream:
-    return Stream("elementwise", ADD_FWD * x.n_sp * x.h)
+    per_element = DROPOUT_ADD if x.m.hidden_dropout > 0 else ADD_FWD
+    return Stream("elementwise", per_element * x.n_sp * x.h)
 
 
-def _rope(x: _Shapes, backward: bool) -> Stream:
-    return Stream("rope", (ROPE_BWD if backward else ROPE_FWD) * x.n * (x.h + x.kv) // x.t)
+def _rope(x: _Shapes, backward: bool) -> tuple[Kernel, ...]:
+    if x.m.position_embedding != "rope":
+        return ()
+    return (Stream("rope", (ROPE_BWD if backward else ROPE_FWD) * x.n * (x.h + x.kv) // x.t),)
 
 
 def _qkv(x: _Shapes) -> Gemm:
@@ -95,8 +128,17 @@ def _oproj(x: _Shapes) -> Gemm:
     return Gemm(x.n, x.h, x.h // x.t)
 
 
-def _attention(x: _Shapes, *, backward: bool) -> Attention:
-    return Attention(queries=x.n, keys=x.s_keys, heads=x.heads, head_dim=x.d, causal=True, backward=backward)
+def _attention(x: _Shapes, *, backward: bool) -> tuple[Kernel, ...]:
+    if x.m.attention_kernel == "flash":
+        return (Attention(queries=x.n, keys=x.s_keys, heads=x.heads, head_dim=x.d, causal=True,
+                          backward=backward),)
+    q, k, d, count = x.n // x.b, x.s_keys, x.d, x.b * x.heads
+    scores = count * q * k
+    dropout = (Stream("elementwise", DROPOUT * scores),) if x.m.attention_dropout > 0 else ()
+    if not backward:
+        return (Gemm(q, k, d, count), Stream("elementwise", SOFTMAX_FWD * scores), *dropout, Gemm(q, d, k, count))
+    return (Gemm(q, k, d, count), Gemm(k, d, q, count), *dropout, Stream("elementwise", SOFTMAX_BWD * scores),
+            Gemm(q, d, k, count), Gemm(k, d, q, count))
 
 
 def _mlp_gemms(x: _Shapes, tokens: int, count: int = 1) -> tuple[Gemm, Gemm]:
@@ -116,17 +158,17 @@ def block_kernels(m: ModelSpec, par: ParallelismSpec) -> dict[str, tuple[Kernel,
     x = _shapes(m, par)
     qkv, oproj = _qkv(x), _oproj(x)
     out: dict[str, tuple[Kernel, ...]] = {}
-    out["attn"] = (_norm(x, False), qkv, _rope(x, False), _attention(x, backward=False), oproj, _add(x))
-    out["attn_dgrad"] = (_add(x), oproj.dgrad(), _attention(x, backward=True), _rope(x, True), qkv.dgrad(),
+    out["attn"] = (_norm(x, False), qkv, *_rope(x, False), *_attention(x, backward=False), oproj, _add(x))
+    out["attn_dgrad"] = (_add(x), oproj.dgrad(), *_attention(x, backward=True), *_rope(x, True), qkv.dgrad(),
                          _norm(x, True))
     out["attn_wgrad"] = (qkv.wgrad(), oproj.wgrad())
     # ring attention (cp > 1): the same kernels split around the K,V exchange
-    out["qkv"] = (_norm(x, False), qkv, _rope(x, False))
-    out["attn_core_chunk"] = (_attention(x, backward=False),)
+    out["qkv"] = (_norm(x, False), qkv, *_rope(x, False))
+    out["attn_core_chunk"] = _attention(x, backward=False)
     out["oproj"] = (oproj, _add(x))
     out["oproj_dgrad"] = (_add(x), oproj.dgrad())
-    out["attn_core_bwd_chunk"] = (_attention(x, backward=True),)
-    out["qkv_dgrad"] = (_rope(x, True), qkv.dgrad(), _norm(x, True))
+    out["attn_core_bwd_chunk"] = _attention(x, backward=True)
+    out["qkv_dgrad"] = (*_rope(x, True), qkv.dgrad(), _norm(x, True))
 
     act_elems = x.n * x.f // x.t
     if m.is_moe:
@@ -150,8 +192,10 @@ def block_kernels(m: ModelSpec, par: ParallelismSpec) -> dict[str, tuple[Kernel,
                             up.dgrad(), _norm(x, True))
         out["mlp_wgrad"] = (down.wgrad(), up.wgrad())
 
-    out["lookup"] = (Stream("embedding", EMBED_FWD * x.n * x.h),)
-    out["lookup_wgrad"] = (Stream("embedding", EMBED_BWD * x.n * x.h),)
+    position = (Stream("elementwise", POSITION_ADD * x.n * x.h),) if m.position_embedding == "learned" else ()
+    embed_dropout = (Stream("elementwise", DROPOUT * x.n * x.h),) if m.hidden_dropout > 0 else ()
+    out["lookup"] = (Stream("embedding", EMBED_FWD * x.n * x.h), *position, *embed_dropout)
+    out["lookup_wgrad"] = (*embed_dropout, Stream("embedding", EMBED_BWD * x.n * x.h))
     logits = Gemm(x.n, m.vocab_size // x.t, x.h)
     loss_elems = x.n * m.vocab_size // x.t
     out["logits"] = (_norm(x, False), logits, Stream("elementwise", LOSS_FWD * loss_elems))
@@ -160,6 +204,12 @@ def block_kernels(m: ModelSpec, par: ParallelismSpec) -> dict[str, tuple[Kernel,
     return out
 
 
-def optimizer_kernels(params: int, bytes_per_param: int) -> tuple[Kernel, ...]:
-    """The Adam step over ``params`` parameters: one memory-bound pass of ``bytes_per_param`` each."""
-    return (Stream("elementwise", bytes_per_param * params),) if params > 0 else ()
+def optimizer_kernels(params: int, bytes_per_param: int, *, loss_scaling: bool = False) -> tuple[Kernel, ...]:
+    """The optimizer step over ``params`` parameters: with fp16 ``loss_scaling`` an unscale and inf/NaN check
+    pass, then the gradient norm (clipping), then the Adam update of ``bytes_per_param`` per parameter; each
+    one memory-bound pass over the parameters."""
+    if params <= 0:
+        return ()
+    unscale = (Stream("elementwise", LOSS_SCALE_BYTES_PER_PARAM * params),) if loss_scaling else ()
+    return (*unscale, Stream("elementwise", GRAD_NORM_BYTES_PER_PARAM * params),
+            Stream("elementwise", bytes_per_param * params))

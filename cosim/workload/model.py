@@ -20,6 +20,21 @@ Parameter count (exact, the formula the trace uses for gradient and parameter me
 
 For GPT-3 (biases, layernorm, learned positions, tied embeddings) this is Megatron's
 ``P = 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h))`` plus the final layernorm's 2h.
+
+Software stack. Besides its shape, a spec says how it is run, which sets the kernels of an iteration
+(cosim.workload.kernels) but not its parameters or model FLOPs:
+
+- ``attention_kernel``: "flash" (one fused FlashAttention kernel each way) or "unfused" (Megatron-LM 2021:
+  batched Q·Kᵀ GEMM, fused scale-mask-softmax, dropout, batched probs·V GEMM, with the s×s matrices in HBM);
+- ``attention_dropout`` / ``hidden_dropout``: dropout probabilities (GPT-2/3 era 0.1; LLaMA-style 0);
+- ``position_embedding``: "learned" adds position rows to the token embedding, "rope" rotates Q and K;
+- ``loss_scaling``: fp16 mixed precision with dynamic loss scaling (an unscale and inf/NaN check pass over
+  the gradients before the step); bf16 needs none.
+
+The presets say which stack they assume: ``llama2-*``, ``mixtral-8x7b``: flash, no dropout, rope, bf16;
+``gpt3-175b``: GPT-3's architecture on a current stack (flash, no dropout, bf16); ``megatron-gpt-*``: the
+GPT configurations of Megatron-LM's Table 1 (Narayanan et al., SC'21) on its 2021 stack (unfused attention,
+dropout 0.1, learned positions, fp16 with loss scaling).
 """
 
 from __future__ import annotations
@@ -31,6 +46,7 @@ from cosim.errors import CosimInputError
 
 NORMS = ("rmsnorm", "layernorm")
 POSITION_EMBEDDINGS = ("rope", "learned")
+ATTENTION_KERNELS = ("flash", "unfused")
 
 
 #: largest value of a model dimension: far beyond any model built, small enough that parameter, activation
@@ -69,12 +85,16 @@ class ModelSpec:
     norm: str = "rmsnorm"  #: "rmsnorm" (h params) or "layernorm" (2h params)
     position_embedding: str = "rope"  #: "rope" (no params) or "learned" (s·h params)
     tied_embeddings: bool = False  #: output layer shares the input embedding matrix
+    attention_kernel: str = "flash"  #: "flash" (fused FlashAttention) or "unfused" (s×s scores through HBM)
+    attention_dropout: float = 0.0  #: dropout probability on the attention probabilities, [0, 1)
+    hidden_dropout: float = 0.0  #: dropout probability after the attention and MLP blocks, [0, 1)
+    loss_scaling: bool = False  #: fp16 with dynamic loss scaling (unscale + inf check pass over the grads)
 
     def __post_init__(self) -> None:
         for field in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "ffn_hidden_size",
                       "vocab_size", "seq_length", "num_experts", "top_k"):
             _check_positive_int(f"model.{field}", getattr(self, field))
-        for field in ("gated_mlp", "linear_bias", "tied_embeddings"):
+        for field in ("gated_mlp", "linear_bias", "tied_embeddings", "loss_scaling"):
             if not isinstance(getattr(self, field), bool):
                 raise CosimInputError(f"model.{field}", f"must be true or false, got {getattr(self, field)!r}")
         if self.hidden_size % self.num_heads:
@@ -95,6 +115,14 @@ class ModelSpec:
         if self.position_embedding not in POSITION_EMBEDDINGS:
             raise CosimInputError("model.position_embedding", f"unknown kind {self.position_embedding!r}",
                                   f"choose among {', '.join(POSITION_EMBEDDINGS)}")
+        if self.attention_kernel not in ATTENTION_KERNELS:
+            raise CosimInputError("model.attention_kernel", f"unknown attention kernel {self.attention_kernel!r}",
+                                  f"choose among {', '.join(ATTENTION_KERNELS)}")
+        for field in ("attention_dropout", "hidden_dropout"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise CosimInputError(f"model.{field}", f"must be a probability in [0, 1), got {value!r}",
+                                      "use 0 for no dropout or e.g. 0.1")
 
     @property
     def head_dim(self) -> int:
@@ -144,6 +172,25 @@ PRESETS: dict[str, ModelSpec] = {
     "mixtral-8x7b": ModelSpec(name="mixtral-8x7b", num_layers=32, hidden_size=4096, num_heads=32, num_kv_heads=8,
                               ffn_hidden_size=14336, vocab_size=32000, seq_length=4096, num_experts=8, top_k=2),
 }
+
+
+def _megatron_gpt(name: str, layers: int, hidden: int, heads: int) -> ModelSpec:
+    """A GPT of Megatron-LM's Table 1 (Narayanan et al., SC'21) on its 2021 stack: GPT-2/3 architecture
+    (GELU MLP of 4h, biases, layernorm, learned positions, tied embeddings), sequence 2048, the GPT-2
+    vocabulary padded to 51,200; unfused attention, dropout 0.1, fp16 with dynamic loss scaling."""
+    return ModelSpec(name=name, num_layers=layers, hidden_size=hidden, num_heads=heads, num_kv_heads=heads,
+                     ffn_hidden_size=4 * hidden, vocab_size=51200, seq_length=2048, gated_mlp=False,
+                     linear_bias=True, norm="layernorm", position_embedding="learned", tied_embeddings=True,
+                     attention_kernel="unfused", attention_dropout=0.1, hidden_dropout=0.1, loss_scaling=True)
+
+
+# Narayanan et al. 2021, Table 1: (parameters, attention heads, hidden size, layers)
+PRESETS |= {f"megatron-gpt-{size}": _megatron_gpt(f"megatron-gpt-{size}", layers, hidden, heads)
+            for size, heads, hidden, layers in (("1.7b", 24, 2304, 24), ("3.6b", 32, 3072, 30),
+                                                ("7.5b", 32, 4096, 36), ("18.4b", 48, 6144, 40),
+                                                ("39.1b", 64, 8192, 48), ("76.1b", 80, 10240, 60),
+                                                ("145.6b", 96, 12288, 80), ("310.1b", 128, 16384, 96),
+                                                ("529.6b", 128, 20480, 105), ("1t", 160, 25600, 128))}
 
 
 def get_model(name: str, **overrides: object) -> ModelSpec:

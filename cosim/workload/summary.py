@@ -5,6 +5,7 @@ Definitions:
 - ``bytes_total``: Σ of S over calls (a collective call counted once, not once per member; p2p: Σ sends).
 - ``bytes_per_rank_max``: the largest Σ of S over one rank's ops of that kind.
 - ``model_flops``: 3·B·F_seq (forward + backward, no recomputation; :mod:`cosim.workload.flops`);
+  ``megatron_flops``: Megatron's count (the recomputed forward counted, Narayanan et al. SC'21);
   ``executed_flops``: Σ of all compute ops' FLOPs (includes recomputation).
 - ``compute_ns_max``: the largest Σ of compute durations of one rank.
 - ``iteration_ns_compute_only``: makespan with zero-time communication (:mod:`cosim.workload.timeline`).
@@ -49,6 +50,7 @@ class TraceSummary:
     n_ops: int
     comm: tuple[CommRow, ...]
     model_flops: int | None
+    megatron_flops: int | None
     executed_flops: int
     compute_ns_max: int
     iteration_ns_compute_only: int
@@ -65,6 +67,13 @@ class TraceSummary:
         if not self.model_flops or not self.peak_flops_per_s or self.iteration_ns_compute_only <= 0:
             return None
         return self.model_flops / (self.iteration_ns_compute_only * 1e-9 * self.n_ranks * self.peak_flops_per_s)
+
+    @property
+    def megatron_flop_per_s_per_gpu_compute_only(self) -> float | None:
+        """Megatron's FLOPs per iteration / (T·GPUs) if communication were free, FLOP/s per GPU."""
+        if not self.megatron_flops or self.iteration_ns_compute_only <= 0:
+            return None
+        return self.megatron_flops / (self.iteration_ns_compute_only * 1e-9 * self.n_ranks)
 
 
 def summarize(trace: Trace) -> TraceSummary:
@@ -105,7 +114,8 @@ def summarize(trace: Trace) -> TraceSummary:
     state = derived.get("model_state_bytes_per_gpu_by_stage")
     return TraceSummary(
         n_ranks=trace.n_ranks, n_ops=trace.n_ops, comm=tuple(rows),
-        model_flops=derived.get("model_flops_per_iteration"), executed_flops=int(trace.flops.sum()),
+        model_flops=derived.get("model_flops_per_iteration"),
+        megatron_flops=derived.get("megatron_flops_per_iteration"), executed_flops=int(trace.flops.sum()),
         compute_ns_max=int(busy.max()), iteration_ns_compute_only=int(end.max()) if end.size else 0,
         bubble_fraction=float(bubble), bubble_fraction_ideal=derived.get("bubble_fraction_ideal"),
         total_params=derived.get("total_params"),
@@ -140,6 +150,9 @@ def format_summary(s: TraceSummary) -> str:
     lines.append(f"pipeline bubble fraction: {s.bubble_fraction:.4f}{ideal}")
     if s.mfu_compute_only is not None:
         lines.append(f"MFU with free communication: {100 * s.mfu_compute_only:.1f} %")
+    if s.megatron_flop_per_s_per_gpu_compute_only is not None:
+        lines.append(f"TFLOP/s per GPU with free communication (Megatron's count): "
+                     f"{s.megatron_flop_per_s_per_gpu_compute_only / 1e12:.1f}")
     if s.model_state_bytes_per_gpu_max is not None:
         warn = ""
         if s.hbm_bytes and s.model_state_bytes_per_gpu_max > s.hbm_bytes:
