@@ -386,3 +386,22 @@ def test_sigterm_stops_every_worker_of_a_parallel_run(tmp_path):
     time.sleep(1.0)
     children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     assert not children and not (tmp_path / "r.h5").exists()
+
+
+def test_append_refuses_a_file_whose_stored_experiment_is_damaged_in_value(tmp_path, capsys, engine_ns):
+    """A results file intact in structure whose stored experiment holds an impossible value (a collective
+    timeout of -1 ns): --append refuses to copy it on, in one line naming the file, run and field."""
+    import json
+
+    import h5py
+
+    out = tmp_path / "r.h5"
+    code, _, err = run_main([*FLOWS, "-o", str(out)], capsys)
+    assert code == 0, err
+    with h5py.File(out, "r+") as h5:
+        run = h5["runs"][next(iter(h5["runs"]))]
+        config = json.loads(run.attrs["config"])
+        config["experiment"]["limits"]["collective_timeout_ns"] = -1
+        run.attrs["config"] = json.dumps(config)
+    code, stdout, err = run_main([*FLOWS, "--append", "--name", "more", "-o", str(out)], capsys)
+    _one_error_line(code, stdout, err, "stored experiment: limits.collective_timeout_ns")

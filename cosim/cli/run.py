@@ -327,9 +327,10 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -
     from cosim.plan import compile  # noqa: PLC0415, A004
     from cosim.plan.describe import fabric_warning, output_bytes_estimate, work_estimate  # noqa: PLC0415
     from cosim.results.store import check_space, check_writable  # noqa: PLC0415
+    from cosim.spec.stored import check_stored  # noqa: PLC0415
 
     names = [n for e in exps for n in ([e.name, runner.baseline_name(e)] if e.faults and e.baseline else [e.name])]
-    check_writable(output, append=append, run_names=names, replace=replace)
+    check_writable(output, append=append, run_names=names, replace=replace, check_runs=check_stored)
     training = exps[0].is_training or exps[0].is_shared or exps[0].is_inference
     # every run is compiled (traces, DAG size, faults, attributes checked) and its output's size estimated
     # before the first one starts: a finished simulation is not lost to a bad trace of the next or a full disk

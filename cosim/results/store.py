@@ -99,13 +99,14 @@ def _probe_folder(folder: Path) -> None:
 
 
 def check_writable(path: str | Path, *, append: bool = False, run_names: tuple[str, ...] | list[str] = (),
-                   replace: bool = False, need_bytes: int | None = None) -> None:
+                   replace: bool = False, need_bytes: int | None = None, check_runs=None) -> None:
     """Fail before a run, not after it, when ``path`` cannot be written.
 
     Its folder is missing, read-only or not writable (a file is created and removed there, so a read-only
     mount or missing permission is found also for root), it is a folder, it lacks ``need_bytes`` of free
     space (plus the existing file's size with ``append``, which copies it), or with ``append`` it exists but
-    is not an intact cosim results file, or already holds one of ``run_names`` (unless ``replace``)."""
+    is not an intact cosim results file, or already holds one of ``run_names`` (unless ``replace``), or
+    ``check_runs(runs, path)`` refuses the runs it holds (cosim.spec.stored.check_stored)."""
     p = Path(path)
     if not str(path):
         raise CosimInputError("--output", "is empty", "name a results file, e.g. -o results.h5")
@@ -120,6 +121,8 @@ def check_writable(path: str | Path, *, append: bool = False, run_names: tuple[s
     existing = 0
     if append and p.exists():
         runs = read_results(p)
+        if check_runs is not None:
+            check_runs(runs, str(p))
         existing = p.stat().st_size
         if not replace:
             _refuse_existing(p, runs, run_names)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from cosim.errors import CosimInputError
 from cosim.results import RunRecord, read_results, write_results
+from cosim.spec.stored import check_stored
 from cosim.sweep.spec import MANIFEST_SCHEMA, MANIFEST_SUFFIX
 
 
@@ -77,6 +78,7 @@ def merge(outdir: str | Path, output: str | Path, *, summary_only: bool = False,
         if not f.is_file():
             continue
         runs = read_results(f)
+        check_stored(runs, str(f))
         if run is not None:
             if run not in runs:
                 raise CosimInputError(str(f), f"has no run {run!r}", "delete it and rerun its sweep point")
