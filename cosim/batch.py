@@ -18,6 +18,7 @@ never mixed in; so is a damaged part file or manifest, each naming the shard to 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import zipfile
 from pathlib import Path
@@ -27,9 +28,10 @@ import numpy as np
 from cosim import __version__, engine
 from cosim.decompose import exact as decompose_run
 from cosim.errors import CosimInputError
-from cosim.h5io import atomic_output
+from cosim.h5io import atomic_output, write_image
 from cosim.plan import compile  # noqa: A004 - the plan's verb
 from cosim.record import record
+from cosim.results.store import rescue
 from cosim.run import Outcome, alone_runs
 from cosim.spec import from_document, to_document
 
@@ -91,17 +93,21 @@ def write_shard(exp, folder, *, shard: tuple[int, int] = (0, 1), progress=None) 
     digest = fingerprint(exp)
     manifest = {"schema": MANIFEST_SCHEMA, "run": exp.name, "experiment": to_document(exp), "fingerprint": digest,
                 "parts": len(d.pieces), "decomposition": d.describe()}
-    with atomic_output(folder / f"{exp.name}{MANIFEST_SUFFIX}") as tmp:
-        tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     written = []
     for k in range(shard[0], len(d.pieces), shard[1]):
         out = decompose_run.run_piece(fabric, decompose_run.piece_columns(columns, d.pieces[k]),
                                       dict(_settings(plan), progress=progress))
+        buffer = io.BytesIO()
+        np.savez(buffer, **_flatten(out), fingerprint=np.frombuffer(digest.encode(), np.uint8))
         path = part_path(folder, exp.name, k)
-        with atomic_output(path) as tmp:
-            with open(tmp, "wb") as f:
-                np.savez(f, **_flatten(out), fingerprint=np.frombuffer(digest.encode(), np.uint8))
+        try:
+            write_image(path, buffer.getvalue())
+        except CosimInputError as exc:  # a simulated part is never lost to its output
+            raise rescue(path, buffer.getvalue(), exc) from None
         written.append(path)
+    # the manifest last: a shard that failed leaves no manifest promising its parts
+    with atomic_output(folder / f"{exp.name}{MANIFEST_SUFFIX}") as tmp:
+        tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return written
 
 

@@ -405,3 +405,28 @@ def test_append_refuses_a_file_whose_stored_experiment_is_damaged_in_value(tmp_p
         run.attrs["config"] = json.dumps(config)
     code, stdout, err = run_main([*FLOWS, "--append", "--name", "more", "-o", str(out)], capsys)
     _one_error_line(code, stdout, err, "stored experiment: limits.collective_timeout_ns")
+
+
+def test_trace_sweep_and_parts_onto_full_or_read_only_devices_are_one_line(tmp_path, capsys, monkeypatch, engine_ns):
+    """`cosim trace -o` onto a full device (HDF5 writing there crashed the process), `cosim sweep -o` onto a
+    read-only one, and `cosim run --parts-dir` onto a full one: one error line each, nothing half-written;
+    the simulated part is rescued and no manifest promises it."""
+    import cosim.results.store as store
+
+    rescue = tmp_path / "rescue"
+    rescue.mkdir()
+    monkeypatch.setenv(store.RESCUE_DIR_ENV, str(rescue))
+    with _tmpfs(tmp_path / "full", "size=16k") as full:
+        code, out, err = run_main(["trace", "-o", str(full / "t.h5")], capsys)
+        _one_error_line(code, out, err, "no space left on the device of")
+        _no_leftovers(full)
+        monkeypatch.setattr(store, "check_space", lambda path, need: None)
+        code, out, err = run_main(["run", "--hosts", "4", "--flow-bytes", "4MiB", "--parts-dir", str(full / "p"),
+                                   "-q"], capsys)
+        _one_error_line(code, out, err, "saved to")
+        assert not list((full / "p").glob("*.json"))
+        assert len(list(rescue.iterdir())) == 1
+    with _tmpfs(tmp_path / "ro", "ro") as ro:
+        code, out, err = run_main(["sweep", str(REPO / "docs" / "examples" / "sweep.toml"), "-o", str(ro / "s")],
+                                  capsys)
+        _one_error_line(code, out, err, "Read-only file system")

@@ -15,7 +15,7 @@ import numpy as np
 
 from cosim import __version__
 from cosim.errors import CosimInputError
-from cosim.h5io import atomic_output
+from cosim.h5io import write_image
 from cosim.results.schema import (
     DATASETS,
     GROUPS,
@@ -206,11 +206,11 @@ def _write_results(path: Path, runs: list[RunRecord], *, append: bool, replace: 
         h5.flush()
         image = h5.id.get_file_image()
     if refused is not None:
-        raise _rescue(path, image, refused)
+        raise rescue(path, image, refused)
     try:
-        _write_image(path, image)
+        write_image(path, image)
     except CosimInputError as exc:
-        raise _rescue(path, image, exc) from None
+        raise rescue(path, image, exc) from None
     return path
 
 
@@ -252,13 +252,6 @@ def writers_lock(path: Path, wait_s: float | None = None):
         os.close(fd)
 
 
-def _write_image(path: Path, image: bytes) -> None:
-    with atomic_output(path, need_bytes=len(image)) as tmp, open(tmp, "wb") as out:
-        out.write(image)
-        out.flush()
-        os.fsync(out.fileno())
-
-
 #: where finished results go when their output folder refuses them (full, read-only, no permission)
 RESCUE_DIR_ENV = "COSIM_RESCUE_DIR"
 
@@ -277,14 +270,14 @@ def _rescue_folders(refused: Path) -> list[Path]:
     return folders
 
 
-def _rescue(path: Path, image: bytes, failure: CosimInputError) -> CosimInputError:
+def rescue(path: Path, image: bytes, failure: CosimInputError) -> CosimInputError:
     """A simulation that finished is never lost to its output: write the image to the first folder that
     takes it and return the one-line error that says where it went (or the original error if none did)."""
     problem = failure.problem.removesuffix("; nothing was written")
     for folder in _rescue_folders(path.parent if str(path.parent) else Path(".")):
         rescued = folder / f"cosim-rescued-{os.getpid()}-{path.name}"
         try:
-            _write_image(rescued, image)
+            write_image(rescued, image)
         except CosimInputError:
             continue
         return CosimInputError(str(path), f"{problem}; the finished results were saved to {rescued} instead",

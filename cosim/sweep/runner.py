@@ -28,6 +28,7 @@ from cosim import results, run
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
 from cosim.results import SCHEMA, SCHEMA_VERSION
+from cosim.results.store import check_writable
 from cosim.sweep.spec import Sweep, SweepPoint
 from cosim.workers import die_with_parent
 
@@ -173,7 +174,12 @@ def run_sweep(sweep: Sweep, outdir: str | Path, *, shard: tuple[int, int] = (0, 
     ``point_runner`` is the picklable, module-level function a worker runs per point (default run_point).
     """
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CosimInputError(str(outdir), f"cannot create the sweep folder ({exc.strerror or exc})",
+                              "choose another -o folder") from None
+    check_writable(outdir / ".probe.h5")  # a read-only or full folder: one line before any point runs
     write_manifest(sweep, outdir)
     todo, done = plan(sweep, outdir, shard)
     outcome = SweepOutcome(selected=shard_points(len(sweep.points), *shard), skipped=[p.index for p in done])

@@ -437,13 +437,14 @@ def write_trace_group(h5group: Any, trace: Trace) -> None:
 
 
 def write_trace(path: str | os.PathLike[str], trace: Trace) -> None:
-    """Write ``trace`` to the HDF5 file ``path`` atomically (temporary file, then rename)."""
-    import h5py
+    """Write ``trace`` to the HDF5 file ``path`` atomically (built in memory, then a temporary file renamed)."""
+    from cosim.h5io import in_memory_h5, write_image
 
-    from cosim.h5io import atomic_output
-
-    with atomic_output(path) as tmp, h5py.File(tmp, "w", track_order=True) as f:
+    with in_memory_h5(str(path), track_order=True) as f:  # built in memory: a full disk fails in one line
         write_trace_group(f, trace)
+        f.flush()
+        image = f.id.get_file_image()
+    write_image(path, image)
 
 
 def _read_int(group: Any, name: str, where: str) -> np.ndarray:
