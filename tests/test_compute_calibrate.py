@@ -129,7 +129,11 @@ def _one_line_error(args):
     (lambda rows: [dict(r, **{"time_stats.add.median": "fast"}) if i == 3 else r for i, r in enumerate(rows)],
      ":5: column time_stats.add.median: cannot read 'fast' as a number"),
     (lambda rows: [dict(r, **{"time_stats.mlp_act.median": "-1"}) for r in rows],
-     "column time_stats.mlp_act.median: must be a positive time in ms"),
+     "column time_stats.mlp_act.median: a kernel time of '-1' ms is outside 1e-06..1e+06 ms"),
+    (lambda rows: [dict(r, **{"time_stats.mlp_up_proj.median": "1e308"}) if i == 2 else r for i, r in enumerate(rows)],
+     ":4: column time_stats.mlp_up_proj.median: a kernel time of '1e308' ms is outside"),
+    (lambda rows: [dict(r, **{"time_stats.mlp_up_proj.median": "1e-300"}) if i == 2 else r for i, r in enumerate(rows)],
+     ":4: column time_stats.mlp_up_proj.median: a kernel time of '1e-300' ms is outside"),
     (lambda rows: [dict(r, num_tokens="0") for r in rows], "column num_tokens: must be ≥ 1"),
     (lambda rows: [{k: v for k, v in r.items() if not k.startswith("time_stats")} for r in rows],
      "column time_stats.attn_pre_proj.median: is missing"),
@@ -166,3 +170,15 @@ def test_other_bad_inputs_exit_2(tmp_path):
     assert find_profiles(tmp_path / "p.csv") == [tmp_path / "p.csv"]
     assert read_profiles([tmp_path / "p.csv"]).n_rows == 4 * len(TOKENS)
     assert set(STREAM_OPS.values()) == {"embedding", "norm", "rope", "activation", "elementwise"}
+
+
+def test_a_fit_that_ends_where_it_started_is_refused_not_written():
+    """A least-squares fit no step improved returns its start: calibrate refuses it naming the kernels, rather
+    than writing the starting values as fitted coefficients."""
+    from cosim.errors import CosimInputError
+    from cosim.workload import calibrate
+
+    assert list(calibrate._moved([0.6, 2000.0], [0.5, 3000.0], "norm kernels")) == [0.6, 2000.0]
+    with pytest.raises(CosimInputError, match="did not move from its starting values") as exc:
+        calibrate._moved([0.5, 3000.0], [0.5, 3000.0], "norm kernels (rms_norm)")
+    assert exc.value.field == "norm kernels (rms_norm)"

@@ -62,6 +62,23 @@ GEMM_FIT = (("compute_efficiency", "logit", 0.75), ("gemm_memory_efficiency", "l
             ("gemm_launch_ns", "log", 5000.0))
 
 
+#: kernel times a profile row may hold, ns: 1 ns to 1000 s (a time outside is a unit or a corrupted cell)
+KERNEL_NS_RANGE = (1.0, 1e12)
+
+
+class FitFailed(CosimInputError):
+    """A least-squares fit that ended where it started: the rows of that kind do not determine it."""
+
+
+def _moved(theta, start, what: str):
+    """``theta`` if the fit of ``what`` moved from ``start``; else a FitFailed naming it (a fit that fails
+    must not be written with its starting values as if fitted)."""
+    if np.all(np.asarray(theta, np.float64) == np.asarray(start, np.float64)) or not np.all(np.isfinite(theta)):
+        raise FitFailed(what, "the fit did not move from its starting values (no step lowered the error)",
+                        "check the profile rows of that operator, or leave its columns out")
+    return theta
+
+
 def time_column(op: str) -> str:
     """The CSV column holding the median time (ms) of ``op``."""
     return f"time_stats.{op}.median"
@@ -135,8 +152,10 @@ def _read_one(path: Path) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]
         for op in ops:
             col = time_column(op)
             times[op][i] = _number(row[col] or "", where, col) * 1e6  # ms -> ns
-            if not times[op][i] > 0:
-                raise CosimInputError(f"{where}: column {col}", f"must be a positive time in ms, got {row[col]!r}")
+            if not KERNEL_NS_RANGE[0] <= times[op][i] <= KERNEL_NS_RANGE[1]:
+                raise CosimInputError(f"{where}: column {col}", f"a kernel time of {row[col]!r} ms is outside "
+                                      f"{KERNEL_NS_RANGE[0] / 1e6:g}..{KERNEL_NS_RANGE[1] / 1e6:g} ms",
+                                      "fix or remove the row")
     for c in SHAPE_COLUMNS[:5] + SHAPE_COLUMNS[6:]:
         bad = np.flatnonzero(~(shape[c] >= 1))
         if bad.size:
@@ -257,28 +276,29 @@ def _fit_gemms(p: Profiles, base: HardwareSpec) -> dict[str, float]:
     best, best_cost = None, np.inf
     for sharpness, wave in ((4.0, 0.2), (2.0, 0.5), (10.0, 0.1)):
         start = [{"gemm_roofline_sharpness": sharpness, "gemm_wave_weight": wave}.get(n, s) for n, _, s in GEMM_FIT]
-        theta = least_squares(residuals, start, [t for _, t, _ in GEMM_FIT])
+        theta = _moved(least_squares(residuals, start, [t for _, t, _ in GEMM_FIT]), start, "GEMM coefficients")
         r = residuals(theta)
         if float(r @ r) < best_cost:
             best, best_cost = theta, float(r @ r)
     return {name: float(x) for name, x in zip(names, best)}
 
 
-def _fit_stream(nbytes: np.ndarray, measured: np.ndarray, tokens: np.ndarray, hbm: float) -> tuple[float, float]:
+def _fit_stream(nbytes: np.ndarray, measured: np.ndarray, tokens: np.ndarray, hbm: float,
+                what: str) -> tuple[float, float]:
     log_measured = np.log(measured)
 
     def residuals(theta: np.ndarray) -> np.ndarray:
         return np.log(stream_time_ns(nbytes, hbm_bytes_per_s=hbm, efficiency=float(theta[0]),
                                      launch_ns=float(theta[1]))) - log_measured
 
-    eff, launch = least_squares(residuals, [0.5, 3000.0], ["logit", "log"])
+    eff, launch = _moved(least_squares(residuals, [0.5, 3000.0], ["logit", "log"]), [0.5, 3000.0], what)
     big = tokens >= STREAM_TOKENS
     if np.any(big):
         def big_residuals(theta: np.ndarray) -> np.ndarray:
             return np.log(stream_time_ns(nbytes[big], hbm_bytes_per_s=hbm, efficiency=float(theta[0]),
                                          launch_ns=float(launch))) - log_measured[big]
 
-        (eff,) = least_squares(big_residuals, [0.5], ["logit"])
+        (eff,) = _moved(least_squares(big_residuals, [0.5], ["logit"]), [0.5], what)
     return float(eff), float(launch)
 
 
@@ -301,7 +321,8 @@ def fit_profiles(p: Profiles, base: HardwareSpec) -> Fit:
         kinds.append(kind)
         eff, launch = _fit_stream(np.concatenate([nbytes[op] for op in ops]),
                                   np.concatenate([p.times_ns[op] for op in ops]),
-                                  np.concatenate([p.shape["num_tokens"]] * len(ops)), base.hbm_bytes_per_s)
+                                  np.concatenate([p.shape["num_tokens"]] * len(ops)), base.hbm_bytes_per_s,
+                                  f"{kind} kernels ({', '.join(ops)})")
         prefix = "memory" if kind == "elementwise" else kind  # field names of cosim.workload.hardware
         coeffs["memory_efficiency" if kind == "elementwise" else f"{kind}_memory_efficiency"] = _sig(eff)
         coeffs[f"{prefix}_launch_ns"] = _sig(launch)
