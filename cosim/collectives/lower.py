@@ -52,7 +52,7 @@ from cosim.collectives.dag import (
     ragged_take,
     sorted_unique,
 )
-from cosim.collectives.tuning import CANDIDATES, Shape, TuningModel
+from cosim.collectives.tuning import CANDIDATES, Estimate, Shape, TuningModel
 from cosim.errors import CosimInputError
 from cosim.workload.trace import (
     NO_GROUP_KIND,
@@ -113,9 +113,9 @@ def group_shape(members: np.ndarray, gpus_per_server: int) -> Shape:
 
 
 def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray, gpus_per_server: int,
-                      tuning: TuningModel, size_bytes: int) -> tuple[Algorithm, float, float]:
-    """(algorithm, start latency in ns, extra NVLink copy time in ns per byte) of a call of ``kind`` on
-    ``members`` under the choice ``name``."""
+                      tuning: TuningModel, size_bytes: int) -> Estimate:
+    """The tuner's decision (algorithm, protocol, start latency, extra NVLink copy time per byte) for a call
+    of ``kind`` on ``members`` under the choice ``name``."""
     kind = CollKind(kind)
     shape = group_shape(members, gpus_per_server)
     if name == "auto":
@@ -126,11 +126,9 @@ def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray,
             cands = (Algorithm.RING,)
         elif kind == CollKind.ALL_TO_ALL and not pxn_applies(members, gpus_per_server):
             cands = (Algorithm.DIRECT,)
-        best = tuning.choose(kind, shape, size_bytes, cands)
-        return best.algorithm, best.start_latency_ns, best.nvlink_extra_ns_per_byte
+        return tuning.choose(kind, shape, size_bytes, cands)
     algo = Algorithm.CHAIN if name == "ring" and kind == CollKind.BROADCAST else _BY_NAME[name]
-    best = tuning.best_protocol(kind, algo, shape, size_bytes)
-    return algo, best.start_latency_ns, best.nvlink_extra_ns_per_byte
+    return tuning.best_protocol(kind, algo, shape, size_bytes)
 
 
 def _priority_table(priorities: Mapping | None) -> np.ndarray:
@@ -385,10 +383,11 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     t_extra = np.zeros(len(uniq), np.float64)
     for t, (kk, g, b, h) in enumerate(uniq.tolist()):
         members = trace.group_members(g).astype(np.int64)
-        algo, latency, t_extra[t] = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps,
-                                                      tuning, b)
-        templates.append(schedule(CollKind(kk), algo, members, b, chunk_bytes, gps, n_channels))
-        t_latency[t] = round(latency) if members.size > 1 else 0
+        best = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps, tuning, b)
+        t_extra[t] = best.nvlink_extra_ns_per_byte
+        templates.append(schedule(CollKind(kk), best.algorithm, members, b, chunk_bytes, gps, n_channels,
+                                  best.protocol))
+        t_latency[t] = round(best.start_latency_ns) if members.size > 1 else 0
     t_size = np.array([s.n_ops for _, s in templates], dtype=np.int64)
 
     # --- placement order and DAG layout ---
