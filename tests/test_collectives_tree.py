@@ -1,5 +1,5 @@
-"""NCCL's tree as NCCL runs it (channel trees pipelined in protocol steps) and a tuner whose choice simulates
-within 10 % of the fastest algorithm (real ns-3 runs)."""
+"""NCCL's tree as NCCL runs it (channel trees pipelined in protocol steps), a tuner whose choice simulates
+within 10 % of the fastest algorithm, and point-to-point sends with NCCL's fixed costs (real ns-3 runs)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ import pytest
 
 from cosim.collectives import algorithms as A
 from cosim.collectives.algorithms import Algorithm
+from cosim.collectives.dag import DagOpKind
+from cosim.collectives.lower import lower
 from cosim.collectives.protocol import STEP_BYTES, Protocol, tree_chunk_bytes
 from cosim.collectives.tuning import Shape, TuningModel
+from cosim.run import run
 from cosim.sweep.collective import CollectiveSweep, run_point
-from cosim.workload.trace import CollKind
+from cosim.workload.trace import CollKind, OpKind
+from tests.test_collectives_lower import make_trace
 
 MIB = 1 << 20
 
@@ -110,3 +114,25 @@ def test_tuner_estimates_what_the_schedule_simulates():
                                                  flow_latency_ns=flow_latency_ns(net))
             est = tuner.best_protocol(CollKind.ALL_REDUCE, Algorithm[algo.upper()], Shape(32, 4, 8), size)
             assert est.time_ns / 1e3 == pytest.approx(row.time_us, rel=0.10), (algo, size)
+
+
+def p2p_trace(size: int, peer: int):
+    ops = [dict(rank=0, kind=OpKind.SEND, bytes=size, peer=peer, match_id=1),
+           dict(rank=peer, kind=OpKind.RECV, bytes=size, peer=0, match_id=1)]
+    return make_trace(16, ops, [[], []])
+
+
+@pytest.mark.parametrize("size,peer,least_us", [(4096, 1, 6.0), (4 * MIB, 1, 11.0), (4096, 8, 9.0),
+                                                (4 * MIB, 8, 17.0)])
+def test_send_pays_ncclss_fixed_cost(size, peer, least_us):
+    """A pipeline-parallel send inside a server (peer 1) or across (peer 8) takes NCCL's fixed cost —
+    several µs, more with Simple (> 16 KiB) and across servers — and then its bytes: the simulated send
+    lasts at least that cost plus the bytes at the NVLink or NIC rate."""
+    tuning = TuningModel.for_hardware({"name": "h100", "nvlink_bytes_per_s": 450e9})
+    dag = lower(p2p_trace(size, peer), gpus_per_server=8, tuning=tuning)
+    (delay,) = np.flatnonzero(dag.kind == DagOpKind.COMPUTE)
+    delay_ns = float(dag.duration_ns[delay])
+    assert delay_ns >= least_us * 1e3
+    record = run(CollectiveSweep(op="all_reduce", n_ranks=16).experiment("roce", size), trace=p2p_trace(size, peer))
+    wire_ns = size / (50e9 if peer >= 8 else 450e9) * 1e9
+    assert delay_ns + wire_ns <= record.summary["iteration_time_ns"] <= 1.5 * (delay_ns + wire_ns) + 3_000

@@ -58,6 +58,8 @@ call is timed by NCCL's cost above):
 The two exponents (:data:`OVERLAP_EXPONENT`, :data:`TREE_STAGE_EXPONENT`) are fitted to the simulated sweep
 of ``bench/bench_tuner.py`` (figures in bench/README.md).
 
+Point-to-point sends pay NCCL's fixed cost of a one-step kernel (:meth:`TuningModel.send_latency_ns`).
+
 Candidates per kind (the others are available by name only): all-reduce → ring, or tree when the group
 spans several servers; reduce-scatter / all-gather → ring; all-to-all → PXN (NCCL's default, not tuned) when it applies (several
 servers, the same rail-aligned members on each), else direct; broadcast → chain. The idealized
@@ -97,6 +99,13 @@ NET_STEP_NS = {
     Algorithm.RING: {Protocol.LL: 2_700.0, Protocol.LL128: 4_000.0, Protocol.SIMPLE: 9_600.0},
     Algorithm.TREE: {Protocol.LL: 5_000.0, Protocol.LL128: 8_500.0, Protocol.SIMPLE: 50_000.0},
 }
+#: NCCL's base latency of a one-step ring kernel (the launch and protocol setup of a send), by protocol, ns
+#: (NCCL's src/graph/tuning.cc baseLat, Ring row; LL128 is not used by point-to-point)
+P2P_BASE_NS = {Protocol.LL: 6_600.0, Protocol.SIMPLE: 8_400.0}
+#: NCCL's latency of one ring step over NVLink, by protocol, ns (tuning.cc hwLat, NVLINK, Ring row)
+NVLINK_STEP_NS = {Protocol.LL: 600.0, Protocol.SIMPLE: 3_400.0}
+#: sends of at most this many bytes use LL, larger ones Simple (NCCL's NCCL_P2P_LL_THRESHOLD default)
+P2P_LL_THRESHOLD_BYTES = 16_384
 #: NCCL's derating of the tree's bus bandwidth
 TREE_BANDWIDTH_FACTOR = 0.9
 #: per-NIC payload rate a tuning model assumes when none is given (400 Gb/s), bytes/s
@@ -323,6 +332,19 @@ class TuningModel:
         bw_s = bus * max(1.0 / (nics * self.nic_bytes_per_s), (g - 1) / g / self.nvlink.copy_bytes_per_s)
         return (self.start_latency_ns(kind, Algorithm.RING, protocol, shape, size_bytes),
                 intra * self.nvlink.copy_latency_ns + inter * self.flow_latency_ns, bw_s * 1e9)
+
+    def send_latency_ns(self, size_bytes: int, same_server: bool) -> float:
+        """Fixed cost of one point-to-point send of ``size_bytes`` (a pipeline-parallel send/recv), ns, added
+        before its first byte moves: NCCL's base latency of a one-step kernel plus one step's latency over
+        NVLink (``same_server``) or the network, for the protocol NCCL's send uses at that size (LL up to
+        :data:`P2P_LL_THRESHOLD_BYTES`, Simple above), less what the simulation models itself (the NVLink
+        copy's own latency; a flow's wire and switch time are not in NCCL's network step)."""
+        protocol = Protocol.LL if size_bytes <= P2P_LL_THRESHOLD_BYTES else Protocol.SIMPLE
+        if same_server:
+            hop = NVLINK_STEP_NS[protocol] - min(NVLINK_STEP_NS[protocol], self.nvlink.copy_latency_ns)
+        else:
+            hop = NET_STEP_NS[Algorithm.RING][protocol]
+        return P2P_BASE_NS[protocol] + hop
 
     # --- decisions ---------------------------------------------------------------------------------------
 
