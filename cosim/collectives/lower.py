@@ -350,7 +350,7 @@ def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of
 
 def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int = 4 << 20,
           algorithm: str | Mapping = "auto", priorities: Mapping | None = None, tuning: TuningModel | None = None,
-          n_channels: int | None = None) -> FlowDag:
+          n_channels: int | None = None, send_costs: bool = True) -> FlowDag:
     """Lower ``trace`` (one iteration) into a FlowDag of flows, NVLink copies, compute ops and joins.
 
     A server holds ``gpus_per_server`` GPUs (default: the trace's hardware.gpus_per_host, else 8) and
@@ -358,8 +358,9 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     name, or a mapping CollKind → name (module docstring); ``priorities`` optionally maps a GroupKind to the
     network priority (0..7) of that group's transfers. ``tuning`` is the tuning model (default:
     TuningModel.for_hardware of the trace's hardware spec) and ``n_channels`` the rings of a ring collective
-    across servers (default: two per NIC of a server). Bad arguments and a trace that deadlocks are a
-    CosimInputError.
+    across servers (default: two per NIC of a server). ``send_costs``: every SEND pays NCCL's fixed cost of
+    a send before its first chunk (module docstring); off, a SEND is its chunks alone. Bad arguments and a
+    trace that deadlocks are a CosimInputError.
     """
     gps = _gpus_per_server(trace, gpus_per_server)
     if tuning is None:
@@ -414,7 +415,7 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     item, is_call = _placement_order(trace, call_of_op, call_ptr, call_ops, recv_of_send)
     del call_of_op, recv_of_send, by_call, call_ops, call_ptr, first
     sends = np.flatnonzero(kind == OpKind.SEND)
-    send_delay = send_delays_ns(trace, sends, gps, tuning)
+    send_delay = send_delays_ns(trace, sends, gps, tuning) if send_costs else np.zeros(sends.size, np.int64)
     n_chunks = np.ones(n, np.int64)  # DAG ops of each trace op (a send: its delay and its chunks)
     n_chunks[sends] = np.maximum(1, -(-trace.bytes[sends] // chunk_bytes)) + (send_delay > 0)
     is_op = ~is_call

@@ -283,7 +283,7 @@ class TuningModel:
         return self.nccl_estimate_ns(kind, algorithm, protocol, shape, size_bytes)
 
     def _simulated_ring_ns(self, kind: CollKind, protocol: Protocol, shape: Shape, size_bytes: int) -> float:
-        start, path, bw = self.simulated_ring_parts(kind, protocol, shape, size_bytes)
+        start, path, bw = self._simulated_ring_parts(kind, protocol, shape, size_bytes)
         return start + overlap_ns(path, bw)
 
     def _simulated_tree_ns(self, protocol: Protocol, shape: Shape, size_bytes: int) -> float:
@@ -320,7 +320,7 @@ class TuningModel:
         return (self.start_latency_ns(CollKind.ALL_REDUCE, Algorithm.TREE, protocol, shape, size_bytes)
                 + fill + max(m - 1, 0) * stage)
 
-    def simulated_ring_parts(self, kind: CollKind, protocol: Protocol, shape: Shape,
+    def _simulated_ring_parts(self, kind: CollKind, protocol: Protocol, shape: Shape,
                              size_bytes: int) -> tuple[float, float, float]:
         """Channel rings across servers as simulated: (start delay, fixed latencies of the critical path —
         a copy latency per NVLink step, a flow latency per network step —, the bus bytes at the busier of

@@ -148,9 +148,11 @@ def step_trace_of(w, p: InferencePlan, sched: ServingSchedule) -> StepTrace:
 
 
 def lower_step_trace(w, p: InferencePlan, st: StepTrace):
-    """The FlowDag of a step trace of workload ``w`` (the same lowering as training: cosim.collectives.lower)."""
+    """The FlowDag of a step trace of workload ``w`` (the same lowering as training: cosim.collectives.lower),
+    its sends without NCCL's fixed cost: the KV transfers are timed by the plan's own analytic pass
+    (``kv_estimate_ns``), which knows no such cost."""
     return lower(st.trace, gpus_per_server=p.gpus_per_server, chunk_bytes=w.chunk_bytes, algorithm=w.algorithm,
-                 tuning=p.tuning)
+                 tuning=p.tuning, send_costs=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
