@@ -67,9 +67,16 @@ def test_lower_example_traces(example, gps):
     assert dag.trace_done.size == example.n_ops and np.all(dag.trace_done >= 0)
     assert np.all(dag.trace_start <= dag.trace_done)
     assert dag.n_collectives == np.unique(example.coll_id[example.coll_id >= 0]).size
-    # compute ops carry the trace's durations exactly once; the others are collectives' start latencies
-    comp = (dag.kind == DagOpKind.COMPUTE) & (dag.rank >= 0)
+    # compute ops carry the trace's durations exactly once; the others are collectives' start latencies and
+    # the fixed cost of every send (one op of the sending rank before its first chunk)
+    ranked = (dag.kind == DagOpKind.COMPUTE) & (dag.rank >= 0)
+    send_delay = ranked & (example.kind[np.maximum(dag.trace_op, 0)] == OpKind.SEND)
+    comp = ranked & ~send_delay
     assert dag.duration_ns[comp].sum() == example.duration_ns.sum()
+    sends = np.flatnonzero((example.kind == OpKind.SEND) & (example.bytes > 0))
+    assert np.array_equal(np.sort(dag.trace_op[send_delay]), sends)
+    assert np.all(dag.duration_ns[send_delay] >= 6_000)  # NCCL's send never costs less than several µs
+    assert np.array_equal(dag.trace_start[sends], np.flatnonzero(send_delay)[np.argsort(dag.trace_op[send_delay])])
     latency = (dag.kind == DagOpKind.COMPUTE) & (dag.rank < 0)
     assert np.all(np.isin(np.flatnonzero(latency), dag.coll_start_op)) and np.all(dag.duration_ns[latency] > 0)
     assert np.array_equal(np.sort(dag.trace_op[comp]), np.flatnonzero(example.kind == OpKind.COMPUTE))
@@ -202,9 +209,14 @@ def test_send_recv_chunks_and_classification():
     flows = np.flatnonzero(dag.kind == DagOpKind.FLOW)
     assert list(dag.bytes[flows]) == [4 * mib, 4 * mib, 2 * mib] and np.all(dag.dst[flows] == 9)
     assert list(dag.deps(flows[1])) == [flows[0]] and list(dag.deps(flows[2])) == [flows[1]]
-    assert list(dag.deps(flows[0])) == [dag.trace_done[0]]
+    # NCCL's fixed cost first: one delay of the sender before the first chunk, longer across servers
+    (delay,) = dag.deps(flows[0])
+    assert dag.kind[delay] == DagOpKind.COMPUTE and dag.rank[delay] == 0 and dag.trace_start[1] == delay
+    assert list(dag.deps(delay)) == [dag.trace_done[0]]
     (nv,) = np.flatnonzero(dag.kind == DagOpKind.NVLINK)
     assert dag.bytes[nv] == mib and dag.dst[nv] == 3
+    (nv_delay,) = dag.deps(nv)
+    assert 6_000 <= dag.duration_ns[nv_delay] < dag.duration_ns[delay]
     assert dag.trace_done[1] == flows[2] and list(dag.deps(dag.trace_done[4])) == [flows[2]]
     assert list(dag.deps(dag.trace_done[5])) == [dag.trace_done[4]]
     assert list(dag.bytes_sent_per_rank(DagOpKind.FLOW)) == [10 * mib] + [0] * 9

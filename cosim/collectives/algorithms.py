@@ -40,12 +40,14 @@ Algorithms and bytes sent per rank (S divisible by n):
   into p from its predecessor; step 0 depends only on the barrier.
 - double binary tree all-reduce (NCCL): tree 0 is NCCL's btree over positions (parent from the lowest set
   bit), tree 1 is its mirror (n even) or its shift by one (n odd), so a rank that is a leaf of one tree is
-  interior in the other. Tree t carries h_t bytes (h_0 = ceil(S/2), h_1 = floor(S/2)): reduce up (a node
-  sends to its parent after its children's data arrived), then broadcast down from the root. Exact bytes
-  sent by a rank: Σ_t h_t · ([rank is not root of t] + children_t(rank)); summed over ranks 2(n−1)·S.
-  For a group on k > 1 servers with the same g > 1 members on each, the trees are NCCL's: a chain through
-  the server's members, the servers in the double binary tree above (tree 0 enters each server at its
-  lowest member, tree 1 at its highest, so the two use different NICs).
+  interior in the other. A tree reduces up (a node sends to its parent after its children's data arrived),
+  then broadcasts down from the root; every transfer is pipelined in NCCL's chunk of the call's protocol
+  (:func:`tree_pipeline_chunk_bytes`), not the transfer chunk. For a group on k > 1 servers with the same
+  g members on each (rail-aligned), NCCL's channel trees (:func:`channel_tree_parents`): C channels (as
+  many as the rings), channel c on tree c mod 2 across servers, entering every server on rail ⌊c/2⌋ mod g
+  and chaining through its members; each carries S/C, so 2(n−1)·S bytes in all. Otherwise the two trees
+  over the members, h_0 = ceil(S/2) and h_1 = floor(S/2): a rank sends Σ_t h_t · ([not root of t] +
+  children_t(rank)).
 - recursive halving-doubling all-reduce (Rabenseifner), n a power of two: log2 n reduce-scatter steps with
   partner p XOR n/2^(k+1), each sending the half of its current range it does not keep (S/2, S/4, … S/n),
   then log2 n all-gather steps with partners p XOR 1, 2, 4, … sending S/n, 2S/n, … S/2.
@@ -77,6 +79,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from cosim.collectives.protocol import Protocol, tree_chunk_bytes
 from cosim.errors import CosimInputError
 from cosim.workload.trace import CollKind
 
@@ -505,37 +508,102 @@ def ring_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Sch
     return _expand(_ring(_members(members), size_bytes, CollKind.ALL_REDUCE), chunk_bytes)
 
 
+def channel_tree_parents(k: int, g: int, n_channels: int) -> np.ndarray:
+    """[C, k·g] parent position of every position (s·g + j of a [k, g] grid) in each channel's tree; −1 at
+    the root. NCCL's trees: channel c follows tree c mod 2 of the double binary tree across servers
+    (:func:`tree_parents` of k) and enters every server at the member on rail r = ⌊c/2⌋ mod g, the parent
+    of the server's head being the parent server's head (one rail: a NIC to the same NIC). Inside a server
+    a chain runs from the head through the rails r+1, r+2, … (tree 0) or r−1, r−2, … (tree 1) mod g, so
+    the two trees of a rail use different NVLink neighbours and 2g channels put two on every NIC."""
+    node_parent = np.stack(tree_parents(k))                      # [2, k]
+    c = np.arange(n_channels, dtype=_I64)[:, None, None]
+    s = np.arange(k, dtype=_I64)[None, :, None]
+    i = np.arange(g, dtype=_I64)[None, None, :]                  # chain position: 0 is the head
+    r = (c // 2) % g
+    direction = np.where(c % 2 == 0, 1, -1)
+    local = (r + direction * i) % g                              # rail of chain position i
+    up = node_parent[c % 2, s]
+    head_parent = np.where(up >= 0, up * g + r, -1)
+    chain_parent = s * g + (r + direction * (i - 1)) % g
+    parent_of_pos = np.where(i == 0, head_parent, chain_parent)  # [C, k, g] by chain position
+    shape = (n_channels, k, g)
+    out = np.empty((n_channels, k * g), _I64)
+    out[np.broadcast_to(c, shape), np.broadcast_to(s * g + local, shape)] = np.broadcast_to(parent_of_pos, shape)
+    return out
+
+
 def node_tree_parents(k: int, g: int) -> tuple[np.ndarray, np.ndarray]:
-    """NCCL's trees over a [k, g] grid of members (positions s·g + j): inside every server a chain, across
-    servers the double binary tree of the servers (:func:`tree_parents`). Tree 0 enters a server at its
-    member 0 and chains upwards (j−1 is the parent of j), tree 1 enters at member g−1 and chains downwards,
-    so the two trees cross servers on different NICs."""
-    p0, p1 = tree_parents(k)
-    j = np.arange(g, dtype=_I64)[None, :]
-    s = np.arange(k, dtype=_I64)[:, None]
-    out = []
-    for node_parent, head, step in ((p0, 0, -1), (p1, g - 1, 1)):
-        chain = s * g + j + step                       # the neighbour towards the head
-        up = np.where(node_parent[s] >= 0, node_parent[s] * g + head, -1)
-        out.append(np.where(j == head, up, chain).ravel())
-    return out[0], out[1]
+    """The trees of the first two channels of :func:`channel_tree_parents` (both enter servers on rail 0)."""
+    p = channel_tree_parents(k, g, 2)
+    return p[0], p[1]
+
+
+def tree_depth(parent: np.ndarray) -> int:
+    """Hops from the deepest position to the root of a tree given by its parents."""
+    return int(_depth(np.asarray(parent, _I64)).max(initial=0))
+
+
+#: most pipeline chunks a tree transfer is cut into: beyond it a call's chunks grow with its size (the
+#: pipeline's fill then costs at most depth/64 of the call, and the DAG stays linear in the tree's edges)
+TREE_MAX_CHUNKS = 64
+
+
+def tree_pipeline_bytes(step_bytes: int, channel_bytes: int) -> int:
+    """Chunk of a tree channel's transfers: NCCL's protocol step, or larger so that a transfer of
+    ``channel_bytes`` is cut into at most :data:`TREE_MAX_CHUNKS` chunks."""
+    return max(1, int(step_bytes), -(-int(channel_bytes) // TREE_MAX_CHUNKS))
 
 
 def tree_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20, *,
-                    gpus_per_server: int | None = None) -> Schedule:
-    """NCCL double binary tree all-reduce: each tree reduces up and broadcasts down half of S. With
-    ``gpus_per_server`` and a group on several servers with the same g > 1 members on each, the trees are
-    NCCL's: a chain inside every server, the double binary tree across servers (:func:`node_tree_parents`)."""
+                    gpus_per_server: int | None = None, n_channels: int | None = None) -> Schedule:
+    """NCCL double binary tree all-reduce: each tree reduces up and broadcasts down its share of S, its
+    transfers pipelined in chunks of ``chunk_bytes`` (NCCL's protocol step: :func:`cosim.collectives.protocol.
+    tree_chunk_bytes`). With ``gpus_per_server`` and a group on several servers with the same g members on
+    each (rail-aligned), NCCL's channel trees (:func:`channel_tree_parents`): ``n_channels`` of them
+    (default two per NIC, fewer for small calls: :func:`channels_used`), each on its share of S. Otherwise
+    the two trees of :func:`tree_parents` over the members, each on half of S."""
     _check(size_bytes, chunk_bytes)
     m = _members(members)
     grid = server_grid(m, gpus_per_server) if gpus_per_server else None
-    if grid is not None and grid.shape[1] > 1:
-        p0, p1 = node_tree_parents(*grid.shape)
-    else:
+    if grid is None:
         p0, p1 = tree_parents(m.size)
-    t0 = _tree_transfers(m, p0, (size_bytes + 1) // 2, 0)
-    t1 = _tree_transfers(m, p1, size_bytes // 2, t0.src.size)
-    return _expand(_concat([t0, t1]), chunk_bytes)
+        t0 = _tree_transfers(m, p0, (size_bytes + 1) // 2, 0)
+        t1 = _tree_transfers(m, p1, size_bytes // 2, t0.src.size)
+        return _expand(_concat([t0, t1]), chunk_bytes)
+    nch = tree_channels(grid, size_bytes, n_channels)
+    parents = channel_tree_parents(*grid.shape, nch)
+    shares = split_bytes(size_bytes, nch).ravel()
+    flat = grid.ravel()
+    parts, base = [], 0
+    for c in range(nch):
+        t = _tree_transfers(flat, parents[c], int(shares[c]), base)
+        parts.append(t)
+        base += t.src.size
+    return _expand(_concat(parts), chunk_bytes)
+
+
+def tree_pipeline_chunk_bytes(members, size_bytes: int, gpus_per_server: int | None, protocol: Protocol,
+                              n_channels: int | None = None) -> int:
+    """The chunk a tree all-reduce of ``size_bytes`` on ``members`` is pipelined in under ``protocol``:
+    NCCL's tree chunk for the channels and depth of the trees :func:`tree_all_reduce` builds, at most
+    :data:`TREE_MAX_CHUNKS` per transfer (:func:`tree_pipeline_bytes`)."""
+    m = _members(members)
+    grid = server_grid(m, gpus_per_server) if gpus_per_server else None
+    nch = tree_channels(grid, size_bytes, n_channels)
+    if grid is None:
+        k, g, depth = m.size, 1, tree_depth(tree_parents(m.size)[0])
+    else:
+        (k, g), depth = grid.shape, tree_depth(channel_tree_parents(*grid.shape, 1)[0])
+    step = tree_chunk_bytes(protocol, size_bytes, nch, depth, k, g)
+    return tree_pipeline_bytes(step, -(-int(size_bytes) // nch))
+
+
+def tree_channels(grid: np.ndarray | None, size_bytes: int, n_channels: int | None = None) -> int:
+    """Channels a tree all-reduce of ``size_bytes`` uses on a group laid out as ``grid`` (None: the two
+    trees over the members)."""
+    if grid is None:
+        return 2
+    return channels_used(default_channels(grid) if n_channels is None else _positive(n_channels), size_bytes)
 
 
 def halving_doubling_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
@@ -621,10 +689,12 @@ SUPPORTED: dict[CollKind, tuple[Algorithm, ...]] = {
 
 
 def schedule(kind: CollKind, algorithm: Algorithm, members, size_bytes: int, chunk_bytes: int,
-             gpus_per_server: int, n_channels: int | None = None) -> tuple[Algorithm, Schedule]:
+             gpus_per_server: int, n_channels: int | None = None,
+             protocol: Protocol = Protocol.SIMPLE) -> tuple[Algorithm, Schedule]:
     """Lower one collective call with ``algorithm``; returns the algorithm actually used (after fallbacks).
 
-    ``n_channels`` is the number of rings of a RING call across servers (default: two per NIC of a server).
+    ``n_channels`` is the number of rings (or trees) of a RING (TREE) call across servers (default: two per
+    NIC of a server); a TREE call is pipelined in NCCL's chunk of ``protocol`` (at most ``chunk_bytes``).
     """
     kind, algorithm = CollKind(kind), Algorithm(algorithm)
     m = _members(members)
@@ -643,7 +713,9 @@ def schedule(kind: CollKind, algorithm: Algorithm, members, size_bytes: int, chu
         used = algorithm if pxn_applies(m, gpus_per_server) else Algorithm.DIRECT
         return used, pxn_all_to_all(m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server)
     if algorithm == Algorithm.TREE:
-        return algorithm, tree_all_reduce(m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server)
+        chunk = min(chunk_bytes, tree_pipeline_chunk_bytes(m, size_bytes, gpus_per_server, protocol, n_channels))
+        return algorithm, tree_all_reduce(m, size_bytes, chunk, gpus_per_server=gpus_per_server,
+                                          n_channels=n_channels)
     fn = {Algorithm.DIRECT: direct_all_to_all, Algorithm.CHAIN: chain_broadcast}
     if algorithm in fn:
         return algorithm, fn[algorithm](m, size_bytes, chunk_bytes)

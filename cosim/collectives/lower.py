@@ -7,8 +7,10 @@ Mapping of trace ops (trace schema: :mod:`cosim.workload.trace`):
   deps, the algorithm's flows (:mod:`cosim.collectives.algorithms`; entry flows wait for the barrier), and
   an end NOP waiting for the terminal flows (or for the barrier if the call moves no bytes, e.g. a
   one-member group). Every member's trace op starts at the barrier and is done at the end NOP.
-- SEND → its transfer split into ceil(bytes / chunk_bytes) sequential chunks (FLOW between servers,
-  NVLINK inside one), the first waiting for the SEND's deps; done = last chunk. A zero-byte SEND is a NOP.
+- SEND → a delay of NCCL's fixed cost of a send (a COMPUTE op of the sender,
+  :meth:`~cosim.collectives.tuning.TuningModel.send_latency_ns`) waiting for the SEND's deps, then its
+  transfer split into ceil(bytes / chunk_bytes) sequential chunks (FLOW between servers, NVLINK inside
+  one); done = last chunk. A zero-byte SEND is a NOP.
 - RECV → a NOP waiting for the RECV's deps and for the matching SEND's last chunk (matched by match_id).
 
 Order: trace ops and collective calls are placed in a topological order of the global graph (same-rank
@@ -52,7 +54,7 @@ from cosim.collectives.dag import (
     ragged_take,
     sorted_unique,
 )
-from cosim.collectives.tuning import CANDIDATES, Shape, TuningModel
+from cosim.collectives.tuning import CANDIDATES, P2P_LL_THRESHOLD_BYTES, Estimate, Shape, TuningModel
 from cosim.errors import CosimInputError
 from cosim.workload.trace import (
     NO_GROUP_KIND,
@@ -113,9 +115,9 @@ def group_shape(members: np.ndarray, gpus_per_server: int) -> Shape:
 
 
 def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray, gpus_per_server: int,
-                      tuning: TuningModel, size_bytes: int) -> tuple[Algorithm, float, float]:
-    """(algorithm, start latency in ns, extra NVLink copy time in ns per byte) of a call of ``kind`` on
-    ``members`` under the choice ``name``."""
+                      tuning: TuningModel, size_bytes: int) -> Estimate:
+    """The tuner's decision (algorithm, protocol, start latency, extra NVLink copy time per byte) for a call
+    of ``kind`` on ``members`` under the choice ``name``."""
     kind = CollKind(kind)
     shape = group_shape(members, gpus_per_server)
     if name == "auto":
@@ -126,11 +128,9 @@ def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray,
             cands = (Algorithm.RING,)
         elif kind == CollKind.ALL_TO_ALL and not pxn_applies(members, gpus_per_server):
             cands = (Algorithm.DIRECT,)
-        best = tuning.choose(kind, shape, size_bytes, cands)
-        return best.algorithm, best.start_latency_ns, best.nvlink_extra_ns_per_byte
+        return tuning.choose(kind, shape, size_bytes, cands)
     algo = Algorithm.CHAIN if name == "ring" and kind == CollKind.BROADCAST else _BY_NAME[name]
-    best = tuning.best_protocol(kind, algo, shape, size_bytes)
-    return algo, best.start_latency_ns, best.nvlink_extra_ns_per_byte
+    return tuning.best_protocol(kind, algo, shape, size_bytes)
 
 
 def _priority_table(priorities: Mapping | None) -> np.ndarray:
@@ -266,22 +266,39 @@ def _trace_deps(b: DagBuilder, trace: Trace, start_of_op: np.ndarray, done_of_op
     b.deps(edge // n_dag, edge % n_dag)
 
 
+def send_delays_ns(trace: Trace, sends: np.ndarray, gps: int, tuning: TuningModel) -> np.ndarray:
+    """NCCL's fixed cost of each SEND (:meth:`TuningModel.send_latency_ns`), ns; 0 for a zero-byte send."""
+    nbytes = trace.bytes[sends]
+    same = trace.rank[sends] // gps == trace.peer[sends] // gps
+    # the cost takes a handful of values (protocol × inside or across servers): compute each once
+    keys = np.stack([np.minimum(nbytes, P2P_LL_THRESHOLD_BYTES + 1), same], axis=1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    cost = np.array([round(tuning.send_latency_ns(int(nb), bool(sv))) for nb, sv in uniq.tolist()], np.int64)
+    out = cost[inv.ravel()] if sends.size else np.zeros(0, np.int64)
+    return np.where(nbytes > 0, out, 0).astype(np.int64)
+
+
 def _send_ops(b: DagBuilder, trace: Trace, sends: np.ndarray, op_base: np.ndarray, n_chunks: np.ndarray,
-              chunk_bytes: int, gps: int, send_prio: np.ndarray) -> None:
-    """The chunks of every SEND (FLOW, NVLINK, or a NOP for zero bytes), each after the previous one;
-    ``send_prio``: the network priority of each send."""
+              chunk_bytes: int, gps: int, send_prio: np.ndarray, delay_ns: np.ndarray) -> None:
+    """Every SEND: a delay of NCCL's fixed cost (``delay_ns``: a COMPUTE op of the sending rank, NCCL's send
+    kernel starting and shaking hands; the executor runs it as a delay beside the rank's other work) then
+    its chunks (FLOW or NVLINK), each after the previous one; a zero-byte SEND is one NOP. ``send_prio``: the
+    network priority of each send."""
     C = n_chunks[sends]
-    chunk = ragged_take(op_base[sends], C)
+    op = ragged_take(op_base[sends], C)
     s_of = np.repeat(sends, C)
-    c_idx = chunk - op_base[s_of]
-    nbytes = np.minimum(chunk_bytes, trace.bytes[s_of] - c_idx * chunk_bytes)
+    pos = op - op_base[s_of]
+    c_idx = pos - np.repeat(delay_ns > 0, C)  # chunk index; −1 for the delay
+    nbytes = np.minimum(chunk_bytes, trace.bytes[s_of] - np.maximum(c_idx, 0) * chunk_bytes)
     rank = trace.rank[s_of].astype(np.int64)
     peer = trace.peer[s_of].astype(np.int64)
-    xk = np.where(nbytes <= 0, DagOpKind.NOP, np.where(rank // gps == peer // gps, DagOpKind.NVLINK, DagOpKind.FLOW))
-    xfer = nbytes > 0
-    b.ops(chunk, kind=xk, rank=rank, dst=np.where(xfer, peer, -1), bytes=np.maximum(nbytes, 0),
+    xfer = (nbytes > 0) & (c_idx >= 0)
+    xk = np.where(c_idx < 0, DagOpKind.COMPUTE, np.where(
+        ~xfer, DagOpKind.NOP, np.where(rank // gps == peer // gps, DagOpKind.NVLINK, DagOpKind.FLOW)))
+    b.ops(op, kind=xk, rank=rank, dst=np.where(xfer, peer, -1),
+          bytes=np.where(xfer, nbytes, 0), duration_ns=np.where(c_idx < 0, np.repeat(delay_ns, C), 0),
           priority=np.where(xfer, np.repeat(send_prio, C), 0), trace_op=s_of)
-    b.deps(chunk[c_idx > 0], chunk[c_idx > 0] - 1)  # chunks of one send go in order
+    b.deps(op[pos > 0], op[pos > 0] - 1)  # the delay, then the chunks of one send in order
 
 
 def _template_dep_blocks(local_owner: np.ndarray, local_dep: np.ndarray, entry: np.ndarray, term: np.ndarray,
@@ -333,7 +350,7 @@ def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of
 
 def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int = 4 << 20,
           algorithm: str | Mapping = "auto", priorities: Mapping | None = None, tuning: TuningModel | None = None,
-          n_channels: int | None = None) -> FlowDag:
+          n_channels: int | None = None, send_costs: bool = True) -> FlowDag:
     """Lower ``trace`` (one iteration) into a FlowDag of flows, NVLink copies, compute ops and joins.
 
     A server holds ``gpus_per_server`` GPUs (default: the trace's hardware.gpus_per_host, else 8) and
@@ -341,8 +358,9 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     name, or a mapping CollKind → name (module docstring); ``priorities`` optionally maps a GroupKind to the
     network priority (0..7) of that group's transfers. ``tuning`` is the tuning model (default:
     TuningModel.for_hardware of the trace's hardware spec) and ``n_channels`` the rings of a ring collective
-    across servers (default: two per NIC of a server). Bad arguments and a trace that deadlocks are a
-    CosimInputError.
+    across servers (default: two per NIC of a server). ``send_costs``: every SEND pays NCCL's fixed cost of
+    a send before its first chunk (module docstring); off, a SEND is its chunks alone. Bad arguments and a
+    trace that deadlocks are a CosimInputError.
     """
     gps = _gpus_per_server(trace, gpus_per_server)
     if tuning is None:
@@ -385,10 +403,11 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     t_extra = np.zeros(len(uniq), np.float64)
     for t, (kk, g, b, h) in enumerate(uniq.tolist()):
         members = trace.group_members(g).astype(np.int64)
-        algo, latency, t_extra[t] = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps,
-                                                      tuning, b)
-        templates.append(schedule(CollKind(kk), algo, members, b, chunk_bytes, gps, n_channels))
-        t_latency[t] = round(latency) if members.size > 1 else 0
+        best = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps, tuning, b)
+        t_extra[t] = best.nvlink_extra_ns_per_byte
+        templates.append(schedule(CollKind(kk), best.algorithm, members, b, chunk_bytes, gps, n_channels,
+                                  best.protocol))
+        t_latency[t] = round(best.start_latency_ns) if members.size > 1 else 0
     t_size = np.array([s.n_ops for _, s in templates], dtype=np.int64)
 
     # --- placement order and DAG layout ---
@@ -396,8 +415,9 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     item, is_call = _placement_order(trace, call_of_op, call_ptr, call_ops, recv_of_send)
     del call_of_op, recv_of_send, by_call, call_ops, call_ptr, first
     sends = np.flatnonzero(kind == OpKind.SEND)
-    n_chunks = np.ones(n, np.int64)
-    n_chunks[sends] = np.maximum(1, -(-trace.bytes[sends] // chunk_bytes))
+    send_delay = send_delays_ns(trace, sends, gps, tuning) if send_costs else np.zeros(sends.size, np.int64)
+    n_chunks = np.ones(n, np.int64)  # DAG ops of each trace op (a send: its delay and its chunks)
+    n_chunks[sends] = np.maximum(1, -(-trace.bytes[sends] // chunk_bytes)) + (send_delay > 0)
     is_op = ~is_call
     # DAG ops per item: an op's chunks (more than one only for a send); a call's barrier, schedule and end
     item_count = np.empty(item.size, np.int64)
@@ -437,11 +457,11 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
           trace_op=comp)
     del comp
 
-    _send_ops(b, trace, sends, op_base, n_chunks, chunk_bytes, gps, send_prio)
+    _send_ops(b, trace, sends, op_base, n_chunks, chunk_bytes, gps, send_prio, send_delay)
 
     b.ops(op_base[recvs], kind=DagOpKind.NOP, rank=trace.rank[recvs], trace_op=recvs)
     b.deps(op_base[recvs], recv_waits)
-    del op_base, n_chunks, sends, send_prio, recvs, recv_waits
+    del op_base, n_chunks, sends, send_prio, send_delay, recvs, recv_waits
 
     # collectives: barrier and end NOPs, then each template broadcast over its calls
     # (a call's ops are the range call_base..call_end: FlowDag.coll derives from it which call an op is of)

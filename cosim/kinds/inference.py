@@ -43,7 +43,7 @@ from cosim.collectives.calibration import nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
 from cosim.kinds.base import Piece, WorkloadKind, register
-from cosim.kinds.training import nic_payload_bytes_per_s, training_tables
+from cosim.kinds.training import flow_latency_ns, nic_payload_bytes_per_s, training_tables
 from cosim.results import collectives
 from cosim.workload.hardware import get_hardware
 from cosim.workload.inference.requests import (
@@ -122,7 +122,8 @@ def plan(exp, work, gpus_per_server: int | None) -> InferencePlan:
     busiest = float(per_token.max()) / (layers if w.kv_transfer == "layer" else 1)
     return InferencePlan(
         model=model, hardware=hardware, requests=req, prefill=prefill, decode=decode, gpus_per_server=gps,
-        n_ranks=n_ranks, tuning=TuningModel(nvlink=nvlink_model(dataclasses.asdict(hardware)), nic_bytes_per_s=nic),
+        n_ranks=n_ranks, tuning=TuningModel(nvlink=nvlink_model(dataclasses.asdict(hardware)), nic_bytes_per_s=nic,
+                                             flow_latency_ns=flow_latency_ns(exp.network)),
         prefill_cost=StepCompute(model=model, hardware=hardware, tp=prefill.tp, pp=prefill.pp, ep=prefill.ep),
         decode_cost=StepCompute(model=model, hardware=hardware, tp=decode.tp, pp=decode.pp, ep=decode.ep),
         kv_estimate_ns=req.prompt_tokens * busiest / nic * 1e9,
@@ -147,9 +148,11 @@ def step_trace_of(w, p: InferencePlan, sched: ServingSchedule) -> StepTrace:
 
 
 def lower_step_trace(w, p: InferencePlan, st: StepTrace):
-    """The FlowDag of a step trace of workload ``w`` (the same lowering as training: cosim.collectives.lower)."""
+    """The FlowDag of a step trace of workload ``w`` (the same lowering as training: cosim.collectives.lower),
+    its sends without NCCL's fixed cost: the KV transfers are timed by the plan's own analytic pass
+    (``kv_estimate_ns``), which knows no such cost."""
     return lower(st.trace, gpus_per_server=p.gpus_per_server, chunk_bytes=w.chunk_bytes, algorithm=w.algorithm,
-                 tuning=p.tuning)
+                 tuning=p.tuning, send_costs=False)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

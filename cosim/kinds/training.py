@@ -314,10 +314,18 @@ def nic_payload_bytes_per_s(network) -> float:
     return network.link_gbps * 1e9 / 8 * mtu / (mtu + header)
 
 
+def flow_latency_ns(network) -> float:
+    """Fixed time of one flow between GPUs on one rail of ``network``: two links (NIC → rail switch → NIC),
+    each its propagation delay and one full packet's serialization, ns."""
+    names = ("HostNic::MtuBytes", "HostNic::HeaderBytes")
+    mtu, header = (int(v) for v in engine.attribute_values(run_attributes(network, 0), names).values())
+    return 2 * (network.link_delay_ns + (mtu + header) * 8 / network.link_gbps)
+
+
 def tuning_model(network, trace) -> TuningModel:
     """The collective tuner of a run: the trace's GPU and NVLink rate, the NIC rate of ``network``."""
     return TuningModel(nvlink=nvlink_model(trace.spec_dict().get("hardware")),
-                       nic_bytes_per_s=nic_payload_bytes_per_s(network))
+                       nic_bytes_per_s=nic_payload_bytes_per_s(network), flow_latency_ns=flow_latency_ns(network))
 
 
 # --- the kind -----------------------------------------------------------------------------------------------
