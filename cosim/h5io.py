@@ -103,11 +103,9 @@ def write_image(path: str | os.PathLike[str], image: bytes) -> None:
         os.fsync(out.fileno())
 
 
-@contextlib.contextmanager
 def in_memory_h5(name: str, **kwargs):
-    """An empty HDF5 file held in memory only (core driver, no backing store); ``name`` only labels it.
-    Write it with ``write_image(path, f.id.get_file_image())`` after a flush."""
+    """An empty HDF5 file (an open h5py.File) held in memory only (core driver, no backing store); ``name``
+    only labels it. Write it with ``write_image(path, f.id.get_file_image())`` after a flush."""
     import h5py  # noqa: PLC0415
 
-    with h5py.File(f"{name}.in-memory", "w", driver="core", backing_store=False, **kwargs) as f:
-        yield f
+    return h5py.File(f"{name}.in-memory", "w", driver="core", backing_store=False, **kwargs)

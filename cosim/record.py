@@ -26,8 +26,7 @@ def record(plan, outcome) -> RunRecord:
     exp, fabric, dag, out = plan.experiment, plan.fabric, outcome.dag, outcome.out
     net, fop = out.network, out.flow_op
     interval = exp.telemetry.queue_sample_interval_ns
-    tables = telemetry.network_tables(fabric, net, src=dag.src_node[fop], dst=dag.dst_node[fop],
-                                      size_bytes=dag.bytes_[fop].astype(np.int64), start_ns=out.flow_start_ns)
+    tables = _network_tables(fabric, out, dag)
     flows = tables["flows"]
     shared = len(plan.jobs) > 1
     if shared or any(p.kind.ranked for p in plan.jobs):
@@ -95,6 +94,14 @@ def placement_table(plan) -> dict[str, np.ndarray]:
             "host": np.concatenate(hosts).astype(np.int32)}
 
 
+def _network_tables(fabric, out, dag) -> dict[str, dict[str, np.ndarray]]:
+    """The network tables (cosim.telemetry) of engine output ``out`` of ``dag``: its flows are the DAG's FLOW
+    ops the engine started, in the order it reports them."""
+    fop = out.flow_op
+    return telemetry.network_tables(fabric, out.network, src=dag.src_node[fop], dst=dag.dst_node[fop],
+                                    size_bytes=dag.bytes_[fop].astype(np.int64), start_ns=out.flow_start_ns)
+
+
 def job_results(plan, p, out, rows, flows, first_op, state) -> tuple[dict, dict]:
     """(summary, tables) of job ``p``: its kind's, from its rows of the outcome."""
     return p.kind.results(p, out, rows, flows, first_op, fabric=plan.fabric, state=state, alone=len(plan.jobs) == 1)
@@ -118,9 +125,7 @@ def _alone(plan, p, own: dict, alone) -> dict:
     sharing caused."""
     out, dag = alone
     fop = out.flow_op
-    tables = telemetry.network_tables(plan.fabric, out.network, src=dag.src_node[fop], dst=dag.dst_node[fop],
-                                      size_bytes=dag.bytes_[fop].astype(np.int64), start_ns=out.flow_start_ns)
-    flows = tables["flows"]
+    flows = _network_tables(plan.fabric, out, dag)["flows"]
     flows["transfer"] = np.arange(fop.size, dtype=np.int64)
     rows = np.arange(fop.size)
     summary = job_results(plan, p, out, rows, flows, int(dag.first_op[0]), p.state)[0]

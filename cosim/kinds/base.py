@@ -87,7 +87,7 @@ class LowerContext:
     gpus_per_server: int
     slots: dict  # job name -> int64 host ids
     index_of: dict  # job name -> its index in the plan
-    link_gbps: np.ndarray  # float64 [n_nodes], rate of each host's link, Gbit/s (0 for switches)
+    link_gbps: np.ndarray  # float64 [n_nodes], each node's fastest link, Gbit/s (a host's: its one link)
     others: tuple  # the other jobs (cosim.spec.Job), for kinds that refer to them
     n_channels: int | None = None  # rings of a ring collective across servers (None: two per NIC of a server)
 

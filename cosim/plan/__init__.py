@@ -117,7 +117,7 @@ def compile(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Ru
     fabric = fabric_for(exp, jobs, ranks, gps)
     slots = _place(exp, fabric, jobs, ranks, gps)
     ctx = LowerContext(experiment=exp, fabric=fabric, gpus_per_server=gps, slots=slots,
-                       index_of={j.name: i for i, j in enumerate(jobs)}, link_gbps=_host_link_gbps(fabric),
+                       index_of={j.name: i for i, j in enumerate(jobs)}, link_gbps=time_limit.host_rate_bytes_per_s(fabric) * 8 / 1e9,
                        others=jobs, n_channels=n_channels)
     planned = []
     for i, (k, j, x) in enumerate(zip(kind, jobs, loaded)):
@@ -192,15 +192,6 @@ def _place(exp: Experiment, fabric, jobs, ranks, gps: int) -> dict[str, np.ndarr
                                         rank_servers=gps if n is not None else 0))
     placed = placement.place(servers, demands)
     return {j.name: (hosts[:n] if n is not None else hosts) for j, n, hosts in zip(jobs, ranks, placed)}
-
-
-def _host_link_gbps(fabric) -> np.ndarray:
-    """float64 [n_nodes]: the rate of every host's link, Gbit/s (0 for switches)."""
-    rate = np.zeros(fabric.n_nodes)
-    for end in (fabric.link_a, fabric.link_b):
-        host = fabric.node_kind[end] == topology.HOST
-        rate[end[host]] = fabric.link_rate_bps[host] / 1e9
-    return rate
 
 
 # --- one DAG ----------------------------------------------------------------------------------------------

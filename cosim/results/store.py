@@ -15,7 +15,7 @@ import numpy as np
 
 from cosim import __version__
 from cosim.errors import CosimInputError
-from cosim.h5io import write_image
+from cosim.h5io import in_memory_h5, write_image
 from cosim.results.schema import (
     DATASETS,
     GROUPS,
@@ -197,7 +197,7 @@ def _write_results(path: Path, runs: list[RunRecord], *, append: bool, replace: 
     if keep_existing:
         h5 = h5py.File(path, "r+", driver="core", backing_store=False, locking=False)
     else:
-        h5 = h5py.File(f"{path}.in-memory", "w", driver="core", backing_store=False)
+        h5 = in_memory_h5(str(path))
     with h5:
         if not keep_existing:
             _write_root(h5)
