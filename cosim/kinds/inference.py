@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from cosim.collectives import lower
-from cosim.collectives.calibration import nvlink_model
+from cosim.collectives.calibration import executor_attributes, nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
 from cosim.kinds.base import Piece, WorkloadKind, register
@@ -340,7 +340,7 @@ class InferenceKind(WorkloadKind):
         return state.dag
 
     def executor_attributes(self, jp):
-        return nvlink_model(dataclasses.asdict(jp.state.plan.hardware)).executor_attributes()
+        return executor_attributes(dataclasses.asdict(jp.state.plan.hardware))
 
     def execute(self, plan, jp, simulate):
         """Simulate the schedule, decide again from what it measured, until a fixed point (module docstring)."""

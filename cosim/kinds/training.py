@@ -57,7 +57,7 @@ import numpy as np
 
 from cosim import engine, memory
 from cosim.collectives import DagOpKind, lower, repeat
-from cosim.collectives.calibration import nvlink_model
+from cosim.collectives.calibration import executor_attributes, nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
 from cosim.kinds import time_limit
@@ -372,7 +372,7 @@ class TrainingKind(WorkloadKind):
         return state[1]
 
     def executor_attributes(self, jp):
-        return nvlink_model(jp.state[0].spec_dict().get("hardware")).executor_attributes()
+        return executor_attributes(jp.state[0].spec_dict().get("hardware"))
 
     def results(self, jp, out, rows, flows, first_op, *, fabric, state, alone):
         trace, dag = state

@@ -47,6 +47,10 @@ class HardwareSpec:
     nic_bytes_per_s: float = 50e9  #: scale-out NIC bandwidth per GPU per direction, bytes/s
     sm_count: int = 132  #: streaming multiprocessors (GEMM wave quantization)
     gpus_per_host: int = 8  #: GPUs sharing one host (one NVLink domain)
+    #: SMs NCCL's kernels hold while a collective or send runs on the GPU: one thread block per channel,
+    #: two channels per NIC of an 8-NIC server (cosim's rings, NCCL's default there); the GPU's compute runs
+    #: on the rest meanwhile (DagExecutor::CommComputeSlowdown = nccl_sms / sm_count). 0: no interference.
+    nccl_sms: int = 16
     # GEMM (cosim.workload.compute.gemm_time_ns)
     compute_efficiency: float = 0.75  #: GEMM FLOP/s of large well-shaped GEMMs as a fraction of peak, (0, 1]
     gemm_memory_efficiency: float = 0.8  #: fraction of HBM bandwidth GEMM operand traffic reaches, (0, 1]
@@ -92,6 +96,9 @@ class HardwareSpec:
             value = getattr(self, field)
             if not _is_number(value) or not 0 <= value < 1e12:
                 raise CosimInputError(f"hardware.{field}", f"must be a number ≥ 0, got {value!r}")
+        if isinstance(self.nccl_sms, bool) or not isinstance(self.nccl_sms, int) or not 0 <= self.nccl_sms < self.sm_count:
+            raise CosimInputError("hardware.nccl_sms", f"must be an integer in [0, sm_count), got {self.nccl_sms!r}",
+                                  "use the thread blocks NCCL launches per collective (its channel count)")
         if not _is_number(self.gemm_wave_weight) or not 0 <= self.gemm_wave_weight <= 1:
             raise CosimInputError("hardware.gemm_wave_weight", f"must be in [0, 1], got {self.gemm_wave_weight!r}")
         if not _is_number(self.gemm_roofline_sharpness) or not 1 <= self.gemm_roofline_sharpness <= 1000:

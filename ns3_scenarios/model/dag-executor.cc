@@ -1,6 +1,9 @@
 #include "dag-executor.h"
 
+#include "ns3/double.h"
 #include "ns3/simulator.h"
+
+#include <cmath>
 
 #include <algorithm>
 #include <sstream>
@@ -36,7 +39,14 @@ DagExecutor::GetTypeId()
                           "(0 = no watchdog).",
                           TimeValue(Time(0)),
                           MakeTimeAccessor(&DagExecutor::m_collectiveTimeout),
-                          MakeTimeChecker(Time(0)));
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("CommComputeSlowdown",
+                          "Fraction (dimensionless) of its compute rate a GPU loses while it has a transfer in flight: the "
+                          "share of its SMs NCCL's kernels hold (one thread block per channel), in [0, 0.95] "
+                          "(0 = compute and communication never interfere).",
+                          DoubleValue(0.0),
+                          MakeDoubleAccessor(&DagExecutor::m_commSlowdown),
+                          MakeDoubleChecker<double>(0.0, 0.95));
     return tid;
 }
 
@@ -115,6 +125,8 @@ DagExecutor::Load(const uint8_t* kind,
     m_startPs.assign(n, -1);
     m_finishPs.assign(n, -1);
     m_nvlinkFreePs.assign(size_t(maxGpu + 1), 0);
+    m_transfers.assign(size_t(maxGpu + 1), 0);
+    m_running.assign(size_t(maxGpu + 1), {});
     m_done = 0;
     return "";
 }
@@ -254,6 +266,10 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
         {
             ready.push_back(op);
         }
+        else if (Interferes() && m_gpu[op] >= 0)
+        {
+            BeginSlowable(op, m_gpu[op]);
+        }
         else
         {
             Simulator::Schedule(TimeStep(m_durationPs[op]), &DagExecutor::Finish, this, op);
@@ -285,6 +301,7 @@ DagExecutor::Launch()
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     for (uint64_t op : ops)
     {
+        CountTransfer(m_gpu[op], +1); // before the starter: an empty flow finishes inside it
         if (DagOpKind(m_kind[op]) == DagOpKind::FLOW)
         {
             m_startFlow(op);
@@ -328,8 +345,59 @@ DagExecutor::Drain(std::vector<uint64_t>& ready)
 }
 
 void
+DagExecutor::BeginSlowable(uint64_t op, int32_t gpu)
+{
+    const double rate = m_transfers[gpu] > 0 ? 1.0 - m_commSlowdown : 1.0;
+    const double workPs = double(m_durationPs[op]);
+    m_running[gpu].push_back(
+        {op, workPs, Simulator::Now().GetTimeStep(),
+         Simulator::Schedule(TimeStep(std::llround(workPs / rate)), &DagExecutor::FinishSlowable, this, op)});
+}
+
+void
+DagExecutor::FinishSlowable(uint64_t op)
+{
+    auto& running = m_running[m_gpu[op]];
+    const auto it = std::find_if(running.begin(), running.end(), [op](const RunningCompute& r) { return r.op == op; });
+    NS_ASSERT_MSG(it != running.end(), "op " << op << " finishes but is not running");
+    running.erase(it);
+    Finish(op);
+}
+
+void
+DagExecutor::CountTransfer(int32_t gpu, int delta)
+{
+    if (!Interferes() || gpu < 0)
+    {
+        return;
+    }
+    const bool before = m_transfers[gpu] > 0;
+    m_transfers[gpu] = uint32_t(int64_t(m_transfers[gpu]) + delta);
+    const bool after = m_transfers[gpu] > 0;
+    if (before == after)
+    {
+        return;
+    }
+    const double oldRate = before ? 1.0 - m_commSlowdown : 1.0;
+    const double newRate = after ? 1.0 - m_commSlowdown : 1.0;
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    for (RunningCompute& r : m_running[gpu])
+    {
+        r.remainingPs = std::max(0.0, r.remainingPs - double(nowPs - r.sincePs) * oldRate);
+        r.sincePs = nowPs;
+        r.finish.Cancel();
+        r.finish = Simulator::Schedule(TimeStep(std::llround(r.remainingPs / newRate)), &DagExecutor::FinishSlowable,
+                                       this, r.op);
+    }
+}
+
+void
 DagExecutor::Finish(uint64_t op)
 {
+    if (const auto kind = DagOpKind(m_kind[op]); kind == DagOpKind::FLOW || kind == DagOpKind::NVLINK)
+    {
+        CountTransfer(m_gpu[op], -1);
+    }
     // A worklist of its own: Finish can run inside a FLOW starter's call chain (an empty flow).
     std::vector<uint64_t> ready{op};
     Drain(ready);

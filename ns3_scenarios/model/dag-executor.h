@@ -10,6 +10,7 @@
 
 #include "ns3/callback.h"
 #include "ns3/data-rate.h"
+#include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 
@@ -151,10 +152,32 @@ class DagExecutor : public Object
     /// Launch the NVLINK and FLOW ops begun at this instant, in op order (NVLINK: take the GPU's copy
     /// engine in turn; FLOW: hand it to the network).
     void Launch();
+    /// @return true if COMPUTE op timing depends on communication (CommComputeSlowdown > 0)
+    bool Interferes() const
+    {
+        return m_commSlowdown > 0;
+    }
+    /// Start COMPUTE op @p op of GPU @p gpu, at the rate its GPU's communication state allows.
+    void BeginSlowable(uint64_t op, int32_t gpu);
+    /// Event: slowable COMPUTE op @p op has done all its work.
+    void FinishSlowable(uint64_t op);
+    /// A transfer sent by GPU @p gpu starts (@p delta +1) or ends (-1); re-time its compute if it changes
+    /// whether the GPU communicates.
+    void CountTransfer(int32_t gpu, int delta);
+
+    /// One COMPUTE op running on a GPU whose rate may change.
+    struct RunningCompute
+    {
+        uint64_t op;         ///< the op
+        double remainingPs;  ///< work left, in ps at the full rate
+        int64_t sincePs;     ///< when remainingPs was last brought up to date
+        EventId finish;      ///< its FinishSlowable event
+    };
 
     DataRate m_nvlinkRate; ///< per-direction NVLink bandwidth of one GPU
     Time m_nvlinkLatency;  ///< fixed cost of one NVLink copy
     Time m_collectiveTimeout; ///< longest a collective may run before the job fails (0 = no watchdog)
+    double m_commSlowdown{0}; ///< fraction of compute rate lost while the GPU communicates, [0, 1)
 
     std::vector<uint8_t> m_kind;          ///< DagOpKind per op
     std::vector<int32_t> m_gpu;           ///< sending GPU per op
@@ -172,6 +195,8 @@ class DagExecutor : public Object
     int64_t m_failedCollective{-1};       ///< the collective that timed out, -1 if none
     int64_t m_failedAtPs{-1};             ///< when it timed out, in ps
     std::vector<uint64_t> m_launch;       ///< NVLINK and FLOW ops begun now, waiting for Launch
+    std::vector<uint32_t> m_transfers;    ///< per GPU: its FLOW and NVLINK ops in flight (Interferes only)
+    std::vector<std::vector<RunningCompute>> m_running; ///< per GPU: its COMPUTE ops running (Interferes only)
     bool m_launchPending{false};          ///< a Launch is scheduled at the current time
     Callback<void, uint64_t> m_startFlow; ///< hands a FLOW op to the network
     Callback<void> m_onDone;              ///< called when the last op finished
