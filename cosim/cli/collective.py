@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import click
 
+from cosim.cli.options import refuse_empty
+
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast")
 TRANSPORTS = ("roce", "ib", "both")
 EPILOG = """\b
@@ -27,23 +29,26 @@ Examples:
 
 @click.command(epilog=EPILOG)
 @click.option("--op", type=click.Choice(OPS), default="all_reduce", show_default=True, help="Collective to sweep.")
-@click.option("--sizes", default="1MiB..64MiB", show_default=True,
+@click.option("--sizes", default="1MiB..64MiB", show_default=True, callback=refuse_empty,
               help="LOW..HIGH doubling (LOW..HIGH:F for a factor F), or a list 1MiB,8MiB.")
 @click.option("--ranks", type=int, default=16, show_default=True, help="GPUs taking part (ranks 0..n-1).")
 @click.option("--gpus-per-server", type=int, default=8, show_default=True, help="GPUs (and NICs) per server.")
-@click.option("--gpu", default="h100", show_default=True, help="GPU preset: its NVLink rate and calibration.")
-@click.option("--algorithm", default="auto", show_default=True,
+@click.option("--gpu", default="h100", show_default=True, callback=refuse_empty,
+              help="GPU preset: its NVLink rate and calibration.")
+@click.option("--algorithm", default="auto", show_default=True, callback=refuse_empty,
               help="auto (NCCL-style tuner), ring, tree, halving_doubling, direct, pxn, hierarchical, chain.")
 @click.option("--channels", type=int, default=None, help="Rings across servers [default: 2 per NIC].")
 @click.option("--transport", type=click.Choice(TRANSPORTS), default="roce", show_default=True,
               help="Fabric transport; both runs every size on each.")
-@click.option("--topology", default="rail-optimized", show_default=True, help="Fabric topology generator.")
+@click.option("--topology", default="rail-optimized", show_default=True, callback=refuse_empty,
+              help="Fabric topology generator.")
 @click.option("--link-gbps", type=float, default=400.0, show_default=True, help="Rate of every link, Gb/s.")
 @click.option("--iterations", type=int, default=1, show_default=True,
               help="Calls per size, chained; time is the mean after the first.")
-@click.option("--chunk-bytes", default="4MiB", show_default=True, help="Largest flow a transfer is split into.")
+@click.option("--chunk-bytes", default="4MiB", show_default=True, callback=refuse_empty,
+              help="Largest flow a transfer is split into.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of every random choice (ECMP).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
               help="Write every point's run to this HDF5 results file.")
 def collective(op, sizes, ranks, gpus_per_server, gpu, algorithm, channels, transport, topology, link_gbps,
                iterations, chunk_bytes, seed, output):

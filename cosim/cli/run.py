@@ -20,7 +20,7 @@ import time
 
 import click
 
-from cosim.cli.options import FieldType, parse_assignments
+from cosim.cli.options import SET_HELP, FieldType, parse_settings, refuse_empty
 
 #: cosim.spec.TRANSPORT_CHOICES, repeated so that --help loads no numpy (a test checks both)
 TRANSPORT_CHOICES = ("roce", "ib", "both")
@@ -46,7 +46,7 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @click.option("--list", "list_", is_flag=True, help="List the shipped experiments and exit.")
 @click.option("--dry-run", is_flag=True, help="Validate, print the resolved experiment and its plan "
               "(servers, leaves, spines, oversubscription, buffers, ranks, flows, packet-hops); run nothing.")
-@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
               help="Co-simulate this cosim workload trace (HDF5 from `cosim trace`).")
 @_field("workload.iterations", "iterations", "Training iterations to chain (the first warms the fabric up).")
 @_field("workload.chunk_bytes", "chunk_bytes", "Transfers are split into flows of at most this size (4MiB).",
@@ -85,8 +85,7 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @_field("workload.flow_bytes", "flow_bytes", "Flow experiments: payload per flow (4096, 64KiB, 1MB...) [1MiB].",
         metavar="size")
 @_field("seed", "seed", "Seed of every random choice (ECMP, RNG) [1].")
-@click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
-              help="Set an ns-3 model attribute, e.g. --set HostNic::MtuBytes=1024 (repeatable).")
+@click.option("--set", "assignments", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
 @_field("telemetry.queue_sample_interval_ns", "queue_interval_ns", "Egress queue sampling interval, ns [1000].",
         flag="--queue-interval-ns")
 @_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [20 x the workload's "
@@ -114,16 +113,17 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
         "off: always the whole run [auto].")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Local processes for the parts of a decomposed run (one ns-3 run each; identical parts run once).")
-@click.option("--parts-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--parts-dir", type=click.Path(file_okay=False), default=None, callback=refuse_empty,
               help="Batch: simulate this task's parts of each run into DIR (one file per part and a manifest) "
                    "instead of writing results; 'cosim merge DIR' joins them into the results file.")
-@click.option("--shard", metavar="I/N", default=None, help="With --parts-dir: run the parts k with k % N == I "
-              "(default: from SLURM_ARRAY_TASK_ID/COUNT in a job array, else 0/1, every part).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("--shard", metavar="I/N", default=None, callback=refuse_empty,
+              help="With --parts-dir: run the parts k with k % N == I (default: from SLURM_ARRAY_TASK_ID/COUNT in a job array, else 0/1, every part).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
               help="HDF5 results file to write (replaced if it exists). [default: results.h5, or the first free "
                    "results-N.h5 if it exists: a default never replaces an earlier run]")
-@click.option("--name", default=None, help="Run name inside the file (with both transports: NAME-roce and "
-                                           "NAME-ib). [default: the experiment's, else the pattern or transport]")
+@click.option("--name", default=None, callback=refuse_empty,
+              help="Run name inside the file (with both transports: NAME-roce and NAME-ib). [default: the "
+                   "experiment's, else the pattern or transport]")
 @click.option("--append", is_flag=True, help="Add the runs to an existing results file instead of replacing it "
               "(a run name already in the file is an error, unless --replace).")
 @click.option("--replace", is_flag=True, help="With --append: overwrite runs of the same name in the file.")
@@ -156,8 +156,9 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
         _list_experiments(catalog)
         return
     given = {k for k, x in fields.items() if x is not None}
-    source, base = _base(experiment, trace_path, given)
-    overrides = _overrides(ctx, fields, given, transport, trace_path, name, assignments)
+    settings = parse_settings(assignments)
+    source, base = _base(experiment, trace_path, given | _shorthands_of(settings, FLOW_ONLY + TRAINING_ONLY))
+    overrides = _overrides(ctx, fields, given, transport, trace_path, name, settings)
     if fault_options:
         from cosim.faults import parse_fault_option  # noqa: PLC0415
 
@@ -251,7 +252,15 @@ def _base(experiment, trace_path, given) -> tuple[str | None, dict]:
     return DEFAULT, {}
 
 
-def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> dict:
+def _shorthands_of(settings: dict, names) -> set[str]:
+    """The shorthands among ``names`` whose field ``--set`` settings set (``workload.flow_bytes`` → flow_bytes)."""
+    from cosim.spec import SHORTHANDS, resolve_path  # noqa: PLC0415
+
+    paths = {".".join(resolve_path(k)) for k in settings}
+    return {n for n in names if SHORTHANDS[n] in paths}
+
+
+def _overrides(ctx, fields, given, transport, trace_path, name, settings) -> dict:
     """Experiment fields set by the options given on the command line."""
     from cosim.spec import SHORTHANDS  # noqa: PLC0415
 
@@ -275,8 +284,15 @@ def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> 
         out["workload.trace"] = trace_path
     if name is not None:
         out["name"] = name
-    for k, x in parse_assignments(assignments):
-        out[f"attributes.{k}"] = x
+    from cosim.spec import resolve_path  # noqa: PLC0415
+
+    by_option = {tuple(resolve_path(k)): k for k in out}
+    for key, value in settings.items():
+        twice = by_option.get(tuple(resolve_path(key)))
+        if twice is not None:
+            raise click.UsageError(f"--set {key}: {'.'.join(resolve_path(key))} is also given by its own option: "
+                                   "give it once")
+        out[key] = value
     return out
 
 

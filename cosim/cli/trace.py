@@ -10,6 +10,8 @@ import sys
 
 import click
 
+from cosim.cli.options import refuse_empty
+
 MODEL_ALIASES = {"layers": "num_layers", "hidden": "hidden_size", "heads": "num_heads", "kv_heads": "num_kv_heads",
                  "ffn": "ffn_hidden_size", "vocab": "vocab_size", "seq": "seq_length", "seq_len": "seq_length",
                  "experts": "num_experts"}
@@ -155,8 +157,9 @@ def _kernel_table(model, par, hw) -> str:
 
 
 @click.command("trace", epilog=EPILOG, context_settings={"max_content_width": 110})
-@click.option("--model", "model_name", default="llama2-7b", show_default=True, help="Model preset (--list-models).")
-@click.option("--gpu", "gpu_name", default="h100", show_default=True,
+@click.option("--model", "model_name", default="llama2-7b", show_default=True, callback=refuse_empty,
+              help="Model preset (--list-models).")
+@click.option("--gpu", "gpu_name", default="h100", show_default=True, callback=refuse_empty,
               help="GPU preset (--list-gpus), or a coefficients file from 'cosim calibrate'.")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel degree.")
 @click.option("--pp", type=int, default=1, show_default=True, help="Pipeline-parallel degree.")
@@ -172,12 +175,14 @@ def _kernel_table(model, par, hw) -> str:
 @click.option("--micro-batch", type=int, default=1, show_default=True, help="Sequences per micro-batch.")
 @click.option("--global-batch", type=int, default=None, help="Sequences per iteration [default: micro·dp·4·pp].")
 @click.option("--gpus", type=int, default=None, help="Number of GPUs; checked against tp·cp·pp·dp.")
-@click.option("--order", default="tp-cp-pp-dp", show_default=True, help="Rank placement, fastest axis first.")
+@click.option("--order", default="tp-cp-pp-dp", show_default=True, callback=refuse_empty,
+              help="Rank placement, fastest axis first.")
 @click.option("--efficiency", type=float, default=None,
               help="GEMM FLOP/s as a fraction of peak (hardware.compute_efficiency) [preset: fitted].")
 @click.option("--set", "sets", multiple=True, metavar="SCOPE.FIELD=VALUE", help="Override a spec field (below).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the HDF5 trace here.")
-@click.option("--chakra", type=click.Path(file_okay=False), default=None,
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
+              help="Write the HDF5 trace here.")
+@click.option("--chakra", type=click.Path(file_okay=False), default=None, callback=refuse_empty,
               help="Also export Chakra ET files (<DIR>/cosim.<rank>.et + comm_group.json).")
 @click.option("--list-models", is_flag=True, help="List model presets and exit.")
 @click.option("--list-gpus", is_flag=True, help="List GPU presets and exit.")

@@ -188,8 +188,12 @@ def safe_name(name: str) -> str:
 
 # ---------------------------------------------------------------- parse and expand
 
-def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | None = None) -> Sweep:
-    """A parsed TOML document → an expanded Sweep whose every point constructs an Experiment."""
+def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | None = None,
+                overrides: dict | None = None) -> Sweep:
+    """A parsed TOML document → an expanded Sweep whose every point constructs an Experiment.
+
+    ``overrides`` (field key → value, as ``cosim sweep --set`` gives them) are set on every point after
+    [base]; one that sets a swept field is an error (the grid decides it)."""
     for key in data:
         if key not in SECTIONS:
             raise CosimInputError(f"{source}: {key}", "unknown section", f"sections are {', '.join(SECTIONS)}")
@@ -206,6 +210,7 @@ def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | No
         raise CosimInputError(f"{source}: base.name", "unknown field",
                               "run names come from the point's parameters; set the sweep's name in [sweep] name")
     axes = _grid_axes(f"{source}: grid", data.get("grid", {}))
+    base |= _command_overrides(overrides or {}, axes, data.get("points", []))
     explicit = data.get("points", [])
     if not isinstance(explicit, list):
         raise CosimInputError(f"{source}: points", "must be an array of tables ([[points]])")
@@ -244,6 +249,27 @@ def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | No
     return Sweep(name=name, source=source, points=tuple(points))
 
 
+def _command_overrides(overrides: dict, axes: list[tuple[str, list]], explicit) -> dict:
+    """``--set`` fields of every point, refused where the sweep itself varies them."""
+    if not overrides:
+        return {}
+    varied = {tuple(resolve_path(k)): f"[grid] {k}" for k, _ in axes}
+    for i, table in enumerate(explicit if isinstance(explicit, list) else []):
+        if isinstance(table, dict):
+            for k in _flat_keys(f"points[{i}]", table):
+                if k != "name":
+                    varied[tuple(resolve_path(k))] = f"[[points]] {i}"
+    for key in overrides:
+        path = tuple(resolve_path(key))
+        if path == ("name",):
+            raise CosimInputError(f"--set {key}", "run names come from the point's parameters",
+                                  "set the sweep's name in [sweep] name")
+        if path in varied:
+            raise CosimInputError(f"--set {key}", f"is varied by the sweep ({varied[path]})",
+                                  "remove the --set, or the field from the sweep file")
+    return dict(overrides)
+
+
 def _base_document(source: str, experiment, folder: Path | None) -> dict:
     """The base experiment's document: [sweep] experiment (shipped name or TOML path), else {}."""
     if experiment is None:
@@ -267,8 +293,9 @@ def _check_unique(source: str, points: list[SweepPoint]) -> None:
         seen[p.run_name] = p.index
 
 
-def load_sweep(path: str | Path) -> Sweep:
-    """Read and expand a sweep TOML file (CosimInputError naming the key for any mistake)."""
+def load_sweep(path: str | Path, overrides: dict | None = None) -> Sweep:
+    """Read and expand a sweep TOML file, with ``overrides`` (``--set``) on every point (CosimInputError
+    naming the key for any mistake)."""
     path = Path(path)
     if not path.is_file():
         raise CosimInputError(str(path), "no such file", "pass a sweep TOML file (see docs/sweeps.md)")
@@ -278,7 +305,7 @@ def load_sweep(path: str | Path) -> Sweep:
         raise CosimInputError(str(path), f"malformed TOML: {exc}") from None
     except UnicodeDecodeError:
         raise CosimInputError(str(path), "not a UTF-8 text file") from None
-    return parse_sweep(data, source=str(path), default_name=path.stem, folder=path.parent)
+    return parse_sweep(data, source=str(path), default_name=path.stem, folder=path.parent, overrides=overrides)
 
 
 def preflight(sweep: Sweep) -> None:
