@@ -168,14 +168,16 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
     from cosim import run as runner  # noqa: PLC0415
 
     exps = runner.experiments_of(base if source is None else source, overrides)
+    warnings = inert_warnings(exps)  # said once everything is checked: bad input stays one line
     if dry_run:
-        _dry_run(exps)
+        _dry_run(exps, warnings)
         return
     if parts_dir is not None:
         misplaced = [flag for flag, given in (("-o", output), ("--append", append), ("--replace", replace)) if given]
         if misplaced:
             raise click.UsageError(f"{misplaced[0]} does not apply with --parts-dir (part files, no results file): "
                                    "give it to 'cosim merge DIR -o FILE'")
+        _warn(warnings)
         _write_parts(exps, parts_dir, shard, quiet)
         return
     if shard is not None:
@@ -186,7 +188,13 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
         output = DEFAULT_OUTPUT if append else _free_default_output()
         if output != DEFAULT_OUTPUT and not quiet:
             click.echo(f"{DEFAULT_OUTPUT} exists: writing {output} (-o chooses the file)", err=True)
-    _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose, jobs=jobs)
+    _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose, jobs=jobs,
+             warnings=warnings)
+
+
+def _warn(lines) -> None:
+    for line in lines:
+        click.echo(f"Warning: {line}", err=True)
 
 
 @contextlib.contextmanager
@@ -252,6 +260,24 @@ def _base(experiment, trace_path, given) -> tuple[str | None, dict]:
     return DEFAULT, {}
 
 
+def inert_warnings(exps) -> list[str]:
+    """One line per set ns-3 attribute that acts on none of ``exps`` (e.g. the shared-buffer size of an
+    InfiniBand run), naming the transport and what acts instead; an attribute that acts on one of the runs
+    (a RoCE knob with --transport both) is not one."""
+    from cosim.network.transport import inert_attributes  # noqa: PLC0415
+
+    acts, inert = set(), {}
+    for exp in exps:
+        net = exp.network
+        found = dict(inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc))
+        for name, _ in net.attributes:
+            if name in found:
+                inert.setdefault(name, found[name])
+            else:
+                acts.add(name)
+    return [f"{name} {why}" for name, why in inert.items() if name not in acts]
+
+
 def _shorthands_of(settings: dict, names) -> set[str]:
     """The shorthands among ``names`` whose field ``--set`` settings set (``workload.flow_bytes`` → flow_bytes)."""
     from cosim.spec import SHORTHANDS, resolve_path  # noqa: PLC0415
@@ -310,13 +336,14 @@ def _free_default_output() -> str:
     return f"{stem}-{n}{suffix}"
 
 
-def _dry_run(exps) -> None:
+def _dry_run(exps, warnings=()) -> None:
     from cosim.plan import compile  # noqa: PLC0415, A004
     from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
     from cosim.spec import to_document, to_toml  # noqa: PLC0415
 
-    for exp in exps:
-        plan = describe(compile(exp))
+    plans = [describe(compile(exp)) for exp in exps]
+    _warn(warnings)
+    for exp, plan in zip(exps, plans):
         click.echo(f"# run '{exp.name}'")
         click.echo(to_toml(to_document(exp)).rstrip())
         click.echo("\n# plan (not simulated)")
@@ -335,7 +362,7 @@ def _dry_run(exps) -> None:
         click.echo("")
 
 
-def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -> None:
+def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1, warnings=()) -> None:
     from cosim import (
         engine,  # noqa: PLC0415
         results,  # noqa: PLC0415
@@ -359,6 +386,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -
     if append and os.path.isfile(output):
         need += os.path.getsize(output)
     check_space(output, need)
+    _warn(warnings)
     if not quiet and exps[0].description:
         click.echo(exps[0].description)
     show_progress = not quiet and sys.stderr.isatty()

@@ -70,6 +70,8 @@ def sweep(spec_file, outdir, assignments, shard, jobs, dry_run, quiet, verbose):
         where = "Slurm array" if part else "default"
         part = part or (0, 1)
     preflight(spec)
+    for line in spec.warnings:  # said once the whole sweep is checked: bad input stays one line
+        click.echo(f"Warning: {line}", err=True)
     out = Path(outdir) if outdir else Path(spec.name)
     show = not quiet and (verbose or sys.stderr.isatty())
     log = (lambda msg: click.echo(msg, err=True)) if show and verbose else (lambda msg: None)  # noqa: E731

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from cosim import engine, values
 from cosim.errors import CosimInputError
+from cosim.network.transport import inert_attributes
 from cosim.plan import compile  # noqa: A004 - the plan's verb
 from cosim.spec import catalog, from_document, resolve_path, to_document, with_overrides
 
@@ -79,6 +80,8 @@ class Sweep:
     name: str
     source: str
     points: tuple[SweepPoint, ...]
+    #: one line per ns-3 attribute the sweep sets that has no effect on some of its points (their transport)
+    warnings: tuple[str, ...] = ()
 
     def manifest(self) -> dict:
         """The sweep as JSON (deterministic: every shard writes the same bytes)."""
@@ -234,19 +237,42 @@ def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | No
     if not raw:
         raw.append(({}, dict(base), None))
 
-    points = []
+    points, exps = [], []
     for index, (params, fields, run) in enumerate(raw):
         run = run or run_name_of(params, name)
         fields = dict(sorted(fields.items()))
         digest = digest_of(run, {"base": base_doc, "fields": fields})
         point = SweepPoint(index, run, params, fields, base_doc, digest, f"{name}-{index:04d}-{digest}.h5")
         try:
-            point.experiment()
+            exps.append(point.experiment())
         except CosimInputError as exc:
             raise CosimInputError(f"{source}: point {index} ({run}) {exc.field}", exc.problem, exc.fix) from None
         points.append(point)
     _check_unique(source, points)
-    return Sweep(name=name, source=source, points=tuple(points))
+    warnings = _inert_settings(source, [k for k, x in axes if len(x) > 1], exps)
+    return Sweep(name=name, source=source, points=tuple(points), warnings=tuple(warnings))
+
+
+def _inert_settings(source: str, swept: list[str], exps) -> list[str]:
+    """Warnings for the ns-3 attributes that have no effect on some points' transport; CosimInputError for an
+    attribute swept over values that act on none of its points (the points would be identical runs)."""
+    inert: dict[str, list[int]] = {}
+    why: dict[str, str] = {}
+    for i, exp in enumerate(exps):
+        net = exp.network
+        for name, reason in inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc):
+            inert.setdefault(name, []).append(i)
+            why.setdefault(name, reason)
+    out = []
+    for name, idle in inert.items():
+        key = f"attributes.{name}"
+        if key in swept and len(idle) == len(exps):
+            raise CosimInputError(f"{source}: grid.{key}", f"{why[name]}; its values would give identical runs",
+                                  "sweep the attribute that acts, or remove this one")
+        where = "any point" if len(idle) == len(exps) else f"{len(idle)} of {len(exps)} points"
+        note = " (they repeat one run per value)" if key in swept else ""
+        out.append(f"{name} {why[name]}; on {where}{note}")
+    return out
 
 
 def _command_overrides(overrides: dict, axes: list[tuple[str, list]], explicit) -> dict:
