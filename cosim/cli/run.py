@@ -416,15 +416,15 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1, w
                 _interrupted(output, records, f"run '{records[-1].name}' stopped at "
                              f"{records[-1].summary['sim_time_ns'] / 1e6:.3f} ms simulated (status interrupted)")
     if not quiet:
-        from cosim.results.metrics import summary_table  # noqa: PLC0415
+        from cosim.cli.run_table import run_table  # noqa: PLC0415
 
         if exps[0].is_shared:
             from cosim.results.metrics import workload_table  # noqa: PLC0415
 
             click.echo(workload_table(records))
             click.echo("")
-        click.echo(summary_table({r.name: r.summary for r in records}, training=training,
-                                 inference=exps[0].is_inference))
+        click.echo(run_table({r.name: r.summary for r in records}, training=training,
+                             inference=exps[0].is_inference))
         names = ", ".join(f"'{r.name}'" for r in records)
         click.echo(f"wrote {output} (run{'s' if len(records) > 1 else ''} {names})")
     for r in records:
