@@ -100,6 +100,9 @@ def test_sweep_set_applies_to_every_point_and_not_to_swept_fields(tmp_path, caps
     ["trace", "--model", "llama2-7b", "--gpu", ""],
     ["collective", "--topology", ""], ["collective", "-o", ""], ["collective", "--gpu", ""],
     ["collective", "--sizes", ""], ["collective", "--algorithm", ""],
+    ["inspect", "--run", "", "x.h5"], ["plot", "-o", "", "x.h5"], ["plot", "--run", "", "x.h5"],
+    ["report", "-o", "", "x.h5"], ["export", "--perfetto", "-o", "", "x.h5"], ["export", "--run", "", "x.h5"],
+    ["merge", "-o", "", "sweep"], ["calibrate", "-o", "", "x.csv", "--gpu", "h100"],
 ])
 def test_empty_option_values_are_refused(tmp_path, capsys, monkeypatch, args):
     """'' is never "the default": one line naming the option, exit 2, nothing written."""

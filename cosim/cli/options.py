@@ -46,7 +46,8 @@ def refuse_empty(ctx, param, value):
     """Click callback: an option given as '' (or blanks) is an error, never "the default"."""
     for item in value if isinstance(value, tuple) else (value,):
         if isinstance(item, str) and not item.strip():
-            raise click.BadParameter("must not be empty (leave the option out for the default)", ctx, param)
+            fix = "" if param is not None and param.required else " (leave the option out for the default)"
+            raise click.BadParameter(f"must not be empty{fix}", ctx, param)
     return value
 
 
