@@ -47,6 +47,8 @@ def test_set_reaches_nested_training_and_inference_fields(capsys):
                               capsys)
     assert code == 0, err
     assert "rate_per_s = 400.0" in out
+    code, out, err = run_main(["run", "incast", "--set", "network.transport=both", "--dry-run"], capsys)
+    assert code == 0 and "# run 'incast-roce'" in out and "# run 'incast-ib'" in out, err
 
 
 @pytest.mark.parametrize("item,needles", [

@@ -146,6 +146,8 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
       cosim run disaggregated-serving -o serving.h5   # LLM serving: TTFT, TPOT per request
       cosim run --trace traces/llama2-7b-2l_tp2-pp2-dp2.h5 --transport both --iterations 2 -o t.h5
       cosim run --pattern incast --hosts 32 --flow-bytes 4MiB --link-gbps 400 -o incast32.h5
+      cosim run --set workload.parallelism.tp=2 --set workload.parallelism.dp=4 --set workload.iterations=3
+      cosim run disaggregated-serving --set workload.rate_per_s=400 --set network.transport=ib
       cosim run --fault link_down:leaf0-spine1@1ms --baseline -o down.h5
       cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
       cosim run big.toml --parts-dir parts --shard 3/16   # or in an sbatch --array job; then: cosim merge parts

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from cosim import values as v
 from cosim.errors import CosimInputError
 from cosim.spec.experiment import FAULTS_KEY, SECTIONS, TOP_KEYS, Experiment
-from cosim.spec.workloads import WORKLOAD_KINDS, WORKLOAD_SPECS
+from cosim.spec.workloads import TRANSPORT_CHOICES, WORKLOAD_KINDS, WORKLOAD_SPECS
 from cosim.workload.model import ModelSpec
 from cosim.workload.parallelism import ParallelismSpec
 
@@ -121,6 +121,8 @@ def field_kind(path: str) -> v.Kind:
             return v.Choice(WORKLOAD_KINDS)
         names = dict.fromkeys(f.name for cls in WORKLOAD_SPECS.values() for f in dataclasses.fields(cls))
         raise CosimInputError(path, "not a workload field", f"valid fields: kind, {', '.join(names)}")
+    if parts == ["network", "transport"]:
+        return v.Choice(TRANSPORT_CHOICES)  # a document's transport may be "both" (one run on each)
     cls = SECTIONS[parts[0]]
     if parts[1] not in {f.name for f in dataclasses.fields(cls)}:
         raise CosimInputError(path, f"not a {parts[0]} field", _valid_fields_hint(parts))
