@@ -63,10 +63,12 @@ def test_set_reaches_nested_training_and_inference_fields(capsys):
     ("=3", ("NAME=VALUE",)),
     ("HostNic::MtuBytes=abc", ("HostNic::MtuBytes",)),
     ("faults=x", ("--fault",)),
+    ("hosts=4 network.hosts=8", ("network.hosts", "twice", "hosts")),
 ])
 def test_bad_set_is_one_line_naming_the_field(tmp_path, capsys, item, needles):
     """An unknown path lists the valid fields; a bad value names its field; nothing is written."""
-    code, _, err = run_main(["run", "--set", item, "-o", str(tmp_path / "x.h5")], capsys)
+    sets = [a for one in item.split(" ") for a in ("--set", one)]
+    code, _, err = run_main(["run", *sets, "-o", str(tmp_path / "x.h5")], capsys)
     _one_line_error(code, err, *needles)
     assert not (tmp_path / "x.h5").exists()
 

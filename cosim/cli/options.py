@@ -51,6 +51,13 @@ def refuse_empty(ctx, param, value):
     return value
 
 
+def _once(seen: dict, path: tuple[str, ...], name: str) -> None:
+    """Refuse a field set twice (by two spellings, or twice the same): which one wins would be their order."""
+    if path in seen:
+        raise CosimInputError(name, f"is set twice (also as {seen[path]})", "give it once")
+    seen[path] = name
+
+
 def parse_settings(assignments: tuple[str, ...]) -> dict[str, object]:
     """``--set`` items → with_overrides keys and values: ``Type::Attribute=value`` → ``attributes.Type::Attribute``
     (text, checked when the run is compiled), ``path=value`` (a dotted Experiment path or a shorthand) → that
@@ -59,6 +66,7 @@ def parse_settings(assignments: tuple[str, ...]) -> dict[str, object]:
     from cosim.spec import field_kind, resolve_path  # noqa: PLC0415 - loads the specs (numpy) only to convert
 
     out: dict[str, object] = {}
+    seen: dict[tuple[str, ...], str] = {}
     for item in assignments:
         name, sep, value = item.partition("=")
         name = name.strip()
@@ -68,12 +76,15 @@ def parse_settings(assignments: tuple[str, ...]) -> dict[str, object]:
                                       "--set HostNic::MtuBytes=1024")
             if "::" in name.removeprefix("attributes.").removeprefix("network.attributes."):
                 attribute = name.removeprefix("network.").removeprefix("attributes.")
-                out[f"attributes.{values.attribute_name(name, attribute)}"] = values.attribute_value(name, value)
+                key = f"attributes.{values.attribute_name(name, attribute)}"
+                _once(seen, ("attributes", attribute.removeprefix("ns3::")), name)
+                out[key] = values.attribute_value(name, value)
                 continue
             if not value.strip():
                 raise CosimInputError(name, "must not be empty", "give a value, or leave the field out")
             if resolve_path(name) == ["faults"]:
                 raise CosimInputError(name, "is a list of fault tables", "use --fault KIND:ELEMENT@TIME")
+            _once(seen, tuple(resolve_path(name)), name)
             path = ".".join(resolve_path(name))
             out[name] = field_kind(path).from_text(value.strip(), path)
         except CosimInputError as exc:
