@@ -84,3 +84,19 @@ def test_sweep_over_an_inert_attribute_is_refused_and_a_mixed_one_warned(tmp_pat
                      'attributes."SharedBufferMmu::BufferBytes" = [4000000, 8000000]\n')
     code, out, err = run_main(["sweep", str(mixed), "-o", str(tmp_path / "out"), "--dry-run"], capsys)
     assert code == 0 and "2 of 4 points" in err and err.startswith("Warning: SharedBufferMmu::BufferBytes"), err
+
+
+@pytest.mark.parametrize("transport,attributes,switches,inert", [
+    ("ib", {"DcqcnRateControl::G": "0.1", "HostNic::DcqcnEnabled": "true", "FabricSwitch::EcnEnabled": "true"}, {},
+     []),
+    ("ib", {"DcqcnRateControl::G": "0.1", "HostNic::DcqcnEnabled": "true"}, {}, ["DcqcnRateControl::G"]),
+    ("ib", {"FabricSwitch::EcnKminBytes": "1000", "HostNic::CctiTimer": "1us"}, {"ib_cc": True}, []),
+    ("roce", {"HostNic::CctiTimer": "1us", "HostNic::IbCcEnabled": "true"}, {}, []),
+    ("roce", {"DcqcnRateControl::G": "0.1", "HostNic::DcqcnEnabled": "true"}, {"dcqcn": False}, []),
+    ("roce", {"FabricSwitch::EcnKminBytes": "1000"}, {"dcqcn": False}, []),  # marks are still counted
+    ("roce", {"HostNic::MtuBytes": "1024", "FabricSwitch::Routing": "spray"}, {}, []),
+])
+def test_a_mechanism_switched_on_explicitly_makes_its_knobs_act(transport, attributes, switches, inert):
+    """An explicit HostNic::DcqcnEnabled / IbCcEnabled / FabricSwitch::EcnEnabled = true counts as the
+    mechanism on; attributes of both transports are never called inert."""
+    assert [n for n, _ in inert_attributes(transport, attributes, **switches)] == inert

@@ -250,9 +250,9 @@ def inert_attributes(transport: str, attributes, *, dcqcn: bool = True,
     FabricSwitch::EcnEnabled = true counts as switching that mechanism on."""
     pairs = list(attributes.items() if hasattr(attributes, "items") else attributes)
     on = {qualify_attribute(k).removeprefix("ns3::"): str(x).lower() in ("true", "1") for k, x in pairs}
-    dcqcn_on = transport == "roce" and (on.get("HostNic::DcqcnEnabled", dcqcn))
-    ib_cc_on = transport == "ib" and (on.get("HostNic::IbCcEnabled", ib_cc))
-    marking_on = transport == "roce" or ib_cc_on or on.get("FabricSwitch::EcnEnabled", False)
+    marking_on = transport == "roce" or on.get("FabricSwitch::EcnEnabled", transport == "ib" and ib_cc)
+    dcqcn_on = on.get("HostNic::DcqcnEnabled", transport == "roce" and dcqcn) and marking_on
+    ib_cc_on = on.get("HostNic::IbCcEnabled", transport == "ib" and ib_cc)
     out = []
     for key, _ in pairs:
         name = qualify_attribute(key).removeprefix("ns3::")
