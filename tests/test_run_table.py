@@ -43,6 +43,11 @@ def test_delta_and_ratio_of_two_runs():
     assert row.split()[-4:] == ["0", "1,016,693", "+1,016,693", "-"]
     assert run_table({"roce": {"iteration_time_ns": 1e6}}, width=200).splitlines()[0].split() == ["metric", "roce"]
     assert ratio_text(2, 3) == "1.500" and ratio_text("complete", 1) == "-"
+    faulted = run_table({"down": {"iteration_time_ns": 150e6}, "down-baseline": {"iteration_time_ns": 120e6}},
+                        reference="down-baseline", width=200).splitlines()
+    assert faulted[0].split() == ["metric", "down-baseline", "down", "delta", "ratio"]
+    assert faulted[2].split()[-4:] == ["120.0", "150.0", "+30.0", "1.250"]
+    assert faulted[-1] == "delta = down - down-baseline, ratio = down / down-baseline"
 
 
 def _number(cell: str) -> float:

@@ -425,8 +425,9 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1, w
 
             click.echo(workload_table(records))
             click.echo("")
-        click.echo(run_table({r.name: r.summary for r in records}, training=training,
-                             inference=exps[0].is_inference))
+        baselines = {runner.baseline_name(e) for e in exps if e.faults and e.baseline}
+        click.echo(run_table({r.name: r.summary for r in records}, training=training, inference=exps[0].is_inference,
+                             reference=next((r.name for r in records if r.name in baselines), None)))
         names = ", ".join(f"'{r.name}'" for r in records)
         click.echo(f"wrote {output} (run{'s' if len(records) > 1 else ''} {names})")
     for r in records:

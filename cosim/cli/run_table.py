@@ -17,6 +17,8 @@ from cosim.results.metrics import METRICS, Metric
 
 #: decimals of the ratio column
 RATIO_DECIMALS = 3
+#: longest "b - a" header of the delta column; longer run names get "delta" and "ratio" and a legend
+LONG_HEADER = 16
 
 
 def _number(value) -> float | None:
@@ -78,11 +80,14 @@ def _rows(summaries: Mapping[str, Mapping], training: bool, inference: bool) -> 
 
 
 def run_table(summaries: Mapping[str, Mapping], *, training: bool = False, inference: bool = False,
-              width: int | None = None) -> str:
+              reference: str | None = None, width: int | None = None) -> str:
     """Run summaries side by side: a column per run, a row per metric, what the simulation cost below; with
-    exactly two runs a delta column (``ib - roce``: second - first) and a ratio column (``ib / roce``)."""
+    exactly two runs a delta column (``ib - roce``: the other run - ``reference``, by default the first)
+    and a ratio column (``ib / roce``)."""
     names = list(summaries)
     pair = len(names) == 2
+    if pair and reference == names[1]:
+        names.reverse()
     results, simulator = _rows(summaries, training, inference)
 
     def row(m: Metric) -> list[str]:
@@ -97,7 +102,11 @@ def run_table(summaries: Mapping[str, Mapping], *, training: bool = False, infer
         return cells
 
     extra = [f"{names[1]} - {names[0]}", f"{names[1]} / {names[0]}"] if pair else []
+    legend = ""
+    if pair and len(extra[0]) > LONG_HEADER:  # long run names: short headers, said below the table
+        legend = f"\ndelta = {extra[0]}, ratio = {extra[1]}"
+        extra = ["delta", "ratio"]
     body = [row(m) for m in results]
     if simulator:
         body += [["simulator:"] + [""] * (len(names) + len(extra))] + [row(m) for m in simulator]
-    return metrics.layout(["metric", *names, *extra], body, width=width)
+    return metrics.layout(["metric", *names, *extra], body, width=width) + legend
