@@ -117,7 +117,8 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
               help="Batch: simulate this task's parts of each run into DIR (one file per part and a manifest) "
                    "instead of writing results; 'cosim merge DIR' joins them into the results file.")
 @click.option("--shard", metavar="I/N", default=None, callback=refuse_empty,
-              help="With --parts-dir: run the parts k with k % N == I (default: from SLURM_ARRAY_TASK_ID/COUNT in a job array, else 0/1, every part).")
+              help="With --parts-dir: run the parts k with k % N == I (default: from SLURM_ARRAY_TASK_ID/COUNT "
+                   "in a job array, else 0/1, every part).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
               help="HDF5 results file to write (replaced if it exists). [default: results.h5, or the first free "
                    "results-N.h5 if it exists: a default never replaces an earlier run]")
