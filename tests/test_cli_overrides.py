@@ -73,6 +73,16 @@ def test_bad_set_is_one_line_naming_the_field(tmp_path, capsys, item, needles):
     assert not (tmp_path / "x.h5").exists()
 
 
+def test_trace_set_takes_the_experiment_paths_of_its_fields(capsys):
+    """cosim trace --set reads workload.parallelism.* and workload.model_overrides.* as cosim run does."""
+    code, out, err = run_main(["trace", "--model", "llama2-7b", "--set", "workload.parallelism.tp=2",
+                               "--set", "workload.model_overrides.num_layers=2"], capsys)
+    assert code == 0, err
+    assert " tp=2 " in out
+    code, _, err = run_main(["trace", "--set", "workload.parallelism.tq=2"], capsys)
+    _one_line_error(code, err, "parallelism.tq", "tp")
+
+
 def test_set_and_its_own_option_together_is_refused(capsys):
     """A field given by its option and by --set would be decided by their order: refused."""
     code, _, err = run_main(["run", "--transport", "ib", "--set", "network.transport=roce", "--dry-run"], capsys)

@@ -16,7 +16,8 @@ MODEL_ALIASES = {"layers": "num_layers", "hidden": "hidden_size", "heads": "num_
                  "ffn": "ffn_hidden_size", "vocab": "vocab_size", "seq": "seq_length", "seq_len": "seq_length",
                  "experts": "num_experts"}
 EPILOG = """\b
-Overrides (--set, repeatable, applied after the other options):
+Overrides (--set, repeatable, applied after the other options; workload.parallelism.F and
+workload.model_overrides.F, as cosim run --set writes them, work too):
   model.<field>=V        num_layers (alias layers), hidden_size (hidden), num_heads (heads),
                          num_kv_heads (kv_heads), ffn_hidden_size (ffn), vocab_size (vocab),
                          seq_length (seq), num_experts (experts), top_k, gated_mlp, linear_bias,
@@ -89,7 +90,10 @@ def _apply_sets(sets: tuple[str, ...]) -> dict[str, dict[str, object]]:
         if "=" not in item or "." not in item.split("=", 1)[0]:
             raise CosimInputError("--set", f"{item!r} is not SCOPE.FIELD=VALUE", "e.g. --set model.num_layers=8")
         key, value = item.split("=", 1)
-        scope, name = key.strip().split(".", 1)
+        # the experiment's paths of the same fields (cosim run --set workload.parallelism.tp=4) work here too
+        key = key.strip().replace("workload.model_overrides.", "model.", 1).replace("workload.parallelism.",
+                                                                                     "parallelism.", 1)
+        scope, name = key.split(".", 1)
         scope = scope.lower()
         if scope not in classes:
             raise CosimInputError(f"--set {key}", f"unknown scope {scope!r}", "use model., parallelism. or hardware.")
