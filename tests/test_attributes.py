@@ -45,7 +45,8 @@ def test_every_engine_attribute_is_listed_with_its_default(listed):
 
 @pytest.mark.parametrize("name,default,unit,accepted", [
     ("HostNic::MtuBytes", "4096", "bytes", "1..1048576"),
-    ("EgressPort::DataRate", "100Gbps", "bit/s", "1Mbps..1000Tbps"),
+    ("EgressPort::DataRate", "100Gbps", "bit/s", "1Mbps..1000000Gbps"),
+    ("TimingWheelScheduler::BucketWidth", "5ns", "time", "0s..100000s"),
     ("HostNic::CnpInterval", "50us", "time", "0s..100000s"),
     ("DeadlockWatchdog::Interval", "1ms", "time", "1ns..100000s"),
     ("FabricNode::InputBufferBytes", "640000", "bytes", ">= 64"),
@@ -59,6 +60,59 @@ def test_units_and_ranges_come_from_value_type_name_and_help(listed, name, defau
     the accepted range is the checker's (with the engine's bounds on times and rates)."""
     row = {r["name"]: r for r in listed[0]}[name]
     assert (row["default"], row["unit"], row["accepted"]) == (default, unit, accepted)
+
+
+def test_every_printed_range_bound_is_accepted_by_set(listed):
+    """Both ends of every range the listing prints ("lo..hi", ">= lo") are values --set accepts: the engine
+    takes each one (no Tbps, which ns-3 cannot read, and no negative time, which the engine refuses)."""
+    from cosim import engine
+
+    bounds = {}
+    for r in listed[0]:
+        lo, sep, hi = r["accepted"].partition("..")
+        if sep and r["value_type"] != "ns3::StringValue":
+            bounds[r["name"]] = (lo, hi)
+        elif r["accepted"].startswith(">= "):
+            bounds[r["name"]] = (r["accepted"][3:],)
+    assert len(bounds) > 40
+    for name, ends in bounds.items():
+        for end in ends:
+            assert engine.attribute_values({name: end}, [name]), (name, end)
+
+
+def test_run_defaults_are_shown_beside_the_static_ones(listed, engine_ns, capsys):
+    """BufferBytes shows the buffer a run gives each switch class (the one cosim.network.buffers picks), and
+    transport-set attributes show their InfiniBand value."""
+    import numpy as np
+
+    from cosim.network.buffers import class_buffer_bytes
+
+    code, out, _ = run_main(["attributes", "BufferBytes"], capsys)
+    text = " ".join(out.split())
+    assert code == 0 and "In a run: each switch by its class" in text
+    leaf_25t = int(class_buffer_bytes(np.array([25.6e12]))[0])
+    assert f"{leaf_25t >> 20} MiB ({leaf_25t}) up to 25.6 Tbit/s" in text and "FabricNode::InputBufferBytes" in text
+    rows = {r["name"]: r for r in listed[0]}
+    assert rows["HostNic::HeaderBytes"]["run_default"] == "ib: 26"
+    assert rows["FabricSwitch::EcnEnabled"]["run_default"] == "ib: false, ib with --ib-cc: true"
+    assert rows["HostNic::MtuBytes"]["run_default"] is None
+
+
+@pytest.mark.parametrize("transport,absent,present", [("ib", "dcqcn =", "ib_cc = false"),
+                                                       ("roce", "ib_cc =", "dcqcn = true")])
+def test_a_resolved_experiment_prints_only_its_transports_switches(capsys, transport, absent, present):
+    """--dry-run's resolved document of an InfiniBand run has no dcqcn (nor a RoCE run an ib_cc), and reading
+    it back gives the same experiment."""
+    import tomllib
+
+    from cosim.spec import from_document, make, to_document, to_toml
+
+    code, out, err = run_main(["run", "--transport", transport, "--dry-run"], capsys)
+    assert code == 0, err
+    assert absent not in out and present in out
+    exp = make("flows", transport=transport, dcqcn=False, ib_cc=True)
+    assert from_document(to_document(exp)) == [exp]
+    assert from_document(tomllib.loads(to_toml(to_document(exp)))) == [exp]
 
 
 def test_every_numeric_attribute_states_its_unit(listed):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from conftest import help_output_loading_nothing_heavy, run_main
@@ -10,21 +12,36 @@ from cosim import results
 from cosim.sweep.collective import parse_sizes
 
 
-def test_tiny_sweep_prints_nccl_tests_columns_and_writes_hdf5(tmp_path, capsys):
-    """Two sizes on 16 ranks (2 servers), both transports: a row each with busbw = algbw × 2(n−1)/n."""
+def _nccl_tests_parse(stdout: str) -> tuple[list[list[str]], list[float]]:
+    """What scripts written for nccl-tests do: skip '#' lines, split the others on blanks (13 columns: size,
+    count, type, redop, root, then time, algbw, busbw, #wrong out of place and in place), and read each
+    '# Avg bus bandwidth    : X' line."""
+    rows = [line.split() for line in stdout.splitlines() if line.strip() and not line.startswith("#")]
+    avg = [float(m.group(1)) for m in re.finditer(r"^# Avg bus bandwidth\s*:\s*([0-9.eE+-]+)", stdout, re.M)]
+    return rows, avg
+
+
+def test_tiny_sweep_prints_nccl_tests_format_and_writes_hdf5(tmp_path, capsys):
+    """Two sizes on 16 ranks (2 servers), both transports, read as nccl-tests output: every non-data line is
+    '#'-prefixed, each row has nccl-tests' 13 columns with busbw = algbw x 2(n-1)/n, the algorithm and the
+    transport come after them, and each table closes with its mean busbw."""
     out = tmp_path / "ar.h5"
     code, stdout, err = run_main(["collective", "--sizes", "64KiB..256KiB:4", "--ranks", "16", "--transport", "both",
                                   "-o", str(out)], capsys)
     assert code == 0, err
-    for column in ("size", "count", "type", "redop", "time", "algbw", "busbw", "(us)", "(GB/s)"):
+    for column in ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "(us)", "(GB/s)"):
         assert column in stdout
-    rows = [line.split() for line in stdout.splitlines() if line.split()[:1] in (["roce"], ["ib"])]
-    assert [(r[0], int(r[1])) for r in rows] == [("roce", 65536), ("roce", 262144), ("ib", 65536), ("ib", 262144)]
+    rows, avg = _nccl_tests_parse(stdout)
+    assert [(r[14], int(r[0])) for r in rows] == [("roce", 65536), ("roce", 262144), ("ib", 65536), ("ib", 262144)]
     for r in rows:
-        assert int(r[2]) == int(r[1]) // 4 and r[3] == "float" and r[4] == "sum"
-        time_us, algbw, busbw = map(float, r[6:9])
-        assert algbw == pytest.approx(int(r[1]) / (time_us * 1e3), rel=1e-2)
+        assert len(r) == 15 and int(r[1]) == int(r[0]) // 4 and r[2:5] == ["float", "sum", "-1"]
+        time_us, algbw, busbw = map(float, r[5:8])
+        assert r[8] == r[12] == "N/A" and r[9:12] == r[5:8]
+        assert algbw == pytest.approx(int(r[0]) / (time_us * 1e3), rel=1e-2)
         assert busbw == pytest.approx(algbw * 2 * 15 / 16, rel=1e-2)
+    assert len(avg) == 2
+    for mean, transport in zip(avg, ("roce", "ib")):
+        assert mean == pytest.approx(np.mean([float(r[7]) for r in rows if r[14] == transport]), abs=0.01)
     runs = results.read_results(out)
     assert sorted(runs) == sorted(f"all_reduce-{s}B-{t}" for s in (65536, 262144) for t in ("roce", "ib"))
     run = runs["all_reduce-65536B-roce"]
@@ -36,9 +53,11 @@ def test_all_to_all_across_servers_uses_pxn(capsys):
     """auto all-to-all on 2 servers is PXN; in-server it is direct (nothing to relay)."""
     code, stdout, err = run_main(["collective", "--op", "all_to_all", "--sizes", "1MiB", "--ranks", "16"], capsys)
     assert code == 0, err
-    assert " pxn " in stdout
+    rows, _ = _nccl_tests_parse(stdout)
+    assert [r[13] for r in rows] == ["pxn"] and rows[0][3:5] == ["none", "-1"]
     code, stdout, _ = run_main(["collective", "--op", "all_to_all", "--sizes", "1MiB", "--ranks", "8"], capsys)
-    assert code == 0 and " direct " in stdout
+    rows, _ = _nccl_tests_parse(stdout)
+    assert code == 0 and [r[13] for r in rows] == ["direct"]
 
 
 @pytest.mark.parametrize("args,field", [

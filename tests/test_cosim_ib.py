@@ -62,7 +62,7 @@ def test_fabric_both_on_a_trace_writes_roce_and_ib_side_by_side(tmp_path, engine
                                  "--set", "SharedBufferMmu::DynamicThresholdAlpha=0.0625", "-o", str(out)])
     assert r.exit_code == 0, r.output
     header = r.output.splitlines()[0].split()
-    assert header == ["metric", "roce", "ib"]
+    assert header == ["metric", "roce", "ib", "ib", "-", "roce", "ib", "/", "roce"]  # then delta and ratio
     for label in ("iteration time", "PFC paused time", "credit-stall time", "queue p99"):
         assert label in r.output
     runs = results.read_results(out)

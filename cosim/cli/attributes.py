@@ -23,8 +23,8 @@ _TYPE_MAX = {"uint8_t": 2**8 - 1, "uint16_t": 2**16 - 1, "uint32_t": 2**32 - 1, 
 _TIME_UNITS = (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3), ("ps", 1))
 _TIME_SCALE_PS = {"y": 365 * 86400 * 10**12, "d": 86400 * 10**12, "h": 3600 * 10**12, "min": 60 * 10**12,
                   "s": 10**12, "ms": 10**9, "us": 10**6, "ns": 10**3, "ps": 1, "fs": 1e-3, "": 10**12}
-#: data-rate units by size, in bit/s, largest first
-_RATE_UNITS = (("Tbps", 10**12), ("Gbps", 10**9), ("Mbps", 10**6), ("kbps", 10**3), ("bps", 1))
+#: data-rate units by size, in bit/s, largest first: the ones ns-3's DataRate reads (it has no Tbps)
+_RATE_UNITS = (("Gbps", 10**9), ("Mbps", 10**6), ("kbps", 10**3), ("bps", 1))
 
 
 def unit_of(info) -> str:
@@ -79,7 +79,9 @@ def shown_value(info, value: str) -> str:
 
 
 def accepted_text(info) -> str:
-    """What the attribute takes, in words: "1..8", ">= 64", "pfc|credit", "0ns..100000s", "1Mbps..1000Tbps"."""
+    """What --set takes for the attribute, in words: "1..8", ">= 64", "pfc|credit", "0s..100000s",
+    "1Mbps..1000000Gbps": every bound written as --set accepts it (the engine refuses negative times, so a
+    time checker's negative minimum reads 0s)."""
     accepted = info.accepted
     if info.value_type == "ns3::PointerValue":
         pointee = re.sub(r"^ns3::Ptr<\s*(ns3::)?|\s*>$", "", accepted)
@@ -93,20 +95,40 @@ def accepted_text(info) -> str:
     if not sep:
         return accepted
     if info.value_type == "ns3::TimeValue":
-        return f"{shown_value(info, lo)}..{shown_value(info, hi)}"
+        return f"{shown_value(info, lo) if _time_ps(lo) > 0 else '0s'}..{shown_value(info, hi)}"
     if info.value_type == "ns3::DataRateValue":
         return f"{shown_value(info, lo)}..{shown_value(info, hi)}"
+    if kind == "double":
+        lo, hi = _inside(lo, +1), _inside(hi, -1)
     if kind in _TYPE_MAX and hi.isdigit() and int(hi) == _TYPE_MAX[kind]:
         return f">= {lo}"
     return f"{lo}..{hi}"
 
 
-def describe(info, run_set: dict[str, str]) -> dict:
-    """One attribute as the verb shows it (and as --json writes it)."""
+def _inside(bound: str, direction: int) -> str:
+    """A double checker's bound as the checker wrote it with 6 significant digits (1/1024 → "0.000976562"),
+    moved by one unit of its last digit towards the inside of the range when it may have been rounded, so
+    that --set accepts it ("0.000976563")."""
+    from decimal import Decimal, InvalidOperation  # noqa: PLC0415
+
+    try:
+        d = Decimal(bound)
+    except InvalidOperation:
+        return bound
+    sign, digits, exponent = d.normalize().as_tuple()
+    if len(digits) < 6 or not isinstance(exponent, int):
+        return bound
+    return str(d.normalize() + direction * Decimal((0, (1,), exponent)))
+
+
+def describe(info, run_set: dict[str, str], run_defaults: dict[str, str] | None = None) -> dict:
+    """One attribute as the verb shows it (and as --json writes it); ``run_default`` says what a run uses
+    instead of the static default, when that follows the fabric, the transport or the workload."""
     type_name, _, attribute = info.name.partition("::")
     return {"name": info.name, "type": type_name, "attribute": attribute, "value_type": info.value_type,
             "default": shown_value(info, info.default), "ns3_default": info.default, "unit": unit_of(info),
-            "accepted": accepted_text(info), "help": info.help, "set_by_run": run_set.get(info.name)}
+            "accepted": accepted_text(info), "help": info.help, "set_by_run": run_set.get(info.name),
+            "run_default": (run_defaults or {}).get(info.name)}
 
 
 def select(rows: list[dict], which: str | None) -> list[dict]:
@@ -144,6 +166,8 @@ def render(rows: list[dict], width: int) -> str:
             facts = ", ".join(x for x in (r["unit"], r["accepted"]) if x)
             value = "" if r["value_type"] == "ns3::PointerValue" else f" = {r['default']}"
             lines.append(f"  {r['attribute']}{value}" + (f"  [{facts}]" if facts else ""))
+            if r.get("run_default"):
+                lines.extend(wrap.wrap(f"In a run: {r['run_default']}."))
             lines.extend(wrap.wrap(r["help"]))
             if r["set_by_run"]:
                 lines.extend(wrap.wrap(f"Set by every run from {r['set_by_run']}: use that, not --set."))
@@ -159,8 +183,10 @@ Examples:
   cosim attributes --json > attrs.json  # for scripts: one object per attribute
   cosim run --set HostNic::MtuBytes=1024 --set SharedBufferMmu::BufferBytes=16000000 -o r.h5
 
-Defaults are written as --set takes them (1us, 100Gbps, 4096). Times take ns-3 units (ps, ns, us, ms, s),
-rates bps, kbps, Mbps, Gbps, Tbps (or B/s for bytes per second). Attributes marked "set by every run" come
+Defaults and ranges are written as --set takes them (1us, 100Gbps, 4096). Times take ns-3 units (ps, ns,
+us, ms, s), rates bps, kbps, Mbps, Gbps (or B/s for bytes per second). "In a run" gives the default a run
+uses where it follows the fabric or the transport (a switch's buffer by its class, RoCE or InfiniBand
+framing); cosim run --dry-run shows the values of one run. Attributes marked "set by every run" come
 from an experiment field; use its option instead.
 """
 
@@ -168,7 +194,7 @@ from an experiment field; use its option instead.
 @click.command("attributes", epilog=EPILOG, context_settings={"max_content_width": 100})
 @click.argument("which", metavar="[TYPE]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of attributes (name, type, attribute, "
-              "value_type, default, ns3_default, unit, accepted, help, set_by_run) instead of text.")
+              "value_type, default, ns3_default, unit, accepted, help, set_by_run, run_default) instead of text.")
 def attributes(which: str | None, as_json: bool) -> None:
     """List the ns-3 attributes of cosim's models: what --set can change, with defaults, units and help.
 
@@ -176,9 +202,12 @@ def attributes(which: str | None, as_json: bool) -> None:
     attribute name (MtuBytes); without it every model is listed. Loads the simulator library (~3 s).
     """
     from cosim import engine  # noqa: PLC0415
+    from cosim.network.attribute_defaults import run_defaults  # noqa: PLC0415
     from cosim.network.transport import RUN_SET_ATTRIBUTES  # noqa: PLC0415
 
-    rows = [describe(info, RUN_SET_ATTRIBUTES) for info in engine.list_attributes()]
+    infos = engine.list_attributes()
+    defaults = run_defaults({i.name: i.default for i in infos})
+    rows = [describe(info, RUN_SET_ATTRIBUTES, defaults) for info in infos]
     rows = select(rows, which)
     if as_json:
         click.echo(json.dumps(rows, indent=1))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import click
 
+from cosim.cli.options import refuse_empty
+
 EPILOG = """\b
 Profiles: CSV files in the format of Vidur's mlp.csv (microsoft/vidur, data/ folder): one row per
 (num_tokens, num_tensor_parallel_workers) point with the model shape (n_head, n_kv_head, n_embd,
@@ -71,7 +73,7 @@ def _parse_sets(sets: tuple[str, ...]) -> dict[str, object]:
 
 @click.command("calibrate", epilog=EPILOG, context_settings={"max_content_width": 110})
 @click.argument("profile_dir", type=click.Path(exists=True))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True,
+@click.option("-o", "--output", callback=refuse_empty, type=click.Path(dir_okay=False), required=True,
               help="Coefficients file to write (TOML, atomically).")
 @click.option("--gpu", "gpu_name", default=None,
               help="GPU preset giving the datasheet numbers (peak FLOP/s, HBM bandwidth, SMs) the fit divides "

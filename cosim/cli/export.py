@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from cosim.cli.options import refuse_empty
+
 
 class PortCount(click.ParamType):
     """``--ports``: a whole number of ports (>= 0) or ``all``."""
@@ -29,10 +31,10 @@ class PortCount(click.ParamType):
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--perfetto", "fmt", flag_value="perfetto",
               help="Chrome Trace Event JSON for ui.perfetto.dev and chrome://tracing (the only format so far).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", callback=refuse_empty, type=click.Path(dir_okay=False), default=None,
               help="File to write; a name ending in .gz is gzip-compressed.  [default: PATH with .json]")
-@click.option("--run", "runs", multiple=True, metavar="NAME", help="Export only this run (repeatable). "
-              "Default: every run, one process each.")
+@click.option("--run", "runs", multiple=True, metavar="NAME", callback=refuse_empty,
+              help="Export only this run (repeatable). Default: every run, one process each.")
 @click.option("--ports", type=PortCount(), default="8", show_default=True, metavar="N|all",
               help="Fabric counters (queue depth, PFC pauses, credit stalls): the N busiest ports of each, or all.")
 @click.option("--flows/--no-flows", default=None,

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import click
 
+from cosim.cli.options import refuse_empty
+
 
 @click.command()
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the runs' config, provenance and summary as JSON.")
 @click.option("--config", "as_config", is_flag=True,
               help="Print the Experiment of a run as TOML: 'cosim run' of that file reproduces the run.")
-@click.option("--run", "run_name", default=None, help="The run to show with --config (needed when the file "
-              "holds several).")
+@click.option("--run", "run_name", default=None, callback=refuse_empty,
+              help="The run to show with --config (needed when the file holds several).")
 def inspect(path, as_json, as_config, run_name):
     """List the runs of results file PATH with their experiments and summaries, side by side.
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import click
 
+from cosim.cli.options import refuse_empty
+
 
 @click.command()
 @click.argument("outdir", type=click.Path(file_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", callback=refuse_empty, type=click.Path(dir_okay=False), default=None,
               help="Results file to write (atomically). Default: OUTDIR.h5 beside the directory.")
 @click.option("--summary-only", is_flag=True, help="Keep only each run's config, provenance and summary "
               "(a small file for 'cosim compare'); default: every table of every run.")

@@ -23,6 +23,8 @@ class FieldType(click.ParamType):
     def convert(self, value, param, ctx):
         if not isinstance(value, str):
             return value
+        if not value.strip():
+            self.fail("must not be empty (leave the option out for the default)", param, ctx)
         from cosim.spec import field_kind  # noqa: PLC0415 - loads the specs (numpy) only to convert
 
         try:
@@ -34,16 +36,57 @@ class FieldType(click.ParamType):
 SIZE = FieldType("workload.flow_bytes", "size")
 
 
-def parse_assignments(assignments: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """``("A::B=1", ...)`` → ``(("A::B", "1"), ...)``; a malformed item is a usage error naming it."""
-    out = []
+SET_HELP = ("Set any experiment field or ns-3 attribute (repeatable): a dotted path or a 'cosim run' "
+            "shorthand (workload.iterations=3, workload.parallelism.tp=4, network.transport=ib, hosts=16; "
+            "'cosim run NAME --dry-run' prints every field) or Type::Attribute (HostNic::MtuBytes=1024; "
+            "'cosim attributes' lists them).")
+
+
+def refuse_empty(ctx, param, value):
+    """Click callback: an option given as '' (or blanks) is an error, never "the default"."""
+    for item in value if isinstance(value, tuple) else (value,):
+        if isinstance(item, str) and not item.strip():
+            fix = "" if param is not None and param.required else " (leave the option out for the default)"
+            raise click.BadParameter(f"must not be empty{fix}", ctx, param)
+    return value
+
+
+def _once(seen: dict, path: tuple[str, ...], name: str) -> None:
+    """Refuse a field set twice (by two spellings, or twice the same): which one wins would be their order."""
+    if path in seen:
+        raise CosimInputError(name, f"is set twice (also as {seen[path]})", "give it once")
+    seen[path] = name
+
+
+def parse_settings(assignments: tuple[str, ...]) -> dict[str, object]:
+    """``--set`` items → with_overrides keys and values: ``Type::Attribute=value`` → ``attributes.Type::Attribute``
+    (text, checked when the run is compiled), ``path=value`` (a dotted Experiment path or a shorthand) → that
+    path with the value read by the field's kind. A malformed item or an unknown field is a usage error naming
+    it and the valid fields."""
+    from cosim.spec import field_kind, resolve_path  # noqa: PLC0415 - loads the specs (numpy) only to convert
+
+    out: dict[str, object] = {}
+    seen: dict[tuple[str, ...], str] = {}
     for item in assignments:
         name, sep, value = item.partition("=")
+        name = name.strip()
         try:
-            if not sep:
-                raise CosimInputError("--set", f"{item!r} is not NAME=VALUE")
-            out.append((values.attribute_name("--set", name), values.attribute_value("--set", value)))
+            if not sep or not name:
+                raise CosimInputError(repr(item), "is not NAME=VALUE", "e.g. --set workload.iterations=3 or "
+                                      "--set HostNic::MtuBytes=1024")
+            if "::" in name.removeprefix("attributes.").removeprefix("network.attributes."):
+                attribute = name.removeprefix("network.").removeprefix("attributes.")
+                key = f"attributes.{values.attribute_name(name, attribute)}"
+                _once(seen, ("attributes", attribute.removeprefix("ns3::")), name)
+                out[key] = values.attribute_value(name, value)
+                continue
+            if not value.strip():
+                raise CosimInputError(name, "must not be empty", "give a value, or leave the field out")
+            if resolve_path(name) == ["faults"]:
+                raise CosimInputError(name, "is a list of fault tables", "use --fault KIND:ELEMENT@TIME")
+            _once(seen, tuple(resolve_path(name)), name)
+            path = ".".join(resolve_path(name))
+            out[name] = field_kind(path).from_text(value.strip(), path)
         except CosimInputError as exc:
-            raise click.BadParameter(f"{item!r}: {exc.problem} (write Type::Attribute=value, e.g. "
-                                     "HostNic::MtuBytes=1024)", param_hint="'--set'") from None
-    return tuple(out)
+            raise click.BadParameter(str(exc), param_hint="'--set'") from None
+    return out

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import click
 
+from cosim.cli.options import refuse_empty
+
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "outdir", type=click.Path(file_okay=False), default="figures", show_default=True,
+@click.option("-o", "--output", "outdir", callback=refuse_empty, type=click.Path(file_okay=False), default="figures",
+              show_default=True,
               help="Directory to write the figures into (created if needed).")
-@click.option("--run", "runs", multiple=True, metavar="NAME",
+@click.option("--run", "runs", multiple=True, metavar="NAME", callback=refuse_empty,
               help="Plot only these runs (repeatable; NAME or FILE:NAME). Default: every run.")
 @click.option("--format", "fmt", type=click.Choice(["png", "svg", "pdf"]), default="png", show_default=True,
               help="Image format.")

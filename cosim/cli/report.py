@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import click
 
+from cosim.cli.options import refuse_empty
+
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default="report.html", show_default=True,
+@click.option("-o", "--output", callback=refuse_empty, type=click.Path(dir_okay=False), default="report.html",
+              show_default=True,
               help="HTML file to write (atomically).")
-@click.option("--run", "runs", multiple=True, metavar="NAME",
+@click.option("--run", "runs", multiple=True, metavar="NAME", callback=refuse_empty,
               help="Report only these runs (repeatable; NAME or FILE:NAME). Default: every run.")
 @click.option("--baseline", metavar="NAME", help="Run the deltas and ratios are taken against (default: the first).")
 @click.option("--title", default=None, help="Page title (default: the file names).")

@@ -20,7 +20,7 @@ import time
 
 import click
 
-from cosim.cli.options import FieldType, parse_assignments
+from cosim.cli.options import SET_HELP, FieldType, parse_settings, refuse_empty
 
 #: cosim.spec.TRANSPORT_CHOICES, repeated so that --help loads no numpy (a test checks both)
 TRANSPORT_CHOICES = ("roce", "ib", "both")
@@ -46,7 +46,7 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @click.option("--list", "list_", is_flag=True, help="List the shipped experiments and exit.")
 @click.option("--dry-run", is_flag=True, help="Validate, print the resolved experiment and its plan "
               "(servers, leaves, spines, oversubscription, buffers, ranks, flows, packet-hops); run nothing.")
-@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
               help="Co-simulate this cosim workload trace (HDF5 from `cosim trace`).")
 @_field("workload.iterations", "iterations", "Training iterations to chain (the first warms the fabric up).")
 @_field("workload.chunk_bytes", "chunk_bytes", "Transfers are split into flows of at most this size (4MiB).",
@@ -85,8 +85,7 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @_field("workload.flow_bytes", "flow_bytes", "Flow experiments: payload per flow (4096, 64KiB, 1MB...) [1MiB].",
         metavar="size")
 @_field("seed", "seed", "Seed of every random choice (ECMP, RNG) [1].")
-@click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
-              help="Set an ns-3 model attribute, e.g. --set HostNic::MtuBytes=1024 (repeatable).")
+@click.option("--set", "assignments", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
 @_field("telemetry.queue_sample_interval_ns", "queue_interval_ns", "Egress queue sampling interval, ns [1000].",
         flag="--queue-interval-ns")
 @_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [20 x the workload's "
@@ -114,16 +113,18 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
         "off: always the whole run [auto].")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Local processes for the parts of a decomposed run (one ns-3 run each; identical parts run once).")
-@click.option("--parts-dir", type=click.Path(file_okay=False), default=None,
+@click.option("--parts-dir", type=click.Path(file_okay=False), default=None, callback=refuse_empty,
               help="Batch: simulate this task's parts of each run into DIR (one file per part and a manifest) "
                    "instead of writing results; 'cosim merge DIR' joins them into the results file.")
-@click.option("--shard", metavar="I/N", default=None, help="With --parts-dir: run the parts k with k % N == I "
-              "(default: from SLURM_ARRAY_TASK_ID/COUNT in a job array, else 0/1, every part).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("--shard", metavar="I/N", default=None, callback=refuse_empty,
+              help="With --parts-dir: run the parts k with k % N == I (default: from SLURM_ARRAY_TASK_ID/COUNT "
+                   "in a job array, else 0/1, every part).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
               help="HDF5 results file to write (replaced if it exists). [default: results.h5, or the first free "
                    "results-N.h5 if it exists: a default never replaces an earlier run]")
-@click.option("--name", default=None, help="Run name inside the file (with both transports: NAME-roce and "
-                                           "NAME-ib). [default: the experiment's, else the pattern or transport]")
+@click.option("--name", default=None, callback=refuse_empty,
+              help="Run name inside the file (with both transports: NAME-roce and NAME-ib). [default: the "
+                   "experiment's, else the pattern or transport]")
 @click.option("--append", is_flag=True, help="Add the runs to an existing results file instead of replacing it "
               "(a run name already in the file is an error, unless --replace).")
 @click.option("--replace", is_flag=True, help="With --append: overwrite runs of the same name in the file.")
@@ -146,6 +147,8 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
       cosim run disaggregated-serving -o serving.h5   # LLM serving: TTFT, TPOT per request
       cosim run --trace traces/llama2-7b-2l_tp2-pp2-dp2.h5 --transport both --iterations 2 -o t.h5
       cosim run --pattern incast --hosts 32 --flow-bytes 4MiB --link-gbps 400 -o incast32.h5
+      cosim run --set workload.parallelism.tp=2 --set workload.parallelism.dp=4 --set workload.iterations=3
+      cosim run disaggregated-serving --set workload.rate_per_s=400 --set network.transport=ib
       cosim run --fault link_down:leaf0-spine1@1ms --baseline -o down.h5
       cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
       cosim run big.toml --parts-dir parts --shard 3/16   # or in an sbatch --array job; then: cosim merge parts
@@ -156,8 +159,9 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
         _list_experiments(catalog)
         return
     given = {k for k, x in fields.items() if x is not None}
-    source, base = _base(experiment, trace_path, given)
-    overrides = _overrides(ctx, fields, given, transport, trace_path, name, assignments)
+    settings = parse_settings(assignments)
+    source, base = _base(experiment, trace_path, given | _shorthands_of(settings, FLOW_ONLY + TRAINING_ONLY))
+    overrides = _overrides(ctx, fields, given, transport, trace_path, name, settings)
     if fault_options:
         from cosim.faults import parse_fault_option  # noqa: PLC0415
 
@@ -167,14 +171,16 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
     from cosim import run as runner  # noqa: PLC0415
 
     exps = runner.experiments_of(base if source is None else source, overrides)
+    warnings = inert_warnings(exps)  # said once everything is checked: bad input stays one line
     if dry_run:
-        _dry_run(exps)
+        _dry_run(exps, warnings)
         return
     if parts_dir is not None:
         misplaced = [flag for flag, given in (("-o", output), ("--append", append), ("--replace", replace)) if given]
         if misplaced:
             raise click.UsageError(f"{misplaced[0]} does not apply with --parts-dir (part files, no results file): "
                                    "give it to 'cosim merge DIR -o FILE'")
+        _warn(warnings)
         _write_parts(exps, parts_dir, shard, quiet)
         return
     if shard is not None:
@@ -185,7 +191,13 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
         output = DEFAULT_OUTPUT if append else _free_default_output()
         if output != DEFAULT_OUTPUT and not quiet:
             click.echo(f"{DEFAULT_OUTPUT} exists: writing {output} (-o chooses the file)", err=True)
-    _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose, jobs=jobs)
+    _run_all(exps, runner, output=output, append=append, replace=replace, quiet=quiet, verbose=verbose, jobs=jobs,
+             warnings=warnings)
+
+
+def _warn(lines) -> None:
+    for line in lines:
+        click.echo(f"Warning: {line}", err=True)
 
 
 @contextlib.contextmanager
@@ -251,7 +263,33 @@ def _base(experiment, trace_path, given) -> tuple[str | None, dict]:
     return DEFAULT, {}
 
 
-def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> dict:
+def inert_warnings(exps) -> list[str]:
+    """One line per set ns-3 attribute that acts on none of ``exps`` (e.g. the shared-buffer size of an
+    InfiniBand run), naming the transport and what acts instead; an attribute that acts on one of the runs
+    (a RoCE knob with --transport both) is not one."""
+    from cosim.network.transport import inert_attributes  # noqa: PLC0415
+
+    acts, inert = set(), {}
+    for exp in exps:
+        net = exp.network
+        found = dict(inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc))
+        for name, _ in net.attributes:
+            if name in found:
+                inert.setdefault(name, found[name])
+            else:
+                acts.add(name)
+    return [f"{name} {why}" for name, why in inert.items() if name not in acts]
+
+
+def _shorthands_of(settings: dict, names) -> set[str]:
+    """The shorthands among ``names`` whose field ``--set`` settings set (``workload.flow_bytes`` → flow_bytes)."""
+    from cosim.spec import SHORTHANDS, resolve_path  # noqa: PLC0415
+
+    paths = {".".join(resolve_path(k)) for k in settings}
+    return {n for n in names if SHORTHANDS[n] in paths}
+
+
+def _overrides(ctx, fields, given, transport, trace_path, name, settings) -> dict:
     """Experiment fields set by the options given on the command line."""
     from cosim.spec import SHORTHANDS  # noqa: PLC0415
 
@@ -275,8 +313,15 @@ def _overrides(ctx, fields, given, transport, trace_path, name, assignments) -> 
         out["workload.trace"] = trace_path
     if name is not None:
         out["name"] = name
-    for k, x in parse_assignments(assignments):
-        out[f"attributes.{k}"] = x
+    from cosim.spec import resolve_path  # noqa: PLC0415
+
+    by_option = {tuple(resolve_path(k)): k for k in out}
+    for key, value in settings.items():
+        twice = by_option.get(tuple(resolve_path(key)))
+        if twice is not None:
+            raise click.UsageError(f"--set {key}: {'.'.join(resolve_path(key))} is also given by its own option: "
+                                   "give it once")
+        out[key] = value
     return out
 
 
@@ -294,13 +339,14 @@ def _free_default_output() -> str:
     return f"{stem}-{n}{suffix}"
 
 
-def _dry_run(exps) -> None:
+def _dry_run(exps, warnings=()) -> None:
     from cosim.plan import compile  # noqa: PLC0415, A004
     from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
     from cosim.spec import to_document, to_toml  # noqa: PLC0415
 
-    for exp in exps:
-        plan = describe(compile(exp))
+    plans = [describe(compile(exp)) for exp in exps]
+    _warn(warnings)
+    for exp, plan in zip(exps, plans):
         click.echo(f"# run '{exp.name}'")
         click.echo(to_toml(to_document(exp)).rstrip())
         click.echo("\n# plan (not simulated)")
@@ -319,7 +365,7 @@ def _dry_run(exps) -> None:
         click.echo("")
 
 
-def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -> None:
+def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1, warnings=()) -> None:
     from cosim import (
         engine,  # noqa: PLC0415
         results,  # noqa: PLC0415
@@ -343,6 +389,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -
     if append and os.path.isfile(output):
         need += os.path.getsize(output)
     check_space(output, need)
+    _warn(warnings)
     if not quiet and exps[0].description:
         click.echo(exps[0].description)
     show_progress = not quiet and sys.stderr.isatty()
@@ -372,15 +419,16 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1) -
                 _interrupted(output, records, f"run '{records[-1].name}' stopped at "
                              f"{records[-1].summary['sim_time_ns'] / 1e6:.3f} ms simulated (status interrupted)")
     if not quiet:
-        from cosim.results.metrics import summary_table  # noqa: PLC0415
+        from cosim.cli.run_table import run_table  # noqa: PLC0415
 
         if exps[0].is_shared:
             from cosim.results.metrics import workload_table  # noqa: PLC0415
 
             click.echo(workload_table(records))
             click.echo("")
-        click.echo(summary_table({r.name: r.summary for r in records}, training=training,
-                                 inference=exps[0].is_inference))
+        baselines = {runner.baseline_name(e) for e in exps if e.faults and e.baseline}
+        click.echo(run_table({r.name: r.summary for r in records}, training=training, inference=exps[0].is_inference,
+                             reference=next((r.name for r in records if r.name in baselines), None)))
         names = ", ".join(f"'{r.name}'" for r in records)
         click.echo(f"wrote {output} (run{'s' if len(records) > 1 else ''} {names})")
     for r in records:

@@ -7,6 +7,8 @@ import time
 
 import click
 
+from cosim.cli.options import SET_HELP, parse_settings, refuse_empty
+
 
 def _seconds(s: float) -> str:
     return f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
@@ -14,9 +16,12 @@ def _seconds(s: float) -> str:
 
 @click.command()
 @click.argument("spec_file", metavar="SWEEP.toml", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "outdir", type=click.Path(file_okay=False), default=None,
+@click.option("-o", "--output", "outdir", type=click.Path(file_okay=False), default=None, callback=refuse_empty,
               help="Directory of the point files (default: the sweep's name).")
-@click.option("--shard", metavar="I/N", default=None, help="Run only points with index % N == I (0-based). "
+@click.option("--set", "assignments", multiple=True, metavar="FIELD=VALUE",
+              help=SET_HELP.replace("(repeatable)", "on every point (repeatable; not a field the sweep varies)"))
+@click.option("--shard", metavar="I/N", default=None, callback=refuse_empty,
+              help="Run only points with index % N == I (0-based). "
               "Default: from SLURM_ARRAY_TASK_ID/COUNT in a Slurm job array, else 0/1 (every point).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Local worker processes (each runs one simulation at a time).")
@@ -25,7 +30,7 @@ def _seconds(s: float) -> str:
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no final line (errors still go to stderr).")
 @click.option("-v", "--verbose", is_flag=True, help="Progress even when stderr is not a terminal, plus the "
               "shard, skipped points and files written.")
-def sweep(spec_file, outdir, shard, jobs, dry_run, quiet, verbose):
+def sweep(spec_file, outdir, assignments, shard, jobs, dry_run, quiet, verbose):
     """Run every point of the sweep in SWEEP.toml, one results file per point.
 
     \b
@@ -46,6 +51,7 @@ def sweep(spec_file, outdir, shard, jobs, dry_run, quiet, verbose):
       cosim sweep docs/examples/sweep.toml -o ecn --dry-run
       cosim sweep docs/examples/sweep.toml -o ecn -j 4
       cosim sweep docs/examples/sweep.toml -o ecn --shard 2/8   # or in an sbatch --array job
+      cosim sweep docs/examples/sweep.toml -o ecn-400 --set link_gbps=400 --dry-run
       cosim merge ecn -o ecn.h5 && cosim compare ecn.h5
     Exit codes: 0 every point done, 1 some point failed or did not complete, 2 bad input.
     """
@@ -55,7 +61,7 @@ def sweep(spec_file, outdir, shard, jobs, dry_run, quiet, verbose):
     from cosim.sweep import runner  # noqa: PLC0415
     from cosim.sweep.spec import load_sweep, preflight  # noqa: PLC0415
 
-    spec = load_sweep(spec_file)
+    spec = load_sweep(spec_file, parse_settings(assignments))
     where = "--shard"
     if shard is not None:
         part = runner.parse_shard(shard)
@@ -64,6 +70,8 @@ def sweep(spec_file, outdir, shard, jobs, dry_run, quiet, verbose):
         where = "Slurm array" if part else "default"
         part = part or (0, 1)
     preflight(spec)
+    for line in spec.warnings:  # said once the whole sweep is checked: bad input stays one line
+        click.echo(f"Warning: {line}", err=True)
     out = Path(outdir) if outdir else Path(spec.name)
     show = not quiet and (verbose or sys.stderr.isatty())
     log = (lambda msg: click.echo(msg, err=True)) if show and verbose else (lambda msg: None)  # noqa: E731

@@ -10,11 +10,14 @@ import sys
 
 import click
 
+from cosim.cli.options import refuse_empty
+
 MODEL_ALIASES = {"layers": "num_layers", "hidden": "hidden_size", "heads": "num_heads", "kv_heads": "num_kv_heads",
                  "ffn": "ffn_hidden_size", "vocab": "vocab_size", "seq": "seq_length", "seq_len": "seq_length",
                  "experts": "num_experts"}
 EPILOG = """\b
-Overrides (--set, repeatable, applied after the other options):
+Overrides (--set, repeatable, applied after the other options; workload.parallelism.F and
+workload.model_overrides.F, as cosim run --set writes them, work too):
   model.<field>=V        num_layers (alias layers), hidden_size (hidden), num_heads (heads),
                          num_kv_heads (kv_heads), ffn_hidden_size (ffn), vocab_size (vocab),
                          seq_length (seq), num_experts (experts), top_k, gated_mlp, linear_bias,
@@ -87,7 +90,10 @@ def _apply_sets(sets: tuple[str, ...]) -> dict[str, dict[str, object]]:
         if "=" not in item or "." not in item.split("=", 1)[0]:
             raise CosimInputError("--set", f"{item!r} is not SCOPE.FIELD=VALUE", "e.g. --set model.num_layers=8")
         key, value = item.split("=", 1)
-        scope, name = key.strip().split(".", 1)
+        # the experiment's paths of the same fields (cosim run --set workload.parallelism.tp=4) work here too
+        key = key.strip().replace("workload.model_overrides.", "model.", 1).replace("workload.parallelism.",
+                                                                                     "parallelism.", 1)
+        scope, name = key.split(".", 1)
         scope = scope.lower()
         if scope not in classes:
             raise CosimInputError(f"--set {key}", f"unknown scope {scope!r}", "use model., parallelism. or hardware.")
@@ -155,8 +161,9 @@ def _kernel_table(model, par, hw) -> str:
 
 
 @click.command("trace", epilog=EPILOG, context_settings={"max_content_width": 110})
-@click.option("--model", "model_name", default="llama2-7b", show_default=True, help="Model preset (--list-models).")
-@click.option("--gpu", "gpu_name", default="h100", show_default=True,
+@click.option("--model", "model_name", default="llama2-7b", show_default=True, callback=refuse_empty,
+              help="Model preset (--list-models).")
+@click.option("--gpu", "gpu_name", default="h100", show_default=True, callback=refuse_empty,
               help="GPU preset (--list-gpus), or a coefficients file from 'cosim calibrate'.")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel degree.")
 @click.option("--pp", type=int, default=1, show_default=True, help="Pipeline-parallel degree.")
@@ -172,12 +179,14 @@ def _kernel_table(model, par, hw) -> str:
 @click.option("--micro-batch", type=int, default=1, show_default=True, help="Sequences per micro-batch.")
 @click.option("--global-batch", type=int, default=None, help="Sequences per iteration [default: micro·dp·4·pp].")
 @click.option("--gpus", type=int, default=None, help="Number of GPUs; checked against tp·cp·pp·dp.")
-@click.option("--order", default="tp-cp-pp-dp", show_default=True, help="Rank placement, fastest axis first.")
+@click.option("--order", default="tp-cp-pp-dp", show_default=True, callback=refuse_empty,
+              help="Rank placement, fastest axis first.")
 @click.option("--efficiency", type=float, default=None,
               help="GEMM FLOP/s as a fraction of peak (hardware.compute_efficiency) [preset: fitted].")
 @click.option("--set", "sets", multiple=True, metavar="SCOPE.FIELD=VALUE", help="Override a spec field (below).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the HDF5 trace here.")
-@click.option("--chakra", type=click.Path(file_okay=False), default=None,
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
+              help="Write the HDF5 trace here.")
+@click.option("--chakra", type=click.Path(file_okay=False), default=None, callback=refuse_empty,
               help="Also export Chakra ET files (<DIR>/cosim.<rank>.et + comm_group.json).")
 @click.option("--list-models", is_flag=True, help="List model presets and exit.")
 @click.option("--list-gpus", is_flag=True, help="List GPU presets and exit.")

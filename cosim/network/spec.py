@@ -70,4 +70,10 @@ class NetworkSpec:
 
     def __post_init__(self) -> None:
         v.check_fields(self, "network")
+        # the other transport's congestion-control switch changes nothing in this one's runs: held at its
+        # default, so equal runs have equal specs (a resolved document leaves it out)
+        if self.transport == "ib":
+            object.__setattr__(self, "dcqcn", True)
+        else:
+            object.__setattr__(self, "ib_cc", False)
         check_attributes(self.transport, self.attributes, network_mechanisms(self))

@@ -205,3 +205,73 @@ def check_attributes(transport: str, attributes, mechanisms: dict[str, str] | No
             raise CosimInputError("FabricSwitch::HeadroomBytes",
                                   f"{headroom} B of PFC headroom is below one maximum packet "
                                   f"({int(mtu) + int(header)} B)", "set it to 0 (automatic) or larger")
+
+
+# ---------------------------------------------------------------- attributes that act on one transport only
+
+#: PFC and the shared-buffer MMU (RoCE): attribute name prefix → what acts instead on InfiniBand
+_PFC_ONLY = {
+    "SharedBufferMmu::BufferBytes": "FabricNode::InputBufferBytes (switches buffer per input port)",
+    "SharedBufferMmu::ReservedBytes": "FabricNode::VlReservedBytes (the reservation per virtual lane)",
+    "SharedBufferMmu::": "FabricNode::InputBufferBytes and FabricNode::VlReservedBytes (input buffers per port)",
+    "FabricSwitch::HeadroomBytes": "FabricNode::CreditUpdateBytes and CreditUpdateInterval (credit flow control)",
+    "FabricSwitch::AllowLossyHeadroom": "nothing: credit flow control is lossless by construction",
+    "FabricSwitch::Pause": "FabricNode::CreditUpdateBytes and CreditUpdateInterval (credit flow control)",
+    "PfcWatchdog::": "nothing: InfiniBand links have no PFC to watch",
+}
+#: credit flow control (InfiniBand): attribute name prefix → what acts instead on RoCE
+_CREDIT_ONLY = {
+    "FabricNode::InputBufferBytes": "SharedBufferMmu::BufferBytes (the switch's shared buffer)",
+    "FabricNode::VlReservedBytes": "SharedBufferMmu::ReservedBytes (the reservation per port and priority)",
+    "FabricNode::": "SharedBufferMmu::* and FabricSwitch::HeadroomBytes (PFC)",
+    "EgressPort::DataVls": "the priorities of the workloads (PFC pauses each priority apart)",
+    "EgressPort::VlArbitrationWeights": "the priorities of the workloads (strict priority)",
+}
+#: DCQCN (RoCE with network.dcqcn) and IB congestion control (InfiniBand with network.ib_cc)
+_DCQCN_ONLY = ("DcqcnRateControl::", "HostNic::CnpInterval")
+_IB_CC_ONLY = ("IbCcControl::", "HostNic::Cct")
+#: switch ECN marking: DCQCN's congestion point on RoCE, FECN marking on InfiniBand with IB congestion control
+_MARKING = ("FabricSwitch::EcnKminBytes", "FabricSwitch::EcnKmaxBytes", "FabricSwitch::EcnPmax",
+            "FabricSwitch::EcnMarkingPoint")
+
+
+def _rule(name: str, rules: dict[str, str]) -> str | None:
+    """What ``rules`` give the longest prefix of ``name`` that they hold, None if none."""
+    match = max((p for p in rules if name.startswith(p)), key=len, default=None)
+    return None if match is None else rules[match]
+
+
+def inert_attributes(transport: str, attributes, *, dcqcn: bool = True,
+                     ib_cc: bool = False) -> list[tuple[str, str]]:
+    """The set ns-3 ``attributes`` (names → values, or pairs) that have no effect on a run of ``transport``
+    with these congestion-control switches, each with why and what acts instead, in one phrase: e.g.
+    ``("SharedBufferMmu::BufferBytes", "has no effect on transport ib: set FabricNode::InputBufferBytes
+    (switches buffer per input port)")``. An explicit HostNic::DcqcnEnabled, HostNic::IbCcEnabled or
+    FabricSwitch::EcnEnabled = true counts as switching that mechanism on."""
+    pairs = list(attributes.items() if hasattr(attributes, "items") else attributes)
+    on = {qualify_attribute(k).removeprefix("ns3::"): str(x).lower() in ("true", "1") for k, x in pairs}
+    marking_on = transport == "roce" or on.get("FabricSwitch::EcnEnabled", transport == "ib" and ib_cc)
+    dcqcn_on = on.get("HostNic::DcqcnEnabled", transport == "roce" and dcqcn) and marking_on
+    ib_cc_on = on.get("HostNic::IbCcEnabled", transport == "ib" and ib_cc)
+    out = []
+    for key, _ in pairs:
+        name = qualify_attribute(key).removeprefix("ns3::")
+        why = None
+        if transport == "ib" and (instead := _rule(name, _PFC_ONLY)):
+            why = f"has no effect on transport ib (it is RoCE's PFC and shared buffer): set {instead}"
+        elif transport == "roce" and (instead := _rule(name, _CREDIT_ONLY)):
+            why = f"has no effect on transport roce (it is InfiniBand's credit flow control): set {instead}"
+        elif name.startswith(_DCQCN_ONLY) and not dcqcn_on:
+            why = ("has no effect on transport ib (DCQCN is RoCE's): IB congestion control is network.ib_cc "
+                   "(--ib-cc) with HostNic::Ccti* and HostNic::CctGapStep" if transport == "ib" else
+                   "has no effect with DCQCN off: set network.dcqcn = true (--dcqcn)")
+        elif name.startswith(_IB_CC_ONLY) and not ib_cc_on:
+            why = ("has no effect without IB congestion control: set network.ib_cc = true (--ib-cc)"
+                   if transport == "ib" else "has no effect on transport roce (it is InfiniBand congestion "
+                   "control): DCQCN acts, DcqcnRateControl::*")
+        elif name.startswith(_MARKING) and not marking_on:
+            why = "has no effect on transport ib without IB congestion control (FECN marking): set network.ib_cc = " \
+                  "true (--ib-cc)"
+        if why:
+            out.append((key, why))
+    return out

@@ -171,8 +171,14 @@ def _jobs_from_list(items) -> tuple[Job, ...]:
     return tuple(jobs)
 
 
+#: network fields of the other transport, left out of a resolved document: they change nothing in its runs
+#: (an InfiniBand run has no DCQCN, a RoCE run no IB congestion control)
+_OTHER_TRANSPORT_FIELDS = {"roce": ("ib_cc",), "ib": ("dcqcn",)}
+
+
 def to_document(exp: Experiment) -> dict:
-    """The resolved document of ``exp`` (JSON- and TOML-able; attributes as a table)."""
+    """The resolved document of ``exp`` (JSON- and TOML-able; attributes as a table), without the network
+    fields of the other transport."""
     def table(spec) -> dict:
         d = {}
         for f in dataclasses.fields(spec):
@@ -182,7 +188,8 @@ def to_document(exp: Experiment) -> dict:
             d[f.name] = x
         return d
 
-    doc = {"name": exp.name, "description": exp.description, "seed": exp.seed, "network": table(exp.network)}
+    network = {k: x for k, x in table(exp.network).items() if k not in _OTHER_TRANSPORT_FIELDS[exp.network.transport]}
+    doc = {"name": exp.name, "description": exp.description, "seed": exp.seed, "network": network}
     if exp.workloads:
         doc["workloads"] = [_job_document(j, table) for j in exp.workloads]
     else:

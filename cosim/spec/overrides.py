@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from cosim import values as v
 from cosim.errors import CosimInputError
 from cosim.spec.experiment import FAULTS_KEY, SECTIONS, TOP_KEYS, Experiment
-from cosim.spec.workloads import WORKLOAD_KINDS, WORKLOAD_SPECS
+from cosim.spec.workloads import TRANSPORT_CHOICES, WORKLOAD_KINDS, WORKLOAD_SPECS
+from cosim.workload.model import ModelSpec
+from cosim.workload.parallelism import ParallelismSpec
 
 #: CLI option / sweep shorthand -> the document path it sets
 SHORTHANDS = {
@@ -42,10 +44,20 @@ def resolve_path(key: str) -> list[str]:
     ok = (len(path) == 1 and path[0] in (*TOP_KEYS, FAULTS_KEY)) or (len(path) == 2 and path[0] in (*SECTIONS, "workload")) or (
         len(path) == 3 and path[0] == "workload" and path[1] in ("model_overrides", "parallelism"))
     if not ok:
-        raise CosimInputError(key, "not an experiment field",
-                              "use a section path like network.link_gbps or workload.iterations, "
-                              f"or one of {', '.join(SHORTHANDS)}")
+        raise CosimInputError(key, "not an experiment field", _valid_fields_hint(path))
     return path
+
+
+def _valid_fields_hint(path: list[str]) -> str:
+    """What to write instead of an unknown ``path``: the fields of the section it names, else the sections."""
+    if path[0] in SECTIONS:
+        return f"{path[0]} fields: {', '.join(f.name for f in dataclasses.fields(SECTIONS[path[0]]))}"
+    if path[0] == "workload":
+        return "workload fields: kind, the fields of its kind (cosim list; docs), model_overrides.<ModelSpec " \
+               "field>, parallelism.<ParallelismSpec field>"
+    return (f"use a section path like network.link_gbps or workload.iterations (sections "
+            f"{', '.join((*SECTIONS, 'workload'))}), a top-level field ({', '.join((*TOP_KEYS, FAULTS_KEY))}) "
+            f"or a shorthand ({', '.join(SHORTHANDS)})")
 
 
 def with_overrides(doc: Mapping, overrides: Mapping[str, object]) -> dict:
@@ -75,11 +87,30 @@ def with_overrides(doc: Mapping, overrides: Mapping[str, object]) -> dict:
     return out
 
 
+#: the spec classes whose fields ``workload.<table>.<field>`` set, by table
+_NESTED_SPECS = {"model_overrides": ModelSpec, "parallelism": ParallelismSpec}
+#: annotation of a plain-dataclass field -> the kind that reads it from text
+_ANNOTATION_KINDS = {"int": v.Int(), "float": v.Real(), "bool": v.Bool(), "str": v.Text(nonempty=True)}
+
+
+def _annotation_kind(cls, name: str, where: str) -> v.Kind:
+    """The kind of field ``name`` of plain dataclass ``cls`` (ModelSpec, ParallelismSpec), from its annotation."""
+    fields = {f.name: str(f.type).replace(" ", "") for f in dataclasses.fields(cls) if f.name != "name"}
+    if name not in fields:
+        raise CosimInputError(where, f"not a {cls.__name__} field", f"valid fields: {', '.join(fields)}")
+    base, _, rest = fields[name].partition("|")
+    kind = _ANNOTATION_KINDS.get(base, v.Kind())
+    return v.Optional(kind) if rest == "None" else kind
+
+
 def field_kind(path: str) -> v.Kind:
-    """The value kind of document field ``path`` (``network.link_gbps``, ``workload.iterations``, ``seed``)."""
+    """The value kind of document field ``path`` (``network.link_gbps``, ``workload.iterations``, ``seed``,
+    ``workload.parallelism.tp``); an unknown field is a CosimInputError listing the valid ones."""
     parts = resolve_path(path)
-    if parts[:2] == ["network", "attributes"] or parts[1:2] in (["model_overrides"], ["parallelism"]):
+    if parts[:2] == ["network", "attributes"] or parts == [FAULTS_KEY]:
         return v.Kind()
+    if len(parts) == 3:
+        return _annotation_kind(_NESTED_SPECS[parts[1]], parts[2], path)
     if len(parts) == 1:
         return v.field_kind(Experiment, parts[0])
     if parts[0] == "workload":
@@ -88,8 +119,11 @@ def field_kind(path: str) -> v.Kind:
                 return v.field_kind(cls, parts[1])
         if parts[1] == "kind":
             return v.Choice(WORKLOAD_KINDS)
-        raise CosimInputError(path, "not a workload field")
+        names = dict.fromkeys(f.name for cls in WORKLOAD_SPECS.values() for f in dataclasses.fields(cls))
+        raise CosimInputError(path, "not a workload field", f"valid fields: kind, {', '.join(names)}")
+    if parts == ["network", "transport"]:
+        return v.Choice(TRANSPORT_CHOICES)  # a document's transport may be "both" (one run on each)
     cls = SECTIONS[parts[0]]
     if parts[1] not in {f.name for f in dataclasses.fields(cls)}:
-        raise CosimInputError(path, f"not a {parts[0]} field")
+        raise CosimInputError(path, f"not a {parts[0]} field", _valid_fields_hint(parts))
     return v.field_kind(cls, parts[1])

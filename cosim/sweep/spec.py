@@ -36,6 +36,7 @@ from pathlib import Path
 
 from cosim import engine, values
 from cosim.errors import CosimInputError
+from cosim.network.transport import inert_attributes
 from cosim.plan import compile  # noqa: A004 - the plan's verb
 from cosim.spec import catalog, from_document, resolve_path, to_document, with_overrides
 
@@ -79,6 +80,8 @@ class Sweep:
     name: str
     source: str
     points: tuple[SweepPoint, ...]
+    #: one line per ns-3 attribute the sweep sets that has no effect on some of its points (their transport)
+    warnings: tuple[str, ...] = ()
 
     def manifest(self) -> dict:
         """The sweep as JSON (deterministic: every shard writes the same bytes)."""
@@ -188,8 +191,12 @@ def safe_name(name: str) -> str:
 
 # ---------------------------------------------------------------- parse and expand
 
-def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | None = None) -> Sweep:
-    """A parsed TOML document → an expanded Sweep whose every point constructs an Experiment."""
+def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | None = None,
+                overrides: dict | None = None) -> Sweep:
+    """A parsed TOML document → an expanded Sweep whose every point constructs an Experiment.
+
+    ``overrides`` (field key → value, as ``cosim sweep --set`` gives them) are set on every point after
+    [base]; one that sets a swept field is an error (the grid decides it)."""
     for key in data:
         if key not in SECTIONS:
             raise CosimInputError(f"{source}: {key}", "unknown section", f"sections are {', '.join(SECTIONS)}")
@@ -206,6 +213,7 @@ def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | No
         raise CosimInputError(f"{source}: base.name", "unknown field",
                               "run names come from the point's parameters; set the sweep's name in [sweep] name")
     axes = _grid_axes(f"{source}: grid", data.get("grid", {}))
+    base |= _command_overrides(overrides or {}, axes, data.get("points", []))
     explicit = data.get("points", [])
     if not isinstance(explicit, list):
         raise CosimInputError(f"{source}: points", "must be an array of tables ([[points]])")
@@ -229,19 +237,63 @@ def parse_sweep(data: dict, *, source: str, default_name: str, folder: Path | No
     if not raw:
         raw.append(({}, dict(base), None))
 
-    points = []
+    points, exps = [], []
     for index, (params, fields, run) in enumerate(raw):
         run = run or run_name_of(params, name)
         fields = dict(sorted(fields.items()))
         digest = digest_of(run, {"base": base_doc, "fields": fields})
         point = SweepPoint(index, run, params, fields, base_doc, digest, f"{name}-{index:04d}-{digest}.h5")
         try:
-            point.experiment()
+            exps.append(point.experiment())
         except CosimInputError as exc:
             raise CosimInputError(f"{source}: point {index} ({run}) {exc.field}", exc.problem, exc.fix) from None
         points.append(point)
     _check_unique(source, points)
-    return Sweep(name=name, source=source, points=tuple(points))
+    warnings = _inert_settings(source, [k for k, x in axes if len(x) > 1], exps)
+    return Sweep(name=name, source=source, points=tuple(points), warnings=tuple(warnings))
+
+
+def _inert_settings(source: str, swept: list[str], exps) -> list[str]:
+    """Warnings for the ns-3 attributes that have no effect on some points' transport; CosimInputError for an
+    attribute swept over values that act on none of its points (the points would be identical runs)."""
+    inert: dict[str, list[int]] = {}
+    why: dict[str, str] = {}
+    for i, exp in enumerate(exps):
+        net = exp.network
+        for name, reason in inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc):
+            inert.setdefault(name, []).append(i)
+            why.setdefault(name, reason)
+    out = []
+    for name, idle in inert.items():
+        key = f"attributes.{name}"
+        if key in swept and len(idle) == len(exps):
+            raise CosimInputError(f"{source}: grid.{key}", f"{why[name]}; its values would give identical runs",
+                                  "sweep the attribute that acts, or remove this one")
+        where = "any point" if len(idle) == len(exps) else f"{len(idle)} of {len(exps)} points"
+        note = " (they repeat one run per value)" if key in swept else ""
+        out.append(f"{name} {why[name]}; on {where}{note}")
+    return out
+
+
+def _command_overrides(overrides: dict, axes: list[tuple[str, list]], explicit) -> dict:
+    """``--set`` fields of every point, refused where the sweep itself varies them."""
+    if not overrides:
+        return {}
+    varied = {tuple(resolve_path(k)): f"[grid] {k}" for k, _ in axes}
+    for i, table in enumerate(explicit if isinstance(explicit, list) else []):
+        if isinstance(table, dict):
+            for k in _flat_keys(f"points[{i}]", table):
+                if k != "name":
+                    varied[tuple(resolve_path(k))] = f"[[points]] {i}"
+    for key in overrides:
+        path = tuple(resolve_path(key))
+        if path == ("name",):
+            raise CosimInputError(f"--set {key}", "run names come from the point's parameters",
+                                  "set the sweep's name in [sweep] name")
+        if path in varied:
+            raise CosimInputError(f"--set {key}", f"is varied by the sweep ({varied[path]})",
+                                  "remove the --set, or the field from the sweep file")
+    return dict(overrides)
 
 
 def _base_document(source: str, experiment, folder: Path | None) -> dict:
@@ -267,8 +319,9 @@ def _check_unique(source: str, points: list[SweepPoint]) -> None:
         seen[p.run_name] = p.index
 
 
-def load_sweep(path: str | Path) -> Sweep:
-    """Read and expand a sweep TOML file (CosimInputError naming the key for any mistake)."""
+def load_sweep(path: str | Path, overrides: dict | None = None) -> Sweep:
+    """Read and expand a sweep TOML file, with ``overrides`` (``--set``) on every point (CosimInputError
+    naming the key for any mistake)."""
     path = Path(path)
     if not path.is_file():
         raise CosimInputError(str(path), "no such file", "pass a sweep TOML file (see docs/sweeps.md)")
@@ -278,7 +331,7 @@ def load_sweep(path: str | Path) -> Sweep:
         raise CosimInputError(str(path), f"malformed TOML: {exc}") from None
     except UnicodeDecodeError:
         raise CosimInputError(str(path), "not a UTF-8 text file") from None
-    return parse_sweep(data, source=str(path), default_name=path.stem, folder=path.parent)
+    return parse_sweep(data, source=str(path), default_name=path.stem, folder=path.parent, overrides=overrides)
 
 
 def preflight(sweep: Sweep) -> None:
