@@ -357,3 +357,21 @@ def test_report_of_more_than_two_runs_has_one_compact_summary(results_file, tmp_
     assert code == 0 and pivot.count("<tr>") == 1 + 3 and "FCT p50 (us)" in pivot and "ratio" in pivot
     assert "every metric, a column per run" in summary
     assert re.findall(r'<img alt="([^"]+)"', page) == ["FCT CDF"]
+
+
+def test_picked_figures_read_only_their_tables_and_draw_the_same_bytes(results_file, tmp_path, capsys):
+    """read_results(tables=...) leaves the other tables unread (empty); cosim plot --figure reads only what
+    the figures draw (figure_names.tables_for) and writes the same bytes as a plot of everything."""
+    only = results.read_results(results_file, tables={"flows"})["pfc"]
+    full = results.read_results(results_file)["pfc"]
+    assert only.flows.keys() == full.flows.keys() and not only.queues and not only.ports and full.queues
+    assert only.summary == full.summary and only.config == full.config
+    from cosim.analysis.figure_names import CONTEXT, tables_for
+
+    assert tables_for(["fct-cdf", "pfc-pauses"]) == {"flows", "pauses", *CONTEXT} and tables_for([]) is None
+    every, picked = tmp_path / "every", tmp_path / "picked"
+    for out, extra in ((every, []), (picked, ["--figure", "fct-cdf", "--figure", "pfc-pauses"])):
+        assert run_main(["plot", str(results_file), "-o", str(out), *extra], capsys)[0] == 0
+    names = sorted(p.name for p in picked.iterdir())
+    assert names == ["fct-cdf.png", "pfc-pauses-pfc.png"]
+    assert all((picked / n).read_bytes() == (every / n).read_bytes() for n in names)

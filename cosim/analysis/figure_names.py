@@ -28,3 +28,18 @@ PER_RUN = {
     "pfc-pauses-faults": "PFC pause intervals, fault markers",
 }
 NAMES = (*SHARED, *PER_RUN)
+
+#: the results tables each figure draws from (besides the small ones every figure may read: CONTEXT)
+NEEDS = {"fct-cdf": {"flows"}, "fct-slowdown-cdf": {"flows"}, "latency-cdf": {"latency"},
+         "ttft-cdf": {"requests"}, "tpot-cdf": {"requests"}, "queues": {"queues"}, "queue-heatmap": {"queues"},
+         "pfc-pauses": {"pauses"}, "credit-stalls": {"stalls"}, "iterations": {"ops"}, "requests": {"requests"},
+         "iteration-faults": set(), "queues-faults": {"queues"}, "pfc-pauses-faults": {"pauses"}}
+#: small tables read for any figure: port names, iteration marks, fault markers, the fabric
+CONTEXT = frozenset({"ports", "iterations", "faults", "pfc_watchdog", "nodes", "links", "hosts", "placement"})
+
+
+def tables_for(names) -> set[str] | None:
+    """The tables the figures ``names`` need (None: every table, for every figure when ``names`` is empty)."""
+    if not names:
+        return None
+    return set(CONTEXT).union(*(NEEDS[n] for n in names))

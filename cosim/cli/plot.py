@@ -46,10 +46,11 @@ def plot(files, outdir, runs, fmt, top_n, figures, quiet):
       cosim plot sweep.h5 --run "dcqcn=false" --top 4
       cosim plot sweep.h5 --figure fct-cdf --figure queues   # only these
     """
+    from cosim.analysis.figure_names import tables_for  # noqa: PLC0415
     from cosim.analysis.plots import write_figures  # noqa: PLC0415
     from cosim.results.compare import load_runs  # noqa: PLC0415
 
-    records = load_runs(files, runs)
+    records = load_runs(files, runs, tables=tables_for(figures))  # only what the chosen figures draw
     written, skipped = write_figures(records, outdir, fmt=fmt, top_n=top_n, names=figures)
     if quiet:
         return

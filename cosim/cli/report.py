@@ -36,10 +36,11 @@ def report(files, output, runs, baseline, title, top_n, figures, quiet):
       cosim report roce.h5 ib.h5 -o roce-vs-ib.html --baseline roce:incast
       cosim report sweep.h5 --figure fct-cdf --figure pfc-pauses   # a lighter page
     """
+    from cosim.analysis.figure_names import tables_for  # noqa: PLC0415
     from cosim.analysis.report import write_report  # noqa: PLC0415
     from cosim.results.compare import load_runs, resolve_run  # noqa: PLC0415
 
-    records = load_runs(files, runs)
+    records = load_runs(files, runs, tables=tables_for(figures))  # only what the chosen figures draw
     base = resolve_run(records, baseline, option="--baseline") if baseline else None
     path = write_report(records, output, title=title or "cosim report: " + ", ".join(files), sources=files,
                         baseline=base, top_n=top_n, figures=figures)

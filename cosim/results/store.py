@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import h5py
@@ -455,7 +456,7 @@ def _read_table(path: Path, run: h5py.Group, group: str, where: str) -> dict[str
     return table
 
 
-def _read_run(path: Path, runs: h5py.Group, name: str) -> RunRecord:
+def _read_run(path: Path, runs: h5py.Group, name: str, tables: Collection[str] | None = None) -> RunRecord:
     where = f"runs/{name}"
     g = _member(path, runs, name, where, h5py.Group)
     docs = {key: _json_attr(path, g, key, where) for key in _JSON_ATTRS}
@@ -465,12 +466,15 @@ def _read_run(path: Path, runs: h5py.Group, name: str) -> RunRecord:
     if unknown:
         raise _damaged(path, f"{where}/{unknown[0]}", f"is not a table of the results schema (tables: "
                                                        f"{', '.join(GROUPS)})")
-    tables = {grp: _read_table(path, g, grp, f"{where}/{grp}") if grp in members else {} for grp in GROUPS}
-    return RunRecord(name=name, **docs, **tables)
+    wanted = GROUPS if tables is None else tables
+    read = {grp: _read_table(path, g, grp, f"{where}/{grp}") if grp in members and grp in wanted else {}
+            for grp in GROUPS}
+    return RunRecord(name=name, **docs, **read)
 
 
-def read_results(path: str | Path) -> dict[str, RunRecord]:
+def read_results(path: str | Path, tables: Collection[str] | None = None) -> dict[str, RunRecord]:
     """Read every run of a results file, validating it; raise CosimInputError naming the first bad field.
+    ``tables``: read only these tables (the others are left empty, unread; default: all).
 
     Checked: the schema attributes; a ``/runs`` group of run groups; each run's config, provenance and summary
     attributes are JSON objects (summary values numbers, text or lists of numbers); its members are tables of
@@ -506,4 +510,4 @@ def read_results(path: str | Path) -> dict[str, RunRecord]:
         if "runs" not in _names(path, h5, "/"):
             raise _damaged(path, "runs", "the file has no /runs group")
         runs_group = _member(path, h5, "runs", "runs", h5py.Group)
-        return {name: _read_run(path, runs_group, name) for name in _names(path, runs_group, "runs")}
+        return {name: _read_run(path, runs_group, name, tables) for name in _names(path, runs_group, "runs")}
