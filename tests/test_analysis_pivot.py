@@ -92,7 +92,7 @@ def test_sweep_figure_draws_a_line_per_transport_against_the_rate(sweep, sweep_f
     table = pivot_runs(sweep)
     fig = sweep_figure(table)
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "link_gbps" and ax.get_ylabel() == "FCT p50 (us)"
+    assert ax.get_xlabel() == "link_gbps (Gbps)" and ax.get_ylabel() == "FCT p50 (us)"
     lines = {ln.get_label(): ln for ln in ax.get_lines()}
     assert set(lines) == {"transport=roce", "transport=ib"}
     for t, start in (("roce", 0), ("ib", 2)):
@@ -120,3 +120,14 @@ def test_bad_pivot_options_exit_2_naming_the_option(sweep_file, tmp_path, monkey
     code, _, err = run_main(["compare", str(sweep_file), *args], capsys)
     assert code == 2 and err.startswith(f"Error: {field}:") and len(err.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())
+
+
+def test_cosim_plot_of_a_sweep_draws_the_sweep_figure(sweep_file, tmp_path, capsys):
+    """cosim plot of 3 or more runs that differ in a field writes sweep.png (FCT p50 against the link rate,
+    a line per transport); of 2 runs it is skipped and says why."""
+    code, out, _ = run_main(["plot", str(sweep_file), "-o", str(tmp_path / "all"), "--figure", "sweep"], capsys)
+    assert code == 0 and (tmp_path / "all" / "sweep.png").exists()
+    assert_real_image(tmp_path / "all" / "sweep.png")
+    code, out, _ = run_main(["plot", str(sweep_file), "-o", str(tmp_path / "two"), "--figure", "sweep",
+                             "--run", "roce-100", "--run", "ib-100"], capsys)
+    assert code == 0 and "skipped sweep: fewer than 3 runs" in out and not (tmp_path / "two").exists()

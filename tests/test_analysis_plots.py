@@ -136,8 +136,9 @@ def test_report_is_one_self_contained_page(results_file, tmp_path, capsys):
     page = target.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     srcs = re.findall(r'src="([^"]*)"', page)
-    # 9 figures: the FCT, slowdown and latency CDFs, queues, heatmaps and pauses per run, the Gantt
-    assert len(srcs) == 9 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    # 10 figures: the FCT, slowdown and latency CDFs, the sweep (dcqcn and buffer differ between the runs),
+    # queues, heatmaps and pauses per run, the Gantt
+    assert len(srcs) == 10 and all(s.startswith("data:image/png;base64,") for s in srcs)
     assert "http://" not in page and "https://" not in page and "<script" not in page
     assert_real_image(base64.b64decode(srcs[0].split(",", 1)[1]))
     assert "FCT p99" in page and "<th" in page and 'class="diff"' in page  # dcqcn differs between runs
@@ -305,7 +306,7 @@ def test_plots_use_the_units_of_the_tables(results_file, training_run):
     assert figures["fct-cdf"].axes[0].get_xlabel().endswith(f"({unit('fct_p50_ns')})")
     assert figures["latency-cdf"].axes[0].get_xlabel().endswith(f"({unit('latency_p50_ns')})")
     for fig in plots.iter_figures(runs):
-        if fig.figure is not None and not fig.stem.endswith("cdf"):
+        if fig.figure is not None and not fig.stem.endswith("cdf") and fig.stem != "sweep":
             assert fig.figure.axes[0].get_xlabel() == f"simulated time ({unit('sim_time_ns')})", fig.stem
     assert figures["queues"].axes[0].get_ylabel() == f"queue depth ({unit('max_queue_bytes')})"
 

@@ -12,6 +12,7 @@ SHARED = {
     "fct-cdf": "flow-completion-time CDF",
     "fct-slowdown-cdf": "FCT slowdown (FCT / ideal) CDF",
     "latency-cdf": "one-way packet-latency CDF",
+    "sweep": "the key metric against the swept value, a line per transport (3 or more runs)",
     "ttft-cdf": "time to first token CDF (inference runs)",
     "tpot-cdf": "time per output token CDF (inference runs)",
 }
@@ -30,7 +31,7 @@ PER_RUN = {
 NAMES = (*SHARED, *PER_RUN)
 
 #: the results tables each figure draws from (besides the small ones every figure may read: CONTEXT)
-NEEDS = {"fct-cdf": {"flows"}, "fct-slowdown-cdf": {"flows"}, "latency-cdf": {"latency"},
+NEEDS = {"sweep": set(), "fct-cdf": {"flows"}, "fct-slowdown-cdf": {"flows"}, "latency-cdf": {"latency"},
          "ttft-cdf": {"requests"}, "tpot-cdf": {"requests"}, "queues": {"queues"}, "queue-heatmap": {"queues"},
          "pfc-pauses": {"pauses"}, "credit-stalls": {"stalls"}, "iterations": {"ops"}, "requests": {"requests"},
          "iteration-faults": set(), "queues-faults": {"queues"}, "pfc-pauses-faults": {"pauses"}}

@@ -10,23 +10,25 @@ from __future__ import annotations
 
 import io
 import re
-import sys
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from cosim.analysis.canvas import DPI, FIGSIZE_IN
+from cosim.analysis.canvas import figure as _figure
+from cosim.analysis.canvas import log_axis as _log_axis
+from cosim.analysis.canvas import matplotlib_module as _matplotlib
 from cosim.analysis.figure_names import NAMES
 from cosim.analysis.ports import PortNames, port_names
+from cosim.analysis.sweep import sweep_of
 from cosim.errors import CosimInputError
 from cosim.faults import ACTION_CODES
 from cosim.h5io import atomic_output
 from cosim.results.metrics import format_number, metric_for
 
 FORMATS = ("png", "svg", "pdf")
-FIGSIZE_IN = (8.0, 4.5)
-DPI = 100
 GRID_POINTS = 400  # time bins of the heatmap
 MAX_ROWS = 32  # ports / ranks shown in timelines and heatmaps (the busiest ones)
 MAX_LEGEND = 12  # CDF curves that still get a legend
@@ -182,26 +184,6 @@ def _end_ns(run) -> float:
 
 # ---------------------------------------------------------------- figure builders
 
-def _matplotlib():
-    """The matplotlib package, or a one-line error saying how to install it (a CLI exit 2, no traceback)."""
-    try:
-        import matplotlib  # noqa: PLC0415
-    except ImportError:
-        raise CosimInputError("matplotlib", "is not installed, and figures need it",
-                              f"install it: {sys.executable} -m pip install matplotlib") from None
-    return matplotlib
-
-
-def _figure(title: str):
-    _matplotlib()
-    from matplotlib.figure import Figure  # noqa: PLC0415
-
-    fig = Figure(figsize=FIGSIZE_IN, dpi=DPI, layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title(title, fontsize=11)
-    return fig, ax
-
-
 def _time_axis(ax, end_ns: float) -> float:
     """Label the x axis as simulated time in the tables' unit, spanning the run; return the ns → unit scale."""
     scale, unit = display_unit(TIME_KEY)
@@ -301,16 +283,6 @@ def _padded_range(lo: float, hi: float, *, log_x: bool) -> tuple[float, float]:
         return lo / factor, hi * factor
     pad = 0.05 * (hi - lo) if hi > lo else (0.1 * abs(lo) or 1.0)
     return lo - pad, hi + pad
-
-
-def _log_axis(ax, left: float, right: float) -> None:
-    """A log x axis with plain numbers (2.5, not 2.5×10⁰); minor ticks labelled when under a decade wide."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: PLC0415
-
-    ax.set_xscale("log")
-    plain = FuncFormatter(lambda v, _pos: format_number(v))
-    ax.xaxis.set_major_formatter(plain)
-    ax.xaxis.set_minor_formatter(plain if right / left < 10 else NullFormatter())
 
 
 def _cdf_axes(title: str, xlabel: str, curves: list[Curve], *, log_x: bool, steps: bool):
@@ -637,7 +609,9 @@ def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None,
     wanted = (lambda name: name in names) if names else (lambda name: True)  # noqa: E731
     shared = (("fct-cdf", "FCT CDF", fct_cdf, "no finished flows in any run"),
               ("fct-slowdown-cdf", "FCT slowdown CDF", slowdown_cdf, "no flows/slowdown dataset in any run"),
-              ("latency-cdf", "latency CDF", latency_cdf, "no latency histogram in any run"))
+              ("latency-cdf", "latency CDF", latency_cdf, "no latency histogram in any run"),
+              ("sweep", "key metric against the swept value", sweep_of,
+               "fewer than 3 runs, or their experiments differ in no field"))
     serving = any(run.requests for run in runs.values())  # inference figures only where there are requests
     if serving:
         shared += (("ttft-cdf", "TTFT CDF", ttft_cdf, "no requests table in any run"),

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cosim.analysis.plots import _figure, _log_axis
+from cosim.analysis.canvas import figure, log_axis
 from cosim.errors import CosimInputError
 from cosim.results.metrics import format_number
-from cosim.results.pivot import LINE_FIELD, PivotTable, field_text
+from cosim.results.pivot import LINE_FIELD, PivotTable, field_text, pivot_runs
 
 MAX_TICKS = 12  # swept values that are labelled one by one on the x axis
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -30,6 +30,17 @@ def as_number(value) -> float | None:
     except (TypeError, ValueError):
         return None
     return x if np.isfinite(x) else None
+
+
+#: unit of a swept field by how its name ends (fields carry their unit in their name)
+FIELD_UNITS = (("_gbps", "Gbps"), ("_ns", "ns"), ("_ms", "ms"), ("bytes", "B"), ("_s", "s"))
+
+
+def field_unit(field: str) -> str:
+    """The unit a numeric swept field's name gives (``link_gbps`` → Gbps, ``BufferBytes`` → B), else
+    ``number``."""
+    name = field.lower()
+    return next((unit for suffix, unit in FIELD_UNITS if name.endswith(suffix)), "number")
 
 
 def x_field(table: PivotTable, want: str | None = None) -> str:
@@ -78,7 +89,7 @@ def sweep_figure(table: PivotTable, *, x: str | None = None, metric: str | None 
     ys = np.array([np.nan if not isinstance(v, (int, float)) or isinstance(v, bool) else float(v) * m.scale
                    for v in table.column(key)])
     unit = f" ({m.unit})" if m.unit else ""
-    fig, ax = _figure(f"{m.label} against {xname}")
+    fig, ax = figure(f"{m.label} against {xname}")
     from matplotlib.ticker import FuncFormatter  # noqa: PLC0415 - _figure has checked matplotlib is there
     for n, (label, rows) in enumerate(line_groups(table, field).items()):
         px = np.array([xs[i] if numeric else categories.index(field_text(raw_x[i])) for i in rows], np.float64)
@@ -87,7 +98,7 @@ def sweep_figure(table: PivotTable, *, x: str | None = None, metric: str | None 
     if numeric:
         lo, hi = min(xs), max(xs)
         if lo > 0 and hi / lo > 10:
-            _log_axis(ax, lo, hi)
+            log_axis(ax, lo, hi)
         else:
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_number(v)))
         distinct = sorted(set(xs))
@@ -95,10 +106,22 @@ def sweep_figure(table: PivotTable, *, x: str | None = None, metric: str | None 
             ax.set_xticks(distinct, [format_number(v) for v in distinct])
     else:
         ax.set_xticks(np.arange(len(categories)), categories)
-    ax.set_xlabel(xname)
+    ax.set_xlabel(f"{xname} ({field_unit(field) if numeric else 'category'})")
     ax.set_ylabel(f"{m.label}{unit}")
     top = np.nanmax(ys) if np.isfinite(ys).any() else 1.0
     ax.set_ylim(0, (top or 1.0) * 1.08)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     return fig
+
+
+def sweep_of(runs) -> object | None:
+    """The sweep figure of ``runs`` ({label: RunRecord}) with the run kind's key metric, or None for fewer
+    than 3 runs or runs whose experiments differ in no field (nothing was swept)."""
+    if len(runs) < 3:
+        return None
+    try:
+        table = pivot_runs(runs)
+    except CosimInputError:  # no numeric metric in any run
+        return None
+    return sweep_figure(table) if table.fields else None

@@ -27,6 +27,8 @@ def plot(files, outdir, runs, fmt, top_n, figures, quiet):
     Shared axes, every run overlaid (how RoCE and InfiniBand runs are compared):
       fct-cdf, fct-slowdown-cdf, latency-cdf
       ttft-cdf, tpot-cdf (inference runs: time to first token, time per output token)
+      sweep        3 or more runs: the key metric against the swept value, a line per
+                   transport (cosim compare --figure draws any metric)
     Per run:
       queues-RUN         queue depth over time of the --top hottest egress ports
       queue-heatmap-RUN  port x time heatmap of queue depth, peak per bin
