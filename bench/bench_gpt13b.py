@@ -55,7 +55,7 @@ def cpu_s() -> float:
 def run_one(args: argparse.Namespace) -> dict:
     """Plan and co-simulate one iteration on ``args.transport`` in this process; return the figures."""
     from cosim.plan import compile as compile_plan  # noqa: PLC0415
-    from cosim.plan.describe import work_estimate  # noqa: PLC0415
+    from cosim.plan.describe import whole_work_estimate  # noqa: PLC0415
     from cosim.run import run  # noqa: PLC0415
 
     exp = experiment(args.transport, args.microbatches, args.layers)
@@ -65,7 +65,7 @@ def run_one(args: argparse.Namespace) -> dict:
     trace, _ = plan.jobs[0].state
     row = {"fabric": args.transport, "microbatches": args.microbatches, "layers": args.layers,
            "ranks": trace.n_ranks, "dag_ops": plan.dag.n_ops, "plan_s": t_plan, "plan_cpu_s": c_plan,
-           "max_sim_time_ms": plan.max_sim_time_ns / 1e6, "packet_hops_estimate": work_estimate(plan)}
+           "max_sim_time_ms": plan.max_sim_time_ns / 1e6, "packet_hops_estimate": whole_work_estimate(plan)}
     if args.dry_run:
         return row | {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     c_sim = cpu_s()

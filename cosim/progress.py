@@ -46,3 +46,30 @@ class WorkProgress:
         if left <= 0 or wall_s <= t0 or hops <= h0:
             return Estimate(fraction, None)  # more work than estimated, or no packets moved lately
         return Estimate(fraction, left * (wall_s - t0) / (hops - h0))
+
+
+class PartsProgress:
+    """Runs made one after another (the parts of a decomposed run) reported as one run: the items done and
+    the data packet-hops of the runs already finished are added to the current run's, so the share of work
+    done grows across the parts instead of restarting with each, and is measured against the parts' work
+    (:func:`cosim.plan.describe.work_estimate`), not the whole run's."""
+
+    def __init__(self, progress, total_items: int):
+        self.progress = progress
+        self.total_items = int(total_items)
+        self.items_done = 0
+        self.hops_done = 0
+
+    def part(self):
+        """The progress callback (cosim.engine.ProgressFn) of the next run."""
+        items, hops = self.items_done, self.hops_done
+
+        def report(sim_ns: float, done: int, total: int, part_hops: int) -> None:
+            self.progress(sim_ns, items + done, max(self.total_items, items + total), hops + part_hops)
+
+        return report
+
+    def finished(self, n_items: int, hops: int) -> None:
+        """Count a run of ``n_items`` items that made ``hops`` data packet-hops as done."""
+        self.items_done += int(n_items)
+        self.hops_done += int(hops)

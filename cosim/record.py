@@ -16,8 +16,10 @@ import numpy as np
 
 from cosim import faults as cosim_faults
 from cosim import telemetry
+from cosim.network.names import node_names
 from cosim.plan.describe import describe_job
 from cosim.results import RunRecord
+from cosim.results.codes import node_name_column
 from cosim.spec import to_document
 
 
@@ -77,7 +79,8 @@ def record(plan, outcome) -> RunRecord:
 
 def fabric_tables(fabric) -> dict[str, dict[str, np.ndarray]]:
     """The fabric as the record stores it (``nodes``, ``links``, ``hosts``; cosim.results.schema)."""
-    return {"nodes": {"kind": np.asarray(fabric.node_kind, np.uint8), "tier": np.asarray(fabric.node_tier, np.uint8)},
+    return {"nodes": {"kind": np.asarray(fabric.node_kind, np.uint8), "tier": np.asarray(fabric.node_tier, np.uint8),
+                      "name": node_name_column(node_names(fabric))},
             "links": {"a": np.asarray(fabric.link_a, np.int32), "b": np.asarray(fabric.link_b, np.int32),
                       "rate_bps": np.asarray(fabric.link_rate_bps, np.float64),
                       "delay_ns": np.asarray(fabric.link_delay_ns, np.float64),

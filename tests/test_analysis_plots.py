@@ -136,8 +136,9 @@ def test_report_is_one_self_contained_page(results_file, tmp_path, capsys):
     page = target.read_text()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     srcs = re.findall(r'src="([^"]*)"', page)
-    # 9 figures: the FCT, slowdown and latency CDFs, queues, heatmaps and pauses per run, the Gantt
-    assert len(srcs) == 9 and all(s.startswith("data:image/png;base64,") for s in srcs)
+    # 10 figures: the FCT, slowdown and latency CDFs, the sweep (dcqcn and buffer differ between the runs),
+    # queues, heatmaps and pauses per run, the Gantt
+    assert len(srcs) == 10 and all(s.startswith("data:image/png;base64,") for s in srcs)
     assert "http://" not in page and "https://" not in page and "<script" not in page
     assert_real_image(base64.b64decode(srcs[0].split(",", 1)[1]))
     assert "FCT p99" in page and "<th" in page and 'class="diff"' in page  # dcqcn differs between runs
@@ -305,6 +306,73 @@ def test_plots_use_the_units_of_the_tables(results_file, training_run):
     assert figures["fct-cdf"].axes[0].get_xlabel().endswith(f"({unit('fct_p50_ns')})")
     assert figures["latency-cdf"].axes[0].get_xlabel().endswith(f"({unit('latency_p50_ns')})")
     for fig in plots.iter_figures(runs):
-        if fig.figure is not None and not fig.stem.endswith("cdf"):
+        if fig.figure is not None and not fig.stem.endswith("cdf") and fig.stem != "sweep":
             assert fig.figure.axes[0].get_xlabel() == f"simulated time ({unit('sim_time_ns')})", fig.stem
     assert figures["queues"].axes[0].get_ylabel() == f"queue depth ({unit('max_queue_bytes')})"
+
+
+def test_figure_option_draws_only_the_named_figures(results_file, tmp_path, capsys):
+    """--figure picks figures by name (shared and per run); the others are neither drawn nor listed."""
+    out = tmp_path / "picked"
+    code, stdout, err = run_main(["plot", str(results_file), "-o", str(out), "--figure", "fct-cdf",
+                                  "--figure", "pfc-pauses"], capsys)
+    assert code == 0 and not err
+    assert sorted(p.name for p in out.iterdir()) == ["fct-cdf.png", "pfc-pauses-pfc.png"]
+    assert_real_image(out / "pfc-pauses-pfc.png")
+    assert "queues" not in stdout and "skipped pfc-pauses-dcqcn: no PFC pause events" in stdout
+    code, _, err = run_main(["plot", str(results_file), "-o", str(out), "--figure", "nope"], capsys)
+    assert code == 2 and "'nope' is not one of" in err
+
+
+@pytest.mark.parametrize("row, start, stop, gap, expected", [
+    # overlapping and touching intervals of one row join; a gap wider than `gap` keeps them apart
+    ([0, 0, 0], [0.0, 5.0, 20.0], [10.0, 12.0, 30.0], 1.0, ([0, 0], [0.0, 20.0], [12.0, 30.0])),
+    # a gap below `gap` joins; the other row is merged on its own, whatever the order given
+    ([1, 0, 0, 1], [3.0, 0.0, 10.5, 0.0], [4.0, 10.0, 11.0, 1.0], 1.0, ([0, 1, 1], [0.0, 0.0, 3.0], [11.0, 1.0, 4.0])),
+    # an interval inside a longer earlier one adds nothing; the next starts after the longer one ends
+    ([0, 0, 0], [0.0, 1.0, 50.0], [40.0, 2.0, 60.0], 5.0, ([0, 0], [0.0, 50.0], [40.0, 60.0])),
+])
+def test_merge_intervals_joins_what_a_pixel_cannot_separate(row, start, stop, gap, expected):
+    r, a, b = plots.merge_intervals(np.array(row), np.array(start), np.array(stop), gap)
+    assert (r.tolist(), a.tolist(), b.tolist()) == tuple(list(x) for x in expected)
+
+
+def test_key_ids_match_a_row_wise_unique():
+    """The packed one-column unique gives the rows and indices np.unique(axis=0) gives."""
+    rng = np.random.default_rng(3)
+    cols = [rng.integers(0, n, 5000) for n in (40, 9, 8)]
+    keys, kid = plots.key_ids(*cols)
+    want_keys, want_kid = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+    np.testing.assert_array_equal(keys, want_keys)
+    np.testing.assert_array_equal(kid, want_kid.reshape(-1))
+
+
+def test_report_of_more_than_two_runs_has_one_compact_summary(results_file, tmp_path, capsys):
+    """Three runs: the summary is a row per run (the pivot), the full table folded below; --figure keeps
+    only the named figures in the page."""
+    target = tmp_path / "r.html"
+    code, _, _ = run_main(["report", str(results_file), "-o", str(target), "--figure", "fct-cdf"], capsys)
+    page = target.read_text()
+    summary = page[page.index("<h2>Summary</h2>"):page.index("<h2>Figures</h2>")]
+    pivot = summary[:summary.index("<details>")]
+    assert code == 0 and pivot.count("<tr>") == 1 + 3 and "FCT p50 (us)" in pivot and "ratio" in pivot
+    assert "every metric, a column per run" in summary
+    assert re.findall(r'<img alt="([^"]+)"', page) == ["FCT CDF"]
+
+
+def test_picked_figures_read_only_their_tables_and_draw_the_same_bytes(results_file, tmp_path, capsys):
+    """read_results(tables=...) leaves the other tables unread (empty); cosim plot --figure reads only what
+    the figures draw (figure_names.tables_for) and writes the same bytes as a plot of everything."""
+    only = results.read_results(results_file, tables={"flows"})["pfc"]
+    full = results.read_results(results_file)["pfc"]
+    assert only.flows.keys() == full.flows.keys() and not only.queues and not only.ports and full.queues
+    assert only.summary == full.summary and only.config == full.config
+    from cosim.analysis.figure_names import CONTEXT, tables_for
+
+    assert tables_for(["fct-cdf", "pfc-pauses"]) == {"flows", "pauses", *CONTEXT} and tables_for([]) is None
+    every, picked = tmp_path / "every", tmp_path / "picked"
+    for out, extra in ((every, []), (picked, ["--figure", "fct-cdf", "--figure", "pfc-pauses"])):
+        assert run_main(["plot", str(results_file), "-o", str(out), *extra], capsys)[0] == 0
+    names = sorted(p.name for p in picked.iterdir())
+    assert names == ["fct-cdf.png", "pfc-pauses-pfc.png"]
+    assert all((picked / n).read_bytes() == (every / n).read_bytes() for n in names)

@@ -10,6 +10,7 @@ import pytest
 from conftest import run_main
 
 from cosim import batch, engine
+from cosim.collectives import DagOpKind
 from cosim.decompose import exact as decompose_run
 from cosim.errors import CosimInputError
 from cosim.plan import compile as compile_plan
@@ -237,3 +238,46 @@ def test_a_merge_refuses_parts_of_another_experiment_and_damaged_parts(tmp_path,
     assert code == 2 and "jobs.parts.json" in text and "damaged" in text, text
     code, text = _cosim(["run", str(b), "--parts-dir", str(parts), "-o", out], capsys)
     assert code == 2 and "-o does not apply with --parts-dir" in text, text
+
+
+def test_progress_counts_the_work_of_the_parts_simulated(engine_ns):
+    """A decomposed run's progress is measured in the parts it simulates: the work estimate the progress line
+    divides by is the pieces' flows (one rail of four: a quarter of the whole run's packet-hops), and the
+    packet-hops the progress callback is given grow across the pieces to that estimate instead of restarting
+    at each piece."""
+    from cosim.plan.describe import (
+        data_packet_hops_estimate,
+        whole_work_estimate,
+        work_estimate,
+    )
+
+    for doc, overrides, parts in (({}, {**RAILS, "workload.iterations": 1}, 4), (MULTI_JOB, {}, None)):
+        exp = experiments_of(doc, overrides)[0]
+        plan = compile_plan(exp)
+        d = decompose_run.run_decomposition(exp, plan.fabric, plan.dag.columns(),
+                                            gpu_node=np.arange(plan.fabric.n_nodes), attributes=plan.attributes)
+        assert d.mode != "whole" and len(d.pieces) < d.n_parts
+        mtu = engine.attribute_values(plan.attributes, ("HostNic::MtuBytes",))["HostNic::MtuBytes"]
+        cols = plan.dag.columns()
+        per_piece = []
+        for p in d.pieces:
+            flow = p.ops[cols["kind"][p.ops] == DagOpKind.FLOW]
+            per_piece.append(data_packet_hops_estimate(plan.fabric, cols["src_node"][flow], cols["dst_node"][flow],
+                                                       cols["bytes_"][flow], int(mtu)))
+        work = work_estimate(plan)
+        assert work == sum(per_piece) > 0 and work < whole_work_estimate(plan)
+        if parts:
+            assert work * parts == whole_work_estimate(plan)
+        assert describe(plan)["data_packet_hops_simulated_estimate"] == work
+
+        calls = []
+        record = run(exp, plan=plan, progress=lambda *a: calls.append(a))
+        hops = [c[3] for c in calls]
+        assert all(b >= a for a, b in zip(hops, hops[1:]))  # never back to 0 when the next piece starts
+        done, total = calls[-1][1], calls[-1][2]
+        assert done == total >= sum(int(p.ops.size) for p in d.pieces)
+        assert record.summary["data_packet_hops"] == whole_work_estimate(plan)  # lossless, shortest paths
+        if parts:
+            assert hops[-1] == work  # one rail simulated: exactly its estimate
+        else:
+            assert hops[-1] >= work  # a piece that ended first is rerun to the end of the whole run

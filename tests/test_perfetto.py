@@ -91,7 +91,7 @@ def by_run(doc) -> tuple[dict[str, int], dict[tuple[int, int], str], list[dict],
 
 @pytest.fixture(scope="module")
 def training_doc(training_file, tmp_path_factory):
-    return export(training_file, tmp_path_factory.mktemp("out") / "train.json", "--ports", "all")
+    return export(training_file, tmp_path_factory.mktemp("out") / "train.json", "--ports", "all", "--all-samples")
 
 
 def test_every_op_is_one_slice_with_its_stored_start_and_finish(training_file, training_doc):
@@ -388,7 +388,7 @@ def test_stored_trace_path_is_found_beside_the_results_file(training_file, tmp_p
     monkeypatch.chdir(elsewhere)
     code, out, _ = run_main(["export", "--perfetto", str(tmp_path / "train.h5"), "--run", "ib"], capsys)
     assert code == 0 and "note" not in out
-    assert "all_reduce TP" in (tmp_path / "train.json").read_text()
+    assert b"all_reduce TP" in (tmp_path / "train.pftrace").read_bytes()  # the default: Perfetto's protobuf
 
 
 @pytest.mark.parametrize("args,message", [

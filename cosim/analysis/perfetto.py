@@ -1,4 +1,6 @@
-"""Run timelines for Perfetto (ui.perfetto.dev) and chrome://tracing: results → Chrome Trace Event JSON.
+"""Run timelines for Perfetto (ui.perfetto.dev) and chrome://tracing: results → Perfetto's protobuf trace
+(:func:`write_proto`, encoded by :mod:`cosim.analysis.perfetto_proto`) or Chrome Trace Event JSON
+(:func:`write_timelines`), the same tracks in both.
 
 One process per run. Its threads are tracks of slices (``ph: "X"`` complete events):
 
@@ -23,16 +25,19 @@ change-only sample of the run), ``PFC paused <port>`` (number of paused prioriti
 are exported (largest time integral of the value); ``ports=None`` exports all. A port is named
 ``<node> p<port>→<peer>`` with leaf/spine/host names when the topology is rebuilt from the stored
 experiment (:func:`cosim.network.topology.for_network`), else from ``config["fabric"]``'s tier sizes, else
-``node N``.
+``node N``. Counter tracks are decimated by default (:func:`decimate`: at most the peak, the trough and the
+last sample per 1/``COUNTER_BINS`` of the run's time).
 
 Times are integer picoseconds inside (the simulator's clock; stored ns are exact multiples of 0.001) and
-written as µs with six decimals, so ``ts`` and ``ts + dur`` are the stored start and finish exactly.
+written in JSON as µs with six decimals, so ``ts`` and ``ts + dur`` are the stored start and finish
+exactly (the protobuf trace has whole ns: the nearest).
 Output is streamed (events are formatted in batches, never held as one document), identical for identical
 inputs, gzip-compressed for a ``.gz`` path, and written with :func:`cosim.h5io.atomic_output`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import heapq
 import json
@@ -44,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from cosim import __version__
+from cosim.analysis import perfetto_proto as pb
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
 from cosim.results import RunRecord, read_results
@@ -54,6 +60,10 @@ PS_PER_NS = 1000
 PS_PER_US = 1_000_000
 #: events formatted per write
 BATCH_EVENTS = 50_000
+#: protobuf packets written per batch
+BATCH_PACKETS = 50_000
+#: time bins per counter track when decimating (at most 3 samples each: the bin's peak, trough and last)
+COUNTER_BINS = 2000
 
 OP_COMPUTE, OP_COLLECTIVE, OP_SEND, OP_RECV = 0, 1, 2, 3
 PHASE_NAMES = ("forward", "backward", "grad_sync", "optimizer", "other")
@@ -185,10 +195,15 @@ class CounterSet:
     value: np.ndarray  # int64 [n]
     series_names: tuple[str, ...]
     selected_of: int  # series the run had before the busiest were picked
+    stored: int = -1  # samples of the chosen series before decimation (-1: not decimated, all of them)
 
     @property
     def n(self) -> int:
         return int(self.series.size)
+
+    def __post_init__(self):
+        if self.stored < 0:
+            object.__setattr__(self, "stored", int(self.series.size))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -744,15 +759,52 @@ def stall_counters(record: RunRecord, ctx: Context, *, ports: int | None = DEFAU
     return _state_counts(record, ctx, record.stalls, "vl", "stalled", arg="vls", prefix="credit stall", ports=ports)
 
 
+def decimation_keep(series: np.ndarray, time_ps: np.ndarray, value: np.ndarray, end_ps: int,
+                    bins: int) -> np.ndarray:
+    """Rows to keep of counter samples sorted by (series, time) so each series has at most three per time
+    bin (``bins`` bins over [0, ``end_ps``]): the bin's first largest and first smallest value and its last
+    sample. Peaks and troughs keep their height and every bin ends at the value then in effect, so a step
+    line through the kept samples differs from the full one only inside bins."""
+    n = series.size
+    if n == 0:
+        return np.zeros(0, bool)
+    width = max(int(end_ps), int(time_ps.max())) + 1
+    b = np.minimum(time_ps.astype(np.float64) * bins // width, bins - 1).astype(np.int64)
+    group = np.append(True, (series[1:] != series[:-1]) | (b[1:] != b[:-1]))
+    starts = np.flatnonzero(group)
+    gid = np.cumsum(group) - 1
+    keep = np.zeros(n, bool)
+    keep[np.append(starts[1:] - 1, n - 1)] = True  # last sample of each bin
+    for extreme in (np.maximum, np.minimum):
+        hit = value == extreme.reduceat(value, starts)[gid]
+        first = np.flatnonzero(hit)
+        keep[first[np.append(True, gid[first][1:] != gid[first][:-1])]] = True
+    return keep
+
+
+def decimate(c: CounterSet, end_ps: int, bins: int | None) -> CounterSet:
+    """``c`` with at most three samples per series and time bin (:func:`decimation_keep`); all if ``bins`` is
+    None or the series have no more than that anyway."""
+    if bins is None or c.n <= 3 * bins:
+        return c
+    order = np.lexsort((np.arange(c.n), c.time_ps, c.series))
+    series, time_ps, value = c.series[order], c.time_ps[order], c.value[order]
+    keep = decimation_keep(series, time_ps, value, end_ps, bins)
+    return dataclasses.replace(c, series=series[keep], time_ps=time_ps[keep], value=value[keep], stored=c.n)
+
+
 def run_timeline(record: RunRecord, ctx: Context, *, ports: int | None = DEFAULT_PORTS,
-                 flows: bool | None = None) -> RunTimeline:
-    """Every slice and counter set of ``record``; ``flows`` None exports flows only for runs without ops."""
+                 flows: bool | None = None, counter_bins: int | None = COUNTER_BINS) -> RunTimeline:
+    """Every slice and counter set of ``record``; ``flows`` None exports flows only for runs without ops;
+    ``counter_bins``: decimate each counter track to at most 3 samples per bin (None: every sample)."""
     has_ops = bool(record.ops) and len(record.ops.get("rank", ())) > 0
     with_flows = (not has_ops) if flows is None else flows
     slices = [iteration_slices(record), rank_slices(record, ctx), collective_slices(record, ctx),
               flow_slices(record, ctx) if with_flows else None]
     counters = [queue_counters(record, ctx, ports=ports), pause_counters(record, ctx, ports=ports),
                 stall_counters(record, ctx, ports=ports)]
+    end_ps = int(ns_to_ps(np.asarray([record.summary.get("sim_time_ns") or 0.0]))[0])
+    counters = [decimate(c, end_ps, counter_bins) if c is not None else None for c in counters]
     return RunTimeline(name=record.name, slices=tuple(s for s in slices if s is not None and s.n),
                        counters=tuple(c for c in counters if c is not None and c.n), notes=ctx.notes)
 
@@ -772,8 +824,8 @@ def _meta(pid: int, tid: int | None, what: str, args: str) -> str:
 
 @dataclass(slots=True)
 class ExportStats:
-    """What an export wrote. ``runs[name]``: ``tracks`` (slice tracks), ``slices``, ``counter_samples``,
-    ``counter_tracks`` (counter kind → (ports exported, ports with data)) and ``notes`` (what could not be
+    """What an export wrote. ``runs[name]``: ``tracks`` (slice tracks), ``slices``, ``counter_samples`` (of
+    ``counter_samples_stored`` before decimation), ``counter_tracks`` (counter kind → (ports exported, ports with data)) and ``notes`` (what could not be
     resolved, e.g. a trace file not found)."""
 
     path: Path
@@ -784,6 +836,19 @@ class ExportStats:
         return sum(r["slices"] + r["counter_samples"] for r in self.runs.values())
 
 
+def place_tracks(s: SliceSet, first_tid: int) -> tuple[dict[int, str], np.ndarray]:
+    """Threads of one slice family: {tid: track name} from ``first_tid`` on, one per (key, lane) in sorted
+    order (lanes after the first named ``#2``...), and every slice's tid."""
+    lane = assign_lanes(s.key, s.start_ps, s.finish_ps)
+    width = int(lane.max(initial=0)) + 1
+    pair_key, slice_pair = np.unique(s.key * width + lane, return_inverse=True)
+    tids = np.arange(first_tid, first_tid + pair_key.size, dtype=np.int64)
+    labels = {}
+    for (k, ln), t in zip(zip(*(x.tolist() for x in np.divmod(pair_key, width))), tids.tolist()):
+        labels[t] = s.tracks[k] + (f" #{ln + 1}" if ln else "")
+    return labels, tids[slice_pair.reshape(-1)]
+
+
 def _run_events(pid: int, tl: RunTimeline, stats: dict) -> Iterator[list[str]]:
     """Batches of event texts of one run: names first (process, threads), then slices, then counters."""
     meta = [_meta(pid, None, "process_name", json.dumps({"name": tl.name})),
@@ -791,20 +856,13 @@ def _run_events(pid: int, tl: RunTimeline, stats: dict) -> Iterator[list[str]]:
     tid = 0
     placed = []
     for s in tl.slices:
-        lane = assign_lanes(s.key, s.start_ps, s.finish_ps)
-        width = int(lane.max(initial=0)) + 1
-        # one thread per (key, lane) in sorted order; a slice's tid is its pair's position
-        pair_key, slice_pair = np.unique(s.key * width + lane, return_inverse=True)
-        tids = np.arange(tid + 1, tid + 1 + pair_key.size, dtype=np.int64)
-        for (k, ln), t in zip(zip(*(x.tolist() for x in np.divmod(pair_key, width))), tids.tolist()):
-            label = s.tracks[k] + (f" #{ln + 1}" if ln else "")
+        labels, slice_tid = place_tracks(s, tid + 1)
+        for t, label in labels.items():
             meta.append(_meta(pid, t, "thread_name", json.dumps({"name": label})))
             meta.append(_meta(pid, t, "thread_sort_index", json.dumps({"sort_index": t})))
-        pairs = pair_key
-        slice_tid = tids[slice_pair.reshape(-1)]
-        tid += len(pairs)
+        tid += len(labels)
         placed.append((s, slice_tid))
-        stats["tracks"] += len(pairs)
+        stats["tracks"] += len(labels)
     yield meta
     for s, slice_tid in placed:
         order = np.lexsort((np.arange(s.n), s.start_ps, slice_tid))
@@ -825,8 +883,20 @@ def _run_events(pid: int, tl: RunTimeline, stats: dict) -> Iterator[list[str]]:
             rows = order[lo:lo + BATCH_EVENTS]
             yield [f'{{"ph":"C","pid":{pid},"ts":{a},"name":{names[k]},"args":{{{arg}:{v}}}}}'
                    for a, k, v in zip(_us(c.time_ps[rows]), c.series[rows].tolist(), c.value[rows].tolist())]
-        stats["counter_samples"] += c.n
-        stats["counter_tracks"][c.what] = (len(c.series_names), c.selected_of)
+        count_counters(stats, c)
+
+
+def count_counters(stats: dict, c: CounterSet) -> None:
+    """Add counter set ``c`` to a run's export statistics."""
+    stats["counter_samples"] += c.n
+    stats["counter_samples_stored"] += c.stored
+    stats["counter_tracks"][c.what] = (len(c.series_names), c.selected_of)
+
+
+def new_run_stats(tl: RunTimeline) -> dict:
+    """The empty statistics of one run's export (see ExportStats)."""
+    return {"slices": 0, "counter_samples": 0, "counter_samples_stored": 0, "tracks": 0, "counter_tracks": {},
+            "notes": list(tl.notes)}
 
 
 def write_timelines(path: str | Path, timelines: Sequence[RunTimeline], *, source: str = "") -> ExportStats:
@@ -845,7 +915,7 @@ def write_timelines(path: str | Path, timelines: Sequence[RunTimeline], *, sourc
             out.write((head[:-1] + ',"traceEvents":[\n').encode())
             first = True
             for pid, tl in enumerate(timelines, start=1):
-                run = {"slices": 0, "counter_samples": 0, "tracks": 0, "counter_tracks": {}, "notes": list(tl.notes)}
+                run = new_run_stats(tl)
                 stats.runs[tl.name] = run
                 for batch in _run_events(pid, tl, run):
                     if not batch:
@@ -859,21 +929,129 @@ def write_timelines(path: str | Path, timelines: Sequence[RunTimeline], *, sourc
     return stats
 
 
+def _proto_uuid(pid: int, k: int) -> int:
+    """Track uuid: the process in the high bits, its k-th track (0: the process) in the low ones."""
+    return pid << 32 | k
+
+
+def _run_packets(pid: int, tl: RunTimeline, stats: dict) -> Iterator[list[bytes]]:
+    """Batches of protobuf packets of one run: its tracks, then every event in time order (at one time, a
+    track's events in their order on it: a slice's end before the next one's begin)."""
+    proc = _proto_uuid(pid, 0)
+    head = [pb.track_descriptor(proc, process=(pid, tl.name))]
+    tid = 0
+    # the events as columns: time (ns), track uuid, rank on the track, kind, and the row of its payload
+    # (a slice's body for a begin, a counter value)
+    cols: dict[str, list[np.ndarray]] = {"time": [], "track": [], "rank": [], "kind": [], "row": []}
+    bodies: list[bytes] = []
+    values: list[np.ndarray] = []
+
+    def add(time, track, rank, kind, row):
+        for name, col in zip(cols, (time, track, rank, np.full(np.size(time), kind, np.int8), row)):
+            cols[name].append(np.asarray(col, np.int64))
+
+    for s in tl.slices:
+        labels, slice_tid = place_tracks(s, tid + 1)
+        head += [pb.track_descriptor(_proto_uuid(pid, t), parent=proc, thread=(pid, t, label))
+                 for t, label in labels.items()]
+        tid += len(labels)
+        stats["tracks"] += len(labels)
+        cat = pb.str_field(pb.TE_CATEGORIES, s.category)
+        names = [pb.str_field(pb.TE_NAME, n) for n in s.names]
+        rows = len(bodies) + np.arange(s.n)
+        bodies += [cat + names[n] + pb.annotations(a) for n, a in zip(s.name.tolist(), s.args)]
+        # a track's slices follow one another in (start, finish) order, as its lanes were assigned (a slice
+        # of no duration before a longer one that starts with it): the k-th begins at rank 2k, ends at 2k + 1
+        k = np.empty(s.n, np.int64)
+        k[np.lexsort((np.arange(s.n), s.finish_ps, s.start_ps, slice_tid))] = np.arange(s.n)
+        track = _proto_uuid(pid, 0) + slice_tid
+        add(pb.ps_to_ns(s.start_ps), track, 2 * k, pb.SLICE_BEGIN, rows)
+        add(pb.ps_to_ns(s.finish_ps), track, 2 * k + 1, pb.SLICE_END, rows)
+        stats["slices"] += s.n
+    n_values = 0
+    for c in tl.counters:
+        uuids = np.array([_proto_uuid(pid, tid + 1 + j) for j in range(len(c.series_names))], np.int64)
+        head += [pb.track_descriptor(int(u), parent=proc, name=f"{name} {c.arg}", counter=True)
+                 for u, name in zip(uuids, c.series_names)]
+        tid += uuids.size
+        order = np.lexsort((np.arange(c.n), c.time_ps, c.series))
+        add(pb.ps_to_ns(c.time_ps[order]), uuids[c.series[order]], np.arange(c.n), pb.COUNTER,
+            n_values + np.arange(c.n))
+        values.append(c.value[order])
+        n_values += c.n
+        count_counters(stats, c)
+    yield head
+    if not cols["time"]:
+        return
+    time, track, rank, kind, row = (np.concatenate(cols[name]) for name in cols)
+    value = np.concatenate(values) if values else np.empty(0, np.int64)
+    order = np.lexsort((rank, track, time))
+    for lo in range(0, order.size, BATCH_PACKETS):
+        batch = []
+        for i in order[lo:lo + BATCH_PACKETS].tolist():
+            what, on = int(kind[i]), int(track[i])
+            if what == pb.COUNTER:
+                event = pb.counter_event(on, int(value[row[i]]))
+            elif what == pb.SLICE_BEGIN:
+                event = pb.slice_begin(on, bodies[row[i]])
+            else:
+                event = pb.slice_end(on)
+            batch.append(pb.packet(event, int(time[i])))
+        yield batch
+
+
+def write_proto(path: str | Path, timelines: Sequence[RunTimeline], *, source: str = "") -> ExportStats:
+    """Write ``timelines`` (one process each, pid 1, 2, ... in order) as a Perfetto protobuf trace to ``path``
+    atomically; the same inputs give the same bytes. ``source`` is not stored (the trace has no place for it
+    that the UI shows); it is accepted for symmetry with the JSON writer."""
+    path = Path(path)
+    stats = ExportStats(path=path)
+    with atomic_output(path) as tmp, open(tmp, "wb") as out:
+        out.write(pb.packet(pb.uint_field(pb.SEQUENCE_FLAGS, pb.SEQ_INCREMENTAL_STATE_CLEARED)))
+        for pid, tl in enumerate(timelines, start=1):
+            run = new_run_stats(tl)
+            stats.runs[tl.name] = run
+            for batch in _run_packets(pid, tl, run):
+                out.write(b"".join(batch))
+    return stats
+
+
+#: export formats: name -> default file suffix
+FORMATS = {"proto": ".pftrace", "json": ".json"}
+
+
+def format_of(output: str | Path, fmt: str | None) -> str:
+    """The export format: ``fmt``, else JSON for a ``.json`` or ``.json.gz`` name, else Perfetto protobuf."""
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise CosimInputError("--format", f"{fmt!r} is not a format", f"choose {' or '.join(FORMATS)}")
+        return fmt
+    name = Path(output).name.lower()
+    return "json" if name.endswith((".json", ".json.gz")) else "proto"
+
+
 def export_perfetto(results_path: str | Path, output: str | Path, *, runs: Sequence[str] = (),
-                    ports: int | None = DEFAULT_PORTS, flows: bool | None = None, trace_path: str | Path | None = None
-                    ) -> ExportStats:
-    """Export the runs of a results file (all, or ``runs`` by name) as a Perfetto / chrome://tracing
-    timeline (module docstring); bad input is a one-line CosimInputError and writes nothing.
+                    ports: int | None = DEFAULT_PORTS, flows: bool | None = None, trace_path: str | Path | None = None,
+                    fmt: str | None = None, counter_bins: int | None = COUNTER_BINS) -> ExportStats:
+    """Export the runs of a results file (all, or ``runs`` by name) as a Perfetto timeline (module docstring);
+    bad input is a one-line CosimInputError and writes nothing.
 
     ``ports`` is how many of the busiest ports get counters per fabric counter kind (None: all); ``flows``
     exports flows as slices (None: only for runs without ops); ``trace_path`` is the workload trace of the
-    runs, for when the stored path no longer finds it.
+    runs, for when the stored path no longer finds it; ``fmt`` "proto" (Perfetto's protobuf trace,
+    cosim.analysis.perfetto_proto) or "json" (Chrome Trace Event JSON), by default from the output name
+    (:func:`format_of`); ``counter_bins`` decimates each counter track to at most 3 samples per bin of the
+    run's time (None: every stored sample).
     """
     results_path, output = Path(results_path), Path(output)
+    fmt = format_of(output, fmt)
     if output.exists() and results_path.exists() and output.resolve() == results_path.resolve():
-        raise CosimInputError("--output", f"{output} is the results file itself", "name a .json or .json.gz file")
+        raise CosimInputError("--output", f"{output} is the results file itself",
+                              "name a .pftrace, .json or .json.gz file")
     if ports is not None and ports < 0:
         raise CosimInputError("--ports", f"{ports} is negative", "give a count >= 0 or 'all'")
+    if counter_bins is not None and counter_bins < 1:
+        raise CosimInputError("counter_bins", f"{counter_bins} is below 1", "give a count >= 1 or None for all")
     records = read_results(results_path)
     if not records:
         raise CosimInputError(str(results_path), "holds no run", "write one with 'cosim run'")
@@ -891,5 +1069,7 @@ def export_perfetto(results_path: str | Path, output: str | Path, *, runs: Seque
     timelines = []
     for record in chosen:
         ctx = context(record, trace=trace, search_dirs=search)
-        timelines.append(run_timeline(record, ctx, ports=ports, flows=flows))
+        timelines.append(run_timeline(record, ctx, ports=ports, flows=flows, counter_bins=counter_bins))
+    if fmt == "proto":
+        return write_proto(output, timelines, source=results_path.name)
     return write_timelines(output, timelines, source=results_path.name)

@@ -10,25 +10,30 @@ from __future__ import annotations
 
 import io
 import re
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from cosim.analysis.canvas import DPI, FIGSIZE_IN
+from cosim.analysis.canvas import figure as _figure
+from cosim.analysis.canvas import log_axis as _log_axis
+from cosim.analysis.canvas import matplotlib_module as _matplotlib
+from cosim.analysis.figure_names import NAMES
 from cosim.analysis.ports import PortNames, port_names
+from cosim.analysis.sweep import sweep_of
 from cosim.errors import CosimInputError
 from cosim.faults import ACTION_CODES
 from cosim.h5io import atomic_output
 from cosim.results.metrics import format_number, metric_for
 
 FORMATS = ("png", "svg", "pdf")
-FIGSIZE_IN = (8.0, 4.5)
-DPI = 100
 GRID_POINTS = 400  # time bins of the heatmap
 MAX_ROWS = 32  # ports / ranks shown in timelines and heatmaps (the busiest ones)
 MAX_LEGEND = 12  # CDF curves that still get a legend
+#: intervals of a timeline closer than this fraction of its time axis are drawn as one (under half a pixel)
+PIXEL_FRACTION = 1 / (4 * FIGSIZE_IN[0] * DPI)
 
 #: summary key whose display unit each plotted quantity takes (one unit per quantity, tables and plots alike)
 TIME_KEY, QUEUE_KEY, FCT_KEY, LATENCY_KEY = "sim_time_ns", "max_queue_bytes", "fct_p50_ns", "latency_p50_ns"
@@ -53,12 +58,45 @@ class FigureResult:
 # ---------------------------------------------------------------- data shaping (pure numpy)
 
 def key_ids(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of distinct key tuples (k, n_columns) and each sample's row index into them."""
+    """Rows of distinct key tuples (k, n_columns) and each sample's row index into them.
+
+    The columns (non-negative ids) are packed into one int64 code per sample so one 1-D unique sorts them:
+    a row-wise unique (``axis=0``) over millions of samples was the slowest step of the figures."""
     if not columns[0].size:
         return np.empty((0, len(columns)), np.int64), np.empty(0, np.int64)
-    stacked = np.stack([np.asarray(c, np.int64) for c in columns], axis=1)
-    keys, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    cols = [np.asarray(c, np.int64) for c in columns]
+    spans = [int(c.max()) + 1 for c in cols]
+    if min(int(c.min()) for c in cols) < 0 or float(np.prod([float(x) for x in spans])) >= 2.0 ** 62:
+        stacked = np.stack(cols, axis=1)
+        keys, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        return keys, inverse.reshape(-1)
+    code = np.zeros(cols[0].size, np.int64)
+    for c, span in zip(cols, spans):
+        code = code * span + c
+    codes, inverse = np.unique(code, return_inverse=True)
+    keys = np.empty((codes.size, len(cols)), np.int64)
+    for j in range(len(cols) - 1, -1, -1):
+        keys[:, j] = codes % spans[j]
+        codes = codes // spans[j]
     return keys, inverse.reshape(-1)
+
+
+def merge_intervals(row: np.ndarray, start: np.ndarray, stop: np.ndarray,
+                    gap: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, start, stop) of intervals with those of one row that overlap or lie less than ``gap`` apart
+    joined: what a timeline draws at its resolution (a gap under a pixel cannot show), so a port paused a
+    hundred thousand times is a few hundred rectangles instead of one each."""
+    row, start, stop = np.asarray(row, np.int64), np.asarray(start, np.float64), np.asarray(stop, np.float64)
+    if not row.size:
+        return row, start, stop
+    order = np.lexsort((start, row))
+    row, start, stop = row[order], start[order], stop[order]
+    span = float(np.nanmax(stop) - min(float(np.nanmin(start)), 0.0)) + 2 * gap + 1.0
+    shifted = row * span  # running maximum of the ends restarts at each row
+    reach = np.maximum.accumulate(stop + shifted) - shifted
+    first = np.r_[True, (row[1:] != row[:-1]) | (start[1:] > reach[:-1] + gap)]
+    idx = np.flatnonzero(first)
+    return row[idx], start[idx], np.maximum.reduceat(stop, idx)
 
 
 def peak_per_key(key: np.ndarray, values: np.ndarray, n_keys: int) -> np.ndarray:
@@ -145,26 +183,6 @@ def _end_ns(run) -> float:
 
 
 # ---------------------------------------------------------------- figure builders
-
-def _matplotlib():
-    """The matplotlib package, or a one-line error saying how to install it (a CLI exit 2, no traceback)."""
-    try:
-        import matplotlib  # noqa: PLC0415
-    except ImportError:
-        raise CosimInputError("matplotlib", "is not installed, and figures need it",
-                              f"install it: {sys.executable} -m pip install matplotlib") from None
-    return matplotlib
-
-
-def _figure(title: str):
-    _matplotlib()
-    from matplotlib.figure import Figure  # noqa: PLC0415
-
-    fig = Figure(figsize=FIGSIZE_IN, dpi=DPI, layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title(title, fontsize=11)
-    return fig, ax
-
 
 def _time_axis(ax, end_ns: float) -> float:
     """Label the x axis as simulated time in the tables' unit, spanning the run; return the ns → unit scale."""
@@ -267,16 +285,6 @@ def _padded_range(lo: float, hi: float, *, log_x: bool) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def _log_axis(ax, left: float, right: float) -> None:
-    """A log x axis with plain numbers (2.5, not 2.5×10⁰); minor ticks labelled when under a decade wide."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: PLC0415
-
-    ax.set_xscale("log")
-    plain = FuncFormatter(lambda v, _pos: format_number(v))
-    ax.xaxis.set_major_formatter(plain)
-    ax.xaxis.set_minor_formatter(plain if right / left < 10 else NullFormatter())
-
-
 def _cdf_axes(title: str, xlabel: str, curves: list[Curve], *, log_x: bool, steps: bool):
     """Curves on shared axes, each drawn from fraction 0 at the left edge to 1 at the right edge, so a curve
     of one value (or one histogram bucket) is a visible step with its note in the legend."""
@@ -365,9 +373,13 @@ def _timeline(run, table: Mapping, state_col: str, third: str, lane: str, what: 
     rows = rows[total[rows] > 0]
     fig, ax = _figure(f"{label or run.name}: {what} ({rows.size} of {len(keys)} port/{lane} pairs)")
     scale = _time_axis(ax, end)
-    for y, row in enumerate(rows):
-        m = k == row
-        ax.broken_barh(list(zip(start[m] * scale, (stop[m] - start[m]) * scale)), (y - 0.4, 0.8), color=color)
+    y_of = np.full(len(keys), -1, np.int64)
+    y_of[rows] = np.arange(rows.size)
+    shown = y_of[k] >= 0
+    y, start, stop = merge_intervals(y_of[k[shown]], start[shown], stop[shown], end * PIXEL_FRACTION)
+    for r in range(rows.size):
+        m = y == r
+        ax.broken_barh(list(zip(start[m] * scale, (stop[m] - start[m]) * scale)), (r - 0.4, 0.8), color=color)
     ax.set_yticks(np.arange(rows.size), _port_labels(port_names(run), keys, rows, lane),
                   fontsize=_tick_size(rows.size))
     ax.set_ylim(rows.size - 0.5, -0.5)
@@ -411,12 +423,11 @@ def iteration_gantt(run, *, label: str | None = None):
         m = (np.asarray(ops["kind"]) == kind) & (row >= 0) & np.isfinite(finish)
         if not m.any():
             continue
-        first = True
-        for r in np.unique(row[m]):
-            mm = m & (row == r)
-            ax.broken_barh(list(zip(start[mm] * scale, (finish[mm] - start[mm]) * scale)), (r - 0.4, 0.8),
-                           color=color, label=kind_name if first else None)
-            first = False
+        rr, a, b = merge_intervals(row[m], start[m], finish[m], end * PIXEL_FRACTION)
+        for i, r in enumerate(np.unique(rr)):
+            mm = rr == r
+            ax.broken_barh(list(zip(a[mm] * scale, (b[mm] - a[mm]) * scale)), (r - 0.4, 0.8),
+                           color=color, label=kind_name if i == 0 else None)
     it = run.iterations
     if it and it.get("start_ns", np.empty(0)).size:
         for t in np.asarray(it["start_ns"], np.float64)[1:]:
@@ -501,7 +512,7 @@ def fault_iterations(run, baseline=None, *, label: str | None = None):
     return fig
 
 
-def _fault_figures(runs: Mapping, top_n: int) -> Iterator[FigureResult]:
+def _fault_figures(runs: Mapping, top_n: int, wanted) -> Iterator[FigureResult]:
     """The fault figures of every run with a faults table (runs without one get none, and no skip line)."""
     by_name = {r.name: r for r in runs.values()}
     for label, run in runs.items():
@@ -509,12 +520,15 @@ def _fault_figures(runs: Mapping, top_n: int) -> Iterator[FigureResult]:
             continue
         base = safe_stem(label)
         baseline = by_name.get(run.summary.get("baseline_run"))
-        yield FigureResult(f"iteration-faults-{base}", f"iteration time around faults: {label}",
-                           fault_iterations(run, baseline, label=label), "no iterations (not a co-simulation run)")
-        yield FigureResult(f"queues-faults-{base}", f"queue depth with faults: {label}",
-                           fault_queue_lines(run, top_n=top_n, label=label), "no queue samples")
-        yield FigureResult(f"pfc-pauses-faults-{base}", f"PFC pauses with faults: {label}",
-                           fault_pause_timeline(run, label=label), "no PFC pause events")
+        if wanted("iteration-faults"):
+            yield FigureResult(f"iteration-faults-{base}", f"iteration time around faults: {label}",
+                               fault_iterations(run, baseline, label=label), "no iterations (not a co-simulation run)")
+        if wanted("queues-faults"):
+            yield FigureResult(f"queues-faults-{base}", f"queue depth with faults: {label}",
+                               fault_queue_lines(run, top_n=top_n, label=label), "no queue samples")
+        if wanted("pfc-pauses-faults"):
+            yield FigureResult(f"pfc-pauses-faults-{base}", f"PFC pauses with faults: {label}",
+                               fault_pause_timeline(run, label=label), "no PFC pause events")
 # ---------------------------------------------------------------- end of faults
 
 
@@ -582,20 +596,29 @@ def safe_stem(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("._") or "run"
 
 
-def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None) -> Iterator[FigureResult]:
+def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None,
+                 names: Collection[str] = ()) -> Iterator[FigureResult]:
     """Every figure for ``runs`` ({label: RunRecord}), built lazily, with skip reasons for absent data.
 
-    ``max_runs`` limits the per-run figures to the first runs (the shared CDFs always overlay all).
+    ``max_runs`` limits the per-run figures to the first runs (the shared CDFs always overlay all);
+    ``names`` (of :data:`cosim.analysis.figure_names.NAMES`) keeps only those figures (default: all).
     """
+    unknown = sorted(set(names) - set(NAMES))
+    if unknown:
+        raise CosimInputError("--figure", f"no figure named {unknown[0]!r}", f"choose from {', '.join(NAMES)}")
+    wanted = (lambda name: name in names) if names else (lambda name: True)  # noqa: E731
     shared = (("fct-cdf", "FCT CDF", fct_cdf, "no finished flows in any run"),
               ("fct-slowdown-cdf", "FCT slowdown CDF", slowdown_cdf, "no flows/slowdown dataset in any run"),
-              ("latency-cdf", "latency CDF", latency_cdf, "no latency histogram in any run"))
+              ("latency-cdf", "latency CDF", latency_cdf, "no latency histogram in any run"),
+              ("sweep", "key metric against the swept value", sweep_of,
+               "fewer than 3 runs, or their experiments differ in no field"))
     serving = any(run.requests for run in runs.values())  # inference figures only where there are requests
     if serving:
         shared += (("ttft-cdf", "TTFT CDF", ttft_cdf, "no requests table in any run"),
                    ("tpot-cdf", "TPOT CDF", tpot_cdf, "no request with more than one output token"))
     for stem, title, build, reason in shared:
-        yield FigureResult(stem, title, build(runs), reason)
+        if wanted(stem):
+            yield FigureResult(stem, title, build(runs), reason)
     lines = lambda r, label: queue_lines(r, top_n=top_n, label=label)  # noqa: E731
     per_run = (("queues", "queue depth", lines, "no queue samples"),
                ("queue-heatmap", "queue heatmap", queue_heatmap, "no queue samples"),
@@ -604,8 +627,11 @@ def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None) 
                ("iterations", "iteration timeline", iteration_gantt, "no ops table (not a co-simulation run)"))
     if serving:
         per_run += (("requests", "request timeline", request_timeline, "no requests table (not an inference run)"),)
+    per_run = tuple(p for p in per_run if wanted(p[0]))
     used: set[str] = set()
     for i, (label, run) in enumerate(runs.items()):
+        if not per_run:
+            break
         if max_runs is not None and i >= max_runs:
             yield FigureResult(f"*-{safe_stem(label)}", f"figures of {label}", None,
                                f"per-run figures only for the first {max_runs} runs (choose with --run)")
@@ -616,7 +642,7 @@ def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None) 
         used.add(base)
         for stem, title, build, reason in per_run:
             yield FigureResult(f"{stem}-{base}", f"{title}: {label}", build(run, label=label), reason)
-    yield from _fault_figures(runs if max_runs is None else dict(list(runs.items())[:max_runs]), top_n)
+    yield from _fault_figures(runs if max_runs is None else dict(list(runs.items())[:max_runs]), top_n, wanted)
 
 
 #: metadata that would make the bytes differ from run to run (dates, versions), dropped per format
@@ -632,13 +658,14 @@ def render(fig, fmt: str = "png") -> bytes:
     return buf.getvalue()
 
 
-def write_figures(runs: Mapping, outdir: str | Path, *, fmt: str = "png",
-                  top_n: int = 8) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Write every figure of ``runs`` into ``outdir`` atomically; return (paths written, [(stem, reason)] skipped)."""
+def write_figures(runs: Mapping, outdir: str | Path, *, fmt: str = "png", top_n: int = 8,
+                  names: Collection[str] = ()) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Write every figure of ``runs`` (``names``: only those) into ``outdir`` atomically; return (paths
+    written, [(stem, reason)] skipped)."""
 
     outdir = Path(outdir)
     written, skipped = [], []
-    for res in iter_figures(runs, top_n=top_n):
+    for res in iter_figures(runs, top_n=top_n, names=names):
         if res.figure is None:
             skipped.append((res.stem, res.reason))
             continue

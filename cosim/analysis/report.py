@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from cosim import __version__
@@ -22,6 +22,7 @@ from cosim.h5io import atomic_output
 from cosim.results.api import flat_fields
 from cosim.results.compare import compare_runs
 from cosim.results.metrics import format_number, metric_for
+from cosim.results.pivot import pivot_runs
 
 MAX_RUN_FIGURES = 12  # runs that get their per-run figures in a report (a 500-point sweep would be huge)
 
@@ -61,6 +62,26 @@ def compare_html(runs: Mapping, *, baseline: str | None = None) -> str:
     """The comparison table of ``runs`` as an HTML table (display units, delta/ratio columns greyed)."""
     header, body = compare_runs(runs, baseline=baseline).cells()
     return _table(header, body, left=2, cell_class=lambda i: "d" if i > 2 and (i - 3) % 3 else "")
+
+
+def pivot_html(runs: Mapping, *, baseline: str | None = None) -> str:
+    """The pivot table of ``runs`` (as ``cosim compare --pivot``): a row per run, the swept fields and key
+    metrics as columns (label and unit), the ratio column greyed."""
+    table = pivot_runs(runs, baseline=baseline)
+    labels, units, body = table.cells()
+    header = [f"{label} ({unit})" if unit else label for label, unit in zip(labels, units)]
+    left = max(1, len(table.fields))
+    return _table(header, body, left=left, cell_class=lambda i: "d" if i == left + 1 else "") + \
+        f"<p>ratio: {_e(table.primary.label)} / the baseline's ({_e(table.baseline)}).</p>"
+
+
+def summary_html(runs: Mapping, *, baseline: str | None = None) -> str:
+    """The summary section: for more than two runs the pivot table, with every metric folded below it;
+    else the comparison table."""
+    if len(runs) <= 2:
+        return compare_html(runs, baseline=baseline)
+    return (pivot_html(runs, baseline=baseline) + "<details><summary>every metric, a column per run</summary>"
+            + compare_html(runs, baseline=baseline) + "</details>")
 
 
 def field_text(value) -> str:
@@ -112,12 +133,13 @@ def provenance_html(runs: Mapping) -> str:
     return _table(["", *runs], [[label(k)] + [field_text(runs[n].provenance.get(k)) for n in runs] for k in keys])
 
 
-def figures_html(runs: Mapping, *, top_n: int = 8,
-                 max_runs: int | None = MAX_RUN_FIGURES) -> tuple[str, list[tuple[str, str]]]:
-    """Every figure of ``runs`` as embedded <img> tags, and the (stem, reason) list of skipped ones."""
+def figures_html(runs: Mapping, *, top_n: int = 8, max_runs: int | None = MAX_RUN_FIGURES,
+                 names: Collection[str] = ()) -> tuple[str, list[tuple[str, str]]]:
+    """Every figure of ``runs`` (``names``: only those) as embedded <img> tags, and the (stem, reason) list of
+    skipped ones."""
 
     parts, skipped = [], []
-    for res in iter_figures(runs, top_n=top_n, max_runs=max_runs):
+    for res in iter_figures(runs, top_n=top_n, max_runs=max_runs, names=names):
         if res.figure is None:
             skipped.append((res.stem, res.reason))
             continue
@@ -129,11 +151,12 @@ def figures_html(runs: Mapping, *, top_n: int = 8,
 
 
 def build_report(runs: Mapping, *, title: str, sources: Sequence[str] = (), baseline: str | None = None,
-                 top_n: int = 8) -> str:
-    """The HTML page of ``runs`` ({label: RunRecord}) as text; every table has the baseline's column first."""
+                 top_n: int = 8, figures: Collection[str] = ()) -> str:
+    """The HTML page of ``runs`` ({label: RunRecord}) as text; every table has the baseline's column first;
+    ``figures``: only these figures (names of cosim.analysis.figure_names; default all)."""
     if baseline in runs:
         runs = {baseline: runs[baseline]} | {n: r for n, r in runs.items() if n != baseline}
-    figures, skipped = figures_html(runs, top_n=top_n)
+    figure_tags, skipped = figures_html(runs, top_n=top_n, names=figures)
     skipped_html = ("<p>Skipped (data absent): " + "; ".join(f"{_e(s)} ({_e(r)})" for s, r in skipped) + "</p>"
                     if skipped else "")
     src = ", ".join(_e(s) for s in sources)
@@ -147,9 +170,9 @@ Deltas and ratios are against the first run{" (" + _e(baseline) + ")" if baselin
 <h2>What ran</h2>
 {facts_html(runs)}
 <h2>Summary</h2>
-{compare_html(runs, baseline=baseline)}
+{summary_html(runs, baseline=baseline)}
 <h2>Figures</h2>
-{figures or "<p>No figure: the runs store no tables (a summary-only file?).</p>"}
+{figure_tags or "<p>No figure: the runs store no tables (a summary-only file?).</p>"}
 {skipped_html}
 <h2>Experiments</h2>
 {experiment_html(runs)}

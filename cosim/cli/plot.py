@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from cosim.analysis.figure_names import NAMES
 from cosim.cli.options import refuse_empty
 
 
@@ -18,14 +19,18 @@ from cosim.cli.options import refuse_empty
               help="Image format.")
 @click.option("--top", "top_n", type=click.IntRange(min=1), default=8, show_default=True,
               help="Queue-depth lines: this many hottest ports (highest peak).")
+@click.option("--figure", "figures", multiple=True, type=click.Choice(NAMES), metavar="NAME",
+              help="Draw only this figure (repeatable; the names below). Default: every figure.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing (the list of written files is printed otherwise).")
-def plot(files, outdir, runs, fmt, top_n, quiet):
+def plot(files, outdir, runs, fmt, top_n, figures, quiet):
     """Draw the figures of results FILES into a directory.
 
     \b
     Shared axes, every run overlaid (how RoCE and InfiniBand runs are compared):
       fct-cdf, fct-slowdown-cdf, latency-cdf
       ttft-cdf, tpot-cdf (inference runs: time to first token, time per output token)
+      sweep        3 or more runs: the key metric against the swept value, a line per
+                   transport (cosim compare --figure draws any metric)
     Per run:
       queues-RUN         queue depth over time of the --top hottest egress ports
       queue-heatmap-RUN  port x time heatmap of queue depth, peak per bin
@@ -43,12 +48,14 @@ def plot(files, outdir, runs, fmt, top_n, quiet):
       cosim plot results.h5 -o figs
       cosim plot roce.h5 ib.h5 -o figs --format svg
       cosim plot sweep.h5 --run "dcqcn=false" --top 4
+      cosim plot sweep.h5 --figure fct-cdf --figure queues   # only these
     """
+    from cosim.analysis.figure_names import tables_for  # noqa: PLC0415
     from cosim.analysis.plots import write_figures  # noqa: PLC0415
     from cosim.results.compare import load_runs  # noqa: PLC0415
 
-    records = load_runs(files, runs)
-    written, skipped = write_figures(records, outdir, fmt=fmt, top_n=top_n)
+    records = load_runs(files, runs, tables=tables_for(figures))  # only what the chosen figures draw
+    written, skipped = write_figures(records, outdir, fmt=fmt, top_n=top_n, names=figures)
     if quiet:
         return
     for path in written:

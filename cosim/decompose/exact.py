@@ -32,8 +32,14 @@ import numpy as np
 from cosim import engine, memory
 from cosim.collectives import DagOpKind
 from cosim.collectives.dag import csr_from_edges
-from cosim.decompose.parts import components, flow_parts, single_paths, too_large_to_search
+from cosim.decompose.parts import (
+    components,
+    flow_parts,
+    single_paths,
+    too_large_to_search,
+)
 from cosim.network.topology import SWITCH
+from cosim.progress import PartsProgress
 from cosim.workers import die_with_parent
 
 #: routings whose path choice reads no flow id (pinned: destination; spray: a per-switch counter)
@@ -484,13 +490,17 @@ def simulate(fabric, columns: dict, d: Decomposition, *, seed: int, attributes: 
     only the whole run is exact here: a piece did not complete); the caller then runs the whole run."""
     settings = {"seed": seed, "attributes": attributes, "queue_sample_interval_ns": queue_sample_interval_ns,
                 "max_sim_time_ns": max_sim_time_ns}
-    outs = _run_all(fabric, [piece_columns(columns, p) for p in d.pieces], settings, progress, jobs)
-    return finish(fabric, columns, d, outs, settings, progress=progress, jobs=jobs)
+    # the pieces run one after another report as one run: work done adds up over the pieces
+    chain = None if progress is None else PartsProgress(progress, sum(int(p.ops.size) for p in d.pieces))
+    outs = _run_all(fabric, [piece_columns(columns, p) for p in d.pieces], settings, chain, jobs)
+    return finish(fabric, columns, d, outs, settings, progress=chain, jobs=jobs)
 
 
-def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, *, progress=None, jobs: int = 1):
+def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, *,
+           progress: PartsProgress | None = None, jobs: int = 1):
     """Check and merge the outputs of the pieces of ``d`` (as :func:`simulate` returns them), rerunning until
-    the end of the whole run the pieces that end first; ``settings``: run_piece's."""
+    the end of the whole run the pieces that end first; ``settings``: run_piece's; ``progress``: the pieces'
+    progress, which the reruns continue."""
     status = {o.network.status for o in outs} - {"complete"}
     if "interrupted" in status or engine.stop_requested():
         raise engine.Interrupted("the run's parts were stopped before they finished")
@@ -512,9 +522,14 @@ def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, 
     return merge(fabric, columns, d, outs), ""
 
 
-def _run_all(fabric, cols: list[dict], settings: dict, progress, jobs: int) -> list:
+def _run_all(fabric, cols: list[dict], settings: dict, progress: PartsProgress | None, jobs: int) -> list:
     if jobs <= 1 or len(cols) == 1:
-        return [run_piece(fabric, c, dict(settings, progress=progress)) for c in cols]
+        outs = []
+        for c in cols:
+            outs.append(run_piece(fabric, c, dict(settings, progress=progress and progress.part())))
+            if progress is not None:
+                progress.finished(c["kind"].size, outs[-1].network.data_packet_hops)
+        return outs
     workers = min(jobs, len(cols))
     memory.check_simulation_fits(sum(sorted((int(c["kind"].size) for c in cols), reverse=True)[:workers]),
                                  processes=workers)
@@ -675,10 +690,7 @@ def simulate_dag(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes
     settings = {"seed": exp.seed, "attributes": attributes,
                 "queue_sample_interval_ns": exp.telemetry.queue_sample_interval_ns,
                 "max_sim_time_ns": max_sim_time_ns}
-    if exp.limits.decompose == "off":
-        return engine.simulate_dag(fabric, **columns, progress=progress, **settings), \
-            {"decompose": "whole", "decompose_reason": "limits.decompose is off"}
-    d = decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes)
+    d = run_decomposition(exp, fabric, columns, gpu_node=gpu_node, attributes=attributes)
     info = d.describe()
     if d.mode != "whole":
         out, why = simulate(fabric, columns, d, progress=progress, jobs=jobs, **settings)
@@ -689,8 +701,22 @@ def simulate_dag(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes
     return engine.simulate_dag(fabric, **columns, progress=progress, **settings), info
 
 
+def run_decomposition(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict) -> Decomposition:
+    """How ``exp``'s DAG will be simulated: whole when ``limits.decompose`` is off, else :func:`decomposition`."""
+    if exp.limits.decompose == "off":
+        return _whole("limits.decompose is off")
+    return decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes)
+
+
 def describe(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict) -> dict:
     """What ``cosim run --dry-run`` shows of how ``exp``'s DAG will be simulated."""
-    if exp.limits.decompose == "off":
-        return {"decompose": "whole", "decompose_reason": "limits.decompose is off"}
-    return decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes).describe()
+    return run_decomposition(exp, fabric, columns, gpu_node=gpu_node, attributes=attributes).describe()
+
+
+def simulated_flows(columns: dict, d: Decomposition) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, bytes) of the FLOW ops the simulation of ``d`` runs: every one for a whole run, else those of
+    its pieces (one part of each class of identical parts), a flow once per piece that runs it."""
+    kind = np.asarray(columns["kind"])
+    ops = np.arange(kind.size) if d.mode == "whole" else np.concatenate([p.ops for p in d.pieces])
+    ops = ops[kind[ops] == DagOpKind.FLOW]
+    return tuple(np.asarray(columns[k])[ops] for k in ("src_node", "dst_node", "bytes_"))

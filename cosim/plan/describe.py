@@ -50,22 +50,25 @@ def describe(plan: RunPlan) -> dict:
     out["max_sim_time_ns"] = f"{plan.max_sim_time_ns:.6g} ({'explicit' if explicit else 'derived'})"
     out |= _buffers(fabric, resolved, buffers.switch_buffer_bytes(fabric, plan.attributes))
     src, dst, size = plan.dag.flows()
+    d = _decomposition(plan)
     out |= {"flows": int(src.size), "payload_bytes": int(np.asarray(size, np.int64).sum()),
-            "data_packet_hops_estimate": work_estimate(plan)}
+            "data_packet_hops_estimate": whole_work_estimate(plan)}
     out |= describe_parts(fabric, src, dst)
-    out |= _decomposition(plan)
+    out |= d.describe()
+    if d.mode != "whole":
+        out["data_packet_hops_simulated_estimate"] = work_estimate(plan, d)
     out |= {"peak_memory_bytes_estimate": peak_memory_bytes(plan)}
     return out
 
 
-def _decomposition(plan: RunPlan) -> dict:
-    """How the run will be simulated: whole, or in parts (and why)."""
+def _decomposition(plan: RunPlan) -> decompose_run.Decomposition:
+    """How the run will be simulated: whole, or in parts (and why), as cosim.run.simulate decides."""
     reason = plan.whole_only or ("a kind that iterates runs whole" if any(p.kind.iterates for p in plan.jobs)
                                  else None)
     if reason is not None:
-        return {"decompose": "whole", "decompose_reason": reason}
-    return decompose_run.describe(plan.experiment, plan.fabric, plan.dag.columns(),
-                                  gpu_node=np.arange(plan.fabric.n_nodes), attributes=plan.attributes)
+        return decompose_run.Decomposition(mode="whole", reason=reason)
+    return decompose_run.run_decomposition(plan.experiment, plan.fabric, plan.dag.columns(),
+                                           gpu_node=np.arange(plan.fabric.n_nodes), attributes=plan.attributes)
 
 
 def peak_memory_bytes(plan: RunPlan) -> int:
@@ -169,11 +172,26 @@ def data_packet_hops_estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np
     return int(round(per_packet * int(packets.sum())))
 
 
-def work_estimate(plan: RunPlan) -> int:
-    """The data packet-hops the plan will simulate (its flows on shortest paths; retransmissions and control
-    packets not counted; a kind that iterates: its first pass): the denominator of the progress line's ETA."""
-    mtu = int(engine.attribute_values(plan.attributes, ("HostNic::MtuBytes",))["HostNic::MtuBytes"])
-    return data_packet_hops_estimate(plan.fabric, *plan.dag.flows(), mtu)
+def _mtu_bytes(plan: RunPlan) -> int:
+    return int(engine.attribute_values(plan.attributes, ("HostNic::MtuBytes",))["HostNic::MtuBytes"])
+
+
+def whole_work_estimate(plan: RunPlan) -> int:
+    """The data packet-hops of the whole run (its flows on shortest paths; retransmissions and control packets
+    not counted; a kind that iterates: its first pass): the run's ``data_packet_hops`` however it is simulated."""
+    return data_packet_hops_estimate(plan.fabric, *plan.dag.flows(), _mtu_bytes(plan))
+
+
+def work_estimate(plan: RunPlan, decomposition: decompose_run.Decomposition | None = None) -> int:
+    """The data packet-hops the simulation of the plan makes: the whole run's, or when it runs in parts
+    (cosim.decompose.exact) the flows of the parts it simulates, one of each class of identical parts (parts
+    rerun to the end of the whole run, or a fallback to the whole run, add work beyond it). The denominator of
+    the progress line's ETA; ``decomposition``: the plan's if already made."""
+    d = _decomposition(plan) if decomposition is None else decomposition
+    if d.mode == "whole":
+        return whole_work_estimate(plan)
+    return data_packet_hops_estimate(plan.fabric, *decompose_run.simulated_flows(plan.dag.columns(), d),
+                                     _mtu_bytes(plan))
 
 
 def output_bytes_estimate(plan: RunPlan) -> int:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cosim.analysis.plots import DPI, FIGSIZE_IN, render
+from cosim.analysis.canvas import DPI, FIGSIZE_IN
+from cosim.analysis.plots import render
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
 

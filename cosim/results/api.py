@@ -5,6 +5,7 @@
     >>> res.summary_frame()[["fct_p99_ns", "max_queue_bytes"]]
     >>> res["incast"].flows.fct_ns.describe()
     >>> res["incast"].table("queues", as_frame=False)["bytes"]   # numpy arrays, no pandas needed
+    >>> res["incast"].table("queues", names=True).node           # leaf0, leaf1 instead of node ids
 
 pandas is optional (the ``analysis`` extra); without it ``as_frame=False`` still works.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cosim.results.codes import named_table
 from cosim.results.collectives import collective_stats
 from cosim.results.compare import compare_runs, sweep_order
 from cosim.results.metrics import ordered_keys
@@ -97,11 +99,17 @@ class Run:
         """Names of the tables this run stores."""
         return [g for g in GROUPS if self.record.table(g)]
 
-    def table(self, group: str, as_frame: bool = True):
-        """Table ``group`` (one of GROUPS) as a DataFrame, or a dict of numpy arrays with as_frame=False."""
+    def table(self, group: str, as_frame: bool = True, names: bool = False):
+        """Table ``group`` (one of GROUPS) as a DataFrame, or a dict of numpy arrays with as_frame=False.
+
+        ``names``: code columns (``ops.kind``, ``collectives.group_kind``, ``faults.action``...) as their names
+        and node-id columns (``flows.src``, ``queues.node``, ``ports.peer``...) as node names (``leaf1``), as
+        the figures show them (cosim.results.codes)."""
         if group not in GROUPS:
             raise KeyError(f"no table {group!r}; tables are {', '.join(GROUPS)}")
         data = self.record.table(group)
+        if names:
+            data = named_table(group, data, self.record.table("nodes").get("name"))
         if not as_frame:
             return dict(data)
         pd = _pandas()

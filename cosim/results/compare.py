@@ -10,7 +10,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,10 +217,11 @@ def sweep_order(runs: Mapping) -> dict:
     return dict(item for _, item in sorted(zip(keys, runs.items()), key=lambda z: z[0]))
 
 
-def load_runs(paths: Sequence[str | Path], names: Sequence[str] = ()) -> dict:
-    """Read results files and return {label: RunRecord} (see ``label_runs``), filtered by ``names``."""
+def load_runs(paths: Sequence[str | Path], names: Sequence[str] = (), tables: Collection[str] | None = None) -> dict:
+    """Read results files and return {label: RunRecord} (see ``label_runs``), filtered by ``names``;
+    ``tables``: read only these tables (default: all)."""
 
-    files = {str(p): sweep_order(read_results(p)) for p in paths}
+    files = {str(p): sweep_order(read_results(p, tables)) for p in paths}
     runs = label_runs(files)
     if not runs:
         raise CosimInputError(", ".join(map(str, paths)), "no runs in the file(s)", "write runs with 'cosim run'")

@@ -125,6 +125,8 @@ DATASETS |= REQUESTS_DATASETS
 FABRIC_DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("nodes", "kind"): ("", "0 host (NIC), 1 switch; a node's id is its row"),
     ("nodes", "tier"): ("", "0 host, 1 leaf/ToR/rail, 2 spine/aggregation, 3 core"),
+    ("nodes", "name"): ("", "name of the node (host3, leaf1, spine0): what the figures and fault elements call it; "
+                            "the node-id columns of the other tables index it"),
     ("links", "a"): ("", "node id of one end; a link's id is its row"),
     ("links", "b"): ("", "node id of the other end"),
     ("links", "rate_bps"): ("bit/s", "rate of the link, each direction"),
@@ -158,7 +160,9 @@ MINUS_ONE_OK = frozenset({("ops", "coll_id"), ("faults", "link"), ("faults", "no
 LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports", "rate_bps"),
                            ("ports", "credit_stall_ps"), ("collectives", "group_kind"), ("collectives", "ranks"),
                            ("flows", "transfer"), ("flows", "workload"), ("ops", "workload"),
-                           ("collectives", "workload"), ("iterations", "workload")})
+                           ("collectives", "workload"), ("iterations", "workload"), ("nodes", "name")})
+#: columns of text (UTF-8 strings); every other known column holds numbers
+TEXT_COLUMNS = frozenset({("nodes", "name")})
 
 #: columns only runs of several workloads on one fabric hold (cosim.record)
 SHARED_FABRIC_COLUMNS = frozenset({("flows", "workload"), ("ops", "workload"), ("collectives", "workload"),
@@ -175,7 +179,7 @@ class Column:
     """What a known dataset must hold: its dtype kind (``"f"`` float, ``"i"`` integer), whether nan is
     allowed (else every value is finite), and its smallest allowed value."""
 
-    kind: str
+    kind: str  # "f" float, "i" integer, "s" text
     nan_ok: bool
     minimum: float
 
@@ -185,6 +189,8 @@ def column_rule(group: str, name: str) -> Column | None:
     rates and slowdowns are floats, everything else integers; all non-negative, nan only where documented."""
     if (group, name) not in DATASETS:
         return None
+    if (group, name) in TEXT_COLUMNS:
+        return Column(kind="s", nan_ok=False, minimum=0)
     kind = "f" if name.endswith("_ns") or name in ("slowdown", "rate_bps") else "i"
     return Column(kind=kind, nan_ok=(group, name) in NAN_OK, minimum=-1 if (group, name) in MINUS_ONE_OK else 0)
 

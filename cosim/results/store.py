@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import h5py
@@ -16,6 +17,7 @@ import numpy as np
 from cosim import __version__
 from cosim.errors import CosimInputError
 from cosim.h5io import in_memory_h5, write_image
+from cosim.results.codes import DIMENSIONS, NOT_A_VARIABLE, flag_attributes
 from cosim.results.schema import (
     DATASETS,
     GROUPS,
@@ -46,14 +48,37 @@ def _write_run(h5, run: RunRecord) -> None:
         if not run.table(group):
             continue
         sub = g.create_group(group)
+        columns = []
         for name, values in run.table(group).items():
             values = np.asarray(values)
             big = values.size > 4096
-            ds = sub.create_dataset(name, data=values, chunks=True if big else None,
+            text = values.dtype.kind in "OUS"
+            ds = sub.create_dataset(name, data=values.astype(object) if text else values,
+                                    dtype=h5py.string_dtype() if text else None, chunks=True if big else None,
                                     compression="gzip" if big else None, shuffle=big)
             units, description = DATASETS.get((group, name), ("", ""))
             ds.attrs["units"] = units
             ds.attrs["description"] = description
+            for key, value in flag_attributes(group, name, values.dtype).items():
+                ds.attrs[key] = value
+            columns.append(ds)
+        _name_dimension(sub, DIMENSIONS.get(group, f"{group}_row"), columns)
+
+
+def _name_dimension(group, dimension: str, columns) -> None:
+    """Attach one dimension scale named ``dimension`` to the first axis of every column of a table (all of one
+    length): a netCDF-4 dimension without a variable, written with no data, so readers of netCDF name it."""
+    if not columns or dimension in group:
+        return
+    n = columns[0].shape[0]
+    scale = group.create_dataset(dimension, shape=(n,), dtype=np.float32)  # never written: no storage
+    scale.make_scale(f"{NOT_A_VARIABLE}{n:10d}")
+    scale.attrs["units"] = ""
+    scale.attrs["description"] = (f"dimension of the table's columns, one {dimension} per row (an HDF5 dimension "
+                                  "scale holding no data)")
+    for ds in columns:
+        ds.dims[0].attach_scale(scale)
+        ds.dims[0].label = dimension
 
 
 def _write_root(h5) -> None:
@@ -389,18 +414,21 @@ def _read_table(path: Path, run: h5py.Group, group: str, where: str) -> dict[str
     for name in _names(path, g, where):
         at = f"{where}/{name}"
         ds = _member(path, g, name, at, h5py.Dataset)
+        if ds.is_scale:  # the table's dimension (cosim.results.codes.DIMENSIONS), not a column
+            continue
         if ds.ndim != 1:
             raise _damaged(path, at, f"has shape {ds.shape}, expected a 1-D column")
         rule = column_rule(group, name)
-        kinds = {"f": "f", "i": "iu"}[rule.kind] if rule else "fiub"
-        if ds.dtype.kind not in kinds:
-            want = {"f": "floats", "iu": "integers"}.get(kinds, "numbers")
+        kinds = {"f": "f", "i": "iu", "s": "O"}[rule.kind] if rule else "fiub"
+        text = rule is not None and rule.kind == "s"
+        if ds.dtype.kind not in kinds or (text and h5py.check_string_dtype(ds.dtype) is None):
+            want = {"f": "floats", "iu": "integers", "O": "text"}.get(kinds, "numbers")
             raise _damaged(path, at, f"has dtype {ds.dtype}, expected {want}")
         try:
-            values = ds[()]
-        except (OSError, ValueError, TypeError, RuntimeError) as exc:
+            values = ds.asstr()[()] if text else ds[()]
+        except (OSError, ValueError, TypeError, RuntimeError, UnicodeDecodeError) as exc:
             raise _damaged(path, at, f"data cannot be read ({type(exc).__name__})") from None
-        if rule is not None and values.size:
+        if rule is not None and not text and values.size:
             if rule.kind == "f":
                 bad = ~np.isfinite(values)
                 if rule.nan_ok:
@@ -428,7 +456,7 @@ def _read_table(path: Path, run: h5py.Group, group: str, where: str) -> dict[str
     return table
 
 
-def _read_run(path: Path, runs: h5py.Group, name: str) -> RunRecord:
+def _read_run(path: Path, runs: h5py.Group, name: str, tables: Collection[str] | None = None) -> RunRecord:
     where = f"runs/{name}"
     g = _member(path, runs, name, where, h5py.Group)
     docs = {key: _json_attr(path, g, key, where) for key in _JSON_ATTRS}
@@ -438,12 +466,15 @@ def _read_run(path: Path, runs: h5py.Group, name: str) -> RunRecord:
     if unknown:
         raise _damaged(path, f"{where}/{unknown[0]}", f"is not a table of the results schema (tables: "
                                                        f"{', '.join(GROUPS)})")
-    tables = {grp: _read_table(path, g, grp, f"{where}/{grp}") if grp in members else {} for grp in GROUPS}
-    return RunRecord(name=name, **docs, **tables)
+    wanted = GROUPS if tables is None else tables
+    read = {grp: _read_table(path, g, grp, f"{where}/{grp}") if grp in members and grp in wanted else {}
+            for grp in GROUPS}
+    return RunRecord(name=name, **docs, **read)
 
 
-def read_results(path: str | Path) -> dict[str, RunRecord]:
+def read_results(path: str | Path, tables: Collection[str] | None = None) -> dict[str, RunRecord]:
     """Read every run of a results file, validating it; raise CosimInputError naming the first bad field.
+    ``tables``: read only these tables (the others are left empty, unread; default: all).
 
     Checked: the schema attributes; a ``/runs`` group of run groups; each run's config, provenance and summary
     attributes are JSON objects (summary values numbers, text or lists of numbers); its members are tables of
@@ -479,4 +510,4 @@ def read_results(path: str | Path) -> dict[str, RunRecord]:
         if "runs" not in _names(path, h5, "/"):
             raise _damaged(path, "runs", "the file has no /runs group")
         runs_group = _member(path, h5, "runs", "runs", h5py.Group)
-        return {name: _read_run(path, runs_group, name) for name in _names(path, runs_group, "runs")}
+        return {name: _read_run(path, runs_group, name, tables) for name in _names(path, runs_group, "runs")}
