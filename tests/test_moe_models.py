@@ -1,0 +1,126 @@
+"""Mixture-of-experts presets at production shape: parameters and FLOPs against the published totals,
+multi-head latent attention, shared experts, leading dense layers, FP8 dispatch sizes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from cosim.errors import CosimInputError
+from cosim.workload import flops as fl
+from cosim.workload import sizes as sz
+from cosim.workload.builder import build_trace
+from cosim.workload.hardware import get_hardware
+from cosim.workload.model import (
+    active_params,
+    get_model,
+    layer_params,
+    mla_params,
+    mtp_params,
+    total_params,
+)
+from cosim.workload.parallelism import ParallelismSpec
+
+
+@pytest.mark.parametrize("name, total, active", [
+    ("deepseek-v3", 671e9, 37e9),  # technical report, without the 14B MTP module
+    ("mixtral-8x22b", 141e9, 39e9),  # Mistral AI model card
+    ("qwen3-235b-a22b", 235e9, 22e9),  # Qwen3 model card
+])
+def test_moe_presets_match_published_total_and_active_parameters(name, total, active):
+    """Total and per-token active parameters are within 2 % of what each model's authors publish."""
+    m = get_model(name)
+    assert total_params(m) == pytest.approx(total, rel=0.02)
+    assert active_params(m) == pytest.approx(active, rel=0.02)
+
+
+def test_deepseek_v3_mla_and_mtp_parameters_by_hand():
+    """MLA's projections counted by hand from the released config; one MTP module adds an MoE layer plus its
+    2h×h projection and two norms, which with the checkpoint's copies of embedding and head gives 685B."""
+    m = get_model("deepseek-v3")
+    h, r_q, r_kv, heads = 7168, 1536, 512, 128
+    hand = (h * r_q + r_q + r_q * heads * (128 + 64)  # query: down, norm, up
+            + h * (r_kv + 64) + r_kv + r_kv * heads * (128 + 128)  # latent KV + shared rope key, norm, up
+            + heads * 128 * h)  # output
+    assert mla_params(m) == hand
+    mtp = get_model("deepseek-v3", mtp_layers=1)
+    assert total_params(mtp) - total_params(m) == mtp_params(m) == layer_params(m) + 2 * h * h + 2 * h
+    copies = 2 * m.vocab_size * h  # the released checkpoint stores the MTP's embedding and head again
+    assert total_params(mtp) + copies == pytest.approx(685e9, rel=0.01)
+
+
+def test_dense_leading_layers_and_shared_expert_counts():
+    """DeepSeek-V3: 3 dense layers of FFN 18432, 58 MoE layers of 257 experts (256 routed + 1 shared)."""
+    m = get_model("deepseek-v3")
+    assert (m.num_moe_layers, m.is_moe_layer(2), m.is_moe_layer(3)) == (58, False, True)
+    expert = 3 * 7168 * 2048
+    assert layer_params(m, moe=True) - layer_params(m, moe=False) == 257 * expert + 256 * 7168 - 3 * 7168 * 18432
+
+
+def test_moe_flops_count_shared_and_routed_experts_and_mla():
+    """Per-layer forward FLOPs: experts 2·n·(k + shared)·h·3f_e; MLA as its projections plus the core."""
+    m = get_model("deepseek-v3", seq_length=1024)
+    par = ParallelismSpec(tp=1, dp=1)
+    n, h = 1024, 7168
+    lf = fl.layer_forward_flops(m, par)
+    assert lf.experts_flops == 2 * n * 9 * h * 3 * 2048
+    assert lf.router_flops == 2 * n * h * 256
+    qkv = 2 * n * (h * 1536 + h * 576 + 1536 * 128 * 192 + 512 * 128 * 256)
+    assert (lf.qkv_flops, lf.core_flops, lf.oproj_flops) == (qkv, 2 * n * n * 128 * (192 + 128), 2 * n * 128 * 128 * h)
+    dense = fl.layer_forward_flops(m, par, moe=False)
+    assert dense.mlp_flops == 2 * n * h * 3 * 18432 and dense.experts_flops == 0
+    # 6·N per token: model FLOPs are 3 × forward, about 6 × active parameters per token plus attention
+    per_token = fl.model_flops_per_iteration(m, 1) / m.seq_length
+    assert 6 * active_params(m) < per_token < 6 * active_params(m) * 1.3
+
+
+def test_qwen3_explicit_head_size_widens_the_query():
+    """Qwen3-235B: 64 query heads of 128 make q 8192 wide on a 4096 model; K and V are 4 heads of 128."""
+    m = get_model("qwen3-235b-a22b")
+    assert (m.head_dim, m.q_size, m.kv_size) == (128, 8192, 512)
+    lf = fl.layer_forward_flops(m, ParallelismSpec())
+    n = m.seq_length
+    assert lf.qkv_flops == 2 * n * 4096 * (8192 + 2 * 512) and lf.oproj_flops == 2 * n * 8192 * 4096
+
+
+@pytest.mark.parametrize("fields, match", [
+    (dict(kv_lora_rank=512), "qk_nope_head_dim"),
+    (dict(q_lora_rank=64), "latent attention"),
+    (dict(first_dense_layers=61), "no MoE layer"),
+    (dict(gemm_precision="fp4"), "gemm_precision"),
+    (dict(moe_dispatch_dtype="int8"), "moe_dispatch_dtype"),
+    (dict(num_shared_experts=-1), "non-negative"),
+])
+def test_new_model_fields_are_validated(fields, match):
+    """Each new field's bad value names the field."""
+    base = "llama2-7b" if "kv_lora_rank" in fields or "q_lora_rank" in fields else "deepseek-v3"
+    with pytest.raises(CosimInputError, match=match):
+        get_model(base, **fields)
+
+
+def test_fp8_dispatch_is_one_byte_per_element_plus_a_scale_per_128():
+    """FP8 dispatch: h + 4·h/128 bytes per routed token copy; combine stays bf16 (2·h)."""
+    m = get_model("deepseek-v3", moe_dispatch_dtype="fp8")
+    assert sz.moe_token_bytes(m, fp8=True) == 7168 + 4 * 56
+    par = ParallelismSpec(dp=8, ep=8)
+    assert sz.moe_dispatch_bytes(m, par, forward_dispatch=True) * 2 * 7168 == \
+        sz.moe_dispatch_bytes(m, par) * (7168 + 224)
+
+
+def test_tiny_deepseek_shaped_trace_has_dense_then_moe_layers():
+    """Two layers (one dense, one MoE): the dense layer has no all-to-all; the MoE layer's forward dispatch
+    is FP8-sized and its combine bf16-sized, 8 routed copies per token."""
+    m = get_model("deepseek-v3", num_layers=2, first_dense_layers=1, seq_length=512, moe_dispatch_dtype="fp8")
+    par = ParallelismSpec(dp=4, ep=4, global_batch_size=4)
+    t = build_trace(m, par, get_hardware("h100"))
+    labels = np.asarray(t.labels)[t.label].astype(str)
+    a2a = np.char.find(labels, "alltoall") >= 0
+    assert not np.any(a2a & (t.layer == 0)) and np.any(a2a & (t.layer == 1))
+    fwd_dispatch = np.char.find(labels, "fwd/mb0/L1/moe_dispatch") >= 0
+    fwd_combine = np.char.find(labels, "fwd/mb0/L1/moe_combine") >= 0
+    assert set(t.bytes[fwd_dispatch]) == {512 * 8 * (7168 + 224)}
+    assert set(t.bytes[fwd_combine]) == {512 * 8 * 2 * 7168}
+    derived = json.loads(t.specs)["derived"]
+    assert derived["total_params"] == total_params(m)
