@@ -124,3 +124,40 @@ def test_tiny_deepseek_shaped_trace_has_dense_then_moe_layers():
     assert set(t.bytes[fwd_combine]) == {512 * 8 * 2 * 7168}
     derived = json.loads(t.specs)["derived"]
     assert derived["total_params"] == total_params(m)
+
+
+@pytest.mark.parametrize("gpu, bf16_tflops, fp8_tflops", [("h100", 989, 1979), ("h200", 989, 1979),
+                                                         ("b200", 2250, 4500)])
+@pytest.mark.parametrize("recipe, overhead_field", [("fp8-tensor", "fp8_tensor_scaling_overhead"),
+                                                    ("fp8-block", "fp8_block_scaling_overhead")])
+def test_fp8_gemm_time_ratio_is_the_datasheet_ratio_over_the_scaling_overhead(gpu, bf16_tflops, fp8_tflops, recipe,
+                                                                              overhead_field):
+    """A large compute-bound GEMM runs (FP8 peak / bf16 peak) / (1 + overhead) times faster in FP8 (within 1 %:
+    the memory roofline still adds a little); a small one gains less (memory-bound, launch)."""
+    from cosim.workload.compute import Gemm, kernel_ns
+
+    hw = get_hardware(gpu)
+    big = (16384, 16384, 16384)
+    ratio = kernel_ns(hw, Gemm(*big)) / kernel_ns(hw, Gemm(*big, 1, recipe))
+    assert ratio == pytest.approx(fp8_tflops / bf16_tflops / (1 + getattr(hw, overhead_field)), rel=0.01)
+    small = (256, 1024, 1024)
+    assert kernel_ns(hw, Gemm(*small)) / kernel_ns(hw, Gemm(*small, 1, recipe)) < ratio
+
+
+def test_fp8_training_shortens_the_linear_layers_only_and_needs_fp8_tensor_cores():
+    """FP8 GEMMs shorten the experts and attention blocks but not the logits (kept in bf16); an A100 has no
+    FP8 tensor cores: a one-line error naming the field."""
+    from cosim.workload import kernels as kn
+    from cosim.workload.compute import kernels_ns
+
+    hw = get_hardware("h100")
+    par = ParallelismSpec(dp=4, ep=4)
+    bf16 = get_model("deepseek-v3", num_layers=2, first_dense_layers=1, seq_length=2048)
+    fp8 = bf16.with_overrides(gemm_precision="fp8-block")
+    t16 = {k: kernels_ns(hw, v) for k, v in kn.block_kernels(bf16, par).items()}
+    t8 = {k: kernels_ns(hw, v) for k, v in kn.block_kernels(fp8, par).items()}
+    for block in ("attn", "attn_dgrad", "experts", "experts_wgrad", "mlp"):
+        assert t8[block] < t16[block], block
+    assert t8["logits"] == t16["logits"] and t8["router"] == t16["router"]
+    with pytest.raises(CosimInputError, match="no FP8 tensor cores"):
+        build_trace(fp8, par, get_hardware("a100"))

@@ -617,8 +617,12 @@ def _instantiate(templates: list[_Template], layout: Layout, pp: int) -> dict[st
     return out
 
 
-def _spec_dict(spec: Any) -> dict[str, Any]:
-    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+def _spec_dict(spec: Any, optional: bool | None = None) -> dict[str, Any]:
+    """The fields of ``spec``; its TRACE_OPTIONAL_FIELDS all (``optional`` True), none (False), or those not
+    at their default (None)."""
+    skip = getattr(spec, "TRACE_OPTIONAL_FIELDS", ())
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)
+            if f.name not in skip or optional or (optional is None and getattr(spec, f.name) != f.default)}
 
 
 def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Trace:
@@ -660,7 +664,8 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
                                                                         par.recompute),
         "bubble_fraction_ideal": bubble_fraction(par.pp, par.num_microbatches, par.vpp),
     }
-    specs = {"model": _spec_dict(model), "parallelism": _spec_dict(par), "hardware": _spec_dict(hw),
+    fp8 = model.gemm_precision != "bf16"
+    specs = {"model": _spec_dict(model), "parallelism": _spec_dict(par), "hardware": _spec_dict(hw, fp8),
              "derived": derived}
     return Trace(n_ranks=layout.n_ranks, rank=cols["rank"], kind=cols["kind"], phase=cols["phase"],
                  duration_ns=cols["duration_ns"], flops=cols["flops"], bytes=cols["bytes"],

@@ -62,6 +62,11 @@ with flash attention of head size (d_n + d_r + d_v)/2 (the mean of its Q·Kᵀ a
 time the routed experts of size f_e = expert FFN, the shared experts as one TP-split MLP of
 ``shared·f_e`` on all n tokens, and the dense leading layers of an MoE model as its dense MLP.
 
+FP8 training (``gemm_precision`` "fp8-tensor" or "fp8-block"): the GEMMs of the linear layers (QKV or the
+MLA projections, output projection, MLP, routed and shared experts; forward, input and weight gradients)
+are FP8 GEMMs (cosim.workload.compute); the router, attention, logits and memory-bound operators stay
+bf16, as in DeepSeek-V3's recipe (§3.3).
+
 Left out as negligible: biases (fused into GEMM epilogues), the router's softmax/top-k over n·E values,
 norm weight gradients.
 """
@@ -110,6 +115,7 @@ class _Shapes:
     q: int  # query width heads·d (h for the classic transformer)
     o_in: int  # attention output width entering the output projection
     rope: int  # elements the rotary embedding touches per token on this rank
+    precision: str  # of the linear layers' GEMMs
     b: int  # sequences per micro-batch
     m: ModelSpec
 
@@ -124,7 +130,7 @@ def _shapes(m: ModelSpec, par: ParallelismSpec) -> _Shapes:
     return _Shapes(n=n, n_sp=n // par.tp if par.sp else n, t=par.tp, h=m.hidden_size, kv=m.kv_size,
                    f=m.ffn_hidden_size, gated=m.gated_mlp, heads=m.num_heads // par.tp, d=d,
                    s_keys=m.seq_length // par.cp, b=par.micro_batch_size, m=m, q=m.q_size, o_in=m.attn_out_size,
-                   rope=rope)
+                   rope=rope, precision=m.gemm_precision)
 
 
 def _norm(x: _Shapes, backward: bool) -> Stream:
@@ -146,13 +152,15 @@ def _rope(x: _Shapes, backward: bool) -> tuple[Kernel, ...]:
 def _qkv(x: _Shapes) -> tuple[Gemm, ...]:
     """The projections producing Q, K and V (one fused GEMM, or MLA's down and up projections)."""
     m = x.m
+    p = x.precision
     if not m.is_mla:
-        return (Gemm(x.n, (x.q + 2 * x.kv) // x.t, x.h),)
-    up_kv = Gemm(x.n, m.num_heads * (m.qk_nope_head_dim + m.v_head_dim) // x.t, m.kv_lora_rank)
-    down_kv = Gemm(x.n, m.kv_lora_rank + m.qk_rope_head_dim, x.h)
+        return (Gemm(x.n, (x.q + 2 * x.kv) // x.t, x.h, 1, p),)
+    up_kv = Gemm(x.n, m.num_heads * (m.qk_nope_head_dim + m.v_head_dim) // x.t, m.kv_lora_rank, 1, p)
+    down_kv = Gemm(x.n, m.kv_lora_rank + m.qk_rope_head_dim, x.h, 1, p)
     if not m.q_lora_rank:
-        return (Gemm(x.n, m.num_heads * m.head_dim // x.t, x.h), down_kv, up_kv)
-    return (Gemm(x.n, m.q_lora_rank, x.h), Gemm(x.n, m.num_heads * m.head_dim // x.t, m.q_lora_rank), down_kv, up_kv)
+        return (Gemm(x.n, m.num_heads * m.head_dim // x.t, x.h, 1, p), down_kv, up_kv)
+    return (Gemm(x.n, m.q_lora_rank, x.h, 1, p), Gemm(x.n, m.num_heads * m.head_dim // x.t, m.q_lora_rank, 1, p),
+            down_kv, up_kv)
 
 
 def _latent_norms(x: _Shapes, backward: bool) -> tuple[Kernel, ...]:
@@ -164,7 +172,7 @@ def _latent_norms(x: _Shapes, backward: bool) -> tuple[Kernel, ...]:
 
 
 def _oproj(x: _Shapes) -> Gemm:
-    return Gemm(x.n, x.h, x.o_in // x.t)
+    return Gemm(x.n, x.h, x.o_in // x.t, 1, x.precision)
 
 
 def _attention(x: _Shapes, *, backward: bool) -> tuple[Kernel, ...]:
@@ -182,8 +190,8 @@ def _attention(x: _Shapes, *, backward: bool) -> tuple[Kernel, ...]:
 
 def _mlp_gemms(x: _Shapes, tokens: int, count: int = 1, f: int | None = None) -> tuple[Gemm, Gemm]:
     f = x.f if f is None else f
-    up = Gemm(tokens, (2 if x.gated else 1) * f // x.t, x.h, count)
-    down = Gemm(tokens, x.h, f // x.t, count)
+    up = Gemm(tokens, (2 if x.gated else 1) * f // x.t, x.h, count, x.precision)
+    down = Gemm(tokens, x.h, f // x.t, count, x.precision)
     return up, down
 
 

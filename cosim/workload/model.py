@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 from cosim.errors import CosimInputError
 
@@ -73,6 +74,13 @@ def _check_positive_int(field: str, value: object) -> None:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelSpec:
     """Shape of a decoder-only transformer. Counts are dimensionless; ``seq_length`` is in tokens."""
+
+    #: fields a trace records only when they differ from their default, so that the trace of a model
+    #: without them (MLA, shared experts, FP8...) is the same file whether or not the fields exist
+    TRACE_OPTIONAL_FIELDS: ClassVar[tuple[str, ...]] = (
+        "attention_head_dim", "qk_norm", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+        "v_head_dim", "moe_ffn_hidden_size", "num_shared_experts", "first_dense_layers", "max_routed_nodes",
+        "mtp_layers", "gemm_precision", "moe_dispatch_dtype")
 
     name: str
     num_layers: int  #: transformer layers l
