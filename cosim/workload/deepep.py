@@ -72,6 +72,7 @@ class Traffic:
     nvlink_bytes: int  #: inside a node
     forwarded_bytes: int  #: second-hop bytes (NVLink forwards, reduced RDMA sends)
     max_rank_fabric_bytes: int  #: the most any one rank sends over the fabric
+    max_rank_fabric_recv_bytes: int  #: the most any one rank receives over the fabric (the hot expert's rank)
 
 
 def _check(kernel: str, counts: RoutedCounts, token_bytes: int) -> None:
@@ -174,12 +175,14 @@ def combine_messages(counts: RoutedCounts, kernel: str, token_bytes: int) -> Mes
 
 
 def traffic(messages: Messages, gpus_per_node: int) -> Traffic:
-    """Bytes of ``messages`` over the fabric, over NVLink, on a second hop, and the busiest fabric sender."""
+    """Bytes of ``messages`` over the fabric, over NVLink, on a second hop, and the busiest fabric sender
+    and receiver."""
     remote = messages.src // gpus_per_node != messages.dst // gpus_per_node
     per_rank = np.bincount(messages.src[remote], weights=messages.bytes[remote]) if remote.any() else np.zeros(1)
+    into = np.bincount(messages.dst[remote], weights=messages.bytes[remote]) if remote.any() else np.zeros(1)
     return Traffic(fabric_bytes=int(messages.bytes[remote].sum()), nvlink_bytes=int(messages.bytes[~remote].sum()),
                    forwarded_bytes=int(messages.bytes[messages.second_hop].sum()),
-                   max_rank_fabric_bytes=int(per_rank.max()))
+                   max_rank_fabric_bytes=int(per_rank.max()), max_rank_fabric_recv_bytes=int(into.max()))
 
 
 def dispatch_combine_trace(counts: RoutedCounts, *, kernel: str, dispatch_token_bytes: int,
