@@ -163,11 +163,14 @@ def test_fp8_training_shortens_the_linear_layers_only_and_needs_fp8_tensor_cores
         build_trace(fp8, par, get_hardware("a100"))
 
 
-@pytest.mark.parametrize("transport", ["roce", "ib"])
-def test_tiny_deepseek_shaped_training_iteration_runs_lossless_in_ns3(transport, engine_ns):
+@pytest.mark.parametrize("transport, parallelism", [
+    ("roce", dict(dp=4, ep=4, global_batch_size=4)),
+    ("ib", dict(tp=2, dp=2, ep=4, expert_tp=1, sequence_parallel=True, global_batch_size=2)),
+])
+def test_tiny_deepseek_shaped_training_iteration_runs_lossless_in_ns3(transport, parallelism, engine_ns):
     """A DeepSeek-V3-shaped iteration cut to one dense and one MoE layer (MLA, 256 experts top-8 + 1 shared,
-    FP8 GEMMs and dispatch, h=1024) on EP4 over 2 servers: it completes, every flow delivers all its bytes,
-    nothing is dropped, and the EP all-to-alls ran."""
+    FP8 GEMMs and dispatch, h=1024) on EP4 over 2 servers (EP carved out of DP, or folded over TP2 × DP2):
+    it completes, every flow delivers all its bytes, nothing is dropped, and the EP all-to-alls ran."""
     from cosim.run import run
     from cosim.spec import make
 
@@ -175,9 +178,44 @@ def test_tiny_deepseek_shaped_training_iteration_runs_lossless_in_ns3(transport,
                      gemm_precision="fp8-block")
     exp = make("training", transport=transport, topology="single-switch", gpus_per_server=2,
                **{"workload.model": "deepseek-v3", "workload.model_overrides": overrides,
-                  "workload.parallelism": dict(dp=4, ep=4, global_batch_size=4)})
+                  "workload.parallelism": parallelism})
     rec = run(exp)
     s, f = rec.summary, rec.flows
     assert s["status"] == "complete" and s["drops"] == 0
     assert np.array_equal(f["delivered_bytes"], f["size_bytes"]) and f["size_bytes"].size > 0
     assert s["coll_ep_all_to_all_count"] > 0
+
+
+def test_expert_parallelism_folded_over_tensor_parallel_ranks():
+    """expert_tp=1 with tp=2, dp=4: EP8 takes all 8 ranks of the stage (attention TP pairs included), the
+    experts are whole (not TP-split) and the MoE layer has no TP all-gather / reduce-scatter; the default
+    carves EP4 out of DP (every other rank) and gathers the routed tokens over TP. Same expert parameters per
+    GPU either way (256/8 whole experts = 256/4 halves)."""
+    from cosim.workload.layout import make_layout
+    from cosim.workload.trace import GroupKind
+
+    m = get_model("deepseek-v3", num_layers=2, first_dense_layers=1, seq_length=512)
+    carved = ParallelismSpec(tp=2, dp=4, ep=4, sequence_parallel=True, global_batch_size=4)
+    folded = ParallelismSpec(tp=2, dp=4, ep=8, expert_tp=1, sequence_parallel=True, global_batch_size=4)
+    assert (carved.edp, folded.edp) == (1, 1)
+
+    def ep_groups(par):
+        lay = make_layout(par)
+        return [lay.group_ranks[lay.group_ptr[g]:lay.group_ptr[g + 1]].tolist()
+                for g in np.flatnonzero(lay.group_kind == GroupKind.EP)]
+
+    assert ep_groups(carved) == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    assert ep_groups(folded) == [list(range(8))]
+    hw = get_hardware("h100")
+    traces = {name: build_trace(m, par, hw) for name, par in (("carved", carved), ("folded", folded))}
+    for name, t in traces.items():
+        labels = np.asarray(t.labels)[t.label].astype(str)
+        gathers = np.count_nonzero(np.char.find(labels, "moe_tp_allgather") >= 0)
+        assert (gathers == 0) == (name == "folded"), name
+        dispatch = np.char.find(labels, "fwd/mb0/L1/moe_dispatch") >= 0
+        assert set(t.bytes[dispatch]) == {512 // 2 * 8 * 2 * 7168}  # each rank's sequence shard, top-8, bf16
+    assert sz.layer_unit_params(m, carved).expert == sz.layer_unit_params(m, folded).expert
+    with pytest.raises(CosimInputError, match="expert_tp"):
+        ParallelismSpec(tp=4, dp=2, expert_tp=2)
+    with pytest.raises(CosimInputError, match="tp·cp·dp"):
+        ParallelismSpec(tp=2, dp=4, ep=16, expert_tp=1)

@@ -188,10 +188,12 @@ def _attention(x: _Shapes, *, backward: bool) -> tuple[Kernel, ...]:
             Gemm(q, d, k, count), Gemm(k, d, q, count))
 
 
-def _mlp_gemms(x: _Shapes, tokens: int, count: int = 1, f: int | None = None) -> tuple[Gemm, Gemm]:
+def _mlp_gemms(x: _Shapes, tokens: int, count: int = 1, f: int | None = None,
+               t: int | None = None) -> tuple[Gemm, Gemm]:
     f = x.f if f is None else f
-    up = Gemm(tokens, (2 if x.gated else 1) * f // x.t, x.h, count, x.precision)
-    down = Gemm(tokens, x.h, f // x.t, count, x.precision)
+    t = x.t if t is None else t
+    up = Gemm(tokens, (2 if x.gated else 1) * f // t, x.h, count, x.precision)
+    down = Gemm(tokens, x.h, f // t, count, x.precision)
     return up, down
 
 
@@ -227,9 +229,11 @@ def block_kernels(m: ModelSpec, par: ParallelismSpec) -> dict[str, tuple[Kernel,
         n_r = x.n // x.t if par.sp else x.n  # the router runs on the sequence shard with SP
         router = Gemm(n_r, m.num_experts, x.h)
         local = m.num_experts // par.ep
-        up, down = _mlp_gemms(x, x.n * m.top_k * par.ep // m.num_experts, local, fe)
-        permute = Stream("elementwise", PERMUTE * x.n * m.top_k * x.h)
-        moe_act = x.n * m.top_k * fe // x.t
+        # the tokens the experts see: the TP-gathered n, or with EP folded over TP each rank's own shard
+        n_e = x.n_sp if par.folded else x.n
+        up, down = _mlp_gemms(x, n_e * m.top_k * par.ep // m.num_experts, local, fe, par.etp)
+        permute = Stream("elementwise", PERMUTE * n_e * m.top_k * x.h)
+        moe_act = n_e * m.top_k * fe // par.etp
         shared_fwd: tuple[Kernel, ...] = ()
         shared_dgrad: tuple[Kernel, ...] = ()
         shared_wgrad: tuple[Kernel, ...] = ()

@@ -84,7 +84,10 @@ def moe_dispatch_bytes(m: ModelSpec, par: ParallelismSpec, forward_dispatch: boo
 
 
 def moe_tp_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
-    """MoE all-gather / reduce-scatter over TP of the dispatched tokens (full buffer): 2·b·(s/cp)·k·h."""
+    """MoE all-gather / reduce-scatter over TP of the dispatched tokens (full buffer): 2·b·(s/cp)·k·h; none
+    when EP is folded over TP (the experts are not TP-split)."""
+    if par.folded:
+        return 0
     return ACT_BYTES * par.micro_batch_size * (m.seq_length // par.cp) * m.top_k * m.hidden_size
 
 
@@ -150,7 +153,8 @@ def layer_unit_params(m: ModelSpec, par: ParallelismSpec, moe: bool | None = Non
     f = m.expert_ffn_size if moe else m.ffn_hidden_size
     n_in = 2 if m.gated_mlp else 1
     attn_sharded, attn_replicated = _attention_unit_params(m, t)
-    mlp_sharded = ((n_in + 1) * h * f + (n_in * f if m.linear_bias else 0)) // t
+    mlp_full = (n_in + 1) * h * f + (n_in * f if m.linear_bias else 0)
+    mlp_sharded = mlp_full // t
     mlp_replicated = h if m.linear_bias else 0  # fc2 bias
     replicated = 2 * norm_params(m) + (h if m.linear_bias else 0) + attn_replicated  # norms, attn output bias
     if moe:
@@ -158,7 +162,7 @@ def layer_unit_params(m: ModelSpec, par: ParallelismSpec, moe: bool | None = Non
         shared = m.num_shared_experts
         return UnitParams(sharded=attn_sharded + shared * mlp_sharded,
                           replicated=replicated + h * m.num_experts + shared * mlp_replicated,
-                          expert=local_experts * (mlp_sharded + mlp_replicated))
+                          expert=local_experts * (mlp_full // par.etp + mlp_replicated))
     return UnitParams(sharded=attn_sharded + mlp_sharded, replicated=replicated + mlp_replicated)
 
 
