@@ -19,6 +19,7 @@ from cosim.workload.deepep import (
     dispatch_messages,
     traffic,
 )
+from cosim.workload.model import get_model
 from cosim.workload.routing import RoutingSpec, route_tokens, routed_counts
 from cosim.workload.validate import check_trace
 
@@ -156,3 +157,73 @@ def test_both_kernels_in_ns3_conserve_bytes_and_differ_as_physics_says(transport
     assert ll[0].fabric_bytes > ht[0].fabric_bytes and ll[1].fabric_bytes > ht[1].fabric_bytes
     assert ll[0].forwarded_bytes == 0 and ht[0].forwarded_bytes > 0
     assert ll[0].nvlink_bytes < ht[0].nvlink_bytes
+
+
+def _deepep_training_trace(kernel: str, **overrides):
+    from cosim.workload.builder import build_trace
+    from cosim.workload.hardware import get_hardware
+    from cosim.workload.parallelism import ParallelismSpec
+
+    fields = dict(num_layers=2, first_dense_layers=1, seq_length=256, hidden_size=1024, moe_dispatch_dtype="fp8",
+                  moe_kernel=kernel, max_routed_nodes=2) | overrides
+    return build_trace(get_model("deepseek-v3", **fields), ParallelismSpec(dp=8, ep=8, global_batch_size=8),
+                       get_hardware("h100", gpus_per_host=2))
+
+
+def test_training_trace_with_deepep_kernels_routes_every_call():
+    """EP8 over 4 servers of 2: with a DeepEP kernel the EP all-to-alls become routed SEND/RECV messages
+    (a valid trace: sends meet recvs); forward dispatch (FP8) and combine (bf16) of one layer and micro-batch
+    share a routing, so the low-latency kernels move the same token copies both ways; the high-throughput
+    kernels put fewer bytes on the fabric; the routing is the same for the same seed and moves with it."""
+    from cosim.workload.sizes import moe_token_bytes
+    from cosim.workload.trace import CollKind
+
+    fp8, bf16 = moe_token_bytes(get_model("deepseek-v3", hidden_size=1024), fp8=True), 2 * 1024
+    fabric = {}
+    for kernel in ("deepep-high-throughput", "deepep-low-latency"):
+        t = _deepep_training_trace(kernel)
+        check_trace(t)
+        assert not np.any(t.coll_kind == CollKind.ALL_TO_ALL)
+        labels = t.label_array().astype(str)
+        sends = t.kind == 2
+        remote = t.rank // 2 != t.peer // 2
+
+        def sent(name, where):
+            return int(t.bytes[sends & where & (labels == f"fwd/mb0/L1/{name}")].sum())
+
+        every = np.ones(t.n_ops, bool)
+        if kernel == "deepep-low-latency":
+            assert sent("moe_dispatch_alltoall", every) * bf16 == sent("moe_combine_alltoall", every) * fp8
+        fabric[kernel] = sent("moe_dispatch_alltoall", remote)
+    assert 0 < fabric["deepep-high-throughput"] < fabric["deepep-low-latency"]
+    again = _deepep_training_trace("deepep-high-throughput")
+    assert again.equals(_deepep_training_trace("deepep-high-throughput"))
+    assert not again.equals(_deepep_training_trace("deepep-high-throughput", routing_seed=1))
+
+
+def test_training_iteration_with_deepep_kernels_runs_lossless_in_ns3(engine_ns):
+    """The same iteration with the high-throughput kernels and a Zipf-skewed routing co-simulated on RoCE:
+    complete, every flow delivers all its bytes."""
+    from cosim.run import run
+
+    overrides = dict(num_layers=2, first_dense_layers=1, seq_length=256, hidden_size=1024, moe_dispatch_dtype="fp8",
+                     moe_kernel="deepep-high-throughput", max_routed_nodes=2, routing_distribution="zipf",
+                     routing_zipf_exponent=1.2)
+    exp = make("training", transport="roce", topology="single-switch", gpus_per_server=2,
+               **{"workload.model": "deepseek-v3", "workload.model_overrides": overrides,
+                  "workload.parallelism": dict(dp=8, ep=8, global_batch_size=8)})
+    rec = run(exp)
+    f = rec.flows
+    assert rec.summary["status"] == "complete" and rec.summary["drops"] == 0
+    assert np.array_equal(f["delivered_bytes"], f["size_bytes"])
+
+
+@pytest.mark.parametrize("fields, field", [
+    (dict(moe_kernel="deepep"), "model.moe_kernel"),
+    (dict(routing_distribution="pareto"), "model.routing_distribution"),
+    (dict(routing_expert_load=(1.0, 2.0)), "model.routing_expert_load"),
+])
+def test_bad_deepep_model_fields_name_their_field(fields, field):
+    with pytest.raises(CosimInputError) as err:
+        get_model("deepseek-v3", **fields)
+    assert err.value.field == field

@@ -57,6 +57,7 @@ from cosim.workload.compute import kernels_ns
 from cosim.workload.hardware import HardwareSpec
 from cosim.workload.layout import Layout, PeerKind, make_layout
 from cosim.workload.model import ModelSpec, active_params, total_params
+from cosim.workload.moe_expand import expand_ep_all_to_alls
 from cosim.workload.parallelism import ParallelismSpec, check_compatible
 from cosim.workload.schedule import bubble_fraction, pipeline_schedule
 from cosim.workload.trace import (
@@ -667,11 +668,13 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
     fp8 = model.gemm_precision != "bf16"
     specs = {"model": _spec_dict(model), "parallelism": _spec_dict(par), "hardware": _spec_dict(hw, fp8),
              "derived": derived}
-    return Trace(n_ranks=layout.n_ranks, rank=cols["rank"], kind=cols["kind"], phase=cols["phase"],
-                 duration_ns=cols["duration_ns"], flops=cols["flops"], bytes=cols["bytes"],
-                 coll_kind=cols["coll_kind"], group=cols["group"], peer=cols["peer"], match_id=cols["match_id"],
-                 coll_id=cols["coll_id"], algo_hint=cols["algo_hint"], label=cols["label"],
-                 microbatch=cols["microbatch"], layer=cols["layer"], dep_ptr=cols["dep_ptr"],
-                 dep_idx=cols["dep_idx"], labels=cols["labels"], group_ptr=layout.group_ptr,
-                 group_ranks=layout.group_ranks, group_kind=layout.group_kind,
-                 specs=json.dumps(specs, sort_keys=True))
+    trace = Trace(n_ranks=layout.n_ranks, rank=cols["rank"], kind=cols["kind"], phase=cols["phase"],
+                  duration_ns=cols["duration_ns"], flops=cols["flops"], bytes=cols["bytes"],
+                  coll_kind=cols["coll_kind"], group=cols["group"], peer=cols["peer"], match_id=cols["match_id"],
+                  coll_id=cols["coll_id"], algo_hint=cols["algo_hint"], label=cols["label"],
+                  microbatch=cols["microbatch"], layer=cols["layer"], dep_ptr=cols["dep_ptr"],
+                  dep_idx=cols["dep_idx"], labels=cols["labels"], group_ptr=layout.group_ptr,
+                  group_ranks=layout.group_ranks, group_kind=layout.group_kind,
+                  specs=json.dumps(specs, sort_keys=True))
+    # DeepEP kernels: the EP all-to-alls become routed point-to-point messages (cosim.workload.moe_expand)
+    return expand_ep_all_to_alls(trace, model, hw.gpus_per_host)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from cosim.errors import CosimInputError
+from cosim.workload.routing import RoutingSpec
 
 NORMS = ("rmsnorm", "layernorm")
 POSITION_EMBEDDINGS = ("rope", "learned")
@@ -52,6 +53,9 @@ ATTENTION_KERNELS = ("flash", "unfused")
 #: or fine-grained block scaling (DeepSeek-V3: 1×128 activation tiles, 128×128 weight blocks)
 GEMM_PRECISIONS = ("bf16", "fp8-tensor", "fp8-block")
 DISPATCH_DTYPES = ("bf16", "fp8")
+#: how a training trace carries the EP all-to-alls: NCCL-style balanced all-to-all collectives, or DeepEP's
+#: routed messages (cosim.workload.moe_expand)
+MOE_KERNELS = ("nccl", "deepep-high-throughput", "deepep-low-latency")
 
 
 #: largest value of a model dimension: far beyond any model built, small enough that parameter, activation
@@ -80,7 +84,8 @@ class ModelSpec:
     TRACE_OPTIONAL_FIELDS: ClassVar[tuple[str, ...]] = (
         "attention_head_dim", "qk_norm", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
         "v_head_dim", "moe_ffn_hidden_size", "num_shared_experts", "first_dense_layers", "max_routed_nodes",
-        "mtp_layers", "gemm_precision", "moe_dispatch_dtype")
+        "mtp_layers", "gemm_precision", "moe_dispatch_dtype", "moe_kernel", "routing_distribution",
+        "routing_zipf_exponent", "routing_expert_load", "routing_seed")
 
     name: str
     num_layers: int  #: transformer layers l
@@ -116,6 +121,11 @@ class ModelSpec:
     mtp_layers: int = 0  #: multi-token prediction modules (DeepSeek-V3: 1), counted in params and FLOPs
     gemm_precision: str = "bf16"  #: linear-layer GEMMs: "bf16", "fp8-tensor" or "fp8-block" (GEMM_PRECISIONS)
     moe_dispatch_dtype: str = "bf16"  #: forward MoE dispatch payload: "bf16" or "fp8" (1 B + a scale per 128)
+    moe_kernel: str = "nccl"  #: EP all-to-alls as balanced collectives ("nccl") or DeepEP's routed messages
+    routing_distribution: str = "uniform"  #: expert popularity with a DeepEP kernel: uniform, zipf or vector
+    routing_zipf_exponent: float = 1.0  #: a of p ∝ 1/rank^a (routing_distribution "zipf")
+    routing_expert_load: tuple[float, ...] = ()  #: relative load per expert (routing_distribution "vector")
+    routing_seed: int = 0  #: seed of the routing draws (one routing per layer, micro-batch and EP group)
 
     def __post_init__(self) -> None:
         for field in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "ffn_hidden_size",
@@ -153,7 +163,17 @@ class ModelSpec:
         if self.top_k > self.num_experts:
             raise CosimInputError("model.top_k", f"top_k={self.top_k} exceeds num_experts={self.num_experts}",
                                   "choose top_k <= num_experts")
-        for field, allowed in (("gemm_precision", GEMM_PRECISIONS), ("moe_dispatch_dtype", DISPATCH_DTYPES)):
+        try:
+            routing = RoutingSpec(distribution=self.routing_distribution, zipf_exponent=self.routing_zipf_exponent,
+                                  expert_load=tuple(self.routing_expert_load), seed=self.routing_seed)
+        except CosimInputError as exc:
+            raise CosimInputError(exc.field.replace("routing.", "model.routing_"), exc.problem, exc.fix) from None
+        object.__setattr__(self, "routing_expert_load", routing.expert_load)
+        if self.routing_expert_load and len(self.routing_expert_load) != self.num_experts:
+            raise CosimInputError("model.routing_expert_load", f"has {len(self.routing_expert_load)} loads for "
+                                  f"{self.num_experts} experts", f"give exactly {self.num_experts} values")
+        for field, allowed in (("gemm_precision", GEMM_PRECISIONS), ("moe_dispatch_dtype", DISPATCH_DTYPES),
+                               ("moe_kernel", MOE_KERNELS)):
             if getattr(self, field) not in allowed:
                 raise CosimInputError(f"model.{field}", f"unknown value {getattr(self, field)!r}",
                                       f"choose among {', '.join(allowed)}")
