@@ -227,3 +227,17 @@ def test_bad_deepep_model_fields_name_their_field(fields, field):
     with pytest.raises(CosimInputError) as err:
         get_model("deepseek-v3", **fields)
     assert err.value.field == field
+
+
+def test_skewed_routing_makes_the_hot_ranks_experts_compute_longer():
+    """With a DeepEP kernel the routed experts' compute of each rank is timed for the tokens it received: under
+    a Zipf skew (a = 1.2) the hottest rank's forward experts op outlasts the balanced one by more than 20 % and
+    some rank's is shorter; the balanced trace ("nccl") keeps one duration for all."""
+    def experts_ns(trace):
+        return trace.duration_ns[trace.label_array() == "fwd/mb0/L1/experts"]
+
+    balanced = experts_ns(_deepep_training_trace("nccl", seq_length=512))
+    skewed = experts_ns(_deepep_training_trace("deepep-high-throughput", seq_length=512,
+                                               routing_distribution="zipf", routing_zipf_exponent=1.2))
+    assert np.unique(balanced).size == 1 and skewed.size == balanced.size == 8
+    assert skewed.max() > 1.2 * balanced[0] and skewed.min() < balanced[0]

@@ -677,4 +677,4 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
                   group_ranks=layout.group_ranks, group_kind=layout.group_kind,
                   specs=json.dumps(specs, sort_keys=True))
     # DeepEP kernels: the EP all-to-alls become routed point-to-point messages (cosim.workload.moe_expand)
-    return expand_ep_all_to_alls(trace, model, hw.gpus_per_host)
+    return expand_ep_all_to_alls(trace, model, par, hw)

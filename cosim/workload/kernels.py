@@ -280,3 +280,21 @@ def optimizer_kernels(params: int, bytes_per_param: int, *, loss_scaling: bool =
     unscale = (Stream("elementwise", LOSS_SCALE_BYTES_PER_PARAM * params),) if loss_scaling else ()
     return (*unscale, Stream("elementwise", GRAD_NORM_BYTES_PER_PARAM * params),
             Stream("elementwise", bytes_per_param * params))
+
+
+#: the compute ops (label's last part) that hold routed experts' kernels, and the pass each is
+ROUTED_EXPERT_BLOCKS = ("experts", "recompute_experts", "experts_dgrad", "experts_wgrad")
+
+
+def routed_expert_kernels(m: ModelSpec, par: ParallelismSpec, tokens_per_expert: int) -> dict[str, tuple[Kernel, ...]]:
+    """The routed experts' own kernels (grouped up and down GEMMs and their activation; not the shared experts,
+    permutations or adds) of each of ROUTED_EXPERT_BLOCKS when each of the rank's E/ep experts receives
+    ``tokens_per_expert`` tokens: what a skewed routing lengthens or shortens on a rank."""
+    x = _shapes(m, par)
+    fe, local = m.expert_ffn_size, m.num_experts // par.ep
+    up, down = _mlp_gemms(x, tokens_per_expert, local, fe, par.etp)
+    act = tokens_per_expert * local * fe // par.etp
+    fwd = (up, Stream("activation", _act_bytes(x.gated, False) * act), down)
+    return {"experts": fwd, "recompute_experts": fwd,
+            "experts_dgrad": (down.dgrad(), Stream("activation", _act_bytes(x.gated, True) * act), up.dgrad()),
+            "experts_wgrad": (down.wgrad(), up.wgrad())}

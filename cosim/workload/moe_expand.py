@@ -16,6 +16,12 @@ and replaces each member's collective op by its point-to-point messages (cosim.w
   zero-length COMPUTE join waiting for all of them; the first-hop SENDs and the RECVs wait for the
   collective op's deps, and everything that waited for the collective op waits for the join.
 
+The routed experts' compute follows the routing too: on each rank the compute ops holding its routed
+experts (forward, recomputed forward, input and weight gradients) take the time of the grouped GEMMs for
+the tokens the rank actually received (``kernels.routed_expert_kernels``; spread evenly over its local
+experts) instead of the balanced count, so a hot expert's rank computes longer and the others wait for it at
+the combine.
+
 EP ranks on a node must be the same number on every node and consecutive among the group's members (true
 of every placement cosim builds); a routing's node is the server the member sits on.
 """
@@ -28,7 +34,11 @@ import numpy as np
 
 from cosim.errors import CosimInputError
 from cosim.workload import deepep
+from cosim.workload import kernels as kn
+from cosim.workload.compute import kernels_ns
+from cosim.workload.hardware import HardwareSpec
 from cosim.workload.model import ModelSpec
+from cosim.workload.parallelism import ParallelismSpec
 from cosim.workload.routing import RoutingSpec, route_tokens, routed_counts
 from cosim.workload.sizes import moe_token_bytes
 from cosim.workload.trace import (
@@ -69,9 +79,11 @@ def _routing_seed(seed: int, layer: int, microbatch: int, group: int) -> int:
     return int(np.random.SeedSequence([seed, layer + 1, microbatch + 1, group]).generate_state(1)[0])
 
 
-def expand_ep_all_to_alls(trace: Trace, model: ModelSpec, gpus_per_node: int) -> Trace:
-    """``trace`` with its EP all-to-alls replaced by ``model.moe_kernel``'s routed messages (module docstring);
-    ``trace`` itself when the kernel is "nccl"."""
+def expand_ep_all_to_alls(trace: Trace, model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Trace:
+    """``trace`` (of ``model`` under ``par`` on ``hw``) with its EP all-to-alls replaced by ``model.moe_kernel``'s
+    routed messages and its routed experts' compute timed for the tokens each rank received (module
+    docstring); ``trace`` itself when the kernel is "nccl"."""
+    gpus_per_node = hw.gpus_per_host
     if model.moe_kernel == "nccl":
         return trace
     kernel = KERNEL_OF[model.moe_kernel]
@@ -140,10 +152,51 @@ def expand_ep_all_to_alls(trace: Trace, model: ModelSpec, gpus_per_node: int) ->
         second_deps.append((ids[msg.dep_child], ids[msg.dep_parent]))
         msg_base += m
     b = {k: np.concatenate(v).astype(_I64) for k, v in blk.items()}
-    return _rebuild(trace, coll, b, second_deps, {"moe_kernel": model.moe_kernel})
+    duration = _routed_durations(trace, model, par, hw, labels, counts_cache)
+    return _rebuild(trace, coll, b, second_deps, duration, {"moe_kernel": model.moe_kernel})
 
 
-def _rebuild(trace: Trace, coll: np.ndarray, b: dict, second_deps: list, derived: dict) -> Trace:
+def _routed_durations(trace: Trace, model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec, labels: np.ndarray,
+                      counts_of: dict) -> np.ndarray:
+    """The ops' durations with each rank's routed-expert compute timed for the tokens it received."""
+    duration = trace.duration_ns.astype(_I64).copy()
+    block = np.array([str(s).rsplit("/", 1)[-1] for s in trace.labels], dtype=object)[trace.label]
+    ops = np.flatnonzero((trace.kind == OpKind.COMPUTE) & np.isin(block, kn.ROUTED_EXPERT_BLOCKS))
+    if ops.size == 0:
+        return duration
+    local = model.num_experts // par.ep
+    gathered = 1 if par.folded else par.tp  # the TP all-gather hands every TP rank the group's tokens
+    # tokens per local expert of every (layer, micro-batch, EP group) and member, and the balanced count
+    ep_group = np.full(trace.n_ranks, -1, _I64)
+    tokens_of: dict[tuple, np.ndarray] = {}
+    for (layer, mb, g), counts in counts_of.items():
+        members = trace.group_ranks[trace.group_ptr[g]:trace.group_ptr[g + 1]]
+        ep_group[members] = g
+        received = counts.expert_copies.sum(axis=0) * gathered
+        tokens_of[(layer, mb, g)] = np.full(trace.n_ranks, -1, _I64)
+        tokens_of[(layer, mb, g)][members] = np.rint(received / local).astype(_I64)
+    some = next(iter(counts_of.values()))
+    balanced = int(round(some.expert_copies.sum() * gathered / (some.ep * local)))
+    cache: dict[tuple[str, int], int] = {}
+
+    def routed_ns(name: str, tokens: int) -> int:
+        if (name, tokens) not in cache:
+            ks = kn.routed_expert_kernels(model, par, max(tokens, 0))[name] if tokens > 0 else ()
+            cache[(name, tokens)] = kernels_ns(hw, ks)
+        return cache[(name, tokens)]
+
+    for i in ops.tolist():
+        key = (int(trace.layer[i]), int(trace.microbatch[i]), int(ep_group[trace.rank[i]]))
+        if key not in tokens_of:
+            continue
+        name = block[i]
+        tokens = int(tokens_of[key][trace.rank[i]])
+        duration[i] = max(0, duration[i] - routed_ns(name, balanced) + routed_ns(name, tokens))
+    return duration
+
+
+def _rebuild(trace: Trace, coll: np.ndarray, b: dict, second_deps: list, duration: np.ndarray,
+             derived: dict) -> Trace:
     """The trace with the ops ``coll`` replaced by the block ops ``b`` (module docstring's order and deps)."""
     n = trace.n_ops
     replaced = np.zeros(n, bool)
@@ -212,7 +265,7 @@ def _rebuild(trace: Trace, coll: np.ndarray, b: dict, second_deps: list, derived
     specs = trace.spec_dict()
     specs.setdefault("derived", {}).update(derived)
     return Trace(n_ranks=trace.n_ranks, rank=rank, kind=kind, phase=column("phase", trace.phase[owner]),
-                 duration_ns=column("duration_ns", zeros), flops=column("flops", zeros),
+                 duration_ns=np.concatenate([duration[keep], zeros])[order], flops=column("flops", zeros),
                  bytes=column("bytes", b["bytes"]), coll_kind=column("coll_kind", zeros), group=group,
                  peer=column("peer", b["peer"]), match_id=match,
                  coll_id=collective_call_ids(rank, kind, group, trace.n_groups),
