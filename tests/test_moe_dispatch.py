@@ -241,3 +241,17 @@ def test_skewed_routing_makes_the_hot_ranks_experts_compute_longer():
                                                routing_distribution="zipf", routing_zipf_exponent=1.2))
     assert np.unique(balanced).size == 1 and skewed.size == balanced.size == 8
     assert skewed.max() > 1.2 * balanced[0] and skewed.min() < balanced[0]
+
+
+def test_combine_waits_for_the_experts_even_where_a_relay_gathers_nothing():
+    """One token whose experts all sit on the relay itself: the reduced RDMA message of the combine has no
+    NVLink gather before it, and still waits for the experts' compute."""
+    experts = np.array([[[4]], [[0]], [[0]], [[0]]])  # rank 0's token on rank 2 (node 1, local 0: its relay)
+    c = routed_counts(experts, num_experts=8, gpus_per_node=2)
+    t = dispatch_combine_trace(c, kernel="high-throughput", dispatch_token_bytes=10, combine_token_bytes=20,
+                               expert_compute_ns=1000)
+    labels = t.label_array()
+    reduced = np.flatnonzero((labels == "moe/combine_reduced") & (t.kind == 2) & (t.rank == 2) & (t.peer == 0))
+    assert reduced.size == 1
+    deps = t.dep_idx[t.dep_ptr[reduced[0]]:t.dep_ptr[reduced[0] + 1]]
+    assert any(labels[d] == "moe/experts" for d in deps)

@@ -86,12 +86,12 @@ def _check(kernel: str, counts: RoutedCounts, token_bytes: int) -> None:
                               f"choose ep as a multiple of {counts.gpus_per_node}")
 
 
-def _pairs(ep: int, g: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _pairs(ep: int, g: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All (s, d) with d ≠ s: source, destination, and whether they share a node."""
     s, d = np.meshgrid(np.arange(ep, dtype=_I64), np.arange(ep, dtype=_I64), indexing="ij")
     keep = s != d
     s, d = s[keep], d[keep]
-    return s, d, (s // g) == (d // g), keep
+    return s, d, (s // g) == (d // g)
 
 
 def _drop_empty(src, dst, nbytes, second, child, parent) -> Messages:
@@ -133,7 +133,7 @@ def dispatch_messages(counts: RoutedCounts, kernel: str, token_bytes: int) -> Me
     """The messages of one dispatch (module docstring)."""
     _check(kernel, counts, token_bytes)
     ep, g = counts.ep, counts.gpus_per_node
-    s, d, local, keep = _pairs(ep, g)
+    s, d, local = _pairs(ep, g)
     if kernel == "low-latency":
         empty = np.zeros(0, _I64)
         return _drop_empty(s, d, counts.expert_copies[s, d] * token_bytes, np.zeros(s.size, bool), empty, empty)
@@ -156,7 +156,7 @@ def combine_messages(counts: RoutedCounts, kernel: str, token_bytes: int) -> Mes
     reduced RDMA message (module docstring)."""
     _check(kernel, counts, token_bytes)
     ep, g = counts.ep, counts.gpus_per_node
-    s, d, local, keep = _pairs(ep, g)
+    s, d, local = _pairs(ep, g)
     if kernel == "low-latency":
         empty = np.zeros(0, _I64)
         return _drop_empty(d, s, counts.expert_copies[s, d] * token_bytes, np.zeros(s.size, bool), empty, empty)
@@ -229,10 +229,9 @@ def dispatch_combine_trace(counts: RoutedCounts, *, kernel: str, dispatch_token_
     dispatch_ops = np.concatenate([d_send, d_recv])
     dep_op.append(compute[rank_a[dispatch_ops]])
     dep_on.append(dispatch_ops)
-    c_send, _ = sends_of[1]
-    first = c_send[~phases[1].second_hop]
-    dep_op.append(first)
-    dep_on.append(compute[rank_a[first]])
+    c_send, _ = sends_of[1]  # every combine send waits for the experts (a relay may have nothing to gather)
+    dep_op.append(c_send)
+    dep_on.append(compute[rank_a[c_send]])
     return _assemble(ep, g, gpu, rank_a, kind_a, np.concatenate(nbytes), np.concatenate(peer),
                      np.concatenate(order), np.concatenate(label), np.concatenate(partner), np.concatenate(dep_op),
                      np.concatenate(dep_on),

@@ -13,8 +13,8 @@ and replaces each member's collective op by its point-to-point messages (cosim.w
   ``moe_dispatch_dtype`` is "fp8", everything else bf16;
 - on each rank the collective op becomes, in issue order, its first-hop SENDs, its RECVs, its second-hop
   SENDs (forwards, or the reduced RDMA messages of the combine, each after the RECVs it carries) and a
-  zero-length COMPUTE join waiting for all of them; the first-hop SENDs and the RECVs wait for the
-  collective op's deps, and everything that waited for the collective op waits for the join.
+  zero-length COMPUTE join waiting for all of them; every SEND and RECV also waits for the collective op's
+  deps, and everything that waited for the collective op waits for the join.
 
 The routed experts' compute follows the routing too: on each rank the compute ops holding its routed
 experts (forward, recomputed forward, input and weight gradients) take the time of the grouped GEMMs for
@@ -219,8 +219,8 @@ def _rebuild(trace: Trace, coll: np.ndarray, b: dict, second_deps: list, duratio
     # (a) deps of the kept ops
     a_op = np.repeat(keep, deg[keep])
     a_dep = target[trace.dep_idx[_ragged(trace.dep_ptr[keep], deg[keep])]]
-    # (b) first-hop sends and recvs wait for their collective op's deps
-    entry = np.flatnonzero((b["sub"] == _SUB_FIRST) | (b["sub"] == _SUB_RECV))
+    # (b) every send and recv waits for its collective op's deps (a relay with nothing to gather still waits)
+    entry = np.flatnonzero(b["sub"] != _SUB_JOIN)
     owners = b["owner"][entry]
     b_op = n + np.repeat(entry, deg[owners])
     b_dep = target[trace.dep_idx[_ragged(trace.dep_ptr[owners], deg[owners])]]
