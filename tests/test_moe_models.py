@@ -215,6 +215,8 @@ def test_expert_parallelism_folded_over_tensor_parallel_ranks():
         dispatch = np.char.find(labels, "fwd/mb0/L1/moe_dispatch") >= 0
         assert set(t.bytes[dispatch]) == {512 // 2 * 8 * 2 * 7168}  # each rank's sequence shard, top-8, bf16
     assert sz.layer_unit_params(m, carved).expert == sz.layer_unit_params(m, folded).expert
+    # without TP, expert_tp=1 folds EP over the context-parallel ranks: EP8 over CP2 × DP4
+    assert ep_groups(ParallelismSpec(cp=2, dp=4, ep=8, expert_tp=1, global_batch_size=4)) == [list(range(8))]
     with pytest.raises(CosimInputError, match="expert_tp"):
         ParallelismSpec(tp=4, dp=2, expert_tp=2)
     with pytest.raises(CosimInputError, match="tp·cp·dp"):

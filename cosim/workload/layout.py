@@ -11,7 +11,7 @@ Groups (only those with more than one member are created), ordered by kind then 
   the same parameters, so gradients are reduced over all of them).
 - EP: the ``ep`` ranks with the same tp, cp, pp and the same ``dp // ep``.
 - EDP: expert data parallel, the ranks with the same tp, pp and ``dp % ep`` (any cp, any ``dp // ep``).
-- EP and EDP when EP is folded over TP (``expert_tp = 1``, cosim.workload.parallelism): with the stage-local
+- EP and EDP when EP is folded over TP and CP (``expert_tp = 1``, cosim.workload.parallelism): with the stage-local
   index q = tp + t·(cp + c·dp), EP = same pp and ``q // ep``, EDP = same pp and ``q % ep``.
 - EMBD: first and last pipeline stage with the same tp, cp, dp (tied embeddings with pp > 1).
 """

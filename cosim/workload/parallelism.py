@@ -5,7 +5,7 @@ Expert parallelism (``ep``) does not add GPUs: an EP group is ``ep`` consecutive
 tp, cp and pp coordinates), so ``ep`` must divide ``dp``; the experts are split over it and each expert's
 gradients are reduced over the *expert data-parallel* group, the cp·dp/ep ranks holding the same experts.
 
-With ``expert_tp = 1`` and tp > 1 (Megatron-Core's MoE parallel folding) the experts are not split over TP:
+With ``expert_tp = 1`` and tp·cp > 1 (Megatron-Core's MoE parallel folding) the experts are not split over TP:
 the MoE layers regroup a stage's tp·cp·dp ranks into EP groups of ``ep`` consecutive ranks in
 (tp, cp, dp) order, tp fastest, so EP spans the TP ranks too (e.g. attention TP8 inside a server and EP64
 over 8 servers); ``ep`` must then divide tp·cp·dp, the expert-data-parallel degree is tp·cp·dp/ep, and
@@ -97,7 +97,7 @@ class ParallelismSpec:
                 f"choose a multiple of {per_step}, e.g. {per_step * max(1, self.global_batch_size // per_step)}")
         if isinstance(self.expert_tp, bool) or self.expert_tp not in (0, 1, self.tp):
             raise CosimInputError("parallelism.expert_tp", f"must be 1 or tp={self.tp}, got {self.expert_tp!r}",
-                                  "use 1 to spread experts over the TP ranks too, or leave it out (= tp)")
+                                  "use 1 to spread experts over the TP and CP ranks too, or leave it out (= tp)")
         if self.folded:
             span = self.tp * self.cp * self.dp
             if span % self.ep:
@@ -108,7 +108,7 @@ class ParallelismSpec:
             raise CosimInputError(
                 "parallelism.ep", f"ep={self.ep} does not divide dp={self.dp} (EP groups are carved out of DP)",
                 f"choose ep among {', '.join(map(str, divisors(self.dp)))}, or set expert_tp=1 to fold EP over "
-                "the TP ranks too")
+                "the TP and CP ranks too")
         if self.vpp > 1:
             if self.pp < 2:
                 raise CosimInputError("parallelism.vpp", f"vpp={self.vpp} needs pp >= 2, got pp={self.pp}",
@@ -141,8 +141,8 @@ class ParallelismSpec:
 
     @property
     def folded(self) -> bool:
-        """EP folded over the TP ranks (expert_tp=1 with tp > 1)."""
-        return self.etp != self.tp
+        """EP folded over the TP and CP ranks of a stage (expert_tp=1 with tp·cp > 1)."""
+        return self.expert_tp == 1 and self.tp * self.cp > 1
 
     @property
     def edp(self) -> int:
