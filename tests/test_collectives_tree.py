@@ -107,7 +107,10 @@ def test_tuner_estimates_what_the_schedule_simulates():
             sweep = CollectiveSweep(op="all_reduce", sizes_bytes=(size,), n_ranks=32, algorithm=algo)
             row, record = run_point(sweep, "roce", size)
             if tuner is None:
-                from cosim.kinds.training import flow_latency_ns, nic_payload_bytes_per_s
+                from cosim.kinds.training import (
+                    flow_latency_ns,
+                    nic_payload_bytes_per_s,
+                )
                 net = sweep.experiment("roce", size).network
                 tuner = TuningModel.for_hardware({"name": "h100", "nvlink_bytes_per_s": 450e9},
                                                  nic_bytes_per_s=nic_payload_bytes_per_s(net),

@@ -57,6 +57,7 @@ from cosim.workload.compute import kernels_ns
 from cosim.workload.hardware import HardwareSpec
 from cosim.workload.layout import Layout, PeerKind, make_layout
 from cosim.workload.model import ModelSpec, active_params, total_params
+from cosim.workload.moe_expand import expand_ep_all_to_alls
 from cosim.workload.parallelism import ParallelismSpec, check_compatible
 from cosim.workload.schedule import bubble_fraction, pipeline_schedule
 from cosim.workload.trace import (
@@ -181,14 +182,17 @@ class _StageBuilder:
         self.per_chunk = m.num_layers // self.n_vstages
         self.sp = par.sp
         self.lf = fl.layer_forward_flops(m, par)
+        self.lf_dense = fl.layer_forward_flops(m, par, moe=False)  # leading dense layers of an MoE model
         self.head_flops = fl.head_forward_flops(m, par)
         # message sizes, formulas in cosim.workload.sizes (Megatron's):
         self.tp_bytes = sz.tp_activation_bytes(m, par)  # TP AR / SP RS+AG full tensor: 2·b·(s/cp)·h
         self.pp_bytes = sz.pp_activation_bytes(m, par)  # PP send/recv per TP rank: 2·b·(s/cp)·h/t
         self.kv_bytes = sz.cp_kv_bytes(m, par)  # CP ring step: 2·2·b·(s/cp)·kv·d/t (×2 in backward)
         self.a2a_bytes = sz.moe_dispatch_bytes(m, par)  # MoE all-to-all: 2·b·(s/cp)/t·k·h
+        self.a2a_fwd_dispatch_bytes = sz.moe_dispatch_bytes(m, par, forward_dispatch=True)  # FP8 if so chosen
         self.moe_tp_bytes = sz.moe_tp_bytes(m, par)  # MoE TP AG/RS of routed tokens: 2·b·(s/cp)·k·h
         self.layer_p = sz.layer_unit_params(m, par)
+        self.layer_p_dense = sz.layer_unit_params(m, par, moe=False)
         self.embed_p = sz.embedding_unit_params(m, par)
         self.head_p = sz.head_unit_params(m, par)
         self.prog = _Program(group_size, {name: kernels_ns(hw, ks) for name, ks in kn.block_kernels(m, par).items()})
@@ -212,6 +216,8 @@ class _StageBuilder:
 
     def unit_params(self, unit: tuple[str, int]) -> sz.UnitParams:
         """Parameters one rank of this stage holds for ``unit``."""
+        if unit[0] == "layer" and not self.m.is_moe_layer(unit[1]):
+            return self.layer_p_dense
         return {"embed": self.embed_p, "layer": self.layer_p, "head": self.head_p}[unit[0]]
 
     def stage_params(self) -> sz.UnitParams:
@@ -372,10 +378,10 @@ class _StageBuilder:
         else:
             c = self._ring_fwd(pre, inp, gather, kw, "r" if recompute else "f", mb, L)
         o = pick(self._tp_out(pre + "attn", [c], kw), c)
-        if self.m.is_moe:
+        if self.m.is_moe_layer(L):
             return self._moe_fwd(pre, o, kw)
         inp = pick(self._tp_in(pre + "mlp", [o], kw), o)
-        c = P.compute(pre + "mlp", lf.mlp_flops, [inp], block="mlp", **kw)
+        c = P.compute(pre + "mlp", self.lf_dense.mlp_flops, [inp], block="mlp", **kw)
         return pick(self._tp_out(pre + "mlp", [c], kw), c)
 
     def _ring_fwd(self, pre: str, inp: int | None, gather: list[int], kw: dict, tag: str, mb: int, L: int) -> int:
@@ -413,7 +419,8 @@ class _StageBuilder:
     def _moe_fwd(self, pre: str, o: int, kw: dict) -> int:
         P, lf = self.prog, self.lf
         r = P.compute(pre + "router", lf.router_flops, [o], block="router", **kw)
-        d = pick(P.coll(pre + "moe_dispatch_alltoall", A2A, EP, self.a2a_bytes, [r], algo=AlgoHint.PAIRWISE, **kw), r)
+        d = pick(P.coll(pre + "moe_dispatch_alltoall", A2A, EP, self.a2a_fwd_dispatch_bytes, [r],
+                        algo=AlgoHint.PAIRWISE, **kw), r)
         g = pick(P.coll(pre + "moe_tp_allgather", AG, TP, self.moe_tp_bytes, [d], **kw), d)
         e = P.compute(pre + "experts", lf.experts_flops, [g], block="experts", **kw)
         rs = pick(P.coll(pre + "moe_tp_reducescatter", RS, TP, self.moe_tp_bytes, [e], **kw), e)
@@ -425,7 +432,7 @@ class _StageBuilder:
         pre = f"bwd/mb{mb}/L{L}/"
         kw = dict(phase=BWD, mb=mb, layer=L)
         rec = self._layer_fwd(L, mb, None, gather, recompute=True) if self.par.recompute else None
-        if self.m.is_moe:
+        if self.m.is_moe_layer(L):
             c1 = pick(P.coll(pre + "moe_combine_alltoall", A2A, EP, self.a2a_bytes, [g], algo=AlgoHint.PAIRWISE,
                              **kw), g)
             c2 = pick(P.coll(pre + "moe_tp_allgather", AG, TP, self.moe_tp_bytes, [c1], **kw), c1)
@@ -439,9 +446,10 @@ class _StageBuilder:
             out = rb
         else:
             inp = pick(self._tp_in(pre + "mlp", [g], kw), g)
-            d = P.compute(pre + "mlp_dgrad", lf.mlp_flops, [inp, gather, rec], block="mlp_dgrad", **kw)
+            mlp_flops = self.lf_dense.mlp_flops
+            d = P.compute(pre + "mlp_dgrad", mlp_flops, [inp, gather, rec], block="mlp_dgrad", **kw)
             out = pick(self._tp_out(pre + "mlp", [d], kw), d)
-            w1 = P.compute(pre + "mlp_wgrad", lf.mlp_flops, [d], block="mlp_wgrad", **kw)
+            w1 = P.compute(pre + "mlp_wgrad", mlp_flops, [d], block="mlp_wgrad", **kw)
         inp = pick(self._tp_in(pre + "attn", [out], kw), out)
         if self.par.cp == 1:
             d = P.compute(pre + "attn_dgrad", lf.qkv_flops + 2 * lf.core_flops + lf.oproj_flops, [inp],
@@ -610,8 +618,12 @@ def _instantiate(templates: list[_Template], layout: Layout, pp: int) -> dict[st
     return out
 
 
-def _spec_dict(spec: Any) -> dict[str, Any]:
-    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+def _spec_dict(spec: Any, optional: bool | None = None) -> dict[str, Any]:
+    """The fields of ``spec``; its TRACE_OPTIONAL_FIELDS all (``optional`` True), none (False), or those not
+    at their default (None)."""
+    skip = getattr(spec, "TRACE_OPTIONAL_FIELDS", ())
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)
+            if f.name not in skip or optional or (optional is None and getattr(spec, f.name) != f.default)}
 
 
 def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Trace:
@@ -653,13 +665,16 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
                                                                         par.recompute),
         "bubble_fraction_ideal": bubble_fraction(par.pp, par.num_microbatches, par.vpp),
     }
-    specs = {"model": _spec_dict(model), "parallelism": _spec_dict(par), "hardware": _spec_dict(hw),
+    fp8 = model.gemm_precision != "bf16"
+    specs = {"model": _spec_dict(model), "parallelism": _spec_dict(par), "hardware": _spec_dict(hw, fp8),
              "derived": derived}
-    return Trace(n_ranks=layout.n_ranks, rank=cols["rank"], kind=cols["kind"], phase=cols["phase"],
-                 duration_ns=cols["duration_ns"], flops=cols["flops"], bytes=cols["bytes"],
-                 coll_kind=cols["coll_kind"], group=cols["group"], peer=cols["peer"], match_id=cols["match_id"],
-                 coll_id=cols["coll_id"], algo_hint=cols["algo_hint"], label=cols["label"],
-                 microbatch=cols["microbatch"], layer=cols["layer"], dep_ptr=cols["dep_ptr"],
-                 dep_idx=cols["dep_idx"], labels=cols["labels"], group_ptr=layout.group_ptr,
-                 group_ranks=layout.group_ranks, group_kind=layout.group_kind,
-                 specs=json.dumps(specs, sort_keys=True))
+    trace = Trace(n_ranks=layout.n_ranks, rank=cols["rank"], kind=cols["kind"], phase=cols["phase"],
+                  duration_ns=cols["duration_ns"], flops=cols["flops"], bytes=cols["bytes"],
+                  coll_kind=cols["coll_kind"], group=cols["group"], peer=cols["peer"], match_id=cols["match_id"],
+                  coll_id=cols["coll_id"], algo_hint=cols["algo_hint"], label=cols["label"],
+                  microbatch=cols["microbatch"], layer=cols["layer"], dep_ptr=cols["dep_ptr"],
+                  dep_idx=cols["dep_idx"], labels=cols["labels"], group_ptr=layout.group_ptr,
+                  group_ranks=layout.group_ranks, group_kind=layout.group_kind,
+                  specs=json.dumps(specs, sort_keys=True))
+    # DeepEP kernels: the EP all-to-alls become routed point-to-point messages (cosim.workload.moe_expand)
+    return expand_ep_all_to_alls(trace, model, par, hw)

@@ -19,6 +19,16 @@ GEMM ``C[M,N] = A[M,K]·B[K,N]`` (``Gemm``)::
   sizes that reach neither roofline. A grouped GEMM (MoE experts, ``count`` > 1) is ``count`` GEMMs
   sharing one launch.
 
+  FP8 GEMMs (``Gemm.precision`` "fp8-tensor" or "fp8-block", the linear layers of an FP8 recipe) run the
+  same formula at the FP8 peak (``fp8_peak_flops_per_s``) with 1-byte operands, and the scaling recipe's
+  work on top as a fraction of the GEMM time (launch excluded)::
+
+    t_fp8 = (t(peak_fp8, 1 B/element) − launch)·(1 + overhead) + launch
+
+  overhead = ``fp8_tensor_scaling_overhead`` (per-tensor scaling: amax reductions and casts) or
+  ``fp8_block_scaling_overhead`` (fine-grained 1×128 / 128×128 block scales: dequantization per tile and
+  the promotion of partial sums to FP32 every 128 elements of K).
+
 Memory-bound operator (``Stream``: norms, rotary embedding, activation, residual add, embedding lookup,
 cross-entropy, MoE permutation, optimizer step)::
 
@@ -47,6 +57,8 @@ if TYPE_CHECKING:
     from cosim.workload.hardware import HardwareSpec
 
 ELEMENT_BYTES = 2  #: bf16 operand element
+FP8_ELEMENT_BYTES = 1  #: FP8 (e4m3/e5m2) operand element
+GEMM_PRECISIONS = ("bf16", "fp8-tensor", "fp8-block")
 #: kinds of memory-bound operator, each with its own fitted HBM efficiency and launch overhead
 STREAM_KINDS = ("elementwise", "norm", "rope", "activation", "embedding")
 CAUSAL_FRACTION = 0.5  #: share of the score matrix a causal flash-attention kernel computes
@@ -55,12 +67,14 @@ ATTENTION_BWD_FLOPS_RATIO = 2.5  #: FlashAttention backward = 5 matmuls of the f
 
 @dataclass(frozen=True, slots=True)
 class Gemm:
-    """``count`` independent GEMMs C[m,n] = A[m,k]·B[k,n] (count > 1: a grouped GEMM, one launch)."""
+    """``count`` independent GEMMs C[m,n] = A[m,k]·B[k,n] (count > 1: a grouped GEMM, one launch), in
+    ``precision`` (GEMM_PRECISIONS)."""
 
     m: int
     n: int
     k: int
     count: int = 1
+    precision: str = "bf16"
 
     @property
     def flops(self) -> int:
@@ -69,11 +83,11 @@ class Gemm:
 
     def dgrad(self) -> Gemm:
         """Input gradient dA[m,k] = dC[m,n]·Bᵀ."""
-        return Gemm(self.m, self.k, self.n, self.count)
+        return Gemm(self.m, self.k, self.n, self.count, self.precision)
 
     def wgrad(self) -> Gemm:
         """Weight gradient dB[k,n] = Aᵀ·dC (the reduction runs over the m tokens)."""
-        return Gemm(self.k, self.n, self.m, self.count)
+        return Gemm(self.k, self.n, self.m, self.count, self.precision)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +123,7 @@ Kernel = Gemm | Stream | Attention
 def gemm_time_ns(m, n, k, *, peak_flops_per_s: float, hbm_bytes_per_s: float, sm_count: int,
                  compute_efficiency: float, memory_efficiency: float, small_m: float, small_n: float,
                  small_k: float, wave_weight: float, sharpness: float, launch_ns: float, tile_m: int,
-                 tile_n: int) -> np.ndarray:
+                 tile_n: int, element_bytes: int = ELEMENT_BYTES) -> np.ndarray:
     """Time in ns of GEMMs of shapes (m, n, k) (arrays), formula in the module docstring."""
     m, n, k = (np.asarray(x, dtype=np.float64) for x in (m, n, k))
     tiles = np.ceil(m / tile_m) * np.ceil(n / tile_n)
@@ -117,7 +131,7 @@ def gemm_time_ns(m, n, k, *, peak_flops_per_s: float, hbm_bytes_per_s: float, sm
     area = (m + small_m) * (n + small_n)
     work = area ** (1.0 - wave_weight) * waves ** wave_weight * (k + small_k)
     t_flop = 2.0 * work * 1e9 / (peak_flops_per_s * compute_efficiency)
-    t_mem = ELEMENT_BYTES * (m * k + k * n + m * n) * 1e9 / (hbm_bytes_per_s * memory_efficiency)
+    t_mem = element_bytes * (m * k + k * n + m * n) * 1e9 / (hbm_bytes_per_s * memory_efficiency)
     # scale before the power so large exponents cannot overflow
     top = np.maximum(t_flop, t_mem)
     smooth = top * ((t_flop / top) ** sharpness + (t_mem / top) ** sharpness) ** (1.0 / sharpness)
@@ -150,7 +164,10 @@ def stream_coefficients(hw: HardwareSpec, kind: str) -> tuple[float, float]:
 def kernel_ns(hw: HardwareSpec, kernel: Kernel) -> float:
     """Predicted duration in ns (float) of one kernel on ``hw``."""
     if isinstance(kernel, Gemm):
-        one = float(gemm_time_ns(kernel.m, kernel.n, kernel.k, **gemm_coefficients(hw)))
+        if kernel.precision == "bf16":
+            one = float(gemm_time_ns(kernel.m, kernel.n, kernel.k, **gemm_coefficients(hw)))
+        else:
+            one = fp8_gemm_ns(hw, kernel)
         return kernel.count * one - (kernel.count - 1) * hw.gemm_launch_ns
     if isinstance(kernel, Stream):
         eff, launch = stream_coefficients(hw, kernel.kind)
@@ -160,6 +177,16 @@ def kernel_ns(hw: HardwareSpec, kernel: Kernel) -> float:
         eff = hw.attention_bwd_efficiency if kernel.backward else hw.attention_efficiency
         return kernel.executed_flops * 1e9 / (hw.peak_flops_per_s * eff) + hw.gemm_launch_ns
     raise TypeError(f"not a kernel: {kernel!r}")
+
+
+def fp8_gemm_ns(hw: HardwareSpec, gemm: Gemm) -> float:
+    """Time in ns of one FP8 GEMM of ``gemm``'s shape under its scaling recipe (module docstring)."""
+    if gemm.precision not in GEMM_PRECISIONS[1:]:
+        raise ValueError(f"not an FP8 precision: {gemm.precision!r}")
+    coefficients = gemm_coefficients(hw) | dict(peak_flops_per_s=hw.fp8_flops_per_s, element_bytes=FP8_ELEMENT_BYTES)
+    t = float(gemm_time_ns(gemm.m, gemm.n, gemm.k, **coefficients))
+    overhead = hw.fp8_tensor_scaling_overhead if gemm.precision == "fp8-tensor" else hw.fp8_block_scaling_overhead
+    return (t - hw.gemm_launch_ns) * (1.0 + overhead) + hw.gemm_launch_ns
 
 
 def kernels_ns(hw: HardwareSpec, kernels: Iterable[Kernel]) -> int:

@@ -12,6 +12,18 @@ full s×s matrix (no saving from the causal mask). With ``n = b·s/cp`` local to
     experts = 2·n·k·h·f·(3 if gated else 2) / t                      (k = top_k; balanced routing)
     head    = 2·n·h·V / t                (logits, last stage)
 
+Newer shapes (cosim.workload.model): with an explicit head size the query is q = heads·d wide (qkv =
+2·n·h·(q + 2·kv)/t, core = 2·n·s·heads·2d/t, oproj = 2·n·q·h/t). Multi-head latent attention (MLA,
+DeepSeek-V3; H heads, r_q, r_kv the query and KV ranks, d_n, d_r, d_v the no-rope, rope and value head
+sizes; the down projections are replicated over TP, the up projections split)::
+
+    qkv     = 2·n·(h·r_q + h·(r_kv + d_r)) + 2·n·(r_q·H·(d_n + d_r) + r_kv·H·(d_n + d_v)) / t
+    core    = 2·n·s·H·(d_n + d_r + d_v) / t
+    oproj   = 2·n·H·d_v·h / t
+
+Shared experts run on every token beside the top_k routed ones: experts = 2·n·(k + shared)·h·f_e·3/t with
+f_e the expert FFN size. The first ``first_dense_layers`` layers of an MoE model are dense (ffn_hidden_size).
+
 Backward = input gradient (1× forward of each matmul, 2× for the attention core, which has no weights)
 plus weight gradient (1× forward of each weight matmul), i.e. 2× forward in total. Summed over all ranks
 and micro-batches, forward + backward is ``3·B·F_seq`` where F_seq is the forward of one sequence, which for
@@ -60,18 +72,36 @@ class LayerFlops:
         return self.attention_flops + self.mlp_flops + self.router_flops + self.experts_flops
 
 
-def layer_forward_flops(m: ModelSpec, par: ParallelismSpec) -> LayerFlops:
-    """Forward FLOPs of one layer, one micro-batch, one rank (exact integers; needs check_compatible)."""
+def _attention_flops(m: ModelSpec, n: int, t: int) -> tuple[int, int, int]:
+    """Forward (qkv, core, oproj) FLOPs of one layer's attention for n local queries over s keys."""
+    h, s = m.hidden_size, m.seq_length
+    if m.is_mla:
+        heads, qk = m.num_heads, m.head_dim
+        if m.q_lora_rank:
+            down = h * m.q_lora_rank + h * (m.kv_lora_rank + m.qk_rope_head_dim)
+            up = m.q_lora_rank * heads * qk
+        else:
+            down, up = h * (m.kv_lora_rank + m.qk_rope_head_dim), h * heads * qk
+        up += m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
+        qkv = 2 * n * down + 2 * n * up // t
+        core = 2 * n * s * heads * (qk + m.v_head_dim) // t
+        return qkv, core, 2 * n * m.attn_out_size * h // t
+    qkv = 2 * n * h * (m.q_size + 2 * m.kv_size) // t
+    core = 2 * n * s * m.num_heads * (2 * m.head_dim) // t  # Q·Kᵀ and softmax·V: 4·n·s·h when q = h
+    return qkv, core, 2 * n * m.q_size * h // t
+
+
+def layer_forward_flops(m: ModelSpec, par: ParallelismSpec, moe: bool | None = None) -> LayerFlops:
+    """Forward FLOPs of one layer, one micro-batch, one rank (exact integers; needs check_compatible);
+    ``moe`` picks an MoE or a dense layer of an MoE model (default: MoE for MoE models)."""
     t = par.tp
     h = m.hidden_size
     n = par.micro_batch_size * m.seq_length // par.cp  # local query tokens
-    qkv = 2 * n * h * (h + 2 * m.kv_size) // t
-    core = 4 * n * m.seq_length * h // t
-    oproj = 2 * n * h * h // t
-    if m.is_moe:
+    qkv, core, oproj = _attention_flops(m, n, t)
+    if m.is_moe if moe is None else moe:
         n_router = n // t if par.sp else n  # router runs on the sequence-parallel shard, replicated over TP
         router = 2 * n_router * h * m.num_experts
-        experts = 2 * n * m.top_k * h * m.ffn_hidden_size * _mlp_matrices(m) // t
+        experts = 2 * n * (m.top_k + m.num_shared_experts) * h * m.expert_ffn_size * _mlp_matrices(m) // t
         mlp = 0
     else:
         router = experts = 0
@@ -89,12 +119,17 @@ def head_forward_flops(m: ModelSpec, par: ParallelismSpec) -> int:
 def sequence_forward_flops(m: ModelSpec) -> int:
     """Forward FLOPs of the whole model for one sequence of s tokens (no parallelism)."""
     s, h = m.seq_length, m.hidden_size
-    attn = 2 * s * h * (h + 2 * m.kv_size) + 4 * s * s * h + 2 * s * h * h
+    attn = sum(_attention_flops(m, s, 1))
+    dense = 2 * s * h * m.ffn_hidden_size * _mlp_matrices(m)
     if m.is_moe:
-        mlp = 2 * s * h * m.num_experts + 2 * s * m.top_k * h * m.ffn_hidden_size * _mlp_matrices(m)
+        mlp = 2 * s * h * m.num_experts + 2 * s * (m.top_k + m.num_shared_experts) * h * m.expert_ffn_size \
+            * _mlp_matrices(m)
     else:
-        mlp = 2 * s * h * m.ffn_hidden_size * _mlp_matrices(m)
-    return m.num_layers * (attn + mlp) + 2 * s * h * m.vocab_size
+        mlp = dense
+    moe_layers = m.num_moe_layers
+    # a multi-token prediction module: its MoE layer, the 2h→h projection and the shared output head
+    mtp = m.mtp_layers * (attn + mlp + 2 * s * 2 * h * h + 2 * s * h * m.vocab_size)
+    return (m.num_layers - moe_layers) * (attn + dense) + moe_layers * (attn + mlp) + 2 * s * h * m.vocab_size + mtp
 
 
 def model_flops_per_iteration(m: ModelSpec, global_batch_size: int) -> int:

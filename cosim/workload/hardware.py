@@ -14,6 +14,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from cosim.errors import CosimInputError
 from cosim.workload.coefficients import (
@@ -38,6 +39,10 @@ class HardwareSpec:
 
     Coefficient defaults are round, uncalibrated values; the presets replace them with fitted ones.
     """
+
+    #: fields a trace records only when a run uses them (FP8 GEMMs): see ModelSpec.TRACE_OPTIONAL_FIELDS
+    TRACE_OPTIONAL_FIELDS: ClassVar[tuple[str, ...]] = (
+        "fp8_peak_flops_per_s", "fp8_tensor_scaling_overhead", "fp8_block_scaling_overhead")
 
     name: str
     peak_flops_per_s: float  #: peak dense bf16 tensor-core FLOP/s
@@ -77,6 +82,10 @@ class HardwareSpec:
     embedding_memory_efficiency: float = 0.15  #: embedding lookup (row gather), fraction of HBM bandwidth
     embedding_launch_ns: float = 3500.0  #: fixed time per embedding lookup, ns
     calibration: str = "uncalibrated defaults"  #: where the coefficients come from (provenance summary)
+    # FP8 GEMMs (cosim.workload.compute.fp8_gemm_ns): datasheet peak and the scaling recipes' overheads
+    fp8_peak_flops_per_s: float = 0.0  #: peak dense FP8 tensor-core FLOP/s; 0 = no FP8 tensor cores
+    fp8_tensor_scaling_overhead: float = 0.05  #: per-tensor scaling work, fraction of the FP8 GEMM time, [0, 1]
+    fp8_block_scaling_overhead: float = 0.12  #: fine-grained block scaling work, fraction of FP8 GEMM time, [0, 1]
 
     def __post_init__(self) -> None:
         for field in ("peak_flops_per_s", "hbm_bytes_per_s", "nvlink_bytes_per_s", "nic_bytes_per_s"):
@@ -104,8 +113,24 @@ class HardwareSpec:
         if not _is_number(self.gemm_roofline_sharpness) or not 1 <= self.gemm_roofline_sharpness <= 1000:
             raise CosimInputError("hardware.gemm_roofline_sharpness",
                                   f"must be in [1, 1000], got {self.gemm_roofline_sharpness!r}")
+        if not _is_number(self.fp8_peak_flops_per_s) or not 0 <= self.fp8_peak_flops_per_s < 1e18:
+            raise CosimInputError("hardware.fp8_peak_flops_per_s", f"must be a number ≥ 0, got "
+                                  f"{self.fp8_peak_flops_per_s!r}", "use the datasheet's dense FP8 FLOP/s, 0 for none")
+        for field in ("fp8_tensor_scaling_overhead", "fp8_block_scaling_overhead"):
+            value = getattr(self, field)
+            if not _is_number(value) or not 0 <= value <= 1:
+                raise CosimInputError(f"hardware.{field}", f"must be in [0, 1], got {value!r}",
+                                      "give the recipe's extra work as a fraction of the GEMM time, e.g. 0.1")
         if not isinstance(self.calibration, str):
             raise CosimInputError("hardware.calibration", f"must be text, got {self.calibration!r}")
+
+    @property
+    def fp8_flops_per_s(self) -> float:
+        """Peak dense FP8 FLOP/s; CosimInputError if the GPU has no FP8 tensor cores."""
+        if not self.fp8_peak_flops_per_s:
+            raise CosimInputError("model.gemm_precision", f"{self.name} has no FP8 tensor cores",
+                                  "use gemm_precision = \"bf16\" or an FP8 GPU (h100, h200, b200)")
+        return self.fp8_peak_flops_per_s
 
     def compute_ns(self, flops: int) -> int:
         """Duration in ns of ``flops`` FLOPs at ``compute_efficiency`` of peak (≥ 1 ns if flops > 0)."""
@@ -139,15 +164,16 @@ DATASHEETS: dict[str, dict[str, float | int]] = {
                  nic_bytes_per_s=25e9, sm_count=108),
     # H100 SXM5: 989 TFLOP/s dense bf16, 80 GB HBM3 at 3.35 TB/s, NVLink 4 900 GB/s total (450 per direction),
     # 132 SMs; DGX H100: one ConnectX-7 400 Gb/s per GPU.
+    # Dense FP8 (Hopper, Blackwell): twice the bf16 rate, 1,979 TFLOP/s on H100/H200, 4.5 PFLOP/s on B200.
     "h100": dict(peak_flops_per_s=989e12, hbm_bytes=80 * GIB, hbm_bytes_per_s=3.35e12, nvlink_bytes_per_s=450e9,
-                 nic_bytes_per_s=50e9, sm_count=132),
+                 nic_bytes_per_s=50e9, sm_count=132, fp8_peak_flops_per_s=1979e12),
     # H200 SXM: H100 compute (989 TFLOP/s, 132 SMs) with 141 GB HBM3e at 4.8 TB/s, NVLink 4; ConnectX-7 400 Gb/s.
     "h200": dict(peak_flops_per_s=989e12, hbm_bytes=141 * GIB, hbm_bytes_per_s=4.8e12, nvlink_bytes_per_s=450e9,
-                 nic_bytes_per_s=50e9, sm_count=132),
+                 nic_bytes_per_s=50e9, sm_count=132, fp8_peak_flops_per_s=1979e12),
     # B200 (HGX/DGX B200): 2.25 PFLOP/s dense bf16 (4.5 with sparsity), 180 GB HBM3e at 8 TB/s, NVLink 5
     # 1.8 TB/s total (900 GB/s per direction), 148 SMs; DGX B200: one ConnectX-7 400 Gb/s per GPU.
     "b200": dict(peak_flops_per_s=2.25e15, hbm_bytes=180 * GIB, hbm_bytes_per_s=8e12, nvlink_bytes_per_s=900e9,
-                 nic_bytes_per_s=50e9, sm_count=148),
+                 nic_bytes_per_s=50e9, sm_count=148, fp8_peak_flops_per_s=4.5e15),
 }
 ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200"}
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibration"

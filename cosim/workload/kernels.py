@@ -49,6 +49,24 @@ The software stack of the model spec (cosim.workload.model) changes some of them
 
   the b·heads/t·q·k scores are fp16 in HBM and the causal mask saves nothing (the full matrix is computed).
 
+Newer shapes (cosim.workload.model): an explicit head size makes the query q = heads·d wide (qkv GEMM
+``(n, (q + 2·kv)/t, h)``, oproj ``(n, h, q/t)``, rotary on n·(q + kv)/t). Multi-head latent attention
+replaces the QKV GEMM by its four projections, the down ones replicated over TP (H heads, r_q, r_kv ranks,
+d_n, d_r, d_v head sizes)::
+
+    q down  (n, r_q, h)               q up   (n, H·(d_n + d_r)/t, r_q)     + RMSNorm of the n·r_q latent
+    kv down (n, r_kv + d_r, h)        kv up  (n, H·(d_n + d_v)/t, r_kv)    + RMSNorm of the n·r_kv latent
+    oproj   (n, h, H·d_v/t)           rotary on n·(H·d_r/t + d_r)
+
+with flash attention of head size (d_n + d_r + d_v)/2 (the mean of its Q·Kᵀ and P·V widths). MoE layers
+time the routed experts of size f_e = expert FFN, the shared experts as one TP-split MLP of
+``shared·f_e`` on all n tokens, and the dense leading layers of an MoE model as its dense MLP.
+
+FP8 training (``gemm_precision`` "fp8-tensor" or "fp8-block"): the GEMMs of the linear layers (QKV or the
+MLA projections, output projection, MLP, routed and shared experts; forward, input and weight gradients)
+are FP8 GEMMs (cosim.workload.compute); the router, attention, logits and memory-bound operators stay
+bf16, as in DeepSeek-V3's recipe (§3.3).
+
 Left out as negligible: biases (fused into GEMM epilogues), the router's softmax/top-k over n·E values,
 norm weight gradients.
 """
@@ -92,17 +110,27 @@ class _Shapes:
     f: int
     gated: bool
     heads: int  # query heads per TP rank
-    d: int
+    d: int  # head size of the attention kernel
     s_keys: int  # keys per attention kernel (s, or s/cp per ring step)
+    q: int  # query width heads·d (h for the classic transformer)
+    o_in: int  # attention output width entering the output projection
+    rope: int  # elements the rotary embedding touches per token on this rank
+    precision: str  # of the linear layers' GEMMs
     b: int  # sequences per micro-batch
     m: ModelSpec
 
 
 def _shapes(m: ModelSpec, par: ParallelismSpec) -> _Shapes:
     n = par.micro_batch_size * m.seq_length // par.cp
+    if m.is_mla:
+        d = (m.head_dim + m.v_head_dim) // 2
+        rope = m.num_heads * m.qk_rope_head_dim // par.tp + m.qk_rope_head_dim
+    else:
+        d, rope = m.head_dim, (m.q_size + m.kv_size) // par.tp
     return _Shapes(n=n, n_sp=n // par.tp if par.sp else n, t=par.tp, h=m.hidden_size, kv=m.kv_size,
-                   f=m.ffn_hidden_size, gated=m.gated_mlp, heads=m.num_heads // par.tp, d=m.head_dim,
-                   s_keys=m.seq_length // par.cp, b=par.micro_batch_size, m=m)
+                   f=m.ffn_hidden_size, gated=m.gated_mlp, heads=m.num_heads // par.tp, d=d,
+                   s_keys=m.seq_length // par.cp, b=par.micro_batch_size, m=m, q=m.q_size, o_in=m.attn_out_size,
+                   rope=rope, precision=m.gemm_precision)
 
 
 def _norm(x: _Shapes, backward: bool) -> Stream:
@@ -117,15 +145,34 @@ def _add(x: _Shapes) -> Stream:
 def _rope(x: _Shapes, backward: bool) -> tuple[Kernel, ...]:
     if x.m.position_embedding != "rope":
         return ()
-    return (Stream("rope", (ROPE_BWD if backward else ROPE_FWD) * x.n * (x.h + x.kv) // x.t),)
+    elems = x.n * x.rope if x.m.is_mla else x.n * (x.q + x.kv) // x.t
+    return (Stream("rope", (ROPE_BWD if backward else ROPE_FWD) * elems),)
 
 
-def _qkv(x: _Shapes) -> Gemm:
-    return Gemm(x.n, (x.h + 2 * x.kv) // x.t, x.h)
+def _qkv(x: _Shapes) -> tuple[Gemm, ...]:
+    """The projections producing Q, K and V (one fused GEMM, or MLA's down and up projections)."""
+    m = x.m
+    p = x.precision
+    if not m.is_mla:
+        return (Gemm(x.n, (x.q + 2 * x.kv) // x.t, x.h, 1, p),)
+    up_kv = Gemm(x.n, m.num_heads * (m.qk_nope_head_dim + m.v_head_dim) // x.t, m.kv_lora_rank, 1, p)
+    down_kv = Gemm(x.n, m.kv_lora_rank + m.qk_rope_head_dim, x.h, 1, p)
+    if not m.q_lora_rank:
+        return (Gemm(x.n, m.num_heads * m.head_dim // x.t, x.h, 1, p), down_kv, up_kv)
+    return (Gemm(x.n, m.q_lora_rank, x.h, 1, p), Gemm(x.n, m.num_heads * m.head_dim // x.t, m.q_lora_rank, 1, p),
+            down_kv, up_kv)
+
+
+def _latent_norms(x: _Shapes, backward: bool) -> tuple[Kernel, ...]:
+    """MLA's RMSNorms of the query and KV latents (nothing for other attention)."""
+    if not x.m.is_mla:
+        return ()
+    per = NORM_BWD if backward else NORM_FWD
+    return (Stream("norm", per * x.n * (x.m.q_lora_rank + x.m.kv_lora_rank)),)
 
 
 def _oproj(x: _Shapes) -> Gemm:
-    return Gemm(x.n, x.h, x.h // x.t)
+    return Gemm(x.n, x.h, x.o_in // x.t, 1, x.precision)
 
 
 def _attention(x: _Shapes, *, backward: bool) -> tuple[Kernel, ...]:
@@ -141,9 +188,12 @@ def _attention(x: _Shapes, *, backward: bool) -> tuple[Kernel, ...]:
             Gemm(q, d, k, count), Gemm(k, d, q, count))
 
 
-def _mlp_gemms(x: _Shapes, tokens: int, count: int = 1) -> tuple[Gemm, Gemm]:
-    up = Gemm(tokens, (2 if x.gated else 1) * x.f // x.t, x.h, count)
-    down = Gemm(tokens, x.h, x.f // x.t, count)
+def _mlp_gemms(x: _Shapes, tokens: int, count: int = 1, f: int | None = None,
+               t: int | None = None) -> tuple[Gemm, Gemm]:
+    f = x.f if f is None else f
+    t = x.t if t is None else t
+    up = Gemm(tokens, (2 if x.gated else 1) * f // t, x.h, count, x.precision)
+    down = Gemm(tokens, x.h, f // t, count, x.precision)
     return up, down
 
 
@@ -157,34 +207,51 @@ def block_kernels(m: ModelSpec, par: ParallelismSpec) -> dict[str, tuple[Kernel,
     """
     x = _shapes(m, par)
     qkv, oproj = _qkv(x), _oproj(x)
+    qkv_dgrad = tuple(g.dgrad() for g in reversed(qkv))
+    lat_f, lat_b = _latent_norms(x, False), _latent_norms(x, True)
     out: dict[str, tuple[Kernel, ...]] = {}
-    out["attn"] = (_norm(x, False), qkv, *_rope(x, False), *_attention(x, backward=False), oproj, _add(x))
-    out["attn_dgrad"] = (_add(x), oproj.dgrad(), *_attention(x, backward=True), *_rope(x, True), qkv.dgrad(),
-                         _norm(x, True))
-    out["attn_wgrad"] = (qkv.wgrad(), oproj.wgrad())
+    out["attn"] = (_norm(x, False), *qkv, *lat_f, *_rope(x, False), *_attention(x, backward=False), oproj,
+                   _add(x))
+    out["attn_dgrad"] = (_add(x), oproj.dgrad(), *_attention(x, backward=True), *_rope(x, True), *lat_b,
+                         *qkv_dgrad, _norm(x, True))
+    out["attn_wgrad"] = (*(g.wgrad() for g in qkv), oproj.wgrad())
     # ring attention (cp > 1): the same kernels split around the K,V exchange
-    out["qkv"] = (_norm(x, False), qkv, *_rope(x, False))
+    out["qkv"] = (_norm(x, False), *qkv, *lat_f, *_rope(x, False))
     out["attn_core_chunk"] = _attention(x, backward=False)
     out["oproj"] = (oproj, _add(x))
     out["oproj_dgrad"] = (_add(x), oproj.dgrad())
     out["attn_core_bwd_chunk"] = _attention(x, backward=True)
-    out["qkv_dgrad"] = (*_rope(x, True), qkv.dgrad(), _norm(x, True))
+    out["qkv_dgrad"] = (*_rope(x, True), *lat_b, *qkv_dgrad, _norm(x, True))
 
     act_elems = x.n * x.f // x.t
     if m.is_moe:
+        fe = m.expert_ffn_size
         n_r = x.n // x.t if par.sp else x.n  # the router runs on the sequence shard with SP
         router = Gemm(n_r, m.num_experts, x.h)
         local = m.num_experts // par.ep
-        up, down = _mlp_gemms(x, x.n * m.top_k * par.ep // m.num_experts, local)
-        permute = Stream("elementwise", PERMUTE * x.n * m.top_k * x.h)
-        moe_act = x.n * m.top_k * x.f // x.t
+        # the tokens the experts see: the TP-gathered n, or with EP folded over TP each rank's own shard
+        n_e = x.n_sp if par.folded else x.n
+        up, down = _mlp_gemms(x, n_e * m.top_k * par.ep // m.num_experts, local, fe, par.etp)
+        permute = Stream("elementwise", PERMUTE * n_e * m.top_k * x.h)
+        moe_act = n_e * m.top_k * fe // par.etp
+        shared_fwd: tuple[Kernel, ...] = ()
+        shared_dgrad: tuple[Kernel, ...] = ()
+        shared_wgrad: tuple[Kernel, ...] = ()
+        if m.num_shared_experts:  # shared experts: one TP-split MLP of shared·f_e on every local token
+            fs = m.num_shared_experts * fe
+            s_up, s_down = _mlp_gemms(x, x.n, 1, fs)
+            s_act = x.n * fs // x.t
+            shared_fwd = (s_up, Stream("activation", _act_bytes(x.gated, False) * s_act), s_down)
+            shared_dgrad = (s_down.dgrad(), Stream("activation", _act_bytes(x.gated, True) * s_act), s_up.dgrad())
+            shared_wgrad = (s_down.wgrad(), s_up.wgrad())
         out["router"] = (_norm(x, False), router, permute)
-        out["experts"] = (up, Stream("activation", _act_bytes(x.gated, False) * moe_act), down, permute, _add(x))
+        out["experts"] = (up, Stream("activation", _act_bytes(x.gated, False) * moe_act), down, *shared_fwd,
+                          permute, _add(x))
         out["experts_dgrad"] = (_add(x), permute, down.dgrad(),
-                                Stream("activation", _act_bytes(x.gated, True) * moe_act), up.dgrad())
+                                Stream("activation", _act_bytes(x.gated, True) * moe_act), up.dgrad(), *shared_dgrad)
         out["router_bwd"] = (permute, router.dgrad(), router.wgrad(), _norm(x, True))
-        out["experts_wgrad"] = (down.wgrad(), up.wgrad())
-    else:
+        out["experts_wgrad"] = (down.wgrad(), up.wgrad(), *shared_wgrad)
+    if not m.is_moe or m.first_dense_layers:
         up, down = _mlp_gemms(x, x.n)
         out["mlp"] = (_norm(x, False), up, Stream("activation", _act_bytes(x.gated, False) * act_elems), down,
                       _add(x))
@@ -213,3 +280,21 @@ def optimizer_kernels(params: int, bytes_per_param: int, *, loss_scaling: bool =
     unscale = (Stream("elementwise", LOSS_SCALE_BYTES_PER_PARAM * params),) if loss_scaling else ()
     return (*unscale, Stream("elementwise", GRAD_NORM_BYTES_PER_PARAM * params),
             Stream("elementwise", bytes_per_param * params))
+
+
+#: the compute ops (label's last part) that hold routed experts' kernels, and the pass each is
+ROUTED_EXPERT_BLOCKS = ("experts", "recompute_experts", "experts_dgrad", "experts_wgrad")
+
+
+def routed_expert_kernels(m: ModelSpec, par: ParallelismSpec, tokens_per_expert: int) -> dict[str, tuple[Kernel, ...]]:
+    """The routed experts' own kernels (grouped up and down GEMMs and their activation; not the shared experts,
+    permutations or adds) of each of ROUTED_EXPERT_BLOCKS when each of the rank's E/ep experts receives
+    ``tokens_per_expert`` tokens: what a skewed routing lengthens or shortens on a rank."""
+    x = _shapes(m, par)
+    fe, local = m.expert_ffn_size, m.num_experts // par.ep
+    up, down = _mlp_gemms(x, tokens_per_expert, local, fe, par.etp)
+    act = tokens_per_expert * local * fe // par.etp
+    fwd = (up, Stream("activation", _act_bytes(x.gated, False) * act), down)
+    return {"experts": fwd, "recompute_experts": fwd,
+            "experts_dgrad": (down.dgrad(), Stream("activation", _act_bytes(x.gated, True) * act), up.dgrad()),
+            "experts_wgrad": (down.wgrad(), up.wgrad())}

@@ -11,6 +11,8 @@ Groups (only those with more than one member are created), ordered by kind then 
   the same parameters, so gradients are reduced over all of them).
 - EP: the ``ep`` ranks with the same tp, cp, pp and the same ``dp // ep``.
 - EDP: expert data parallel, the ranks with the same tp, pp and ``dp % ep`` (any cp, any ``dp // ep``).
+- EP and EDP when EP is folded over TP and CP (``expert_tp = 1``, cosim.workload.parallelism): with the stage-local
+  index q = tp + t·(cp + c·dp), EP = same pp and ``q // ep``, EDP = same pp and ``q % ep``.
 - EMBD: first and last pipeline stage with the same tp, cp, dp (tied embeddings with pp > 1).
 """
 
@@ -82,8 +84,13 @@ def make_layout(par: ParallelismSpec, tied_embeddings: bool = False) -> Layout:
     keys.append((GroupKind.CP, every, (tp * big + pp) * big + dp))
     keys.append((GroupKind.PP, every, (tp * big + cp) * big + dp))
     keys.append((GroupKind.DP, every, tp * big + pp))
-    keys.append((GroupKind.EP, every, ((tp * big + cp) * big + pp) * big + dp // par.ep))
-    keys.append((GroupKind.EDP, every, (tp * big + pp) * big + dp % par.ep))
+    if par.folded:
+        q = tp + par.tp * (cp + par.cp * dp)  # stage-local index, tp fastest
+        keys.append((GroupKind.EP, every, pp * big + q // par.ep))
+        keys.append((GroupKind.EDP, every, pp * big + q % par.ep))
+    else:
+        keys.append((GroupKind.EP, every, ((tp * big + cp) * big + pp) * big + dp // par.ep))
+        keys.append((GroupKind.EDP, every, (tp * big + pp) * big + dp % par.ep))
     if tied_embeddings and par.pp > 1:
         keys.append((GroupKind.EMBD, (pp == 0) | (pp == par.pp - 1), (tp * big + cp) * big + dp))
 

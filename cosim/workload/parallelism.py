@@ -5,6 +5,12 @@ Expert parallelism (``ep``) does not add GPUs: an EP group is ``ep`` consecutive
 tp, cp and pp coordinates), so ``ep`` must divide ``dp``; the experts are split over it and each expert's
 gradients are reduced over the *expert data-parallel* group, the cp·dp/ep ranks holding the same experts.
 
+With ``expert_tp = 1`` and tp·cp > 1 (Megatron-Core's MoE parallel folding) the experts are not split over TP:
+the MoE layers regroup a stage's tp·cp·dp ranks into EP groups of ``ep`` consecutive ranks in
+(tp, cp, dp) order, tp fastest, so EP spans the TP ranks too (e.g. attention TP8 inside a server and EP64
+over 8 servers); ``ep`` must then divide tp·cp·dp, the expert-data-parallel degree is tp·cp·dp/ep, and
+the MoE layer has no TP all-gather / reduce-scatter (each rank dispatches its own sequence shard).
+
 Rules (each violation raises CosimInputError naming the numbers):
 
 - tp divides heads, KV heads (Megatron's rule: ``num_query_groups % tp == 0``, KV heads are sharded, never
@@ -14,7 +20,8 @@ Rules (each violation raises CosimInputError naming the numbers):
 - global batch divisible by micro-batch·dp (micro-batches per iteration m = global/(micro·dp)).
 - cp > 1 needs s divisible by 2·cp (load-balanced ring attention cuts the sequence in 2·cp chunks).
 - sequence parallelism (tp > 1) needs s/cp divisible by tp.
-- MoE: experts divisible by ep; ep divides dp; with tp > 1 sequence parallelism is required (Megatron-Core).
+- MoE: experts divisible by ep; ep divides dp (tp·cp·dp when folded); with tp > 1 sequence parallelism is
+  required (Megatron-Core); expert_tp is 1 or tp; the expert FFN divisible by the expert TP degree.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from cosim.errors import CosimInputError
 from cosim.workload.model import ModelSpec, divisors
@@ -33,6 +41,9 @@ ZERO_STAGES = (0, 1, 3)
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParallelismSpec:
     """Degrees of parallelism, batch sizes, placement order and memory options of one training job."""
+
+    #: fields a trace records only when not at their default (see ModelSpec.TRACE_OPTIONAL_FIELDS)
+    TRACE_OPTIONAL_FIELDS: ClassVar[tuple[str, ...]] = ("expert_tp",)
 
     tp: int = 1  #: tensor-parallel degree t
     pp: int = 1  #: pipeline-parallel degree p
@@ -48,6 +59,7 @@ class ParallelismSpec:
     order: str = "tp-cp-pp-dp"  #: rank placement, fastest-varying axis first (TP inside a host)
     dp_bucket_bytes: int = 160_000_000  #: gradient bucket size, fp32 bytes (Megatron: 40M params)
     num_gpus: int | None = None  #: world size; must equal tp·cp·pp·dp (default: that product)
+    expert_tp: int = 0  #: tensor-parallel degree of the experts: 0 = tp, or 1 (EP folds over the TP ranks)
 
     def __post_init__(self) -> None:
         for field in ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch_size", "dp_bucket_bytes"):
@@ -83,10 +95,20 @@ class ParallelismSpec:
                 f"{self.global_batch_size} is not divisible by micro_batch_size·dp = "
                 f"{self.micro_batch_size}·{self.dp} = {per_step}",
                 f"choose a multiple of {per_step}, e.g. {per_step * max(1, self.global_batch_size // per_step)}")
-        if self.dp % self.ep:
+        if isinstance(self.expert_tp, bool) or self.expert_tp not in (0, 1, self.tp):
+            raise CosimInputError("parallelism.expert_tp", f"must be 1 or tp={self.tp}, got {self.expert_tp!r}",
+                                  "use 1 to spread experts over the TP and CP ranks too, or leave it out (= tp)")
+        if self.folded:
+            span = self.tp * self.cp * self.dp
+            if span % self.ep:
+                raise CosimInputError(
+                    "parallelism.ep", f"ep={self.ep} does not divide tp·cp·dp = {span} (expert_tp=1 folds EP over "
+                    "the TP, CP and DP ranks of a stage)", f"choose ep among {', '.join(map(str, divisors(span)))}")
+        elif self.dp % self.ep:
             raise CosimInputError(
                 "parallelism.ep", f"ep={self.ep} does not divide dp={self.dp} (EP groups are carved out of DP)",
-                f"choose ep among {', '.join(map(str, divisors(self.dp)))}")
+                f"choose ep among {', '.join(map(str, divisors(self.dp)))}, or set expert_tp=1 to fold EP over "
+                "the TP and CP ranks too")
         if self.vpp > 1:
             if self.pp < 2:
                 raise CosimInputError("parallelism.vpp", f"vpp={self.vpp} needs pp >= 2, got pp={self.pp}",
@@ -113,9 +135,19 @@ class ParallelismSpec:
         return self.sequence_parallel and self.tp > 1
 
     @property
+    def etp(self) -> int:
+        """Tensor-parallel degree of the experts (tp unless expert_tp=1)."""
+        return self.expert_tp or self.tp
+
+    @property
+    def folded(self) -> bool:
+        """EP folded over the TP and CP ranks of a stage (expert_tp=1 with tp·cp > 1)."""
+        return self.expert_tp == 1 and self.tp * self.cp > 1
+
+    @property
     def edp(self) -> int:
-        """Expert data-parallel degree, cp·dp/ep: ranks holding the same expert shard."""
-        return self.cp * self.dp // self.ep
+        """Expert data-parallel degree, cp·dp/ep (tp·cp·dp/ep when folded): ranks holding the same experts."""
+        return (self.tp if self.folded else 1) * self.cp * self.dp // self.ep
 
     def with_overrides(self, **fields: object) -> ParallelismSpec:
         """Return a copy with ``fields`` replaced (validated again); unknown names raise CosimInputError."""
@@ -149,6 +181,9 @@ def check_compatible(model: ModelSpec, par: ParallelismSpec) -> None:
             "parallelism.tp",
             f"{model.num_kv_heads} KV heads are not divisible by tp={t} (Megatron shards KV heads over TP)",
             choose_tp)
+    if model.is_moe and model.expert_ffn_size % par.etp:
+        raise CosimInputError("parallelism.tp", f"expert FFN size {model.expert_ffn_size} is not divisible by the "
+                              f"experts' tp={par.etp}", "set parallelism.expert_tp=1 or choose another tp")
     if model.ffn_hidden_size % t:
         raise CosimInputError("parallelism.tp", f"FFN size {model.ffn_hidden_size} is not divisible by tp={t}",
                               choose_tp)

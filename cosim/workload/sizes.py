@@ -35,6 +35,9 @@ from cosim.workload.model import ModelSpec, norm_params
 from cosim.workload.parallelism import ParallelismSpec
 
 ACT_BYTES = 2  #: bf16 activation element
+FP8_BYTES = 1  #: FP8 (e4m3) element
+FP8_SCALE_BYTES = 4  #: fp32 scale of one block of FP8 elements
+FP8_SCALE_BLOCK = 128  #: elements sharing one scale (DeepEP dispatch, DeepSeek-V3 1×128 activation tiles)
 PARAM_BYTES = 2  #: bf16 parameter element
 GRAD_BYTES = 4  #: fp32 gradient element (Megatron main_grad)
 OPTIMIZER_BYTES_PER_PARAM = 32  #: HBM traffic of one Adam update: fp32 master, m, v read+write, fp32 grad
@@ -63,14 +66,28 @@ def cp_kv_grad_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
     return 2 * cp_kv_bytes(m, par)
 
 
-def moe_dispatch_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
-    """MoE all-to-all per rank: routed copies of the local tokens, 2·b·(s/cp)/t·k·h (balanced routing)."""
+def moe_token_bytes(m: ModelSpec, fp8: bool = False) -> int:
+    """Bytes of one routed token copy: h bf16 elements, or h FP8 elements plus one fp32 scale per
+    FP8_SCALE_BLOCK channels (DeepEP's FP8 dispatch: 1·h + 4·ceil(h/128))."""
+    if not fp8:
+        return ACT_BYTES * m.hidden_size
+    return FP8_BYTES * m.hidden_size + FP8_SCALE_BYTES * -(-m.hidden_size // FP8_SCALE_BLOCK)
+
+
+def moe_dispatch_bytes(m: ModelSpec, par: ParallelismSpec, forward_dispatch: bool = False) -> int:
+    """MoE all-to-all per rank: routed copies of the local tokens, 2·b·(s/cp)/t·k·h (balanced routing).
+    ``forward_dispatch``: the forward dispatch, in FP8 when ``m.moe_dispatch_dtype`` is "fp8" (combine and
+    the backward all-to-alls stay bf16)."""
     tokens = par.micro_batch_size * (m.seq_length // par.cp) // (par.tp if par.sp else 1)
-    return ACT_BYTES * tokens * m.top_k * m.hidden_size
+    fp8 = forward_dispatch and m.moe_dispatch_dtype == "fp8"
+    return tokens * m.top_k * moe_token_bytes(m, fp8)
 
 
 def moe_tp_bytes(m: ModelSpec, par: ParallelismSpec) -> int:
-    """MoE all-gather / reduce-scatter over TP of the dispatched tokens (full buffer): 2·b·(s/cp)·k·h."""
+    """MoE all-gather / reduce-scatter over TP of the dispatched tokens (full buffer): 2·b·(s/cp)·k·h; none
+    when EP is folded over TP (the experts are not TP-split)."""
+    if par.folded:
+        return 0
     return ACT_BYTES * par.micro_batch_size * (m.seq_length // par.cp) * m.top_k * m.hidden_size
 
 
@@ -107,20 +124,45 @@ class UnitParams:
                           expert=self.expert + other.expert)
 
 
-def layer_unit_params(m: ModelSpec, par: ParallelismSpec) -> UnitParams:
+def _attention_unit_params(m: ModelSpec, t: int) -> tuple[int, int]:
+    """(TP-sharded, TP-replicated) parameters of one attention block on one rank. MLA (Megatron-Core):
+    the down projections and the latent norms are replicated, the up and output projections split."""
+    h = m.hidden_size
+    if m.is_mla:
+        heads, qk = m.num_heads, m.head_dim
+        down = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+        up = m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim) + m.attn_out_size * h
+        if m.q_lora_rank:
+            down += h * m.q_lora_rank + m.q_lora_rank
+            up += m.q_lora_rank * heads * qk
+        else:
+            up += h * heads * qk
+        return up // t, down
+    qkv_out = m.q_size + 2 * m.kv_size
+    sharded = (h * qkv_out + m.q_size * h + (qkv_out if m.linear_bias else 0)) // t
+    return sharded, (2 * m.head_dim if m.qk_norm else 0)
+
+
+def layer_unit_params(m: ModelSpec, par: ParallelismSpec, moe: bool | None = None) -> UnitParams:
     """Parameters of one layer on one rank: QKV/fc1 column-parallel and o/fc2 row-parallel matrices are
-    split over TP; row-parallel biases, norms and the router are replicated (Megatron)."""
-    t, h, f = par.tp, m.hidden_size, m.ffn_hidden_size
-    qkv_out = h + 2 * m.kv_size
+    split over TP; row-parallel biases, norms and the router are replicated (Megatron). Shared experts are
+    split over TP like a dense MLP and reduced over DP; routed experts count E/ep. ``moe`` picks an MoE or
+    a dense layer of an MoE model (default: MoE for MoE models)."""
+    t, h = par.tp, m.hidden_size
+    moe = m.is_moe if moe is None else moe
+    f = m.expert_ffn_size if moe else m.ffn_hidden_size
     n_in = 2 if m.gated_mlp else 1
-    attn_sharded = (h * qkv_out + h * h + (qkv_out if m.linear_bias else 0)) // t
-    mlp_sharded = ((n_in + 1) * h * f + (n_in * f if m.linear_bias else 0)) // t
+    attn_sharded, attn_replicated = _attention_unit_params(m, t)
+    mlp_full = (n_in + 1) * h * f + (n_in * f if m.linear_bias else 0)
+    mlp_sharded = mlp_full // t
     mlp_replicated = h if m.linear_bias else 0  # fc2 bias
-    replicated = 2 * norm_params(m) + (h if m.linear_bias else 0)  # two norms, attention output bias
-    if m.is_moe:
+    replicated = 2 * norm_params(m) + (h if m.linear_bias else 0) + attn_replicated  # norms, attn output bias
+    if moe:
         local_experts = m.num_experts // par.ep
-        return UnitParams(sharded=attn_sharded, replicated=replicated + h * m.num_experts,
-                          expert=local_experts * (mlp_sharded + mlp_replicated))
+        shared = m.num_shared_experts
+        return UnitParams(sharded=attn_sharded + shared * mlp_sharded,
+                          replicated=replicated + h * m.num_experts + shared * mlp_replicated,
+                          expert=local_experts * (mlp_full // par.etp + mlp_replicated))
     return UnitParams(sharded=attn_sharded + mlp_sharded, replicated=replicated + mlp_replicated)
 
 

@@ -1,0 +1,192 @@
+"""Token routing of a mixture-of-experts layer over an expert-parallel group, and what it makes each rank send.
+
+The EP group has ``ep`` ranks on consecutive GPUs, ``gpus_per_node`` of them per node (the last node may
+hold fewer); the E experts are split contiguously, E/ep per rank, so expert e lives on EP rank
+``e // (E/ep)`` and on node ``rank // gpus_per_node``.
+
+Routing (:func:`route_tokens`): every token of every rank picks ``top_k`` distinct experts. Expert e is
+drawn with popularity p_e (:func:`expert_popularity`):
+
+- ``uniform``: p_e = 1/E (a perfectly balanced router, as the auxiliary-loss-free balancing aims for);
+- ``zipf``: p_e ∝ 1/rank_e^a with exponent a = ``zipf_exponent`` and the ranks 1..E given to the experts in
+  an order drawn from the seed (so the hot experts are not all on rank 0);
+- ``vector``: p_e ∝ ``expert_load[e]``, a measured per-expert load.
+
+A token's top-k is a sample without replacement proportional to p (Gumbel top-k: the k largest of
+log p_e + Gumbel noise; the noisy scores play the router's affinities). Node-limited routing
+(``max_nodes`` = M > 0, DeepSeek-V3 §2.1.2): each token first keeps the M nodes with the highest sum of
+their best ⌊k/M⌋ (at least 1) scores, then takes its top-k among the experts of those nodes. Everything is
+drawn from ``np.random.default_rng(seed)``, rank by rank: same spec and seed, same routing, bit for bit.
+
+What a rank sends (:func:`routed_counts`), for source rank s and destination rank d / node b:
+
+- ``expert_copies[s, d]``: (token, expert) pairs with the expert on d, k per token in all (no dedup);
+- ``rank_tokens[s, d]``: tokens with at least one expert on d (a token goes to a rank once);
+- ``node_tokens[s, b]``: tokens with at least one expert on node b (a token goes to a node once: DeepEP's
+  high-throughput kernels send it over RDMA once per node and forward it inside the node over NVLink).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cosim.errors import CosimInputError
+
+DISTRIBUTIONS = ("uniform", "zipf", "vector")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoutingSpec:
+    """How tokens are routed to experts (module docstring). Counts are dimensionless."""
+
+    distribution: str = "uniform"  #: "uniform", "zipf" or "vector"
+    zipf_exponent: float = 1.0  #: a of p ∝ 1/rank^a (distribution "zipf"), ≥ 0; 0 is uniform
+    expert_load: tuple[float, ...] = ()  #: relative load of each expert (distribution "vector"), ≥ 0
+    max_nodes: int = 0  #: node-limited routing: a token's experts on at most this many nodes; 0 = any
+    seed: int = 0  #: seed of the routing draws
+
+    def __post_init__(self) -> None:
+        if self.distribution not in DISTRIBUTIONS:
+            raise CosimInputError("routing.distribution", f"unknown distribution {self.distribution!r}",
+                                  f"choose among {', '.join(DISTRIBUTIONS)}")
+        a = self.zipf_exponent
+        if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a <= 10:
+            raise CosimInputError("routing.zipf_exponent", f"must be a number in [0, 10], got {a!r}",
+                                  "use 0 for uniform, about 1 for a strong skew")
+        load = tuple(self.expert_load)
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x < float("inf") for x in load):
+            raise CosimInputError("routing.expert_load", "every load must be a finite number >= 0")
+        object.__setattr__(self, "expert_load", tuple(float(x) for x in load))
+        if self.distribution == "vector" and not load:
+            raise CosimInputError("routing.expert_load", "distribution \"vector\" needs one load per expert",
+                                  "give expert_load = [l_0, l_1, ...]")
+        for field in ("max_nodes", "seed"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise CosimInputError(f"routing.{field}", f"must be an integer >= 0, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RoutedCounts:
+    """Tokens each EP rank sends, from one routing (module docstring). Arrays are int64."""
+
+    expert_copies: np.ndarray  #: (ep, ep) token copies from rank s to the experts of rank d
+    rank_tokens: np.ndarray  #: (ep, ep) tokens from s with at least one expert on rank d
+    node_tokens: np.ndarray  #: (ep, nodes) tokens from s with at least one expert on node b
+    expert_tokens: np.ndarray  #: (E,) token copies each expert receives
+    gpus_per_node: int  #: EP ranks per node
+
+    @property
+    def ep(self) -> int:
+        """EP ranks."""
+        return self.rank_tokens.shape[0]
+
+    @property
+    def node_of_rank(self) -> np.ndarray:
+        """Node of each EP rank."""
+        return np.arange(self.ep) // self.gpus_per_node
+
+
+def expert_popularity(spec: RoutingSpec, num_experts: int) -> np.ndarray:
+    """p_e of every expert (float64, sums to 1), module docstring."""
+    if spec.distribution == "uniform":
+        return np.full(num_experts, 1.0 / num_experts)
+    if spec.distribution == "vector":
+        load = np.asarray(spec.expert_load, np.float64)
+        if load.size != num_experts:
+            raise CosimInputError("routing.expert_load", f"has {load.size} loads for {num_experts} experts",
+                                  f"give exactly {num_experts} values")
+        if load.sum() <= 0:
+            raise CosimInputError("routing.expert_load", "all loads are 0", "give some expert a positive load")
+        return load / load.sum()
+    rank = np.random.default_rng([spec.seed, 1]).permutation(num_experts) + 1.0
+    p = rank ** -float(spec.zipf_exponent)
+    return p / p.sum()
+
+
+def route_tokens(spec: RoutingSpec, *, tokens_per_rank: int, ep: int, num_experts: int, top_k: int,
+                 gpus_per_node: int) -> np.ndarray:
+    """The experts each token picks: int32 (ep, tokens_per_rank, top_k), distinct per token."""
+    for field, value in (("tokens_per_rank", tokens_per_rank), ("ep", ep), ("num_experts", num_experts),
+                         ("top_k", top_k), ("gpus_per_node", gpus_per_node)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise CosimInputError(f"routing.{field}", f"must be an integer >= 1, got {value!r}")
+    if num_experts % ep:
+        raise CosimInputError("routing.ep", f"{num_experts} experts are not divisible by ep={ep}",
+                              "choose ep dividing the number of experts")
+    p = expert_popularity(spec, num_experts)
+    if np.count_nonzero(p) < top_k:
+        raise CosimInputError("routing.expert_load", f"fewer than top_k={top_k} experts have a load",
+                              "give at least top_k experts a positive load")
+    per_rank = num_experts // ep
+    node_of_expert = np.arange(num_experts) // per_rank // gpus_per_node
+    n_nodes = int(node_of_expert[-1]) + 1
+    limit = spec.max_nodes if 0 < spec.max_nodes < n_nodes else 0
+    if limit and limit * per_rank * gpus_per_node < top_k:
+        raise CosimInputError("routing.max_nodes", f"{limit} nodes hold fewer than top_k={top_k} experts",
+                              "raise max_nodes")
+    with np.errstate(divide="ignore"):
+        log_p = np.log(p)
+    rng = np.random.default_rng(spec.seed)
+    out = np.empty((ep, tokens_per_rank, top_k), np.int32)
+    best_per_node = max(1, top_k // limit) if limit else 1
+    # one rank at a time: (tokens × E) scores stay a few MB even for 256 experts
+    for r in range(ep):
+        scores = log_p[None, :] + rng.gumbel(size=(tokens_per_rank, num_experts))
+        if limit:
+            scores = _limit_nodes(scores, node_of_expert, n_nodes, limit, best_per_node)
+        top = np.argpartition(-scores, top_k - 1, axis=1)[:, :top_k]
+        out[r] = np.sort(top, axis=1)
+    return out
+
+
+def _limit_nodes(scores: np.ndarray, node_of_expert: np.ndarray, n_nodes: int, limit: int,
+                 best_per_node: int) -> np.ndarray:
+    """``scores`` with the experts outside each token's ``limit`` best nodes set to -inf; a node's score is
+    the sum of its ``best_per_node`` highest expert scores (DeepSeek-V3 node-limited routing)."""
+    tokens = scores.shape[0]
+    sizes = np.bincount(node_of_expert)
+    if np.all(sizes == sizes[0]):
+        per_node = scores.reshape(tokens, n_nodes, -1)
+    else:  # a last node with fewer experts: pad it with -inf
+        width = sizes.max()
+        per_node = np.full((tokens, n_nodes, width), -np.inf)
+        slot = np.arange(node_of_expert.size) - np.searchsorted(node_of_expert, node_of_expert)
+        per_node[:, node_of_expert, slot] = scores
+    k = min(best_per_node, per_node.shape[2])
+    best = np.partition(per_node, per_node.shape[2] - k, axis=2)[:, :, -k:]
+    with np.errstate(invalid="ignore"):
+        node_score = np.nan_to_num(best.sum(axis=2), nan=-np.inf)
+    keep = np.argpartition(-node_score, limit - 1, axis=1)[:, :limit]
+    allowed = np.zeros((tokens, n_nodes), bool)
+    np.put_along_axis(allowed, keep, True, axis=1)
+    return np.where(allowed[:, node_of_expert], scores, -np.inf)
+
+
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """Mask of the first occurrence of each value along the last axis of sorted ``keys``."""
+    first = np.ones(keys.shape, bool)
+    first[..., 1:] = keys[..., 1:] != keys[..., :-1]
+    return first
+
+
+def routed_counts(experts: np.ndarray, *, num_experts: int, gpus_per_node: int) -> RoutedCounts:
+    """Token counts per source and destination of one routing (``route_tokens``'s output)."""
+    experts = np.asarray(experts)
+    ep, tokens, _ = experts.shape
+    per_rank = num_experts // ep
+    n_nodes = -(-ep // gpus_per_node)
+    src = np.broadcast_to(np.arange(ep)[:, None, None], experts.shape)
+    dst_rank = np.sort(experts // per_rank, axis=2)
+    dst_node = dst_rank // gpus_per_node
+    copies = np.bincount((src * ep + dst_rank).ravel(), minlength=ep * ep).reshape(ep, ep)
+    once = _distinct(dst_rank)
+    rank_tokens = np.bincount((src * ep + dst_rank)[once], minlength=ep * ep).reshape(ep, ep)
+    once = _distinct(dst_node)
+    node_tokens = np.bincount((src * n_nodes + dst_node)[once], minlength=ep * n_nodes).reshape(ep, n_nodes)
+    return RoutedCounts(expert_copies=copies.astype(np.int64), rank_tokens=rank_tokens.astype(np.int64),
+                        node_tokens=node_tokens.astype(np.int64),
+                        expert_tokens=np.bincount(experts.ravel(), minlength=num_experts).astype(np.int64),
+                        gpus_per_node=gpus_per_node)
