@@ -22,7 +22,7 @@ change-only sample of the run), ``PFC paused <port>`` (number of paused prioriti
 <port>`` (number of stalled virtual lanes). By default only the ``DEFAULT_PORTS`` busiest ports of each kind
 are exported (largest time integral of the value); ``ports=None`` exports all. A port is named
 ``<node> p<port>→<peer>`` with leaf/spine/host names when the topology is rebuilt from the stored
-experiment (:func:`cosim.network.topology.for_network`), else from ``config["fabric"]``'s tier sizes, else
+experiment (:func:`cosim.network.fabrics.for_network`), else from ``config["fabric"]``'s tier sizes, else
 ``node N``.
 
 Times are integer picoseconds inside (the simulator's clock; stored ns are exact multiples of 0.001) and

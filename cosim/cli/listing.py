@@ -75,9 +75,10 @@ def gpus() -> list[tuple[str, str]]:
 
 def topologies() -> list[tuple[str, str]]:
     """(name, first sentence of its generator's docstring) of every topology."""
-    from cosim.network.topology import GENERATORS  # noqa: PLC0415
+    from cosim.network.fabrics import GENERATORS  # noqa: PLC0415
 
-    return [(n, _one_line(f.__doc__)) for n, f in GENERATORS.items()]
+    return [*((n, _one_line(f.__doc__)) for n, f in GENERATORS.items()),
+            ("file", "Your own fabric from network.topology_file (docs/fabrics.md).")]
 
 
 def transports() -> list[tuple[str, str]]:
