@@ -22,6 +22,10 @@ SHOWN_ATTRIBUTES = ("HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMm
                     "FabricSwitch::PauseFrameBytes", "SharedBufferMmu::PfcEnabled",
                     "SharedBufferMmu::ReservedBytes")
 
+#: what a fabric built from switches of a radix (cosim.network.clos) or read from a file adds to the plan
+FABRIC_SHOWN = ("switch_radix", "switch_port_gbps", "breakout", "leaves_per_rail", "leaves_per_rail_per_zone",
+                "zones", "leaves_per_zone", "aggs_per_zone", "cores_per_plane", "uplinks_per_leaf", "file")
+
 
 def describe(plan: RunPlan) -> dict:
     """The plan as the dry run prints it: servers, leaves and spines, the realized oversubscription, buffer
@@ -39,6 +43,7 @@ def describe(plan: RunPlan) -> dict:
            "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.n_switches - fabric.tier_ids(1).size),
            "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
            "links": fabric.n_links, "tiers": fabric.describe().get("tiers", [])}
+    out |= {k: fabric.params[k] for k in FABRIC_SHOWN if k in fabric.params}
     if len(plan.jobs) == 1:
         out |= plan.jobs[0].kind.describe(plan.jobs[0])
     else:
