@@ -155,6 +155,13 @@ def test_network_spec_dispatch_and_defaults():
     assert clos.default_radix(70_000) == 128 and clos.default_radix(10**7) == 256
     with pytest.raises(CosimInputError, match="network.topology_file"):
         NetworkSpec(topology="file")
+    for bad, field in (({"topology": "single-switch", "switch_radix": 8}, "network.switch_radix"),
+                       ({"topology": "leaf-spine", "switch_port_gbps": 800.0}, "network.switch_port_gbps"),
+                       ({"topology": "rail-optimized", "zone_oversubscription": 7.0}, "network.zone_oversubscription"),
+                       ({"topology": "leaf-spine", "topology_file": "f.json"}, "network.topology_file")):
+        with pytest.raises(CosimInputError) as err:
+            NetworkSpec(**bad)
+        assert err.value.field == field
     with pytest.raises(CosimInputError, match="network.switch_radix: 32 leaves"):
         fabrics.for_network(NetworkSpec(topology="rail-optimized", switch_radix=8), servers=32, gpus_per_server=4,
                             hosts_per_leaf=4)

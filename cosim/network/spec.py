@@ -89,7 +89,32 @@ class NetworkSpec:
         if self.topology_file is not None and self.topology not in ("file", None):
             raise CosimInputError("network.topology_file", f"is read only by topology 'file', not {self.topology!r}",
                                   "set network.topology = \"file\" or drop topology_file")
+        _check_switch_fields(self)
         if self.topology == "file" and self.topology_file is None:
             raise CosimInputError("network.topology_file", "topology 'file' needs the path of a fabric file",
                                   "set network.topology_file (or --topology-file); docs/fabrics.md")
         check_attributes(self.transport, self.attributes, network_mechanisms(self))
+
+
+#: topologies built from switches of a radix (cosim.network.clos), and those of three tiers in zones
+RADIX_TOPOLOGIES = ("leaf-spine", "rail-optimized", "rail-optimized-three-tier", "three-tier")
+ZONED_TOPOLOGIES = ("rail-optimized-three-tier", "three-tier")
+
+
+def _check_switch_fields(net: NetworkSpec) -> None:
+    """Switch fields the named topology would ignore are refused (an unset topology is the workload's)."""
+    topo = net.topology
+    if topo is None:
+        return
+    if net.switch_radix is not None and topo not in (*RADIX_TOPOLOGIES, "fat-tree"):
+        raise CosimInputError("network.switch_radix", f"does not apply to topology {topo!r}",
+                              f"use it with {', '.join(RADIX_TOPOLOGIES)} or fat-tree")
+    if net.switch_port_gbps is not None and topo not in RADIX_TOPOLOGIES:
+        raise CosimInputError("network.switch_port_gbps", f"does not apply to topology {topo!r}",
+                              f"use it with {', '.join(RADIX_TOPOLOGIES)}")
+    if net.switch_port_gbps is not None and net.switch_radix is None and topo not in ZONED_TOPOLOGIES:
+        raise CosimInputError("network.switch_port_gbps", f"needs network.switch_radix on {topo!r}",
+                              "set switch_radix too (e.g. 64)")
+    if net.zone_oversubscription != 1.0 and topo not in ZONED_TOPOLOGIES:
+        raise CosimInputError("network.zone_oversubscription", f"applies to three-tier topologies, not {topo!r}",
+                              f"use topology {' or '.join(ZONED_TOPOLOGIES)}")
