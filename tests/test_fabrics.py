@@ -302,3 +302,22 @@ def test_networkx_graph_round_trip():
     g = fabric_file.from_networkx(fabric_file.to_networkx(f), name=f.name)
     assert all(np.array_equal(getattr(f, n), getattr(g, n)) for n in ARRAYS)
     assert math.isfinite(g.link_rate_bps.sum())
+
+
+def test_results_keep_the_fabric_and_its_names(tmp_path, engine_ns):
+    """A run on a radix-built fabric stores a description that rebuilds it: port labels and Perfetto tracks
+    use the same names as faults (rail0-leaf1), and the run's fault on that element resolves."""
+    from cosim.analysis import perfetto
+    from cosim.results import read_results, write_results
+    from cosim.run import run
+    from cosim.spec import make
+
+    exp = make("flows", pattern="permutation", hosts=16, flow_bytes="16KiB", transport="roce",
+               **{"network.topology": "rail-optimized", "network.switch_radix": 8, "network.gpus_per_server": 2,
+                  "faults": [{"kind": "link_down", "element": "rail0-leaf1-spine0", "at_ns": 1000.0}]})
+    record = run(exp)
+    assert record.summary["flows_completed"] == 16
+    write_results(str(tmp_path / "r.h5"), [record])
+    (stored,) = read_results(str(tmp_path / "r.h5")).values()
+    names = perfetto.context(stored).node_names
+    assert "rail0-leaf1" in names and "spine1" in names

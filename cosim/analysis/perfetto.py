@@ -303,6 +303,22 @@ def _find_trace(record: RunRecord, search_dirs: Sequence[Path]):
     return None, "the run names no trace"
 
 
+def _own_names(record: RunRecord, fabric) -> tuple[str, ...] | None:
+    """The names a fabric built from switches of a radix or read from a file gives its nodes (``rail3-leaf1``,
+    ``zone2-agg7``, the file's), when its stored description rebuilds the stored arrays; else None."""
+    from cosim.network.fabrics import rebuild  # noqa: PLC0415 - numpy-heavy, only when exporting
+
+    desc = record.config.get("fabric")
+    if not isinstance(desc, Mapping) or not isinstance(desc.get("params"), Mapping):
+        return None
+    if "switch_radix" not in desc["params"] and "file" not in desc["params"]:
+        return None
+    again = rebuild(desc)
+    if again is None or again.node_names is None or not np.array_equal(again.node_tier, fabric.node_tier):
+        return None
+    return again.node_names
+
+
 def _trace_matches(trace, ops: Mapping[str, np.ndarray]) -> bool:
     """The trace is the one that ran: its rank and kind columns repeat in the ops table per iteration."""
     n = int(trace.n_ops)
@@ -333,7 +349,7 @@ def context(record: RunRecord, *, trace=None, search_dirs: Sequence[str | Path] 
     fabric = stored_fabric(record)
     rank_host = None
     if fabric is not None:
-        names = names_from_tiers(fabric.name, fabric.node_tier)
+        names = _own_names(record, fabric) or names_from_tiers(fabric.name, fabric.node_tier)
         if ops and "n_ranks" in work:
             rank_host = _rank_hosts(record)
     else:
