@@ -87,7 +87,7 @@ def _for_network(network, servers: int, gps: int, hosts_per_leaf: int, fill_leav
     topology, radix = network.topology, network.switch_radix
     hosts = servers * gps
     if topology == "file":
-        return _from_file(network, hosts)
+        return _from_file(network, hosts, gps)
     if topology in THREE_TIER or (radix is not None and topology in RADIX_GENERATORS):
         radix = clos.default_radix(hosts) if radix is None else radix
         common = {"switch_radix": radix, "switch_port_gbps": network.switch_port_gbps, "host_link_gbps": rate,
@@ -124,15 +124,27 @@ def _for_network(network, servers: int, gps: int, hosts_per_leaf: int, fill_leav
                                params=dict(fabric.params) | {"gpus_per_server": gps})
 
 
-def _from_file(network, hosts: int) -> Fabric:
-    """The file's fabric, when it holds the hosts the workload asks for."""
+def _from_file(network, hosts: int, gps: int) -> Fabric:
+    """The file's fabric, when it holds the hosts the workload asks for in servers of ``gps`` NICs (host
+    ``s × gps + g`` is GPU ``g`` of server ``s``, as placement reads every fabric)."""
     if network.topology_file is None:
         raise CosimInputError("network.topology_file", "topology 'file' needs a fabric file",
                               "set network.topology_file (or --topology-file) to a fabric JSON (docs/fabrics.md)")
     fabric = fabric_file.read(network.topology_file)
     if fabric.n_hosts < hosts:
-        raise CosimInputError("network.hosts", f"the workload needs {hosts} hosts, {network.topology_file} has "
+        raise CosimInputError("hosts", f"the workload needs {hosts} hosts, {network.topology_file} has "
                               f"{fabric.n_hosts}", f"use at most {fabric.n_hosts} hosts or a larger fabric file")
+    if gps > 1:
+        h = np.arange(hosts)
+        server, gpu = fabric.host_server[:hosts].astype(np.int64), fabric.host_gpu[:hosts].astype(np.int64)
+        first = server[h - h % gps]
+        grouped = (gpu == h % gps) & (server == first)
+        distinct = np.unique(first[::gps]).size == -(-hosts // gps)
+        if not (grouped.all() and distinct):
+            bad = int(np.flatnonzero(~grouped)[0]) if not grouped.all() else 0
+            raise CosimInputError("gpus_per_server", f"the hosts of {network.topology_file} are not servers of {gps} "
+                                  f"NICs (host {bad} is server {int(server[bad])} gpu {int(gpu[bad])})",
+                                  f"list hosts server by server, gpu 0..{gps - 1} each")
     return fabric
 
 
