@@ -54,13 +54,7 @@ from cosim.collectives.dag import (
     ragged_take,
     sorted_unique,
 )
-from cosim.collectives.tuning import (
-    CANDIDATES,
-    P2P_LL_THRESHOLD_BYTES,
-    Estimate,
-    Shape,
-    TuningModel,
-)
+from cosim.collectives.tuning import CANDIDATES, P2P_LL_THRESHOLD_BYTES, Estimate, Shape, TuningModel
 from cosim.errors import CosimInputError
 from cosim.workload.trace import (
     NO_GROUP_KIND,

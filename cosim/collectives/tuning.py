@@ -91,6 +91,7 @@ from cosim.collectives.protocol import Protocol
 from cosim.errors import CosimInputError
 from cosim.workload.trace import CollKind
 
+
 #: bandwidth efficiency of each protocol over the network (module docstring)
 PROTOCOL_EFFICIENCY = {Protocol.LL: 0.25, Protocol.LL128: 0.92, Protocol.SIMPLE: 1.0}
 #: NCCL's per-step network latency of a ring / a tree, by protocol, ns

@@ -32,12 +32,7 @@ import numpy as np
 from cosim import engine, memory
 from cosim.collectives import DagOpKind
 from cosim.collectives.dag import csr_from_edges
-from cosim.decompose.parts import (
-    components,
-    flow_parts,
-    single_paths,
-    too_large_to_search,
-)
+from cosim.decompose.parts import components, flow_parts, single_paths, too_large_to_search
 from cosim.network.topology import SWITCH
 from cosim.workers import die_with_parent
 

@@ -43,11 +43,7 @@ from cosim.collectives.calibration import nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
 from cosim.kinds.base import Piece, WorkloadKind, register
-from cosim.kinds.training import (
-    flow_latency_ns,
-    nic_payload_bytes_per_s,
-    training_tables,
-)
+from cosim.kinds.training import flow_latency_ns, nic_payload_bytes_per_s, training_tables
 from cosim.results import collectives
 from cosim.workload.hardware import get_hardware
 from cosim.workload.inference.requests import (
