@@ -150,7 +150,7 @@ def fabric_for(exp: Experiment, jobs, ranks, gps: int):
             raise CosimInputError("network.hosts", f"{net.hosts} NICs do not fill servers of {gps} GPUs",
                                   f"use a multiple of {gps} or set network.gpus_per_server")
         return fabrics.for_network(net, servers=net.hosts // gps, gpus_per_server=gps,
-                                    hosts_per_leaf=net.hosts_per_leaf or max(MIN_HOSTS_PER_LEAF, 2 * gps))
+                                   hosts_per_leaf=net.hosts_per_leaf or max(MIN_HOSTS_PER_LEAF, 2 * gps))
     servers = _servers_needed(jobs, ranks, gps)
     if servers * gps > training.MAX_HOSTS:
         raise CosimInputError("network.gpus_per_server", f"the workloads need {servers * gps} NICs, more than the "
@@ -160,7 +160,7 @@ def fabric_for(exp: Experiment, jobs, ranks, gps: int):
                               "use a workload with more ranks, or fewer GPUs per server")
     per_leaf = net.hosts_per_leaf or gps * min(2, servers)
     return fabrics.for_network(net, servers=servers, gpus_per_server=gps, hosts_per_leaf=per_leaf,
-                                fill_leaves=True, hosts_field="network.hosts")
+                               fill_leaves=True, hosts_field="network.hosts")
 
 
 def _servers_needed(jobs, ranks, gps: int) -> int:
