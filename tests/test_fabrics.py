@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cosim.errors import CosimInputError
 from cosim.network import clos, fabric_file, fabrics
@@ -321,3 +323,30 @@ def test_results_keep_the_fabric_and_its_names(tmp_path, engine_ns):
     (stored,) = read_results(str(tmp_path / "r.h5")).values()
     names = perfetto.context(stored).node_names
     assert "rail0-leaf1" in names and "spine1" in names
+
+
+@settings(max_examples=60, deadline=None)
+@given(radix=st.integers(4, 48), servers=st.integers(1, 300), gps=st.sampled_from([1, 2, 4, 8]),
+       breakout=st.sampled_from([1, 2]), o1=st.sampled_from([1.0, 1.5, 2.0, 3.0]),
+       o2=st.sampled_from([1.0, 2.0, 7.0]), rail=st.booleans(), tiers=st.sampled_from([2, 3]))
+def test_any_radix_build_is_connected_within_radix_and_never_over_requested(radix, servers, gps, breakout, o1, o2,
+                                                                           rail, tiers):
+    """Whatever the sizes: every host has one link, the fabric is connected, no switch exceeds its radix,
+    and no leaf or aggregation switch is more oversubscribed than requested (refusals are one-line input
+    errors naming a field)."""
+    kw = {"gpus_per_server": gps, "switch_radix": radix, "switch_port_gbps": 100.0 * breakout,
+          "host_link_gbps": 100.0, "oversubscription": o1, "zone_oversubscription": o2, "tiers": tiers, **DELAYS}
+    try:
+        f = (clos.rail_clos(servers=servers, **kw) if rail
+             else clos.zoned_clos(hosts=max(2, servers) * gps, **kw))
+    except CosimInputError as exc:
+        assert exc.field in ("switch_radix", "servers", "switch_port_gbps") and "\n" not in str(exc)
+        return
+    assert (fabric_file._hops_from(np.array([0]), f.link_a, f.link_b, f.n_nodes) >= 0).all()  # connected
+    assert np.all(f.degree()[:f.n_hosts] == 1)
+    assert ports_used(f)[f.switch_ids].max() <= radix
+    assert np.nanmax(f.oversubscription(1)) <= o1 * (1 + 1e-12)
+    if tiers == 3:
+        assert np.nanmax(f.oversubscription(2)) <= o2 * (1 + 1e-12)
+    key = f.host_server.astype(np.int64) * gps + f.host_gpu
+    assert np.array_equal(key, np.arange(f.n_hosts))  # server-major host ids, as placement reads them
