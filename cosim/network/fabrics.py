@@ -48,6 +48,15 @@ RADIX_GENERATORS: dict[str, Callable[..., Fabric]] = {
 THREE_TIER = ("rail-optimized-three-tier", "three-tier")
 #: the topologies a network can name ("file": network.topology_file)
 TOPOLOGIES = (*GENERATORS, "file")
+#: what ``cosim list topologies`` says of the topologies whose generator builds several
+DESCRIPTIONS = {
+    "rail-optimized-three-tier": "Rail-optimized leaves of switch_radix ports in zones: every leaf to the "
+                                 "aggregation switches of its zone, zone_oversubscription above them, cores above "
+                                 "the zones.",
+    "three-tier": "Three-tier Clos of switch_radix-port switches: leaves in zones, every leaf to the aggregation "
+                  "switches of its zone, zone_oversubscription above them, cores above the zones.",
+    "file": "Your own fabric from network.topology_file: named nodes and links (docs/fabrics.md).",
+}
 
 #: generator argument -> the Experiment field that sets it
 _FIELDS = {"host_link_gbps": "network.link_gbps", "link_gbps": "network.link_gbps",
