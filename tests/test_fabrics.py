@@ -264,6 +264,9 @@ def _bad(change):
     (lambda d: d["links"][0].pop("delay_ns"), "links[0].delay_ns: missing"),
     (lambda d: d["links"][0].update(speed=1), "links[0].speed: not a link key"),
     (lambda d: d["nodes"][0].update(tier=2), "nodes[0].tier: is for switches"),
+    (lambda d: d["nodes"].append({"name": "spare", "kind": "switch"}), "switch 'spare' is not connected"),
+    (lambda d: d["nodes"][1].update(server=0, gpu=0) or d["nodes"][0].update(server=0, gpu=0),
+     "host 'h1' has the server and gpu of another host"),
     (lambda d: d.update(format="other/2"), "format: unknown format 'other/2'"),
 ])
 def test_bad_files_give_one_line_errors(change, needle):

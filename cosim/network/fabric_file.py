@@ -216,6 +216,11 @@ def from_document(doc, *, where: str = "fabric") -> Fabric:
                               "link its switch to the rest of the fabric")
     tiers = np.array(tier, np.int64)
     switch = kind_a == SWITCH
+    stray = np.flatnonzero(switch & (hop < 0))
+    if stray.size:
+        i = int(stray[0])
+        raise CosimInputError(f"{where}: nodes[{i}]", f"switch {names[i]!r} is not connected to the hosts",
+                              "link it to the fabric or remove it")
     tiers = np.where(switch & (tiers < 0), np.maximum(hop, 1), tiers)
     tiers = np.where(switch, tiers, TIER_HOST)
     _check_radix(where, names, kind_a, a_arr, b_arr, np.array(rate), np.array(radix), np.array(port))
@@ -229,8 +234,9 @@ def from_document(doc, *, where: str = "fabric") -> Fabric:
     unset = host_server < 0
     host_server[unset] = (host_server.max(initial=-1) + 1) + np.arange(int(unset.sum()))
     pairs = host_server * (int(g.max(initial=0)) + 1) + g[hosts]
-    if np.unique(pairs).size != pairs.size:
-        dup = int(hosts[np.flatnonzero(np.isin(pairs, pairs[np.unique(pairs, return_counts=True)[1] > 1]))[1]])
+    _, first = np.unique(pairs, return_index=True)
+    if first.size != pairs.size:
+        dup = int(hosts[np.setdiff1d(np.arange(pairs.size), first)[0]])
         raise CosimInputError(f"{where}: nodes[{dup}]", f"host {names[dup]!r} has the server and gpu of another host",
                               "each (server, gpu) is one NIC")
     return Fabric(name=name, node_kind=kind_a[order], node_tier=tiers[order], link_a=new_id[a_arr],
