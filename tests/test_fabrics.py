@@ -277,6 +277,34 @@ def test_bad_files_give_one_line_errors(change, needle):
     assert str(err.value).startswith("f.json")
 
 
+def _ring(n: int, **extra) -> dict:
+    """n switches in a ring, a host on each."""
+    nodes = [{"name": f"h{i}", "kind": "host"} for i in range(n)] + [{"name": f"s{i}", "kind": "switch"}
+                                                                     for i in range(n)]
+    links = ([{"a": f"h{i}", "b": f"s{i}", "rate_gbps": 100, "delay_ns": 10} for i in range(n)]
+             + [{"a": f"s{i}", "b": f"s{(i + 1) % n}", "rate_gbps": 100, "delay_ns": 10} for i in range(n)])
+    return {"name": f"ring{n}", "nodes": nodes, "links": links, **extra}
+
+
+def test_routes_that_can_deadlock_need_consent(engine_ns):
+    """A ring of four switches routes s0 -> s1 -> s2 and so on around: its buffer dependencies make a cycle,
+    refused unless the file allows it; a ring of three (one hop between any two switches) and every built
+    Clos have none."""
+    from cosim import engine
+    from cosim.network.cycles import dependency_cycle
+    from cosim.workload import flows
+
+    with pytest.raises(CosimInputError, match=r"f.json: links: the shortest routes through s1 -> s2 -> s3 -> s0 -> s1 "
+                                              r"wait on each other in a cycle.*allow_cyclic_routes = true"):
+        fabric_file.from_document(_ring(4), where="f.json")
+    ring = fabric_file.from_document(_ring(4, allow_cyclic_routes=True))
+    assert fabric_file.to_document(ring)["allow_cyclic_routes"] is True
+    assert dependency_cycle(fabric_file.from_document(_ring(3))) is None
+    assert all(dependency_cycle(f) is None for f in small_fabrics().values())
+    out = engine.simulate(ring, flows.permutation(ring.host_ids, shift=2, size_bytes=10_000), seed=1)
+    assert out.status == "complete" and (out.delivered_bytes == 10_000).all()
+
+
 def test_cli_runs_a_fabric_file_and_refuses_a_bad_one(tmp_path, capsys, engine_ns):
     """cosim run --topology file --topology-file F: a permutation on the file's fabric; a broken file exits 2
     with one Error line and writes nothing; --export-fabric writes a file that reads back."""

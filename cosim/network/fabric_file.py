@@ -17,6 +17,9 @@ The format (``format = "cosim-fabric/1"``; docs/fabrics.md has a runnable exampl
   ``floor(port_gbps / host link rate)`` per port (breakout; 1 without ``port_gbps``) must fit.
 - ``links[]`` join two named nodes with ``rate_gbps`` (each direction) and ``delay_ns`` (one way);
   parallel links are separate links and separate ECMP members.
+- Routes are the shortest paths (ECMP over all of them). A fabric whose routes make a cycle of buffer
+  dependencies between switches (a ring, a torus, links inside a tier: :mod:`cosim.network.cycles`) can
+  deadlock under PFC or credits; it is refused unless the document says ``allow_cyclic_routes = true``.
 
 Node ids follow the simulator's order: hosts first (in file order), then switches by tier (in file order
 within a tier); links keep file order. A fabric written by :func:`to_document` from a built fabric reads
@@ -35,6 +38,7 @@ import numpy as np
 
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
+from cosim.network.cycles import dependency_cycle
 from cosim.network.names import node_names
 from cosim.network.topology import HOST, SWITCH, TIER_HOST, Fabric
 
@@ -63,13 +67,16 @@ def to_document(fabric: Fabric) -> dict:
     links = [{"a": names[a], "b": names[b], "rate_gbps": r / 1e9, "delay_ns": d}
              for a, b, r, d in zip(fabric.link_a.tolist(), fabric.link_b.tolist(), fabric.link_rate_bps.tolist(),
                                    fabric.link_delay_ns.tolist())]
-    return {"format": FORMAT, "name": fabric.name, "nodes": nodes, "links": links}
+    allow = isinstance(fabric.params, Mapping) and fabric.params.get("allow_cyclic_routes") is True
+    return {"format": FORMAT, "name": fabric.name, **({"allow_cyclic_routes": True} if allow else {}),
+            "nodes": nodes, "links": links}
 
 
 def write(fabric: Fabric, path: str) -> None:
     """Write ``fabric`` to ``path`` as JSON (one node or link per line); nothing half-written on failure."""
     doc = to_document(fabric)
-    lines = [f'{{"format": {json.dumps(doc["format"])}, "name": {json.dumps(doc["name"])},', ' "nodes": [']
+    allow = ' "allow_cyclic_routes": true,' if doc.get("allow_cyclic_routes") else ""
+    lines = [f'{{"format": {json.dumps(doc["format"])}, "name": {json.dumps(doc["name"])},{allow}', ' "nodes": [']
     lines += [f"  {json.dumps(n)}," for n in doc["nodes"]]
     lines[-1] = lines[-1].rstrip(",")
     lines += [" ],", ' "links": [']
@@ -102,13 +109,14 @@ def read(path: str) -> Fabric:
     return from_document(doc, where=where)
 
 
-def from_networkx(graph, *, name: str = "networkx") -> Fabric:
+def from_networkx(graph, *, name: str = "networkx", allow_cyclic_routes: bool = False) -> Fabric:
     """The fabric of a networkx graph (``Graph`` or ``MultiGraph``): node attributes ``kind`` (required),
     ``tier``, ``radix``, ``port_gbps``, ``server``, ``gpu``; edge attributes ``rate_gbps`` and ``delay_ns``.
     Node keys become node names (``str(key)``)."""
     nodes = [{"name": str(n), **dict(attrs)} for n, attrs in graph.nodes(data=True)]
     links = [{"a": str(a), "b": str(b), **dict(attrs)} for a, b, attrs in graph.edges(data=True)]
-    return from_document({"format": FORMAT, "name": name, "nodes": nodes, "links": links}, where=name)
+    return from_document({"format": FORMAT, "name": name, "nodes": nodes, "links": links,
+                          "allow_cyclic_routes": allow_cyclic_routes}, where=name)
 
 
 def to_networkx(fabric: Fabric):
@@ -133,10 +141,13 @@ def from_document(doc, *, where: str = "fabric") -> Fabric:
     fmt = doc.get("format", FORMAT)
     if fmt != FORMAT:
         raise CosimInputError(f"{where}: format", f"unknown format {fmt!r}", f"use {FORMAT!r}")
-    unknown = set(doc) - {"format", "name", "nodes", "links"}
+    unknown = set(doc) - {"format", "name", "nodes", "links", "allow_cyclic_routes"}
     if unknown:
         raise CosimInputError(f"{where}: {sorted(unknown)[0]}", "not a key of a fabric document",
-                              "keys are format, name, nodes, links")
+                              "keys are format, name, nodes, links, allow_cyclic_routes")
+    allow_cycles = doc.get("allow_cyclic_routes", False)
+    if not isinstance(allow_cycles, bool):
+        raise CosimInputError(f"{where}: allow_cyclic_routes", f"must be true or false, got {allow_cycles!r}")
     nodes, links = doc.get("nodes"), doc.get("links")
     for key, value in (("nodes", nodes), ("links", links)):
         if not isinstance(value, list) or not value:
@@ -239,10 +250,17 @@ def from_document(doc, *, where: str = "fabric") -> Fabric:
         dup = int(hosts[np.setdiff1d(np.arange(pairs.size), first)[0]])
         raise CosimInputError(f"{where}: nodes[{dup}]", f"host {names[dup]!r} has the server and gpu of another host",
                               "each (server, gpu) is one NIC")
-    return Fabric(name=name, node_kind=kind_a[order], node_tier=tiers[order], link_a=new_id[a_arr],
-                  link_b=new_id[b_arr], link_rate_bps=np.array(rate), link_delay_ns=np.array(delay),
-                  host_server=host_server, host_gpu=g[hosts], node_names=tuple(names[i] for i in order),
-                  params={"file": where})
+    fabric = Fabric(name=name, node_kind=kind_a[order], node_tier=tiers[order], link_a=new_id[a_arr],
+                    link_b=new_id[b_arr], link_rate_bps=np.array(rate), link_delay_ns=np.array(delay),
+                    host_server=host_server, host_gpu=g[hosts], node_names=tuple(names[i] for i in order),
+                    params={"file": where} | ({"allow_cyclic_routes": True} if allow_cycles else {}))
+    cycle = None if allow_cycles else dependency_cycle(fabric)
+    if cycle:
+        raise CosimInputError(f"{where}: links", "the shortest routes through "
+                              f"{' -> '.join(fabric.node_names[i] for i in cycle)} wait on each other in a cycle, "
+                              "which can deadlock a lossless fabric", "set allow_cyclic_routes = true to run it "
+                              "anyway (the deadlock watchdog stops a run that locks)")
+    return fabric
 
 
 def _check_radix(where, names, kind, a, b, rate, radix, port) -> None:
