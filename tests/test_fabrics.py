@@ -160,7 +160,9 @@ def test_network_spec_dispatch_and_defaults():
     for bad, field in (({"topology": "single-switch", "switch_radix": 8}, "network.switch_radix"),
                        ({"topology": "leaf-spine", "switch_port_gbps": 800.0}, "network.switch_port_gbps"),
                        ({"topology": "rail-optimized", "zone_oversubscription": 7.0}, "network.zone_oversubscription"),
-                       ({"topology": "leaf-spine", "topology_file": "f.json"}, "network.topology_file")):
+                       ({"topology": "leaf-spine", "topology_file": "f.json"}, "network.topology_file"),
+                       ({"topology": "three-tier", "spines": 4}, "network.spines"),
+                       ({"topology": "leaf-spine", "switch_radix": 8, "hosts_per_leaf": 4}, "network.hosts_per_leaf")):
         with pytest.raises(CosimInputError) as err:
             NetworkSpec(**bad)
         assert err.value.field == field

@@ -310,11 +310,16 @@ def _free_default_output() -> str:
 
 
 def _export_fabric(exps, path: str) -> None:
+    from cosim.errors import CosimInputError  # noqa: PLC0415
     from cosim.network import fabric_file  # noqa: PLC0415
     from cosim.plan import compile  # noqa: PLC0415, A004
 
     fabric = compile(exps[0]).fabric  # the runs of one command share their network's topology
-    fabric_file.write(fabric, path)
+    try:
+        fabric_file.write(fabric, path)
+    except CosimInputError as exc:
+        raise CosimInputError("--export-fabric", f"{exc.field}: {exc.problem}", "give a path that can be written") \
+            from None
     click.echo(f"fabric written to {path}: {fabric.n_hosts} hosts, {fabric.n_switches} switches, "
                f"{fabric.n_links} links", err=True)
 

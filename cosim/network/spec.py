@@ -45,7 +45,7 @@ class NetworkSpec:
     hosts_per_leaf: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=65535)), None,
                                               "leaf-spine: hosts (NICs) under each leaf switch")
     spines: int = v.spec_field(v.Int(minimum=1, maximum=65535), 2, "leaf-spine, rail-optimized: spine switches "
-                               "(derived from the radix when switch_radix is set)")
+                               "(without switch_radix; with it they follow from the radix)")
     oversubscription: float = v.spec_field(v.Real(minimum=1.0), 1.0,
                                            "leaf-spine, rail-optimized, three-tier: host capacity / uplink capacity "
                                            "per leaf")
@@ -115,6 +115,13 @@ def _check_switch_fields(net: NetworkSpec) -> None:
     if net.switch_port_gbps is not None and net.switch_radix is None and topo not in ZONED_TOPOLOGIES:
         raise CosimInputError("network.switch_port_gbps", f"needs network.switch_radix on {topo!r}",
                               "set switch_radix too (e.g. 64)")
+    built_from_radix = topo in ZONED_TOPOLOGIES or (net.switch_radix is not None and topo in RADIX_TOPOLOGIES)
+    if built_from_radix and net.spines != 2:
+        raise CosimInputError("network.spines", f"{topo!r} built from switches of a radix derives its spines",
+                              "drop spines (the dry run shows how many the radix gives)")
+    if built_from_radix and net.hosts_per_leaf is not None:
+        raise CosimInputError("network.hosts_per_leaf", f"{topo!r} built from switches of a radix derives its "
+                              "leaf size", "drop hosts_per_leaf, or drop switch_radix to set it")
     if net.zone_oversubscription != 1.0 and topo not in ZONED_TOPOLOGIES:
         raise CosimInputError("network.zone_oversubscription", f"applies to three-tier topologies, not {topo!r}",
                               f"use topology {' or '.join(ZONED_TOPOLOGIES)}")
