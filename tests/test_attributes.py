@@ -170,7 +170,7 @@ def test_an_unknown_type_is_one_line_with_close_matches(which, says, engine_ns, 
 def _registries() -> dict[str, list[str]]:
     from cosim.collectives.lower import ALGORITHM_NAMES
     from cosim.faults import kind_names
-    from cosim.network.topology import TOPOLOGIES
+    from cosim.network.fabrics import TOPOLOGIES
     from cosim.network.transport import TRANSPORTS
     from cosim.spec import PATTERNS, catalog
     from cosim.workload import hardware, model

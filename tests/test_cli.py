@@ -39,7 +39,7 @@ def test_run_then_inspect(tmp_path, engine_ns):
     (["run", "--set", "nonsense"], "--set"),
     (["run", "--set", "HostNic::MtuBytes=abc"], "HostNic::MtuBytes"),
     (["run", "--topology", "leaf-spine", "--oversubscription", "0.5"], "oversubscription"),
-    (["run", "--topology", "fat-tree", "--hosts", "10"], "hosts"),
+    (["run", "--topology", "fat-tree", "--hosts", "20", "--switch-radix", "4"], "hosts"),
     (["run", "--set", "FabricSwitch::EcnKminBytes=500000", "--set", "FabricSwitch::EcnKmaxBytes=1000"], "Kmin"),
     (["frobnicate"], "frobnicate"),
 ])

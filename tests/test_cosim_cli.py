@@ -106,7 +106,7 @@ def test_bad_trace_file_exits_2_one_line_no_output(tmp_path, capsys, content, ne
     (["--trace", str(DP8), "--transport", "infiniband"], "--transport"),
     (["--trace", str(DP8), "--iterations", "0"], "--iterations"),
     (["--trace", str(DP8), "--algorithm", "rings"], "--algorithm"),
-    (["--trace", str(DP8), "--topology", "fat-tree"], "k-ary fat tree"),
+    (["--trace", str(DP8), "--topology", "fat-tree", "--switch-radix", "2"], "edge switches of k/2=1"),
     (["--trace", str(DP8), "--set", "HostNic::NoSuchThing=1"], "HostNic::NoSuchThing"),
     (["--trace", str(DP8), "--gpus-per-server", "3", "--topology", "leaf-spine", "--hosts-per-leaf", "4"],
      "network.hosts_per_leaf"),

@@ -105,7 +105,7 @@ BAD = [
     ('[grid]\nhosts = [4, "8"]', "point 1 (hosts=8) network.hosts: must be an integer, got '8'"),
     ("[grid]\nhosts = [4, 1]", "point 1 (hosts=1) network.hosts: must be an integer >= 2"),
     ('[grid]\ntopology = ["torus"]', "network.topology: unknown value 'torus'"),
-    ('[base]\ntopology = "fat-tree"\nhosts = 10', "point 0 (s) network.hosts: a k-ary fat tree"),
+    ('[base]\ntopology = "fat-tree"\nhosts = 20\nswitch_radix = 4', "point 0 (s) network.hosts: 20 hosts do not fit a k=4"),
     ('[base]\nname = "x"', "run names come from the point's parameters"),
     ("[sweeps]\nname = 1", "sweeps: unknown section"),
     ('[base.attributes]\n"HostNic::Nope" = 1', "HostNic::Nope: no such ns-3 attribute"),

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cosim.errors import CosimInputError
+from cosim.network import fabrics
 from cosim.network import topology as topo
 
 DELAYS = {"host_link_delay_ns": 500.0, "fabric_link_delay_ns": 1000.0}
@@ -293,34 +294,37 @@ def test_for_network_dispatches_every_name():
     of gpus_per_server NICs), pads leaf-spine leaves on request, and names bad input by its field."""
     from cosim.network.spec import NetworkSpec
 
-    assert topo.TOPOLOGIES == ("single-switch", "leaf-spine", "fat-tree", "rail-optimized")
-    servers = {"single-switch": 2, "leaf-spine": 2, "fat-tree": 16, "rail-optimized": 2}
-    for name in topo.TOPOLOGIES:
+    assert fabrics.TOPOLOGIES == ("single-switch", "leaf-spine", "fat-tree", "rail-optimized",
+                                  "rail-optimized-three-tier", "three-tier", "file")
+    servers = {"single-switch": 2, "leaf-spine": 2, "fat-tree": 16, "rail-optimized": 2,
+               "rail-optimized-three-tier": 2, "three-tier": 2}
+    for name in servers:
         gps = 1 if name == "fat-tree" else 2
         net = NetworkSpec(topology=name, link_gbps=200.0, link_delay_ns=10.0)
-        f = topo.for_network(net, servers=servers[name], gpus_per_server=gps, hosts_per_leaf=4)
+        f = fabrics.for_network(net, servers=servers[name], gpus_per_server=gps, hosts_per_leaf=4)
         assert f.name == name and f.n_hosts == servers[name] * gps
         assert f.link_rate_bps.min() == 200e9 and np.all(f.link_delay_ns == 10.0)
         key = f.host_server.astype(np.int64) * gps + f.host_gpu
         assert np.array_equal(np.sort(key), np.arange(f.n_hosts))  # one NIC per (server, GPU)
-    padded = topo.for_network(NetworkSpec(topology="leaf-spine"), servers=3, gpus_per_server=2,
+    padded = fabrics.for_network(NetworkSpec(topology="leaf-spine"), servers=3, gpus_per_server=2,
                               hosts_per_leaf=4, fill_leaves=True)
     assert padded.n_hosts == 8  # idle servers fill the last leaf
     with pytest.raises(CosimInputError, match="unknown value 'torus'.*single-switch, leaf-spine") as err:
         NetworkSpec(topology="torus")
     assert err.value.field == "network.topology"
     with pytest.raises(CosimInputError) as err:
-        topo.for_network(NetworkSpec(topology="fat-tree"), servers=3, gpus_per_server=1, hosts_per_leaf=4)
+        fabrics.for_network(NetworkSpec(topology="fat-tree", switch_radix=4), servers=17, gpus_per_server=1,
+                            hosts_per_leaf=4)
     assert err.value.field == "network.hosts"
     with pytest.raises(CosimInputError) as err:
-        topo.for_network(NetworkSpec(topology="leaf-spine"), servers=2, gpus_per_server=3, hosts_per_leaf=4)
+        fabrics.for_network(NetworkSpec(topology="leaf-spine"), servers=2, gpus_per_server=3, hosts_per_leaf=4)
     assert err.value.field == "network.hosts_per_leaf"
     with pytest.raises(CosimInputError) as err:
-        topo.for_network(NetworkSpec(topology="single-switch"), servers=0, gpus_per_server=1, hosts_per_leaf=4)
+        fabrics.for_network(NetworkSpec(topology="single-switch"), servers=0, gpus_per_server=1, hosts_per_leaf=4)
     assert err.value.field == "network.hosts"  # the field that sets the host count
     with pytest.raises(CosimInputError) as err:
-        topo.for_network(NetworkSpec(topology="fat-tree"), servers=3, gpus_per_server=1, hosts_per_leaf=4,
-                         fill_leaves=True, hosts_field="network.topology")
+        fabrics.for_network(NetworkSpec(topology="fat-tree", switch_radix=4), servers=17, gpus_per_server=1,
+                            hosts_per_leaf=4, fill_leaves=True, hosts_field="network.topology")
     assert err.value.field == "network.topology"  # a training run's host count comes from its trace
 
 

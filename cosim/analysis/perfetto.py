@@ -24,7 +24,7 @@ change-only sample of the run), ``PFC paused <port>`` (number of paused prioriti
 <port>`` (number of stalled virtual lanes). By default only the ``DEFAULT_PORTS`` busiest ports of each kind
 are exported (largest time integral of the value); ``ports=None`` exports all. A port is named
 ``<node> p<port>→<peer>`` with leaf/spine/host names when the topology is rebuilt from the stored
-experiment (:func:`cosim.network.topology.for_network`), else from ``config["fabric"]``'s tier sizes, else
+experiment (:func:`cosim.network.fabrics.for_network`), else from ``config["fabric"]``'s tier sizes, else
 ``node N``. Counter tracks are decimated by default (:func:`decimate`: at most the peak, the trough and the
 last sample per 1/``COUNTER_BINS`` of the run's time).
 
@@ -318,6 +318,22 @@ def _find_trace(record: RunRecord, search_dirs: Sequence[Path]):
     return None, "the run names no trace"
 
 
+def _own_names(record: RunRecord, fabric) -> tuple[str, ...] | None:
+    """The names a fabric built from switches of a radix or read from a file gives its nodes (``rail3-leaf1``,
+    ``zone2-agg7``, the file's), when its stored description rebuilds the stored arrays; else None."""
+    from cosim.network.fabrics import rebuild  # noqa: PLC0415 - numpy-heavy, only when exporting
+
+    desc = record.config.get("fabric")
+    if not isinstance(desc, Mapping) or not isinstance(desc.get("params"), Mapping):
+        return None
+    if "switch_radix" not in desc["params"] and "file" not in desc["params"]:
+        return None
+    again = rebuild(desc)
+    if again is None or again.node_names is None or not np.array_equal(again.node_tier, fabric.node_tier):
+        return None
+    return again.node_names
+
+
 def _trace_matches(trace, ops: Mapping[str, np.ndarray]) -> bool:
     """The trace is the one that ran: its rank and kind columns repeat in the ops table per iteration."""
     n = int(trace.n_ops)
@@ -348,7 +364,7 @@ def context(record: RunRecord, *, trace=None, search_dirs: Sequence[str | Path] 
     fabric = stored_fabric(record)
     rank_host = None
     if fabric is not None:
-        names = names_from_tiers(fabric.name, fabric.node_tier)
+        names = _own_names(record, fabric) or names_from_tiers(fabric.name, fabric.node_tier)
         if ops and "n_ranks" in work:
             rank_host = _rank_hosts(record)
     else:

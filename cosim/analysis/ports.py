@@ -9,14 +9,12 @@ Without either, labels fall back to node and port ids.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from cosim.errors import CosimInputError
-from cosim.network import topology
+from cosim.network import fabrics, topology
 from cosim.network.names import TIER_NAMES, node_names  # noqa: F401 (named here too: the port labels' source)
 
 
@@ -25,16 +23,7 @@ def rebuild_fabric(config: Mapping) -> topology.Fabric | None:
     desc = config.get("fabric") if isinstance(config, Mapping) else None
     if not isinstance(desc, Mapping) or not isinstance(desc.get("params"), Mapping):
         return None
-    build = topology.GENERATORS.get(desc.get("name"))
-    if build is None:
-        return None
-    accepted = inspect.signature(build).parameters
-    kwargs = {k: v for k, v in desc["params"].items() if k in accepted}  # params also hold derived counts
-    try:
-        fabric = build(**kwargs)
-    except (CosimInputError, TypeError, ValueError):
-        return None
-    return fabric if fabric.n_nodes == desc.get("n_nodes") else None
+    return fabrics.rebuild(desc)
 
 
 @dataclass(frozen=True, slots=True)

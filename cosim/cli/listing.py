@@ -75,9 +75,9 @@ def gpus() -> list[tuple[str, str]]:
 
 def topologies() -> list[tuple[str, str]]:
     """(name, first sentence of its generator's docstring) of every topology."""
-    from cosim.network.topology import GENERATORS  # noqa: PLC0415
+    from cosim.network.fabrics import DESCRIPTIONS, GENERATORS, TOPOLOGIES  # noqa: PLC0415
 
-    return [(n, _one_line(f.__doc__)) for n, f in GENERATORS.items()]
+    return [(n, DESCRIPTIONS.get(n) or _one_line(GENERATORS[n].__doc__)) for n in TOPOLOGIES]
 
 
 def transports() -> list[tuple[str, str]]:

@@ -46,6 +46,10 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @click.option("--list", "list_", is_flag=True, help="List the shipped experiments and exit.")
 @click.option("--dry-run", is_flag=True, help="Validate, print the resolved experiment and its plan "
               "(servers, leaves, spines, oversubscription, buffers, ranks, flows, packet-hops); run nothing.")
+@click.option("--export-fabric", "export_fabric", type=click.Path(dir_okay=False), default=None,
+              callback=refuse_empty,
+              help="Write the fabric the experiment is built on to this JSON file (the format --topology-file "
+                   "reads: docs/fabrics.md), then go on (with --dry-run: run nothing).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
               help="Co-simulate this cosim workload trace (HDF5 from `cosim trace`).")
 @_field("workload.iterations", "iterations", "Training iterations to chain (the first warms the fabric up).")
@@ -58,8 +62,18 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
                    "[default: the experiment's; flags alone: roce]")
 @click.option("--fabric", hidden=True, is_flag=False, flag_value="", default=None, expose_value=False,
               callback=_refuse_fabric)
-@_field("network.topology", "topology", "single-switch, leaf-spine, fat-tree or rail-optimized [default: "
-        "single-switch for flows, rail-optimized for training].")
+@_field("network.topology", "topology", "single-switch, leaf-spine, fat-tree, rail-optimized, "
+        "rail-optimized-three-tier, three-tier or file [default: single-switch for flows, rail-optimized for "
+        "training]. docs/fabrics.md.")
+@_field("network.topology_file", "topology_file", "With --topology file: your fabric, a JSON or TOML file of named "
+        "nodes and links (docs/fabrics.md; --export-fabric writes one).", metavar="path")
+@_field("network.switch_radix", "switch_radix", "Ports per switch: build every switch from this many ports (a rail "
+        "or zone too big for one switch becomes several; every uplink its own link and ECMP member) [none: one "
+        "switch per rail or leaf; three-tier: 64, 128 or 256 by host count].")
+@_field("network.switch_port_gbps", "switch_port_gbps", "Rate of a switch port, Gbit/s; faster than --link-gbps: "
+        "one port serves several NICs (breakout, e.g. 800 for two 400G NICs) [--link-gbps].")
+@_field("network.zone_oversubscription", "zone_oversubscription", "Three-tier: leaf capacity / uplink capacity of "
+        "each aggregation switch of a zone, e.g. 7 for 7:1 above the zones (>= 1) [1].")
 @_field("network.hosts", "hosts", "Flow experiments: number of hosts (NICs) [8].")
 @_field("network.hosts_per_leaf", "hosts_per_leaf", "leaf-spine: NICs under each leaf [flows 4, training two "
         "servers].")
@@ -132,7 +146,7 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
               "stderr is not a terminal, e.g. in batch jobs).")
 @click.option("-v", "--verbose", is_flag=True, help="Also log each run's status, wall time and simulator cost.")
 @click.pass_context
-def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fault_options, baseline, jobs, parts_dir,
+def run(ctx, experiment, list_, dry_run, export_fabric, trace_path, transport, assignments, fault_options, baseline, jobs, parts_dir,
         shard, output, name,
         append, replace, quiet, verbose, **fields):
     """Run EXPERIMENT (a shipped name or a TOML file) packet by packet in ns-3; write an HDF5 results file.
@@ -172,6 +186,8 @@ def run(ctx, experiment, list_, dry_run, trace_path, transport, assignments, fau
 
     exps = runner.experiments_of(base if source is None else source, overrides)
     warnings = inert_warnings(exps)  # said once everything is checked: bad input stays one line
+    if export_fabric is not None:
+        _export_fabric(exps, export_fabric)
     if dry_run:
         _dry_run(exps, warnings)
         return
@@ -339,7 +355,22 @@ def _free_default_output() -> str:
     return f"{stem}-{n}{suffix}"
 
 
-def _dry_run(exps, warnings=()) -> None:
+def _export_fabric(exps, path: str) -> None:
+    from cosim.errors import CosimInputError  # noqa: PLC0415
+    from cosim.network import fabric_file  # noqa: PLC0415
+    from cosim.plan import compile  # noqa: PLC0415, A004
+
+    fabric = compile(exps[0]).fabric  # the runs of one command share their network's topology
+    try:
+        fabric_file.write(fabric, path)
+    except CosimInputError as exc:
+        raise CosimInputError("--export-fabric", f"{exc.field}: {exc.problem}", "give a path that can be written") \
+            from None
+    click.echo(f"fabric written to {path}: {fabric.n_hosts} hosts, {fabric.n_switches} switches, "
+               f"{fabric.n_links} links", err=True)
+
+
+def _dry_run(exps) -> None:
     from cosim.plan import compile  # noqa: PLC0415, A004
     from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
     from cosim.spec import to_document, to_toml  # noqa: PLC0415
@@ -355,9 +386,11 @@ def _dry_run(exps, warnings=()) -> None:
                 click.echo(f"#   {k}: {x}")
         for t in plan.get("tiers", []):
             ratio = t.get("oversubscription") or {}
+            spread = ("" if not ratio else f"{ratio['max']:g}" if ratio["min"] == ratio["max"]
+                      else f"{ratio['max']:g} (partly filled: {ratio['min']:g})")
             click.echo(f"#   tier {t['tier']}: {t.get('n_switches', 0)} switches, {t['n_links']} links at "
                        f"{'/'.join(f'{r:g}' for r in t['link_rates_gbps'])} Gbps"
-                       + (f", oversubscription {ratio['max']:g}" if ratio else ""))
+                       + (f", oversubscription {spread}" if ratio else ""))
         if exp.is_training:
             warning = fabric_warning(plan["flows"], plan["ranks"], plan["gpus_per_server"])
             if warning:

@@ -53,10 +53,17 @@ SWITCH_CLASSES: tuple[SwitchClass, ...] = (
 
 
 def switch_capacity_bps(fabric) -> np.ndarray:
-    """float64 [n_nodes]: the sum of every node's port rates, bit/s (one direction)."""
+    """float64 [n_nodes]: the sum of every node's port rates, bit/s (one direction); a fabric built from
+    switches of a radix (cosim.network.clos) gives each switch at least its chip's ``radix × port rate``,
+    cabled or not."""
     rate = np.asarray(fabric.link_rate_bps, np.float64)
     ends = np.concatenate([np.asarray(fabric.link_a, np.int64), np.asarray(fabric.link_b, np.int64)])
-    return np.bincount(ends, weights=np.concatenate([rate, rate]), minlength=fabric.n_nodes)
+    used = np.bincount(ends, weights=np.concatenate([rate, rate]), minlength=fabric.n_nodes)
+    params = fabric.params if isinstance(fabric.params, Mapping) else {}
+    if params.get("switch_radix") is None or params.get("switch_port_gbps") is None:
+        return used
+    chip = float(params["switch_radix"]) * float(params["switch_port_gbps"]) * 1e9
+    return np.where(np.asarray(fabric.node_kind) == SWITCH, np.maximum(used, chip), used)
 
 
 def class_buffer_bytes(capacity_bps: np.ndarray) -> np.ndarray:

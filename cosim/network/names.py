@@ -13,12 +13,17 @@ TIER_NAMES: dict[str, dict[int, str]] = {
     "leaf-spine": {1: "leaf", 2: "spine"},
     "rail-optimized": {1: "rail", 2: "spine"},
     "fat-tree": {1: "edge", 2: "agg", 3: "core"},
+    "three-tier": {1: "leaf", 2: "agg", 3: "core"},
+    "rail-optimized-three-tier": {1: "rail", 2: "agg", 3: "core"},
 }
 DEFAULT_TIER_NAMES = {1: "leaf", 2: "spine", 3: "core"}
 
 
 def node_names(fabric: topology.Fabric) -> list[str]:
-    """Name of every node id: ``host<i>`` for NICs, ``<tier name><index within tier>`` for switches."""
+    """Name of every node id: the fabric's own (built from switches of a radix, or read from a file), else
+    ``host<i>`` for NICs and ``<tier name><index within tier>`` for switches."""
+    if fabric.node_names is not None:
+        return list(fabric.node_names)
     tiers = TIER_NAMES.get(fabric.name, DEFAULT_TIER_NAMES)
     kind = np.where(fabric.node_kind == topology.HOST, 0, fabric.node_tier.astype(np.int64))
     # index of each node among the nodes of its own tier (node ids are tier-major within switches)

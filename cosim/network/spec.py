@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cosim import values as v
-from cosim.network.topology import TOPOLOGIES
+from cosim.errors import CosimInputError
+from cosim.network.fabrics import TOPOLOGIES
 from cosim.network.transport import (
     ECMP_HASH_FIELDS,
     ECN_MARKING_POINTS,
@@ -43,9 +44,24 @@ class NetworkSpec:
                                                "NICs (GPUs) per server")
     hosts_per_leaf: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=65535)), None,
                                               "leaf-spine: hosts (NICs) under each leaf switch")
-    spines: int = v.spec_field(v.Int(minimum=1, maximum=65535), 2, "leaf-spine, rail-optimized: spine switches")
+    spines: int = v.spec_field(v.Int(minimum=1, maximum=65535), 2, "leaf-spine, rail-optimized: spine switches "
+                               "(without switch_radix; with it they follow from the radix)")
     oversubscription: float = v.spec_field(v.Real(minimum=1.0), 1.0,
-                                           "leaf-spine, rail-optimized: host capacity / uplink capacity per leaf")
+                                           "leaf-spine, rail-optimized, three-tier: host capacity / uplink capacity "
+                                           "per leaf")
+    zone_oversubscription: float = v.spec_field(v.Real(minimum=1.0), 1.0,
+                                                "three-tier topologies: leaf capacity / uplink capacity per "
+                                                "aggregation switch of a zone (7 is 7:1 above the zones)")
+    switch_radix: int | None = v.spec_field(v.Optional(v.Int(minimum=2, maximum=65535)), None,
+                                            "ports per switch: every switch built from this many ports, every "
+                                            "uplink its own link (None: one switch per rail or leaf; three-tier: "
+                                            "the smallest of 64, 128, 256 that holds the hosts)")
+    switch_port_gbps: float | None = v.spec_field(v.Optional(v.Real(positive=True, maximum=MAX_LINK_GBPS)), None,
+                                                  "rate of a switch port, Gbit/s (None: link_gbps); a port faster "
+                                                  "than the NIC serves several NICs (breakout)")
+    topology_file: str | None = v.spec_field(v.Optional(v.Text(nonempty=True, path=True)), None,
+                                             "topology 'file': path of the fabric file (JSON or TOML, "
+                                             "docs/fabrics.md)")
     link_gbps: float = v.spec_field(v.Real(positive=True, maximum=MAX_LINK_GBPS), 100.0,
                                     "rate of every host link, Gbit/s")
     link_delay_ns: float = v.spec_field(v.Real(minimum=0.0, maximum=1e9), 1000.0,
@@ -76,4 +92,42 @@ class NetworkSpec:
             object.__setattr__(self, "dcqcn", True)
         else:
             object.__setattr__(self, "ib_cc", False)
+        if self.topology_file is not None and self.topology not in ("file", None):
+            raise CosimInputError("network.topology_file", f"is read only by topology 'file', not {self.topology!r}",
+                                  "set network.topology = \"file\" or drop topology_file")
+        _check_switch_fields(self)
+        if self.topology == "file" and self.topology_file is None:
+            raise CosimInputError("network.topology_file", "topology 'file' needs the path of a fabric file",
+                                  "set network.topology_file (or --topology-file); docs/fabrics.md")
         check_attributes(self.transport, self.attributes, network_mechanisms(self))
+
+
+#: topologies built from switches of a radix (cosim.network.clos), and those of three tiers in zones
+RADIX_TOPOLOGIES = ("leaf-spine", "rail-optimized", "rail-optimized-three-tier", "three-tier")
+ZONED_TOPOLOGIES = ("rail-optimized-three-tier", "three-tier")
+
+
+def _check_switch_fields(net: NetworkSpec) -> None:
+    """Switch fields the named topology would ignore are refused (an unset topology is the workload's)."""
+    topo = net.topology
+    if topo is None:
+        return
+    if net.switch_radix is not None and topo not in (*RADIX_TOPOLOGIES, "fat-tree"):
+        raise CosimInputError("network.switch_radix", f"does not apply to topology {topo!r}",
+                              f"use it with {', '.join(RADIX_TOPOLOGIES)} or fat-tree")
+    if net.switch_port_gbps is not None and topo not in RADIX_TOPOLOGIES:
+        raise CosimInputError("network.switch_port_gbps", f"does not apply to topology {topo!r}",
+                              f"use it with {', '.join(RADIX_TOPOLOGIES)}")
+    if net.switch_port_gbps is not None and net.switch_radix is None and topo not in ZONED_TOPOLOGIES:
+        raise CosimInputError("network.switch_port_gbps", f"needs network.switch_radix on {topo!r}",
+                              "set switch_radix too (e.g. 64)")
+    built_from_radix = topo in ZONED_TOPOLOGIES or (net.switch_radix is not None and topo in RADIX_TOPOLOGIES)
+    if built_from_radix and net.spines != 2:
+        raise CosimInputError("network.spines", f"{topo!r} built from switches of a radix derives its spines",
+                              "drop spines (the dry run shows how many the radix gives)")
+    if built_from_radix and net.hosts_per_leaf is not None:
+        raise CosimInputError("network.hosts_per_leaf", f"{topo!r} built from switches of a radix derives its "
+                              "leaf size", "drop hosts_per_leaf, or drop switch_radix to set it")
+    if net.zone_oversubscription != 1.0 and topo not in ZONED_TOPOLOGIES:
+        raise CosimInputError("network.zone_oversubscription", f"applies to three-tier topologies, not {topo!r}",
+                              f"use topology {' or '.join(ZONED_TOPOLOGIES)}")

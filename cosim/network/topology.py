@@ -27,10 +27,9 @@ Parallel links between the same two switches become separate equal-cost next hop
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +69,7 @@ class Fabric:
     link_tier: np.ndarray | None = None  # uint8 [n_links], tier of the link's upper endpoint
     host_server: np.ndarray | None = None  # int32 [n_hosts], server (chassis) of each NIC
     host_gpu: np.ndarray | None = None  # int32 [n_hosts], local GPU/NIC index inside its server
+    node_names: tuple[str, ...] | None = None  # name of every node (None: cosim.network.names derives them)
     params: Mapping[str, object] = field(default_factory=dict)  # generator inputs (JSON-able), as requested
 
     def __post_init__(self) -> None:
@@ -244,6 +244,13 @@ def _fill_and_check(fab: Fabric) -> None:
             raise CosimInputError(f"fabric.{name}", "must be >= 0")
     if fab.params is None:
         put(fab, "params", {})
+    if fab.node_names is not None:
+        names = tuple(str(x) for x in fab.node_names)
+        if len(names) != n_nodes:
+            raise CosimInputError("fabric.node_names", f"has {len(names)} entries for {n_nodes} nodes")
+        if len(set(names)) != n_nodes:
+            raise CosimInputError("fabric.node_names", "node names must be unique")
+        put(fab, "node_names", names)
 
 
 # --- input checks ---------------------------------------------------------------------------------------
@@ -444,7 +451,7 @@ def rail_optimized(*, servers: int, gpus_per_server: int = 8, spines: int, host_
 
 
 def fat_tree(*, k: int, link_gbps: float, link_delay_ns: float, fabric_link_gbps: float | None = None,
-             fabric_link_delay_ns: float | None = None, gpus_per_server: int = 1) -> Fabric:
+             fabric_link_delay_ns: float | None = None, gpus_per_server: int = 1, hosts: int | None = None) -> Fabric:
     """Three-tier k-ary fat tree (Al-Fares et al., SIGCOMM 2008), full bisection with equal link rates.
 
     k pods of k/2 edge and k/2 aggregation switches, (k/2)² core switches, k³/4 hosts; every switch has
@@ -452,6 +459,10 @@ def fat_tree(*, k: int, link_gbps: float, link_delay_ns: float, fabric_link_gbps
     aggregation switch ``a`` of each pod connects to cores ``a·k/2 .. a·k/2 + k/2 - 1``. The fabric tiers
     default to the host link's rate and delay (``fabric_link_*`` set them apart, e.g. longer core cables).
     NICs ``gpus_per_server`` at a time (consecutive ids, same edge switch) form one server.
+
+    ``hosts`` below k³/4 builds a partial fat tree: hosts fill edge switches and pods in order, and only
+    the edge switches with hosts and the pods they are in are built (every core when there are two pods or
+    more, none for one pod). Each edge switch keeps its k/2 uplinks, so no edge is oversubscribed.
     """
     k = _whole("k", k, minimum=2)
     if k % 2:
@@ -468,17 +479,26 @@ def fat_tree(*, k: int, link_gbps: float, link_delay_ns: float, fabric_link_gbps
     if half % gps:
         raise CosimInputError("gpus_per_server", f"servers of {gps} NICs do not fill edge switches of "
                               f"k/2={half} hosts", "a server's NICs must all sit on one edge switch")
-    n_hosts, n_edge, n_agg, n_core = k * half * half, k * half, k * half, half * half
-    _check_size(n_hosts + n_edge + n_agg + n_core, 3 * n_hosts)
+    full = k * half * half
+    n_hosts = full if hosts is None else _whole("hosts", hosts, minimum=2)
+    if n_hosts > full:
+        raise CosimInputError("hosts", f"{n_hosts} hosts do not fit a k={k} fat tree of {full}",
+                              f"use k >= {_fat_tree_k(n_hosts, gps)}")
+    n_edge = -(-n_hosts // half)
+    pods = -(-n_edge // half)
+    n_agg, n_core = pods * half, (half * half if pods > 1 else 0)
+    _check_size(n_hosts + n_edge + n_agg + n_core, 3 * full)
     edge0, agg0, core0 = n_hosts, n_hosts + n_edge, n_hosts + n_edge + n_agg
     h = np.arange(n_hosts, dtype=np.int32)
-    lower = np.repeat(np.arange(n_edge, dtype=np.int32), half)  # edge (or agg) index, one row per uplink
+    lower = np.repeat(np.arange(n_edge, dtype=np.int32), half)  # edge index, one row per uplink
     port = np.tile(np.arange(half, dtype=np.int32), n_edge)  # uplink number 0..k/2-1
-    link_a = np.concatenate([h, edge0 + lower, agg0 + lower])
+    agg = np.repeat(np.arange(n_agg if n_core else 0, dtype=np.int32), half)  # agg index, one row per uplink
+    agg_port = np.tile(np.arange(half, dtype=np.int32), agg.size // half)
+    link_a = np.concatenate([h, edge0 + lower, agg0 + agg])
     link_b = np.concatenate([edge0 + h // half,
                              agg0 + (lower // half) * half + port,  # edge e of pod p -> every agg of pod p
-                             core0 + (lower % half) * half + port])  # agg a of any pod -> cores of group a
-    n_up = n_edge * half
+                             core0 + (agg % half) * half + agg_port])  # agg a of any pod -> cores of group a
+    n_up, n_top = n_edge * half, agg.size
     return Fabric(
         name="fat-tree",
         node_kind=np.concatenate([np.full(n_hosts, HOST, np.uint8),
@@ -487,76 +507,21 @@ def fat_tree(*, k: int, link_gbps: float, link_delay_ns: float, fabric_link_gbps
                                   np.full(n_agg, TIER_SPINE, np.uint8), np.full(n_core, TIER_CORE, np.uint8)]),
         link_a=link_a.astype(np.int32),
         link_b=link_b.astype(np.int32),
-        link_rate_bps=np.concatenate([np.full(n_hosts, host_gbps * 1e9), np.full(2 * n_up, fab_gbps * 1e9)]),
-        link_delay_ns=np.concatenate([np.full(n_hosts, host_delay), np.full(2 * n_up, fab_delay)]),
+        link_rate_bps=np.concatenate([np.full(n_hosts, host_gbps * 1e9), np.full(n_up + n_top, fab_gbps * 1e9)]),
+        link_delay_ns=np.concatenate([np.full(n_hosts, host_delay), np.full(n_up + n_top, fab_delay)]),
         link_tier=np.concatenate([np.full(n_hosts, TIER_LEAF, np.uint8), np.full(n_up, TIER_SPINE, np.uint8),
-                                  np.full(n_up, TIER_CORE, np.uint8)]),
+                                  np.full(n_top, TIER_CORE, np.uint8)]),
         host_server=h // gps,
         host_gpu=h % gps,
         params={"k": k, "link_gbps": host_gbps, "link_delay_ns": host_delay, "fabric_link_gbps": fab_gbps,
-                "fabric_link_delay_ns": fab_delay, "gpus_per_server": gps, "pods": k},
+                "fabric_link_delay_ns": fab_delay, "gpus_per_server": gps, "pods": pods}
+        | ({} if hosts is None else {"hosts": n_hosts}),
     )
 
 
-#: topology name -> its generator
-GENERATORS: dict[str, Callable[..., Fabric]] = {
-    "single-switch": single_switch,
-    "leaf-spine": leaf_spine,
-    "fat-tree": fat_tree,
-    "rail-optimized": rail_optimized,
-}
-#: the topologies a network can name
-TOPOLOGIES = tuple(GENERATORS)
-
-
-def for_network(network, *, servers: int, gpus_per_server: int, hosts_per_leaf: int,
-                fill_leaves: bool = False, hosts_field: str = "network.hosts") -> Fabric:
-    """The fabric of ``network`` (a :class:`cosim.network.spec.NetworkSpec`) for ``servers`` servers of
-    ``gpus_per_server`` NICs: every topology named by one dispatch.
-
-    ``hosts_per_leaf`` is the leaf-spine leaf size in NICs; with ``fill_leaves`` idle servers are added to
-    fill the last leaf (a training run sized to its ranks), otherwise the hosts must fill whole leaves. A
-    fat tree must have exactly k³/4 hosts. Errors name the Experiment field to change; ``hosts_field`` is
-    the one that sets the number of hosts (a training run's is its trace).
-    """
-    try:
-        return _for_network(network, servers, gpus_per_server, hosts_per_leaf, fill_leaves)
-    except CosimInputError as exc:
-        field = {"hosts": hosts_field, "servers": hosts_field, "k": hosts_field,
-                 "host_link_gbps": "network.link_gbps", "link_gbps": "network.link_gbps",
-                 "host_link_delay_ns": "network.link_delay_ns", "fabric_link_delay_ns": "network.link_delay_ns",
-                 "link_delay_ns": "network.link_delay_ns"}.get(exc.field, exc.field)
-        if "." not in field and field in ("hosts_per_leaf", "spines", "oversubscription", "gpus_per_server"):
-            field = f"network.{field}"
-        if field == exc.field:
-            raise
-        raise CosimInputError(field, exc.problem, exc.fix) from None
-
-
-def _for_network(network, servers: int, gps: int, hosts_per_leaf: int, fill_leaves: bool) -> Fabric:
-    gps = _whole("gpus_per_server", gps, minimum=1)
-    servers = _whole("servers", servers, minimum=1)
-    rate, delay = network.link_gbps, network.link_delay_ns
-    two_tier = {"spines": network.spines, "oversubscription": network.oversubscription, "host_link_gbps": rate,
-                "host_link_delay_ns": delay, "fabric_link_delay_ns": delay}
-    if network.topology == "rail-optimized":
-        return rail_optimized(servers=servers, gpus_per_server=gps, **two_tier)
-    if network.topology == "leaf-spine":
-        if hosts_per_leaf % gps:
-            raise CosimInputError("network.hosts_per_leaf", f"{hosts_per_leaf} NICs per leaf do not hold whole "
-                                  f"servers of {gps} GPUs", f"use a multiple of {gps}")
-        if fill_leaves:
-            servers_per_leaf = hosts_per_leaf // gps
-            servers = -(-servers // servers_per_leaf) * servers_per_leaf
-        return leaf_spine(hosts=servers * gps, hosts_per_leaf=hosts_per_leaf, gpus_per_server=gps, **two_tier)
-    hosts = servers * gps
-    if network.topology == "fat-tree":
-        k = round((4 * hosts) ** (1 / 3))
-        if k ** 3 // 4 != hosts:
-            raise CosimInputError("hosts", f"a k-ary fat tree has k^3/4 hosts; {hosts} is not one of them",
-                                  "use 16 (k=4), 54 (k=6), 128 (k=8), ...")
-        return fat_tree(k=k, link_gbps=rate, link_delay_ns=delay, gpus_per_server=gps)
-    fabric = single_switch(hosts=hosts, link_gbps=rate, link_delay_ns=delay)
-    h = np.arange(hosts, dtype=np.int32)
-    return dataclasses.replace(fabric, host_server=h // gps, host_gpu=h % gps,
-                               params=dict(fabric.params) | {"gpus_per_server": gps})
+def _fat_tree_k(hosts: int, gpus_per_server: int) -> int:
+    """The smallest even k whose fat tree holds ``hosts`` with whole servers on each edge switch."""
+    k = 2
+    while k ** 3 // 4 < hosts or (k // 2) % gpus_per_server:
+        k += 2
+    return k

@@ -27,7 +27,7 @@ from cosim.collectives import DagOpKind
 from cosim.errors import CosimInputError
 from cosim.kinds import time_limit, training
 from cosim.kinds.base import JobPlan, LowerContext, Piece
-from cosim.network import topology
+from cosim.network import fabrics
 from cosim.network.transport import run_attributes
 from cosim.plan import placement
 from cosim.spec import Experiment, Job
@@ -149,8 +149,8 @@ def fabric_for(exp: Experiment, jobs, ranks, gps: int):
         if net.hosts % gps:
             raise CosimInputError("network.hosts", f"{net.hosts} NICs do not fill servers of {gps} GPUs",
                                   f"use a multiple of {gps} or set network.gpus_per_server")
-        return topology.for_network(net, servers=net.hosts // gps, gpus_per_server=gps,
-                                    hosts_per_leaf=net.hosts_per_leaf or max(MIN_HOSTS_PER_LEAF, 2 * gps))
+        return fabrics.for_network(net, servers=net.hosts // gps, gpus_per_server=gps,
+                                   hosts_per_leaf=net.hosts_per_leaf or max(MIN_HOSTS_PER_LEAF, 2 * gps))
     servers = _servers_needed(jobs, ranks, gps)
     if servers * gps > training.MAX_HOSTS:
         raise CosimInputError("network.gpus_per_server", f"the workloads need {servers * gps} NICs, more than the "
@@ -159,8 +159,8 @@ def fabric_for(exp: Experiment, jobs, ranks, gps: int):
         raise CosimInputError("workload", f"{servers * gps} NIC: a fabric needs two",
                               "use a workload with more ranks, or fewer GPUs per server")
     per_leaf = net.hosts_per_leaf or gps * min(2, servers)
-    return topology.for_network(net, servers=servers, gpus_per_server=gps, hosts_per_leaf=per_leaf,
-                                fill_leaves=True, hosts_field="network.hosts")
+    return fabrics.for_network(net, servers=servers, gpus_per_server=gps, hosts_per_leaf=per_leaf,
+                               fill_leaves=True, hosts_field="network.hosts")
 
 
 def _servers_needed(jobs, ranks, gps: int) -> int:

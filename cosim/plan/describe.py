@@ -22,11 +22,15 @@ SHOWN_ATTRIBUTES = ("HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMm
                     "FabricSwitch::PauseFrameBytes", "SharedBufferMmu::PfcEnabled",
                     "SharedBufferMmu::ReservedBytes")
 
+#: what a fabric built from switches of a radix (cosim.network.clos) or read from a file adds to the plan
+FABRIC_SHOWN = ("switch_radix", "switch_port_gbps", "breakout", "leaves_per_rail", "leaves_per_rail_per_zone",
+                "zones", "leaves_per_zone", "aggs_per_zone", "cores_per_plane", "uplinks_per_leaf", "file")
+
 
 def describe(plan: RunPlan) -> dict:
-    """The plan as the dry run prints it: servers, leaves and spines, the realized oversubscription, buffer
-    (per switch class) and PFC headroom per switch, lossless priorities, each job's placement and size, the
-    time limit (explicit or derived: cosim.kinds.time_limit), flows and data packet-hops (payload packets times
+    """The plan as the dry run prints it: servers, leaves, spines (or aggregation switches) and cores, the
+    realized leaf oversubscription (every tier's in ``tiers``), buffer (per switch class) and PFC headroom
+    per switch, lossless priorities, each job's placement and size, the time limit (explicit or derived: cosim.kinds.time_limit), flows and data packet-hops (payload packets times
     each flow's shortest-path hops; ACKs and control packets not counted), the independent parts the traffic
     splits into (cosim.decompose.parts), and the peak memory the run needs."""
     exp, fabric = plan.experiment, plan.fabric
@@ -34,11 +38,13 @@ def describe(plan: RunPlan) -> dict:
     resolved = engine.attribute_values(plan.attributes, SHOWN_ATTRIBUTES)
     leaf_ratio = fabric.oversubscription(1)
     leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
+    cores = {"cores": int(fabric.tier_ids(3).size)} if fabric.tier_ids(3).size else {}
     out = {"name": exp.name, "transport": exp.network.transport, "topology": fabric.name,
            "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
-           "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.n_switches - fabric.tier_ids(1).size),
+           "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.tier_ids(2).size), **cores,
            "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
            "links": fabric.n_links, "tiers": fabric.describe().get("tiers", [])}
+    out |= {k: fabric.params[k] for k in FABRIC_SHOWN if k in fabric.params}
     if len(plan.jobs) == 1:
         out |= plan.jobs[0].kind.describe(plan.jobs[0])
     else:
