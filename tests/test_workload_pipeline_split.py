@@ -158,3 +158,20 @@ def test_uneven_pipeline_training_run_delivers_every_byte(engine_ns):
     assert np.array_equal(f["delivered_bytes"], f["size_bytes"]) and np.all(np.isfinite(f["finish_ns"]))
     assert s["drops"] == 0 and int(rec.ports["drops"].sum()) == 0
     assert np.all(np.isfinite(rec.ops["finish_ns"])) and rec.ops["finish_ns"].size == 2 * s["n_ops"]
+
+
+def test_an_experiment_with_layers_per_stage_round_trips_through_toml():
+    """``pipeline_layers = [2, 3]`` in an experiment file is kept in the resolved document and its TOML."""
+    import tomllib
+
+    from cosim.spec import from_document, to_document, to_toml
+
+    doc = {"workload": {"kind": "training", "model": "llama2-7b", "model_overrides": {"num_layers": 5},
+                        "parallelism": {"pp": 2, "pipeline_layers": [2, 3]}}}
+    exp = from_document(doc)[0]
+    assert dict(exp.workload.parallelism)["pipeline_layers"] == (2, 3)
+    again = from_document(tomllib.loads(to_toml(to_document(exp))))[0]
+    assert again.workload == exp.workload
+    with pytest.raises(CosimInputError, match="workload.parallelism.pipeline_layers: must be a single finite value "
+                                              "or a list of integers"):
+        from_document({"workload": {**doc["workload"], "parallelism": {"pp": 2, "pipeline_layers": [2.5, 2.5]}}})
