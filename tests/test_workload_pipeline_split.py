@@ -158,6 +158,9 @@ def test_uneven_pipeline_training_run_delivers_every_byte(engine_ns):
     assert np.array_equal(f["delivered_bytes"], f["size_bytes"]) and np.all(np.isfinite(f["finish_ns"]))
     assert s["drops"] == 0 and int(rec.ports["drops"].sum()) == 0
     assert np.all(np.isfinite(rec.ops["finish_ns"])) and rec.ops["finish_ns"].size == 2 * s["n_ops"]
+    from cosim.analysis.describe import run_facts
+
+    assert run_facts(rec.config)["parallelism"] == "TP2 PP2 DP2 (layers per stage 2/3)"
 
 
 def test_an_experiment_with_layers_per_stage_round_trips_through_toml():
