@@ -47,6 +47,7 @@ def test_preset_fields_are_the_public_numbers():
     assert (g.num_layers, g.hidden_size, g.num_heads, g.ffn_hidden_size, g.seq_length) == (96, 12288, 96, 49152, 2048)
     table1 = ("1.7b", "3.6b", "7.5b", "18.4b", "39.1b", "76.1b", "145.6b", "310.1b", "529.6b", "1t")
     assert set(PRESETS) >= {"llama2-7b", "llama2-13b", "llama2-70b", "gpt3-175b", "mixtral-8x7b",
+                            "llama3-8b", "llama3-70b", "llama3-405b",
                             *(f"megatron-gpt-{size}" for size in table1)}
     for name, spec in PRESETS.items():  # each preset says which software stack it assumes
         legacy = name.startswith("megatron-gpt-")

@@ -53,6 +53,11 @@ def _link_rates(fabric: Mapping) -> str:
 def _parallelism(specs: Mapping) -> str:
     p = specs.get("parallelism", {}) if isinstance(specs, Mapping) else {}
     dims = [f"{label}{p[k]}" for k, label in _PARALLEL if isinstance(p.get(k), int) and p[k] > 1]
+    split = specs.get("derived", {}).get("layers_per_virtual_stage") if isinstance(specs, Mapping) else None
+    pp, vpp = p.get("pp"), p.get("vpp")
+    if split and isinstance(pp, int) and isinstance(vpp, int) and len(split) == pp * vpp:  # an uneven split
+        per_stage = [sum(split[c * pp + s] for c in range(vpp)) for s in range(pp)]
+        dims.append(f"(layers per stage {'/'.join(map(str, per_stage))})")
     return " ".join(dims) or ("none" if p else "-")
 
 

@@ -22,7 +22,10 @@ workload.model_overrides.F, as cosim run --set writes them, work too):
                          num_kv_heads (kv_heads), ffn_hidden_size (ffn), vocab_size (vocab),
                          seq_length (seq), num_experts (experts), top_k, gated_mlp, linear_bias,
                          norm, position_embedding, tied_embeddings
-  parallelism.<field>=V  any ParallelismSpec field, e.g. dp_bucket_bytes=80000000
+  parallelism.<field>=V  any ParallelismSpec field, e.g. dp_bucket_bytes=80000000; uneven
+                         pipelines: pipeline_layers=7,8,...,7 (per stage, or per virtual stage),
+                         first_stage_layers / last_stage_layers=N (the others share the rest),
+                         embedding_in_split / loss_in_split=true (count as a layer each)
   hardware.<field>=V     datasheet: peak_flops_per_s, hbm_bytes, hbm_bytes_per_s, nvlink_bytes_per_s,
                          nic_bytes_per_s, sm_count, gpus_per_host; compute-model coefficients (fitted
                          per preset, docs/models/compute.md): compute_efficiency (GEMM fraction of peak),
@@ -42,6 +45,8 @@ Examples:
   cosim trace --model llama2-7b --tp 8 --pp 2 --dp 4 --micro-batch 1 --global-batch 64 --gpu h100 -o x.h5
   cosim trace --model mixtral-8x7b --tp 2 --sp --dp 4 --ep 4 --set model.layers=4 --chakra et/
   cosim trace --model llama2-70b --tp 8 --pp 4 --dp 2 --gpu b200 --kernels
+  cosim trace --model llama3-405b --tp 8 --pp 16 --vpp 2 --sp --zero 1 --global-batch 32
+      --set parallelism.embedding_in_split=true --set parallelism.loss_in_split=true
 """
 
 
@@ -240,6 +245,11 @@ def _run(model_name: str, gpu_name: str, par_fields: dict, efficiency: float | N
     click.echo(f"{model.name} on {par.world_size} × {hw.name}: tp={par.tp} cp={par.cp} pp={par.pp} dp={par.dp} "
                f"ep={par.ep} vpp={par.vpp} sp={par.sp} zero={par.zero_stage} recompute={par.recompute} "
                f"b={par.micro_batch_size} B={par.global_batch_size} m={par.num_microbatches}")
+    if par.uneven_split:
+        split = tr.spec_dict()["derived"]["layers_per_virtual_stage"]
+        per_stage = [sum(split[c * par.pp + st] for c in range(par.vpp)) for st in range(par.pp)]
+        chunks = f"; per virtual stage (chunk·pp + stage): {', '.join(map(str, split))}" if par.vpp > 1 else ""
+        click.echo(f"layers per stage: {', '.join(map(str, per_stage))}{chunks}")
     click.echo(format_summary(summary))
     if show_kernels:
         click.echo(_kernel_table(model, par, hw))

@@ -15,9 +15,13 @@ predecessor wherever that one is still serializing). The engine reproduces this 
 FCT here ends when the last byte arrives (one way), so the "base RTT" of the slowdown definition is the
 one-way base latency of the path: slowdown = FCT / T_ideal >= 1.
 
-Paths come from a breadth-first search over the fabric from each distinct source (numpy frontier
-expansion, one parent per node); equal-cost paths of our topologies have the same per-tier rates, so any
-one of them serves.
+Paths are those of a breadth-first search from each source whose transit never goes through a host, each
+node taking as its parent the tail of its lowest-numbered edge from the previous level (equal-cost paths of
+our topologies have the same per-tier rates, so any one of them serves). They are found without a tree per
+source: sources with the same set of neighbouring switches share their switches' BFS levels, found for
+all such groups at once as bit sets (one bit per group, level by level over the switch-to-switch edges);
+each flow then walks from its destination up to its source, taking at every step the lowest-numbered edge
+from a node one level closer. Work grows with links × groups / 64 plus flows × hops × in-degree.
 """
 
 from __future__ import annotations
@@ -75,40 +79,144 @@ def hop_counts(fabric: Fabric, src: int) -> np.ndarray:
         depth[ready] = depth[parent[ready]] + 1
 
 
+#: BFS level of a switch a group of sources does not reach
+_UNREACHED = np.iinfo(np.int16).max
+#: source groups whose switch levels are held at once (bounds the levels' memory to switches × this × 2 B)
+_GROUPS_PER_BATCH = 1024
+
+
+def _in_edges(ptr: np.ndarray, head: np.ndarray):
+    """CSR of the directed edges by head: ptr, and the edge ids of each head in increasing order."""
+    order = np.argsort(head, kind="stable")
+    in_ptr = np.zeros(ptr.size, np.int64)
+    np.add.at(in_ptr, head + 1, 1)
+    return np.cumsum(in_ptr), order
+
+
+def _ragged(ptr: np.ndarray, nodes: np.ndarray):
+    """For each of ``nodes``, the positions ptr[n]..ptr[n+1]-1: (owner index, position), owner-major."""
+    counts = ptr[nodes + 1] - ptr[nodes]
+    owner = np.repeat(np.arange(nodes.size), counts)
+    pos = np.repeat(ptr[nodes] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    return owner, pos
+
+
+def _source_groups(fabric: Fabric, ptr: np.ndarray, head: np.ndarray, sources: np.ndarray):
+    """Group id of each source (sources with the same set of neighbouring switches share one) and, per
+    group, its switches: (group of each source, CSR ptr and members of the groups' start switches)."""
+    is_switch = fabric.node_kind != HOST
+    owner, pos = _ragged(ptr, sources)
+    keep = is_switch[head[pos]]
+    pairs = np.unique(np.stack([owner[keep], head[pos][keep]], 1), axis=0)  # (source, switch), sorted
+    width = int(np.bincount(pairs[:, 0], minlength=sources.size).max(initial=0))
+    table = np.full((sources.size, max(width, 1)), -1, np.int64)
+    if pairs.size:
+        first = np.searchsorted(pairs[:, 0], pairs[:, 0])
+        table[pairs[:, 0], np.arange(pairs.shape[0]) - first] = pairs[:, 1]
+    rows, group = np.unique(table, axis=0, return_inverse=True)
+    members = rows[rows >= 0]
+    gptr = np.concatenate([[0], np.cumsum((rows >= 0).sum(1))]).astype(np.int64)
+    return group.ravel(), gptr, members
+
+
+def _switch_levels(fabric: Fabric, ss_tail: np.ndarray, ss_head: np.ndarray, gptr: np.ndarray,
+                   members: np.ndarray) -> np.ndarray:
+    """int16 [n_nodes, groups]: BFS level of every switch from each group's sources (its start switches
+    at level 1; transit through switches only), _UNREACHED where none."""
+    n_groups = gptr.size - 1
+    words = -(-n_groups // 64)
+    level = np.full((fabric.n_nodes, n_groups), _UNREACHED, np.int16)
+    frontier = np.zeros((fabric.n_nodes, words), np.uint64)
+    group_of_member = np.repeat(np.arange(n_groups), np.diff(gptr))
+    np.bitwise_or.at(frontier, (members, group_of_member // 64),
+                     np.left_shift(np.uint64(1), (group_of_member % 64).astype(np.uint64)))
+    level[members, group_of_member] = 1
+    seen = frontier.copy()
+    heads, starts = np.unique(ss_head, return_index=True)  # ss edges are sorted by head
+    depth = 1
+    while True:
+        depth += 1
+        reach = np.bitwise_or.reduceat(frontier[ss_tail], starts, axis=0) if ss_tail.size else frontier[:0]
+        new = reach & ~seen[heads]
+        live = new.any(axis=1)
+        if not live.any():
+            return level
+        nodes, new = heads[live], new[live]
+        seen[nodes] |= new
+        frontier[:] = 0
+        frontier[nodes] = new
+        bits = np.unpackbits(new.view(np.uint8), axis=1, bitorder="little")[:, :n_groups].astype(bool)
+        rows, cols = np.nonzero(bits)
+        level[nodes[rows], cols] = depth
+
+
 def _paths(fabric: Fabric, src: np.ndarray, dst: np.ndarray):
     """Per flow, the hops of a shortest path in order: rate (bit/s), delay (ns), [n, L] arrays padded
-    with 0 beyond each flow's hop count, plus the hop count (0: unreachable)."""
-    rev_rate, rev_delay, hops = [], [], np.zeros(src.size, np.int64)
-    rows = []
-    for s in np.unique(src):
-        mine = np.flatnonzero(src == s)
-        parent, in_rate, in_delay = shortest_path_tree(fabric, int(s))
-        cur = dst[mine].copy()
-        reached = parent[cur] != -2
-        r_cols, d_cols = [], []
-        while True:  # walk from the destinations up to the source, one hop per step
-            live = reached & (cur != s)
-            if not live.any():
+    with 0 beyond each flow's hop count, plus the hop count (0: unreachable or dst == src)."""
+    n = src.size
+    ptr, head, rate, delay = _adjacency(fabric)
+    tail = np.repeat(np.arange(fabric.n_nodes, dtype=np.int64), np.diff(ptr))
+    in_ptr, in_edge = _in_edges(ptr, head)
+    is_switch = fabric.node_kind != HOST
+    ss = np.flatnonzero(is_switch[tail] & is_switch[head])
+    ss = ss[np.argsort(head[ss], kind="stable")]
+    sources, src_index = np.unique(src, return_inverse=True)
+    group_of_source, gptr, members = _source_groups(fabric, ptr, head, sources)
+    group = group_of_source[src_index]
+    hops = np.zeros(n, np.int64)
+    walked_rate: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (flows, step, edge) per step
+    for lo in range(0, gptr.size - 1, _GROUPS_PER_BATCH):
+        hi = min(lo + _GROUPS_PER_BATCH, gptr.size - 1)
+        flows = np.flatnonzero((group >= lo) & (group < hi))
+        if flows.size == 0:
+            continue
+        level = _switch_levels(fabric, tail[ss], head[ss], gptr[lo:hi + 1] - gptr[lo], members[gptr[lo]:gptr[hi]])
+        g = group[flows] - lo
+        s, cur = src[flows], dst[flows].copy()
+
+        def candidates(owner_nodes, owners):
+            """(owner, in-edge) pairs of each owner's node, and each pair's tail level from its source."""
+            o, pos = _ragged(in_ptr, owner_nodes)
+            e = in_edge[pos]
+            t = tail[e]
+            lv = np.where(is_switch[t], level[t, g[owners[o]]], _UNREACHED).astype(np.int64)
+            lv[t == s[owners[o]]] = 0
+            return o, e, lv
+
+        # the level of each destination: its own if a switch, else one more than its closest in-neighbour
+        d = np.full(flows.size, _UNREACHED, np.int64)
+        sw = is_switch[cur]
+        d[sw] = level[cur[sw], g[sw]]
+        hosts = np.flatnonzero(~sw)
+        o, _, lv = candidates(cur[hosts], hosts)
+        best = np.full(hosts.size, _UNREACHED, np.int64)
+        np.minimum.at(best, o, lv)
+        d[hosts] = np.minimum(best + 1, _UNREACHED)
+        d[cur == s] = 0
+        reached = d < _UNREACHED
+        step = 0
+        while True:
+            live = np.flatnonzero(reached & (cur != s))
+            if live.size == 0:
                 break
-            r_cols.append(np.where(live, in_rate[cur], 0.0))
-            d_cols.append(np.where(live, in_delay[cur], 0.0))
-            hops[mine] += live
-            cur = np.where(live, parent[cur], cur)
-        hops[mine[~reached]] = 0
-        rows.append(mine)
-        rev_rate.append(np.stack(r_cols, 1) if r_cols else np.zeros((mine.size, 0)))
-        rev_delay.append(np.stack(d_cols, 1) if d_cols else np.zeros((mine.size, 0)))
-    width = max((r.shape[1] for r in rev_rate), default=0)
-    rate, delay = np.zeros((src.size, width)), np.zeros((src.size, width))
-    for mine, r, d in zip(rows, rev_rate, rev_delay):
-        h = hops[mine][:, None]
-        back = h - 1 - np.arange(width)[None, :]  # column of the reversed walk holding forward hop j
-        ok = back >= 0
-        take = np.clip(back, 0, max(r.shape[1] - 1, 0))
-        if r.shape[1]:
-            rate[mine] = np.where(ok, np.take_along_axis(r, take, 1), 0.0)
-            delay[mine] = np.where(ok, np.take_along_axis(d, take, 1), 0.0)
-    return rate, delay, hops
+            o, e, lv = candidates(cur[live], live)
+            ok = lv == d[live[o]] - 1
+            o, e = o[ok], e[ok]
+            owner, first = np.unique(o, return_index=True)  # the lowest-numbered edge of each (pairs are sorted)
+            assert owner.size == live.size, "a node one level closer to the source is always adjacent"
+            e = e[first]
+            walked_rate.append((flows[live[owner]], np.full(owner.size, step), e))
+            hops[flows[live[owner]]] += 1
+            cur[live[owner]] = tail[e]
+            d[live[owner]] -= 1
+            step += 1
+    width = int(hops.max(initial=0))
+    out_rate, out_delay = np.zeros((n, width)), np.zeros((n, width))
+    for f, k, e in walked_rate:  # step k of the walk up from the destination is forward hop hops - 1 - k
+        col = hops[f] - 1 - k
+        out_rate[f, col] = rate[e]
+        out_delay[f, col] = delay[e]
+    return out_rate, out_delay, hops
 
 
 def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray, *,

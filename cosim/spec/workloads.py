@@ -197,10 +197,14 @@ def _pairs(where: str, value) -> tuple[tuple[str, object], ...]:
         pairs = tuple((str(k), x) for k, x in items)
     except (TypeError, ValueError):
         raise CosimInputError(where, "must be a table of field = value") from None
+    out = []
     for k, x in pairs:
-        if isinstance(x, (dict, list, tuple)) or (isinstance(x, float) and not math.isfinite(x)):
-            raise CosimInputError(f"{where}.{k}", f"must be a single finite value, got {x!r}")
-    return pairs
+        if isinstance(x, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in x):
+            x = tuple(x)  # a list of counts, e.g. parallelism.pipeline_layers
+        elif isinstance(x, (dict, list, tuple)) or (isinstance(x, float) and not math.isfinite(x)):
+            raise CosimInputError(f"{where}.{k}", f"must be a single finite value or a list of integers, got {x!r}")
+        out.append((k, x))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- background traffic and shared fabrics

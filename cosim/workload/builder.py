@@ -58,7 +58,12 @@ from cosim.workload.hardware import HardwareSpec
 from cosim.workload.layout import Layout, PeerKind, make_layout
 from cosim.workload.model import ModelSpec, active_params, total_params
 from cosim.workload.moe_expand import expand_ep_all_to_alls
-from cosim.workload.parallelism import ParallelismSpec, check_compatible
+from cosim.workload.parallelism import (
+    SPLIT_FIELDS,
+    ParallelismSpec,
+    check_compatible,
+    virtual_stage_layers,
+)
 from cosim.workload.schedule import bubble_fraction, pipeline_schedule
 from cosim.workload.trace import (
     OP_COLUMNS,
@@ -179,7 +184,8 @@ class _StageBuilder:
         self.m, self.par, self.hw, self.stage = m, par, hw, stage
         self.p, self.v, self.nmb = par.pp, par.vpp, par.num_microbatches
         self.n_vstages = self.p * self.v
-        self.per_chunk = m.num_layers // self.n_vstages
+        self.vstage_layers = virtual_stage_layers(m.num_layers, par)  # layers of each virtual stage
+        self.first_layer = np.concatenate([[0], np.cumsum(self.vstage_layers)]).tolist()
         self.sp = par.sp
         self.lf = fl.layer_forward_flops(m, par)
         self.lf_dense = fl.layer_forward_flops(m, par, moe=False)  # leading dense layers of an MoE model
@@ -209,7 +215,7 @@ class _StageBuilder:
         """Units of model chunk ``chunk`` in forward order: [embed], layers, [head]."""
         vs = chunk * self.p + self.stage
         out: list[tuple[str, int]] = [("embed", -1)] if vs == 0 else []
-        out += [("layer", L) for L in range(vs * self.per_chunk, (vs + 1) * self.per_chunk)]
+        out += [("layer", L) for L in range(self.first_layer[vs], self.first_layer[vs + 1])]
         if vs == self.n_vstages - 1:
             out.append(("head", -1))
         return out
@@ -643,6 +649,7 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
                                   "use a smaller micro-batch or sequence")
     cols = _instantiate(templates, layout, par.pp)
     stage_params = [b.stage_params() for b in builders]
+    split = builders[0].vstage_layers
     state = []
     for b, up in zip(builders, stage_params):
         # model state per GPU: bf16 params (2) + fp32 grads (4) + Adam fp32 master, m, v (12) bytes/param
@@ -655,7 +662,7 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
     derived = {
         "world_size": par.world_size,
         "num_microbatches": par.num_microbatches,
-        "layers_per_chunk": model.num_layers // (par.pp * par.vpp),
+        "layers_per_chunk": model.num_layers // (par.pp * par.vpp) if len(set(split)) == 1 else None,
         "total_params": total_params(model),
         "active_params": active_params(model),
         "params_per_gpu_by_stage": [up.total for up in stage_params],
@@ -665,8 +672,14 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
                                                                         par.recompute),
         "bubble_fraction_ideal": bubble_fraction(par.pp, par.num_microbatches, par.vpp),
     }
+    par_dict = _spec_dict(par)
+    if par.uneven_split:
+        derived["layers_per_virtual_stage"] = list(split)
+    else:  # an even split's trace stays the one written before the split fields existed, bit for bit
+        for name in SPLIT_FIELDS:
+            del par_dict[name]
     fp8 = model.gemm_precision != "bf16"
-    specs = {"model": _spec_dict(model), "parallelism": _spec_dict(par), "hardware": _spec_dict(hw, fp8),
+    specs = {"model": _spec_dict(model), "parallelism": par_dict, "hardware": _spec_dict(hw, fp8),
              "derived": derived}
     trace = Trace(n_ranks=layout.n_ranks, rank=cols["rank"], kind=cols["kind"], phase=cols["phase"],
                   duration_ns=cols["duration_ns"], flops=cols["flops"], bytes=cols["bytes"],

@@ -430,3 +430,15 @@ def active_params(m: ModelSpec) -> int:
     all of them (shared experts always count)."""
     idle = (m.num_experts - m.top_k) * mlp_params(m) if m.is_moe else 0
     return total_params(m) - (m.num_moe_layers + m.mtp_layers) * idle
+
+
+# Llama Team, Meta 2024, "The Llama 3 Herd of Models" (Table 3 and the released configs): grouped-query
+# attention with 8 KV heads, SwiGLU, RMSNorm, RoPE, untied 128,256-token vocabulary, pre-trained at s=8192.
+PRESETS |= {
+    "llama3-8b": ModelSpec(name="llama3-8b", num_layers=32, hidden_size=4096, num_heads=32, num_kv_heads=8,
+                           ffn_hidden_size=14336, vocab_size=128256, seq_length=8192),
+    "llama3-70b": ModelSpec(name="llama3-70b", num_layers=80, hidden_size=8192, num_heads=64, num_kv_heads=8,
+                            ffn_hidden_size=28672, vocab_size=128256, seq_length=8192),
+    "llama3-405b": ModelSpec(name="llama3-405b", num_layers=126, hidden_size=16384, num_heads=128, num_kv_heads=8,
+                             ffn_hidden_size=53248, vocab_size=128256, seq_length=8192),
+}

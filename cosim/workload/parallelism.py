@@ -16,12 +16,30 @@ Rules (each violation raises CosimInputError naming the numbers):
 - tp divides heads, KV heads (Megatron's rule: ``num_query_groups % tp == 0``, KV heads are sharded, never
   replicated, so tp ≤ KV heads), the FFN size and the vocabulary (pad it to a multiple of 128·tp as
   Megatron does).
-- pp·vpp divides the layers; vpp > 1 (interleaved 1F1B) needs pp ≥ 2 and micro-batches divisible by pp.
+- the layers split over the pp·vpp virtual stages (:func:`virtual_stage_layers`): evenly (pp·vpp divides
+  the layers), or as given. vpp > 1 (interleaved 1F1B) needs pp ≥ 2 and micro-batches divisible by pp.
 - global batch divisible by micro-batch·dp (micro-batches per iteration m = global/(micro·dp)).
 - cp > 1 needs s divisible by 2·cp (load-balanced ring attention cuts the sequence in 2·cp chunks).
 - sequence parallelism (tp > 1) needs s/cp divisible by tp.
 - MoE: experts divisible by ep; ep divides dp (tp·cp·dp when folded); with tp > 1 sequence parallelism is
   required (Megatron-Core); expert_tp is 1 or tp; the expert FFN divisible by the expert TP degree.
+
+Pipeline split. Virtual stage ``vs = chunk·pp + stage`` holds a contiguous run of layers, in order; the
+embedding is computed on virtual stage 0 and the output layer (final norm, logits, loss) on the last. The
+layers per virtual stage come from, in this order of precedence (one of them at most):
+
+- ``pipeline_layers``: pp numbers (layers per stage, each split over its vpp chunks as evenly as possible,
+  the later chunks taking the extra layers) or pp·vpp numbers (layers per virtual stage, in virtual-stage
+  order), e.g. Llama-3-405B's 126 layers on 16 stages ``[7, 8, ..., 8, 7]``;
+- ``first_stage_layers`` / ``last_stage_layers`` (Megatron's decoder_first/last_pipeline_num_layers): the
+  first and/or last stage hold that many layers, the others share the rest evenly;
+- ``embedding_in_split`` / ``loss_in_split`` (Megatron's account_for_embedding/loss_in_pipeline_split): the
+  embedding and/or the output layer count as one layer each, and the layers plus those split evenly over
+  the virtual stages, so the first and/or last virtual stage holds one layer fewer;
+- otherwise pp·vpp must divide the layers.
+
+Every virtual stage holds at least one layer, but the first and the last may hold none (only the
+embedding, only the output layer).
 """
 
 from __future__ import annotations
@@ -36,6 +54,8 @@ from cosim.workload.model import ModelSpec, divisors
 
 AXES = ("tp", "cp", "pp", "dp")
 ZERO_STAGES = (0, 1, 3)
+#: the fields that give an uneven pipeline split (all at their defaults: pp·vpp splits the layers evenly)
+SPLIT_FIELDS = ("pipeline_layers", "first_stage_layers", "last_stage_layers", "embedding_in_split", "loss_in_split")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,11 +80,18 @@ class ParallelismSpec:
     dp_bucket_bytes: int = 160_000_000  #: gradient bucket size, fp32 bytes (Megatron: 40M params)
     num_gpus: int | None = None  #: world size; must equal tp·cp·pp·dp (default: that product)
     expert_tp: int = 0  #: tensor-parallel degree of the experts: 0 = tp, or 1 (EP folds over the TP ranks)
+    #: layers per stage (pp numbers) or per virtual stage (pp·vpp numbers); () = split evenly
+    pipeline_layers: tuple[int, ...] = ()
+    first_stage_layers: int | None = None  #: layers on the first stage, the rest split evenly (Megatron)
+    last_stage_layers: int | None = None  #: layers on the last stage, the rest split evenly (Megatron)
+    embedding_in_split: bool = False  #: the embedding counts as a layer when splitting (first stage lighter)
+    loss_in_split: bool = False  #: the output layer counts as a layer when splitting (last stage lighter)
 
     def __post_init__(self) -> None:
         for field in ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch_size", "dp_bucket_bytes"):
             _positive_int(f"parallelism.{field}", getattr(self, field))
-        for field in ("sequence_parallel", "recompute"):
+        object.__setattr__(self, "pipeline_layers", _layer_counts(self.pipeline_layers))
+        for field in ("sequence_parallel", "recompute", "embedding_in_split", "loss_in_split"):
             if not isinstance(getattr(self, field), bool):
                 raise CosimInputError(f"parallelism.{field}", f"must be true or false, got {getattr(self, field)!r}")
         if self.zero_stage not in ZERO_STAGES or isinstance(self.zero_stage, bool):
@@ -119,6 +146,39 @@ class ParallelismSpec:
                     f"interleaved 1F1B needs micro-batches divisible by pp: m = {self.num_microbatches}, pp={self.pp}",
                     f"choose global_batch_size as a multiple of {per_step * self.pp}")
 
+        self._check_split()
+
+    def _check_split(self) -> None:
+        """The pipeline-split fields agree with each other and with pp and vpp (the layers are checked
+        against the model by :func:`virtual_stage_layers`)."""
+        given = [f for f in ("pipeline_layers", "first_stage_layers", "last_stage_layers")
+                 if getattr(self, f) not in ((), None)]
+        given += [f for f in ("embedding_in_split", "loss_in_split") if getattr(self, f)]
+        explicit = [f for f in given if f in ("pipeline_layers", "first_stage_layers", "last_stage_layers")]
+        if self.pipeline_layers and len(given) > 1 or explicit and len(explicit) < len(given):
+            raise CosimInputError(f"parallelism.{given[1]}", f"cannot be combined with parallelism.{given[0]}",
+                                  "give the layers per stage one way")
+        if self.pipeline_layers and len(self.pipeline_layers) not in (self.pp, self.pp * self.vpp):
+            want = str(self.pp) if self.vpp == 1 else f"{self.pp} (per stage) or {self.pp * self.vpp} (per virtual stage)"
+            raise CosimInputError("parallelism.pipeline_layers",
+                                  f"has {len(self.pipeline_layers)} numbers for pp={self.pp}, vpp={self.vpp}",
+                                  f"give {want} numbers")
+        for f in ("first_stage_layers", "last_stage_layers"):
+            value = getattr(self, f)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise CosimInputError(f"parallelism.{f}", f"must be a whole number of layers, got {value!r}")
+            if self.pp < 2:
+                raise CosimInputError(f"parallelism.{f}", f"needs pp >= 2, got pp={self.pp}",
+                                      "remove it without pipeline parallelism")
+
+    @property
+    def uneven_split(self) -> bool:
+        """True when a pipeline-split field is given (the layers need not divide evenly)."""
+        return bool(self.pipeline_layers or self.first_stage_layers is not None
+                    or self.last_stage_layers is not None or self.embedding_in_split or self.loss_in_split)
+
     @property
     def world_size(self) -> int:
         """Number of GPUs, tp·cp·pp·dp."""
@@ -159,6 +219,100 @@ class ParallelismSpec:
         return dataclasses.replace(self, **fields)
 
 
+def _layer_counts(value: object) -> tuple[int, ...]:
+    """``pipeline_layers`` as a tuple of layer counts (from a sequence, or text such as "7,8,8,7")."""
+    if isinstance(value, str):
+        text = value.strip().removeprefix("[").removesuffix("]").strip()
+        parts = [p.strip() for p in text.split(",")] if text else []
+        try:
+            value = [int(p) for p in parts]
+        except ValueError:
+            raise CosimInputError("parallelism.pipeline_layers", f"cannot read {value!r} as layer counts",
+                                  "write them as e.g. [7, 8, 8, 7]") from None
+    try:
+        counts = tuple(value)
+    except TypeError:
+        raise CosimInputError("parallelism.pipeline_layers", f"must be a list of layer counts, got {value!r}",
+                              "write them as e.g. [7, 8, 8, 7]") from None
+    for c in counts:
+        if isinstance(c, bool) or not isinstance(c, int) or c < 0:
+            raise CosimInputError("parallelism.pipeline_layers", f"must hold whole numbers of layers, got {c!r}",
+                                  "write them as e.g. [7, 8, 8, 7]")
+    return counts
+
+
+def _split_evenly(n: int, parts: int) -> list[int]:
+    """``n`` layers over ``parts`` chunks as evenly as possible, the later chunks taking the extra ones."""
+    return [n * (c + 1) // parts - n * c // parts for c in range(parts)]
+
+
+def virtual_stage_layers(num_layers: int, par: ParallelismSpec) -> tuple[int, ...]:
+    """Layers of each of the pp·vpp virtual stages (index chunk·pp + stage), by the rules of the module
+    docstring; CosimInputError when they cannot hold ``num_layers``."""
+    p, v = par.pp, par.vpp
+    n_vs = p * v
+    if par.pipeline_layers:
+        counts = list(par.pipeline_layers)
+        if sum(counts) != num_layers:
+            raise CosimInputError("parallelism.pipeline_layers",
+                                  f"holds {sum(counts)} layers, the model has {num_layers}",
+                                  "make the numbers sum to model.num_layers")
+        if len(counts) == n_vs:
+            per_vs = counts
+        else:
+            per_vs = [0] * n_vs
+            for stage, n in enumerate(counts):
+                for chunk, k in enumerate(_split_evenly(n, v)):
+                    per_vs[chunk * p + stage] = k
+        where = "parallelism.pipeline_layers"
+    elif par.first_stage_layers is not None or par.last_stage_layers is not None:
+        first, last = par.first_stage_layers, par.last_stage_layers
+        fixed = {s: n for s, n in ((0, first), (p - 1, last)) if n is not None}
+        rest = num_layers - sum(fixed.values())
+        middle = p - len(fixed)
+        name = "first_stage_layers" if first is not None else "last_stage_layers"
+        if rest < 0 or (middle == 0 and rest) or (middle and rest % middle):
+            raise CosimInputError(
+                f"parallelism.{name}",
+                f"leaves {rest} of {num_layers} layers for {middle} other stage{'s' * (middle != 1)}",
+                "choose it so that the other stages share the rest evenly" if middle else
+                "make first_stage_layers + last_stage_layers equal model.num_layers")
+        per_stage = [fixed.get(s, rest // middle if middle else 0) for s in range(p)]
+        per_vs = [0] * n_vs
+        for stage, n in enumerate(per_stage):
+            for chunk, k in enumerate(_split_evenly(n, v)):
+                per_vs[chunk * p + stage] = k
+        where = f"parallelism.{name}"
+    elif par.embedding_in_split or par.loss_in_split:
+        extra = int(par.embedding_in_split) + int(par.loss_in_split)
+        units = num_layers + extra
+        if units % n_vs:
+            raise CosimInputError(
+                "parallelism.pp",
+                f"{num_layers} layers + {extra} (embedding/output counted as layers) = {units} are not divisible "
+                f"by pp·vpp = {p}·{v} = {n_vs}",
+                f"choose pp·vpp among {', '.join(map(str, divisors(units)))} or give parallelism.pipeline_layers")
+        per_vs = [units // n_vs] * n_vs
+        per_vs[0] -= int(par.embedding_in_split)
+        per_vs[-1] -= int(par.loss_in_split)
+        where = "parallelism.pp"
+    else:
+        if num_layers % n_vs:
+            raise CosimInputError(
+                "parallelism.pp",
+                f"{num_layers} layers are not divisible by pp·vpp = {p}·{v} = {n_vs}",
+                f"choose pp·vpp among {', '.join(map(str, divisors(num_layers)))}, or split unevenly with "
+                "parallelism.pipeline_layers, first_stage_layers or embedding_in_split")
+        return (num_layers // n_vs,) * n_vs
+    empty = [vs for vs in range(1, n_vs - 1) if per_vs[vs] < 1]
+    if empty:
+        vs = empty[0]
+        raise CosimInputError(where, f"leaves virtual stage {vs} (stage {vs % p}, chunk {vs // p}) without a layer",
+                              "give every stage at least vpp layers; only the first and the last virtual stage "
+                              "may hold only the embedding or the output layer")
+    return tuple(per_vs)
+
+
 def _positive_int(field: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise CosimInputError(field, f"must be a positive integer, got {value!r}")
@@ -191,13 +345,7 @@ def check_compatible(model: ModelSpec, par: ParallelismSpec) -> None:
         padded = -(-model.vocab_size // (128 * t)) * 128 * t
         raise CosimInputError("parallelism.tp", f"vocabulary {model.vocab_size} is not divisible by tp={t}",
                               f"pad it as Megatron does: model.vocab_size={padded}")
-    stages = par.pp * par.vpp
-    if model.num_layers % stages:
-        good = [d for d in divisors(model.num_layers)]
-        raise CosimInputError(
-            "parallelism.pp",
-            f"{model.num_layers} layers are not divisible by pp·vpp = {par.pp}·{par.vpp} = {stages}",
-            f"choose pp·vpp among {', '.join(map(str, good))}")
+    virtual_stage_layers(model.num_layers, par)
     s = model.seq_length
     if par.cp > 1 and s % (2 * par.cp):
         raise CosimInputError(

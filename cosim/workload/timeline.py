@@ -20,85 +20,60 @@ def compute_only_timeline(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
 
     ``trace`` is structurally valid (matching sends/recvs and complete collectives are assumed); ops that
     can never run (a dependency cycle or a deadlock) are a CosimInputError.
+
+    A longest-path sweep in topological levels, all ops of a level at once: each collective call is one
+    extra node that waits for the dependencies of all its members, and its members wait for it alone; a
+    RECV also waits for its SEND. Only compute ops take time.
     """
     n = trace.n_ops
-    kind = trace.kind.tolist()
-    dur = trace.duration_ns.tolist()
+    kind = trace.kind
     counts = np.diff(trace.dep_ptr)
     owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-    order = np.argsort(trace.dep_idx, kind="stable")
-    children = owner[order].tolist()
-    child_ptr = np.concatenate([[0], np.cumsum(np.bincount(trace.dep_idx, minlength=n))]).tolist()
-    remaining = counts.tolist()
+    parent = np.asarray(trace.dep_idx, np.int64)
 
-    recv_of_send: dict[int, int] = {}
-    sends = np.flatnonzero(trace.kind == OpKind.SEND)
-    recvs = np.flatnonzero(trace.kind == OpKind.RECV)
-    send_by_id = dict(zip(trace.match_id[sends].tolist(), sends.tolist()))
-    for r, mid in zip(recvs.tolist(), trace.match_id[recvs].tolist()):
-        s = send_by_id.get(mid)
-        if s is None:
-            raise CosimInputError("trace.match_id", f"recv op {r} has no matching send (match_id {mid})")
-        recv_of_send[s] = r
-        remaining[r] += 1  # a recv also waits for its send
+    sends = np.flatnonzero(kind == OpKind.SEND)
+    recvs = np.flatnonzero(kind == OpKind.RECV)
+    send_ids = trace.match_id[sends].astype(np.int64)
+    order = np.argsort(send_ids, kind="stable")
+    recv_ids = trace.match_id[recvs].astype(np.int64)
+    at = np.minimum(np.searchsorted(send_ids[order], recv_ids), max(sends.size - 1, 0))
+    matched = (send_ids[order][at] == recv_ids) if sends.size else np.zeros(recvs.size, bool)
+    if not matched.all():
+        r = int(recvs[np.flatnonzero(~matched)[0]])
+        raise CosimInputError("trace.match_id", f"recv op {r} has no matching send (match_id {int(trace.match_id[r])})")
+    send_of_recv = sends[order][at]
 
-    colls = np.flatnonzero(trace.kind == OpKind.COLLECTIVE)
-    members: dict[int, list[int]] = {}
-    for i, cid in zip(colls.tolist(), trace.coll_id[colls].tolist()):
-        members.setdefault(cid, []).append(i)
-    coll_id = trace.coll_id.tolist()
-    pending = {cid: len(ops) for cid, ops in members.items()}
-    coll_ready: dict[int, int] = {}
+    colls = np.flatnonzero(kind == OpKind.COLLECTIVE)
+    calls, call_of = np.unique(trace.coll_id[colls], return_inverse=True)
+    node_of_op = np.arange(n, dtype=np.int64)  # where an op's dependencies point: a member's call node
+    node_of_op[colls] = n + call_of.ravel()
+    n_nodes = n + calls.size
+    src = np.concatenate([parent, send_of_recv, n + call_of.ravel()])
+    dst = np.concatenate([node_of_op[owner], recvs, colls])
+    dur = np.zeros(n_nodes, np.int64)
+    compute = kind == OpKind.COMPUTE
+    dur[:n][compute] = trace.duration_ns[compute]
 
-    ready = [0] * n
-    start = [0] * n
-    end = [0] * n
-    done = 0
-    stack = [i for i in range(n) if remaining[i] == 0]
-    stack.reverse()
-
-    def finish(i: int, t: int) -> None:
-        nonlocal done
-        end[i] = t
-        done += 1
-        for c in children[child_ptr[i]:child_ptr[i + 1]]:
-            if t > ready[c]:
-                ready[c] = t
-            remaining[c] -= 1
-            if remaining[c] == 0:
-                stack.append(c)
-
-    compute, send, collective = int(OpKind.COMPUTE), int(OpKind.SEND), int(OpKind.COLLECTIVE)
-    while stack:
-        i = stack.pop()
-        t = ready[i]
-        k = kind[i]
-        if k == compute:
-            start[i] = t
-            finish(i, t + dur[i])
-        elif k == collective:
-            cid = coll_id[i]
-            coll_ready[cid] = max(coll_ready.get(cid, 0), t)
-            pending[cid] -= 1
-            if pending[cid] == 0:
-                tc = coll_ready[cid]
-                for j in members[cid]:
-                    start[j] = tc
-                    finish(j, tc)
-        else:
-            start[i] = t
-            finish(i, t)
-            if k == send and i in recv_of_send:
-                r = recv_of_send[i]
-                if t > ready[r]:
-                    ready[r] = t
-                remaining[r] -= 1
-                if remaining[r] == 0:
-                    stack.append(r)
-    if done < n:
-        stuck = [i for i in range(n) if remaining[i] > 0 or (kind[i] == collective and pending[coll_id[i]] > 0)]
-        i = stuck[0]
+    edge_order = np.argsort(src, kind="stable")
+    child = dst[edge_order]
+    child_ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n_nodes))])
+    remaining = np.bincount(dst, minlength=n_nodes)
+    ready = np.zeros(n_nodes, np.int64)
+    end = np.full(n_nodes, -1, np.int64)
+    frontier = np.flatnonzero(remaining == 0)
+    while frontier.size:
+        end[frontier] = ready[frontier] + dur[frontier]
+        c = child_ptr[frontier + 1] - child_ptr[frontier]
+        pos = np.repeat(child_ptr[frontier] - np.cumsum(c) + c, c) + np.arange(int(c.sum()))
+        kids = child[pos]
+        np.maximum.at(ready, kids, np.repeat(end[frontier], c))
+        np.subtract.at(remaining, kids, 1)
+        kids = np.unique(kids)
+        frontier = kids[remaining[kids] == 0]
+    stuck = np.flatnonzero(end[:n] < 0)
+    if stuck.size:
+        i = int(stuck[0])
         raise CosimInputError(
-            "trace", f"dependency cycle or deadlock: {n - done} of {n} ops can never run, e.g. op {i} "
+            "trace", f"dependency cycle or deadlock: {stuck.size} of {n} ops can never run, e.g. op {i} "
             f"(rank {int(trace.rank[i])}, {trace.label_of(i)})")
-    return np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+    return ready[:n].copy(), end[:n].copy()
