@@ -73,6 +73,9 @@ class HardwareSpec:
     embedding_memory_efficiency: float = 0.15  #: embedding lookup (row gather), fraction of HBM bandwidth
     embedding_launch_ns: float = 3500.0  #: fixed time per embedding lookup, ns
     calibration: str = "uncalibrated defaults"  #: where the coefficients come from (provenance summary)
+    # scale-up domain (the NVLink/NVSwitch domain a host stands for: a server, or an NVL72 rack)
+    nvlink_latency_ns: float = 500.0  #: fixed latency of one NVLink copy through the domain's switch, ns
+    nvls: bool = False  #: the domain's switches reduce in the network (NVLink SHARP: NCCL's NVLS all-reduce)
 
     def __post_init__(self) -> None:
         for field in ("peak_flops_per_s", "hbm_bytes_per_s", "nvlink_bytes_per_s", "nic_bytes_per_s"):
@@ -97,6 +100,11 @@ class HardwareSpec:
         if not _is_number(self.gemm_roofline_sharpness) or not 1 <= self.gemm_roofline_sharpness <= 1000:
             raise CosimInputError("hardware.gemm_roofline_sharpness",
                                   f"must be in [1, 1000], got {self.gemm_roofline_sharpness!r}")
+        if not _is_number(self.nvlink_latency_ns) or not 0 <= self.nvlink_latency_ns < 1e9:
+            raise CosimInputError("hardware.nvlink_latency_ns", f"must be a number of ns >= 0, got "
+                                  f"{self.nvlink_latency_ns!r}")
+        if not isinstance(self.nvls, bool):
+            raise CosimInputError("hardware.nvls", f"must be true or false, got {self.nvls!r}")
         if not isinstance(self.calibration, str):
             raise CosimInputError("hardware.calibration", f"must be text, got {self.calibration!r}")
 
@@ -141,8 +149,19 @@ DATASHEETS: dict[str, dict[str, float | int]] = {
     # 1.8 TB/s total (900 GB/s per direction), 148 SMs; DGX B200: one ConnectX-7 400 Gb/s per GPU.
     "b200": dict(peak_flops_per_s=2.25e15, hbm_bytes=180 * GIB, hbm_bytes_per_s=8e12, nvlink_bytes_per_s=900e9,
                  nic_bytes_per_s=50e9, sm_count=148),
+    # GB200 NVL72 (one rack = one NVLink domain of 72 Blackwell GPUs behind 18 NVLink Switch chips in 9
+    # switch trays; NVIDIA GB200 NVL72 datasheet): 180 PFLOP/s dense fp16/bf16 per rack = 2.5 PFLOP/s per
+    # GPU, 13.4 TB HBM3e per rack = 186 GB per GPU at 8 TB/s, NVLink 5 1.8 TB/s per GPU (900 GB/s per
+    # direction) to every GPU of the rack, 148 SMs (a B200 die pair); one ConnectX-7 400 Gb/s per GPU for
+    # scale-out (NVIDIA's GB200 NVL72 reference design). A copy crosses one NVLink switch as in an HGX
+    # server (no port-to-port latency is published: the 500 ns default copy latency). The switches reduce
+    # in the network (NVLink SHARP), so NCCL runs its NVLS all-reduce inside the rack.
+    "gb200-nvl72": dict(peak_flops_per_s=2.5e15, hbm_bytes=186 * GIB, hbm_bytes_per_s=8e12,
+                        nvlink_bytes_per_s=900e9, nic_bytes_per_s=50e9, sm_count=148, gpus_per_host=72,
+                        nvlink_latency_ns=500.0, nvls=True),
 }
-ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200"}
+ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200", "gb200": "gb200-nvl72",
+           "nvl72": "gb200-nvl72"}
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibration"
 
 
