@@ -22,7 +22,8 @@ part is the bus bytes at the curve's Simple-line busbw and the latency is the re
 
 Latency (ns), with steps split into NVLink steps and network steps:
 
-- ring all-reduce: 2(n−1) steps, 2(k−1) of them cross servers; reduce-scatter / all-gather: n−1 and k−1;
+- ring all-reduce: 2(n−1) steps, 2(k−1) of them cross servers (inside one domain of more GPUs than the
+  curves measured, at least the one-line fit's ``launch_ns + 2(n−1) · step_ns``); reduce-scatter / all-gather: n−1 and k−1;
   broadcast (chain): n−1 and k−1;
 - tree all-reduce (k > 1 only): 2·((g−1) NVLink steps + ⌈log2 k⌉ network steps) — up and down the tree;
 - hierarchical: 2(g−1) NVLink and 2(k−1) network steps (all-reduce; half of each for RS / AG);
@@ -225,9 +226,14 @@ class TuningModel:
         if shape.n < 2:
             return 0.0
         curve = self.in_server_curve(kind, algorithm, shape)
-        if curve is not None:
-            return float(curve.latency_ns(size_bytes))
         intra, inter = self.steps(kind, algorithm, shape)
+        if curve is not None:
+            measured = float(curve.latency_ns(size_bytes))
+            if shape.n <= curve.n_ranks:
+                return measured
+            # a ring over more GPUs than any measured (an NVL72 domain) pays at least the one-line fit's
+            # launch and a step per hop: the curve of 8 GPUs holds 14 steps, the ring of 72 has 142
+            return max(measured, self.nvlink.launch_ns + intra * self.nvlink.step_ns)
         table = NET_STEP_NS[Algorithm.TREE if algorithm == Algorithm.TREE else Algorithm.RING]
         return self.nvlink.launch_ns + intra * self.nvlink.step_ns + inter * table[Protocol(protocol)]
 
