@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import run_main
 
 from cosim.collectives.algorithms import Algorithm, schedule
 from cosim.collectives.lower import resolve_algorithm
@@ -123,3 +124,33 @@ def test_tp_and_ep_groups_in_nvlink_domains(tp, ep, dp, domain, crossing):
     spans = domains_spanned(layout.group_ptr, layout.group_ranks, domain)
     assert np.all(spans[layout.group_kind == GroupKind.TP] == 1)
     assert np.count_nonzero(spans[layout.group_kind == GroupKind.EP] > 1) == crossing
+
+
+def test_collective_cli_takes_the_domain_size_from_the_preset(capsys):
+    """`cosim collective --gpu gb200-nvl72` runs 72 ranks in one domain (NVLS, nothing on the fabric); the
+    8-GPU presets keep 8 per server."""
+    code, stdout, err = run_main(["collective", "--sizes", "1MiB", "--ranks", "72", "--gpu", NVL72], capsys)
+    assert code == 0, err
+    assert "72 per server" in stdout and " nvls " in stdout
+    code, stdout, err = run_main(["collective", "--sizes", "1MiB", "--ranks", "8"], capsys)
+    assert code == 0 and "8 per server" in stdout and " ring " in stdout
+
+
+@pytest.mark.parametrize("setting,field", [("hardware.nvls=maybe", "hardware.nvls"),
+                                           ("hardware.nvlink_latency_ns=-3", "hardware.nvlink_latency_ns")])
+def test_bad_domain_settings_are_one_line_exit_2(setting, field, capsys):
+    """A bad NVLS flag or copy latency: one 'Error:' line naming the field, exit 2."""
+    code, _, err = run_main(["trace", "--model", "llama2-7b", "--tp", "8", "--set", "model.layers=1",
+                             "--set", setting], capsys)
+    assert code == 2 and err.startswith("Error:") and field in err and len(err.strip().splitlines()) == 1
+
+
+def test_trace_notes_ep_groups_that_straddle_racks(capsys):
+    """`cosim trace` says when EP groups span two NVL72 racks, and says nothing when they fit."""
+    base = ["trace", "--model", "mixtral-8x7b", "--gpu", NVL72, "--tp", "8", "--sp", "--ep", "8", "--dp", "16",
+            "--set", "model.layers=1"]
+    code, stdout, err = run_main(base, capsys)
+    assert code == 0, err
+    assert "NOTE: 8 of 16 ep groups span several NVLink domains of 72 GPUs" in stdout
+    code, stdout, err = run_main([*base, "--set", "hardware.gpus_per_host=64"], capsys)
+    assert code == 0 and "NOTE" not in stdout
