@@ -32,6 +32,8 @@ def test_gb200_nvl72_preset_is_one_72_gpu_domain_with_nvlink_sharp():
     assert (hw.gpus_per_host, hw.nvlink_bytes_per_s, hw.nic_bytes_per_s, hw.sm_count) == (72, 900e9, 50e9, 148)
     assert hw.peak_flops_per_s == 2.5e15 and hw.nvls and hw.nvlink_latency_ns == 500.0
     assert get_hardware("gb200") == get_hardware("NVL72") == hw
+    ultra = get_hardware("gb300")
+    assert (ultra.gpus_per_host, ultra.nic_bytes_per_s, ultra.sm_count, ultra.nvls) == (72, 100e9, 160, True)
     assert not any(get_hardware(name).nvls for name in ("a100", "h100", "h200", "b200"))
 
 

@@ -159,9 +159,15 @@ DATASHEETS: dict[str, dict[str, float | int]] = {
     "gb200-nvl72": dict(peak_flops_per_s=2.5e15, hbm_bytes=186 * GIB, hbm_bytes_per_s=8e12,
                         nvlink_bytes_per_s=900e9, nic_bytes_per_s=50e9, sm_count=148, gpus_per_host=72,
                         nvlink_latency_ns=500.0, nvls=True),
+    # GB300 NVL72 (Blackwell Ultra; NVIDIA GB300 NVL72 datasheet): the same rack and NVLink 5 domain, 180 PFLOP/s
+    # dense fp16/bf16 per rack = 2.5 PFLOP/s per GPU, 20 TB HBM3e per rack = 279 GB per GPU at 8 TB/s,
+    # 160 SMs (Blackwell Ultra), one ConnectX-8 800 Gb/s SuperNIC per GPU.
+    "gb300-nvl72": dict(peak_flops_per_s=2.5e15, hbm_bytes=279 * GIB, hbm_bytes_per_s=8e12,
+                        nvlink_bytes_per_s=900e9, nic_bytes_per_s=100e9, sm_count=160, gpus_per_host=72,
+                        nvlink_latency_ns=500.0, nvls=True),
 }
 ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200", "gb200": "gb200-nvl72",
-           "nvl72": "gb200-nvl72"}
+           "nvl72": "gb200-nvl72", "gb300": "gb300-nvl72"}
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibration"
 
 
