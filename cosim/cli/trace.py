@@ -124,7 +124,8 @@ def _list_gpus() -> str:
         aliases = ", ".join(sorted(a for a, t in ALIASES.items() if t == name))
         rows.append(f"{name:<{width}}{h.peak_flops_per_s / 1e12:>13.0f}{h.hbm_bytes / 2**30:>8.0f}"
                     f"{h.hbm_bytes_per_s / 1e12:>9.2f}{h.nvlink_bytes_per_s / 1e9:>16.0f}"
-                    f"{h.gpus_per_host:>12}{'yes' if h.nvls else 'no':>5}{h.nic_bytes_per_s * 8 / 1e9:>9.0f}{h.sm_count:>5}{h.compute_efficiency:>9.3f}"
+                    f"{h.gpus_per_host:>12}{'yes' if h.nvls else 'no':>5}{h.nic_bytes_per_s * 8 / 1e9:>9.0f}"
+                    f"{h.sm_count:>5}{h.compute_efficiency:>9.3f}"
                     f"  {h.calibration.split(':')[0]}; {aliases}")
     return "\n".join(rows)
 

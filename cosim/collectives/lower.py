@@ -23,13 +23,13 @@ CSR is built: counted per op, then written at their offsets, so a lowering never
 
 Algorithm choice (``algorithm="auto"``): the tuning model (:mod:`cosim.collectives.tuning`) estimates every
 candidate of the call's kind on its group's shape and size and takes the fastest — ring or tree for
-ALL_REDUCE (tree only across servers, or whenever the trace hints TREE; NVLS inside one NVLink domain of
-hardware with NVLink SHARP), ring for REDUCE_SCATTER /
-ALL_GATHER, PXN (or direct) for ALL_TO_ALL, chain for BROADCAST. The idealized "hierarchical" scheme is
-used only when named; "nvls" named for a group across domains, or on hardware without NVLink SHARP,
-runs the ring. An explicit name given as a string applies to every collective kind that supports
-it (others stay "auto"); a mapping CollKind → name must name an algorithm the kind supports. "ring" across
-servers is NCCL's rail-aligned channel rings (``n_channels`` of them, default two per NIC of a server).
+ALL_REDUCE (tree only across servers, or whenever the trace hints TREE; NVLS too inside one NVLink domain
+of hardware with NVLink SHARP), ring for REDUCE_SCATTER / ALL_GATHER, PXN (or direct) for ALL_TO_ALL, chain
+for BROADCAST. The idealized "hierarchical" scheme is used only when named; "nvls" named for a group
+across domains, or on hardware without NVLink SHARP, runs the ring. An explicit name given as a string
+applies to every collective kind that supports it (others stay "auto"); a mapping CollKind → name must name
+an algorithm the kind supports. "ring" across servers is NCCL's rail-aligned channel rings (``n_channels``
+of them, default two per NIC of a server).
 
 Latency: every call's start barrier is a COMPUTE op of rank −1 lasting the tuning model's latency of the
 algorithm used with its best protocol (:meth:`~cosim.collectives.tuning.TuningModel.start_latency_ns`:

@@ -23,8 +23,8 @@ part is the bus bytes at the curve's Simple-line busbw and the latency is the re
 Latency (ns), with steps split into NVLink steps and network steps:
 
 - ring all-reduce: 2(n−1) steps, 2(k−1) of them cross servers (inside one domain of more GPUs than the
-  curves measured, at least the one-line fit's ``launch_ns + 2(n−1) · step_ns``); reduce-scatter / all-gather: n−1 and k−1;
-  broadcast (chain): n−1 and k−1;
+  curves measured, at least the one-line fit's ``launch_ns + 2(n−1) · step_ns``); reduce-scatter /
+  all-gather: n−1 and k−1; broadcast (chain): n−1 and k−1;
 - tree all-reduce (k > 1 only): 2·((g−1) NVLink steps + ⌈log2 k⌉ network steps) — up and down the tree;
 - hierarchical: 2(g−1) NVLink and 2(k−1) network steps (all-reduce; half of each for RS / AG);
 - all-to-all: one network step (PXN adds one NVLink step), or one NVLink step inside a server;
@@ -66,8 +66,9 @@ Point-to-point sends pay NCCL's fixed cost of a one-step kernel (:meth:`TuningMo
 
 Candidates per kind (the others are available by name only): all-reduce → ring, or tree when the group
 spans several servers, or NVLS when it lies inside one NVLink domain whose hardware has NVLink SHARP
-(``hardware.nvls``: on for gb200-nvl72, off by default for the 8-GPU presets); reduce-scatter / all-gather → ring; all-to-all → PXN (NCCL's default, not tuned) when it applies (several
-servers, the same rail-aligned members on each), else direct; broadcast → chain. The idealized
+(``hardware.nvls``: on for the NVL72 presets, off by default for the 8-GPU ones); reduce-scatter /
+all-gather → ring; all-to-all → PXN (NCCL's default, not tuned) when it applies (several servers, the same
+rail-aligned members on each), else direct; broadcast → chain. The idealized
 hierarchical scheme and halving-doubling are never picked by "auto".
 """
 

@@ -166,8 +166,8 @@ DATASHEETS: dict[str, dict[str, float | int]] = {
                         nvlink_bytes_per_s=900e9, nic_bytes_per_s=100e9, sm_count=160, gpus_per_host=72,
                         nvlink_latency_ns=500.0, nvls=True),
 }
-ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200", "gb200": "gb200-nvl72",
-           "nvl72": "gb200-nvl72", "gb300": "gb300-nvl72"}
+ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200",
+           "gb200": "gb200-nvl72", "nvl72": "gb200-nvl72", "gb300": "gb300-nvl72"}
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibration"
 
 
