@@ -156,3 +156,15 @@ def test_trace_notes_ep_groups_that_straddle_racks(capsys):
     assert "NOTE: 8 of 16 ep groups span several NVLink domains of 72 GPUs" in stdout
     code, stdout, err = run_main([*base, "--set", "hardware.gpus_per_host=64"], capsys)
     assert code == 0 and "NOTE" not in stdout
+
+
+def test_ring_latency_over_more_gpus_than_measured_pays_every_step():
+    """A ring inside one 72-GPU domain costs at least launch + 142 steps; on 8 GPUs (measured) it is the
+    measured curve's latency."""
+    tuning = _tuning(NVL72)
+    nvl, size = tuning.nvlink, 1 << 20
+    ar, ring = CollKind.ALL_REDUCE, Algorithm.RING
+    latency = tuning.latency_ns(ar, ring, 2, Shape(72, 1, 72), size)
+    assert latency >= nvl.launch_ns + 142 * nvl.step_ns
+    curve = tuning.in_server_curve(ar, ring, Shape(8, 1, 8))
+    assert tuning.latency_ns(ar, ring, 2, Shape(8, 1, 8), size) == float(curve.latency_ns(size))
