@@ -70,7 +70,7 @@ PHASE_NAMES = ("forward", "backward", "grad_sync", "optimizer", "other")
 COLL_KIND_NAMES = {0: "collective", 1: "all_reduce", 2: "reduce_scatter", 3: "all_gather", 4: "all_to_all",
                    5: "broadcast"}
 GROUP_KIND_NAMES = ("TP", "CP", "PP", "DP", "EP", "EDP", "EMBD", "WORLD", "OTHER")
-ALGORITHM_NAMES = ("none", "ring", "tree", "halving_doubling", "direct", "hierarchical", "chain")
+ALGORITHM_NAMES = ("none", "ring", "tree", "halving_doubling", "direct", "hierarchical", "chain", "pxn", "nvls")
 #: rank track categories, in display order
 RANK_CATEGORIES = ("compute", "NVLink", "network", "comm")
 CAT_COMPUTE, CAT_NVLINK, CAT_NETWORK, CAT_COMM = range(4)

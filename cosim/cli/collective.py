@@ -29,6 +29,7 @@ Examples:
   cosim collective --op all_reduce --sizes 1MiB..64MiB --ranks 8 --gpu a100
   cosim collective --sizes 1MiB..1GiB:8 --ranks 16 --transport both -o ar16.h5
   cosim collective --op all_to_all --sizes 4MiB --ranks 16 --algorithm direct
+  cosim collective --sizes 64MiB --ranks 72 --gpu gb200-nvl72      # NVLS inside one NVL72 rack
 """
 
 
@@ -37,11 +38,13 @@ Examples:
 @click.option("--sizes", default="1MiB..64MiB", show_default=True, callback=refuse_empty,
               help="LOW..HIGH doubling (LOW..HIGH:F for a factor F), or a list 1MiB,8MiB.")
 @click.option("--ranks", type=int, default=16, show_default=True, help="GPUs taking part (ranks 0..n-1).")
-@click.option("--gpus-per-server", type=int, default=8, show_default=True, help="GPUs (and NICs) per server.")
+@click.option("--gpus-per-server", type=int, default=None,
+              help="GPUs (and NICs) per server: one NVLink domain [default: the GPU preset's, 8; gb200-nvl72 72].")
 @click.option("--gpu", default="h100", show_default=True, callback=refuse_empty,
-              help="GPU preset: its NVLink rate and calibration.")
+              help="GPU preset (cosim trace --list-gpus): its NVLink rate, domain size, NVLS and calibration.")
 @click.option("--algorithm", default="auto", show_default=True, callback=refuse_empty,
-              help="auto (NCCL-style tuner), ring, tree, halving_doubling, direct, pxn, hierarchical, chain.")
+              help="auto (NCCL-style tuner), ring, tree, halving_doubling, direct, pxn, hierarchical, chain, "
+                   "nvls.")
 @click.option("--channels", type=int, default=None, help="Rings across servers [default: 2 per NIC].")
 @click.option("--transport", type=click.Choice(TRANSPORTS), default="roce", show_default=True,
               help="Fabric transport; both runs every size on each.")
@@ -73,7 +76,7 @@ def collective(op, sizes, ranks, gpus_per_server, gpu, algorithm, channels, tran
                             else (transport,), topology=topology, link_gbps=link_gbps, n_channels=channels,
                             chunk_bytes=Size(minimum=1).convert(chunk_bytes, "--chunk-bytes"),
                             iterations=iterations, seed=seed)
-    click.echo(f"# cosim collective: {op}, {ranks} ranks, {gpus_per_server} per server, {gpu}, "
+    click.echo(f"# cosim collective: {op}, {ranks} ranks, {sweep.gpus_per_server} per server, {gpu}, "
                f"{link_gbps:g} Gb/s {topology}, algorithm {algorithm}, iterations: {iterations}, seed {seed}")
     records = []
     rows = run_sweep(sweep)

@@ -56,7 +56,7 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @_field("workload.chunk_bytes", "chunk_bytes", "Transfers are split into flows of at most this size (4MiB).",
         metavar="size")
 @_field("workload.algorithm", "algorithm", "Collective algorithm: auto, ring, tree, halving_doubling, direct, pxn, "
-        "hierarchical, chain.")
+        "hierarchical, chain, nvls.")
 @click.option("--transport", "transport", type=click.Choice(TRANSPORT_CHOICES), default=None,
               help="roce: PFC + ECN + DCQCN; ib: credit-based flow control; both: one run on each, side by side. "
                    "[default: the experiment's; flags alone: roce]")

@@ -127,14 +127,16 @@ def _list_models() -> str:
 def _list_gpus() -> str:
     from cosim.workload.hardware import ALIASES, get_hardware, preset_names
 
-    rows = [f"{'gpu':<6}{'bf16 TFLOP/s':>13}{'HBM GiB':>8}{'HBM TB/s':>9}{'NVLink GB/s/dir':>16}{'NIC Gb/s':>9}"
-            f"{'SMs':>5}{'GEMM eff':>9}  coefficients, aliases"]
+    width = max(len(n) for n in preset_names()) + 1
+    rows = [f"{'gpu':<{width}}{'bf16 TFLOP/s':>13}{'HBM GiB':>8}{'HBM TB/s':>9}{'NVLink GB/s/dir':>16}"
+            f"{'NVLink GPUs':>12}{'NVLS':>5}{'NIC Gb/s':>9}{'SMs':>5}{'GEMM eff':>9}  coefficients, aliases"]
     for name in preset_names():
         h = get_hardware(name)
         aliases = ", ".join(sorted(a for a, t in ALIASES.items() if t == name))
-        rows.append(f"{name:<6}{h.peak_flops_per_s / 1e12:>13.0f}{h.hbm_bytes / 2**30:>8.0f}"
+        rows.append(f"{name:<{width}}{h.peak_flops_per_s / 1e12:>13.0f}{h.hbm_bytes / 2**30:>8.0f}"
                     f"{h.hbm_bytes_per_s / 1e12:>9.2f}{h.nvlink_bytes_per_s / 1e9:>16.0f}"
-                    f"{h.nic_bytes_per_s * 8 / 1e9:>9.0f}{h.sm_count:>5}{h.compute_efficiency:>9.3f}"
+                    f"{h.gpus_per_host:>12}{'yes' if h.nvls else 'no':>5}{h.nic_bytes_per_s * 8 / 1e9:>9.0f}"
+                    f"{h.sm_count:>5}{h.compute_efficiency:>9.3f}"
                     f"  {h.calibration.split(':')[0]}; {aliases}")
     return "\n".join(rows)
 

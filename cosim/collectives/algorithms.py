@@ -58,6 +58,13 @@ Algorithms and bytes sent per rank (S divisible by n):
   rail j (its own-server one included); then (s, j) sends to each (t, j), t ≠ s, one flow aggregating the
   blocks of all g local members for it, after the g − 1 copies into (s, j) arrived. Network bytes per rank
   are direct's, (k−1)/k·S, all on the member's own rail; NVLink bytes (g−1)/g·S.
+- NVLS all-reduce (NCCL's NVLS: NVLink SHARP, the NVLink switches reduce and multicast), a group inside one
+  NVLink domain: member i owns segment i (S/n). Each member j copies segment i of its buffer to the switch
+  for every owner i ≠ j — the switch's reduction of segment i, written as j → i transfers of S/n, starting
+  at j+1 so that no owner is every sender's first —, then each owner copies its reduced segment once to the
+  switch, which multicasts it to every member (one transfer of S/n to the next member, after every
+  transfer into the owner). Per member (n−1)/n·S + S/n = S bytes sent over its NVLink, half the ring's
+  2(n−1)/n·S: the call takes ≈ S / NVLink rate. Groups on several domains fall back to the ring.
 - chain broadcast from the group's first rank: m0 → m1 → … → m(n−1), S per link, pipelined by chunks.
   S per rank except the last member (0).
 - hierarchical two-level (NCCL on multi-GPU hosts) for a group spanning k > 1 servers with the same number
@@ -96,6 +103,7 @@ class Algorithm(IntEnum):
     HIERARCHICAL = 5      #: idealized two-level scheme: intra-server NVLink rings + inter-server ring
     CHAIN = 6             #: pipelined chain broadcast
     PXN = 7               #: all-to-all across rails through the NVLink peer on the destination's rail
+    NVLS = 8              #: all-reduce inside one NVLink domain with NVLink SHARP (the switch reduces)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -283,6 +291,25 @@ def _direct(members: np.ndarray, size_bytes: int) -> _Transfers:
     m = p.size
     return _Transfers(members[p].astype(_I64), members[q].astype(_I64), blk[q], np.zeros(m, _I64),
                       np.arange(m, dtype=_I64), np.full(m, -1, _I64))
+
+
+def _nvls(members: np.ndarray, size_bytes: int) -> _Transfers:
+    """NVLS all-reduce as transfers (module docstring): n(n−1) reduce copies, then n multicast copies."""
+    n = members.size
+    seg = split_bytes(size_bytes, n)
+    d = np.arange(1, n, dtype=_I64)[:, None]           # offset of the owner from the sender, offset-major
+    j = np.arange(n, dtype=_I64)[None, :]
+    owner = ((j + d) % n).ravel()
+    sender = np.broadcast_to(j, (n - 1, n)).ravel()
+    m = owner.size
+    into = np.argsort(owner, kind="stable").reshape(n, n - 1)  # the reduce copies into each owner
+    multicast = m + np.arange(n, dtype=_I64)
+    return _Transfers(np.concatenate([members[sender], members]).astype(_I64),
+                      np.concatenate([members[owner], np.roll(members, -1)]).astype(_I64),
+                      np.concatenate([seg[owner], seg]).astype(_I64),
+                      np.concatenate([np.zeros(m, _I64), np.ones(n, _I64)]),
+                      np.concatenate([np.arange(m, dtype=_I64), np.repeat(multicast, n - 1)]),
+                      np.concatenate([np.full(m, -1, _I64), into.ravel()]))
 
 
 def _chain(members: np.ndarray, size_bytes: int) -> _Transfers:
@@ -621,6 +648,22 @@ def direct_all_to_all(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> S
     return _expand(_direct(_members(members), size_bytes), chunk_bytes)
 
 
+def nvls_all_reduce(members, size_bytes: int, chunk_bytes: int = 4 << 20, *, gpus_per_server: int) -> Schedule:
+    """NVLS all-reduce inside one NVLink domain (module docstring); the flat ring when the group spans
+    several domains (``gpus_per_server`` GPUs each)."""
+    _check(size_bytes, chunk_bytes)
+    m = _members(members)
+    if not nvls_applies(m, gpus_per_server):
+        return _expand(_ring(m, size_bytes, CollKind.ALL_REDUCE), chunk_bytes)
+    return _expand(_nvls(m, size_bytes), chunk_bytes)
+
+
+def nvls_applies(members, gpus_per_server: int) -> bool:
+    """True if NVLS can run this group: two or more members, all in one NVLink domain."""
+    m = _members(members)
+    return m.size > 1 and int(m[0]) // gpus_per_server == int(m[-1]) // gpus_per_server
+
+
 def chain_broadcast(members, size_bytes: int, chunk_bytes: int = 4 << 20) -> Schedule:
     """Pipelined chain broadcast of S bytes from the first member along the sorted members."""
     _check(size_bytes, chunk_bytes)
@@ -680,7 +723,8 @@ def _positive(n_channels) -> int:
 
 #: algorithms each collective kind accepts (besides "auto")
 SUPPORTED: dict[CollKind, tuple[Algorithm, ...]] = {
-    CollKind.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.HALVING_DOUBLING, Algorithm.HIERARCHICAL),
+    CollKind.ALL_REDUCE: (Algorithm.RING, Algorithm.TREE, Algorithm.HALVING_DOUBLING, Algorithm.HIERARCHICAL,
+                          Algorithm.NVLS),
     CollKind.REDUCE_SCATTER: (Algorithm.RING, Algorithm.HIERARCHICAL),
     CollKind.ALL_GATHER: (Algorithm.RING, Algorithm.HIERARCHICAL),
     CollKind.ALL_TO_ALL: (Algorithm.DIRECT, Algorithm.PXN),
@@ -709,6 +753,9 @@ def schedule(kind: CollKind, algorithm: Algorithm, members, size_bytes: int, chu
     if algorithm == Algorithm.HALVING_DOUBLING:
         used = Algorithm.RING if m.size & (m.size - 1) else algorithm
         return used, halving_doubling_all_reduce(m, size_bytes, chunk_bytes)
+    if algorithm == Algorithm.NVLS:
+        used = algorithm if nvls_applies(m, gpus_per_server) else Algorithm.RING
+        return used, nvls_all_reduce(m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server)
     if algorithm == Algorithm.PXN:
         used = algorithm if pxn_applies(m, gpus_per_server) else Algorithm.DIRECT
         return used, pxn_all_to_all(m, size_bytes, chunk_bytes, gpus_per_server=gpus_per_server)

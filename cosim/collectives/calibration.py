@@ -21,8 +21,10 @@ all_reduce.csv`` of microsoft/vidur (commit 7d47513, MIT license), sizes 2 KiB t
 relative error over the 4–64 MiB points, median / p90 by GPU count 2, 4, 8 — A100 1.4 / 5.9 %, 5.4 / 11 %,
 6.8 / 13 % (NCCL changes protocol near 32 MiB on 8 A100s, which one line cannot follow); H100 7.9 / 11 %,
 4.0 / 7.9 %, 3.6 / 7.6 %. H200 shares H100's NVLink 4 / NVSwitch generation and uses its coefficients;
-an unknown GPU uses H100's too. This one line is what the tuner uses for the NVLink part of collectives
-that span servers.
+an unknown GPU uses H100's too, and so do B200 and GB200 NVL72: no NVLink 5 measurement is shipped, so their
+model is derived from the datasheet — H100's launch and step costs and H100's fractions of the datasheet
+rate, applied to NVLink 5's 900 GB/s per direction. This one line is what the tuner uses for the NVLink
+part of collectives that span servers.
 
 In-server all-reduce: a measured curve
 --------------------------------------
@@ -111,8 +113,11 @@ class NvlinkModel:
     copy_latency_ns: float  #: fixed latency of one NVLink copy in the executor, ns
     launch_ns: float
     step_ns: float
+    nvls: bool = False  #: the NVLink switches reduce in the network (NCCL's NVLS all-reduce can run)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.nvls, (bool, np.bool_)):
+            raise CosimInputError("nvlink.nvls", f"must be true or false, got {self.nvls!r}")
         for name in ("nvlink_bytes_per_s", "bus_bytes_per_s", "copy_bytes_per_s"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or not np.isfinite(v):
@@ -153,7 +158,7 @@ def executor_attributes(hardware: dict | None) -> dict[str, str]:
 
 def nvlink_model(hardware: dict | None) -> NvlinkModel:
     """The NVLink model of a trace's ``hardware`` spec (its ``name``, ``nvlink_bytes_per_s`` and, if given,
-    ``nvlink_latency_ns``); defaults for whatever is missing (an H100)."""
+    ``nvlink_latency_ns`` and ``nvls``); defaults for whatever is missing (an H100 without NVLS)."""
     hw = hardware or {}
     cal = calibration_for(hw.get("name"))
     rate = hw.get("nvlink_bytes_per_s", DEFAULT_NVLINK_BYTES_PER_S)
@@ -163,9 +168,12 @@ def nvlink_model(hardware: dict | None) -> NvlinkModel:
             raise CosimInputError(f"trace hardware.{field}", f"must be a number >= 0, got {value!r}")
     if not rate > 0:
         raise CosimInputError("trace hardware.nvlink_bytes_per_s", "must be positive")
+    nvls = hw.get("nvls", False)
+    if not isinstance(nvls, bool):
+        raise CosimInputError("trace hardware.nvls", f"must be true or false, got {nvls!r}")
     return NvlinkModel(gpu=cal.gpu, nvlink_bytes_per_s=float(rate), bus_bytes_per_s=float(rate) * cal.efficiency,
                        copy_bytes_per_s=float(rate) * max_efficiency(cal.gpu), copy_latency_ns=float(latency),
-                       launch_ns=cal.launch_ns, step_ns=cal.step_ns)
+                       launch_ns=cal.launch_ns, step_ns=cal.step_ns, nvls=nvls)
 
 
 def all_reduce_ns(cal: NvlinkCalibration, size_bytes, n_ranks, nvlink_bytes_per_s: float | None = None):

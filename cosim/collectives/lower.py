@@ -23,11 +23,13 @@ CSR is built: counted per op, then written at their offsets, so a lowering never
 
 Algorithm choice (``algorithm="auto"``): the tuning model (:mod:`cosim.collectives.tuning`) estimates every
 candidate of the call's kind on its group's shape and size and takes the fastest — ring or tree for
-ALL_REDUCE (tree only across servers, or whenever the trace hints TREE), ring for REDUCE_SCATTER /
-ALL_GATHER, PXN (or direct) for ALL_TO_ALL, chain for BROADCAST. The idealized "hierarchical" scheme is
-used only when named. An explicit name given as a string applies to every collective kind that supports
-it (others stay "auto"); a mapping CollKind → name must name an algorithm the kind supports. "ring" across
-servers is NCCL's rail-aligned channel rings (``n_channels`` of them, default two per NIC of a server).
+ALL_REDUCE (tree only across servers, or whenever the trace hints TREE; NVLS too inside one NVLink domain
+of hardware with NVLink SHARP), ring for REDUCE_SCATTER / ALL_GATHER, PXN (or direct) for ALL_TO_ALL, chain
+for BROADCAST. The idealized "hierarchical" scheme is used only when named; "nvls" named for a group
+across domains, or on hardware without NVLink SHARP, runs the ring. An explicit name given as a string
+applies to every collective kind that supports it (others stay "auto"); a mapping CollKind → name must name
+an algorithm the kind supports. "ring" across servers is NCCL's rail-aligned channel rings (``n_channels``
+of them, default two per NIC of a server).
 
 Latency: every call's start barrier is a COMPUTE op of rank −1 lasting the tuning model's latency of the
 algorithm used with its best protocol (:meth:`~cosim.collectives.tuning.TuningModel.start_latency_ns`:
@@ -66,10 +68,10 @@ from cosim.workload.trace import (
 )
 
 #: algorithm names accepted by :func:`lower`
-ALGORITHM_NAMES = ("auto", "ring", "tree", "halving_doubling", "direct", "pxn", "hierarchical", "chain")
+ALGORITHM_NAMES = ("auto", "ring", "tree", "halving_doubling", "direct", "pxn", "hierarchical", "chain", "nvls")
 _BY_NAME = {"ring": Algorithm.RING, "tree": Algorithm.TREE, "halving_doubling": Algorithm.HALVING_DOUBLING,
             "direct": Algorithm.DIRECT, "pxn": Algorithm.PXN, "hierarchical": Algorithm.HIERARCHICAL,
-            "chain": Algorithm.CHAIN}
+            "chain": Algorithm.CHAIN, "nvls": Algorithm.NVLS}
 _COLL_KINDS = tuple(k for k in CollKind if k != CollKind.NONE)
 #: trace ops whose dep edges one block of _trace_edge_blocks holds (bounds its temporaries to about a MB)
 _TRACE_BLOCK_OPS = 1 << 12
@@ -125,11 +127,13 @@ def resolve_algorithm(kind: CollKind, name: str, hint: int, members: np.ndarray,
         if kind == CollKind.ALL_REDUCE and hint == AlgoHint.TREE:
             cands = (Algorithm.TREE,)
         elif kind == CollKind.ALL_REDUCE and shape.k < 2:
-            cands = (Algorithm.RING,)
+            cands = (Algorithm.RING, Algorithm.NVLS) if tuning.nvlink.nvls else (Algorithm.RING,)
         elif kind == CollKind.ALL_TO_ALL and not pxn_applies(members, gpus_per_server):
             cands = (Algorithm.DIRECT,)
         return tuning.choose(kind, shape, size_bytes, cands)
     algo = Algorithm.CHAIN if name == "ring" and kind == CollKind.BROADCAST else _BY_NAME[name]
+    if algo == Algorithm.NVLS and (shape.k > 1 or not tuning.nvlink.nvls):
+        algo = Algorithm.RING  # no NVLink SHARP across domains, nor on hardware without it
     return tuning.best_protocol(kind, algo, shape, size_bytes)
 
 

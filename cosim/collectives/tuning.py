@@ -22,11 +22,13 @@ part is the bus bytes at the curve's Simple-line busbw and the latency is the re
 
 Latency (ns), with steps split into NVLink steps and network steps:
 
-- ring all-reduce: 2(n−1) steps, 2(k−1) of them cross servers; reduce-scatter / all-gather: n−1 and k−1;
-  broadcast (chain): n−1 and k−1;
+- ring all-reduce: 2(n−1) steps, 2(k−1) of them cross servers (inside one domain of more GPUs than the
+  curves measured, at least the one-line fit's ``launch_ns + 2(n−1) · step_ns``); reduce-scatter /
+  all-gather: n−1 and k−1; broadcast (chain): n−1 and k−1;
 - tree all-reduce (k > 1 only): 2·((g−1) NVLink steps + ⌈log2 k⌉ network steps) — up and down the tree;
 - hierarchical: 2(g−1) NVLink and 2(k−1) network steps (all-reduce; half of each for RS / AG);
-- all-to-all: one network step (PXN adds one NVLink step), or one NVLink step inside a server.
+- all-to-all: one network step (PXN adds one NVLink step), or one NVLink step inside a server;
+- NVLS all-reduce (inside one NVLink domain): two NVLink steps, the reduction and the multicast.
 
 ``latency = launch_ns + nvlink_steps · step_ns + network_steps · net_step_ns[protocol]``; launch_ns and
 step_ns are the calibrated NVLink coefficients of the GPU (:mod:`cosim.collectives.calibration`), the
@@ -41,6 +43,8 @@ Bandwidth (bus bandwidth B, the nccl-tests busbw the call reaches; time = factor
   the group's g NICs per server, so g NICs carry every server's share; e_p is the protocol's efficiency
   (LL 1/4: half of every 16-byte line is flags and the rest is polled; LL128 0.92 = 120/128; Simple 1);
 - tree: 0.9 × that (NCCL's tree derating), and the tree moves 2·S per byte of busbw (NCCL's ratio 1/2);
+- NVLS: every GPU sends S once at the executor's NVLink copy rate (the switch reduces and multicasts), so
+  time = latency + S / copy rate (its busbw in nccl-tests' convention is 2(n−1)/n of that rate); Simple only;
 - factor: 2(n−1)/n all-reduce, (n−1)/n reduce-scatter, all-gather, all-to-all, 1 broadcast.
 
 What the schedule simulates (rings and NCCL's channel trees across servers laid out alike; every other
@@ -61,8 +65,10 @@ of ``bench/bench_tuner.py`` (figures in bench/README.md).
 Point-to-point sends pay NCCL's fixed cost of a one-step kernel (:meth:`TuningModel.send_latency_ns`).
 
 Candidates per kind (the others are available by name only): all-reduce → ring, or tree when the group
-spans several servers; reduce-scatter / all-gather → ring; all-to-all → PXN (NCCL's default, not tuned) when it applies (several
-servers, the same rail-aligned members on each), else direct; broadcast → chain. The idealized
+spans several servers, or NVLS when it lies inside one NVLink domain whose hardware has NVLink SHARP
+(``hardware.nvls``: on for the NVL72 presets, off by default for the 8-GPU ones); reduce-scatter /
+all-gather → ring; all-to-all → PXN (NCCL's default, not tuned) when it applies (several servers, the same
+rail-aligned members on each), else direct; broadcast → chain. The idealized
 hierarchical scheme and halving-doubling are never picked by "auto".
 """
 
@@ -90,7 +96,6 @@ from cosim.collectives.calibration import (
 from cosim.collectives.protocol import Protocol
 from cosim.errors import CosimInputError
 from cosim.workload.trace import CollKind
-
 
 #: bandwidth efficiency of each protocol over the network (module docstring)
 PROTOCOL_EFFICIENCY = {Protocol.LL: 0.25, Protocol.LL128: 0.92, Protocol.SIMPLE: 1.0}
@@ -196,6 +201,8 @@ class TuningModel:
             return 2 * math.ceil(math.log2(n)), 0
         if algorithm == Algorithm.HIERARCHICAL and k > 1 and g > 1:
             return twice * (g - 1), twice * (k - 1)
+        if algorithm == Algorithm.NVLS and k == 1:
+            return 2, 0
         if algorithm in (Algorithm.DIRECT, Algorithm.PXN):
             if k == 1:
                 return 1, 0
@@ -220,9 +227,14 @@ class TuningModel:
         if shape.n < 2:
             return 0.0
         curve = self.in_server_curve(kind, algorithm, shape)
-        if curve is not None:
-            return float(curve.latency_ns(size_bytes))
         intra, inter = self.steps(kind, algorithm, shape)
+        if curve is not None:
+            measured = float(curve.latency_ns(size_bytes))
+            if shape.n <= curve.n_ranks:
+                return measured
+            # a ring over more GPUs than any measured (an NVL72 domain) pays at least the one-line fit's
+            # launch and a step per hop: the curve of 8 GPUs holds 14 steps, the ring of 72 has 142
+            return max(measured, self.nvlink.launch_ns + intra * self.nvlink.step_ns)
         table = NET_STEP_NS[Algorithm.TREE if algorithm == Algorithm.TREE else Algorithm.RING]
         return self.nvlink.launch_ns + intra * self.nvlink.step_ns + inter * table[Protocol(protocol)]
 
@@ -250,6 +262,8 @@ class TuningModel:
         curve = self.in_server_curve(kind, algorithm, shape)
         if curve is not None:
             return curve.bus_bytes_per_s(self.nvlink.nvlink_bytes_per_s)
+        if Algorithm(algorithm) == Algorithm.NVLS and shape.k <= 1:
+            return self.nvlink.copy_bytes_per_s
         nvl = self.nvlink.bus_bytes_per_s
         if shape.k <= 1:
             return nvl
@@ -263,7 +277,7 @@ class TuningModel:
         protocol of an algorithm."""
         if shape.n < 2:
             return 0.0
-        factor = 2.0 if algorithm == Algorithm.TREE else bus_factor(kind, shape.n)
+        factor = {Algorithm.TREE: 2.0, Algorithm.NVLS: 1.0}.get(Algorithm(algorithm), bus_factor(kind, shape.n))
         bw = self.bus_bytes_per_s(algorithm, protocol, shape, kind)
         return self.latency_ns(kind, algorithm, protocol, shape, size_bytes) + factor * size_bytes / bw * 1e9
 
@@ -354,6 +368,8 @@ class TuningModel:
         use at that size), timed as the simulation runs it (:meth:`estimate_ns`)."""
         curve = self.in_server_curve(kind, algorithm, shape)
         protocols = reversed(Protocol) if curve is None else (Protocol(int(curve.protocol(size_bytes))),)
+        if Algorithm(algorithm) == Algorithm.NVLS:
+            protocols = (Protocol.SIMPLE,)  # NCCL runs NVLS with Simple only
         best, best_nccl = None, None
         for p in protocols:
             t = self.nccl_estimate_ns(kind, algorithm, p, shape, size_bytes)

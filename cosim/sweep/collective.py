@@ -82,7 +82,7 @@ class CollectiveSweep:
     op: str = "all_reduce"
     sizes_bytes: tuple[int, ...] = (1 << 20,)
     n_ranks: int = 8
-    gpus_per_server: int = 8
+    gpus_per_server: int | None = None  #: GPUs of one NVLink domain; None: the GPU preset's gpus_per_host
     gpu: str = "h100"
     algorithm: str = "auto"
     transports: tuple[str, ...] = ("roce",)
@@ -96,6 +96,8 @@ class CollectiveSweep:
     def __post_init__(self) -> None:
         if self.op not in OPS:
             raise CosimInputError("--op", f"unknown op {self.op!r}", f"choose one of {', '.join(OPS)}")
+        if self.gpus_per_server is None:  # an unknown GPU is an input error here, not at the first point
+            object.__setattr__(self, "gpus_per_server", get_hardware(self.gpu).gpus_per_host)
         for name in ("n_ranks", "gpus_per_server", "iterations", "chunk_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

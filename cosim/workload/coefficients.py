@@ -32,7 +32,7 @@ SCHEMA = "cosim.compute-coefficients"
 SCHEMA_VERSION = 1
 #: HardwareSpec datasheet fields: what a preset fixes and a file's [datasheet] table may override
 DATASHEET_FIELDS = ("peak_flops_per_s", "hbm_bytes", "hbm_bytes_per_s", "nvlink_bytes_per_s", "nic_bytes_per_s",
-                    "sm_count", "gpus_per_host")
+                    "sm_count", "gpus_per_host", "nvlink_latency_ns", "nvls")
 #: HardwareSpec compute-model coefficients, the [coefficients] table (the fit sets all but the attention
 #: efficiencies and tile shape, which come from the base preset)
 COEFFICIENT_FIELDS = ("compute_efficiency", "gemm_memory_efficiency", "gemm_small_m", "gemm_small_n",

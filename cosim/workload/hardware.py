@@ -86,6 +86,9 @@ class HardwareSpec:
     fp8_peak_flops_per_s: float = 0.0  #: peak dense FP8 tensor-core FLOP/s; 0 = no FP8 tensor cores
     fp8_tensor_scaling_overhead: float = 0.05  #: per-tensor scaling work, fraction of the FP8 GEMM time, [0, 1]
     fp8_block_scaling_overhead: float = 0.12  #: fine-grained block scaling work, fraction of FP8 GEMM time, [0, 1]
+    # scale-up domain (the NVLink/NVSwitch domain a host stands for: a server, or an NVL72 rack)
+    nvlink_latency_ns: float = 500.0  #: fixed latency of one NVLink copy through the domain's switch, ns
+    nvls: bool = False  #: the domain's switches reduce in the network (NVLink SHARP: NCCL's NVLS all-reduce)
 
     def __post_init__(self) -> None:
         for field in ("peak_flops_per_s", "hbm_bytes_per_s", "nvlink_bytes_per_s", "nic_bytes_per_s"):
@@ -121,6 +124,11 @@ class HardwareSpec:
             if not _is_number(value) or not 0 <= value <= 1:
                 raise CosimInputError(f"hardware.{field}", f"must be in [0, 1], got {value!r}",
                                       "give the recipe's extra work as a fraction of the GEMM time, e.g. 0.1")
+        if not _is_number(self.nvlink_latency_ns) or not 0 <= self.nvlink_latency_ns < 1e9:
+            raise CosimInputError("hardware.nvlink_latency_ns", f"must be a number of ns >= 0, got "
+                                  f"{self.nvlink_latency_ns!r}")
+        if not isinstance(self.nvls, bool):
+            raise CosimInputError("hardware.nvls", f"must be true or false, got {self.nvls!r}")
         if not isinstance(self.calibration, str):
             raise CosimInputError("hardware.calibration", f"must be text, got {self.calibration!r}")
 
@@ -174,8 +182,25 @@ DATASHEETS: dict[str, dict[str, float | int]] = {
     # 1.8 TB/s total (900 GB/s per direction), 148 SMs; DGX B200: one ConnectX-7 400 Gb/s per GPU.
     "b200": dict(peak_flops_per_s=2.25e15, hbm_bytes=180 * GIB, hbm_bytes_per_s=8e12, nvlink_bytes_per_s=900e9,
                  nic_bytes_per_s=50e9, sm_count=148, fp8_peak_flops_per_s=4.5e15),
+    # GB200 NVL72 (one rack = one NVLink domain of 72 Blackwell GPUs behind 18 NVLink Switch chips in 9
+    # switch trays; NVIDIA GB200 NVL72 datasheet): 180 PFLOP/s dense fp16/bf16 per rack = 2.5 PFLOP/s per
+    # GPU, 13.4 TB HBM3e per rack = 186 GB per GPU at 8 TB/s, NVLink 5 1.8 TB/s per GPU (900 GB/s per
+    # direction) to every GPU of the rack, 148 SMs (a B200 die pair); one ConnectX-7 400 Gb/s per GPU for
+    # scale-out (NVIDIA's GB200 NVL72 reference design). A copy crosses one NVLink switch as in an HGX
+    # server (no port-to-port latency is published: the 500 ns default copy latency). The switches reduce
+    # in the network (NVLink SHARP), so NCCL runs its NVLS all-reduce inside the rack.
+    "gb200-nvl72": dict(peak_flops_per_s=2.5e15, hbm_bytes=186 * GIB, hbm_bytes_per_s=8e12,
+                        nvlink_bytes_per_s=900e9, nic_bytes_per_s=50e9, sm_count=148, gpus_per_host=72,
+                        nvlink_latency_ns=500.0, nvls=True, fp8_peak_flops_per_s=5e15),
+    # GB300 NVL72 (Blackwell Ultra; NVIDIA GB300 NVL72 datasheet): the same rack and NVLink 5 domain, 180 PFLOP/s
+    # dense fp16/bf16 per rack = 2.5 PFLOP/s per GPU, 20 TB HBM3e per rack = 279 GB per GPU at 8 TB/s,
+    # 160 SMs (Blackwell Ultra), one ConnectX-8 800 Gb/s SuperNIC per GPU.
+    "gb300-nvl72": dict(peak_flops_per_s=2.5e15, hbm_bytes=279 * GIB, hbm_bytes_per_s=8e12,
+                        nvlink_bytes_per_s=900e9, nic_bytes_per_s=100e9, sm_count=160, gpus_per_host=72,
+                        nvlink_latency_ns=500.0, nvls=True, fp8_peak_flops_per_s=5e15),
 }
-ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200"}
+ALIASES = {"a100-80gb": "a100", "a100-sxm": "a100", "h100-sxm": "h100", "h200-sxm": "h200", "b200-sxm": "b200",
+           "gb200": "gb200-nvl72", "nvl72": "gb200-nvl72", "gb300": "gb300-nvl72"}
 CALIBRATION_DIR = Path(__file__).resolve().parent / "calibration"
 
 

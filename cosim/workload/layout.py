@@ -4,6 +4,12 @@ Each rank has coordinates (tp, cp, pp, dp). ``ParallelismSpec.order`` lists the 
 with the default ``tp-cp-pp-dp``, rank = tp + t·(cp + c·(pp + p·dp)), so a TP group is t consecutive ranks
 (inside one host when t ≤ GPUs per host), then CP, then pipeline stages, then data-parallel replicas.
 
+A host is one NVLink domain (``hardware.gpus_per_host``: an 8-GPU server, or a 72-GPU NVL72 rack); rank r
+sits in domain r // gpus_per_host. An EP group (ep data-parallel neighbours, t·c·p ranks apart) therefore
+spans t·c·p·ep consecutive ranks, and lies inside one domain whenever that span divides the domain: with 72
+GPUs, TP8×EP9, TP4×EP18 or TP1×EP72, but not TP8×EP8 (64 ranks: every ninth EP group straddles two racks).
+:func:`domains_spanned` counts, per group, the domains it touches.
+
 Groups (only those with more than one member are created), ordered by kind then by lowest member:
 
 - TP: ranks differing only in tp.      - CP: only in cp.      - PP: only in pp.
@@ -123,3 +129,15 @@ def make_layout(par: ParallelismSpec, tied_embeddings: bool = False) -> Layout:
     return Layout(n_ranks=n, coords=coords, group_ptr=np.asarray(ptr, dtype=np.int64),
                   group_ranks=(np.concatenate(members) if members else np.zeros(0)).astype(np.int32),
                   group_kind=np.asarray(kinds, dtype=np.uint8), group_of=group_of, peer_of=peer_of)
+
+
+def domains_spanned(group_ptr: np.ndarray, group_ranks: np.ndarray, gpus_per_domain: int) -> np.ndarray:
+    """int64 [n_groups]: the NVLink domains (``gpus_per_domain`` consecutive ranks each) every group of the
+    CSR ``group_ptr`` / ``group_ranks`` touches; 1 when its collectives never leave NVLink."""
+    ptr = np.asarray(group_ptr, np.int64)
+    domain = np.asarray(group_ranks, np.int64) // int(gpus_per_domain)
+    owner = np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
+    # members are increasing, so a group's domains are too: count where the domain changes
+    new = np.ones(domain.size, bool)
+    new[1:] = (domain[1:] != domain[:-1]) | (owner[1:] != owner[:-1])
+    return np.bincount(owner[new], minlength=ptr.size - 1).astype(np.int64)

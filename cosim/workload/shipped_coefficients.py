@@ -2,10 +2,10 @@
 
 ``python -m cosim.workload.shipped_coefficients VIDUR_COMPUTE_DIR`` where the directory holds
 ``{a100,h100}/{Llama-2-7b-hf,Llama-2-70b-hf}/mlp.csv`` (microsoft/vidur commit 7d47513, ``data/`` folder,
-MIT license). A100 and H100 are fitted; H200 and B200 have no profiles, so they get H100's fitted
-coefficients: every coefficient is a fraction of a datasheet rate (or a launch time, or a shape penalty in
-elements), so applying them to the H200/B200 datasheet numbers scales each kernel time by the datasheet
-ratios. Those files say "derived, not fitted". Cosim never reads the profiles at run time.
+MIT license). A100 and H100 are fitted; H200, B200, GB200 and GB300 NVL72 have no profiles, so they
+get H100's fitted coefficients: every coefficient is a fraction of a datasheet rate (or a launch time, or a
+shape penalty in elements), so applying them to their datasheet numbers scales each kernel time by the
+datasheet ratios. Those files say "derived, not fitted". Cosim never reads the profiles at run time.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ SOURCE = ("microsoft/vidur commit 7d47513 (MIT license, Copyright (c) Microsoft 
 #: stacks (cuDNN / Transformer Engine fused attention) sit between, backward below forward.
 ATTENTION = {"a100": (0.6, 0.5), "h100": (0.55, 0.4)}
 FITTED = ("a100", "h100")
-DERIVED = {"h200": "h100", "b200": "h100"}
+DERIVED = {"h200": "h100", "b200": "h100", "gb200-nvl72": "h100", "gb300-nvl72": "h100"}
 HEADER = ("Compute-model coefficients for cosim (docs/models/compute.md); regenerate with\n"
           "python -m cosim.workload.shipped_coefficients VIDUR_COMPUTE_DIR")
 
@@ -37,7 +37,7 @@ def base_spec(gpu: str) -> HardwareSpec:
 
 
 def regenerate(vidur_compute_dir: str | Path, out_dir: Path = CALIBRATION_DIR) -> list[Path]:
-    """Fit A100 and H100, derive H200 and B200, write the four files; return their paths."""
+    """Fit A100 and H100, derive H200, B200, GB200 and GB300 NVL72, write the six files; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written, fitted = [], {}
     for gpu in FITTED:

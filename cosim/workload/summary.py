@@ -12,6 +12,8 @@ Definitions:
 - ``bubble_fraction``: (T − C)/C, T the span from the first to the last forward/backward compute in that
   timeline, C the largest per-rank forward/backward compute time; compare ``bubble_fraction_ideal`` =
   (p−1)/(v·m).
+- ``domain_crossings``: per group kind meant to stay on NVLink (TP, EP), (groups touching more than one
+  NVLink domain of ``gpus_per_host`` GPUs, groups): their collectives go over the fabric.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cosim.workload.layout import domains_spanned
 from cosim.workload.timeline import compute_only_timeline
 from cosim.workload.trace import (
     NO_GROUP_KIND,
@@ -60,6 +63,9 @@ class TraceSummary:
     model_state_bytes_per_gpu_max: int | None
     hbm_bytes: int | None
     peak_flops_per_s: float | None
+    gpus_per_host: int = 8  #: GPUs of one NVLink domain
+    #: (group kind, groups spanning several NVLink domains, groups) for TP and EP
+    domain_crossings: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def mfu_compute_only(self) -> float | None:
@@ -120,7 +126,20 @@ def summarize(trace: Trace) -> TraceSummary:
         bubble_fraction=float(bubble), bubble_fraction_ideal=derived.get("bubble_fraction_ideal"),
         total_params=derived.get("total_params"),
         model_state_bytes_per_gpu_max=max(state) if state else None,
-        hbm_bytes=hw.get("hbm_bytes"), peak_flops_per_s=hw.get("peak_flops_per_s"))
+        hbm_bytes=hw.get("hbm_bytes"), peak_flops_per_s=hw.get("peak_flops_per_s"),
+        gpus_per_host=int(hw.get("gpus_per_host", 8)), domain_crossings=_domain_crossings(trace, hw))
+
+
+def _domain_crossings(trace: Trace, hw: dict) -> tuple[tuple[str, int, int], ...]:
+    """(kind, groups spanning several NVLink domains, groups) for the TP and EP groups of ``trace``."""
+    spans = domains_spanned(trace.group_ptr, trace.group_ranks, int(hw.get("gpus_per_host", 8)))
+    kinds = np.asarray(trace.group_kind)
+    out = []
+    for kind in (GroupKind.TP, GroupKind.EP):
+        sel = kinds == kind
+        if np.any(sel):
+            out.append((kind.name.lower(), int(np.count_nonzero(spans[sel] > 1)), int(np.count_nonzero(sel))))
+    return tuple(out)
 
 
 def _bytes(n: float) -> str:
@@ -158,4 +177,8 @@ def format_summary(s: TraceSummary) -> str:
         if s.hbm_bytes and s.model_state_bytes_per_gpu_max > s.hbm_bytes:
             warn = "  WARNING: exceeds HBM (activations not counted)"
         lines.append(f"model state per GPU (params+grads+Adam): {_bytes(s.model_state_bytes_per_gpu_max)}{warn}")
+    crossing = [f"{n} of {total} {kind} groups" for kind, n, total in s.domain_crossings if n]
+    if crossing:
+        lines.append(f"NOTE: {', '.join(crossing)} span several NVLink domains of {s.gpus_per_host} GPUs "
+                     "(their collectives cross the fabric; tp·cp·pp·ep dividing the domain keeps them inside)")
     return "\n".join(lines)
