@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast")
-TRANSPORTS = ("roce", "ib", "both")
+TRANSPORTS = ("roce", "ib", "uec", "both", "all")
 EPILOG = """\b
 Columns (as nccl-tests prints them):
   size       bytes S of the op (nccl-tests' size: the all-reduce buffer, the gathered all-gather buffer,
@@ -36,7 +36,7 @@ Examples:
               help="auto (NCCL-style tuner), ring, tree, halving_doubling, direct, pxn, hierarchical, chain.")
 @click.option("--channels", type=int, default=None, help="Rings across servers [default: 2 per NIC].")
 @click.option("--transport", type=click.Choice(TRANSPORTS), default="roce", show_default=True,
-              help="Fabric transport; both runs every size on each.")
+              help="Fabric transport; both runs every size on roce and on ib, all on the three.")
 @click.option("--topology", default="rail-optimized", show_default=True, help="Fabric topology generator.")
 @click.option("--link-gbps", type=float, default=400.0, show_default=True, help="Rate of every link, Gb/s.")
 @click.option("--iterations", type=int, default=1, show_default=True,
@@ -59,8 +59,9 @@ def collective(op, sizes, ranks, gpus_per_server, gpu, algorithm, channels, tran
 
     algorithm_table(algorithm)  # an unknown name fails before anything runs
     sweep = CollectiveSweep(op=op, sizes_bytes=parse_sizes(sizes), n_ranks=ranks, gpus_per_server=gpus_per_server,
-                            gpu=gpu, algorithm=algorithm, transports=("roce", "ib") if transport == "both"
-                            else (transport,), topology=topology, link_gbps=link_gbps, n_channels=channels,
+                            gpu=gpu, algorithm=algorithm, transports={"both": ("roce", "ib"),
+                                                                          "all": ("roce", "ib", "uec")}.get(
+                                transport, (transport,)), topology=topology, link_gbps=link_gbps, n_channels=channels,
                             chunk_bytes=Size(minimum=1).convert(chunk_bytes, "--chunk-bytes"),
                             iterations=iterations, seed=seed)
     reduces = op in ("all_reduce", "reduce_scatter")

@@ -184,10 +184,17 @@ HostNic::GetTypeId()
                           UintegerValue(256),
                           MakeUintegerAccessor(&HostNic::m_entropyCount),
                           MakeUintegerChecker<uint32_t>(1, 65536))
+            .AddAttribute("UecEntropyRing",
+                          "UEC path feedback (REPS, recycled entropy packet spraying): entropies whose "
+                          "packets were acknowledged without an ECN mark that a flow keeps for reuse, and "
+                          "uses before exploring new ones (dimensionless; 0 = no recycling: oblivious "
+                          "round-robin spraying over UecEntropyCount values).",
+                          UintegerValue(32),
+                          MakeUintegerAccessor(&HostNic::m_entropyRing),
+                          MakeUintegerChecker<uint32_t>(0, 65536))
             .AddAttribute("UecEntropyHold",
-                          "UEC path feedback (REPS-like load balancing): an entropy whose packet came back "
-                          "ECN-marked or trimmed is not used again for this long, a time (0 = no feedback: "
-                          "plain oblivious spraying).",
+                          "UEC path feedback: an entropy whose packet came back ECN-marked or trimmed is not "
+                          "explored again for this long, a time (0 = explore it in its turn).",
                           TimeValue(MicroSeconds(10)),
                           MakeTimeAccessor(&HostNic::m_entropyHold),
                           MakeTimeChecker(Time(0)))
@@ -370,7 +377,7 @@ HostNic::StartFlow(uint64_t flowId)
                         "HostNic::UecEnabled runs NSCC windows: switch AdmissionEnabled and QpWindowBytes off");
         NS_ABORT_MSG_IF(qp.sizeBytes / m_mtuBytes >= std::numeric_limits<uint32_t>::max(),
                         "flow " << flowId << " has more packets than a UEC acknowledgement can count");
-        m_entropy.Configure(m_entropyCount, m_entropyHold.GetTimeStep());
+        m_entropy.Configure(m_entropyCount, m_entropyRing, m_entropyHold.GetTimeStep());
         UecFlow u;
         u.pds.Configure(qp.sizeBytes, m_mtuBytes);
         u.cc = m_nscc->Initial(LineRateBps(), m_mtuBytes);
@@ -1081,18 +1088,19 @@ HostNic::UecTimer(uint32_t qpIndex)
     u.rtoPending = false;
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     int64_t nextPs = -1;
-    if (u.pds.OnTimeout(nowPs, m_uecRetransmitTimeout.GetTimeStep(), &nextPs) != 0)
+    const uint64_t lost = u.pds.OnTimeout(nowPs, m_uecRetransmitTimeout.GetTimeStep(), &nextPs);
+    if (nextPs >= 0)
+    {
+        ArmUecTimer(qpIndex, nextPs, nowPs); // the oldest packet still in flight; the next send arms it otherwise
+    }
+    if (lost != 0)
     {
         ++m_timeouts;
-        ActivateUec(qpIndex);
+        ActivateUec(qpIndex); // last: waking the port may send, and arm the timer, at once
     }
     else
     {
         ++m_idleTimerEvents;
-    }
-    if (nextPs >= 0)
-    {
-        ArmUecTimer(qpIndex, nextPs, nowPs); // the oldest packet still in flight; the next send arms it otherwise
     }
 }
 

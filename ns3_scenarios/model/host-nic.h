@@ -85,8 +85,8 @@ LatencyBucket(uint64_t ps)
  *
  * With UecEnabled the NIC runs Ultra Ethernet's transport instead of RoCE's (UEC 1.0): a flow is a
  * reliable unordered delivery (RUD) context, established by its first packet (no handshake). The sender
- * picks an entropy value per packet (EntropySelector: spraying over the equal-cost paths, congested
- * entropies avoided for UecEntropyHold), keeps at most the NSCC window in flight (NsccWindow), and resends
+ * picks an entropy value per packet (EntropySelector: spraying over the equal-cost paths, REPS-style
+ * reuse of the entropies that came back clean), keeps at most the NSCC window in flight (NsccWindow), and resends
  * only the packets that are lost (PdsScoreboard): a NACK names a trimmed one, the retransmission timeout
  * (UecRetransmitTimeout) catches dropped ones. The receiver places packets in any order (ReorderBuffer)
  * and answers every data packet at once: a SACK, or a NACK if a switch trimmed it to its header.
@@ -424,6 +424,7 @@ class HostNic : public FabricNode, public PacketSource
     Ptr<NsccWindow> m_nscc;             ///< NSCC parameters and reactions
     EntropySelector m_entropy;          ///< entropy choice (UecEntropyCount, UecEntropyHold)
     uint32_t m_entropyCount{256};       ///< entropy values a flow sprays over
+    uint32_t m_entropyRing{32};         ///< good entropies a flow keeps for reuse (REPS)
     Time m_entropyHold;                 ///< how long a congested entropy is avoided
     Time m_uecRetransmitTimeout;        ///< UEC: a packet unanswered this long is sent again
     TracedCallback<uint64_t> m_flowFinishTrace; ///< flow id whose last byte arrived here
