@@ -99,7 +99,8 @@ def test_incast_queue_stays_under_the_trim_threshold_and_finishes_at_the_bottlen
 
 def test_selective_retransmission_resends_only_the_lost_packets(engine_ns):
     """A bit-error rate on the sender's link: UEC resends each lost data packet once (at most the packets the
-    link lost; a lost SACK needs no resend, the next one's cumulative acknowledgement covers it), while
+    link lost; a lost SACK needs no resend, the next one's cumulative acknowledgement covers it), finding
+    the loss when a packet sent HostNic::UecReorderWindow later is SACKed, while
     RoCE's go-back-N resends every packet sent between the loss and its NAK: several times the bytes."""
     size, ber = 8 << 20, 3e-7
     fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
@@ -112,6 +113,7 @@ def test_selective_retransmission_resends_only_the_lost_packets(engine_ns):
     u, r = uec.counters, roce.counters
     assert u["ber_drops"] > 0 and r["ber_drops"] > 0
     assert 0 < u["retransmitted_packets"] <= u["ber_drops"]
+    assert u["uec_loss_detections"] > 0  # most losses are found by the SACKs of later packets, not a timeout
     assert u["retransmitted_bytes"] <= u["ber_drops"] * MTU
     assert r["retransmitted_bytes"] > 5 * u["retransmitted_bytes"]
 

@@ -208,6 +208,7 @@ METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, 
     ("retransmitted_packets", "retransmitted packets", _X, _COUNT),
     ("retransmitted_bytes", "retransmitted payload", _KB, {}),
     ("trimmed_packets", "packets trimmed to their header (UEC)", _X, _COUNT),
+    ("uec_loss_detections", "losses found by reordering (UEC)", _X, _COUNT),
     ("naks_sent", "NAKs", _X, _COUNT),
     ("timeouts", "retransmission timeouts", _X, _COUNT),
     ("reordered_packets", "packets placed out of order", _X, _COUNT),
@@ -283,7 +284,8 @@ TRAINING_KEYS = frozenset({
     "mfu", "model_flop_per_s_per_gpu", "megatron_flop_per_s_per_gpu", *(c[0] for c in _COLL), "n_ranks", "flows",
     "flows_completed", "transfer_slowdown_p50",
     "transfer_slowdown_p99", "fct_slowdown_p50", "fct_slowdown_p99", "link_utilization_max", "max_queue_bytes",
-    "queue_p99_bytes", "drops", "switch_drops", "retransmitted_packets", "naks_sent", "timeouts", "ecn_marks",
+    "queue_p99_bytes", "drops", "switch_drops", "retransmitted_packets", "retransmitted_bytes", "trimmed_packets",
+    "naks_sent", "timeouts", "ecn_marks",
     "cnps_sent", "pause_frames_sent", "pfc_paused_ns", "pfc_paused_port_max_ns", "credit_stall_ns",
     "credit_stall_port_max_ns"}) | _FAULT_TRAINING_KEYS
 #: summary keys not shown in the terminal table (details of the models; they stay in the file and in compare)

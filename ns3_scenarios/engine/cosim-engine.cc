@@ -339,6 +339,9 @@ const CounterDecl kCounters[] = {
     {"retransmitted_bytes", Combine::SUM, "B",
      "payload of the data packets senders resent (go-back-N rewinds, UEC selective retransmission)",
      {.fromNic = [](const HostNic& n) { return int64_t(n.GetRetransmittedBytes()); }}},
+    {"uec_loss_detections", Combine::SUM, "events",
+     "UEC SACKs that declared packets sent well before theirs lost (HostNic::UecReorderWindow)",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetReorderLosses()); }}},
     {"trimmed_packets", Combine::SUM, "packets", "data packets switches trimmed to their header (UEC trimming)",
      {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetTrimmedPackets()); }}},
     {"naks_sent", Combine::SUM, "packets", "go-back-N NAKs (PSN sequence errors), or UEC NACKs of trimmed "

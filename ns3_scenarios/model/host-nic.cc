@@ -205,6 +205,15 @@ HostNic::GetTypeId()
                           TimeValue(MicroSeconds(200)),
                           MakeTimeAccessor(&HostNic::m_uecRetransmitTimeout),
                           MakeTimeChecker(NanoSeconds(1)))
+            .AddAttribute("UecReorderWindow",
+                          "UEC loss detection by reordering: when a SACK arrives, a packet still in flight that "
+                          "was sent more than this before the acknowledged one is declared lost and sent again, "
+                          "a time (0 = the retransmission timeout alone). Above the largest queueing difference "
+                          "of two sprayed paths, which trimming bounds (three trim thresholds of 20 us on a "
+                          "two-tier fabric); a smaller value resends packets that were only late.",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&HostNic::m_uecReorderWindow),
+                          MakeTimeChecker(Time(0)))
             .AddTraceSource("FlowFinish",
                             "The last payload byte of a flow arrived at this NIC (argument: flow id).",
                             MakeTraceSourceAccessor(&HostNic::m_flowFinishTrace),
@@ -1187,6 +1196,12 @@ HostNic::OnPdsAnswer(const FabricPacket& p)
         if (acked != 0)
         {
             m_nscc->OnAck(u.cc, acked, nowPs - p.sendTimePs, p.ecnMarked, nowPs);
+        }
+        const int64_t windowPs = m_uecReorderWindow.GetTimeStep();
+        if (windowPs != 0 && u.pds.DetectLoss(p.sendTimePs, windowPs) != 0)
+        {
+            ++m_reorderLosses;
+            ActivateUec(qpIndex);
         }
     }
     if (u.rtoPending && u.pds.AllAcked())

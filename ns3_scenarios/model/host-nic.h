@@ -87,8 +87,9 @@ LatencyBucket(uint64_t ps)
  * reliable unordered delivery (RUD) context, established by its first packet (no handshake). The sender
  * picks an entropy value per packet (EntropySelector: spraying over the equal-cost paths, REPS-style
  * reuse of the entropies that came back clean), keeps at most the NSCC window in flight (NsccWindow), and resends
- * only the packets that are lost (PdsScoreboard): a NACK names a trimmed one, the retransmission timeout
- * (UecRetransmitTimeout) catches dropped ones. The receiver places packets in any order (ReorderBuffer)
+ * only the packets that are lost (PdsScoreboard): a NACK names a trimmed one; a dropped one is found
+ * when a packet sent more than UecReorderWindow after it is SACKed, or by the retransmission timeout
+ * (UecRetransmitTimeout). The receiver places packets in any order (ReorderBuffer)
  * and answers every data packet at once: a SACK, or a NACK if a switch trimmed it to its header.
  */
 class HostNic : public FabricNode, public PacketSource
@@ -162,6 +163,12 @@ class HostNic : public FabricNode, public PacketSource
     uint64_t GetRetransmittedBytes() const
     {
         return m_retransmittedBytes;
+    }
+
+    /// @return UEC SACKs that declared packets sent well before theirs lost (UecReorderWindow)
+    uint64_t GetReorderLosses() const
+    {
+        return m_reorderLosses;
     }
 
     /// @return NAKs this NIC sent (as a receiver; with UecEnabled, NACKs of trimmed packets)
@@ -427,6 +434,8 @@ class HostNic : public FabricNode, public PacketSource
     uint32_t m_entropyRing{32};         ///< good entropies a flow keeps for reuse (REPS)
     Time m_entropyHold;                 ///< how long a congested entropy is avoided
     Time m_uecRetransmitTimeout;        ///< UEC: a packet unanswered this long is sent again
+    Time m_uecReorderWindow;            ///< UEC: a packet this much older than one SACKed is lost
+    uint64_t m_reorderLosses{0};        ///< UEC: SACKs that declared older packets lost
     TracedCallback<uint64_t> m_flowFinishTrace; ///< flow id whose last byte arrived here
     TracedCallback<uint64_t, double> m_rateTrace; ///< (flow id, new rate in bit/s) on DCQCN changes
 };

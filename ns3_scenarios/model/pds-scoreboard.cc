@@ -129,6 +129,27 @@ PdsScoreboard::OnNack(uint64_t index, uint64_t cumulativePackets)
 }
 
 uint64_t
+PdsScoreboard::DetectLoss(int64_t ackedSentPs, int64_t windowPs)
+{
+    uint64_t lost = 0;
+    for (uint64_t i = m_base; i < m_nextNew; ++i)
+    {
+        const Entry& e = m_entries[i - m_base];
+        if (e.state != State::IN_FLIGHT)
+        {
+            continue;
+        }
+        if (e.sentPs + windowPs >= ackedSentPs)
+        {
+            break;
+        }
+        MarkLost(i);
+        ++lost;
+    }
+    return lost;
+}
+
+uint64_t
 PdsScoreboard::OnTimeout(int64_t nowPs, int64_t timeoutPs, int64_t* nextDeadlinePs)
 {
     uint64_t lost = 0;

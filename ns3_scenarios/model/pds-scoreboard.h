@@ -62,6 +62,16 @@ class PdsScoreboard
      */
     uint64_t OnTimeout(int64_t nowPs, int64_t timeoutPs, int64_t* nextDeadlinePs);
 
+    /**
+     * @brief Loss detection by reordering: a SACK arrived for a packet sent at @p ackedSentPs, so every
+     * packet still in flight that was sent more than @p windowPs before it is lost (spraying reorders
+     * packets by at most the queueing difference of two paths, which trimming bounds).
+     * Looks at the packets from the cumulative acknowledgement on, up to the first one in flight that is
+     * recent enough (a retransmission sent late and lost again is left to the timeout).
+     * @return packets declared lost
+     */
+    uint64_t DetectLoss(int64_t ackedSentPs, int64_t windowPs);
+
     /// @return payload in flight (sent, neither acknowledged nor declared lost), in bytes
     uint64_t InflightBytes() const
     {
