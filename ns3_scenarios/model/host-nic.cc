@@ -387,10 +387,10 @@ HostNic::StartFlow(uint64_t flowId)
         NS_ABORT_MSG_IF(qp.sizeBytes / m_mtuBytes >= std::numeric_limits<uint32_t>::max(),
                         "flow " << flowId << " has more packets than a UEC acknowledgement can count");
         m_entropy.Configure(m_entropyCount, m_entropyRing, m_entropyHold.GetTimeStep());
-        UecFlow u;
-        u.pds.Configure(qp.sizeBytes, m_mtuBytes);
-        u.cc = m_nscc->Initial(LineRateBps(), m_mtuBytes);
-        u.entropy = m_entropy.Initial(flowId);
+        auto u = std::make_unique<UecFlow>();
+        u->pds.Configure(qp.sizeBytes, m_mtuBytes);
+        u->cc = m_nscc->Initial(LineRateBps(), m_mtuBytes);
+        u->entropy = m_entropy.Initial(flowId);
         m_uecFlows.push_back(std::move(u));
     }
     m_gbnTx.SetTimeoutPs(m_retransmitTimeout.GetTimeStep());
@@ -1000,19 +1000,19 @@ HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
         const std::size_t idx = (m_next + k) % m_active.size();
         const uint32_t qpIndex = m_active[idx];
         QueuePair& qp = m_qps[qpIndex];
-        UecFlow& u = m_uecFlows[qpIndex];
         uint64_t index = 0;
         bool retransmission = false;
         const bool paused = pausedMask & (1u << qp.priority);
-        if (!paused && !u.pds.Next(&index, &retransmission))
+        if (!m_uecFlows[qpIndex] || (!paused && !m_uecFlows[qpIndex]->pds.Next(&index, &retransmission)))
         {
-            // Its retransmit list held only packets acknowledged since: nothing left to send.
+            // Delivered, or its retransmit list held only packets acknowledged since: nothing to send.
             qp.done = true;
             --m_activeAtPrio[qp.priority];
             m_active[idx] = m_active.back();
             m_active.pop_back();
             continue;
         }
+        UecFlow& u = *m_uecFlows[qpIndex];
         const uint32_t payload = paused ? 0 : u.pds.PayloadOf(index);
         if (paused || (u.pds.InflightBytes() != 0 && double(u.pds.InflightBytes() + payload) > u.cc.cwndBytes))
         {
@@ -1084,7 +1084,7 @@ HostNic::ActivateUec(uint32_t qpIndex)
 void
 HostNic::ArmUecTimer(uint32_t qpIndex, int64_t atPs, int64_t nowPs)
 {
-    UecFlow& u = m_uecFlows[qpIndex];
+    UecFlow& u = *m_uecFlows[qpIndex];
     NS_ASSERT_MSG(!u.rtoPending, "QP " << qpIndex << " already has a UEC retransmission timer");
     u.rtoPending = true;
     u.rtoEvent = Simulator::Schedule(TimeStep(atPs > nowPs ? atPs - nowPs : 0), &HostNic::UecTimer, this, qpIndex);
@@ -1093,7 +1093,7 @@ HostNic::ArmUecTimer(uint32_t qpIndex, int64_t atPs, int64_t nowPs)
 void
 HostNic::UecTimer(uint32_t qpIndex)
 {
-    UecFlow& u = m_uecFlows[qpIndex];
+    UecFlow& u = *m_uecFlows[qpIndex];
     u.rtoPending = false;
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     int64_t nextPs = -1;
@@ -1173,11 +1173,11 @@ HostNic::OnPdsAnswer(const FabricPacket& p)
 {
     ++m_acksReceived;
     const uint32_t qpIndex = SenderQueuePair(p.flowId);
-    if (qpIndex == FlowTable::kNoQueuePair)
+    if (qpIndex == FlowTable::kNoQueuePair || !m_uecFlows[qpIndex])
     {
-        return;
+        return; // not this NIC's flow, or every packet of it acknowledged already
     }
-    UecFlow& u = m_uecFlows[qpIndex];
+    UecFlow& u = *m_uecFlows[qpIndex];
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     const uint64_t index = p.seqBytes / m_mtuBytes;
     const bool nack = p.kind == PacketKind::NACK;
@@ -1204,10 +1204,14 @@ HostNic::OnPdsAnswer(const FabricPacket& p)
             ActivateUec(qpIndex);
         }
     }
-    if (u.rtoPending && u.pds.AllAcked())
+    if (u.pds.AllAcked())
     {
-        Simulator::Remove(u.rtoEvent); // every packet is delivered: take the timer out of the event queue
-        u.rtoPending = false;
+        if (u.rtoPending)
+        {
+            Simulator::Remove(u.rtoEvent); // every packet is delivered: take the timer out of the event queue
+        }
+        m_uecFlows[qpIndex].reset();
+        return;
     }
     m_ports[0]->Wake(); // the window may have opened
 }

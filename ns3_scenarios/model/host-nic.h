@@ -30,6 +30,7 @@
 #include "ns3/traced-callback.h"
 
 #include <array>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -427,7 +428,9 @@ class HostNic : public FabricNode, public PacketSource
     CtsAdmission m_cts;                 ///< receiver: grants within the budget
     uint64_t m_grantsSent{0};           ///< grants sent
     bool m_uec{false};                  ///< Ultra Ethernet transport (UecEnabled)
-    std::vector<UecFlow> m_uecFlows;    ///< UEC state per queue pair (index as m_qps)
+    /// UEC state per queue pair (index as m_qps), freed once every packet is acknowledged: a run of many
+    /// flows keeps only the state of those in progress
+    std::vector<std::unique_ptr<UecFlow>> m_uecFlows;
     Ptr<NsccWindow> m_nscc;             ///< NSCC parameters and reactions
     EntropySelector m_entropy;          ///< entropy choice (UecEntropyCount, UecEntropyHold)
     uint32_t m_entropyCount{256};       ///< entropy values a flow sprays over
