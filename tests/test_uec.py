@@ -1,5 +1,7 @@
 """Ultra Ethernet (``--transport uec``, docs/models/uec.md) on small fabrics, against closed forms.
 
+NSCC's window reactions are checked alone (ModelProbes::NsccWindowAfter) against its quadrant rules.
+
 Reliable unordered delivery delivers every byte of every flow exactly once, trimmed packets included;
 trimming with NSCC keeps an incast's queue under the trim threshold (plus one packet) with no PFC; selective
 retransmission resends only what a lossy link lost, where go-back-N resends a round trip's worth per loss;
@@ -162,3 +164,44 @@ def test_uec_refuses_roce_window_mechanisms(tmp_path, capsys, args):
     assert code == 2, err
     assert "uec" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+#: NsccWindow defaults the probes run with (BaseRtt 10 us, TargetQdelay 5 us): Gamma, FairIncreaseMtus, Alpha
+GAMMA, FI_MTUS, ALPHA = 0.8, 1.0, 4.0
+MAX_WINDOW_BYTES = 1.5 * 100e9 * 10e-6 / 8  # MaxWindowBdps x line rate x BaseRtt
+
+
+def nscc(model_probes, answers):
+    """The window after each answer (now_us, acked_bytes, rtt_us, ecn, nack) of a flow at 100 Gbps."""
+    now, acked, rtt, ecn, nack = (np.array(col) for col in zip(*answers))
+    cwnd = np.empty(len(answers))
+    model_probes.NsccWindowAfter(100e9, MTU, len(answers), (now * 1e6).astype(np.int64), acked.astype(np.int64),
+                                 (rtt * 1e6).astype(np.int64), ecn.astype(np.uint8), nack.astype(np.uint8), cwnd)
+    return cwnd
+
+
+def test_nscc_decreases_once_per_round_trip_and_quick_adapts_to_what_was_delivered(model_probes):
+    """ECN with a queueing delay d above the target cuts the window by Gamma (d - target) / d, at most once per
+    base RTT; a delay above QuickAdaptThreshold at the end of a quick-adapt period (base RTT + target) sets
+    the window to the bytes acknowledged in that period."""
+    cwnd = nscc(model_probes, [(1.0, MTU, 10.0, 0, 0),    # no queue: stays at its largest window
+                               (2.0, MTU, 20.0, 1, 0),    # d = 10 us, marked: x (1 - 0.8 x 5/10)
+                               (5.0, MTU, 20.0, 1, 0),    # within a base RTT of the cut: unchanged
+                               (12.5, MTU, 20.0, 1, 0),   # a base RTT later: cut again
+                               (23.0, MTU, 110.0, 1, 0)])  # period over, d = 100 us: quick adapt to 5 MTUs
+    factor = 1 - GAMMA * (10 - 5) / 10
+    np.testing.assert_allclose(cwnd[:4], [MAX_WINDOW_BYTES, MAX_WINDOW_BYTES * factor, MAX_WINDOW_BYTES * factor,
+                                          MAX_WINDOW_BYTES * factor**2])
+    assert cwnd[4] == 5 * MTU
+
+
+def test_nscc_increases_fairly_above_the_target_and_in_proportion_below_it(model_probes):
+    """Without ECN, a delay at or above the target adds FairIncreaseMtus MTUs per window acknowledged; a delay
+    below it adds Alpha MTUs x (target - delay) / target per window."""
+    cwnd = nscc(model_probes, [(0.0, MTU, 20.0, 1, 0),    # a cut to make room: x 0.6
+                               (1.0, MTU, 20.0, 0, 0),    # d = 10 us >= target: fair increase
+                               (2.0, MTU, 12.0, 0, 0)])   # d = 2 us < target: proportional increase
+    w0 = MAX_WINDOW_BYTES * (1 - GAMMA * 0.5)
+    w1 = w0 + FI_MTUS * MTU * MTU / w0
+    w2 = w1 + ALPHA * MTU * (MTU / w1) * (5 - 2) / 5
+    np.testing.assert_allclose(cwnd, [w0, w1, w2])
