@@ -205,3 +205,13 @@ def test_nscc_increases_fairly_above_the_target_and_in_proportion_below_it(model
     w1 = w0 + FI_MTUS * MTU * MTU / w0
     w2 = w1 + ALPHA * MTU * (MTU / w1) * (5 - 2) / 5
     np.testing.assert_allclose(cwnd, [w0, w1, w2])
+
+
+@pytest.mark.parametrize("transport, expected", [("uec", ["uec"]), ("both", ["roce", "ib"]),
+                                                 ("all", ["roce", "ib", "uec"])])
+def test_network_transport_in_a_document(transport, expected):
+    """``[network] transport = "uec"`` is one experiment; "both" and "all" one per transport they name."""
+    from cosim.spec import from_document
+
+    exps = from_document({"workload": {"kind": "flows"}, "network": {"transport": transport}})
+    assert [e.network.transport for e in exps] == expected
