@@ -209,8 +209,9 @@ HostNic::GetTypeId()
                           "UEC loss detection by reordering: when a SACK arrives, a packet still in flight that "
                           "was sent more than this before the acknowledged one is declared lost and sent again, "
                           "a time (0 = the retransmission timeout alone). Above the largest queueing difference "
-                          "of two sprayed paths, which trimming bounds (three trim thresholds of 20 us on a "
-                          "two-tier fabric); a smaller value resends packets that were only late.",
+                          "of two sprayed paths, which trimming bounds: on a two-tier fabric paths differ in "
+                          "their leaf uplink and spine queues, two trim thresholds of 20 us (the last hop is "
+                          "shared); a smaller value resends packets that were only late.",
                           TimeValue(MicroSeconds(50)),
                           MakeTimeAccessor(&HostNic::m_uecReorderWindow),
                           MakeTimeChecker(Time(0)))
