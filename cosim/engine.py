@@ -234,10 +234,11 @@ def stop_requested() -> bool:
 #: Engine RunStatus codes by their C++ names
 _RUN_STATUS_NAMES = {0: "TIME_REACHED", 1: "ALL_FLOWS_DONE", 2: "NO_EVENTS", 3: "DEADLOCK", 4: "COLLECTIVE_TIMEOUT"}
 #: go-back-N loss-recovery counters: zero on a lossless fabric, so summaries carry them only when non-zero
-LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "naks_sent", "timeouts")
+LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "retransmitted_bytes", "naks_sent", "timeouts")
 #: counters of transport mechanisms that are off by default (reorder-tolerant receivers, admission, QP
-#: window): zero unless one is on, so summaries carry them only when non-zero
-TRANSPORT_COUNTERS = ("reordered_packets", "admission_grants", "peak_qp_inflight_bytes")
+#: window, UEC trimming): zero unless one is on, so summaries carry them only when non-zero
+TRANSPORT_COUNTERS = ("reordered_packets", "admission_grants", "peak_qp_inflight_bytes", "trimmed_packets",
+                      "uec_loss_detections")
 #: counters of fault mechanisms (PFC watchdog, pause storms): zero without them, so summaries carry them only
 #: when non-zero
 MECHANISM_COUNTERS = ("pfc_watchdog_actions", "pfc_watchdog_dropped_packets", "pause_storm_frames_sent")

@@ -11,7 +11,7 @@ import pytest
 from conftest import help_output_loading_nothing_heavy, run_main
 
 #: numeric attributes whose values have no unit: a priority class number and a bit mask of priorities
-UNITLESS = {"HostNic::ControlPriority", "SharedBufferMmu::LosslessPriorityMask"}
+UNITLESS = {"HostNic::ControlPriority", "FabricSwitch::TrimPriority", "SharedBufferMmu::LosslessPriorityMask"}
 
 
 @pytest.fixture(scope="module")

@@ -127,7 +127,7 @@ def test_retired_fabric_option_names_its_replacement(tmp_path, capsys, args):
     code, _, err = run_main(["run", *args, "-o", str(out)], capsys)
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and err.startswith("Error:") and "Traceback" not in err
-    assert "--fabric was renamed --transport: use --transport roce|ib|both" in err
+    assert "--fabric was renamed --transport: use --transport roce|ib|uec|both|all" in err
     assert not out.exists()
 
 

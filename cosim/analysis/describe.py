@@ -29,6 +29,8 @@ def _transport(net: Mapping) -> str:
         return f"RoCE, PFC, DCQCN {'on' if net.get('dcqcn') else 'off'}"
     if transport == "ib":
         return f"InfiniBand, credits, IB CC {'on' if net.get('ib_cc') else 'off'}"
+    if transport == "uec":
+        return "Ultra Ethernet, no PFC, trimming, NSCC"
     return str(transport)
 
 

@@ -10,7 +10,7 @@ import click
 from cosim.cli.options import refuse_empty
 
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast")
-TRANSPORTS = ("roce", "ib", "both")
+TRANSPORTS = ("roce", "ib", "uec", "both", "all")
 EPILOG = """\b
 Output: nccl-tests' format, so scripts written for it read it: '#' header lines, one table per transport
 with nccl-tests' 13 columns (out-of-place and in-place timings, which the simulation does not tell apart;
@@ -47,7 +47,7 @@ Examples:
                    "nvls.")
 @click.option("--channels", type=int, default=None, help="Rings across servers [default: 2 per NIC].")
 @click.option("--transport", type=click.Choice(TRANSPORTS), default="roce", show_default=True,
-              help="Fabric transport; both runs every size on each.")
+              help="Fabric transport; both runs every size on roce and on ib, all on the three.")
 @click.option("--topology", default="rail-optimized", show_default=True, callback=refuse_empty,
               help="Fabric topology generator.")
 @click.option("--link-gbps", type=float, default=400.0, show_default=True, help="Rate of every link, Gb/s.")
@@ -72,8 +72,9 @@ def collective(op, sizes, ranks, gpus_per_server, gpu, algorithm, channels, tran
 
     algorithm_table(algorithm)  # an unknown name fails before anything runs
     sweep = CollectiveSweep(op=op, sizes_bytes=parse_sizes(sizes), n_ranks=ranks, gpus_per_server=gpus_per_server,
-                            gpu=gpu, algorithm=algorithm, transports=("roce", "ib") if transport == "both"
-                            else (transport,), topology=topology, link_gbps=link_gbps, n_channels=channels,
+                            gpu=gpu, algorithm=algorithm, transports={"both": ("roce", "ib"),
+                                                                          "all": ("roce", "ib", "uec")}.get(
+                                transport, (transport,)), topology=topology, link_gbps=link_gbps, n_channels=channels,
                             chunk_bytes=Size(minimum=1).convert(chunk_bytes, "--chunk-bytes"),
                             iterations=iterations, seed=seed)
     click.echo(f"# cosim collective: {op}, {ranks} ranks, {sweep.gpus_per_server} per server, {gpu}, "

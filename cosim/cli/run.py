@@ -23,7 +23,7 @@ import click
 from cosim.cli.options import SET_HELP, FieldType, parse_settings, refuse_empty
 
 #: cosim.spec.TRANSPORT_CHOICES, repeated so that --help loads no numpy (a test checks both)
-TRANSPORT_CHOICES = ("roce", "ib", "both")
+TRANSPORT_CHOICES = ("roce", "ib", "uec", "both", "all")
 #: options that make a bare ``cosim run`` a flow-level experiment
 FLOW_ONLY = ("pattern", "hosts", "flow_bytes")
 TRAINING_ONLY = ("iterations", "chunk_bytes", "algorithm")
@@ -58,7 +58,9 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @_field("workload.algorithm", "algorithm", "Collective algorithm: auto, ring, tree, halving_doubling, direct, pxn, "
         "hierarchical, chain, nvls.")
 @click.option("--transport", "transport", type=click.Choice(TRANSPORT_CHOICES), default=None,
-              help="roce: PFC + ECN + DCQCN; ib: credit-based flow control; both: one run on each, side by side. "
+              help="roce: PFC + ECN + DCQCN; ib: credit-based flow control; uec: Ultra Ethernet (spraying, "
+                   "trimming, selective retransmission, NSCC; no PFC); both: one run on roce and one on ib, "
+                   "side by side; all: one on each of the three. "
                    "[default: the experiment's; flags alone: roce]")
 @click.option("--fabric", hidden=True, is_flag=False, flag_value="", default=None, expose_value=False,
               callback=_refuse_fabric)

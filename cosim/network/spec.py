@@ -1,7 +1,7 @@
 """The network section of an Experiment: the topology (graph), the transport on it, and model attributes.
 
-*Topology* is the graph of hosts, switches and links (:mod:`cosim.network.topology`); *transport* is RoCE
-or InfiniBand, the link-level flow control and congestion control on that graph
+*Topology* is the graph of hosts, switches and links (:mod:`cosim.network.topology`); *transport* is RoCE,
+InfiniBand or Ultra Ethernet, the link-level flow control and congestion control on that graph
 (:mod:`cosim.network.transport`). ``attributes`` are ns-3 model attributes (``Type::Attribute`` = value)
 applied after the transport's own settings, so they win.
 """
@@ -37,7 +37,9 @@ class NetworkSpec:
     """
 
     topology: str | None = v.spec_field(v.Optional(v.Choice(TOPOLOGIES)), None, "topology generator")
-    transport: str = v.spec_field(v.Choice(TRANSPORTS), "roce", "roce: PFC + ECN + DCQCN; ib: credit flow control")
+    transport: str = v.spec_field(v.Choice(TRANSPORTS), "roce",
+                                  "roce: PFC + ECN + DCQCN; ib: credit flow control; uec: Ultra Ethernet (spraying, "
+                                  "trimming, selective retransmission, NSCC)")
     hosts: int | None = v.spec_field(v.Optional(v.Int(minimum=2, maximum=2**31 - 1)), None,
                                      "flow workloads: number of hosts (NICs)")
     gpus_per_server: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=65535)), None,

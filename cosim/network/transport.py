@@ -1,13 +1,23 @@
-"""The two transports cosim compares, as the ns-3 attribute settings that select each one's mechanisms.
+"""The transports cosim compares, as the ns-3 attribute settings that select each one's mechanisms.
 
-Both run the same switch, NIC, topology and telemetry code; only the link-level flow control and the
-end-to-end congestion control differ:
+All run the same switch, NIC, topology and telemetry code; only the link-level flow control, the loss
+recovery and the end-to-end congestion control differ:
 
 - ``roce``: PFC (PAUSE frames from the shared-buffer MMU) + ECN marking at the switches + DCQCN at the
   NICs; RoCEv2 framing (82 B per packet on the wire, Ethernet preamble and gap included).
 - ``ib``: credit-based link-level flow control per virtual lane (no PAUSE, no drops, no ECN/DCQCN unless
   IB congestion control is switched on); InfiniBand framing: LRH 8 + BTH 12 + ICRC 4 + VCRC 2 = 26 B per
   data packet, 30 B for an ACK (AETH 4 more).
+- ``uec``: Ultra Ethernet (UEC 1.0, docs/models/uec.md): Ethernet without PFC (every priority lossy, best
+  effort), switches that trim a packet to its header over TrimThresholdBytes, ECN marking; NICs with
+  reliable unordered delivery (per-packet entropy spraying, a SACK or NACK per packet, selective
+  retransmission) and NSCC windows. UEC framing: Ethernet 14 + IPv4 20 + UDP 8 + PDS 12 + SES 44 + FCS 4 +
+  preamble/gap 20 = 122 B per data packet; a SACK is 98 B (PDS ACK with its congestion fields 32 B).
+  The thresholds follow the host link rate: ECN from 5 us of queue (NsccWindow::TargetQdelay) to 20 us,
+  trimming at 20 us; NsccWindow::BaseRtt is a two-tier round trip (8 link delays and 8 MTU
+  serializations).
+
+``both`` runs roce and ib side by side (as it always did); ``all`` runs roce, ib and uec.
 
 On either transport, the mechanisms that decide RoCE against InfiniBand at scale are options of the
 transport (NetworkSpec fields; each off by default, so a run without them is the plain transport):
@@ -33,7 +43,9 @@ from __future__ import annotations
 
 from cosim.errors import CosimInputError
 
-TRANSPORTS = ("roce", "ib")
+TRANSPORTS = ("roce", "ib", "uec")
+#: names that stand for several transports, one Experiment (run) each
+TRANSPORT_GROUPS: dict[str, tuple[str, ...]] = {"both": ("roce", "ib"), "all": TRANSPORTS}
 
 #: MTU and per-packet header defaults of the NIC model (HostNic::MtuBytes, HostNic::HeaderBytes), bytes
 DEFAULT_MTU_BYTES, DEFAULT_HEADER_BYTES = 4096, 82
@@ -47,7 +59,34 @@ _ATTRIBUTES: dict[str, dict[str, str]] = {
         "HostNic::HeaderBytes": "26",
         "HostNic::ControlPacketBytes": "30",
     },
+    "uec": {
+        "EgressPort::LinkFlowControl": "pfc",
+        "SharedBufferMmu::LosslessPriorityMask": "0",
+        "HostNic::UecEnabled": "true",
+        "HostNic::DcqcnEnabled": "false",
+        "HostNic::ReorderTolerant": "true",
+        "HostNic::HeaderBytes": "122",
+        "HostNic::ControlPacketBytes": "98",
+        "FabricSwitch::EcmpHashFields": "five-tuple-qp",
+        "FabricSwitch::TrimmedPacketBytes": "84",
+    },
 }
+
+#: UEC queue thresholds, in microseconds of the host link: ECN starts (NsccWindow::TargetQdelay), ECN
+#: marks every packet, trimming starts
+UEC_ECN_KMIN_US, UEC_ECN_KMAX_US, UEC_TRIM_US = 5.0, 20.0, 20.0
+
+
+def uec_link_attributes(link_gbps: float, link_delay_ns: float, mtu_bytes: int = DEFAULT_MTU_BYTES) -> dict[str, str]:
+    """The uec transport's settings that follow the host link: ECN and trimming thresholds in bytes of
+    queue at ``link_gbps``, and NSCC's base RTT, a two-tier round trip of ``link_delay_ns`` links (a flow
+    takes the smaller of it and the least round trip it measures)."""
+    bytes_per_us = link_gbps * 1e3 / 8
+    serialization_ns = (mtu_bytes + 122) * 8 / link_gbps
+    return {"FabricSwitch::EcnKminBytes": str(round(UEC_ECN_KMIN_US * bytes_per_us)),
+            "FabricSwitch::EcnKmaxBytes": str(round(UEC_ECN_KMAX_US * bytes_per_us)),
+            "FabricSwitch::TrimThresholdBytes": str(round(UEC_TRIM_US * bytes_per_us)),
+            "NsccWindow::BaseRtt": f"{round(8 * (link_delay_ns + serialization_ns))}ns"}
 
 
 #: IB congestion control's marking threshold on an egress queue (FECN above it), in bytes
@@ -72,18 +111,22 @@ def qualify_attribute(name: str) -> str:
     return name if name.startswith("ns3::") else "ns3::" + name
 
 
-def transport_attributes(transport: str, *, dcqcn: bool = True, ib_cc: bool = False) -> dict[str, str]:
-    """ns-3 attribute defaults that make the engine model ``transport`` ("roce" or "ib").
+def transport_attributes(transport: str, *, dcqcn: bool = True, ib_cc: bool = False, link_gbps: float = 100.0,
+                         link_delay_ns: float = 1000.0) -> dict[str, str]:
+    """ns-3 attribute defaults that make the engine model ``transport`` ("roce", "ib" or "uec").
 
     ``dcqcn`` (RoCE) switches DCQCN; ``ib_cc`` (InfiniBand) switches IB congestion control on: switches
     mark FECN on every packet joining an egress queue above IB_CC_THRESHOLD_BYTES, receivers return BECNs,
-    senders step up their congestion-control table index (HostNic::IbCc* attributes).
+    senders step up their congestion-control table index (HostNic::IbCc* attributes). Ultra Ethernet's
+    thresholds follow ``link_gbps`` and ``link_delay_ns`` (:func:`uec_link_attributes`).
     """
     if transport not in _ATTRIBUTES:
         raise CosimInputError("transport", f"unknown transport {transport!r}", f"choose one of {', '.join(TRANSPORTS)}")
     attrs = dict(_ATTRIBUTES[transport])
     if transport == "roce":
         attrs["HostNic::DcqcnEnabled"] = "true" if dcqcn else "false"
+    elif transport == "uec":
+        attrs |= uec_link_attributes(link_gbps, link_delay_ns)
     elif ib_cc:
         threshold = str(IB_CC_THRESHOLD_BYTES)
         attrs |= {"HostNic::IbCcEnabled": "true", "FabricSwitch::EcnEnabled": "true",
@@ -131,7 +174,8 @@ def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> d
     the ECMP seed, the run's SharedBufferMmu::LosslessPriorityMask if given (``Experiment.
     lossless_priority_mask``: headroom only for the priorities its lossless traffic uses), then the user's
     ``attributes`` (--set), which win."""
-    attributes = transport_attributes(network.transport, dcqcn=network.dcqcn, ib_cc=network.ib_cc)
+    attributes = transport_attributes(network.transport, dcqcn=network.dcqcn, ib_cc=network.ib_cc,
+                                      link_gbps=network.link_gbps, link_delay_ns=network.link_delay_ns)
     attributes |= network_mechanisms(network)
     if getattr(network, "pfc_watchdog", False):
         attributes["PfcWatchdog::Enabled"] = "true"
@@ -173,6 +217,11 @@ def check_mechanisms(attrs: dict[str, str]) -> None:
     if attrs.get("ns3::HostNic::AdmissionEnabled") in ("true", "1") and chunk and mtu and chunk % mtu:
         raise CosimInputError("HostNic::AdmissionChunkBytes", f"{chunk} B is not a whole number of packets "
                               f"(MTU {mtu} B)", f"use a multiple of {mtu}, e.g. {max(1, chunk // mtu) * mtu}")
+    if attrs.get("ns3::HostNic::UecEnabled") in ("true", "1") and (
+            attrs.get("ns3::HostNic::AdmissionEnabled") in ("true", "1") or (window or 0) > 0):
+        raise CosimInputError("network.transport", "uec runs NSCC windows at its senders; receiver-driven "
+                              "admission and a QP window are RoCE/IB mechanisms",
+                              "drop network.admission and network.qp_window_bytes, or choose roce or ib")
     routing = attrs.get("ns3::FabricSwitch::Routing", ROUTINGS[0])
     if routing in REORDERING_ROUTINGS and "ns3::HostNic::ReorderTolerant" not in attrs:
         raise CosimInputError("FabricSwitch::Routing", f"{routing} routing reorders packets, and go-back-N "
@@ -188,7 +237,8 @@ def check_attributes(transport: str, attributes, mechanisms: dict[str, str] | No
     not plain integers are left for the engine's own checks; 0 means "automatic"."""
 
     attrs = {qualify_attribute(k): v for k, v in attributes}
-    check_mechanisms({qualify_attribute(k): v for k, v in (mechanisms or {}).items()} | attrs)
+    defaults = {qualify_attribute(k): v for k, v in _ATTRIBUTES.get(transport, {}).items()}
+    check_mechanisms(defaults | {qualify_attribute(k): v for k, v in (mechanisms or {}).items()} | attrs)
     for name, instead in RUN_SET_ATTRIBUTES.items():
         if qualify_attribute(name) in attrs:
             raise CosimInputError(name, "is set by the run itself, so this setting would be ignored",

@@ -11,7 +11,7 @@ A document looks like::
     baseline = true                 # optional: also run it without its faults (docs/models/faults.md)
     [network]                       # cosim.network.spec.NetworkSpec
     topology = "single-switch"
-    transport = "roce"              # roce | ib | both (both: one Experiment per transport)
+    transport = "roce"              # roce | ib | uec | both | all (both: roce and ib; all: the three)
     hosts = 8
     [network.attributes]
     "SharedBufferMmu::BufferBytes" = 4000000
@@ -41,7 +41,7 @@ hosts (``placement`` or ``hosts``), start offset, priority and loss class (:clas
     dp = 4
 
 ``transport = "both"`` expands into two Experiments named ``<name>-roce`` and ``<name>-ib`` (``roce`` and
-``ib`` without a name). A ``[[variants]]`` array of tables expands a document into one Experiment per
+``ib`` without a name); ``transport = "all"`` into three, with ``<name>-uec``. A ``[[variants]]`` array of tables expands a document into one Experiment per
 variant, named ``<name>-<variant name>``: each variant is a ``name`` and the fields it sets on the rest of
 the document (shorthands or dotted paths, as ``cosim run`` options and sweep points take them)::
 

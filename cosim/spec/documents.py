@@ -12,7 +12,7 @@ from cosim import faults as cosim_faults
 from cosim import values as v
 from cosim.errors import CosimInputError
 from cosim.network.spec import NetworkSpec
-from cosim.network.transport import TRANSPORTS
+from cosim.network.transport import TRANSPORT_GROUPS
 from cosim.spec.experiment import FAULTS_KEY, SECTIONS, TOP_KEYS, Experiment
 from cosim.spec.overrides import resolve_path, with_overrides
 from cosim.spec.workloads import (
@@ -125,7 +125,7 @@ def _from_document(doc: Mapping) -> list[Experiment]:
     if not isinstance(transport, str) or transport not in TRANSPORT_CHOICES:
         raise CosimInputError("network.transport", f"unknown value {transport!r}",
                               f"choose one of {', '.join(TRANSPORT_CHOICES)}")
-    transports = TRANSPORTS if transport == "both" else (transport,)
+    transports = TRANSPORT_GROUPS.get(transport, (transport,))
     sections = {s: _spec_from_table(cls, _table(doc, s), s) for s, cls in SECTIONS.items() if s != "network"}
     name = doc.get("name")
     top = {k: doc[k] for k in ("description", "seed", "baseline") if k in doc}
@@ -260,5 +260,6 @@ def make(kind: str = "flows", **fields) -> Experiment:
     ``make("training", trace="t.h5", iterations=2, **{"network.spines": 4})``."""
     exps = from_document(with_overrides({"workload": {"kind": kind}}, fields))
     if len(exps) != 1:
-        raise CosimInputError("network.transport", "\"both\" makes two experiments", "use from_document")
+        raise CosimInputError("network.transport", f"{fields.get('transport')!r} makes {len(exps)} experiments",
+                              "use from_document")
     return exps[0]

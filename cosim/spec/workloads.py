@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from cosim import values as v
 from cosim.collectives.lower import ALGORITHM_NAMES
 from cosim.errors import CosimInputError
-from cosim.network.transport import TRANSPORTS
+from cosim.network.transport import TRANSPORT_GROUPS, TRANSPORTS
 from cosim.workload.builder import build_trace
 from cosim.workload.hardware import get_hardware
 from cosim.workload.model import get_model
 from cosim.workload.parallelism import ParallelismSpec
 
-#: a document's transport may also be "both": one Experiment per transport
-TRANSPORT_CHOICES = (*TRANSPORTS, "both")
+#: a document's transport may also be "both" (roce and ib) or "all": one Experiment per transport
+TRANSPORT_CHOICES = (*TRANSPORTS, *TRANSPORT_GROUPS)
 #: GPU preset of a generated training trace when the workload names none
 DEFAULT_GPU = "h100"
 PATTERNS = ("incast", "permutation")

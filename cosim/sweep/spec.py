@@ -63,8 +63,8 @@ class SweepPoint:
         """The point's Experiment (validated on construction)."""
         exps = from_document(with_overrides(self.base, {**self.fields, "name": self.run_name}))
         if len(exps) != 1:
-            raise CosimInputError("network.transport", 'a sweep point runs one transport, not "both"',
-                                  'sweep it instead: transport = ["roce", "ib"] in [grid]')
+            raise CosimInputError("network.transport", 'a sweep point runs one transport, not "both" or "all"',
+                                  'sweep it instead: transport = ["roce", "ib", "uec"] in [grid]')
         return exps[0]
 
     def to_json(self) -> dict:

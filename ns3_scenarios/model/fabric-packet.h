@@ -27,7 +27,21 @@ enum class PacketKind : uint8_t
     CREDIT = 4, ///< InfiniBand flow-control packet (aux: 64-byte blocks freed; priority: the VL)
     REQUEST = 5, ///< receiver-driven admission: a sender asks to send its flow (seqBytes: the flow's size)
     GRANT = 6,   ///< receiver-driven admission: clear-to-send up to payload offset seqBytes of the flow
+    SACK = 7,    ///< Ultra Ethernet PDS ACK of one data packet (UecPacketFields says what its fields carry)
+    NACK = 8,    ///< Ultra Ethernet PDS NACK of one trimmed data packet (fields as SACK)
 };
+
+/**
+ * How Ultra Ethernet packets use FabricPacket's fields (no field is added: a packet stays one cache line).
+ *
+ * - DATA: qp carries the packet's entropy value (the UDP source port a UEC sender picks per packet, which
+ *   switches hash with FabricSwitch::EcmpHashFields five-tuple-qp); a trimmed packet has payloadBytes 0
+ *   and keeps seqBytes, so its receiver knows which packet to NACK.
+ * - SACK and NACK: seqBytes is the byte offset of the data packet acknowledged; aux is the receiver's
+ *   cumulative acknowledgement in packets (every packet below it was delivered, the PDS CACK); qp echoes
+ *   the data packet's entropy; ecnMarked echoes its ECN bit; sendTimePs is the data packet's, so the
+ *   sender measures the round trip without per-packet state.
+ */
 
 /// Bytes per InfiniBand flow-control credit.
 constexpr uint32_t kCreditBlockBytes = 64;

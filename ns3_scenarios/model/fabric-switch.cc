@@ -128,6 +128,26 @@ FabricSwitch::GetTypeId()
                           DoubleValue(0.2),
                           MakeDoubleAccessor(&FabricSwitch::m_pmax),
                           MakeDoubleChecker<double>(0, 1))
+            .AddAttribute("TrimThresholdBytes",
+                          "Packet trimming (UEC 1.0 network layer, a data packet that would congest is cut "
+                          "to its header): a data packet joining an egress queue that holds this many bytes "
+                          "at its priority, or that the buffer would drop, is forwarded as TrimmedPacketBytes "
+                          "at TrimPriority, in bytes (0 = no trimming: such packets wait or are dropped).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&FabricSwitch::m_trimThresholdBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("TrimmedPacketBytes",
+                          "Wire size of a trimmed packet (UEC trimmed header: Ethernet, IP, UDP, PDS and SES "
+                          "headers without payload), in bytes.",
+                          UintegerValue(64),
+                          MakeUintegerAccessor(&FabricSwitch::m_trimmedBytes),
+                          MakeUintegerChecker<uint32_t>(16, 1 << 16))
+            .AddAttribute("TrimPriority",
+                          "Priority class trimmed packets are forwarded at (UEC: a high-priority traffic class, "
+                          "so the NACK comes back within a round trip; 0..7).",
+                          UintegerValue(7),
+                          MakeUintegerAccessor(&FabricSwitch::m_trimPriority),
+                          MakeUintegerChecker<uint8_t>(0, 7))
             .AddAttribute("Mmu",
                           "The shared-buffer memory management unit (ingress accounting, PFC).",
                           PointerValue(),
@@ -343,6 +363,8 @@ FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
     case PacketKind::CNP:
     case PacketKind::REQUEST:
     case PacketKind::GRANT:
+    case PacketKind::SACK:
+    case PacketKind::NACK:
         break;
     }
     const uint32_t out = SelectPort(*p);
@@ -366,7 +388,16 @@ FabricSwitch::ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t o
         m_pool->Release(p);
         return;
     }
-    const BufferClass cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
+    if (m_trimThresholdBytes != 0 && ShouldTrim(*p, out))
+    {
+        Trim(p);
+    }
+    BufferClass cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
+    if (cls == BufferClass::DROP && m_trimThresholdBytes != 0 && p->kind == PacketKind::DATA && p->payloadBytes != 0)
+    {
+        Trim(p); // the header still fits where the whole packet did not
+        cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
+    }
     if (cls == BufferClass::DROP)
     {
         ++m_drops;
@@ -382,6 +413,23 @@ FabricSwitch::ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t o
         SendPause(inPort, p->priority, m_pauseQuanta);
     }
     MarkAndEnqueue(p, out);
+}
+
+bool
+FabricSwitch::ShouldTrim(const FabricPacket& p, uint32_t out) const
+{
+    return p.kind == PacketKind::DATA && p.payloadBytes != 0 &&
+           m_ports[out]->GetQueueBytes(p.priority) >= m_trimThresholdBytes;
+}
+
+void
+FabricSwitch::Trim(FabricPacket* p)
+{
+    NS_ASSERT_MSG(p->kind == PacketKind::DATA && p->payloadBytes != 0, "only a data packet with payload is trimmed");
+    ++m_trims;
+    p->payloadBytes = 0;
+    p->wireBytes = m_trimmedBytes;
+    p->priority = m_trimPriority;
 }
 
 // Inlined into both marking points: an out-of-line call per packet-hop costs ~0.4% of the packet path.

@@ -71,6 +71,11 @@ struct HostAttachments
  * probability 0 below Kmin, EcnPmax x (q - Kmin) / (Kmax - Kmin) between, 1 above Kmax. EcnMarkingPoint
  * says when it sees the queue: as it joins it (enqueue, q before it) or as it leaves it for the wire
  * (dequeue, q behind it, as the HPCC-derived ns-3 models do).
+ *
+ * Packet trimming (Ultra Ethernet; TrimThresholdBytes > 0, shared-buffer switches): a data packet that
+ * arrives to an egress queue holding TrimThresholdBytes or more at its priority, or that the buffer would
+ * drop, is cut to its header (TrimmedPacketBytes, no payload) and forwarded at TrimPriority, so its
+ * receiver learns at once which packet to ask for again.
  */
 class FabricSwitch : public FabricNode
 {
@@ -175,6 +180,12 @@ class FabricSwitch : public FabricNode
         return m_drops;
     }
 
+    /// @return data packets trimmed to their header here
+    uint64_t GetTrimmedPackets() const
+    {
+        return m_trims;
+    }
+
     /// @return data packets ECN-marked here
     uint64_t GetEcnMarks() const
     {
@@ -218,6 +229,10 @@ class FabricSwitch : public FabricNode
     void MarkOnDequeue(FabricPacket* p, uint32_t port);
     /// Routing flowlet: the port of @p p among @p count @p candidates (@p hash: its ECMP hash).
     uint32_t SelectFlowletPort(const FabricPacket& p, const uint16_t* candidates, uint32_t count, uint64_t hash);
+    /// Trimming: @return true if data packet @p p joining egress @p out is to be cut to its header.
+    bool ShouldTrim(const FabricPacket& p, uint32_t out) const;
+    /// Trimming: cut @p p to its header and lift it to the trim priority.
+    void Trim(FabricPacket* p);
     /// PFC: admit @p p to the shared buffer of @p inPort (pausing the sender if due) and queue it on @p out.
     void ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t out);
     /// PFC: @p p left for the wire: free its shared-buffer share and resume paused senders it allows.
@@ -264,6 +279,11 @@ class FabricSwitch : public FabricNode
     std::vector<double> m_portKmin;          ///< Kmin per port, in bytes
     std::vector<double> m_portKmax;          ///< Kmax per port, in bytes
     Ptr<UniformRandomVariable> m_uniform;    ///< marking decisions
+
+    uint64_t m_trimThresholdBytes{0}; ///< trim data packets joining a queue this long, in bytes (0 = never)
+    uint32_t m_trimmedBytes{64};      ///< wire size of a trimmed packet, in bytes
+    uint8_t m_trimPriority{7};        ///< priority class of trimmed packets
+    uint64_t m_trims{0};              ///< data packets trimmed
 
     uint64_t m_drops{0};           ///< packets dropped for lack of buffer
     uint64_t m_ecnMarks{0};        ///< data packets marked

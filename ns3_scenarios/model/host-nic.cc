@@ -163,6 +163,58 @@ HostNic::GetTypeId()
                           UintegerValue(64 * 1024),
                           MakeUintegerAccessor(&HostNic::m_admissionChunkBytes),
                           MakeUintegerChecker<uint64_t>(1))
+            .AddAttribute("UecEnabled",
+                          "Run Ultra Ethernet's transport (UEC 1.0) instead of RoCE's: reliable unordered "
+                          "delivery contexts opened by their first packet, per-packet entropy chosen by the "
+                          "sender, a SACK or NACK per data packet, selective retransmission, NSCC (the Nscc "
+                          "attribute). Needs switches hashing the entropy (FabricSwitch::EcmpHashFields "
+                          "five-tuple-qp) and ReorderTolerant receivers; set by the uec transport.",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&HostNic::m_uec),
+                          MakeBooleanChecker())
+            .AddAttribute("Nscc",
+                          "The NSCC congestion-control algorithm of UEC flows and its parameters (UecEnabled).",
+                          PointerValue(),
+                          MakePointerAccessor(&HostNic::m_nscc),
+                          MakePointerChecker<NsccWindow>())
+            .AddAttribute("UecEntropyCount",
+                          "UEC: entropy values (EVs, the UDP source ports of the UEC header) a flow sprays its "
+                          "packets over in turn; each hashes to its own path at every multi-path hop "
+                          "(dimensionless, 1..65536; 1 = no spraying).",
+                          UintegerValue(256),
+                          MakeUintegerAccessor(&HostNic::m_entropyCount),
+                          MakeUintegerChecker<uint32_t>(1, 65536))
+            .AddAttribute("UecEntropyRing",
+                          "UEC path feedback (REPS, recycled entropy packet spraying): entropies whose "
+                          "packets were acknowledged without an ECN mark that a flow keeps for reuse, and "
+                          "uses before exploring new ones (dimensionless; 0 = no recycling: oblivious "
+                          "round-robin spraying over UecEntropyCount values).",
+                          UintegerValue(32),
+                          MakeUintegerAccessor(&HostNic::m_entropyRing),
+                          MakeUintegerChecker<uint32_t>(0, 65536))
+            .AddAttribute("UecEntropyHold",
+                          "UEC path feedback: an entropy whose packet came back ECN-marked or trimmed is not "
+                          "explored again for this long, a time (0 = explore it in its turn).",
+                          TimeValue(MicroSeconds(10)),
+                          MakeTimeAccessor(&HostNic::m_entropyHold),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("UecRetransmitTimeout",
+                          "UEC PDS retransmission timeout: a data packet neither SACKed nor NACKed this long "
+                          "after it was sent is sent again (a packet dropped, not trimmed), a time. Default "
+                          "200 us: well above a round trip through trim-bounded queues.",
+                          TimeValue(MicroSeconds(200)),
+                          MakeTimeAccessor(&HostNic::m_uecRetransmitTimeout),
+                          MakeTimeChecker(NanoSeconds(1)))
+            .AddAttribute("UecReorderWindow",
+                          "UEC loss detection by reordering: when a SACK arrives, a packet still in flight that "
+                          "was sent more than this before the acknowledged one is declared lost and sent again, "
+                          "a time (0 = the retransmission timeout alone). Above the largest queueing difference "
+                          "of two sprayed paths, which trimming bounds: on a two-tier fabric paths differ in "
+                          "their leaf uplink and spine queues, two trim thresholds of 20 us (the last hop is "
+                          "shared); a smaller value resends packets that were only late.",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&HostNic::m_uecReorderWindow),
+                          MakeTimeChecker(Time(0)))
             .AddTraceSource("FlowFinish",
                             "The last payload byte of a flow arrived at this NIC (argument: flow id).",
                             MakeTraceSourceAccessor(&HostNic::m_flowFinishTrace),
@@ -176,7 +228,8 @@ HostNic::GetTypeId()
 
 HostNic::HostNic()
     : m_dcqcnAlgo(CreateObject<DcqcnRateControl>()),
-      m_ibCcAlgo(CreateObject<IbCcControl>())
+      m_ibCcAlgo(CreateObject<IbCcControl>()),
+      m_nscc(CreateObject<NsccWindow>())
 {
 }
 
@@ -328,6 +381,19 @@ HostNic::StartFlow(uint64_t flowId)
     m_active.push_back(static_cast<uint32_t>(m_qps.size()));
     m_qps.push_back(qp);
     ++m_activeAtPrio[m_flows->priority[flowId]];
+    if (m_uec)
+    {
+        NS_ABORT_MSG_IF(m_admission || m_windowBytes != 0,
+                        "HostNic::UecEnabled runs NSCC windows: switch AdmissionEnabled and QpWindowBytes off");
+        NS_ABORT_MSG_IF(qp.sizeBytes / m_mtuBytes >= std::numeric_limits<uint32_t>::max(),
+                        "flow " << flowId << " has more packets than a UEC acknowledgement can count");
+        m_entropy.Configure(m_entropyCount, m_entropyRing, m_entropyHold.GetTimeStep());
+        auto u = std::make_unique<UecFlow>();
+        u->pds.Configure(qp.sizeBytes, m_mtuBytes);
+        u->cc = m_nscc->Initial(LineRateBps(), m_mtuBytes);
+        u->entropy = m_entropy.Initial(flowId);
+        m_uecFlows.push_back(std::move(u));
+    }
     m_gbnTx.SetTimeoutPs(m_retransmitTimeout.GetTimeStep());
     m_rtoOn = m_gbnTx.GetTimeoutPs() > 0 && m_ports[0]->GetFlowControl() != EgressPort::FlowControl::CREDIT;
     if (m_admission)
@@ -372,6 +438,10 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
         return nullptr;
     }
     const int64_t nowPs = Simulator::Now().GetTimeStep();
+    if (m_uec)
+    {
+        return PullUec(pausedMask, nowPs);
+    }
     int64_t earliestPs = std::numeric_limits<int64_t>::max();
     for (std::size_t k = 0; k < n; ++k)
     {
@@ -445,7 +515,9 @@ HostNic::ChargeRate(QueuePair& qp, const FabricPacket& p, int64_t nowPs)
 void
 HostNic::NoteSent(QueuePair& qp, const FabricPacket& p, int64_t nowPs)
 {
-    m_retransmittedPackets += p.seqBytes < qp.gbn.resendBelowBytes;
+    const bool again = p.seqBytes < qp.gbn.resendBelowBytes;
+    m_retransmittedPackets += again;
+    m_retransmittedBytes += again ? p.payloadBytes : 0;
     qp.gbn.lastActivityPs = nowPs;
 }
 
@@ -560,6 +632,10 @@ HostNic::Receive(FabricPacket* p, uint32_t inPort)
     case PacketKind::GRANT:
         OnGrant(*p);
         break;
+    case PacketKind::SACK:
+    case PacketKind::NACK:
+        OnPdsAnswer(*p);
+        break;
     }
     Consume(p, inPort);
 }
@@ -601,6 +677,11 @@ HostNic::OnData(const FabricPacket& p)
     if (p.ecnMarked)
     {
         OnMarked(p, nowPs); // congestion is signalled whether or not the packet is delivered
+    }
+    if (m_uec)
+    {
+        OnDataUec(p, nowPs);
+        return;
     }
     if (m_reorderTolerant)
     {
@@ -909,6 +990,231 @@ HostNic::AlphaTimer(uint32_t qpIndex)
         qp.alphaTimer =
             Simulator::Schedule(m_dcqcnAlgo->GetAlphaUpdatePeriod(), &HostNic::AlphaTimer, this, qpIndex);
     }
+}
+
+FabricPacket*
+HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
+{
+    std::size_t k = 0;
+    while (k < m_active.size())
+    {
+        const std::size_t idx = (m_next + k) % m_active.size();
+        const uint32_t qpIndex = m_active[idx];
+        QueuePair& qp = m_qps[qpIndex];
+        uint64_t index = 0;
+        bool retransmission = false;
+        const bool paused = pausedMask & (1u << qp.priority);
+        if (!m_uecFlows[qpIndex] || (!paused && !m_uecFlows[qpIndex]->pds.Next(&index, &retransmission)))
+        {
+            // Delivered, or its retransmit list held only packets acknowledged since: nothing to send.
+            qp.done = true;
+            --m_activeAtPrio[qp.priority];
+            m_active[idx] = m_active.back();
+            m_active.pop_back();
+            continue;
+        }
+        UecFlow& u = *m_uecFlows[qpIndex];
+        const uint32_t payload = paused ? 0 : u.pds.PayloadOf(index);
+        if (paused || (u.pds.InflightBytes() != 0 && double(u.pds.InflightBytes() + payload) > u.cc.cwndBytes))
+        {
+            ++k; // paused, or its NSCC window is full until an answer arrives
+            continue;
+        }
+        FabricPacket* p = MakeUecPacket(qp, u, index, m_entropy.Choose(u.entropy, nowPs));
+        u.pds.OnSent(index, retransmission, nowPs);
+        if (retransmission)
+        {
+            ++m_retransmittedPackets;
+            m_retransmittedBytes += payload;
+        }
+        else
+        {
+            m_flows->bytes[qp.flowId].sentBytes += payload;
+        }
+        if (!u.rtoPending)
+        {
+            ArmUecTimer(qpIndex, nowPs + m_uecRetransmitTimeout.GetTimeStep(), nowPs);
+        }
+        if (u.pds.HasWork())
+        {
+            m_next = idx + 1;
+        }
+        else
+        {
+            qp.done = true;
+            --m_activeAtPrio[qp.priority];
+            m_active[idx] = m_active.back();
+            m_active.pop_back();
+            m_next = idx;
+        }
+        return p;
+    }
+    return nullptr;
+}
+
+FabricPacket*
+HostNic::MakeUecPacket(const QueuePair& qp, const UecFlow& u, uint64_t index, uint16_t entropy)
+{
+    const uint32_t payload = u.pds.PayloadOf(index);
+    FabricPacket* p = m_pool->Allocate();
+    p->flowId = qp.flowId;
+    p->seqBytes = index * m_mtuBytes;
+    p->src = m_nodeId;
+    p->dst = qp.dst;
+    p->payloadBytes = payload;
+    p->wireBytes = payload + m_headerBytes;
+    p->kind = PacketKind::DATA;
+    p->priority = qp.priority;
+    p->qp = entropy;
+    return p;
+}
+
+void
+HostNic::ActivateUec(uint32_t qpIndex)
+{
+    QueuePair& qp = m_qps[qpIndex];
+    if (qp.done)
+    {
+        qp.done = false;
+        m_active.push_back(qpIndex);
+        ++m_activeAtPrio[qp.priority];
+    }
+    m_ports[0]->Wake();
+}
+
+void
+HostNic::ArmUecTimer(uint32_t qpIndex, int64_t atPs, int64_t nowPs)
+{
+    UecFlow& u = *m_uecFlows[qpIndex];
+    NS_ASSERT_MSG(!u.rtoPending, "QP " << qpIndex << " already has a UEC retransmission timer");
+    u.rtoPending = true;
+    u.rtoEvent = Simulator::Schedule(TimeStep(atPs > nowPs ? atPs - nowPs : 0), &HostNic::UecTimer, this, qpIndex);
+}
+
+void
+HostNic::UecTimer(uint32_t qpIndex)
+{
+    UecFlow& u = *m_uecFlows[qpIndex];
+    u.rtoPending = false;
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    int64_t nextPs = -1;
+    const uint64_t lost = u.pds.OnTimeout(nowPs, m_uecRetransmitTimeout.GetTimeStep(), &nextPs);
+    if (nextPs >= 0)
+    {
+        ArmUecTimer(qpIndex, nextPs, nowPs); // the oldest packet still in flight; the next send arms it otherwise
+    }
+    if (lost != 0)
+    {
+        ++m_timeouts;
+        ActivateUec(qpIndex); // last: waking the port may send, and arm the timer, at once
+    }
+    else
+    {
+        ++m_idleTimerEvents;
+    }
+}
+
+void
+HostNic::OnDataUec(const FabricPacket& p, int64_t nowPs)
+{
+    if (p.payloadBytes == 0)
+    {
+        ++m_naksSent; // a switch trimmed it: ask for it again at once
+        SendPdsAnswer(PacketKind::NACK, p);
+        return;
+    }
+    const uint64_t flowId = p.flowId;
+    const uint64_t expected = m_flows->bytes[flowId].rcvdBytes;
+    switch (m_reorder.OnData(flowId, p.seqBytes, expected, m_mtuBytes))
+    {
+    case ReorderBuffer::Verdict::DUPLICATE:
+        break; // a retransmission overtaken by the original: acknowledge it again
+    case ReorderBuffer::Verdict::HELD:
+        ++m_reorderedPackets;
+        ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
+        break;
+    case ReorderBuffer::Verdict::IN_ORDER: {
+        ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
+        const uint64_t held = m_reorder.TakeHeld(flowId, expected + p.payloadBytes, m_mtuBytes);
+        const uint64_t size = m_flows->bytes[flowId].sizeBytes;
+        const uint64_t rcvd = (m_flows->bytes[flowId].rcvdBytes +=
+                               std::min<uint64_t>(p.payloadBytes + held * m_mtuBytes, size - expected));
+        SendPdsAnswer(PacketKind::SACK, p);
+        if (rcvd == size)
+        {
+            FinishFlow(flowId);
+        }
+        return;
+    }
+    }
+    SendPdsAnswer(PacketKind::SACK, p);
+}
+
+void
+HostNic::SendPdsAnswer(PacketKind kind, const FabricPacket& p)
+{
+    const uint64_t rcvd = m_flows->bytes[p.flowId].rcvdBytes;
+    FabricPacket* c = m_pool->Allocate();
+    c->kind = kind;
+    c->flowId = p.flowId;
+    c->src = m_nodeId;
+    c->dst = p.src;
+    c->seqBytes = p.seqBytes;
+    c->aux = static_cast<uint32_t>((rcvd + m_mtuBytes - 1) / m_mtuBytes); // the cumulative acknowledgement
+    c->qp = p.qp;                   // the entropy it answers, for the sender's path feedback
+    c->ecnMarked = p.ecnMarked;     // ECN echo
+    c->sendTimePs = p.sendTimePs;   // the sender measures the round trip from it
+    c->wireBytes = m_ackBytes;
+    c->priority = m_controlPriority;
+    m_ports[0]->Enqueue(c);
+}
+
+void
+HostNic::OnPdsAnswer(const FabricPacket& p)
+{
+    ++m_acksReceived;
+    const uint32_t qpIndex = SenderQueuePair(p.flowId);
+    if (qpIndex == FlowTable::kNoQueuePair || !m_uecFlows[qpIndex])
+    {
+        return; // not this NIC's flow, or every packet of it acknowledged already
+    }
+    UecFlow& u = *m_uecFlows[qpIndex];
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const uint64_t index = p.seqBytes / m_mtuBytes;
+    const bool nack = p.kind == PacketKind::NACK;
+    m_entropy.OnFeedback(u.entropy, p.qp, nack || p.ecnMarked, nowPs);
+    if (nack)
+    {
+        if (u.pds.OnNack(index, p.aux))
+        {
+            m_nscc->OnNack(u.cc, nowPs);
+            ActivateUec(qpIndex);
+        }
+    }
+    else
+    {
+        const uint64_t acked = u.pds.OnAck(index, p.aux);
+        if (acked != 0)
+        {
+            m_nscc->OnAck(u.cc, acked, nowPs - p.sendTimePs, p.ecnMarked, nowPs);
+        }
+        const int64_t windowPs = m_uecReorderWindow.GetTimeStep();
+        if (windowPs != 0 && u.pds.DetectLoss(p.sendTimePs, windowPs) != 0)
+        {
+            ++m_reorderLosses;
+            ActivateUec(qpIndex);
+        }
+    }
+    if (u.pds.AllAcked())
+    {
+        if (u.rtoPending)
+        {
+            Simulator::Remove(u.rtoEvent); // every packet is delivered: take the timer out of the event queue
+        }
+        m_uecFlows[qpIndex].reset();
+        return;
+    }
+    m_ports[0]->Wake(); // the window may have opened
 }
 
 } // namespace ns3

@@ -5,7 +5,8 @@
  * mechanisms it combines live in their own classes: DCQCN's reaction point (DcqcnRateControl) and
  * notification point (DcqcnNotificationPoint), InfiniBand congestion control (IbCcControl), ACK
  * coalescing (AckCoalescer), go-back-N loss recovery (GoBackNSender, GoBackNReceiver), out-of-order
- * placement (ReorderBuffer) and receiver-driven admission (CtsAdmission).
+ * placement (ReorderBuffer), receiver-driven admission (CtsAdmission), and Ultra Ethernet's packet
+ * delivery (PdsScoreboard), congestion control (NsccWindow) and entropy choice (EntropySelector).
  */
 #ifndef COSIM_HOST_NIC_H
 #define COSIM_HOST_NIC_H
@@ -15,17 +16,21 @@
 #include "dcqcn-notification-point.h"
 #include "dcqcn-rate-control.h"
 #include "egress-port.h"
+#include "entropy-selector.h"
 #include "fabric-node.h"
 #include "flow-table.h"
 #include "go-back-n-receiver.h"
 #include "go-back-n-sender.h"
 #include "ib-cc-control.h"
+#include "nscc-window.h"
+#include "pds-scoreboard.h"
 #include "reorder-buffer.h"
 
 #include "ns3/event-id.h"
 #include "ns3/traced-callback.h"
 
 #include <array>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +83,15 @@ LatencyBucket(uint64_t ps)
  * - receiver-driven admission (AdmissionEnabled): a flow first sends a REQUEST; the receiver's
  *   CtsAdmission grants it chunk by chunk (GRANT packets at ControlPriority), keeping the bytes granted
  *   and not yet arrived within AdmissionChannels x AdmissionBufferBytes.
+ *
+ * With UecEnabled the NIC runs Ultra Ethernet's transport instead of RoCE's (UEC 1.0): a flow is a
+ * reliable unordered delivery (RUD) context, established by its first packet (no handshake). The sender
+ * picks an entropy value per packet (EntropySelector: spraying over the equal-cost paths, REPS-style
+ * reuse of the entropies that came back clean), keeps at most the NSCC window in flight (NsccWindow), and resends
+ * only the packets that are lost (PdsScoreboard): a NACK names a trimmed one; a dropped one is found
+ * when a packet sent more than UecReorderWindow after it is SACKed, or by the retransmission timeout
+ * (UecRetransmitTimeout). The receiver places packets in any order (ReorderBuffer)
+ * and answers every data packet at once: a SACK, or a NACK if a switch trimmed it to its header.
  */
 class HostNic : public FabricNode, public PacketSource
 {
@@ -146,7 +160,19 @@ class HostNic : public FabricNode, public PacketSource
         return m_retransmittedPackets;
     }
 
-    /// @return NAKs this NIC sent (as a receiver)
+    /// @return payload bytes of the data packets sent again (go-back-N rewinds, UEC selective retransmission)
+    uint64_t GetRetransmittedBytes() const
+    {
+        return m_retransmittedBytes;
+    }
+
+    /// @return UEC SACKs that declared packets sent well before theirs lost (UecReorderWindow)
+    uint64_t GetReorderLosses() const
+    {
+        return m_reorderLosses;
+    }
+
+    /// @return NAKs this NIC sent (as a receiver; with UecEnabled, NACKs of trimmed packets)
     uint64_t GetNaksSent() const
     {
         return m_naksSent;
@@ -212,8 +238,35 @@ class HostNic : public FabricNode, public PacketSource
         uint64_t limitBytes;   ///< no packet may end beyond this payload offset (grant, window), in bytes
     };
 
+    /// Ultra Ethernet state of one queue pair (UecEnabled), beside its QueuePair.
+    struct UecFlow
+    {
+        PdsScoreboard pds;    ///< which packets are in flight, acknowledged or lost
+        NsccState cc;         ///< NSCC window
+        EntropyState entropy; ///< entropy choice and feedback
+        EventId rtoEvent;     ///< retransmission timer (while rtoPending)
+        bool rtoPending{false}; ///< the timer is scheduled
+    };
+
     /// QueuePair::limitBytes of a QP neither admission nor a window holds back.
     static constexpr uint64_t kNoSendLimit = ~uint64_t(0);
+
+    /// UEC sender: @return the next packet of an active queue pair within its window, or nullptr.
+    FabricPacket* PullUec(uint8_t pausedMask, int64_t nowPs);
+    /// UEC sender: build packet @p index of @p qp's flow (@p entropy in its qp field).
+    FabricPacket* MakeUecPacket(const QueuePair& qp, const UecFlow& u, uint64_t index, uint16_t entropy);
+    /// UEC sender: QP @p qpIndex has packets to send again: make it active if it was not.
+    void ActivateUec(uint32_t qpIndex);
+    /// UEC sender: the retransmission timer of QP @p qpIndex fired.
+    void UecTimer(uint32_t qpIndex);
+    /// UEC sender: schedule the retransmission timer of QP @p qpIndex at @p atPs (ps).
+    void ArmUecTimer(uint32_t qpIndex, int64_t atPs, int64_t nowPs);
+    /// UEC receiver: data packet @p p arrived at @p nowPs (ps): place it, SACK it, or NACK it if trimmed.
+    void OnDataUec(const FabricPacket& p, int64_t nowPs);
+    /// UEC receiver: answer data packet @p p with a SACK or NACK (PacketKind @p kind).
+    void SendPdsAnswer(PacketKind kind, const FabricPacket& p);
+    /// UEC sender: a SACK or NACK (@p p) arrived.
+    void OnPdsAnswer(const FabricPacket& p);
 
     /// Receive handlers, one per packet kind the NIC consumes (Receive dispatches).
     void OnData(const FabricPacket& p);
@@ -356,6 +409,7 @@ class HostNic : public FabricNode, public PacketSource
     uint64_t m_ecnReceived{0};   ///< marked data packets received
     uint64_t m_acksReceived{0};  ///< ACKs received
     uint64_t m_retransmittedPackets{0}; ///< data packets resent after a rewind
+    uint64_t m_retransmittedBytes{0};   ///< payload of the data packets resent, in bytes
     uint64_t m_naksSent{0};             ///< NAKs sent
     uint64_t m_timeouts{0};             ///< retransmission timeouts
     uint64_t m_idleTimerEvents{0};      ///< retransmission-timer firings that resent nothing
@@ -373,6 +427,18 @@ class HostNic : public FabricNode, public PacketSource
     uint64_t m_admissionChunkBytes{0};  ///< admission: payload per grant, in bytes
     CtsAdmission m_cts;                 ///< receiver: grants within the budget
     uint64_t m_grantsSent{0};           ///< grants sent
+    bool m_uec{false};                  ///< Ultra Ethernet transport (UecEnabled)
+    /// UEC state per queue pair (index as m_qps), freed once every packet is acknowledged: a run of many
+    /// flows keeps only the state of those in progress
+    std::vector<std::unique_ptr<UecFlow>> m_uecFlows;
+    Ptr<NsccWindow> m_nscc;             ///< NSCC parameters and reactions
+    EntropySelector m_entropy;          ///< entropy choice (UecEntropyCount, UecEntropyHold)
+    uint32_t m_entropyCount{256};       ///< entropy values a flow sprays over
+    uint32_t m_entropyRing{32};         ///< good entropies a flow keeps for reuse (REPS)
+    Time m_entropyHold;                 ///< how long a congested entropy is avoided
+    Time m_uecRetransmitTimeout;        ///< UEC: a packet unanswered this long is sent again
+    Time m_uecReorderWindow;            ///< UEC: a packet this much older than one SACKed is lost
+    uint64_t m_reorderLosses{0};        ///< UEC: SACKs that declared older packets lost
     TracedCallback<uint64_t> m_flowFinishTrace; ///< flow id whose last byte arrived here
     TracedCallback<uint64_t, double> m_rateTrace; ///< (flow id, new rate in bit/s) on DCQCN changes
 };

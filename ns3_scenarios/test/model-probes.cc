@@ -5,6 +5,7 @@
 #include "../model/dcqcn-rate-control.h"
 #include "../model/egress-port.h"
 #include "../model/fabric-switch.h"
+#include "../model/nscc-window.h"
 
 #include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
@@ -17,6 +18,34 @@ namespace cosim
 {
 
 using namespace ns3;
+
+void
+ModelProbes::NsccWindowAfter(double lineRateBps,
+                             int64_t mtuBytes,
+                             int64_t n,
+                             const int64_t* nowPs,
+                             const int64_t* ackedBytes,
+                             const int64_t* rttPs,
+                             const uint8_t* ecn,
+                             const uint8_t* nack,
+                             double* cwndOut)
+{
+    EnsurePicosecondResolution();
+    Ptr<NsccWindow> cc = CreateObject<NsccWindow>();
+    NsccState s = cc->Initial(lineRateBps, static_cast<uint32_t>(mtuBytes));
+    for (int64_t k = 0; k < n; ++k)
+    {
+        if (nack[k])
+        {
+            cc->OnNack(s, nowPs[k]);
+        }
+        else
+        {
+            cc->OnAck(s, uint64_t(ackedBytes[k]), rttPs[k], ecn[k] != 0, nowPs[k]);
+        }
+        cwndOut[k] = s.cwndBytes;
+    }
+}
 
 double
 ModelProbes::EcnMarkFraction(double rateBps, int64_t queueBytes, int64_t trials, uint64_t seed)

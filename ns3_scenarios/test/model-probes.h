@@ -54,6 +54,23 @@ class ModelProbes
                               double* targetOut,
                               double* alphaOut);
 
+    /**
+     * @brief Probe of NSCC (UEC's sender window): a flow on a link of @p lineRateBps with packets of
+     * @p mtuBytes payload starts at its largest window, then receives @p n answers in order: answer k
+     * arrives at @p nowPs[k], acknowledges @p ackedBytes[k] bytes whose data packet had a round trip of
+     * @p rttPs[k] and carried ECN @p ecn[k] (0/1), or is a NACK of a trimmed packet if @p nack[k] is 1.
+     * @param cwndOut the window after each answer, [n], in bytes
+     */
+    static void NsccWindowAfter(double lineRateBps,
+                                int64_t mtuBytes,
+                                int64_t n,
+                                const int64_t* nowPs,
+                                const int64_t* ackedBytes,
+                                const int64_t* rttPs,
+                                const uint8_t* ecn,
+                                const uint8_t* nack,
+                                double* cwndOut);
+
     /// SchedulerScript step kinds.
     enum SchedulerStep : uint8_t
     {
