@@ -372,7 +372,7 @@ def _export_fabric(exps, path: str) -> None:
                f"{fabric.n_links} links", err=True)
 
 
-def _dry_run(exps) -> None:
+def _dry_run(exps, warnings=()) -> None:
     from cosim.plan import compile  # noqa: PLC0415, A004
     from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
     from cosim.spec import to_document, to_toml  # noqa: PLC0415

@@ -90,9 +90,9 @@ class NetworkSpec:
         v.check_fields(self, "network")
         # the other transport's congestion-control switch changes nothing in this one's runs: held at its
         # default, so equal runs have equal specs (a resolved document leaves it out)
-        if self.transport == "ib":
+        if self.transport != "roce":  # InfiniBand and Ultra Ethernet (NSCC) run no DCQCN
             object.__setattr__(self, "dcqcn", True)
-        else:
+        if self.transport != "ib":
             object.__setattr__(self, "ib_cc", False)
         if self.topology_file is not None and self.topology not in ("file", None):
             raise CosimInputError("network.topology_file", f"is read only by topology 'file', not {self.topology!r}",

@@ -300,7 +300,7 @@ def inert_attributes(transport: str, attributes, *, dcqcn: bool = True,
     FabricSwitch::EcnEnabled = true counts as switching that mechanism on."""
     pairs = list(attributes.items() if hasattr(attributes, "items") else attributes)
     on = {qualify_attribute(k).removeprefix("ns3::"): str(x).lower() in ("true", "1") for k, x in pairs}
-    marking_on = transport == "roce" or on.get("FabricSwitch::EcnEnabled", transport == "ib" and ib_cc)
+    marking_on = transport in ("roce", "uec") or on.get("FabricSwitch::EcnEnabled", transport == "ib" and ib_cc)
     dcqcn_on = on.get("HostNic::DcqcnEnabled", transport == "roce" and dcqcn) and marking_on
     ib_cc_on = on.get("HostNic::IbCcEnabled", transport == "ib" and ib_cc)
     out = []
@@ -309,16 +309,18 @@ def inert_attributes(transport: str, attributes, *, dcqcn: bool = True,
         why = None
         if transport == "ib" and (instead := _rule(name, _PFC_ONLY)):
             why = f"has no effect on transport ib (it is RoCE's PFC and shared buffer): set {instead}"
-        elif transport == "roce" and (instead := _rule(name, _CREDIT_ONLY)):
-            why = f"has no effect on transport roce (it is InfiniBand's credit flow control): set {instead}"
+        elif transport != "ib" and (instead := _rule(name, _CREDIT_ONLY)):
+            why = f"has no effect on transport {transport} (it is InfiniBand's credit flow control): set {instead}"
+        elif name.startswith(_DCQCN_ONLY) and transport == "uec":
+            why = "has no effect on transport uec (DCQCN is RoCE's): NSCC acts, NsccWindow::*"
         elif name.startswith(_DCQCN_ONLY) and not dcqcn_on:
             why = ("has no effect on transport ib (DCQCN is RoCE's): IB congestion control is network.ib_cc "
                    "(--ib-cc) with HostNic::Ccti* and HostNic::CctGapStep" if transport == "ib" else
                    "has no effect with DCQCN off: set network.dcqcn = true (--dcqcn)")
         elif name.startswith(_IB_CC_ONLY) and not ib_cc_on:
             why = ("has no effect without IB congestion control: set network.ib_cc = true (--ib-cc)"
-                   if transport == "ib" else "has no effect on transport roce (it is InfiniBand congestion "
-                   "control): DCQCN acts, DcqcnRateControl::*")
+                   if transport == "ib" else f"has no effect on transport {transport} (it is InfiniBand congestion "
+                   "control)")
         elif name.startswith(_MARKING) and not marking_on:
             why = "has no effect on transport ib without IB congestion control (FECN marking): set network.ib_cc = " \
                   "true (--ib-cc)"

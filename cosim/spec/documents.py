@@ -173,7 +173,7 @@ def _jobs_from_list(items) -> tuple[Job, ...]:
 
 #: network fields of the other transport, left out of a resolved document: they change nothing in its runs
 #: (an InfiniBand run has no DCQCN, a RoCE run no IB congestion control)
-_OTHER_TRANSPORT_FIELDS = {"roce": ("ib_cc",), "ib": ("dcqcn",)}
+_OTHER_TRANSPORT_FIELDS = {"roce": ("ib_cc",), "ib": ("dcqcn",), "uec": ("dcqcn", "ib_cc")}
 
 
 def to_document(exp: Experiment) -> dict:
