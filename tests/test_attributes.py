@@ -93,7 +93,7 @@ def test_run_defaults_are_shown_beside_the_static_ones(listed, engine_ns, capsys
     leaf_25t = int(class_buffer_bytes(np.array([25.6e12]))[0])
     assert f"{leaf_25t >> 20} MiB ({leaf_25t}) up to 25.6 Tbit/s" in text and "FabricNode::InputBufferBytes" in text
     rows = {r["name"]: r for r in listed[0]}
-    assert rows["HostNic::HeaderBytes"]["run_default"] == "ib: 26"
+    assert rows["HostNic::HeaderBytes"]["run_default"] == "ib: 26, uec: 122"
     assert rows["FabricSwitch::EcnEnabled"]["run_default"] == "ib: false, ib with --ib-cc: true"
     assert rows["HostNic::MtuBytes"]["run_default"] is None
 

@@ -54,7 +54,13 @@ def test_zero_load_ttft_is_compute_plus_transfer(transport, mode, engine_ns):
     req = rec.requests
     prompt = int(req["prompt_tokens"][0])
     compute = p.prefill_cost.prefill_ns([prompt])
-    np.testing.assert_allclose(req["prefill_end_ns"][0] - req["prefill_start_ns"][0], compute, atol=1.0)
+    prefill = req["prefill_end_ns"][0] - req["prefill_start_ns"][0]
+    if mode == "whole":  # nothing in flight beside the prefill: exactly the step cost
+        np.testing.assert_allclose(prefill, compute, atol=1.0)
+    else:  # the layers' KV sends run beside it: compute at 1 - nccl_sms/sm_count while they are in flight
+        slowdown = p.hardware.nccl_sms / p.hardware.sm_count
+        assert compute - 1.0 <= prefill <= compute / (1 - slowdown) + 1.0
+    compute = prefill
     src, dst = planned.host_of[0], planned.host_of[1]  # prefill rank 0, decode rank 1
     moved = prompt * p.model.kv_bytes_per_token
     after = moved if mode == "whole" else 4

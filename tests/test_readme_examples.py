@@ -22,7 +22,7 @@ def _commands() -> list[list[str]]:
     for lang, text in FENCE.findall(README):
         if lang != "bash":
             continue
-        for line in text.splitlines():
+        for line in text.replace("\\\n", " ").splitlines():  # a continued line is one command
             words = shlex.split(line, comments=True)
             if words[:1] == ["cosim"]:
                 out.append(words)

@@ -158,7 +158,9 @@ def swept_fields(configs: Sequence[Mapping]) -> dict[str, list]:
         if k in _NOT_SWEPT:
             continue
         vals = [f.get(k) for f in flats]
-        if len({json.dumps(v, sort_keys=True, default=str) for v in vals}) > 1:
+        present = [v for f, v in zip(flats, vals) if k in f]  # a resolved document leaves out what its
+        # transport does not use (dcqcn on ib): absent is "does not apply", not a swept value
+        if len({json.dumps(v, sort_keys=True, default=str) for v in present}) > 1:
             out[k] = vals
     return out
 
