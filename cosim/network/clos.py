@@ -117,6 +117,14 @@ def _leaf_uplinks(nics: int, b: int, nic: float, port: float, o1: float) -> int:
     return uplinks_for(-(-nics // b), b * nic, port, o1)
 
 
+def _tiers(tiers) -> int:
+    """Tiers of switches above the hosts, checked: 2 or 3."""
+    tiers = _whole("tiers", tiers, minimum=2)
+    if tiers > 3:
+        raise CosimInputError("tiers", f"must be 2 or 3, got {tiers}")
+    return tiers
+
+
 def rail_clos(*, servers: int, gpus_per_server: int = 8, switch_radix: int, switch_port_gbps: float | None = None,
               host_link_gbps: float, host_link_delay_ns: float, fabric_link_delay_ns: float,
               oversubscription: float = 1.0, zone_oversubscription: float = 1.0, tiers: int = 2) -> Fabric:
@@ -129,9 +137,7 @@ def rail_clos(*, servers: int, gpus_per_server: int = 8, switch_radix: int, swit
                                                           host_link_delay_ns, fabric_link_delay_ns, oversubscription)
     servers = _whole("servers", servers, minimum=1)
     gps = _whole("gpus_per_server", gpus_per_server, minimum=1)
-    tiers = _whole("tiers", tiers, minimum=2)
-    if tiers > 3:
-        raise CosimInputError("tiers", f"must be 2 or 3, got {tiers}")
+    tiers = _tiers(tiers)
     if servers * gps < 2:
         raise CosimInputError("servers", f"{servers} server of {gps} GPU is 1 host, a fabric needs at least 2")
     per_leaf_max, b = _leaf_size(radix, port, nic, o1)
@@ -187,9 +193,7 @@ def zoned_clos(*, hosts: int, gpus_per_server: int = 1, switch_radix: int, switc
                                                           host_link_delay_ns, fabric_link_delay_ns, oversubscription)
     hosts = _whole("hosts", hosts, minimum=2)
     gps = _whole("gpus_per_server", gpus_per_server, minimum=1)
-    tiers = _whole("tiers", tiers, minimum=2)
-    if tiers > 3:
-        raise CosimInputError("tiers", f"must be 2 or 3, got {tiers}")
+    tiers = _tiers(tiers)
     if hosts % gps:
         raise CosimInputError("hosts", f"{hosts} NICs do not fill servers of {gps}", f"use a multiple of {gps}")
     per_leaf_max, b = _leaf_size(radix, port, nic, o1)

@@ -88,12 +88,8 @@ class NetworkSpec:
 
     def __post_init__(self) -> None:
         v.check_fields(self, "network")
-        # the other transport's congestion-control switch changes nothing in this one's runs: held at its
-        # default, so equal runs have equal specs (a resolved document leaves it out)
-        if self.transport != "roce":  # InfiniBand and Ultra Ethernet (NSCC) run no DCQCN
-            object.__setattr__(self, "dcqcn", True)
-        if self.transport != "ib":
-            object.__setattr__(self, "ib_cc", False)
+        for name in UNUSED_CONGESTION_FIELDS[self.transport]:
+            object.__setattr__(self, name, type(self).__dataclass_fields__[name].default)
         if self.topology_file is not None and self.topology not in ("file", None):
             raise CosimInputError("network.topology_file", f"is read only by topology 'file', not {self.topology!r}",
                                   "set network.topology = \"file\" or drop topology_file")
@@ -102,6 +98,11 @@ class NetworkSpec:
             raise CosimInputError("network.topology_file", "topology 'file' needs the path of a fabric file",
                                   "set network.topology_file (or --topology-file); docs/fabrics.md")
         check_attributes(self.transport, self.attributes, network_mechanisms(self))
+
+
+#: congestion-control switches a transport does not run (DCQCN is RoCE's, IB CC InfiniBand's; Ultra Ethernet
+#: runs NSCC): held at their defaults so equal runs have equal specs, and left out of a resolved document
+UNUSED_CONGESTION_FIELDS = {"roce": ("ib_cc",), "ib": ("dcqcn",), "uec": ("dcqcn", "ib_cc")}
 
 
 #: topologies built from switches of a radix (cosim.network.clos), and those of three tiers in zones

@@ -11,7 +11,7 @@ from pathlib import Path
 from cosim import faults as cosim_faults
 from cosim import values as v
 from cosim.errors import CosimInputError
-from cosim.network.spec import NetworkSpec
+from cosim.network.spec import UNUSED_CONGESTION_FIELDS, NetworkSpec
 from cosim.network.transport import TRANSPORT_GROUPS
 from cosim.spec.experiment import FAULTS_KEY, SECTIONS, TOP_KEYS, Experiment
 from cosim.spec.overrides import resolve_path, with_overrides
@@ -171,11 +171,6 @@ def _jobs_from_list(items) -> tuple[Job, ...]:
     return tuple(jobs)
 
 
-#: network fields of the other transport, left out of a resolved document: they change nothing in its runs
-#: (an InfiniBand run has no DCQCN, a RoCE run no IB congestion control)
-_OTHER_TRANSPORT_FIELDS = {"roce": ("ib_cc",), "ib": ("dcqcn",), "uec": ("dcqcn", "ib_cc")}
-
-
 def to_document(exp: Experiment) -> dict:
     """The resolved document of ``exp`` (JSON- and TOML-able; attributes as a table), without the network
     fields of the other transport."""
@@ -188,7 +183,7 @@ def to_document(exp: Experiment) -> dict:
             d[f.name] = x
         return d
 
-    network = {k: x for k, x in table(exp.network).items() if k not in _OTHER_TRANSPORT_FIELDS[exp.network.transport]}
+    network = {k: x for k, x in table(exp.network).items() if k not in UNUSED_CONGESTION_FIELDS[exp.network.transport]}
     doc = {"name": exp.name, "description": exp.description, "seed": exp.seed, "network": network}
     if exp.workloads:
         doc["workloads"] = [_job_document(j, table) for j in exp.workloads]
