@@ -347,7 +347,7 @@ DagExecutor::Drain(std::vector<uint64_t>& ready)
 void
 DagExecutor::BeginSlowable(uint64_t op, int32_t gpu)
 {
-    const double rate = m_transfers[gpu] > 0 ? 1.0 - m_commSlowdown : 1.0;
+    const double rate = ComputeRate(m_transfers[gpu] > 0);
     const double workPs = double(m_durationPs[op]);
     m_running[gpu].push_back(
         {op, workPs, Simulator::Now().GetTimeStep(),
@@ -371,6 +371,7 @@ DagExecutor::CountTransfer(int32_t gpu, int delta)
     {
         return;
     }
+    NS_ASSERT_MSG(delta > 0 || m_transfers[gpu] > 0, "GPU " << gpu << " ends a transfer it never started");
     const bool before = m_transfers[gpu] > 0;
     m_transfers[gpu] = uint32_t(int64_t(m_transfers[gpu]) + delta);
     const bool after = m_transfers[gpu] > 0;
@@ -378,8 +379,8 @@ DagExecutor::CountTransfer(int32_t gpu, int delta)
     {
         return;
     }
-    const double oldRate = before ? 1.0 - m_commSlowdown : 1.0;
-    const double newRate = after ? 1.0 - m_commSlowdown : 1.0;
+    const double oldRate = ComputeRate(before);
+    const double newRate = ComputeRate(after);
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     for (RunningCompute& r : m_running[gpu])
     {

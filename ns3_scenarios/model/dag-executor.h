@@ -157,6 +157,12 @@ class DagExecutor : public Object
     {
         return m_commSlowdown > 0;
     }
+    /// @return the fraction of its full rate a GPU computes at while it does (@p communicating) or does
+    /// not communicate
+    double ComputeRate(bool communicating) const
+    {
+        return communicating ? 1.0 - m_commSlowdown : 1.0;
+    }
     /// Start COMPUTE op @p op of GPU @p gpu, at the rate its GPU's communication state allows.
     void BeginSlowable(uint64_t op, int32_t gpu);
     /// Event: slowable COMPUTE op @p op has done all its work.
