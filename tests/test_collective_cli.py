@@ -67,6 +67,10 @@ def test_all_to_all_across_servers_uses_pxn(capsys):
     (["--algorithm", "rings"], "algorithm"),
     (["--ranks", "1"], "--ranks"),
     (["--channels", "0"], "--channels"),
+    (["--set", "seed=3"], "--seed"),
+    (["--set", "network.link_gbps=100"], "--link-gbps"),
+    (["--set", "workload.model=llama2-7b"], "workload.model"),
+    (["--set", "network.routing=bogus"], "network.routing"),
 ])
 def test_bad_input_is_one_line_exit_2(args, field, capsys, tmp_path):
     """Bad input: one 'Error:' line naming the field, exit 2, no file."""
@@ -74,6 +78,21 @@ def test_bad_input_is_one_line_exit_2(args, field, capsys, tmp_path):
     code, _, err = run_main(["collective", *args, "-o", str(out)], capsys)
     assert code == 2 and err.startswith("Error:") and field in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_set_reaches_the_fabric(tmp_path, capsys):
+    """``--set network.link_delay_ns`` slows the call by at least the added delay on the two links
+    (NIC-switch, switch-NIC) every cross-server transfer crosses; the stored run records the value."""
+    times = {}
+    for delay_ns in (1000, 5000):
+        out = tmp_path / f"d{delay_ns}.h5"
+        code, stdout, err = run_main(["collective", "--sizes", "64KiB", "--ranks", "16", "-o", str(out),
+                                      "--set", f"network.link_delay_ns={delay_ns}"], capsys)
+        assert code == 0, err
+        times[delay_ns] = float(_nccl_tests_parse(stdout)[0][0][5])
+        run = results.read_results(out)["all_reduce-65536B-roce"]
+        assert run.config["experiment"]["network"]["link_delay_ns"] == delay_ns
+    assert times[5000] - times[1000] >= 2 * 4.0
 
 
 def test_sizes_grammar():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from cosim.cli.options import refuse_empty
+from cosim.cli.options import parse_settings, refuse_empty
 
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast")
 TRANSPORTS = ("roce", "ib", "uec", "both", "all")
@@ -56,10 +56,14 @@ Examples:
 @click.option("--chunk-bytes", default="4MiB", show_default=True, callback=refuse_empty,
               help="Largest flow a transfer is split into.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of every random choice (ECMP).")
+@click.option("--set", "assignments", multiple=True, metavar="NAME=VALUE",
+              help="Set a network, limits or telemetry field or an ns-3 attribute (repeatable): "
+                   "network.routing=adaptive, network.dcqcn=false, HostNic::MtuBytes=1024 "
+                   "('cosim attributes' lists the attributes).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=refuse_empty,
               help="Write every point's run to this HDF5 results file.")
 def collective(op, sizes, ranks, gpus_per_server, gpu, algorithm, channels, transport, topology, link_gbps,
-               iterations, chunk_bytes, seed, output):
+               iterations, chunk_bytes, seed, assignments, output):
     """Sweep one collective over message sizes like nccl-tests, co-simulated on the packet-level fabric.
 
     Every size is a one-collective trace on --ranks GPUs, lowered (algorithm, channels, NVLink from the
@@ -76,7 +80,7 @@ def collective(op, sizes, ranks, gpus_per_server, gpu, algorithm, channels, tran
                                                                           "all": ("roce", "ib", "uec")}.get(
                                 transport, (transport,)), topology=topology, link_gbps=link_gbps, n_channels=channels,
                             chunk_bytes=Size(minimum=1).convert(chunk_bytes, "--chunk-bytes"),
-                            iterations=iterations, seed=seed)
+                            iterations=iterations, seed=seed, settings=tuple(parse_settings(assignments).items()))
     click.echo(f"# cosim collective: {op}, {ranks} ranks, {sweep.gpus_per_server} per server, {gpu}, "
                f"{link_gbps:g} Gb/s {topology}, algorithm {algorithm}, iterations: {iterations}, seed {seed}")
     records = []

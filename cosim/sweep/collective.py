@@ -36,7 +36,15 @@ from cosim.network.spec import NetworkSpec
 from cosim.plan import compile  # noqa: A004 - the plan's verb
 from cosim.results import RunRecord
 from cosim.run import run
-from cosim.spec import Experiment, LimitsSpec, TrainingWorkload
+from cosim.spec import (
+    Experiment,
+    LimitsSpec,
+    TrainingWorkload,
+    from_document,
+    resolve_path,
+    to_document,
+    with_overrides,
+)
 from cosim.values import Size
 from cosim.workload.hardware import get_hardware
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Trace
@@ -92,6 +100,8 @@ class CollectiveSweep:
     chunk_bytes: int = 4 << 20
     iterations: int = 1
     seed: int = 1
+    #: further Experiment fields and ns-3 attributes (with_overrides keys → values), ``cosim collective --set``
+    settings: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -109,6 +119,10 @@ class CollectiveSweep:
         if not self.sizes_bytes or any(s < 1 for s in self.sizes_bytes):
             raise CosimInputError("--sizes", "every size must be at least 1 byte")
         get_hardware(self.gpu)  # an unknown GPU is an input error now, not at the first point
+        for key, _ in self.settings:
+            _check_setting(key)
+        if self.settings:  # a bad value is an input error now, not at the first point
+            self.experiment(self.transports[0], self.sizes_bytes[0])
 
     def experiment(self, transport: str, size_bytes: int) -> Experiment:
         """The Experiment of one point (its trace comes from :func:`collective_trace`)."""
@@ -116,9 +130,31 @@ class CollectiveSweep:
                               gpus_per_server=self.gpus_per_server)
         work = TrainingWorkload(algorithm=self.algorithm, chunk_bytes=self.chunk_bytes, iterations=self.iterations,
                                 gpu=self.gpu)
-        return Experiment(name=f"{self.op}-{size_bytes}B-{transport}", network=network, workload=work,
-                          limits=LimitsSpec(max_sim_time_ns=1e11), seed=self.seed,
-                          description=f"cosim collective: {self.op} of {size_bytes} B on {self.n_ranks} ranks")
+        exp = Experiment(name=f"{self.op}-{size_bytes}B-{transport}", network=network, workload=work,
+                         limits=LimitsSpec(max_sim_time_ns=1e11), seed=self.seed,
+                         description=f"cosim collective: {self.op} of {size_bytes} B on {self.n_ranks} ranks")
+        if not self.settings:
+            return exp
+        return from_document(with_overrides(to_document(exp), dict(self.settings)), where="--set")[0]
+
+
+#: the fields a collective sweep sets from its own options (--set must not set them a second way)
+_OWN_OPTIONS = {"network.transport": "--transport", "network.topology": "--topology",
+                "network.link_gbps": "--link-gbps", "network.gpus_per_server": "--gpus-per-server",
+                "seed": "--seed", "workload.gpu": "--gpu", "workload.algorithm": "--algorithm",
+                "workload.chunk_bytes": "--chunk-bytes", "workload.iterations": "--iterations"}
+#: the tables a collective sweep's --set may reach (its workload is the collective itself)
+_SETTABLE = ("network", "attributes", "limits", "telemetry")
+
+
+def _check_setting(key: str) -> None:
+    """Refuse a ``--set`` key the sweep sets itself or that has no meaning for one collective call."""
+    path = ".".join(resolve_path(key))
+    if path in _OWN_OPTIONS:
+        raise CosimInputError(f"--set {key}", "is set by its own option", f"use {_OWN_OPTIONS[path]}")
+    if path.split(".")[0] not in _SETTABLE:
+        raise CosimInputError(f"--set {key}", "is not a field of a collective sweep",
+                              "set network.*, limits.*, telemetry.* fields or Type::Attribute")
 
 
 def collective_trace(kind: CollKind, size_bytes: int, n_ranks: int, *, gpus_per_server: int = 8,
