@@ -14,6 +14,7 @@ from cosim.workload.compute import (
     Attention,
     Gemm,
     Stream,
+    attention_efficiency,
     gemm_coefficients,
     gemm_time_ns,
     kernel_ns,
@@ -195,6 +196,32 @@ def test_presets_hold_datasheet_numbers():
         h = get_hardware(gpu)
         assert (h.peak_flops_per_s, h.hbm_bytes_per_s, h.nvlink_bytes_per_s, h.nic_bytes_per_s, h.sm_count) == row
 
+
+
+#: FlashAttention-3 on H100 (Shah et al. 2024, head size 128, bf16), TFLOP/s at 512 ... 16k keys
+FA3_FWD_CAUSAL = (292, 423, 521, 579, 602, 616)
+FA3_FWD = (467, 565, 625, 638, 646, 648)
+FA3_BWD = (316, 424, 501, 542, 559, 561)
+KEYS = np.array([512, 1024, 2048, 4096, 8192, 16384])
+
+
+def test_attention_times_follow_the_published_flash_attention_figures():
+    """The shipped H100 preset times one causal flash-attention forward at the published FlashAttention-3
+    throughput within 2 % at every key count, and the non-causal forward and backward (costed as causal
+    kernels over twice the keys) within 10 %; the efficiency rises with the keys, and the backward stays below the forward."""
+    hw = get_hardware("h100")
+    heads, d = 16, 128
+    for figures, causal, backward, tolerance in ((FA3_FWD_CAUSAL, True, False, 0.02), (FA3_FWD, False, False, 0.10),
+                                                 (FA3_BWD, False, True, 0.10)):
+        for s, tflops in zip(KEYS, figures):
+            kernel = Attention(queries=int(s), keys=int(s), heads=heads, head_dim=d, causal=causal,
+                               backward=backward)
+            seconds = (kernel_ns(hw, kernel) - hw.gemm_launch_ns) * 1e-9
+            assert kernel.executed_flops / seconds / 1e12 == pytest.approx(tflops, rel=tolerance)
+    for gpu in ("a100", "h100", "b200"):
+        hw = get_hardware(gpu)
+        fwd, bwd = (attention_efficiency(hw, KEYS, backward=b) for b in (False, True))
+        assert np.all(np.diff(fwd) > 0) and np.all(np.diff(bwd) > 0) and np.all(bwd < fwd) and fwd[-1] < 1
 
 
 @pytest.mark.parametrize("gpu", ["a100", "h100"])

@@ -18,8 +18,8 @@ memory-bound kind a fit of (efficiency, launch) over every row, after which the 
 (launch kept) on the rows of at least STREAM_TOKENS tokens. Below that, the operands partly stay in L2 and
 the kernels run faster per byte than from HBM; training micro-batches (b·s ≥ 2048 tokens) are all above it,
 where a fit over every row made norms 13-19 % too fast at the largest profiled sizes. Kinds without data
-keep the base GPU's values. The flash-attention efficiencies are not fitted (no attention kernel in these
-profiles). Deterministic.
+keep the base GPU's values. The flash-attention curves are not fitted here (no attention kernel in these
+profiles) but to published FlashAttention figures (:mod:`cosim.workload.shipped_coefficients`). Deterministic.
 """
 
 from __future__ import annotations
@@ -351,8 +351,9 @@ def provenance(fit: Fit, profiles: Profiles, *, source: str, gpu: str) -> dict:
         "sha256": list(profiles.digests),
         "rows": profiles.n_rows,
         "fitted_memory_kinds": list(fit.fitted_kinds),
-        "not_fitted": "attention_efficiency, attention_bwd_efficiency, gemm_tile_m, gemm_tile_n (kept from the "
-                      "base preset; the profiles hold no attention kernel)",
+        "not_fitted": "attention_* (fitted to published FlashAttention figures, cosim.workload."
+                      "shipped_coefficients), gemm_tile_m, gemm_tile_n (kept from the base preset; the profiles "
+                      "hold no attention kernel)",
         "error": {op: e.as_dict() for op, e in fit.errors.items()},
     }
 

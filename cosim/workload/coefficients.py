@@ -38,6 +38,8 @@ DATASHEET_FIELDS = ("peak_flops_per_s", "hbm_bytes", "hbm_bytes_per_s", "nvlink_
 COEFFICIENT_FIELDS = ("compute_efficiency", "gemm_memory_efficiency", "gemm_small_m", "gemm_small_n",
                       "gemm_small_k", "gemm_wave_weight", "gemm_roofline_sharpness", "gemm_launch_ns",
                       "gemm_tile_m", "gemm_tile_n", "attention_efficiency", "attention_bwd_efficiency",
+                      "attention_half_keys", "attention_exponent", "attention_bwd_half_keys",
+                      "attention_bwd_exponent",
                       "memory_efficiency", "memory_launch_ns", "norm_memory_efficiency", "norm_launch_ns",
                       "rope_memory_efficiency", "rope_launch_ns", "activation_memory_efficiency",
                       "activation_launch_ns", "embedding_memory_efficiency", "embedding_launch_ns")

@@ -38,7 +38,14 @@ cross-entropy, MoE permutation, optimizer step)::
 
 Flash attention (``Attention``): executed FLOPs 4·n_q·n_k·heads·d, halved by a causal mask (blocks above
 the diagonal are skipped), and 2.5× that in backward (FlashAttention recomputes Q·Kᵀ: five matmuls
-instead of two); time = FLOPs / (peak · attention[_bwd]_efficiency) + gemm_launch_ns.
+instead of two); time = FLOPs / (peak · e) + gemm_launch_ns, with the kernel's efficiency rising with the
+number of keys s each query attends to (short sequences leave the tensor cores under-fed)::
+
+    e(s) = attention[_bwd]_efficiency / (1 + (attention[_bwd]_half_keys / s)^attention[_bwd]_exponent)
+
+  fitted to published FlashAttention benchmark figures (docs/models/compute.md) for causal kernels, the
+  ones training runs; a half-keys of 0 is a flat efficiency. A kernel without the causal mask is costed as
+  the causal one at twice the keys (the same work per query block) times NONCAUSAL_GAIN.
 
 Everything is numpy-vectorised: the ``*_time_ns`` functions take arrays and the coefficients explicitly
 (the fit in :mod:`cosim.workload.calibrate` calls them with trial coefficients); ``kernel_ns`` and
@@ -63,6 +70,9 @@ GEMM_PRECISIONS = ("bf16", "fp8-tensor", "fp8-block")
 STREAM_KINDS = ("elementwise", "norm", "rope", "activation", "embedding")
 CAUSAL_FRACTION = 0.5  #: share of the score matrix a causal flash-attention kernel computes
 ATTENTION_BWD_FLOPS_RATIO = 2.5  #: FlashAttention backward = 5 matmuls of the forward's 2
+#: a non-causal flash-attention kernel's efficiency over the causal one's at twice its keys: FlashAttention-3
+#: forward on H100 (Shah et al. 2024, head size 128) gives 1.00–1.10 from 512 to 16k keys
+NONCAUSAL_GAIN = 1.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +184,21 @@ def kernel_ns(hw: HardwareSpec, kernel: Kernel) -> float:
         return float(stream_time_ns(kernel.nbytes, hbm_bytes_per_s=hw.hbm_bytes_per_s, efficiency=eff,
                                     launch_ns=launch))
     if isinstance(kernel, Attention):
-        eff = hw.attention_bwd_efficiency if kernel.backward else hw.attention_efficiency
-        return kernel.executed_flops * 1e9 / (hw.peak_flops_per_s * eff) + hw.gemm_launch_ns
+        eff = attention_efficiency(hw, kernel.keys, causal=kernel.causal, backward=kernel.backward)
+        return kernel.executed_flops * 1e9 / (hw.peak_flops_per_s * float(eff)) + hw.gemm_launch_ns
     raise TypeError(f"not a kernel: {kernel!r}")
+
+
+def attention_efficiency(hw: HardwareSpec, keys, *, causal: bool = True, backward: bool = False) -> np.ndarray:
+    """Fraction of peak a flash-attention kernel reaches over ``keys`` keys per query (array), formula in
+    the module docstring."""
+    if backward:
+        plateau, half, exponent = hw.attention_bwd_efficiency, hw.attention_bwd_half_keys, hw.attention_bwd_exponent
+    else:
+        plateau, half, exponent = hw.attention_efficiency, hw.attention_half_keys, hw.attention_exponent
+    s = np.maximum(np.asarray(keys, np.float64), 1.0) * (1.0 if causal else 2.0)
+    e = plateau / (1.0 + (half / s) ** exponent)
+    return e if causal else np.minimum(e * NONCAUSAL_GAIN, 1.0)
 
 
 def fp8_gemm_ns(hw: HardwareSpec, gemm: Gemm) -> float:

@@ -28,7 +28,10 @@ FRACTION_FIELDS = ("compute_efficiency", "gemm_memory_efficiency", "attention_ef
                    "rope_memory_efficiency", "activation_memory_efficiency", "embedding_memory_efficiency")
 #: fields ≥ 0: durations (ns) and dimensions (elements)
 NONNEGATIVE_FIELDS = ("gemm_small_m", "gemm_small_n", "gemm_small_k", "gemm_launch_ns", "memory_launch_ns",
-                      "norm_launch_ns", "rope_launch_ns", "activation_launch_ns", "embedding_launch_ns")
+                      "norm_launch_ns", "rope_launch_ns", "activation_launch_ns", "embedding_launch_ns",
+                      "attention_half_keys", "attention_bwd_half_keys")
+#: fields > 0 (exponents)
+POSITIVE_FIELDS = ("attention_exponent", "attention_bwd_exponent")
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -67,9 +70,14 @@ class HardwareSpec:
     gemm_launch_ns: float = 5000.0  #: fixed time per GEMM (launch, tail), ns
     gemm_tile_m: int = 128  #: output tile rows for wave quantization, elements
     gemm_tile_n: int = 128  #: output tile columns for wave quantization, elements
-    # flash attention (chosen from published benchmarks, not fitted: the profiles hold no attention kernel)
-    attention_efficiency: float = 0.6  #: forward flash attention, fraction of peak of the executed FLOPs
-    attention_bwd_efficiency: float = 0.45  #: backward flash attention, fraction of peak
+    # causal flash attention against the keys per query (cosim.workload.compute.attention_efficiency), fitted
+    # to published FlashAttention benchmarks (the kernel profiles hold no attention kernel)
+    attention_efficiency: float = 0.6  #: forward flash attention at many keys, fraction of peak of executed FLOPs
+    attention_bwd_efficiency: float = 0.45  #: backward flash attention at many keys, fraction of peak
+    attention_half_keys: float = 0.0  #: keys per query at which the forward reaches half its efficiency (0: flat)
+    attention_exponent: float = 1.0  #: how sharply the forward's efficiency rises with the keys, > 0
+    attention_bwd_half_keys: float = 0.0  #: keys per query at which the backward reaches half its efficiency
+    attention_bwd_exponent: float = 1.0  #: how sharply the backward's efficiency rises with the keys, > 0
     # memory-bound operators (cosim.workload.compute.stream_time_ns)
     memory_efficiency: float = 0.8  #: elementwise ops (residual add, loss, optimizer step), fraction of HBM
     memory_launch_ns: float = 2000.0  #: fixed time per elementwise op, ns
@@ -108,6 +116,10 @@ class HardwareSpec:
             value = getattr(self, field)
             if not _is_number(value) or not 0 <= value < 1e12:
                 raise CosimInputError(f"hardware.{field}", f"must be a number ≥ 0, got {value!r}")
+        for field in POSITIVE_FIELDS:
+            value = getattr(self, field)
+            if not _is_number(value) or not 0 < value <= 16:
+                raise CosimInputError(f"hardware.{field}", f"must be in (0, 16], got {value!r}")
         if isinstance(self.nccl_sms, bool) or not isinstance(self.nccl_sms, int) or not 0 <= self.nccl_sms < self.sm_count:
             raise CosimInputError("hardware.nccl_sms", f"must be an integer in [0, sm_count), got {self.nccl_sms!r}",
                                   "use the thread blocks NCCL launches per collective (its channel count)")

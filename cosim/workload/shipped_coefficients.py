@@ -13,27 +13,69 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from cosim.workload import calibrate as cal
 from cosim.workload.coefficients import format_coefficients
 from cosim.workload.hardware import CALIBRATION_DIR, DATASHEETS, HardwareSpec
+from cosim.workload.lsq import least_squares
 
 SOURCE = ("microsoft/vidur commit 7d47513 (MIT license, Copyright (c) Microsoft Corporation), compute profiles "
           "of its data/ folder: {gpu}/{{Llama-2-7b-hf,Llama-2-70b-hf}}/mlp.csv; fitted 2026-12-03")
-#: flash-attention efficiencies (fraction of peak of the executed, causal FLOPs), chosen, not fitted:
-#: FlashAttention-2 (Dao 2023) reaches 50-73 % of A100 peak forward and less backward; on H100 it reaches
-#: about 35 %, FlashAttention-3 (Shah et al. 2024) up to 75 % forward in bf16 (740 TFLOP/s); training
-#: stacks (cuDNN / Transformer Engine fused attention) sit between, backward below forward.
-ATTENTION = {"a100": (0.6, 0.5), "h100": (0.55, 0.4)}
+#: keys per query of the published flash-attention figures below
+ATTENTION_KEYS = (512, 1024, 2048, 4096, 8192, 16384)
+#: published flash-attention throughput, TFLOP/s of executed FLOPs (causal: half the score matrix), bf16,
+#: head size 128, H100 80GB SXM5 (peak 989 TFLOP/s), from Shah et al. 2024 (FlashAttention-3, arXiv
+#: 2407.08608, figures 5 and 6): per kernel, forward causal, forward not causal, backward not causal
+ATTENTION_FIGURES = {
+    "fa3": ((292, 423, 521, 579, 602, 616), (467, 565, 625, 638, 646, 648), (316, 424, 501, 542, 559, 561)),
+    "fa2": ((191, 260, 298, 319, 333, 335), (309, 350, 362, 368, 370, 370), (214, 260, 291, 310, 318, 322)),
+}
+ATTENTION_FIGURES_PEAK = 989e12  #: the H100's dense bf16 peak the figures are taken against, FLOP/s
+#: GPU → (kernel it runs, its forward non-causal efficiency at many keys where the figures are of another GPU):
+#: A100 runs FlashAttention-2, which reaches up to 73 % of A100 peak forward (Dao 2023, arXiv 2307.08691); the
+#: H100 figures give its shape and its backward and causal ratios. Hopper and later run FlashAttention-3.
+ATTENTION_KERNELS = {"a100": ("fa2", 0.73), "h100": ("fa3", None)}
 FITTED = ("a100", "h100")
 DERIVED = {"h200": "h100", "b200": "h100", "gb200-nvl72": "h100", "gb300-nvl72": "h100"}
 HEADER = ("Compute-model coefficients for cosim (docs/models/compute.md); regenerate with\n"
           "python -m cosim.workload.shipped_coefficients VIDUR_COMPUTE_DIR")
 
 
+def _attention_curve(efficiency: np.ndarray) -> tuple[float, float, float]:
+    """(plateau, half keys, exponent) of e(s) = plateau / (1 + (half/s)^exponent) fitted to ``efficiency``
+    at ATTENTION_KEYS, least squares on the log ratio."""
+    s = np.asarray(ATTENTION_KEYS, np.float64)
+
+    def residuals(theta):
+        plateau, half, exponent = theta
+        return np.log(plateau / (1.0 + (half / s) ** exponent) / efficiency)
+
+    start = [min(0.95, float(efficiency[-1]) * 1.02), 300.0, 1.0]
+    plateau, half, exponent = least_squares(residuals, start, ["logit", "log", "log"])
+    return float(plateau), float(half), float(exponent)
+
+
+def attention_fields(gpu: str) -> dict[str, float]:
+    """The causal attention curves of ``gpu`` (HardwareSpec fields), fitted to ATTENTION_FIGURES.
+
+    Forward: the causal figures. Backward: the published backward is not causal, so it is scaled by the
+    forward's causal / non-causal ratio at each key count. A GPU whose figures are of another GPU is scaled
+    so that its forward non-causal plateau is the one given in ATTENTION_KERNELS."""
+    kernel, plateau_nc = ATTENTION_KERNELS[gpu]
+    fwd_c, fwd_nc, bwd_nc = (np.asarray(f, np.float64) * 1e12 / ATTENTION_FIGURES_PEAK
+                             for f in ATTENTION_FIGURES[kernel])
+    scale = 1.0 if plateau_nc is None else plateau_nc / _attention_curve(fwd_nc)[0]
+    fwd = _attention_curve(fwd_c * scale)
+    bwd = _attention_curve(bwd_nc * fwd_c / fwd_nc * scale)
+    return {"attention_efficiency": round(fwd[0], 4), "attention_half_keys": round(fwd[1], 1),
+            "attention_exponent": round(fwd[2], 4), "attention_bwd_efficiency": round(bwd[0], 4),
+            "attention_bwd_half_keys": round(bwd[1], 1), "attention_bwd_exponent": round(bwd[2], 4)}
+
+
 def base_spec(gpu: str) -> HardwareSpec:
-    """The datasheet numbers of ``gpu`` with the chosen attention efficiencies (coefficients not yet fitted)."""
-    fwd, bwd = ATTENTION[gpu]
-    return HardwareSpec(name=gpu, **DATASHEETS[gpu], attention_efficiency=fwd, attention_bwd_efficiency=bwd)
+    """The datasheet numbers of ``gpu`` with its fitted attention curves (other coefficients not yet fitted)."""
+    return HardwareSpec(name=gpu, **DATASHEETS[gpu], **attention_fields(gpu))
 
 
 def regenerate(vidur_compute_dir: str | Path, out_dir: Path = CALIBRATION_DIR) -> list[Path]:

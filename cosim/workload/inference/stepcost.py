@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim.errors import CosimInputError
-from cosim.workload.compute import Gemm, Stream, kernel_ns
+from cosim.workload.compute import Gemm, Stream, attention_efficiency, kernel_ns
 from cosim.workload.hardware import HardwareSpec
 from cosim.workload.inference.model import InferenceModel
 from cosim.workload.kernels import (
@@ -99,8 +99,8 @@ class StepCompute:
         m, hw = self.model.spec, self.hardware
         p = np.asarray(prompt_tokens, np.float64)
         heads = m.num_heads // self.tp
-        flops = float(np.sum(4.0 * p * p * heads * m.head_dim * 0.5))
-        core = flops * 1e9 / (hw.peak_flops_per_s * hw.attention_efficiency) + hw.gemm_launch_ns
+        flops = 4.0 * p * p * heads * m.head_dim * 0.5  # causal, per prompt (each attends over its own keys)
+        core = float(np.sum(flops / attention_efficiency(hw, p))) * 1e9 / hw.peak_flops_per_s + hw.gemm_launch_ns
         return max(1, round(core + sum(kernel_ns(hw, k) for k in self._attention_rest(int(p.sum())))))
 
     def decode_attention_ns(self, sequences: int, context_tokens: int) -> int:
