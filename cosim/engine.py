@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from cosim import memory
-from cosim.collectives.dag import NUM_PRIORITIES, DagOpKind
+from cosim.collectives.dag import NUM_PRIORITIES, CommClass, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.network import buffers
 from cosim.network.topology import HOST, SWITCH, Fabric
@@ -134,6 +134,7 @@ def load():
 def python_codes() -> dict[str, int]:
     """The codes and defaults this package assumes the C++ models use, as Engine::SharedCodes() names them."""
     codes = {f"op_kind.{k.name}": int(k) for k in DagOpKind}
+    codes |= {f"comm_class.{k.name}": int(k) for k in CommClass}
     codes |= {"node_kind.HOST": HOST, "node_kind.SWITCH": SWITCH}
     codes |= {f"run_status.{name}": code for code, name in _RUN_STATUS_NAMES.items()}
     codes |= {"priorities": NUM_PRIORITIES, "default.mtu_bytes": DEFAULT_MTU_BYTES,
@@ -367,6 +368,7 @@ def simulate_dag(
     setup: SetupFn | None = None,
     coll_start_op: np.ndarray | None = None,
     coll_end_op: np.ndarray | None = None,
+    comm_class: np.ndarray | None = None,
     scheduler: str = SCHEDULER_TYPE,
 ) -> DagOutput:
     """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
@@ -379,7 +381,7 @@ def simulate_dag(
     the DAG arrays before they are loaded. ``coll_start_op``/``coll_end_op``: the start and end barrier op of
     every collective, watched with the attribute ``DagExecutor::CollectiveTimeout`` (0, the default, watches
     nothing): a collective not complete that long after it started ends the run with status ``failed``
-    (``failed_collective``).
+    (``failed_collective``). ``comm_class``: the CommClass of every op (None: every transfer is NCCL's).
     ``scheduler``: the ns-3 event scheduler type (same results whichever; benchmarks compare them).
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
@@ -401,6 +403,8 @@ def simulate_dag(
             if coll_start_op is not None and np.asarray(coll_start_op).size:
                 starts = np.ascontiguousarray(coll_start_op, np.int64)
                 engine.SetCollectives(starts, np.ascontiguousarray(coll_end_op, np.int64), starts.size)
+            if comm_class is not None and n:
+                engine.SetCommClasses(np.ascontiguousarray(comm_class, np.uint8), n)
         except Exception as exc:  # std::invalid_argument from the C++ checks
             raise CosimInputError("dag", _cpp_reason(exc)) from None
         t_run = time.perf_counter()

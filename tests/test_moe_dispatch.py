@@ -216,6 +216,12 @@ def test_training_iteration_with_deepep_kernels_runs_lossless_in_ns3(engine_ns):
     f = rec.flows
     assert rec.summary["status"] == "complete" and rec.summary["drops"] == 0
     assert np.array_equal(f["delivered_bytes"], f["size_bytes"])
+    from cosim.collectives.dag import CommClass
+    from cosim.plan import compile as compile_plan
+
+    plan = compile_plan(exp)  # the DeepEP transfers hold DeepEP's SMs, the DP all-reduce NCCL's
+    assert set(np.unique(plan.dag.comm_class).tolist()) == {CommClass.NCCL, CommClass.EXPERT}
+    assert float(plan.attributes["DagExecutor::ExpertCommComputeSlowdown"]) == pytest.approx(20 / 132)
 
 
 @pytest.mark.parametrize("fields, field", [

@@ -135,6 +135,8 @@ class NvlinkModel:
 
 #: SMs NCCL's kernels hold by default (HardwareSpec.nccl_sms), for hardware specs that do not say
 DEFAULT_NCCL_SMS = 16
+#: SMs DeepEP's high-throughput kernels hold by default (HardwareSpec.deepep_sms), for specs that do not say
+DEFAULT_DEEPEP_SMS = 20
 #: SMs of the default GPU (an H100), for hardware specs that do not say
 DEFAULT_SM_COUNT = 132
 #: most of its compute rate a GPU may lose to communication (DagExecutor::CommComputeSlowdown's maximum)
@@ -144,16 +146,21 @@ MAX_COMM_COMPUTE_SLOWDOWN = 0.95
 def executor_attributes(hardware: dict | None) -> dict[str, str]:
     """The DagExecutor's ns-3 attributes for a trace's ``hardware`` spec: its NVLink copies
     (:meth:`NvlinkModel.executor_attributes`) and the share of compute lost while it communicates
-    (``nccl_sms / sm_count``: NCCL's thread blocks take that many SMs from the GPU's kernels)."""
+    (``nccl_sms / sm_count``: NCCL's thread blocks take that many SMs from the GPU's kernels; likewise
+    ``deepep_sms / sm_count`` while DeepEP's high-throughput kernels move data)."""
     hw = hardware or {}
-    sms, nccl = hw.get("sm_count", DEFAULT_SM_COUNT), hw.get("nccl_sms", DEFAULT_NCCL_SMS)
-    for field, value in (("sm_count", sms), ("nccl_sms", nccl)):
+    sms = hw.get("sm_count", DEFAULT_SM_COUNT)
+    held = {"nccl_sms": hw.get("nccl_sms", DEFAULT_NCCL_SMS), "deepep_sms": hw.get("deepep_sms", DEFAULT_DEEPEP_SMS)}
+    for field, value in (("sm_count", sms), *held.items()):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise CosimInputError(f"trace hardware.{field}", f"must be an integer >= 0, got {value!r}")
-    if not 0 <= nccl <= MAX_COMM_COMPUTE_SLOWDOWN * sms:
-        raise CosimInputError("trace hardware.nccl_sms", f"must be at most {MAX_COMM_COMPUTE_SLOWDOWN:g} × sm_count "
-                              f"({sms}), got {nccl}")
-    return {**nvlink_model(hw).executor_attributes(), "DagExecutor::CommComputeSlowdown": repr(nccl / sms)}
+    for field, value in held.items():
+        if not 0 <= value <= MAX_COMM_COMPUTE_SLOWDOWN * sms:
+            raise CosimInputError(f"trace hardware.{field}", f"must be at most {MAX_COMM_COMPUTE_SLOWDOWN:g} × "
+                                  f"sm_count ({sms}), got {value}")
+    return {**nvlink_model(hw).executor_attributes(),
+            "DagExecutor::CommComputeSlowdown": repr(held["nccl_sms"] / sms),
+            "DagExecutor::ExpertCommComputeSlowdown": repr(held["deepep_sms"] / sms)}
 
 
 def nvlink_model(hardware: dict | None) -> NvlinkModel:

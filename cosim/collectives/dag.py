@@ -59,6 +59,13 @@ class DagOpKind(IntEnum):
     NOP = 3
 
 
+class CommClass(IntEnum):
+    """Which kernels move a FLOW or NVLINK op, so which SMs they take from the GPU's compute meanwhile."""
+    NCCL = 0  #: DagExecutor::CommComputeSlowdown
+    EXPERT = 1  #: DeepEP's high-throughput kernels: DagExecutor::ExpertCommComputeSlowdown
+    SM_FREE = 2  #: DeepEP's low-latency kernels in hook mode: none
+
+
 #: per-op columns: name → (dtype, default); the narrowest that hold any DAG a machine can simulate
 OP_FIELDS: dict[str, tuple[type, int]] = {
     "kind": (np.uint8, int(DagOpKind.NOP)),

@@ -148,6 +148,8 @@ def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: n
     parts = [kind.astype(np.int64), relabel(gnode), relabel(src), relabel(dst),
              column("bytes_", np.int64), column("duration_ns", np.float64).view(np.int64),
              column("priority", np.int64), counts, dep_code, dep_val]
+    if "comm_class" in columns:
+        parts.append(column("comm_class", np.int64))
     digest = hashlib.sha256()
     for p in parts:
         digest.update(np.ascontiguousarray(p, np.int64))
@@ -469,12 +471,13 @@ def piece_columns(columns: dict, piece: Piece, until_ns: float | None = None) ->
     """The DAG columns of one piece (``until_ns``: plus a last COMPUTE op on no GPU lasting until then, so
     the run ends when the whole run does)."""
     out = {k: np.asarray(columns[k])[piece.ops] for k in ("kind", "gpu", "src_node", "dst_node", "bytes_",
-                                                         "duration_ns", "priority")}
+                                                         "duration_ns", "priority", "comm_class") if k in columns}
     out["dep_ptr"], out["dep_idx"] = piece.dep_ptr, piece.dep_idx
     if until_ns is not None:
         for key, value in (("kind", DagOpKind.COMPUTE), ("gpu", -1), ("src_node", -1), ("dst_node", -1),
-                           ("bytes_", 0), ("duration_ns", until_ns), ("priority", 0)):
-            out[key] = np.concatenate([out[key], np.array([value], out[key].dtype)])
+                           ("bytes_", 0), ("duration_ns", until_ns), ("priority", 0), ("comm_class", 0)):
+            if key in out:
+                out[key] = np.concatenate([out[key], np.array([value], out[key].dtype)])
         out["dep_ptr"] = np.concatenate([piece.dep_ptr, piece.dep_ptr[-1:]])
     return out
 

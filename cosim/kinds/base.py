@@ -18,7 +18,9 @@ from typing import ClassVar
 import numpy as np
 
 from cosim.collectives import DagOpKind
+from cosim.collectives.dag import CommClass
 from cosim.errors import CosimInputError
+from cosim.workload.trace import AlgoHint, OpKind
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -40,6 +42,7 @@ class Piece:
     dep_idx: np.ndarray  # int32 or int64, local op ids
     coll_start_op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     coll_end_op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    comm_class: np.ndarray | None = None  # uint8 [n], CommClass of each op (None: every transfer is NCCL's)
 
     @property
     def n_ops(self) -> int:
@@ -47,9 +50,10 @@ class Piece:
         return int(np.asarray(self.kind).size)
 
     @classmethod
-    def of_flow_dag(cls, dag, hosts: np.ndarray) -> Piece:
+    def of_flow_dag(cls, dag, hosts: np.ndarray, trace=None) -> Piece:
         """The ops of ``dag`` (a cosim.collectives.FlowDag) with every rank replaced by its host
-        ``hosts[rank]``; the DAG's own columns are shared, not copied."""
+        ``hosts[rank]``; the DAG's own columns are shared, not copied. ``trace`` (the one ``dag`` was lowered
+        from): its DeepEP sends set the comm class of the transfers they became."""
         hosts = np.asarray(hosts, np.int32)
 
         def on_hosts(rank: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -61,7 +65,24 @@ class Piece:
         return cls(kind=dag.kind, gpu=on_hosts(dag.rank, dag.rank >= 0), src_node=on_hosts(dag.src, flow),
                    dst_node=on_hosts(dag.dst, flow), bytes_=dag.bytes, duration_ns=dag.duration_ns,
                    priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
-                   coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op)
+                   coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op,
+                   comm_class=None if trace is None else comm_classes(dag, trace))
+
+
+def comm_classes(dag, trace) -> np.ndarray | None:
+    """uint8 CommClass of every op of ``dag`` lowered from ``trace``: a transfer of a DeepEP SEND or RECV
+    is EXPERT (high-throughput kernels) or SM_FREE (low-latency), any other NCCL; None if all are NCCL's."""
+    of_hint = np.zeros(max(len(AlgoHint), int(np.max(trace.algo_hint, initial=0)) + 1), np.uint8)
+    of_hint[AlgoHint.DEEPEP_HIGH_THROUGHPUT] = CommClass.EXPERT
+    of_hint[AlgoHint.DEEPEP_LOW_LATENCY] = CommClass.SM_FREE
+    p2p = (trace.kind == OpKind.SEND) | (trace.kind == OpKind.RECV)
+    per_trace_op = np.where(p2p, of_hint[np.asarray(trace.algo_hint, np.int64)], CommClass.NCCL).astype(np.uint8)
+    if not per_trace_op.any():
+        return None
+    transfer = ((dag.kind == DagOpKind.FLOW) | (dag.kind == DagOpKind.NVLINK)) & (dag.trace_op >= 0)
+    out = np.zeros(dag.kind.size, np.uint8)
+    out[transfer] = per_trace_op[dag.trace_op[transfer]]
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

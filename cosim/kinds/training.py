@@ -363,7 +363,7 @@ class TrainingKind(WorkloadKind):
             raise too_many_ops(dag.n_ops * work.iterations, "", work, trace, limit, where)
         if work.iterations > 1:
             dag = repeat(dag, work.iterations)
-        return (trace, dag), Piece.of_flow_dag(dag, hosts)
+        return (trace, dag), Piece.of_flow_dag(dag, hosts, trace)
 
     def ideal_ns(self, jp, fabric, nic_bytes_per_s):
         return time_limit.dag_ideal_ns(jp.state[1], nic_bytes_per_s)

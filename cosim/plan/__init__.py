@@ -54,6 +54,7 @@ class EngineDag:
     first_op: np.ndarray  # int64 [n_parts], each part's own op 0 (after its start delay, if any)
     coll_start_op: np.ndarray  # int64 [n_collectives], start barrier op of every collective call
     coll_end_op: np.ndarray  # int64 [n_collectives], its end barrier op
+    comm_class: np.ndarray | None = None  # uint8 [n], CommClass of every op (None: every transfer is NCCL's)
 
     @property
     def n_ops(self) -> int:
@@ -61,9 +62,10 @@ class EngineDag:
         return int(self.kind.size)
 
     def columns(self) -> dict[str, np.ndarray]:
-        """The columns engine.simulate_dag takes."""
-        return {k: getattr(self, k) for k in ("kind", "gpu", "src_node", "dst_node", "bytes_", "duration_ns",
-                                               "priority", "dep_ptr", "dep_idx")}
+        """The columns engine.simulate_dag takes (``comm_class`` only where some transfer is not NCCL's)."""
+        names = ("kind", "gpu", "src_node", "dst_node", "bytes_", "duration_ns", "priority", "dep_ptr", "dep_idx")
+        return {k: getattr(self, k) for k in names} | ({} if self.comm_class is None else
+                                                       {"comm_class": self.comm_class})
 
     def job_of(self, ops: np.ndarray) -> np.ndarray:
         """int32: the job (RunPlan.jobs index) each of ``ops`` belongs to."""
@@ -239,7 +241,9 @@ def assemble(jobs, pieces: dict[int, Piece] | None = None) -> EngineDag:
         job_start_op=np.array([b for p, piece, b, lead in parts], np.int64),
         first_op=np.array([b + lead for p, piece, b, lead in parts], np.int64),
         coll_start_op=cat(lambda p, pc, f: np.asarray(pc.coll_start_op, np.int64) + f, np.int64),
-        coll_end_op=cat(lambda p, pc, f: np.asarray(pc.coll_end_op, np.int64) + f, np.int64))
+        coll_end_op=cat(lambda p, pc, f: np.asarray(pc.coll_end_op, np.int64) + f, np.int64),
+        comm_class=None if all(piece.comm_class is None for _, piece, _, _ in parts) else cat(
+            lambda p, pc, f: np.zeros(pc.n_ops, np.uint8) if pc.comm_class is None else pc.comm_class, np.uint8))
 
 
 def _dependencies(parts, n: int) -> tuple[np.ndarray, np.ndarray]:

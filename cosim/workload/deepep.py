@@ -23,8 +23,9 @@ token where the high-throughput kernels carry one per node.
 Payloads: the dispatch in FP8 when ``dispatch_fp8`` (1 B per element plus an fp32 scale per 128, as
 :func:`cosim.workload.sizes.moe_token_bytes`), the combine in bf16. The store-and-forward of the NVLink hop
 (a forward waits for its whole RDMA message) is coarser than DeepEP's chunked pipeline: the forward starts
-later by one message's transfer time at most. The SMs the kernels take from compute and their overlap with
-compute are not modelled here.
+later by one message's transfer time at most. The ops carry their kernel as algo_hint: the high-throughput
+kernels hold HardwareSpec.deepep_sms SMs while they move data (DagExecutor::ExpertCommComputeSlowdown), the
+low-latency ones none (DeepEP's hook mode receives without an SM).
 
 :func:`dispatch_combine_trace` turns a dispatch, an expert compute of ``expert_compute_ns`` per rank, and
 a combine into a trace of SEND/RECV ops that ``cosim.run`` co-simulates like any training trace.
@@ -41,9 +42,11 @@ import numpy as np
 from cosim.errors import CosimInputError
 from cosim.workload.hardware import get_hardware
 from cosim.workload.routing import RoutedCounts
-from cosim.workload.trace import OpKind, Phase, Trace
+from cosim.workload.trace import AlgoHint, OpKind, Phase, Trace
 
 KERNELS = ("high-throughput", "low-latency")
+#: the algo_hint of each kernel's SEND and RECV ops (the SMs they hold: cosim.kinds.base.comm_classes)
+HINTS = {"high-throughput": AlgoHint.DEEPEP_HIGH_THROUGHPUT, "low-latency": AlgoHint.DEEPEP_LOW_LATENCY}
 _I64 = np.int64
 
 
@@ -268,6 +271,7 @@ def _assemble(ep, g, gpu, rank, kind, nbytes, peer, order, label, partner, dep_o
     minus = np.full(n, -1, _I64)
     return Trace(n_ranks=ep, rank=rank, kind=kind, phase=np.full(n, Phase.FORWARD, _I64), duration_ns=duration,
                  flops=zeros, bytes=nbytes, coll_kind=zeros, group=minus, peer=peer, match_id=match, coll_id=minus,
-                 algo_hint=zeros, label=label, microbatch=zeros, layer=zeros, dep_ptr=ptr, dep_idx=b, labels=LABELS,
+                 algo_hint=np.where(kind == OpKind.COMPUTE, 0, HINTS[moe["kernel"]]), label=label, microbatch=zeros,
+                 layer=zeros, dep_ptr=ptr, dep_idx=b, labels=LABELS,
                  group_ptr=np.zeros(1, _I64), group_ranks=np.zeros(0, np.int32), group_kind=np.zeros(0, np.uint8),
                  specs=json.dumps({"hardware": hw, "derived": {"moe": moe}}, sort_keys=True))

@@ -59,6 +59,10 @@ class HardwareSpec:
     #: two channels per NIC of an 8-NIC server (cosim's rings, NCCL's default there); the GPU's compute runs
     #: on the rest meanwhile (DagExecutor::CommComputeSlowdown = nccl_sms / sm_count). 0: no interference.
     nccl_sms: int = 16
+    #: SMs DeepEP's high-throughput kernels hold while a dispatch or combine runs: 20, what DeepSeek-V3's
+    #: report (arXiv 2412.19437, section 3.2.2) gives its all-to-all kernels on H800's 132 SMs
+    #: (DagExecutor::ExpertCommComputeSlowdown = deepep_sms / sm_count). The low-latency kernels hold none.
+    deepep_sms: int = 20
     # GEMM (cosim.workload.compute.gemm_time_ns)
     compute_efficiency: float = 0.75  #: GEMM FLOP/s of large well-shaped GEMMs as a fraction of peak, (0, 1]
     gemm_memory_efficiency: float = 0.8  #: fraction of HBM bandwidth GEMM operand traffic reaches, (0, 1]
@@ -120,9 +124,12 @@ class HardwareSpec:
             value = getattr(self, field)
             if not _is_number(value) or not 0 < value <= 16:
                 raise CosimInputError(f"hardware.{field}", f"must be in (0, 16], got {value!r}")
-        if isinstance(self.nccl_sms, bool) or not isinstance(self.nccl_sms, int) or not 0 <= self.nccl_sms < self.sm_count:
-            raise CosimInputError("hardware.nccl_sms", f"must be an integer in [0, sm_count), got {self.nccl_sms!r}",
-                                  "use the thread blocks NCCL launches per collective (its channel count)")
+        for field, advice in (("nccl_sms", "use the thread blocks NCCL launches per collective (its channel count)"),
+                              ("deepep_sms", "use the SMs DeepEP's high-throughput kernels are given (num_sms)")):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < self.sm_count:
+                raise CosimInputError(f"hardware.{field}", f"must be an integer in [0, sm_count), got {value!r}",
+                                      advice)
         if not _is_number(self.gemm_wave_weight) or not 0 <= self.gemm_wave_weight <= 1:
             raise CosimInputError("hardware.gemm_wave_weight", f"must be in [0, 1], got {self.gemm_wave_weight!r}")
         if not _is_number(self.gemm_roofline_sharpness) or not 1 <= self.gemm_roofline_sharpness <= 1000:

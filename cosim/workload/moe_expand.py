@@ -42,6 +42,7 @@ from cosim.workload.parallelism import ParallelismSpec
 from cosim.workload.routing import RoutingSpec, route_tokens, routed_counts
 from cosim.workload.sizes import moe_token_bytes
 from cosim.workload.trace import (
+    AlgoHint,
     CollKind,
     GroupKind,
     OpKind,
@@ -51,6 +52,8 @@ from cosim.workload.trace import (
 )
 
 KERNEL_OF = {"deepep-high-throughput": "high-throughput", "deepep-low-latency": "low-latency"}
+#: the algo_hint of a kernel's SEND and RECV ops
+HINT_OF = {"high-throughput": AlgoHint.DEEPEP_HIGH_THROUGHPUT, "low-latency": AlgoHint.DEEPEP_LOW_LATENCY}
 _I64 = np.int64
 _SUB_FIRST, _SUB_RECV, _SUB_SECOND, _SUB_JOIN = 0, 1, 2, 3
 
@@ -153,7 +156,7 @@ def expand_ep_all_to_alls(trace: Trace, model: ModelSpec, par: ParallelismSpec, 
         msg_base += m
     b = {k: np.concatenate(v).astype(_I64) for k, v in blk.items()}
     duration = _routed_durations(trace, model, par, hw, labels, counts_cache)
-    return _rebuild(trace, coll, b, second_deps, duration, {"moe_kernel": model.moe_kernel})
+    return _rebuild(trace, coll, b, second_deps, duration, {"moe_kernel": model.moe_kernel}, HINT_OF[kernel])
 
 
 def _routed_durations(trace: Trace, model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec, labels: np.ndarray,
@@ -196,7 +199,7 @@ def _routed_durations(trace: Trace, model: ModelSpec, par: ParallelismSpec, hw: 
 
 
 def _rebuild(trace: Trace, coll: np.ndarray, b: dict, second_deps: list, duration: np.ndarray,
-             derived: dict) -> Trace:
+             derived: dict, hint: AlgoHint) -> Trace:
     """The trace with the ops ``coll`` replaced by the block ops ``b`` (module docstring's order and deps)."""
     n = trace.n_ops
     replaced = np.zeros(n, bool)
@@ -269,7 +272,8 @@ def _rebuild(trace: Trace, coll: np.ndarray, b: dict, second_deps: list, duratio
                  bytes=column("bytes", b["bytes"]), coll_kind=column("coll_kind", zeros), group=group,
                  peer=column("peer", b["peer"]), match_id=match,
                  coll_id=collective_call_ids(rank, kind, group, trace.n_groups),
-                 algo_hint=column("algo_hint", zeros), label=column("label", trace.label[owner]),
+                 algo_hint=column("algo_hint", np.where(b["kind"] == OpKind.COMPUTE, 0, hint)),
+                 label=column("label", trace.label[owner]),
                  microbatch=column("microbatch", trace.microbatch[owner]), layer=column("layer", trace.layer[owner]),
                  dep_ptr=ptr, dep_idx=dep_on, labels=trace.labels, group_ptr=trace.group_ptr,
                  group_ranks=trace.group_ranks, group_kind=trace.group_kind, specs=json.dumps(specs, sort_keys=True))

@@ -27,7 +27,9 @@ peer           int32         SEND: destination rank; RECV: source rank; -1 other
 match_id       int64         SEND and its RECV share it (the global op index of the SEND); -1 otherwise
 coll_id        int64         all members' ops of one collective call share it (the lowest global op
                              index among them); -1 otherwise
-algo_hint      uint8         AlgoHint: 0 AUTO, 1 RING, 2 TREE, 3 PAIRWISE (lowering may ignore it)
+algo_hint      uint8         AlgoHint: 0 AUTO, 1 RING, 2 TREE, 3 PAIRWISE (lowering may ignore it);
+                             (collectives); SEND/RECV: 4 DEEPEP_HIGH_THROUGHPUT, 5 DEEPEP_LOW_LATENCY,
+                             the kernels that move them (else 0)
 label          int32         index into ``/strings/labels``, e.g. ``fwd/mb2/L3/attn_tp_allreduce``
 microbatch     int32         micro-batch index, -1 for per-iteration ops (gradient sync, optimizer)
 layer          int32         global transformer layer index, -1 for embedding/head/other ops
@@ -109,6 +111,9 @@ class AlgoHint(IntEnum):
     RING = 1
     TREE = 2
     PAIRWISE = 3
+    #: SEND/RECV ops of DeepEP's kernels (cosim.workload.moe_expand): they set which SMs the transfer holds
+    DEEPEP_HIGH_THROUGHPUT = 4
+    DEEPEP_LOW_LATENCY = 5
 
 
 class Phase(IntEnum):

@@ -555,6 +555,9 @@ Engine::SharedCodes()
     line("op_kind.COMPUTE", long(DagOpKind::COMPUTE));
     line("op_kind.NVLINK", long(DagOpKind::NVLINK));
     line("op_kind.NOP", long(DagOpKind::NOP));
+    line("comm_class.NCCL", long(CommClass::NCCL));
+    line("comm_class.EXPERT", long(CommClass::EXPERT));
+    line("comm_class.SM_FREE", long(CommClass::SM_FREE));
     line("node_kind.HOST", long(NodeKind::HOST));
     line("node_kind.SWITCH", long(NodeKind::SWITCH));
     line("run_status.TIME_REACHED", long(RunStatus::TIME_REACHED));
@@ -895,6 +898,20 @@ Engine::SetCollectives(const int64_t* startOp, const int64_t* endOp, uint64_t n)
         throw std::logic_error("SetCollectives needs LoadDag first and comes before RunUntil");
     }
     const std::string problem = m_impl->dag->SetCollectives(startOp, endOp, n);
+    if (!problem.empty())
+    {
+        throw std::invalid_argument("DAG: " + problem);
+    }
+}
+
+void
+Engine::SetCommClasses(const uint8_t* commClass, uint64_t n)
+{
+    if (!m_impl->dag || m_impl->dag->Finished() != 0 || Simulator::Now().IsStrictlyPositive())
+    {
+        throw std::logic_error("SetCommClasses needs LoadDag first and comes before RunUntil");
+    }
+    const std::string problem = m_impl->dag->SetCommClasses(commClass, n);
     if (!problem.empty())
     {
         throw std::invalid_argument("DAG: " + problem);

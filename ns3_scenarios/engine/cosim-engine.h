@@ -189,6 +189,15 @@ class Engine
      */
     void SetCollectives(const int64_t* startOp, const int64_t* endOp, uint64_t n);
 
+    /**
+     * @brief Which kernels move the DAG's transfers (after LoadDag, before RunUntil): a CommClass per op,
+     * for compute-communication interference (DagExecutor::SetCommClasses). Without it every transfer is
+     * an NCCL one.
+     * @param commClass CommClass per DAG op
+     * @param n number of DAG ops
+     */
+    void SetCommClasses(const uint8_t* commClass, uint64_t n);
+
     /// @return the collective (SetCollectives index) that timed out, or -1
     int64_t FailedCollective() const;
 

@@ -41,6 +41,17 @@ enum class DagOpKind : uint8_t
     NOP = 3,     ///< zero-time join or barrier
 };
 
+/// Which kernels move a DAG transfer, for compute-communication interference (Engine::SetCommClasses).
+enum class CommClass : uint8_t
+{
+    NCCL = 0,    ///< NCCL's kernels: DagExecutor::CommComputeSlowdown
+    EXPERT = 1,  ///< DeepEP's high-throughput kernels: DagExecutor::ExpertCommComputeSlowdown
+    SM_FREE = 2, ///< kernels that hold no SM while the transfer is in flight (DeepEP's low-latency hook mode)
+};
+
+/// Number of CommClass values.
+constexpr uint32_t kCommClasses = 3;
+
 /// Why Engine::RunUntil returned.
 enum class RunStatus : int
 {

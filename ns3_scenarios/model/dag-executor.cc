@@ -46,6 +46,13 @@ DagExecutor::GetTypeId()
                           "(0 = compute and communication never interfere).",
                           DoubleValue(0.0),
                           MakeDoubleAccessor(&DagExecutor::m_commSlowdown),
+                          MakeDoubleChecker<double>(0.0, 0.95))
+            .AddAttribute("ExpertCommComputeSlowdown",
+                          "Fraction (dimensionless) of its compute rate a GPU loses while it has an expert-parallel "
+                          "transfer of DeepEP's high-throughput kernels in flight (Engine::SetCommClasses): the "
+                          "share of its SMs those kernels hold, in [0, 0.95].",
+                          DoubleValue(0.0),
+                          MakeDoubleAccessor(&DagExecutor::m_expertSlowdown),
                           MakeDoubleChecker<double>(0.0, 0.95));
     return tid;
 }
@@ -125,7 +132,8 @@ DagExecutor::Load(const uint8_t* kind,
     m_startPs.assign(n, -1);
     m_finishPs.assign(n, -1);
     m_nvlinkFreePs.assign(size_t(maxGpu + 1), 0);
-    m_transfers.assign(size_t(maxGpu + 1), 0);
+    m_transfers.assign(size_t(maxGpu + 1), {});
+    m_commClass.clear();
     m_running.assign(size_t(maxGpu + 1), {});
     m_done = 0;
     return "";
@@ -301,7 +309,7 @@ DagExecutor::Launch()
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     for (uint64_t op : ops)
     {
-        CountTransfer(m_gpu[op], +1); // before the starter: an empty flow finishes inside it
+        CountTransfer(op, +1); // before the starter: an empty flow finishes inside it
         if (DagOpKind(m_kind[op]) == DagOpKind::FLOW)
         {
             m_startFlow(op);
@@ -347,7 +355,7 @@ DagExecutor::Drain(std::vector<uint64_t>& ready)
 void
 DagExecutor::BeginSlowable(uint64_t op, int32_t gpu)
 {
-    const double rate = ComputeRate(m_transfers[gpu] > 0);
+    const double rate = ComputeRate(gpu);
     const double workPs = double(m_durationPs[op]);
     m_running[gpu].push_back(
         {op, workPs, Simulator::Now().GetTimeStep(),
@@ -364,23 +372,51 @@ DagExecutor::FinishSlowable(uint64_t op)
     Finish(op);
 }
 
-void
-DagExecutor::CountTransfer(int32_t gpu, int delta)
+std::string
+DagExecutor::SetCommClasses(const uint8_t* commClass, uint64_t n)
 {
+    if (n != m_kind.size())
+    {
+        return "SetCommClasses needs one class per op (" + std::to_string(m_kind.size()) + "), got " +
+               std::to_string(n);
+    }
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        if (commClass[i] >= cosim::kCommClasses)
+        {
+            return "op " + std::to_string(i) + " has an unknown comm class";
+        }
+    }
+    m_commClass.assign(commClass, commClass + n);
+    return "";
+}
+
+double
+DagExecutor::ComputeRate(int32_t gpu) const
+{
+    const auto& inFlight = m_transfers[gpu];
+    const double lost = std::max(inFlight[uint8_t(cosim::CommClass::NCCL)] > 0 ? m_commSlowdown : 0.0,
+                                 inFlight[uint8_t(cosim::CommClass::EXPERT)] > 0 ? m_expertSlowdown : 0.0);
+    return 1.0 - lost;
+}
+
+void
+DagExecutor::CountTransfer(uint64_t op, int delta)
+{
+    const int32_t gpu = m_gpu[op];
     if (!Interferes() || gpu < 0)
     {
         return;
     }
-    NS_ASSERT_MSG(delta > 0 || m_transfers[gpu] > 0, "GPU " << gpu << " ends a transfer it never started");
-    const bool before = m_transfers[gpu] > 0;
-    m_transfers[gpu] = uint32_t(int64_t(m_transfers[gpu]) + delta);
-    const bool after = m_transfers[gpu] > 0;
-    if (before == after)
+    const uint8_t cls = m_commClass.empty() ? uint8_t(cosim::CommClass::NCCL) : m_commClass[op];
+    NS_ASSERT_MSG(delta > 0 || m_transfers[gpu][cls] > 0, "GPU " << gpu << " ends a transfer it never started");
+    const double oldRate = ComputeRate(gpu);
+    m_transfers[gpu][cls] = uint32_t(int64_t(m_transfers[gpu][cls]) + delta);
+    const double newRate = ComputeRate(gpu);
+    if (oldRate == newRate)
     {
         return;
     }
-    const double oldRate = ComputeRate(before);
-    const double newRate = ComputeRate(after);
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     for (RunningCompute& r : m_running[gpu])
     {
@@ -397,7 +433,7 @@ DagExecutor::Finish(uint64_t op)
 {
     if (const auto kind = DagOpKind(m_kind[op]); kind == DagOpKind::FLOW || kind == DagOpKind::NVLINK)
     {
-        CountTransfer(m_gpu[op], -1);
+        CountTransfer(op, -1);
     }
     // A worklist of its own: Finish can run inside a FLOW starter's call chain (an empty flow).
     std::vector<uint64_t> ready{op};

@@ -14,6 +14,7 @@
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -70,6 +71,16 @@ class DagExecutor : public Object
      * @return an empty string, or what is wrong with the arrays
      */
     std::string SetCollectives(const int64_t* startOp, const int64_t* endOp, uint64_t n);
+
+    /**
+     * @brief Which kernels move the graph's transfers, for compute-communication interference (after Load;
+     * without it every transfer is an NCCL one): per op a CommClass. A GPU computes at the rate the most
+     * SM-hungry of its transfers in flight leaves it.
+     * @param commClass CommClass per op (read for FLOW and NVLINK ops)
+     * @param n number of ops (Load's)
+     * @return an empty string, or what is wrong with the array
+     */
+    std::string SetCommClasses(const uint8_t* commClass, uint64_t n);
 
     /// @return true once a collective ran past CollectiveTimeout (the job failed; the simulator was stopped)
     bool Failed() const
@@ -152,24 +163,20 @@ class DagExecutor : public Object
     /// Launch the NVLINK and FLOW ops begun at this instant, in op order (NVLINK: take the GPU's copy
     /// engine in turn; FLOW: hand it to the network).
     void Launch();
-    /// @return true if COMPUTE op timing depends on communication (CommComputeSlowdown > 0)
+    /// @return true if COMPUTE op timing depends on communication (a slowdown attribute > 0)
     bool Interferes() const
     {
-        return m_commSlowdown > 0;
+        return m_commSlowdown > 0 || m_expertSlowdown > 0;
     }
-    /// @return the fraction of its full rate a GPU computes at while it does (@p communicating) or does
-    /// not communicate
-    double ComputeRate(bool communicating) const
-    {
-        return communicating ? 1.0 - m_commSlowdown : 1.0;
-    }
+    /// @return the fraction of its full rate GPU @p gpu computes at, given its transfers in flight
+    double ComputeRate(int32_t gpu) const;
     /// Start COMPUTE op @p op of GPU @p gpu, at the rate its GPU's communication state allows.
     void BeginSlowable(uint64_t op, int32_t gpu);
     /// Event: slowable COMPUTE op @p op has done all its work.
     void FinishSlowable(uint64_t op);
-    /// A transfer sent by GPU @p gpu starts (@p delta +1) or ends (-1); re-time its compute if it changes
-    /// whether the GPU communicates.
-    void CountTransfer(int32_t gpu, int delta);
+    /// Transfer @p op starts (@p delta +1) or ends (-1) on its sending GPU; re-time the GPU's compute if
+    /// that changes the rate it computes at.
+    void CountTransfer(uint64_t op, int delta);
 
     /// One COMPUTE op running on a GPU whose rate may change.
     struct RunningCompute
@@ -183,7 +190,8 @@ class DagExecutor : public Object
     DataRate m_nvlinkRate; ///< per-direction NVLink bandwidth of one GPU
     Time m_nvlinkLatency;  ///< fixed cost of one NVLink copy
     Time m_collectiveTimeout; ///< longest a collective may run before the job fails (0 = no watchdog)
-    double m_commSlowdown{0}; ///< fraction of compute rate lost while the GPU communicates, [0, 1)
+    double m_commSlowdown{0};   ///< fraction of compute rate lost while an NCCL transfer is in flight, [0, 1)
+    double m_expertSlowdown{0}; ///< fraction lost while an expert-parallel (DeepEP) transfer is in flight
 
     std::vector<uint8_t> m_kind;          ///< DagOpKind per op
     std::vector<int32_t> m_gpu;           ///< sending GPU per op
@@ -201,7 +209,8 @@ class DagExecutor : public Object
     int64_t m_failedCollective{-1};       ///< the collective that timed out, -1 if none
     int64_t m_failedAtPs{-1};             ///< when it timed out, in ps
     std::vector<uint64_t> m_launch;       ///< NVLINK and FLOW ops begun now, waiting for Launch
-    std::vector<uint32_t> m_transfers;    ///< per GPU: its FLOW and NVLINK ops in flight (Interferes only)
+    std::vector<uint8_t> m_commClass;     ///< CommClass per op (empty: every transfer is an NCCL one)
+    std::vector<std::array<uint32_t, cosim::kCommClasses>> m_transfers; ///< per GPU and CommClass: transfers in flight
     std::vector<std::vector<RunningCompute>> m_running; ///< per GPU: its COMPUTE ops running (Interferes only)
     bool m_launchPending{false};          ///< a Launch is scheduled at the current time
     Callback<void, uint64_t> m_startFlow; ///< hands a FLOW op to the network
