@@ -33,7 +33,7 @@ def test_exposed_parts_sum_to_the_whole(tp2_pp2_dp2):
     assert s["status"] == "complete" and s["exposed_comm_ns"] > 0
     dims = {k: s[k] for k in ("exposed_comm_tp_ns", "exposed_comm_pp_ns", "exposed_comm_dp_ns")}
     assert "exposed_comm_ep_ns" not in s  # no EP group in this trace
-    other = s["exposed_comm_other_ns"]
+    other = s["exposed_comm_other_ranks_ns"]
     assert min(dims.values()) >= 0 and other >= 0
     assert sum(dims.values()) + other == pytest.approx(s["exposed_comm_ns"], rel=1e-12)
     assert s["exposed_comm_nvlink_ns"] + s["exposed_comm_fabric_ns"] + other == pytest.approx(
@@ -84,3 +84,23 @@ def test_scaling_keeps_the_shares_and_sums_to_exposed():
     raw = np.array([[3.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
     got = exposure.scaled_to(raw, np.array([2.0, 5.0]))
     np.testing.assert_allclose(got, [[1.5, 0.5, 0.0], [0.0, 0.0, 5.0]])
+
+
+def test_run_table_and_pivot_show_the_split(tp2_pp2_dp2):
+    """cosim run's table ends with one line per run naming each dimension's and medium's exposed time (its
+    dimensions add up to the total within the printed digits); the sweep pivot has a column per dimension."""
+    from cosim.cli.run_table import run_table
+    from cosim.results.pivot import pivot_runs
+
+    s = tp2_pp2_dp2.summary
+    line = run_table({"t": s}, training=True).splitlines()[-1]
+    assert line.startswith("t: exposed comm ") and "(NVLink " in line and "fabric " in line
+    head, dims = line.split(": ", 2)[1:]
+    total = float(head.split()[2])
+    parts = [float(p.split()[-1]) for p in dims.split(" (")[0].split(", ")]
+    assert [p.split()[0] for p in dims.split(" (")[0].split(", ")][:3] == ["TP", "PP", "DP"]
+    assert sum(parts) == pytest.approx(total, rel=2e-3)
+    table = pivot_runs({"t": tp2_pp2_dp2})
+    keys = [m.key for m in table.metrics]
+    assert {"exposed_comm_tp_ns", "exposed_comm_pp_ns", "exposed_comm_dp_ns", "exposed_comm_fabric_ns"} <= set(keys)
+    assert "exposed_comm_ep_ns" not in keys  # absent from the run

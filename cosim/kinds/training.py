@@ -42,7 +42,7 @@ Tables (columns and units: ``cosim.results.DATASETS``)
 Summary keys (besides :func:`cosim.results.summarize`'s): ``iteration_time_ns``, ``iteration_time_first_ns``,
 ``iteration_times_ns`` (list), ``exposed_comm_ns`` (mean over the same iterations as ``iteration_time_ns``),
 ``compute_time_ns`` (busiest rank, per iteration), ``exposed_comm_<dim>_ns`` per parallelism dimension,
-``exposed_comm_{nvlink,fabric,other}_ns`` and ``p2p_<dim>_send_{count,bytes,p50_ns,p99_ns}``
+``exposed_comm_{nvlink,fabric,other_ranks}_ns`` and ``p2p_<dim>_send_{count,bytes,p50_ns,p99_ns}``
 (:mod:`cosim.results.exposure`: each split sums to ``exposed_comm_ns``), ``mfu``, ``model_flop_per_s_per_gpu`` and
 ``megatron_flop_per_s_per_gpu`` (:func:`throughput_entries`), ``coll_<group>_<kind>_{count,p50_ns,p99_ns,
 busbw_gbyte_per_s}`` per group kind (tp, dp, ...) and collective kind present (call time finish − start over

@@ -2,7 +2,7 @@
 and per medium (NVLink inside a server, the fabric between servers), and the point-to-point sends.
 
 Definition (summary keys ``exposed_comm_<dim>_ns``, ``exposed_comm_nvlink_ns``, ``exposed_comm_fabric_ns``,
-``exposed_comm_other_ns``)
+``exposed_comm_other_ranks_ns``)
 --------------------------------------------------------------------------------------------------------
 The exposed communication of iteration i, ``exposed_comm_ns = max(0, time_ns − C)`` (cosim.kinds.training),
 is time the busiest rank b (largest compute C) does not compute. It is split by what b waits for in its
@@ -15,11 +15,11 @@ iteration window W_i = [end of iteration i−1 (the job's start for i = 0), end 
    reduce-scatter: half each), and likewise among the distinct media.
 3. A segment with nothing in flight is waiting for the op b starts next (ties: communication first): a
    collective's barrier (the other members are not ready yet) or a receive's data (the pipeline bubble
-   is PP's). It goes to that op's dimension and medium; to ``other`` when b starts no communication after
+   is PP's). It goes to that op's dimension and medium; to ``other_ranks`` when b starts no communication after
    it (b is done and waits for other ranks to end the iteration).
 4. The segments' shares in W_i add up to b's non-computing time in W_i, I_i. They are scaled by
-   exposed_i / I_i, so the dimensions (with ``other``) sum to ``exposed_comm_ns`` exactly, and so do the
-   media (with ``other``). The scale is 1 when b computes exactly C inside W_i (one iteration, or
+   exposed_i / I_i, so the dimensions (with ``other_ranks``) sum to ``exposed_comm_ns`` exactly, and so do the
+   media (with ``other_ranks``). The scale is 1 when b computes exactly C inside W_i (one iteration, or
    iterations that do not overlap on b); it differs when b's compute is stretched by interference or
    spills into a neighbouring window.
 
@@ -78,7 +78,7 @@ def idle_shares(start_ns: np.ndarray, finish_ns: np.ndarray, label: np.ndarray, 
                 edges_ns: np.ndarray) -> np.ndarray:
     """float64 [windows, n_labels + 1]: one rank's non-computing time in each window [edges[i], edges[i+1])
     attributed to its communication labels by rules 1–3 of the module docstring, the last column
-    ``other``; ``label`` is −1 for a compute op, 0..n_labels−1 for communication. Ops with a nan time are
+    ``other_ranks``; ``label`` is −1 for a compute op, 0..n_labels−1 for communication. Ops with a nan time are
     left out."""
     edges = np.asarray(edges_ns, np.float64)
     k = max(edges.size - 1, 0)
@@ -114,7 +114,7 @@ def idle_shares(start_ns: np.ndarray, finish_ns: np.ndarray, label: np.ndarray, 
 
 def scaled_to(raw: np.ndarray, exposed_ns: np.ndarray) -> np.ndarray:
     """``raw`` [windows, parts] scaled row by row to sum to ``exposed_ns`` (rule 4); a row without idle
-    time gives its exposed time to the last part (other); nan where exposed_ns is nan."""
+    time gives its exposed time to the last part (other_ranks); nan where exposed_ns is nan."""
     exposed = np.asarray(exposed_ns, np.float64)
     idle = raw.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -127,7 +127,7 @@ def scaled_to(raw: np.ndarray, exposed_ns: np.ndarray) -> np.ndarray:
 def exposure_entries(ops: Mapping[str, np.ndarray], iterations: Mapping[str, np.ndarray], busiest_rank: int,
                      job_start_ns: float = 0.0) -> dict:
     """Summary keys ``exposed_comm_<dim>_ns`` (every dimension the run's ops have), ``exposed_comm_nvlink_ns``,
-    ``exposed_comm_fabric_ns`` and ``exposed_comm_other_ns`` (module docstring); empty without the ops
+    ``exposed_comm_fabric_ns`` and ``exposed_comm_other_ranks_ns`` (module docstring); empty without the ops
     columns group_kind and medium."""
     if "group_kind" not in ops or "medium" not in ops:
         return {}
@@ -160,7 +160,7 @@ def exposure_entries(ops: Mapping[str, np.ndarray], iterations: Mapping[str, np.
     out["exposed_comm_nvlink_ns"] = mean(by_medium[:, 0])
     out["exposed_comm_fabric_ns"] = mean(by_medium[:, 1])
     # the waiting with no communication of the busiest rank after it is the same in both partitions
-    out["exposed_comm_other_ns"] = mean(by_dim[:, -1])
+    out["exposed_comm_other_ranks_ns"] = mean(by_dim[:, -1])
     return out
 
 
