@@ -104,3 +104,133 @@ def test_run_table_and_pivot_show_the_split(tp2_pp2_dp2):
     keys = [m.key for m in table.metrics]
     assert {"exposed_comm_tp_ns", "exposed_comm_pp_ns", "exposed_comm_dp_ns", "exposed_comm_fabric_ns"} <= set(keys)
     assert "exposed_comm_ep_ns" not in keys  # absent from the run
+
+
+# ---------------------------------------------------------------- figures: decoded PNGs
+
+def _axes_pixels(fig, ax) -> np.ndarray:
+    """The RGB pixels inside ``ax`` of the rendered PNG of ``fig`` (legends outside the axes left out)."""
+    import io
+
+    from matplotlib import image
+
+    from cosim.analysis import plots
+
+    img = image.imread(io.BytesIO(plots.render(fig)), format="png")[..., :3]
+    box = ax.get_window_extent()
+    h = img.shape[0]
+    return img[int(h - box.y1) + 2:int(h - box.y0) - 2, int(box.x0) + 2:int(box.x1) - 2].reshape(-1, 3)
+
+
+def _count(pixels: np.ndarray, color) -> int:
+    """Pixels within 0.02 of ``color`` in every channel."""
+    from matplotlib.colors import to_rgb
+
+    return int(np.all(np.abs(pixels - np.asarray(to_rgb(color))) < 0.02, axis=1).sum())
+
+
+def test_gantt_colours_communication_by_dimension_and_medium(tp2_pp2_dp2):
+    """Compute in one colour; TP over NVLink (light orange), PP and DP over the fabric (green, red), each
+    drawn inside the axes and named in the legend; no other dimension appears."""
+    from cosim.analysis import plots
+
+    fig = plots.iteration_gantt(tp2_pp2_dp2)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["compute", "TP, NVLink", "PP, fabric", "DP, fabric"]
+    pixels = _axes_pixels(fig, fig.axes[0])
+    colors = {"compute": plots.COMPUTE_COLOR, "TP, NVLink": plots.shade("tab:orange", plots.MEDIUM_SHADES[1][1]),
+              "PP, fabric": "tab:green", "DP, fabric": "tab:red"}
+    counts = {name: _count(pixels, c) for name, c in colors.items()}
+    assert all(n > 50 for n in counts.values()), counts
+    assert _count(pixels, "tab:purple") == 0  # no EP in this trace
+
+
+@pytest.fixture(scope="module")
+def link_down(engine_ns):
+    """A 4 MiB ring all-reduce on 4 servers, two per leaf, two spines, twice (about 0.6 ms each); leaf0-spine0
+    down from 200 us for 100 us, amid the first iteration's transfers; and the same run without the fault."""
+    from test_cosim_roce import ring_allreduce_trace
+
+    from cosim import run
+
+    exp = make("training", name="down", topology="leaf-spine", gpus_per_server=1, hosts_per_leaf=2,
+               iterations=2, chunk_bytes=1 << 20, baseline=True,
+               faults=[{"kind": "link_down", "element": "leaf0-spine0", "at_ns": 200_000.0,
+                       "duration_ns": 100_000.0}])
+    return run.run_with_baseline(exp, trace=ring_allreduce_trace(4, 4 << 20))
+
+
+def test_fault_window_spans_the_fault_and_the_recovery(link_down):
+    """The window opens 10 % of the fault's span before its first action and closes after the last flow in
+    flight during the fault finished; it is a fraction of the run."""
+    from cosim.analysis import fault_zoom, plots
+
+    faulted, _ = link_down
+    t = faulted.faults["time_ns"]
+    first, last = float(t.min()), float(t.max())
+    end = plots._end_ns(faulted)
+    lo, hi = fault_zoom.fault_window(faulted.faults, faulted.flows, end)
+    assert lo == pytest.approx(first - 0.1 * (last - first))
+    f = faulted.flows
+    hit = (f["start_ns"] <= last) & (f["finish_ns"] >= first)
+    assert hi == pytest.approx(max(last, float(f["finish_ns"][hit].max())) + 0.1 * (last - first))
+    assert hi - lo < 0.8 * end
+
+
+def test_neighbour_throughput_conserves_bytes(link_down):
+    """The NICs of leaf0 (host0, host1) are the neighbours of leaf0-spine0; their throughput integrated over
+    the run is every byte their flows delivered."""
+    from cosim.analysis import fault_zoom, plots
+
+    faulted, _ = link_down
+    near = fault_zoom.neighbour_hosts(faulted.nodes, faulted.links,
+                                      fault_zoom.faulted_nodes(faulted.faults, faulted.links))
+    assert [faulted.nodes["name"][h] for h in near] == ["host0", "host1"]
+    end = plots._end_ns(faulted)
+    edges = np.linspace(0.0, end, 301)
+    rate = fault_zoom.host_throughput_gbps(faulted.flows, near, edges, end)
+    sent = rate * np.diff(edges) / 8  # Gbit/s × ns / 8 = bytes
+    f = faulted.flows
+    for r, h in enumerate(near):
+        assert sent[r].sum() == pytest.approx(float(f["delivered_bytes"][f["src"] == h].sum()), rel=1e-9)
+
+
+def test_fault_figures_zoom_on_the_window(link_down):
+    """queues-faults and neighbours-faults span the fault window, not the run; the neighbours figure draws
+    the NICs' total (black) above and the flows' slowdowns (red) below; iteration-faults zooms its y axis
+    onto the iteration times (the fault's timeout makes the first iteration ~8x slower here)."""
+    from cosim.analysis import fault_zoom, plots
+
+    faulted, base = link_down
+    scale = plots.display_unit(plots.TIME_KEY)[0]
+    lo, hi = fault_zoom.fault_window(faulted.faults, faulted.flows, plots._end_ns(faulted))
+    figures = {f.stem: f.figure for f in plots.iter_figures({faulted.name: faulted, base.name: base})}
+    queues = figures[f"queues-faults-{faulted.name}"]
+    neighbours = figures[f"neighbours-faults-{faulted.name}"]
+    for fig in (queues, neighbours):
+        assert fig.axes[0].get_xlim() == pytest.approx((lo * scale, hi * scale))
+    top, bottom = neighbours.axes[:2]
+    assert _count(_axes_pixels(neighbours, top), "black") > 100
+    assert _count(_axes_pixels(neighbours, bottom), "tab:red") > 10
+    its = figures[f"iteration-faults-{faulted.name}"]
+    y0, y1 = its.axes[0].get_ylim()
+    times = np.r_[faulted.iterations["time_ns"], base.iterations["time_ns"]] * plots.display_unit(
+        "iteration_time_ns")[0]
+    assert y0 <= times.min() and y1 >= times.max()
+    assert y1 - y0 <= 1.5 * (times.max() - times.min())  # the values' range, not 0 to the top
+
+
+@pytest.mark.parametrize("times,faults,flows,expected", [
+    # down at 100, up at 200: 10 % of 100 before; the flow in flight finishes at 500: +10 after it
+    ([100.0, 200.0], [0, 0], ([50.0], [500.0]), (90.0, 510.0)),
+    # a flow that finished before the fault and one that started after it do not extend the window
+    ([100.0, 200.0], [0, 0], ([0.0, 300.0], [50.0, 900.0]), (90.0, 210.0)),
+    # one instant (a permanent link down) lasts 1 % of the run (100 ns); mechanism rows (-1) are ignored
+    ([100.0, 9000.0], [0, -1], ([], []), (90.0, 110.0)),
+])
+def test_fault_window_rules(times, faults, flows, expected):
+    from cosim.analysis import fault_zoom
+
+    f = {"time_ns": np.array(times), "fault": np.array(faults)}
+    fl = {"start_ns": np.array(flows[0]), "finish_ns": np.array(flows[1])}
+    assert fault_zoom.fault_window(f, fl, 10_000.0) == pytest.approx(expected)
