@@ -234,3 +234,40 @@ def test_fault_window_rules(times, faults, flows, expected):
     f = {"time_ns": np.array(times), "fault": np.array(faults)}
     fl = {"start_ns": np.array(flows[0]), "finish_ns": np.array(flows[1])}
     assert fault_zoom.fault_window(f, fl, 10_000.0) == pytest.approx(expected)
+
+
+def test_serial_calls_are_exposed_for_their_own_durations(engine_ns):
+    """4 identical ranks on 2 servers of 2 GPUs run compute, a TP all-reduce (inside a server), an EP
+    all-to-all (across servers), compute, one after the other: nothing overlaps and no rank waits, so each
+    dimension's exposed time is its call's duration and NVLink's is TP's, fabric's EP's."""
+    from test_cosim_roce import make_trace
+
+    from cosim.workload.trace import CollKind, GroupKind, Phase
+
+    groups, kinds = [[0, 1], [2, 3], [0, 2], [1, 3]], [GroupKind.TP, GroupKind.TP, GroupKind.EP, GroupKind.EP]
+    ops, deps = [], []
+    for r in range(4):
+        first = len(ops)
+        ops += [dict(rank=r, kind=OpKind.COMPUTE, phase=Phase.FORWARD, duration_ns=50_000),
+                dict(rank=r, kind=OpKind.COLLECTIVE, phase=Phase.FORWARD, bytes=1 << 20,
+                     coll_kind=CollKind.ALL_REDUCE, group=r // 2, coll_id=r // 2),
+                dict(rank=r, kind=OpKind.COLLECTIVE, phase=Phase.FORWARD, bytes=1 << 20,
+                     coll_kind=CollKind.ALL_TO_ALL, group=2 + r % 2, coll_id=2 + r % 2),
+                dict(rank=r, kind=OpKind.COMPUTE, phase=Phase.FORWARD, duration_ns=50_000)]
+        deps += [[], [first], [first + 1], [first + 2]]
+    rec = run_experiment(make("training", topology="single-switch", gpus_per_server=2, link_gbps=LINK_GBPS),
+                         trace=make_trace(4, ops, deps, groups=groups, group_kind=kinds))
+    s, c = rec.summary, rec.collectives
+    duration = {int(g): float(np.max(c["finish_ns"][c["group_kind"] == g] - c["start_ns"][c["group_kind"] == g]))
+                for g in (GroupKind.TP, GroupKind.EP)}
+    busiest = rec.ops["rank"] == 0  # every rank computes the same: the first is the busiest
+    tp = rec.ops["group_kind"][busiest] == GroupKind.TP
+    ep = rec.ops["group_kind"][busiest] == GroupKind.EP
+    own = lambda m: float((rec.ops["finish_ns"][busiest][m] - rec.ops["start_ns"][busiest][m]).sum())  # noqa: E731
+    assert s["exposed_comm_tp_ns"] == pytest.approx(own(tp), rel=1e-9)
+    assert s["exposed_comm_ep_ns"] == pytest.approx(own(ep), rel=1e-9)
+    assert own(tp) <= duration[GroupKind.TP] and own(ep) <= duration[GroupKind.EP]
+    assert s["exposed_comm_nvlink_ns"] == pytest.approx(s["exposed_comm_tp_ns"], rel=1e-9)
+    assert s["exposed_comm_fabric_ns"] == pytest.approx(s["exposed_comm_ep_ns"], rel=1e-9)
+    assert s["exposed_comm_tp_ns"] + s["exposed_comm_ep_ns"] + s["exposed_comm_other_ranks_ns"] == pytest.approx(
+        s["exposed_comm_ns"], rel=1e-12)

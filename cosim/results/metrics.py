@@ -408,8 +408,8 @@ def summary_table(summaries: Mapping[str, Mapping], *, training: bool = False, i
 
 def exposure_line(summary: Mapping) -> str | None:
     """One line of where a training run's exposed communication goes, in the terminal's unit: ``exposed
-    comm 119.4 ms: TP 1.081, PP 7.534, DP 98.34, waiting for other ranks 12.49 (NVLink 1.081, fabric 105.9)``; None without
-    the split (cosim.results.exposure)."""
+    comm 119.4 ms: TP 1.081, PP 7.534, DP 98.34, waiting for other ranks 12.49 (NVLink 1.081, fabric
+    105.9)``; None without the split (cosim.results.exposure)."""
     total = summary.get("exposed_comm_ns")
     parts = [(label, summary.get(f"exposed_comm_{g}_ns")) for g, label in _GROUP_LABELS]
     parts = [(label, x) for label, x in parts if isinstance(x, (int, float))]
