@@ -440,8 +440,9 @@ def gantt_classes(ops: Mapping[str, np.ndarray]) -> tuple[np.ndarray, list[tuple
 
 
 def iteration_gantt(run, *, label: str | None = None):
-    """Per-rank Gantt chart of the ops group: compute in one colour, communication coloured by parallelism
-    dimension (TP, PP, DP, EP, ...), light where it moves over NVLink and full over the fabric; iteration
+    """Per-rank Gantt chart of the ops group: compute in one colour (upper half of a rank's row),
+    communication (lower half) coloured by parallelism dimension (TP, PP, DP, EP, ...), light where it
+    moves over NVLink and full over the fabric; communication under a gap in compute is exposed. Iteration
     starts dashed."""
     ops = run.ops
     if not ops or not ops.get("start_ns", np.empty(0)).size:
@@ -464,9 +465,11 @@ def iteration_gantt(run, *, label: str | None = None):
         if not m.any():
             continue
         rr, a, b = merge_intervals(row[m], start[m], finish[m], end * PIXEL_FRACTION)
+        # two lanes per rank, compute above and communication below, so overlap shows and neither hides
+        lane = (-0.42, 0.42) if name == "compute" else (0.0, 0.42)
         for i, r in enumerate(np.unique(rr)):
             mm = rr == r
-            ax.broken_barh(list(zip(a[mm] * scale, (b[mm] - a[mm]) * scale)), (r - 0.4, 0.8),
+            ax.broken_barh(list(zip(a[mm] * scale, (b[mm] - a[mm]) * scale)), (r + lane[0], lane[1]),
                            color=color, label=name if i == 0 else None)
         drawn += 1
     it = run.iterations
