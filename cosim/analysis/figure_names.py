@@ -24,9 +24,11 @@ PER_RUN = {
     "credit-stalls": "InfiniBand credit-stall intervals per port and VL (when present)",
     "iterations": "per-rank compute / communication Gantt chart (co-simulation runs)",
     "requests": "per-request queued / prefill / KV transfer / decode timeline (inference runs)",
-    "iteration-faults": "iteration time against time, with the --baseline run's, fault markers",
-    "queues-faults": "queue depth of the --top hottest ports, fault markers",
-    "pfc-pauses-faults": "PFC pause intervals, fault markers",
+    "iteration-faults": "iteration time around the faults, with the --baseline run's, fault markers",
+    "queues-faults": "queue depth of the faulted element's switch ports in the fault window, fault markers",
+    "neighbours-faults": "throughput of the NICs on the faulted element's switches and flow slowdowns, "
+                         "in the fault window",
+    "pfc-pauses-faults": "PFC pause intervals in the fault window, fault markers",
 }
 NAMES = (*SHARED, *PER_RUN)
 
@@ -34,7 +36,8 @@ NAMES = (*SHARED, *PER_RUN)
 NEEDS = {"sweep": set(), "fct-cdf": {"flows"}, "fct-slowdown-cdf": {"flows"}, "latency-cdf": {"latency"},
          "ttft-cdf": {"requests"}, "tpot-cdf": {"requests"}, "queues": {"queues"}, "queue-heatmap": {"queues"},
          "pfc-pauses": {"pauses"}, "credit-stalls": {"stalls"}, "iterations": {"ops"}, "requests": {"requests"},
-         "iteration-faults": set(), "queues-faults": {"queues"}, "pfc-pauses-faults": {"pauses"}}
+         "iteration-faults": set(), "queues-faults": {"queues", "flows"}, "neighbours-faults": {"flows"},
+         "pfc-pauses-faults": {"pauses", "flows"}}
 #: small tables read for any figure: port names, iteration marks, fault markers, the fabric
 CONTEXT = frozenset({"ports", "iterations", "faults", "pfc_watchdog", "nodes", "links", "hosts", "placement"})
 

@@ -8,6 +8,7 @@ terminal tables: the metric registry (:func:`cosim.results.metrics.metric_for`) 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from collections.abc import Collection, Iterator, Mapping
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cosim.analysis import fault_zoom
 from cosim.analysis.canvas import DPI, FIGSIZE_IN
 from cosim.analysis.canvas import figure as _figure
 from cosim.analysis.canvas import log_axis as _log_axis
@@ -398,13 +400,50 @@ def stall_timeline(run, *, label: str | None = None):
     return _timeline(run, run.stalls, "stalled", "vl", "VL", "credit-stall intervals", "tab:purple", label)
 
 
-#: ops kind -> (legend label, colour); kind codes as in the trace's OpKind
+#: ops kind -> (legend label, colour); kind codes as in the trace's OpKind (files without ops/group_kind)
 OP_KINDS = ((0, "compute", "tab:blue"), (1, "collective", "tab:orange"), (2, "send", "tab:green"),
             (3, "recv", "tab:olive"))
+#: colour of compute in the Gantt chart
+COMPUTE_COLOR = "tab:blue"
+#: trace GroupKind code -> (legend label, colour) of its communication in the Gantt chart
+DIMENSION_COLORS = {0: ("TP", "tab:orange"), 1: ("CP", "tab:brown"), 2: ("PP", "tab:green"), 3: ("DP", "tab:red"),
+                    4: ("EP", "tab:purple"), 5: ("expert-DP", "tab:pink"), 6: ("embedding", "tab:olive"),
+                    7: ("world", "tab:cyan"), 8: ("other", "tab:gray")}
+#: ops/medium code -> (legend words, how much of the dimension's colour is kept: NVLink a light shade)
+MEDIUM_SHADES = {1: ("NVLink", 0.45), 2: ("fabric", 1.0)}
+
+
+def shade(color: str, keep: float) -> tuple[float, float, float]:
+    """``color`` mixed with white, ``keep`` of the colour (1: the colour itself)."""
+    rgb = np.asarray(_matplotlib().colors.to_rgb(color))
+    return tuple(float(x) for x in 1.0 - keep * (1.0 - rgb))
+
+
+def gantt_classes(ops: Mapping[str, np.ndarray]) -> tuple[np.ndarray, list[tuple[str, object]]]:
+    """(class per op, [(legend label, colour)] per class) of the Gantt chart: compute in one colour,
+    communication by dimension (TP, PP, DP, EP, ...) in the dimension's colour, light over NVLink and full
+    over the fabric; by op kind for files without ops/group_kind and ops/medium."""
+    kind = np.asarray(ops["kind"], np.int64)
+    if "group_kind" not in ops or "medium" not in ops:
+        return kind, [(name, color) for _, name, color in OP_KINDS]
+    gk, medium = np.asarray(ops["group_kind"], np.int64), np.asarray(ops["medium"], np.int64)
+    dims = list(DIMENSION_COLORS)
+    dim_index = np.full(256, len(dims) - 1, np.int64)  # an unknown kind draws as other
+    dim_index[dims] = np.arange(len(dims))
+    media = list(MEDIUM_SHADES)
+    m_index = np.where(medium == media[0], 0, 1)
+    cls = np.where(kind == 0, 0, 1 + dim_index[np.clip(gk, 0, 255)] * len(media) + m_index)
+    legend = [("compute", COMPUTE_COLOR)] + [
+        (f"{DIMENSION_COLORS[d][0]}, {MEDIUM_SHADES[m][0]}", shade(DIMENSION_COLORS[d][1], MEDIUM_SHADES[m][1]))
+        for d in dims for m in media]
+    return cls, legend
 
 
 def iteration_gantt(run, *, label: str | None = None):
-    """Per-rank Gantt chart of compute vs communication ops (ops group), iteration starts dashed."""
+    """Per-rank Gantt chart of the ops group: compute in one colour (upper half of a rank's row),
+    communication (lower half) coloured by parallelism dimension (TP, PP, DP, EP, ...), light where it
+    moves over NVLink and full over the fabric; communication under a gap in compute is exposed. Iteration
+    starts dashed."""
     ops = run.ops
     if not ops or not ops.get("start_ns", np.empty(0)).size:
         return None
@@ -419,15 +458,20 @@ def iteration_gantt(run, *, label: str | None = None):
     row_of = np.full(int(rank.max()) + 1, -1, np.int64)
     row_of[ranks] = np.arange(ranks.size)
     row = row_of[rank]
-    for kind, kind_name, color in OP_KINDS:
-        m = (np.asarray(ops["kind"]) == kind) & (row >= 0) & np.isfinite(finish)
+    cls, legend = gantt_classes(ops)
+    drawn = 0
+    for c, (name, color) in enumerate(legend):
+        m = (cls == c) & (row >= 0) & np.isfinite(finish) & (finish > start)
         if not m.any():
             continue
         rr, a, b = merge_intervals(row[m], start[m], finish[m], end * PIXEL_FRACTION)
+        # two lanes per rank, compute above and communication below, so overlap shows and neither hides
+        lane = (-0.42, 0.42) if name == "compute" else (0.0, 0.42)
         for i, r in enumerate(np.unique(rr)):
             mm = rr == r
-            ax.broken_barh(list(zip(a[mm] * scale, (b[mm] - a[mm]) * scale)), (r - 0.4, 0.8),
-                           color=color, label=kind_name if i == 0 else None)
+            ax.broken_barh(list(zip(a[mm] * scale, (b[mm] - a[mm]) * scale)), (r + lane[0], lane[1]),
+                           color=color, label=name if i == 0 else None)
+        drawn += 1
     it = run.iterations
     if it and it.get("start_ns", np.empty(0)).size:
         for t in np.asarray(it["start_ns"], np.float64)[1:]:
@@ -435,7 +479,7 @@ def iteration_gantt(run, *, label: str | None = None):
     ax.set_yticks(np.arange(ranks.size), [f"rank {r}" for r in ranks], fontsize=_tick_size(ranks.size))
     ax.set_ylim(ranks.size - 0.5, -0.5)
     ax.set_ylabel("GPU rank")
-    fig.legend(fontsize=8, loc="outside lower center", ncol=len(OP_KINDS), frameon=False)
+    fig.legend(fontsize=8, loc="outside lower center", ncol=min(max(drawn, 1), 5), frameon=False)
     return fig
 
 
@@ -465,28 +509,139 @@ def _mark_faults(ax, run, scale: float) -> None:
             ax.axvline(x * scale, color=color, ls=style, lw=1.0, label=f"{name} ({times.size})" if i == 0 else None)
 
 
-def _with_fault_markers(fig, run):
+def _fault_zoom(ax, run, scale: float) -> tuple[float, float] | None:
+    """Zoom the time axis on the run's fault window (cosim.analysis.fault_zoom) and shade the faults' span."""
+    window = fault_zoom.fault_window(run.faults, run.flows, _end_ns(run))
+    if window is None:
+        return None
+    lo, hi = window
+    ax.set_xlim(lo * scale, hi * scale)
+    f = run.faults
+    own = np.asarray(f["fault"]) >= 0
+    t = np.asarray(f["time_ns"], np.float64)[own if own.any() else slice(None)]
+    ax.axvspan(t.min() * scale, t.max() * scale, color="0.85", alpha=0.5, lw=0, zorder=0)
+    return window
+
+
+def _window_text(window: tuple[float, float]) -> str:
+    scale, unit = display_unit(TIME_KEY)
+    return f"{format_number(window[0] * scale)}–{format_number(window[1] * scale)} {unit}"
+
+
+def fault_queue_lines(run, *, top_n: int = 8, label: str | None = None):
+    """Queue depth of the ``top_n`` ports with the highest peak inside the fault window, among the egress
+    ports of the faulted element's switches (all switches' if it has none), zoomed on the window with the
+    fault actions marked (None without faults or queue samples)."""
+    q = run.queues
+    if not run.faults or not q or not q["time_ns"].size:
+        return None
+    end = _end_ns(run)
+    window = fault_zoom.fault_window(run.faults, run.flows, end)
+    near = np.isin(q["node"], fault_zoom.faulted_nodes(run.faults, run.links))
+    if not near.any():
+        near = np.ones(q["node"].size, bool)
+    t = np.asarray(q["time_ns"], np.float64)
+    _, kid = key_ids(q["node"], q["port"])
+    order = np.lexsort((t, kid))
+    # the samples inside the window, and each port's last before it (its depth when the window opens)
+    ts, ks = t[order], kid[order]
+    before = ts < window[0]
+    last_before = before & ~(np.r_[ks[1:] == ks[:-1], False] & np.r_[before[1:], False])
+    keep = np.zeros(t.size, bool)
+    keep[order] = (~before & (ts <= window[1])) | last_before
+    keep &= near
+    if not keep.any():  # nothing queued there in the window: the ports' lines read 0 across it
+        keep = near
+    zoomed = dataclasses.replace(run, queues={k: np.asarray(v)[keep] for k, v in q.items()})
+    fig = queue_lines(zoomed, top_n=top_n, label=label)
     if fig is None:
         return None
     ax = fig.axes[0]
+    where = "the faulted element's switches" if near.size and not near.all() else "every switch"
+    ax.set_title(f"{label or run.name}: queue depth at {where}, {_window_text(window)}", fontsize=11)
     _mark_faults(ax, run, display_unit(TIME_KEY)[0])
+    _fault_zoom(ax, run, display_unit(TIME_KEY)[0])
     ax.legend(fontsize=7, loc="upper right")
     return fig
 
 
-def fault_queue_lines(run, *, top_n: int = 8, label: str | None = None):
-    """queue_lines with the run's fault actions marked (None without faults or queue samples)."""
-    return _with_fault_markers(queue_lines(run, top_n=top_n, label=label), run) if run.faults else None
-
-
 def fault_pause_timeline(run, *, label: str | None = None):
-    """pause_timeline with the run's fault actions marked (None without faults or pauses)."""
-    return _with_fault_markers(pause_timeline(run, label=label), run) if run.faults else None
+    """pause_timeline zoomed on the fault window with the fault actions marked (None without faults or
+    pauses)."""
+    fig = pause_timeline(run, label=label) if run.faults else None
+    if fig is None:
+        return None
+    ax = fig.axes[0]
+    _mark_faults(ax, run, display_unit(TIME_KEY)[0])
+    _fault_zoom(ax, run, display_unit(TIME_KEY)[0])
+    ax.legend(fontsize=7, loc="upper right")
+    return fig
+
+
+def fault_neighbours(run, baseline=None, *, label: str | None = None, bins: int = GRID_POINTS // 2):
+    """Around the fault window: above, the throughput each NIC on the faulted element's switches sent
+    (and their total, with the baseline's total when it is stored); below, the FCT slowdown of every flow
+    finished in the window against its finish time, where lost packets show as late flows (the results
+    hold drops and retransmissions as totals only, given in the legend). None without faults or flows."""
+    if not run.faults or not run.flows or not np.asarray(run.flows.get("start_ns", [])).size:
+        return None
+    end = _end_ns(run)
+    lo, hi = fault_zoom.fault_window(run.faults, run.flows, end)
+    hosts = fault_zoom.neighbour_hosts(run.nodes, run.links, fault_zoom.faulted_nodes(run.faults, run.links))
+    if not hosts.size:
+        hosts = np.unique(np.asarray(run.flows["src"], np.int64))
+    hosts = hosts[:MAX_ROWS]
+    edges = np.linspace(lo, hi, bins + 1)
+    rate = fault_zoom.host_throughput_gbps(run.flows, hosts, edges, end)
+    from matplotlib.figure import Figure  # noqa: PLC0415 (matplotlib is loaded by _figure's module)
+
+    _matplotlib()
+    fig = Figure(figsize=FIGSIZE_IN, dpi=DPI, layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    scale, unit = display_unit(TIME_KEY)
+    fig.suptitle(f"{label or run.name}: neighbours of the fault, {_window_text((lo, hi))}", fontsize=11)
+    mid = (edges[:-1] + edges[1:]) / 2 * scale
+    names = run.nodes.get("name") if run.nodes else None
+    for r, h in enumerate(hosts[:8]):
+        top.plot(mid, rate[r], lw=0.8, alpha=0.7, label=str(names[h]) if names is not None else f"node {h}")
+    top.plot(mid, rate.sum(axis=0), color="k", lw=1.6, label=f"total of {hosts.size} NICs")
+    if baseline is not None and baseline.flows and np.asarray(baseline.flows.get("start_ns", [])).size:
+        base = fault_zoom.host_throughput_gbps(baseline.flows, hosts, edges, _end_ns(baseline))
+        top.plot(mid, base.sum(axis=0), color="k", ls="--", lw=1.2, label="total without faults")
+    top.set_ylabel("sent (Gbit/s)")
+    top.set_ylim(bottom=0)
+    top.grid(alpha=0.3)
+    f = run.flows
+    finish = np.asarray(f["finish_ns"], np.float64)
+    slow = np.asarray(f.get("slowdown", np.asarray(f["fct_ns"], np.float64) / np.maximum(
+        np.asarray(f.get("ideal_ns", f["fct_ns"]), np.float64), 1e-9)), np.float64)
+    shown = np.isfinite(finish) & (finish >= lo) & (finish <= hi) & np.isfinite(slow)
+    bottom.scatter(finish[shown] * scale, slow[shown], s=4, color="tab:red", alpha=0.6,
+                   label=f"flows finished ({int(shown.sum())})")
+    s = run.summary
+    losses = ", ".join(f"{name} {s[key]:,}" for key, name in (
+        ("fault_drops", "lost on dead links"), ("drops", "switch drops"), ("retransmitted_packets", "retransmitted"),
+        ("timeouts", "timeouts"), ("link_retransmissions", "link-level retransmissions"))
+        if isinstance(s.get(key), int) and s[key] > 0)
+    if losses:
+        bottom.plot([], [], " ", label=f"run totals: {losses}")
+    bottom.set_yscale("log")
+    bottom.set_ylabel("FCT slowdown")
+    bottom.set_xlabel(f"simulated time ({unit}), flows at their finish")
+    bottom.grid(alpha=0.3, which="both")
+    for ax in (top, bottom):
+        _mark_faults(ax, run, scale)
+        _fault_zoom(ax, run, scale)
+    top.legend(fontsize=6, loc="lower left", ncol=3)
+    bottom.legend(fontsize=6, loc="upper right")
+    return fig
 
 
 def fault_iterations(run, baseline=None, *, label: str | None = None):
     """Iteration time against simulated time (each point at its iteration's end), with the fault-free
-    baseline's when it is stored and the fault actions marked: the iterations a fault slowed down."""
+    baseline's when it is stored and the fault actions marked and their span shaded; the time axis zooms
+    to the iterations around the faults and the y axis to the values, so a delay of a few percent shows;
+    the legend gives the largest delay against the baseline."""
     it = run.iterations
     if not run.faults or not it or not np.asarray(it.get("time_ns", [])).size:
         return None
@@ -497,16 +652,33 @@ def fault_iterations(run, baseline=None, *, label: str | None = None):
     yscale, yunit = display_unit("iteration_time_ns")
     times = np.asarray(it["time_ns"], np.float64)
     ax.plot(finish * scale, times * yscale, "o-", color="tab:red", lw=1.2, label="with faults")
-    tops = [np.nanmax(times)] if np.isfinite(times).any() else [1.0]
+    values = [times[np.isfinite(times)]]
     if baseline is not None and baseline.iterations:
         b = baseline.iterations
         base_times = np.asarray(b["time_ns"], np.float64)
+        delay = run.summary.get("iteration_delay_max_ns")
+        extra = f", largest delay {format_number(delay * yscale)} {yunit}" if isinstance(delay, (int, float)) else ""
         ax.plot(np.asarray(b["finish_ns"], np.float64) * scale, base_times * yscale, "s--", color="tab:blue",
-                lw=1.0, label="without faults (baseline)")
-        tops += [np.nanmax(base_times)] if np.isfinite(base_times).any() else []
+                lw=1.0, label=f"without faults (baseline){extra}")
+        values.append(base_times[np.isfinite(base_times)])
     _mark_faults(ax, run, scale)
+    window = fault_zoom.fault_window(run.faults, {}, end)
+    if window is not None:  # the iterations ending around the faults: one before the first, one after
+        lo_i = max(int(np.searchsorted(finish, window[0])) - 1, 0)
+        hi_i = min(int(np.searchsorted(finish, window[1])) + 1, finish.size - 1)
+        left = finish[lo_i - 1] if lo_i > 0 else 0.0
+        span = max(finish[hi_i] - left, 1.0)
+        ax.set_xlim((left - 0.05 * span) * scale, (finish[hi_i] + 0.05 * span) * scale)
+        own = np.asarray(run.faults["fault"]) >= 0
+        t = np.asarray(run.faults["time_ns"], np.float64)[own if own.any() else slice(None)]
+        ax.axvspan(t.min() * scale, max(t.max(), t.min() + 0.002 * span) * scale, color="0.85", alpha=0.5, lw=0,
+                   zorder=0)
+    v = np.concatenate(values) * yscale
+    if v.size:
+        lo, hi = float(v.min()), float(v.max())
+        pad = max(0.15 * (hi - lo), 0.01 * hi, 1e-9)
+        ax.set_ylim(lo - pad, hi + pad)
     ax.set_ylabel(f"iteration time ({yunit})")
-    ax.set_ylim(0, max(tops) * yscale * 1.12)
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3)
     return fig
@@ -526,6 +698,9 @@ def _fault_figures(runs: Mapping, top_n: int, wanted) -> Iterator[FigureResult]:
         if wanted("queues-faults"):
             yield FigureResult(f"queues-faults-{base}", f"queue depth with faults: {label}",
                                fault_queue_lines(run, top_n=top_n, label=label), "no queue samples")
+        if wanted("neighbours-faults"):
+            yield FigureResult(f"neighbours-faults-{base}", f"neighbours of the fault: {label}",
+                               fault_neighbours(run, baseline, label=label), "no flows table")
         if wanted("pfc-pauses-faults"):
             yield FigureResult(f"pfc-pauses-faults-{base}", f"PFC pauses with faults: {label}",
                                fault_pause_timeline(run, label=label), "no PFC pause events")

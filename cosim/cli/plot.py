@@ -39,9 +39,13 @@ def plot(files, outdir, runs, fmt, top_n, figures, quiet):
       iterations-RUN     per-rank compute / communication Gantt chart (co-simulation runs)
       requests-RUN       per-request queued / prefill / KV transfer / decode timeline (inference runs)
     Per run with faults (cosim run --fault; docs/models/faults.md):
-      iteration-faults-RUN   iteration time against time, with the --baseline run's, fault markers
-      queues-faults-RUN      queue depth of the --top hottest ports, fault markers
-      pfc-pauses-faults-RUN  PFC pause intervals, fault markers
+      iteration-faults-RUN   iteration time around the faults, with the --baseline run's
+      queues-faults-RUN      queue depth at the faulted element's switches, fault window
+      neighbours-faults-RUN  throughput of the NICs on those switches (and without faults)
+                             and flow slowdowns, fault window
+      pfc-pauses-faults-RUN  PFC pause intervals, fault window
+    The fault window runs from just before the first fault action to just after the
+    last flow the fault hit has finished (cosim/analysis/fault_zoom.py).
     Ports are named by switch and the peer they face ("leaf1 -> spine0");
     each quantity is in the unit the 'cosim run' table shows it in.
     Figures whose data is absent are skipped and listed. Examples:

@@ -83,7 +83,8 @@ def run_table(summaries: Mapping[str, Mapping], *, training: bool = False, infer
               reference: str | None = None, width: int | None = None) -> str:
     """Run summaries side by side: a column per run, a row per metric, what the simulation cost below; with
     exactly two runs a delta column (``ib - roce``: the other run - ``reference``, by default the first)
-    and a ratio column (``ib / roce``)."""
+    and a ratio column (``ib / roce``); below, a line per training run saying where its exposed
+    communication goes (:func:`metrics.exposure_line`)."""
     names = list(summaries)
     pair = len(names) == 2
     if pair and reference == names[1]:
@@ -109,4 +110,6 @@ def run_table(summaries: Mapping[str, Mapping], *, training: bool = False, infer
     body = [row(m) for m in results]
     if simulator:
         body += [["simulator:"] + [""] * (len(names) + len(extra))] + [row(m) for m in simulator]
-    return metrics.layout(["metric", *names, *extra], body, width=width) + legend
+    lines = [f"{n}: {line}" for n in names if (line := metrics.exposure_line(summaries[n]))]
+    exposure = "\n" + "\n".join(lines) if lines else ""
+    return metrics.layout(["metric", *names, *extra], body, width=width) + legend + exposure

@@ -33,13 +33,17 @@ Tables (columns and units: ``cosim.results.DATASETS``)
   sum of COMPUTE durations; ranks run their computes one at a time). It is the part of the iteration in
   which even the busiest GPU waits for communication (for the first iteration, ``time_ns`` includes
   nothing else; later ones can overlap the previous iteration's tail on other ranks, whence the clamp).
+- ``ops`` also holds ``group_kind`` (the trace GroupKind of the op's group, 255 for compute) and ``medium``
+  (0 compute, 1 NVLink: every member in one server, 2 fabric: members on several servers).
 - ``flows``, ``queues``, ``ports``, ``pauses``, ``latency`` (and ``stalls`` when the engine reports credit
   stalls): the network telemetry, as every run stores it (cosim.record); flows in (start time, DAG op)
   order (cosim.engine.canonical_order).
 
 Summary keys (besides :func:`cosim.results.summarize`'s): ``iteration_time_ns``, ``iteration_time_first_ns``,
 ``iteration_times_ns`` (list), ``exposed_comm_ns`` (mean over the same iterations as ``iteration_time_ns``),
-``compute_time_ns`` (busiest rank, per iteration), ``mfu``, ``model_flop_per_s_per_gpu`` and
+``compute_time_ns`` (busiest rank, per iteration), ``exposed_comm_<dim>_ns`` per parallelism dimension,
+``exposed_comm_{nvlink,fabric,other_ranks}_ns`` and ``p2p_<dim>_send_{count,bytes,p50_ns,p99_ns}``
+(:mod:`cosim.results.exposure`: each split sums to ``exposed_comm_ns``), ``mfu``, ``model_flop_per_s_per_gpu`` and
 ``megatron_flop_per_s_per_gpu`` (:func:`throughput_entries`), ``coll_<group>_<kind>_{count,p50_ns,p99_ns,
 busbw_gbyte_per_s}`` per group kind (tp, dp, ...) and collective kind present (call time finish − start over
 the same iterations, busbw as nccl-tests: :mod:`cosim.results.collectives`), ``queue_p99_bytes`` (p99 of the sampled
@@ -64,7 +68,7 @@ from cosim.kinds import time_limit
 from cosim.kinds.base import LowerContext, Piece, WorkloadKind, register
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.transport import run_attributes
-from cosim.results import collectives
+from cosim.results import collectives, exposure
 from cosim.values import Int
 from cosim.workload.trace import OpKind, Trace, read_trace
 
@@ -165,6 +169,9 @@ def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarra
         "coll_id": tile(trace.coll_id),
         "start_ns": op_start_ns[dag.trace_start],
         "finish_ns": op_finish_ns[dag.trace_done],
+        "group_kind": tile(trace.op_group_kind()),
+        "medium": tile(exposure.op_media(trace.kind, trace.rank, trace.group, trace.peer, trace.group_ptr,
+                                         trace.group_ranks, dag.gpus_per_server)),
     }
     colls = {
         "iteration": dag.coll_iteration.copy(),
@@ -193,7 +200,8 @@ def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarra
         "iteration": np.arange(k, dtype=np.int32), "start_ns": start, "finish_ns": finish, "time_ns": time_ns,
         "exposed_comm_ns": np.maximum(time_ns - busiest, 0.0),
     }
-    return {"ops": ops, "collectives": colls, "iterations": iterations, "_compute_time_ns": busiest}
+    return {"ops": ops, "collectives": colls, "iterations": iterations, "_compute_time_ns": busiest,
+            "_busiest_rank": int(np.argmax(per_rank)) if per_rank.size else 0}
 
 
 def transfer_roots(dag) -> np.ndarray:
@@ -379,12 +387,16 @@ class TrainingKind(WorkloadKind):
         lo, hi = first_op, first_op + dag.n_ops
         tables = training_tables(trace, dag, out.op_start_ns[lo:hi], out.op_finish_ns[lo:hi])
         compute = tables.pop("_compute_time_ns")
+        busiest = tables.pop("_busiest_rank")
         its = tables["iterations"]
         start = jp.job.start_ns
         if start > 0 and its["time_ns"].size:  # the first iteration starts at the job's start
             its["time_ns"][0] -= start
             its["exposed_comm_ns"][0] = max(its["time_ns"][0] - compute, 0.0)
         summary = training_summary(tables, compute)
+        summary |= exposure.exposure_entries(tables["ops"], its, busiest, job_start_ns=start)
+        summary |= exposure.p2p_entries(tables["ops"], np.tile(trace.bytes, dag.n_iterations),
+                                        first_iteration=1 if its["time_ns"].size > 1 else 0)
         mine = {k: np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
         summary |= transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine)
         if "transfer" in mine:

@@ -22,6 +22,7 @@ import numpy as np
 
 from cosim.collectives.algorithms import Algorithm
 from cosim.faults import ACTIONS, KINDS
+from cosim.results.exposure import MEDIUM_NAMES, NO_GROUP
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase
 
 #: what one row of each table is: the name of the table's dimension
@@ -48,6 +49,8 @@ def _code_tables() -> dict[tuple[str, str], dict[int, str]]:
     return {
         ("ops", "kind"): _enum(OpKind),
         ("ops", "phase"): _enum(Phase),
+        ("ops", "group_kind"): _enum(GroupKind) | {NO_GROUP: "none"},
+        ("ops", "medium"): dict(MEDIUM_NAMES),
         ("collectives", "kind"): _enum(CollKind),
         ("collectives", "group_kind"): _enum(GroupKind),
         ("collectives", "algorithm"): _enum(Algorithm),

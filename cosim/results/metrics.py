@@ -54,6 +54,17 @@ _COLL = tuple(entry for g, gl in _GROUP_LABELS for c, cl in _COLL_LABELS for ent
     (f"coll_{g}_{c}_p99_ns", f"{gl} {cl} time p99", _US, {}),
     (f"coll_{g}_{c}_busbw_gbyte_per_s", f"{gl} {cl} busbw p50", ("GB/s", 1.0), {})))
 _SIM = {"section": "simulator"}
+#: media of the exposed-communication split (cosim.results.exposure), in display order
+_MEDIUM_LABELS = (("nvlink", "NVLink"), ("fabric", "fabric"), ("other_ranks", "waiting for other ranks"))
+#: exposed communication per parallelism dimension, then per medium (cosim.results.exposure)
+_EXPOSED = (*((f"exposed_comm_{g}_ns", f"exposed comm, {gl}", _MS, {}) for g, gl in _GROUP_LABELS),
+            *((f"exposed_comm_{m}_ns", f"exposed comm, {ml}", _MS, {}) for m, ml in _MEDIUM_LABELS))
+#: point-to-point sends per dimension (pipeline stages: PP)
+_P2P = tuple(entry for g, gl in _GROUP_LABELS for entry in (
+    (f"p2p_{g}_send_count", f"{gl} sends", _X, _COUNT),
+    (f"p2p_{g}_send_bytes", f"{gl} sends, payload", _MB, {}),
+    (f"p2p_{g}_send_p50_ns", f"{gl} send time p50", _US, {}),
+    (f"p2p_{g}_send_p99_ns", f"{gl} send time p99", _US, {})))
 
 #: per-workload rows of shared fabrics (cosim.record: ``<workload>_<key>`` in a run's summary)
 _SHARED_FABRIC = (
@@ -168,12 +179,14 @@ METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, 
     ("iteration_time_first_ns", "first iteration time", _MS, {}),
     ("compute_time_ns", "compute, busiest rank", _MS, {}),
     ("exposed_comm_ns", "exposed communication", _MS, {}),
+    *_EXPOSED,
     ("mfu", "MFU (model FLOPs / peak)", _X, {}),
     ("model_flop_per_s_per_gpu", "model FLOP/s per GPU", _TFLOPS, {}),
     ("megatron_flop_per_s_per_gpu", "FLOP/s per GPU, Megatron's count", _TFLOPS, {}),
     *_SHARED_FABRIC,
     *_INFERENCE,
     *_COLL,
+    *_P2P,
     ("n_ranks", "ranks", _X, _COUNT),
     ("flows", "flows", _X, _COUNT),
     ("flows_completed", "flows completed", _X, _COUNT),
@@ -281,7 +294,8 @@ def ordered_keys(summaries: Sequence[Mapping]) -> list[str]:
 #: the result rows of the side-by-side table of co-simulated training runs (simulator rows follow them)
 TRAINING_KEYS = frozenset({
     "status", "iterations", "iteration_time_ns", "iteration_time_first_ns", "compute_time_ns", "exposed_comm_ns",
-    "mfu", "model_flop_per_s_per_gpu", "megatron_flop_per_s_per_gpu", *(c[0] for c in _COLL), "n_ranks", "flows",
+    "mfu", "model_flop_per_s_per_gpu", "megatron_flop_per_s_per_gpu", *(c[0] for c in _COLL),
+    *(c[0] for c in _P2P if not c[0].endswith("_bytes")), "n_ranks", "flows",
     "flows_completed", "transfer_slowdown_p50",
     "transfer_slowdown_p99", "fct_slowdown_p50", "fct_slowdown_p99", "link_utilization_max", "max_queue_bytes",
     "queue_p99_bytes", "drops", "switch_drops", "retransmitted_packets", "retransmitted_bytes", "trimmed_packets",
@@ -390,6 +404,26 @@ def summary_table(summaries: Mapping[str, Mapping], *, training: bool = False, i
     if simulator:
         body += [["simulator:"] + [""] * len(names)] + [row(m) for m in simulator]
     return layout(["metric", *names], body, width=width)
+
+
+def exposure_line(summary: Mapping) -> str | None:
+    """One line of where a training run's exposed communication goes, in the terminal's unit: ``exposed
+    comm 119.4 ms: TP 1.081, PP 7.534, DP 98.34, waiting for other ranks 12.49 (NVLink 1.081, fabric
+    105.9)``; None without the split (cosim.results.exposure)."""
+    total = summary.get("exposed_comm_ns")
+    parts = [(label, summary.get(f"exposed_comm_{g}_ns")) for g, label in _GROUP_LABELS]
+    parts = [(label, x) for label, x in parts if isinstance(x, (int, float))]
+    if not isinstance(total, (int, float)) or not parts:
+        return None
+    m = _KNOWN["exposed_comm_ns"]
+    cell = lambda x: format_cell(m, x)  # noqa: E731
+    other = summary.get("exposed_comm_other_ranks_ns")
+    dims = ", ".join(f"{label} {cell(x)}" for label, x in parts)
+    if isinstance(other, (int, float)) and other > 0:
+        dims += f", waiting for other ranks {cell(other)}"
+    media = ", ".join(f"{label} {cell(summary[f'exposed_comm_{k}_ns'])}" for k, label in _MEDIUM_LABELS[:2]
+                      if isinstance(summary.get(f"exposed_comm_{k}_ns"), (int, float)))
+    return f"exposed comm {cell(total)} {m.unit}: {dims}" + (f" ({media})" if media else "")
 
 
 def workload_summaries(summary: dict, names) -> dict[str, dict]:

@@ -22,14 +22,17 @@ from cosim.results.api import flat_fields
 from cosim.results.metrics import Metric, format_cell, format_number, layout, metric_for
 
 #: key metrics by run kind, in column order; the first present in the runs is the one the ratio divides
-TRAINING_METRICS = ("iteration_time_ns", "exposed_comm_ns", "max_queue_bytes",
-                    "pfc_paused_ns", "credit_stall_ns", "drops")
+TRAINING_METRICS = ("iteration_time_ns", "exposed_comm_ns", "exposed_comm_tp_ns", "exposed_comm_cp_ns",
+                    "exposed_comm_pp_ns", "exposed_comm_dp_ns", "exposed_comm_ep_ns", "exposed_comm_fabric_ns",
+                    "max_queue_bytes", "pfc_paused_ns", "credit_stall_ns", "drops")
 INFERENCE_METRICS = ("ttft_p50_ns", "ttft_p99_ns", "tpot_p50_ns", "tpot_p99_ns", "max_queue_bytes",
                      "pfc_paused_ns", "credit_stall_ns", "drops")
 FLOW_METRICS = ("fct_p50_ns", "fct_p99_ns", "fct_slowdown_p99", "max_queue_bytes", "pfc_paused_ns",
                 "credit_stall_ns", "drops")
 #: short column labels of the pivot's text table (the unit goes on a second header line)
 SHORT_LABELS = {"iteration_time_ns": "iteration", "exposed_comm_ns": "exposed comm",
+                **{f"exposed_comm_{d}_ns": f"exp. {d.upper()}" for d in ("tp", "cp", "pp", "dp", "ep")},
+                "exposed_comm_fabric_ns": "exp. fabric",
                 "transfer_slowdown_p99": "transfer slowdown p99", "fct_p50_ns": "FCT p50", "fct_p99_ns": "FCT p99",
                 "fct_slowdown_p99": "slowdown p99", "max_queue_bytes": "max queue", "pfc_paused_ns": "PFC paused",
                 "credit_stall_ns": "credit stall", "ttft_p50_ns": "TTFT p50", "ttft_p99_ns": "TTFT p99",

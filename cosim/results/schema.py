@@ -57,6 +57,10 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("ops", "coll_id"): ("", "collective call id (trace coll_id), -1 if none"),
     ("ops", "start_ns"): ("ns", "time the op started"),
     ("ops", "finish_ns"): ("ns", "time the op completed"),
+    ("ops", "group_kind"): ("", "trace GroupKind of the op's group: 0 TP, 1 CP, 2 PP, 3 DP, 4 EP, 5 EDP, 6 EMBD, "
+                                "7 WORLD, 8 OTHER; 255 none (compute)"),
+    ("ops", "medium"): ("", "where the op's bytes move: 0 none (compute), 1 nvlink (every member in one server), "
+                            "2 fabric (members on several servers: NICs and switches; cosim.results.exposure)"),
     ("collectives", "iteration"): ("", "iteration index"),
     ("collectives", "coll_id"): ("", "collective call id (trace coll_id)"),
     ("collectives", "kind"): ("", "trace CollKind: 1 ALL_REDUCE, 2 REDUCE_SCATTER, 3 ALL_GATHER, 4 ALL_TO_ALL, 5 BROADCAST"),
@@ -160,7 +164,8 @@ MINUS_ONE_OK = frozenset({("ops", "coll_id"), ("faults", "link"), ("faults", "no
 LATER_COLUMNS = frozenset({("flows", "ideal_ns"), ("flows", "slowdown"), ("ports", "rate_bps"),
                            ("ports", "credit_stall_ps"), ("collectives", "group_kind"), ("collectives", "ranks"),
                            ("flows", "transfer"), ("flows", "workload"), ("ops", "workload"),
-                           ("collectives", "workload"), ("iterations", "workload"), ("nodes", "name")})
+                           ("collectives", "workload"), ("iterations", "workload"), ("nodes", "name"),
+                           ("ops", "group_kind"), ("ops", "medium")})
 #: columns of text (UTF-8 strings); every other known column holds numbers
 TEXT_COLUMNS = frozenset({("nodes", "name")})
 
