@@ -236,6 +236,12 @@ class EgressPort : public Object
         return m_txDataPackets;
     }
 
+    /// @return data packets transmitted so far from queue @p q (priority with PFC, lane with credits)
+    uint64_t GetTxDataPackets(uint8_t q) const
+    {
+        return m_txDataPerQueue[q];
+    }
+
     /// @return packets dropped at enqueue because MaxQueueBytes would be exceeded
     uint64_t GetDrops() const
     {
@@ -342,6 +348,7 @@ class EgressPort : public Object
     uint64_t m_txBytes{0};         ///< wire bytes sent, in bytes
     uint64_t m_txPackets{0};       ///< packets sent
     uint64_t m_txDataPackets{0};   ///< data packets sent
+    std::array<uint64_t, kNumPriorities> m_txDataPerQueue{}; ///< data packets sent, per queue
     uint64_t m_queuedBytes{0};     ///< wire bytes in m_queues, in bytes
     uint64_t m_peakQueueBytes{0};  ///< high-water mark of m_queuedBytes, in bytes
     uint64_t m_maxQueueBytes{0};   ///< tail-drop limit, in bytes (0 = unlimited)
