@@ -1,7 +1,8 @@
 """Why a run that reached its time limit (or ran out of events) did not finish, in words for its one-line
 error: the injected faults still holding an element out of service when it ended, and a port that stayed
 paused or credit-starved through most of the run. Neither is a deadlock (the watchdog ends a cycle of waits
-with status ``deadlock``): the traffic waits on a fault or a pause source that does not end."""
+with status ``deadlock``): the traffic waits on a fault or a pause source that does not end, or moves too
+slowly for the limit."""
 
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ def why_unfinished(summary: Mapping, config: Mapping, faults: Mapping[str, np.nd
                   (("pfc_paused_port_max_ns", "paused (PFC)"), ("credit_stall_port_max_ns", "credit-starved")))
     if sim_ns > 0 and blocked[0] >= _BLOCKED_SHARE * sim_ns:
         watched = str(config.get("attributes", {}).get("DeadlockWatchdog::Enabled", "true")).lower() != "false"
-        why = ("without a cycle of waits (not a deadlock: it waits on a fault or a pause that does not end)"
-               if watched else "(DeadlockWatchdog::Enabled is false: a deadlock would look like this)")
+        why = ("with no cycle of waits (not a deadlock: the watchdog found none)" if watched
+               else "(DeadlockWatchdog::Enabled is false: a deadlock would look like this)")
         parts.append(f"a port was {blocked[1]} for {blocked[0] / 1e6:.3f} of the {sim_ns / 1e6:.3f} ms simulated "
                      + why)
     return "; ".join(parts)
