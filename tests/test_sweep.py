@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -302,3 +303,10 @@ def test_sigterm_stops_the_sweep_writes_the_running_point_interrupted_and_no_wor
     assert not any(_running(w) for w in workers)
     code, stdout, _ = run_main(["sweep", str(spec), "-o", str(out), "--dry-run"], capsys)
     assert code == 0 and "0 done, 2 to run" in stdout
+    manifest = json.loads((out / "k.sweep.json").read_text())  # the sweep as if point 0 were its only one
+    manifest["points"] = manifest["points"][:1]
+    (out / "k.sweep.json").write_text(json.dumps(manifest))
+    code, _, err = run_main(["merge", str(out), "-o", str(tmp_path / "m.h5")], capsys)
+    assert code == 2 and "was interrupted" in err and not (tmp_path / "m.h5").exists()
+    code, _, _ = run_main(["merge", str(out), "-o", str(tmp_path / "m.h5"), "--partial"], capsys)
+    assert code == 0 and len(results.read_results(tmp_path / "m.h5")) == 1

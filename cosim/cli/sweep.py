@@ -117,9 +117,9 @@ def sweep(spec_file, outdir, assignments, shard, jobs, dry_run, quiet, verbose):
         if not show:
             return
         elapsed = time.monotonic() - t0
-        eta = elapsed / n_done * (total - n_done)
+        eta = "" if res.status == "interrupted" else f", ETA {_seconds(elapsed / n_done * (total - n_done))}"
         click.echo(f"[{n_done:{len(str(total))}d}/{total}] point {res.index:04d} {res.run_name}: {res.status} "
-                   f"in {_seconds(res.wall_s)}; elapsed {_seconds(elapsed)}, ETA {_seconds(eta)}", err=True)
+                   f"in {_seconds(res.wall_s)}; elapsed {_seconds(elapsed)}{eta}", err=True)
         log(f"  wrote {out / spec.points[res.index].file_name}" if res.status != "error" else f"  {res.error}")
 
     todo, done = runner.plan(spec, out, part)
