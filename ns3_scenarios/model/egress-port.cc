@@ -406,7 +406,7 @@ EgressPort::StartTransmission(FabricPacket* p)
     ++m_txPackets;
     const bool data = p->kind == PacketKind::DATA;
     m_txDataPackets += data;
-    m_txDataPerQueue[QueueOf(p->priority)] += data;
+    m_txDataPerPriority[p->priority] += data; // by priority: no lane division on the packet path
     m_txBytes += p->wireBytes;
     m_txTrace(p);
     if (p->sendTimePs < 0)
