@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import importlib.util
 import os
+import re
 import sys
 import sysconfig
 import threading
@@ -29,6 +30,7 @@ from cosim import memory
 from cosim.collectives.dag import NUM_PRIORITIES, CommClass, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.network import buffers
+from cosim.network.probe import PROBE_MIN_NODES, probe_fabric
 from cosim.network.topology import HOST, SWITCH, Fabric
 from cosim.network.transport import (
     DEFAULT_HEADER_BYTES,
@@ -594,20 +596,33 @@ def attribute_values(attributes: Mapping[str, str] | None, names: Sequence[str])
         engine.__destruct__()
 
 
-def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None) -> None:
+def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None, *,
+                 probe_min_nodes: int = PROBE_MIN_NODES) -> None:
     """Apply ``attributes`` and build ``fabric`` without simulating: raise CosimInputError for what would
     fail at the start of a run (unknown attribute, bad value, a buffer too small for its headroom or a
-    credit lane for one packet). Milliseconds for small fabrics; lets a multi-run command fail early."""
-    with _session(fabric, 1, attributes, 1000.0):
-        pass
+    credit lane for one packet). Milliseconds for small fabrics; lets a multi-run command fail early. A
+    fabric of more than ``probe_min_nodes`` nodes is checked through its probe (one switch of each kind,
+    cosim.network.probe): the same answers without building every node and route."""
+    if fabric.n_nodes <= probe_min_nodes or not (np.asarray(fabric.node_kind) == SWITCH).any():
+        with _session(fabric, 1, attributes, 1000.0):
+            pass
+        return
+    probe = probe_fabric(fabric, buffers.switch_buffer_bytes(fabric, attributes))
+    merged = {**wheel_attributes(fabric, attributes), **(attributes or {})}
+    try:
+        with _session(probe.fabric, 1, merged, 1000.0, switch_buffers=probe.buffer_bytes):
+            pass
+    except CosimInputError as exc:  # name the real switch the probe's stands for
+        problem = re.sub(r"\bswitch (\d+)", lambda m: f"switch {probe.real_switch[int(m.group(1))]}", exc.problem)
+        raise CosimInputError(exc.field, problem, exc.fix) from None
 
 
 @contextlib.contextmanager
 def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float,
-             scheduler: str = SCHEDULER_TYPE):
+             scheduler: str = SCHEDULER_TYPE, switch_buffers: np.ndarray | None = None):
     """An Engine with ``attributes`` applied, each switch's class buffer set (unless ``attributes`` set
-    SharedBufferMmu::BufferBytes) and its marking stream (Fabric.marking_streams), and ``fabric`` built and
-    sampled; destroyed on exit."""
+    SharedBufferMmu::BufferBytes; ``switch_buffers``: given per node instead) and its marking stream
+    (Fabric.marking_streams), and ``fabric`` built and sampled; destroyed on exit."""
     cosim_ns = load()
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
@@ -618,7 +633,8 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         except Exception as exc:
             raise CosimInputError("scheduler", _cpp_reason(exc), "use an ns3::Scheduler subclass such as "
                                   f"{SCHEDULER_TYPE}") from None
-        switch_buffers = buffers.switch_buffer_bytes(fabric, attributes)
+        if switch_buffers is None:
+            switch_buffers = buffers.switch_buffer_bytes(fabric, attributes)
         if switch_buffers is not None:
             engine.SetSwitchBufferBytes(np.ascontiguousarray(switch_buffers, dtype=np.uint64), fabric.n_nodes)
         engine.SetSwitchStreams(np.ascontiguousarray(fabric.marking_streams(), dtype=np.int64), fabric.n_nodes)

@@ -4,6 +4,8 @@ names the cycle of waiting switch queues. Congestion without a cyclic dependency
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -86,3 +88,126 @@ def test_deadlock_summary_lists_the_cycle(engine_ns):
                             start_ns=flows.start_ns)
     summary = network_summary(fabric, out, tables, queue_sample_interval_ns=1000.0)
     assert summary["status"] == "deadlock" and summary["deadlock_cycle"].split() == list(out.deadlock_cycle)
+
+
+# ---------------------------------------------------------------- settings a user reaches from an experiment
+
+#: RoCE needs PFC without DCQCN and a buffer the flows overrun to lock; InfiniBand's lanes fill by themselves
+USER_ATTRIBUTES = {"roce": {"SharedBufferMmu::BufferBytes": 2000000}, "ib": {}}
+
+
+def ring_file(path, n: int = 5, extra_host_per_switch: bool = False) -> str:
+    """A fabric file of n switches in a ring (allow_cyclic_routes): host h<i> on switch s<2i mod n>, so that
+    host i to host i+1 (a permutation) crosses two ring links, all clockwise; with ``extra_host_per_switch``
+    also host g<j> on switch s<j> (ids n..2n-1: g<j> to g<j+1> is one clockwise ring link)."""
+    nodes = [{"name": f"h{i}", "kind": "host"} for i in range(n)]
+    links = [{"a": f"h{i}", "b": f"s{2 * i % n}", "rate_gbps": 100, "delay_ns": 1000} for i in range(n)]
+    if extra_host_per_switch:
+        nodes += [{"name": f"g{j}", "kind": "host"} for j in range(n)]
+        links += [{"a": f"g{j}", "b": f"s{j}", "rate_gbps": 100, "delay_ns": 1000} for j in range(n)]
+    nodes += [{"name": f"s{j}", "kind": "switch"} for j in range(n)]
+    links += [{"a": f"s{j}", "b": f"s{(j + 1) % n}", "rate_gbps": 100, "delay_ns": 1000} for j in range(n)]
+    path.write_text(json.dumps({"format": "cosim-fabric/1", "name": "ring", "allow_cyclic_routes": True,
+                                "nodes": nodes, "links": links}))
+    return str(path)
+
+
+def user_run(doc: dict):
+    """Compile and run an experiment document as `cosim run FILE.toml` does; the record."""
+    from cosim import run
+    from cosim.spec.documents import from_document
+
+    (exp,) = from_document(doc)
+    return run.run(exp)
+
+
+def cycle_of(record) -> list[tuple[int, int, int]]:
+    """The summary's deadlock cycle as (node, port, queue) tuples."""
+    return [tuple(int(x) for x in e.split(":")) for e in record.summary["deadlock_cycle"].split()]
+
+
+def switch_names(record) -> dict[int, str]:
+    """Node id -> name (the names faults and fabric files use)."""
+    return dict(enumerate(str(n) for n in record.nodes["name"]))
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_fabric_file_ring_permutation_ends_deadlock(engine_ns, tmp_path, transport):
+    """A ring fabric file (allow_cyclic_routes = true) under a permutation whose flows each cross two ring
+    links clockwise: status deadlock within a few watchdog intervals, the cycle being the five clockwise
+    ring ports, each leading to the next element's switch."""
+    rec = user_run({"name": "ring", "network": {"topology": "file", "topology_file": ring_file(tmp_path / "r.json"),
+                                                "hosts": 5, "transport": transport, "dcqcn": False,
+                                                "attributes": USER_ATTRIBUTES[transport]},
+                    "workload": {"kind": "flows", "pattern": "permutation", "flow_bytes": "16MiB"},
+                    "limits": {"max_sim_time_ns": 50e6}})
+    assert rec.summary["status"] == "deadlock" and rec.summary["sim_time_ns"] < 5e6
+    names = switch_names(rec)
+    cycle = cycle_of(rec)
+    peer_of = {(int(n), int(p)): int(q) for n, p, q in zip(rec.ports["node"], rec.ports["port"], rec.ports["peer"])}
+    assert sorted(names[n] for n, _, _ in cycle) == [f"s{j}" for j in range(5)]
+    for (node, port, _), (next_node, _, _) in zip(cycle, cycle[1:] + cycle[:1]):
+        assert peer_of[(node, port)] == next_node
+    assert rec.summary["delivered_bytes"] < rec.summary["payload_bytes"]
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_deadlock_of_one_priority_beside_a_moving_one(engine_ns, tmp_path, transport):
+    """Two jobs on the ring: job a (priority 1) locks the ring; job b (priority 0) keeps sending one-hop
+    flows over the same ring ports, longer than the time limit. The ports keep moving, but a's queues do
+    not: status deadlock within a few intervals (not the time limit), the cycle in a's queue, while b was
+    still sending."""
+    queue = 1  # RoCE: the priority; InfiniBand: the lane, priority mod EgressPort::DataVls (default 2)
+    rec = user_run({"name": "prio", "network": {"topology": "file",
+                                                "topology_file": ring_file(tmp_path / "r.json", extra_host_per_switch=True),
+                                                "transport": transport, "dcqcn": False,
+                                                "attributes": USER_ATTRIBUTES[transport]},
+                    "workloads": [{"name": "a", "kind": "flows", "pattern": "permutation", "flow_bytes": "16MiB",
+                                   "hosts": [0, 1, 2, 3, 4], "priority": 1},
+                                  {"name": "b", "kind": "flows", "pattern": "permutation", "flow_bytes": "1GiB",
+                                   "hosts": [5, 6, 7, 8, 9]}],
+                    "limits": {"max_sim_time_ns": 20e6}})
+    assert rec.summary["status"] == "deadlock" and rec.summary["sim_time_ns"] < 5e6
+    cycle = cycle_of(rec)
+    assert len(cycle) == 5 and {q for _, _, q in cycle} == {queue}
+    assert rec.summary["flows_completed"] == 0  # b's 1 GiB flows were still sending
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_links_down_in_a_leaf_spine_reroute_into_a_deadlock(engine_ns, transport):
+    """Two link_down faults in a four-leaf, two-spine fabric (leaf0 keeps only spine1, leaf1 only spine0)
+    reroute leaf0 <-> leaf1 traffic down and up again through leaf2 and leaf3: with traffic both ways and
+    leaf2 <-> leaf3 traffic, the channels spine0 -> leaf3 -> spine1 -> leaf2 -> spine0 wait on each other.
+    The run ends deadlock, the cycle through both spines and leaf2, leaf3, with the faults in place."""
+    rec = user_run({"name": "updown", "network": {"topology": "leaf-spine", "hosts": 16, "hosts_per_leaf": 4,
+                                                  "spines": 2, "transport": transport, "dcqcn": False,
+                                                  "attributes": USER_ATTRIBUTES[transport]},
+                    "workloads": [{"name": "x", "kind": "flows", "pattern": "permutation", "flow_bytes": "16MiB",
+                                   "hosts": [0, 4, 1, 5, 2, 6, 3, 7]},
+                                  {"name": "y", "kind": "flows", "pattern": "permutation", "flow_bytes": "16MiB",
+                                   "hosts": [8, 12, 9, 13, 10, 14, 11, 15]}],
+                    "faults": [{"kind": "link_down", "element": "leaf0-spine0", "at_ns": 0},
+                               {"kind": "link_down", "element": "leaf1-spine1", "at_ns": 0}],
+                    "limits": {"max_sim_time_ns": 50e6}})
+    assert rec.summary["status"] == "deadlock" and rec.summary["sim_time_ns"] < 5e6
+    names = switch_names(rec)
+    assert {names[n] for n, _, _ in cycle_of(rec)} == {"spine0", "spine1", "leaf2", "leaf3"}
+
+
+@pytest.mark.parametrize("transport, fault, blocked", [("ib", "switch_down:leaf0", "credit-starved"),
+                                                       ("roce", "pause_storm:host0", "paused (PFC)")])
+def test_a_run_held_by_a_fault_that_never_ends_says_so(engine_ns, transport, fault, blocked):
+    """No cycle, but the run cannot finish: a switch down for good (credits hold its traffic) or a pause
+    storm without an end. It reaches the time limit, and its error names the fault still active and a port
+    blocked through most of the run, not a deadlock."""
+    from cosim.results.unfinished import why_unfinished
+
+    kind, element = fault.split(":")
+    rec = user_run({"name": "held", "network": {"topology": "leaf-spine", "hosts": 8, "transport": transport},
+                    "workload": {"kind": "flows", "pattern": "permutation", "flow_bytes": "1MiB"},
+                    "faults": [{"kind": kind, "element": element, "at_ns": 10_000}],
+                    "limits": {"max_sim_time_ns": 2e6}})
+    assert rec.summary["status"] == "time-limit" and rec.summary["flows_completed"] < rec.summary["flows"]
+    why = why_unfinished(rec.summary, rec.config, rec.faults)
+    assert f"faults still active at the end: {fault}" in why and f"a port was {blocked}" in why
+    assert "not a deadlock" in why

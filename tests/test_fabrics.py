@@ -383,3 +383,45 @@ def test_any_radix_build_is_connected_within_radix_and_never_over_requested(radi
         assert np.nanmax(f.oversubscription(2)) <= o2 * (1 + 1e-12)
     key = f.host_server.astype(np.int64) * gps + f.host_gpu
     assert np.array_equal(key, np.arange(f.n_hosts))  # server-major host ids, as placement reads them
+
+
+#: attribute sets that pass, and that fail the start-of-run checks in each way a node's ports can fail them
+PROBE_ATTRIBUTES = [
+    {},
+    {"FabricSwitch::HeadroomBytes": "5000"},
+    {"SharedBufferMmu::BufferBytes": "300000"},
+    {"FabricSwitch::HeadroomBytes": "5000", "FabricSwitch::AllowLossyHeadroom": "true"},
+    {"EgressPort::LinkFlowControl": "credit"},
+    {"EgressPort::LinkFlowControl": "credit", "FabricNode::InputBufferBytes": "8192"},
+    {"EgressPort::LinkFlowControl": "credit", "FabricNode::VlReservedBytes": "4096"},
+    {"EgressPort::LinkFlowControl": "credit", "FabricNode::InputBufferBytes": "33280",
+     "FabricNode::VlReservedBytes": "4160", "EgressPort::DataVls": "8"},
+    {"HostNic::MtuBytes": "9000", "FabricSwitch::HeadroomBytes": "20000"},
+]
+
+
+@pytest.mark.parametrize("attributes", PROBE_ATTRIBUTES)
+@pytest.mark.parametrize("name", ["rail-two-tier", "three-tier", "leaf-spine-breakout", "fat-tree-partial",
+                                  "mixed-delays"])
+def test_a_fabric_checked_through_its_probe_fails_as_the_whole_one(name, attributes, engine_ns):
+    """engine.check_fabric through the probe (one switch of each kind, what a 100,000-host fabric is checked
+    with) passes or fails exactly as building the whole fabric does: the same field and message, naming
+    the same switch."""
+    from cosim import engine
+    from cosim.network.probe import probe_fabric
+
+    fabrics = small_fabrics()
+    ls = topo.leaf_spine(hosts=16, hosts_per_leaf=4, spines=2, host_link_gbps=100.0, host_link_delay_ns=100.0,
+                         fabric_link_delay_ns=20_000.0, fabric_link_gbps=400.0)
+    fabric = fabrics[name] if name in fabrics else ls
+    outcomes = []
+    for probe_min_nodes in (fabric.n_nodes, 0):  # whole, then through the probe
+        try:
+            engine.check_fabric(fabric, attributes, probe_min_nodes=probe_min_nodes)
+            outcomes.append(None)
+        except CosimInputError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
+    probe = probe_fabric(fabric)
+    switches = int((fabric.node_kind == topo.SWITCH).sum())
+    assert int((probe.fabric.node_kind == topo.SWITCH).sum()) < switches or switches <= 2

@@ -1,14 +1,29 @@
 """The input contract under generated input (a small sample here; bench/fuzz_contract.py soaks thousands):
-exit 0/1, or 2 with one ``Error:`` line, never a traceback, an abort or a half-written file."""
+exit 0/1, or 2 with one ``Error:`` line, never a traceback, an abort or a half-written file; where features
+meet, a property on top: a merge is never a mix of experiments, an element is down for the union of its
+faults, and two writers of one file never lose a run."""
 
 from __future__ import annotations
 
+import pytest
 from fuzz_contract import (
+    FAULT_RUN,
+    PROFILE,
     TRACE,
+    calibration_damage,
     check_contract,
+    check_down_time_is_the_union,
+    check_merged_is_one_experiment,
     cli_args,
+    concurrent_appends,
+    damage_calibration,
+    damage_parts,
     damage_results,
     damage_trace,
+    fault_options,
+    inference_settings,
+    make_parts,
+    parts_damage,
     run_cosim,
     trace_damage,
 )
@@ -52,3 +67,69 @@ def test_damaged_results_keep_the_contract(damage, valid_results, tmp_path_facto
     damage_results(valid_results, bad, "", kind, index, value)
     for verb in (["inspect", str(bad)], ["compare", str(bad)], ["merge", str(folder), "-o", str(folder / "m.h5")]):
         check_contract(run_cosim(verb, cwd=folder), folder / "m.h5" if verb[0] == "merge" else None)
+
+
+FEWER = settings(FEW, max_examples=5)
+
+
+@pytest.fixture(scope="module")
+def parts_folders(tmp_path_factory):
+    """Complete parts folders of experiment A and of its edited version B (fuzz_contract.PARTS_VARIANTS)."""
+    return make_parts(tmp_path_factory.mktemp("parts"))
+
+
+@FEWER
+@given(damage=parts_damage())
+def test_merges_of_mixed_or_damaged_parts_keep_the_contract(damage, parts_folders, tmp_path_factory):
+    """`cosim merge` of a parts folder with a part or manifest of another experiment, or one damaged, keeps
+    the contract, and a merge that succeeds is one experiment's run (never a mix)."""
+    folder = tmp_path_factory.mktemp("merge")
+    damaged, merged = folder / "parts", folder / "m.h5"
+    damage_parts(*parts_folders, damaged, *damage)
+    proc = run_cosim(["merge", str(damaged), "-o", str(merged)], cwd=folder)
+    check_contract(proc, merged)
+    if proc.returncode == 0:
+        check_merged_is_one_experiment(merged)
+
+
+@FEWER
+@given(faults=fault_options())
+def test_overlapping_and_poisson_faults_down_an_element_for_their_union(faults, tmp_path_factory):
+    """Overlapping, nested and Poisson outages of one link keep the contract, and the link is down exactly
+    while any of them is active (the faults table's down/up actions against the union of the outages)."""
+    out = tmp_path_factory.mktemp("faults") / "f.h5"
+    proc = run_cosim([*FAULT_RUN, *(a for f in faults for a in ("--fault", f)), "-q", "-o", str(out)],
+                     cwd=out.parent)
+    check_contract(proc, out)
+    assert proc.returncode in (0, 1)
+    check_down_time_is_the_union(out)
+
+
+@pytest.mark.parametrize("names", [("x", "y"), ("x", "x")])
+def test_two_appends_at_once_never_lose_a_run(names, tmp_path):
+    """Two `cosim run --append` into one file at once: both runs kept, or one saved elsewhere with a
+    message (or, for the same run name, one refused before it simulated)."""
+    concurrent_appends(tmp_path, names)
+
+
+@settings(FEW, max_examples=8)
+@given(damage=calibration_damage())
+def test_damaged_calibration_profiles_keep_the_contract(damage, tmp_path_factory):
+    """`cosim calibrate` of a profile CSV with a damaged or extreme cell, a dropped column or missing rows
+    keeps the contract (a fit that fails is an error naming it, not coefficients written)."""
+    folder = tmp_path_factory.mktemp("calibrate")
+    bad, out = folder / "profile.csv", folder / "c.toml"
+    damage_calibration(PROFILE, bad, *damage)
+    check_contract(run_cosim(["calibrate", str(bad), "--gpu", "a100", "-q", "-o", str(out)], cwd=folder), out)
+
+
+@settings(FEW, max_examples=4)
+@given(setting=inference_settings())
+def test_inference_arrival_rates_keep_the_contract(setting, tmp_path_factory):
+    """A serving experiment with a tiny, huge or hostile arrival rate keeps the contract (its plan is made
+    and checked by --dry-run)."""
+    rate, extra = setting
+    argv = ["run", "disaggregated-serving", "--transport", "roce", "--set", f"workload.rate_per_s={rate}"]
+    for s in extra:
+        argv += ["--set", s]
+    check_contract(run_cosim([*argv, "--dry-run"], cwd=tmp_path_factory.mktemp("inference")))

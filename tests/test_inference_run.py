@@ -326,3 +326,15 @@ def test_a_replica_runs_one_step_at_a_time():
         new = s.decode.of(k)[s.first_decode_step[s.decode.of(k)] == k]
         assert np.all(s.kv_ready_ns[new] <= s.decode.start_ns[k])
         assert s.decode.ptr[k + 1] - s.decode.ptr[k] <= 4
+
+
+def test_sparse_arrivals_get_a_time_limit_past_the_last_one(engine_ns):
+    """Requests arriving far apart (0.001/s: the second about 20 minutes after the first, past the 100 s a
+    service is given beyond its last arrival) complete: the derived time limit runs from the last arrival,
+    not from time 0."""
+    exp = experiment(requests=2, rate_per_s=1e-3)
+    plan = compile_plan(exp)
+    last = float(inference.requests_of(exp.seed, exp.workload).arrival_ns.max())
+    assert last > 1e11 and plan.max_sim_time_ns > last
+    rec = run(exp, plan=plan)
+    assert rec.summary["status"] == "complete" and np.isfinite(rec.requests["last_token_ns"]).all()

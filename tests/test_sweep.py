@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -235,3 +236,77 @@ def test_killed_sweep_leaves_only_complete_files_and_resumes(tmp_path, capsys, e
     code, stdout, _ = run_main(["sweep", str(spec), "-o", str(out)], capsys)
     assert code == 0 and f"{3 - len(done)} ran, {len(done)} already done" in stdout
     assert {n: mtimes(out)[n] for n in done} == done and len(mtimes(out)) == 3
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """True once process ``pid`` has a handler for SIGTERM (Linux /proc: the SigCgt mask)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+def _children(pid: int) -> list[int]:
+    """Live child processes of ``pid`` (Linux /proc)."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(c) for c in text.split()]
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                     if line.startswith("State:"))
+    except (OSError, StopIteration):
+        return False
+    return "Z" not in state.split()[1]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads worker signal masks from /proc")
+def test_sigterm_stops_the_sweep_writes_the_running_point_interrupted_and_no_worker_survives(tmp_path, capsys,
+                                                                                          engine_ns):
+    """SIGTERM to `cosim sweep` (a batch system's time limit) once its worker is ready: the running point
+    (8 GiB flows, far from done) stops at its next slice and is written with status interrupted, the next
+    point never starts, the sweep exits 143 with one Error line, no worker is left running and no
+    temporary file is left behind; a rerun takes the interrupted point as still to run."""
+    spec = write(tmp_path, '[sweep]\nname = "k"\n[base]\ntopology = "leaf-spine"\npattern = "permutation"\n'
+                           '[[points]]\nhosts = 32\nflow_bytes = "8GiB"\n[[points]]\nhosts = 4\nflow_bytes = 1000\n')
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(cosim.__file__).parents[1]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "cosim", "sweep", str(spec), "-o", str(out), "-q"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120  # a guard against a hang, not a timing assertion
+    workers: list[int] = []
+    while proc.poll() is None and time.monotonic() < deadline:
+        workers = [c for c in _children(proc.pid) if _catches_sigterm(c)]
+        if workers:
+            break
+        time.sleep(0.05)
+    assert workers, "no sweep worker got ready"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "interrupted by SIGTERM" in errors[0] and "point(s) 0 written" in errors[0]
+    (stopped,) = out.glob("k-0000-*.h5")
+    (run,) = results.read_results(stopped).values()
+    assert run.summary["status"] == "interrupted"
+    assert run.summary["delivered_bytes"] < run.summary["payload_bytes"]
+    assert not list(out.glob("k-0001-*.h5")) and not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))
+    while any(_running(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_running(w) for w in workers)
+    code, stdout, _ = run_main(["sweep", str(spec), "-o", str(out), "--dry-run"], capsys)
+    assert code == 0 and "0 done, 2 to run" in stdout
+    manifest = json.loads((out / "k.sweep.json").read_text())  # the sweep as if point 0 were its only one
+    manifest["points"] = manifest["points"][:1]
+    (out / "k.sweep.json").write_text(json.dumps(manifest))
+    code, _, err = run_main(["merge", str(out), "-o", str(tmp_path / "m.h5")], capsys)
+    assert code == 2 and "was interrupted" in err and not (tmp_path / "m.h5").exists()
+    code, _, _ = run_main(["merge", str(out), "-o", str(tmp_path / "m.h5"), "--partial"], capsys)
+    assert code == 0 and len(results.read_results(tmp_path / "m.h5")) == 1

@@ -473,6 +473,8 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1, w
         warning = fabric_warning(r.summary["flows"], work["n_ranks"], work["gpus_per_server"])
         if warning:
             click.echo(f"Warning: run '{r.name}': {warning}", err=True)
+    from cosim.results.unfinished import why_unfinished  # noqa: PLC0415
+
     failed = [r for r in records if r.summary["status"] != "complete"]
     for r in failed:
         s = r.summary
@@ -481,6 +483,9 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1, w
         if "failed_collective" in s:
             done = (f"collective {s['failed_collective']} (rank {s['failed_rank']}) timed out at "
                     f"{s['failed_at_ns'] / 1e6:.3f} ms (limits.collective_timeout_ns); " + done)
+        if s["status"] in ("time-limit", "stalled"):
+            why = why_unfinished(s, r.config, r.faults)
+            done += f"; {why}" if why else ""
         click.echo(f"Error: run '{r.name}' ended {s['status']}: {done}", err=True)
     if failed:
         sys.exit(1)

@@ -14,6 +14,26 @@ def _seconds(s: float) -> str:
     return f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
+def _interrupted(outcome, out) -> None:
+    """End a sweep stopped by SIGTERM: say which points were stopped and what is kept, exit 143 (128 +
+    SIGTERM) as a terminated process does, so a batch system still sees the job as stopped."""
+    stopped = [r for r in outcome.results if r.status == "interrupted"]
+    kept = [r for r in outcome.results if r.status not in ("interrupted", "error")]
+    parts = [f"{len(kept)} point(s) finished here and {len(outcome.skipped)} before are kept in {out}"]
+    written = [str(r.index) for r in stopped if not r.error]
+    lost = [str(r.index) for r in stopped if r.error]
+    if written:
+        parts.append(f"point(s) {', '.join(written)} written with status interrupted")
+    if lost:
+        parts.append(f"point(s) {', '.join(lost)} stopped before anything was written")
+    not_run = len(outcome.selected) - len(outcome.skipped) - len(outcome.results)
+    if not_run:
+        parts.append(f"{not_run} point(s) not started")
+    click.echo(f"Error: interrupted by SIGTERM: {'; '.join(parts)}; rerun the same command to run what is "
+               "missing or interrupted", err=True)
+    sys.exit(143)
+
+
 @click.command()
 @click.argument("spec_file", metavar="SWEEP.toml", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "outdir", type=click.Path(file_okay=False), default=None, callback=refuse_empty,
@@ -53,7 +73,9 @@ def sweep(spec_file, outdir, assignments, shard, jobs, dry_run, quiet, verbose):
       cosim sweep docs/examples/sweep.toml -o ecn --shard 2/8   # or in an sbatch --array job
       cosim sweep docs/examples/sweep.toml -o ecn-400 --set link_gbps=400 --dry-run
       cosim merge ecn -o ecn.h5 && cosim compare ecn.h5
-    Exit codes: 0 every point done, 1 some point failed or did not complete, 2 bad input.
+    SIGTERM (a batch system's time limit) stops the running points where they are and writes them with
+    status interrupted (a rerun redoes them); no new point starts.
+    Exit codes: 0 every point done, 1 some point failed or did not complete, 2 bad input, 143 SIGTERM.
     """
     import os  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
@@ -95,15 +117,27 @@ def sweep(spec_file, outdir, assignments, shard, jobs, dry_run, quiet, verbose):
         if not show:
             return
         elapsed = time.monotonic() - t0
-        eta = elapsed / n_done * (total - n_done)
+        eta = "" if res.status == "interrupted" else f", ETA {_seconds(elapsed / n_done * (total - n_done))}"
         click.echo(f"[{n_done:{len(str(total))}d}/{total}] point {res.index:04d} {res.run_name}: {res.status} "
-                   f"in {_seconds(res.wall_s)}; elapsed {_seconds(elapsed)}, ETA {_seconds(eta)}", err=True)
+                   f"in {_seconds(res.wall_s)}; elapsed {_seconds(elapsed)}{eta}", err=True)
         log(f"  wrote {out / spec.points[res.index].file_name}" if res.status != "error" else f"  {res.error}")
 
     todo, done = runner.plan(spec, out, part)
     if done:
         log(f"skipping {len(done)} finished point(s): {', '.join(str(p.index) for p in done)}")
-    outcome = runner.run_sweep(spec, out, shard=part, jobs=jobs, on_done=progress)
+    import signal  # noqa: PLC0415
+
+    from cosim import engine  # noqa: PLC0415
+
+    # SIGTERM (a batch system's time limit, timeout) stops the running points at their next slice and
+    # writes them with status interrupted, instead of killing the workers with what they simulated
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: runner.request_stop())
+    try:
+        outcome = runner.run_sweep(spec, out, shard=part, jobs=jobs, on_done=progress)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if engine.stop_requested():
+        _interrupted(outcome, out)
     errors = [r for r in outcome.results if r.status == "error"]
     incomplete = [r for r in outcome.results if r.status not in ("error", "complete")]
     for r in errors:

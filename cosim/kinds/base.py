@@ -148,8 +148,13 @@ class WorkloadKind:
         raise NotImplementedError
 
     def ideal_ns(self, jp: JobPlan, fabric, nic_bytes_per_s: float) -> float | None:
-        """The job's ideal duration from its start, ns (None: no bound, the run's limit is the floor)."""
+        """The job's ideal duration from its start, ns (None: no bound; its time limit then runs
+        cosim.kinds.time_limit.UNBOUNDED_NS past :meth:`last_arrival_ns`)."""
         raise NotImplementedError
+
+    def last_arrival_ns(self, jp: JobPlan) -> float:
+        """When the last work of a job without an ideal bound arrives, from its start, ns (0: all at once)."""
+        return 0.0
 
     def flow_dag(self, state):
         """The FlowDag a ranked kind lowered (its ops' ranks and iterations), None for other kinds."""

@@ -336,6 +336,10 @@ class InferenceKind(WorkloadKind):
     def ideal_ns(self, jp, fabric, nic_bytes_per_s):
         return None  # a service spans what its arrivals give it, which no bound of one DAG captures
 
+    def last_arrival_ns(self, jp):
+        arrival = jp.state.plan.requests.arrival_ns
+        return float(np.max(arrival)) if np.size(arrival) else 0.0
+
     def flow_dag(self, state):
         return state.dag
 

@@ -9,6 +9,7 @@ time, never below :data:`FLOOR_NS`:
   sent and received plus its NVLink bytes, at the NIC's payload rate). The critical path is at most
   about twice that (a pipeline's bubble adds (p-1)/m), overlap only shortens it.
 - ideal time of flows: the latest start plus the most bytes any host sends or receives at its link rate.
+- a service (inference) has no ideal bound: its limit is its last request's arrival plus :data:`UNBOUNDED_NS`.
 
 An explicit ``limits.max_sim_time_ns`` (``--max-sim-time-ms``) always wins. ``cosim run --dry-run`` shows
 the limit a run will use.
@@ -24,8 +25,8 @@ from cosim.collectives import DagOpKind
 SLACK = 20.0
 #: and never below this, ns (1 s of simulated time)
 FLOOR_NS = 1e9
-#: the limit of a run with a workload whose time no ideal bound captures (a serving run spans what its
-#: requests' arrivals give it), ns (100 s of simulated time)
+#: how far past its last arrival the limit of a workload whose time no ideal bound captures runs (a serving
+#: run spans what its requests' arrivals give it), ns (100 s of simulated time)
 UNBOUNDED_NS = 1e11
 
 

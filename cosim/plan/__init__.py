@@ -273,15 +273,14 @@ def _dependencies(parts, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _time_limit(exp: Experiment, fabric, jobs) -> float:
     """limits.max_sim_time_ns, else derived from the job that may end last: its start, then the limit of its
-    ideal time (cosim.kinds.time_limit.limit_ns). A job that would run past the simulator's clock is refused
-    naming its start."""
+    ideal time (cosim.kinds.time_limit.limit_ns), or for a job without an ideal bound (a service) its last
+    arrival plus UNBOUNDED_NS. A job that would run past the simulator's clock is refused naming its start."""
     if exp.limits.max_sim_time_ns is not None:
         return exp.limits.max_sim_time_ns
     nic = training.nic_payload_bytes_per_s(exp.network)
     ideal = [p.kind.ideal_ns(p, fabric, nic) for p in jobs]
-    if any(x is None for x in ideal):
-        return time_limit.UNBOUNDED_NS
-    ends = [p.job.start_ns + time_limit.limit_ns(x) for p, x in zip(jobs, ideal)]
+    ends = [p.job.start_ns + (time_limit.limit_ns(x) if x is not None
+                              else p.kind.last_arrival_ns(p) + time_limit.UNBOUNDED_NS) for p, x in zip(jobs, ideal)]
     last = int(np.argmax(ends)) if ends else 0
     if ends and ends[last] > engine.MAX_SIM_TIME_NS:
         p = jobs[last]

@@ -60,7 +60,8 @@ def point_files(outdir: Path, sweep: str | None = None,
 
 def merge(outdir: str | Path, output: str | Path, *, summary_only: bool = False, partial: bool = False,
           sweep: str | None = None) -> MergeOutcome:
-    """Merge the sweep in ``outdir`` into ``output`` atomically; missing points are an error unless ``partial``."""
+    """Merge the sweep in ``outdir`` into ``output`` atomically; missing points, and points a SIGTERM interrupted
+    (a rerun of the sweep redoes them), are an error unless ``partial``."""
 
     outdir, output = Path(outdir), Path(output)
     if not outdir.is_dir():
@@ -84,6 +85,9 @@ def merge(outdir: str | Path, output: str | Path, *, summary_only: bool = False,
                 raise CosimInputError(str(f), f"has no run {run!r}", "delete it and rerun its sweep point")
             runs = {run: runs[run]}
         for name, r in runs.items():
+            if r.summary.get("status") == "interrupted" and run is not None and not partial:
+                raise CosimInputError(str(f), f"point run {name!r} was interrupted (SIGTERM) before it finished",
+                                      "rerun the sweep to redo it, or pass --partial")
             if name in seen:
                 raise CosimInputError(str(f), f"run {name!r} is also in {seen[name].name}",
                                       "merge one sweep at a time with --sweep NAME")

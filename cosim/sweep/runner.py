@@ -4,16 +4,19 @@ ns-3 is a process-wide singleton, so a process runs one point at a time: points 
 processes (multiprocessing "spawn" context; one also for ``jobs=1``), each running its points one after the
 other. A native crash in a worker fails only its point (the pool is recreated), and workers die with the
 sweep process. Files are written atomically, so a killed sweep leaves only complete point files and a rerun
-redoes only the rest.
+redoes only the rest. :func:`request_stop` (the CLI's SIGTERM handler) starts no new point and stops the
+running ones at their next slice: each is written with status ``interrupted``, which a rerun redoes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import multiprocessing
 import os
 import re
+import signal
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import h5py
 
-from cosim import results, run
+from cosim import engine, results, run
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
 from cosim.results import SCHEMA, SCHEMA_VERSION
@@ -85,14 +88,16 @@ def is_finished(path: Path, run_name: str) -> bool:
             if h5.attrs.get("schema") != SCHEMA or int(h5.attrs.get("schema_version", -1)) != SCHEMA_VERSION:
                 return False
             g = h5.get(f"runs/{run_name}")
-            return g is not None and isinstance(json.loads(g.attrs["summary"]), dict)
+            summary = None if g is None else json.loads(g.attrs["summary"])
+            return isinstance(summary, dict) and summary.get("status") != "interrupted"
     except Exception:  # noqa: BLE001 - anything unreadable is simply not finished
         return False
 
 
 @dataclass(frozen=True, slots=True)
 class PointResult:
-    """What running one point gave: its status ("complete", "time-limit", "stalled"; "error" if it raised)."""
+    """What running one point gave: its status ("complete", "time-limit", "stalled", ...; "interrupted" if a
+    stop request ended it, with ``error`` saying why nothing was written if so; "error" if it raised)."""
 
     index: int
     run_name: str
@@ -115,6 +120,8 @@ def run_point(point: dict, outdir: str, sweep_name: str) -> PointResult:
         results.write_results(Path(outdir) / p.file_name, [record])
         status = str(record.summary.get("status", "complete"))
         return PointResult(p.index, p.run_name, status, time.perf_counter() - t0)
+    except engine.Interrupted as exc:  # a decomposed run stopped before its parts were joined
+        return PointResult(p.index, p.run_name, "interrupted", time.perf_counter() - t0, f"not written: {exc}")
     except Exception as exc:  # noqa: BLE001 - one failing point must not stop the sweep
         lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()] or [""]
         kind = type(exc).__name__
@@ -199,9 +206,30 @@ def run_sweep(sweep: Sweep, outdir: str | Path, *, shard: tuple[int, int] = (0, 
 
 # ---------------------------------------------------------------- worker processes
 
+def request_stop() -> None:
+    """Stop the sweep running in this process (call from a SIGTERM handler): no new point starts, and every
+    worker is sent SIGTERM, which stops its simulation at the next slice; the point is written with status
+    ``interrupted`` and the worker goes on waiting for work until the pool shuts down."""
+    engine.request_stop()
+    for child in multiprocessing.active_children():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signal.SIGTERM)
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops this worker's simulation at its next slice (status interrupted) instead of killing it."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: engine.request_stop())
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Worker initializer: die with the sweep process; SIGTERM interrupts the running point."""
+    die_with_parent(parent_pid)
+    _stop_on_sigterm()
+
+
 def _new_pool(jobs: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=die_with_parent, initargs=(os.getpid(),))
+                               initializer=_worker_init, initargs=(os.getpid(),))
 
 
 def _died(p: SweepPoint, how: str = "") -> PointResult:
@@ -212,7 +240,7 @@ def _died(p: SweepPoint, how: str = "") -> PointResult:
 
 def _isolated_child(runner, point: dict, outdir: str, sweep_name: str, conn) -> None:
     """Entry of a one-point child process: run the point, send its result."""
-    die_with_parent(os.getppid())
+    _worker_init(os.getppid())
     conn.send(runner(point, outdir, sweep_name))
     conn.close()
 
@@ -253,13 +281,14 @@ def _run_pooled(todo: list[SweepPoint], outdir: Path, sweep_name: str, jobs: int
 
     A native crash breaks the pool and fails every point in flight: with one in flight it was the crash;
     with several, each is rerun alone, so only the one that crashes again fails. The pool is recreated and
-    the remaining points run."""
+    the remaining points run. Once a stop is requested (:func:`request_stop`) no point starts: the ones in
+    flight end interrupted, and a worker that died of the stop is not rerun."""
     pending = list(reversed(todo))
     pool = _new_pool(jobs)
     inflight: dict = {}
     try:
-        while pending or inflight:
-            while pending and len(inflight) < jobs:
+        while (pending and not engine.stop_requested()) or inflight:
+            while pending and len(inflight) < jobs and not engine.stop_requested():
                 p = pending.pop()
                 inflight[pool.submit(runner, _point_dict(p), str(outdir), sweep_name)] = p
             finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
@@ -280,12 +309,17 @@ def _run_pooled(todo: list[SweepPoint], outdir: Path, sweep_name: str, jobs: int
                 for p in broken:  # a crashed worker could not remove its temporary file
                     for tmp in outdir.glob(f".{p.file_name}.*.tmp"):
                         tmp.unlink(missing_ok=True)
-                if len(broken) == 1:
+                if engine.stop_requested():  # a worker still starting when SIGTERM came: nothing to rerun
+                    for p in sorted(broken, key=lambda p: p.index):
+                        record(PointResult(p.index, p.run_name, "interrupted", 0.0,
+                                           "not written: its worker was stopped before the point began"))
+                elif len(broken) == 1:
                     record(_died(broken[0]))
                 else:
                     for p in sorted(broken, key=lambda p: p.index):
                         record(_run_isolated(runner, p, outdir, sweep_name))
-                pool = _new_pool(jobs)
+                if pending and not engine.stop_requested():
+                    pool = _new_pool(jobs)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise

@@ -326,7 +326,14 @@ def fit_profiles(p: Profiles, base: HardwareSpec) -> Fit:
         prefix = "memory" if kind == "elementwise" else kind  # field names of cosim.workload.hardware
         coeffs["memory_efficiency" if kind == "elementwise" else f"{kind}_memory_efficiency"] = _sig(eff)
         coeffs[f"{prefix}_launch_ns"] = _sig(launch)
-    hw = base.with_overrides(**coeffs)
+    try:
+        hw = base.with_overrides(**coeffs)
+    except CosimInputError as exc:  # a fit that ran off to a value no GPU has: the rows do not determine it
+        name = exc.field.rsplit(".", 1)[-1]
+        raise FitFailed(f"fitted {name}", f"the fit ended outside its range ({exc.problem}): the profile's "
+                        "kernel times do not fit the model",
+                        "check the profile rows of that operator (time_stats.<op>.median, ms), or leave its "
+                        "columns out") from None
     return Fit(coefficients=coeffs, hardware=hw, errors=errors(p, hw), fitted_kinds=tuple(kinds))
 
 

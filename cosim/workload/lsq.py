@@ -29,13 +29,14 @@ def _to_free(theta: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
 
 def _from_free(u: np.ndarray, kinds: Sequence[str]) -> np.ndarray:
     theta = np.empty_like(u)
-    for i, (x, k) in enumerate(zip(u, kinds)):
-        if k == "log":
-            theta[i] = np.exp(x)
-        elif k == "logit":
-            theta[i] = 1.0 / (1.0 + np.exp(-x))
-        else:
-            theta[i] = 1.0 + np.exp(x)
+    with np.errstate(over="ignore"):  # a trial step far out: exp overflows to inf, the logit to its limit 0
+        for i, (x, k) in enumerate(zip(u, kinds)):
+            if k == "log":
+                theta[i] = np.exp(x)
+            elif k == "logit":
+                theta[i] = 1.0 / (1.0 + np.exp(-x))
+            else:
+                theta[i] = 1.0 + np.exp(x)
     return theta
 
 

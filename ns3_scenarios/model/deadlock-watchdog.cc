@@ -28,7 +28,7 @@ DeadlockWatchdog::GetTypeId()
                           MakeBooleanAccessor(&DeadlockWatchdog::m_enabled),
                           MakeBooleanChecker())
             .AddAttribute("Interval",
-                          "Time a blocked switch queue must go without its port sending a data packet to "
+                          "Time a blocked switch queue must go without sending a data packet to "
                           "count as stuck; also the period of the checks while any queue is blocked. "
                           "Default 1 ms: a thousand fabric round trips, so congestion (which moves "
                           "packets every few microseconds) is never mistaken for a standstill, and a "
@@ -73,7 +73,7 @@ DeadlockWatchdog::Start()
         w.port->TraceConnectWithoutContext("PfcPause", MakeCallback(&DeadlockWatchdog::OnBlockChange, this));
         w.port->TraceConnectWithoutContext("CreditStall", MakeCallback(&DeadlockWatchdog::OnBlockChange, this));
     }
-    m_txSnapshot.assign(m_ports.size(), 0);
+    m_txSnapshot.assign(m_ports.size() * kNumPriorities, 0);
 }
 
 void
@@ -91,7 +91,10 @@ DeadlockWatchdog::Arm()
     NS_ASSERT_MSG(!m_armed, "deadlock check armed twice");
     for (std::size_t w = 0; w < m_ports.size(); ++w)
     {
-        m_txSnapshot[w] = m_ports[w].port->GetTxDataPackets();
+        for (uint8_t q = 0; q < kNumPriorities; ++q)
+        {
+            m_txSnapshot[w * kNumPriorities + q] = m_ports[w].port->GetTxDataPackets(q);
+        }
     }
     m_armed = true;
     Simulator::Schedule(m_interval, &DeadlockWatchdog::Check, this);
@@ -140,11 +143,12 @@ DeadlockWatchdog::Check()
     for (std::size_t w = 0; w < m_ports.size(); ++w)
     {
         const EgressPort& port = *m_ports[w].port;
-        const bool moved = port.GetTxDataPackets() != m_txSnapshot[w];
         for (uint8_t q = 0; q < kNumPriorities; ++q)
         {
             if (IsBlocked(port, q))
             {
+                // per queue: a port that keeps sending other priorities (or lanes) does not move this one
+                const bool moved = port.GetTxDataPackets(q) != m_txSnapshot[w * kNumPriorities + q];
                 anyBlocked = true;
                 stuck[w * kNumPriorities + q] = !moved;
                 anyStuck |= !moved;

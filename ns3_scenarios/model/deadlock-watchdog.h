@@ -26,7 +26,8 @@ namespace ns3
  * A vertex is a switch egress queue (node, port, q): q is the priority with PFC, the virtual lane with
  * credits. It is *blocked* if it holds a packet and may not send it: PFC, its priority is paused by the
  * peer; credits, its lane holds fewer credits than the head packet needs. It is *stuck* if it is blocked
- * and its port sent no data packet during the last Interval.
+ * and sent no data packet from that queue during the last Interval (its port may still send other
+ * priorities or lanes).
  *
  * Wait-for graph: stuck vertex A = (n, i, q), whose link leads to switch m where it arrives on input
  * port j, waits for stuck vertex B = (m, k, q) if B's queue holds a packet that arrived on j. Those are
@@ -97,7 +98,7 @@ class DeadlockWatchdog : public Object
 
     /// Trace sink of PfcPause and CreditStall: a queue of a watched port was blocked (or released).
     void OnBlockChange(uint8_t queue, bool blocked);
-    /// Remember every watched port's data packets sent and check again after Interval.
+    /// Remember every watched queue's data packets sent and check again after Interval.
     void Arm();
     /// Look for stuck queues and a cycle among them; re-arm while any queue is blocked.
     void Check();
@@ -112,7 +113,7 @@ class DeadlockWatchdog : public Object
     bool m_enabled{true};                ///< watch at all
     Time m_interval;                     ///< time without movement that makes a blocked queue stuck
     std::vector<Watched> m_ports;        ///< every switch egress port, by node id then port number
-    std::vector<uint64_t> m_txSnapshot;  ///< data packets each watched port had sent at the last Arm
+    std::vector<uint64_t> m_txSnapshot;  ///< data packets each watched queue (port x q) had sent at the last Arm
     bool m_armed{false};                 ///< a check is scheduled
     bool m_deadlocked{false};            ///< a cycle was found
     uint64_t m_checks{0};                ///< check events executed

@@ -404,7 +404,9 @@ EgressPort::StartTransmission(FabricPacket* p)
     const int64_t serPs = SerializationPs(p->wireBytes);
     m_busy = true;
     ++m_txPackets;
-    m_txDataPackets += p->kind == PacketKind::DATA;
+    const bool data = p->kind == PacketKind::DATA;
+    m_txDataPackets += data;
+    m_txDataPerPriority[p->priority] += data; // by priority: no lane division on the packet path
     m_txBytes += p->wireBytes;
     m_txTrace(p);
     if (p->sendTimePs < 0)

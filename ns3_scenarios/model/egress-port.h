@@ -236,6 +236,17 @@ class EgressPort : public Object
         return m_txDataPackets;
     }
 
+    /// @return data packets transmitted so far from queue @p q (priority with PFC, lane with credits)
+    uint64_t GetTxDataPackets(uint8_t q) const
+    {
+        uint64_t sent = 0;
+        for (uint8_t prio = 0; prio < kNumPriorities; ++prio)
+        {
+            sent += QueueOf(prio) == q ? m_txDataPerPriority[prio] : 0;
+        }
+        return sent;
+    }
+
     /// @return packets dropped at enqueue because MaxQueueBytes would be exceeded
     uint64_t GetDrops() const
     {
@@ -342,6 +353,7 @@ class EgressPort : public Object
     uint64_t m_txBytes{0};         ///< wire bytes sent, in bytes
     uint64_t m_txPackets{0};       ///< packets sent
     uint64_t m_txDataPackets{0};   ///< data packets sent
+    std::array<uint64_t, kNumPriorities> m_txDataPerPriority{}; ///< data packets sent, per priority
     uint64_t m_queuedBytes{0};     ///< wire bytes in m_queues, in bytes
     uint64_t m_peakQueueBytes{0};  ///< high-water mark of m_queuedBytes, in bytes
     uint64_t m_maxQueueBytes{0};   ///< tail-drop limit, in bytes (0 = unlimited)
