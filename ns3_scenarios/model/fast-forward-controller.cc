@@ -139,6 +139,7 @@ FastForwardController::MakeWatch(uint64_t flowId)
     w.flowId = flowId;
     w.firstPort = uint32_t(m_pathPorts.size());
     w.sent.assign(m_ring, 0);
+    w.mark.assign(m_ring, 0);
     w.ccRate.assign(m_ring, 0.0);
     // The packet the switches route: the hash fields of the flow's data packets.
     FabricPacket probe{};
@@ -283,17 +284,29 @@ FastForwardController::FlowSteady(const Watch& w) const
         return false;
     }
     const uint32_t half = (m_ring - 1) / 2;
-    const uint64_t now = w.sent[m_checks % m_ring];
-    const uint64_t mid = w.sent[(m_checks + m_ring - half) % m_ring];
-    const uint64_t oldest = w.sent[(m_checks + 1) % m_ring];
-    const double second = double(now - mid);
-    const double first = double(mid - oldest);
+    const std::size_t now = m_checks % m_ring;
+    const std::size_t mid = (m_checks + m_ring - half) % m_ring;
+    const std::size_t oldest = (m_checks + 1) % m_ring;
+    if (w.mark[now] <= w.mark[mid] || w.mark[mid] <= w.mark[oldest])
+    {
+        return false;
+    }
+    const double second = double(w.sent[now] - w.sent[mid]) / double(w.mark[now] - w.mark[mid]);
+    const double first = double(w.sent[mid] - w.sent[oldest]) / double(w.mark[mid] - w.mark[oldest]);
     if (second <= 0 || std::fabs(second - first) > m_rateTolerance * second)
     {
         return false;
     }
     const auto [lo, hi] = std::minmax_element(w.ccRate.begin(), w.ccRate.end());
     return *hi - *lo <= m_rateTolerance * std::fabs(w.ccRate[m_checks % m_ring]);
+}
+
+double
+FastForwardController::WindowRate(const Watch& w) const
+{
+    const std::size_t now = m_checks % m_ring;
+    const std::size_t oldest = (m_checks + 1) % m_ring;
+    return double(w.sent[now] - w.sent[oldest]) / double(w.mark[now] - w.mark[oldest]);
 }
 
 void
@@ -346,6 +359,7 @@ FastForwardController::Check()
         const std::size_t slot = m_checks % m_ring;
         w.sent[slot] = m_flows->bytes[w.flowId].sentBytes;
         const HostNic& nic = Sender(w.flowId);
+        w.mark[slot] = nic.GetFlowPacingMarkPs(w.flowId);
         const uint32_t ccti = nic.GetFlowCcti(w.flowId);
         w.ccRate[slot] = ccti != 0 ? -double(ccti) : nic.GetFlowRateBps(w.flowId);
         ++w.samples;
@@ -383,7 +397,6 @@ FastForwardController::Check()
     // is long enough.
     std::vector<uint8_t> bad(nw, 0);
     std::vector<double> spanPs(nw, std::numeric_limits<double>::infinity());
-    const double windowPs = double(m_ring - 1) * double(m_interval.GetTimeStep());
     for (uint32_t i = 0; i < nw; ++i)
     {
         const Watch& w = m_watches[i];
@@ -402,7 +415,7 @@ FastForwardController::Check()
             bad[root] = 1;
             continue;
         }
-        const double rate = double(w.sent[m_checks % m_ring] - w.sent[(m_checks + 1) % m_ring]) / windowPs;
+        const double rate = WindowRate(w);
         m_watches[i].rateBytesPerPs = rate;
         const uint64_t left = m_flows->bytes[w.flowId].sizeBytes - m_flows->bytes[w.flowId].sentBytes;
         spanPs[root] = std::min(spanPs[root], double(left) / rate - double(m_finishMargin.GetTimeStep()));

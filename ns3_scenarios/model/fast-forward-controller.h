@@ -115,6 +115,7 @@ class FastForwardController : public Object
         uint32_t hops{0};             ///< links on its path
         uint32_t samples{0};          ///< consecutive checks sampled (the history holds min(samples, ring))
         std::vector<uint64_t> sent;   ///< ring: bytes handed to the port at each check, in bytes
+        std::vector<int64_t> mark;    ///< ring: the QP's pacing mark (HostNic::GetFlowPacingMarkPs), in ps
         std::vector<double> ccRate;   ///< ring: DCQCN rate in bit/s, or -CCTI with IB congestion control
         int32_t component{-1};        ///< index into m_frozen while frozen, else -1
         double rateBytesPerPs{0};     ///< frozen: the rate it is credited at, in bytes per ps
@@ -145,6 +146,9 @@ class FastForwardController : public Object
     bool PortsSteady(const Watch& w) const;
     /// @return true if flow @p w is steady over the window
     bool FlowSteady(const Watch& w) const;
+    /// @return the sending rate of @p w over the window, in bytes per ps: bytes between the pacing marks of
+    /// the window's first and last sample over the time between them (whole packets, exactly timed)
+    double WindowRate(const Watch& w) const;
     /// Freeze the flows @p members (watch indices) for a span ending at @p endPs.
     void Freeze(const std::vector<uint32_t>& members, int64_t endPs);
     /// The planned end of component @p c: thaw it, or wait one more check if packets are still in flight.

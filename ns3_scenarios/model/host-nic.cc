@@ -342,6 +342,13 @@ HostNic::GetFlowRateBps(uint64_t flowId) const
     return qp == FlowTable::kNoQueuePair ? LineRateBps() : m_qps[qp].cc.rateBps;
 }
 
+int64_t
+HostNic::GetFlowPacingMarkPs(uint64_t flowId) const
+{
+    const uint32_t qp = SenderQueuePair(flowId);
+    return qp == FlowTable::kNoQueuePair ? 0 : m_qps[qp].nextSendPs;
+}
+
 uint32_t
 HostNic::GetFlowCcti(uint64_t flowId) const
 {

@@ -212,6 +212,10 @@ class HostNic : public FabricNode, public PacketSource
     /// @return current DCQCN rate of the QP of flow @p flowId, in bit/s (line rate if unknown)
     double GetFlowRateBps(uint64_t flowId) const;
 
+    /// @return the rate limiter's next-send time of flow @p flowId's QP, in ps (0 if unknown): its last packet's
+    /// send time plus the constant gap of its rate, so differences of it time whole packets exactly
+    int64_t GetFlowPacingMarkPs(uint64_t flowId) const;
+
     /// @return the IB congestion-control table index (CCTI) of flow @p flowId's QP (0 if unknown)
     uint32_t GetFlowCcti(uint64_t flowId) const;
 
