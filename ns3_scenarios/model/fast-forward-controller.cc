@@ -35,13 +35,13 @@ FastForwardController::GetTypeId()
                           MakeBooleanChecker())
             .AddAttribute("CheckInterval",
                           "How often sending flows and the ports on their paths are sampled, a time.",
-                          TimeValue(MicroSeconds(10)),
+                          TimeValue(MicroSeconds(2)),
                           MakeTimeAccessor(&FastForwardController::m_interval),
                           MakeTimeChecker(NanoSeconds(100)))
             .AddAttribute("StabilityWindow",
                           "A flow is steady when it and its path were stable over this long, a time (rounded "
                           "up to whole CheckIntervals, at least two).",
-                          TimeValue(MicroSeconds(40)),
+                          TimeValue(MicroSeconds(8)),
                           MakeTimeAccessor(&FastForwardController::m_window),
                           MakeTimeChecker(NanoSeconds(200)))
             .AddAttribute("RateTolerance",
@@ -58,15 +58,15 @@ FastForwardController::GetTypeId()
                           MakeUintegerAccessor(&FastForwardController::m_queueToleranceBytes),
                           MakeUintegerChecker<uint64_t>())
             .AddAttribute("MinSpan",
-                          "Shortest span worth fast-forwarding, a time (about 20 round trips: shorter ones "
-                          "save little and each costs a drain and a refill).",
-                          TimeValue(MicroSeconds(100)),
+                          "Shortest span worth fast-forwarding, a time (a few round trips: shorter ones save "
+                          "little and each costs a drain and a refill).",
+                          TimeValue(MicroSeconds(20)),
                           MakeTimeAccessor(&FastForwardController::m_minSpan),
                           MakeTimeChecker(Time(0)))
             .AddAttribute("FinishMargin",
                           "A span ends this long before the first of its flows would finish at its rate, a "
-                          "time (a few round trips), so that every flow finishes packet by packet.",
-                          TimeValue(MicroSeconds(20)),
+                          "time (about a round trip), so that every flow finishes packet by packet.",
+                          TimeValue(MicroSeconds(5)),
                           MakeTimeAccessor(&FastForwardController::m_finishMargin),
                           MakeTimeChecker(Time(0)));
     return tid;
@@ -153,6 +153,8 @@ FastForwardController::MakeWatch(uint64_t flowId)
     std::vector<uint32_t> frontier{probe.src};
     std::vector<uint32_t> next;
     std::vector<uint32_t> candidates;
+    const HostNic& nic = Sender(flowId);
+    const uint64_t packetBytes = nic.GetMtuBytes() + nic.GetHeaderBytes();
     for (uint32_t hop = 0; !frontier.empty(); ++hop)
     {
         NS_ABORT_MSG_IF(hop > 64, "flow " << flowId << ": no path to node " << probe.dst << " within 64 hops");
@@ -170,6 +172,12 @@ FastForwardController::MakeWatch(uint64_t flowId)
             else
             {
                 static_cast<const FabricSwitch&>(*m_nodes[node]).RouteCandidates(probe, &candidates);
+            }
+            if (next.empty())
+            {
+                // the hop's first candidate stands for all: equal-cost ports have equal links
+                const EgressPort& e = *m_nodes[node]->GetPort(candidates[0]);
+                w.baseDelayPs += double(e.SerializationPs(packetBytes) + e.GetPropagationDelay().GetTimeStep());
             }
             for (uint32_t p : candidates)
             {
@@ -484,6 +492,9 @@ FastForwardController::Freeze(const std::vector<uint32_t>& members, int64_t endP
     {
         Watch& w = m_watches[i];
         w.component = int32_t(c);
+        const FlowTable::Bytes& b = m_flows->bytes[w.flowId];
+        const double inflight = double(b.sentBytes - b.rcvdBytes);
+        w.queuedBytes = uint64_t(std::max(0.0, inflight - w.rateBytesPerPs * w.baseDelayPs));
         f.flows.push_back(w.flowId);
         for (uint32_t k = 0; k < w.nPorts; ++k)
         {
@@ -539,8 +550,11 @@ FastForwardController::Thaw(uint32_t c, bool cut)
         uint64_t credit = 0;
         if (b.rcvdBytes == b.sentBytes)
         {
-            // whole packets, leaving at least one byte to send packet by packet
-            const uint64_t wanted = uint64_t(w.rateBytesPerPs * spanPs) / mtu * mtu;
+            // What the exact run delivers over the span is rate x span less the flow's share of the standing
+            // queues, which drained during the span and which it refills after: in whole packets, leaving at
+            // least one byte to send packet by packet.
+            const double delivered = std::max(0.0, w.rateBytesPerPs * spanPs - double(w.queuedBytes));
+            const uint64_t wanted = uint64_t(delivered) / mtu * mtu;
             const uint64_t most = (b.sizeBytes - b.sentBytes - 1) / mtu * mtu;
             credit = std::min(wanted, most);
         }

@@ -119,6 +119,10 @@ class FastForwardController : public Object
         std::vector<double> ccRate;   ///< ring: DCQCN rate in bit/s, or -CCTI with IB congestion control
         int32_t component{-1};        ///< index into m_frozen while frozen, else -1
         double rateBytesPerPs{0};     ///< frozen: the rate it is credited at, in bytes per ps
+        double baseDelayPs{0};        ///< one full packet's way through empty queues (serialization and
+                                      ///< propagation at every hop), in ps
+        uint64_t queuedBytes{0};      ///< frozen: its bytes in flight at the freeze beyond rate x baseDelayPs
+                                      ///< (its share of the standing queues), in bytes
         bool seen{false};             ///< scratch: still sending at this check
     };
 
