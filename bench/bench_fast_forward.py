@@ -59,7 +59,7 @@ def main() -> None:
             walls[name].append(time.perf_counter() - t0)
     exact, ff = records["exact"].summary, records["fast_forward"].summary
     errors = fast_forward.time_errors(outcomes["exact"].out, outcomes["fast_forward"].out, outcomes["exact"].dag)
-    errors |= fast_forward.iteration_error(exact, ff)
+    errors |= fast_forward.summary_errors(exact, ff)
     rows = {
         "transport": args.transport, "tolerance": args.tolerance, "decompose": records["exact"].config.get(
             "decomposition", {}).get("decompose", "?"),

@@ -28,24 +28,31 @@ def _max_p99(prefix: str, rel: np.ndarray) -> dict:
     return {f"{prefix}_max_rel": float(rel.max()), f"{prefix}_p99_rel": float(np.percentile(rel, 99))}
 
 
-def iteration_error(exact_summary: dict, approx_summary: dict) -> dict:
-    """``fast_forward_check_iteration_rel``: relative difference of the runs' ``iteration_time_ns`` (training
-    runs; empty otherwise)."""
-    rel = relative_differences(np.array([exact_summary.get("iteration_time_ns", np.nan)], np.float64),
-                               np.array([approx_summary.get("iteration_time_ns", np.nan)], np.float64))
-    return {"fast_forward_check_iteration_rel": float(rel[0])} if rel.size else {}
+def summary_errors(exact_summary: dict, approx_summary: dict) -> dict:
+    """Relative differences of the runs' summary statistics: ``fast_forward_check_fct_p99_rel`` (the p99 flow
+    completion time, ``fct_p99_ns``) and, for training runs, ``fast_forward_check_iteration_rel``
+    (``iteration_time_ns``)."""
+    out = {}
+    for key, name in (("fct_p99_ns", "fast_forward_check_fct_p99_rel"),
+                      ("iteration_time_ns", "fast_forward_check_iteration_rel")):
+        rel = relative_differences(np.array([exact_summary.get(key, np.nan)], np.float64),
+                                   np.array([approx_summary.get(key, np.nan)], np.float64))
+        if rel.size:
+            out[name] = float(rel[0])
+    return out
 
 
 def time_errors(exact, approx, dag) -> dict:
     """Summary entries comparing ``approx`` (a fast-forwarded engine.DagOutput) with ``exact`` (the same
     ``dag`` simulated exactly): max and p99 relative difference of flow completion times and of collective
-    times, the relative difference of the makespan, and the exact run's events."""
+    times (each flow and collective against itself), the relative difference of the makespan, and the exact
+    run's events."""
     kind = np.asarray(dag.kind)
     flow = np.flatnonzero(kind == DagOpKind.FLOW)
     fct_exact = exact.op_finish_ns[flow] - exact.op_start_ns[flow]
     fct_approx = approx.op_finish_ns[flow] - approx.op_start_ns[flow]
     out = {"fast_forward_check_exact_events": int(exact.network.events)}
-    out |= _max_p99("fast_forward_check_fct", relative_differences(fct_exact, fct_approx))
+    out |= _max_p99("fast_forward_check_flow_fct", relative_differences(fct_exact, fct_approx))
     start, end = np.asarray(dag.coll_start_op, np.int64), np.asarray(dag.coll_end_op, np.int64)
     if start.size:
         coll_exact = exact.op_finish_ns[end] - exact.op_start_ns[start]

@@ -108,7 +108,7 @@ def run(exp: Experiment, *, trace=None, progress=None, plan: RunPlan | None = No
         exact_plan = exact_plan_of(plan)
         exact = execute(exact_plan, progress=progress, jobs=jobs)
         result.summary.update(ff_check.time_errors(exact.out, outcome.out, outcome.dag))
-        result.summary.update(ff_check.iteration_error(record(exact_plan, exact).summary, result.summary))
+        result.summary.update(ff_check.summary_errors(record(exact_plan, exact).summary, result.summary))
     return result
 
 

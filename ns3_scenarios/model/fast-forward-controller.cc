@@ -35,13 +35,13 @@ FastForwardController::GetTypeId()
                           MakeBooleanChecker())
             .AddAttribute("CheckInterval",
                           "How often sending flows and the ports on their paths are sampled, a time.",
-                          TimeValue(MicroSeconds(2)),
+                          TimeValue(MicroSeconds(1)),
                           MakeTimeAccessor(&FastForwardController::m_interval),
                           MakeTimeChecker(NanoSeconds(100)))
             .AddAttribute("StabilityWindow",
                           "A flow is steady when it and its path were stable over this long, a time (rounded "
                           "up to whole CheckIntervals, at least two).",
-                          TimeValue(MicroSeconds(8)),
+                          TimeValue(MicroSeconds(4)),
                           MakeTimeAccessor(&FastForwardController::m_window),
                           MakeTimeChecker(NanoSeconds(200)))
             .AddAttribute("RateTolerance",
@@ -60,13 +60,13 @@ FastForwardController::GetTypeId()
             .AddAttribute("MinSpan",
                           "Shortest span worth fast-forwarding, a time (a few round trips: shorter ones save "
                           "little and each costs a drain and a refill).",
-                          TimeValue(MicroSeconds(20)),
+                          TimeValue(MicroSeconds(10)),
                           MakeTimeAccessor(&FastForwardController::m_minSpan),
                           MakeTimeChecker(Time(0)))
             .AddAttribute("FinishMargin",
                           "A span ends this long before the first of its flows would finish at its rate, a "
                           "time (about a round trip), so that every flow finishes packet by packet.",
-                          TimeValue(MicroSeconds(5)),
+                          TimeValue(MicroSeconds(3)),
                           MakeTimeAccessor(&FastForwardController::m_finishMargin),
                           MakeTimeChecker(Time(0)));
     return tid;
