@@ -2,7 +2,8 @@
 
 Both runs in this process, exact first: simulator events (deterministic: the primary figure), iteration time,
 every collective's time and the p99 flow completion time, with the relative error of the fast-forwarded run;
-wall time of each as the median over ``--repeat`` pairs (noisy on a shared machine).
+wall and CPU time of each (plan, simulation, record) as the median over ``--repeat`` pairs, and the
+simulation's own wall time (``wall_time_s`` of the summary) of the last pair (all noisy on a shared machine).
 
     python bench/bench_fast_forward.py                               # RoCE, one pair
     python bench/bench_fast_forward.py --transport ib --repeat 3
@@ -49,14 +50,16 @@ def main() -> None:
     ff_exp = dataclasses.replace(exact_exp, limits=dataclasses.replace(
         exact_exp.limits, fast_forward=True, fast_forward_tolerance=args.tolerance))
     walls: dict[str, list[float]] = {"exact": [], "fast_forward": []}
+    cpus: dict[str, list[float]] = {"exact": [], "fast_forward": []}
     records, outcomes = {}, {}
     for _ in range(args.repeat):
         for name, exp in (("exact", exact_exp), ("fast_forward", ff_exp)):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             plan = compile_plan(exp)
             outcomes[name] = execute(plan)
             records[name] = record(plan, outcomes[name])
             walls[name].append(time.perf_counter() - t0)
+            cpus[name].append(time.process_time() - c0)
     exact, ff = records["exact"].summary, records["fast_forward"].summary
     errors = fast_forward.time_errors(outcomes["exact"].out, outcomes["fast_forward"].out, outcomes["exact"].dag)
     errors |= fast_forward.summary_errors(exact, ff)
@@ -71,6 +74,9 @@ def main() -> None:
         "payload GB": exact["payload_bytes"] / 1e9,
         "wall exact s (median)": statistics.median(walls["exact"]),
         "wall fast-forward s (median)": statistics.median(walls["fast_forward"]),
+        "cpu exact s (median)": statistics.median(cpus["exact"]),
+        "cpu fast-forward s (median)": statistics.median(cpus["fast_forward"]),
+        "event loop exact s": exact["wall_time_s"], "event loop fast-forward s": ff["wall_time_s"],
         "pairs": args.repeat,
     } | errors
     width = max(len(k) for k in rows)
