@@ -322,35 +322,39 @@ FastForwardController::Check()
 {
     ++m_checks;
     const int64_t nowPs = Simulator::Now().GetTimeStep();
-    for (Watch& w : m_watches)
+    // Keep watching the flows that still send or are frozen, compacted in place (their path ports too);
+    // forget the others.
+    uint32_t kept = 0;
+    uint32_t keptPorts = 0;
+    for (uint32_t i = 0; i < m_watches.size(); ++i)
     {
-        w.seen = false;
-    }
-    // Keep watching the flows that still send or are frozen; forget the others.
-    std::vector<Watch> kept;
-    kept.reserve(m_watches.size());
-    std::vector<uint32_t> ports;
-    ports.reserve(m_pathPorts.size());
-    std::unordered_map<uint64_t, uint32_t> index;
-    for (Watch& w : m_watches)
-    {
-        if (w.component >= 0 || Sender(w.flowId).IsSending(w.flowId))
+        Watch& w = m_watches[i];
+        if (w.component < 0 && !Sender(w.flowId).IsSending(w.flowId))
         {
-            const uint32_t first = uint32_t(ports.size());
-            ports.insert(ports.end(), m_pathPorts.begin() + w.firstPort,
-                         m_pathPorts.begin() + w.firstPort + w.nPorts);
-            w.firstPort = first;
-            index[w.flowId] = uint32_t(kept.size());
-            kept.push_back(std::move(w));
+            m_watchOf[w.flowId] = kNoWatch;
+            continue;
         }
+        std::copy(m_pathPorts.begin() + w.firstPort, m_pathPorts.begin() + w.firstPort + w.nPorts,
+                  m_pathPorts.begin() + keptPorts);
+        w.firstPort = keptPorts;
+        keptPorts += w.nPorts;
+        m_watchOf[w.flowId] = kept;
+        if (kept != i)
+        {
+            m_watches[kept] = std::move(w);
+        }
+        ++kept;
     }
-    m_watches.swap(kept);
-    m_pathPorts.swap(ports);
-    m_watchOf.swap(index);
+    m_watches.resize(kept);
+    m_pathPorts.resize(keptPorts);
     // Flows that started since the last check.
+    if (m_watchOf.size() < m_flows->Size())
+    {
+        m_watchOf.resize(m_flows->Size(), kNoWatch);
+    }
     for (uint64_t f : m_started)
     {
-        if (m_watchOf.find(f) == m_watchOf.end() && Sender(f).IsSending(f))
+        if (m_watchOf[f] == kNoWatch && Sender(f).IsSending(f))
         {
             m_watchOf[f] = uint32_t(m_watches.size());
             m_watches.push_back(MakeWatch(f));
@@ -358,13 +362,13 @@ FastForwardController::Check()
     }
     m_started.clear();
     // Sample.
+    const std::size_t slot = m_checks % m_ring;
     for (Watch& w : m_watches)
     {
         if (w.component >= 0)
         {
             continue;
         }
-        const std::size_t slot = m_checks % m_ring;
         w.sent[slot] = m_flows->bytes[w.flowId].sentBytes;
         const HostNic& nic = Sender(w.flowId);
         w.mark[slot] = nic.GetFlowPacingMarkPs(w.flowId);
@@ -373,14 +377,14 @@ FastForwardController::Check()
         ++w.samples;
         SamplePorts(w);
     }
-    // Components of the flows that are not frozen, by shared ports.
+    // Components of the flows that are not frozen, by shared ports (union-find over watch indices).
     const uint32_t nw = uint32_t(m_watches.size());
     m_parent.resize(nw);
     for (uint32_t i = 0; i < nw; ++i)
     {
         m_parent[i] = i;
     }
-    std::vector<uint32_t> touched;
+    m_touched.clear();
     for (uint32_t i = 0; i < nw; ++i)
     {
         if (m_watches[i].component >= 0)
@@ -393,7 +397,7 @@ FastForwardController::Check()
             if (m_portOwner[port] < 0)
             {
                 m_portOwner[port] = int32_t(i);
-                touched.push_back(port);
+                m_touched.push_back(port);
             }
             else
             {
@@ -401,18 +405,24 @@ FastForwardController::Check()
             }
         }
     }
+    for (uint32_t port : m_touched)
+    {
+        m_portOwner[port] = -1;
+    }
     // A component is frozen only if each flow is steady, no port of it is frozen by another, and the span
     // is long enough.
-    std::vector<uint8_t> bad(nw, 0);
-    std::vector<double> spanPs(nw, std::numeric_limits<double>::infinity());
+    m_bad.assign(nw, 0);
+    m_spanPs.assign(nw, std::numeric_limits<double>::infinity());
+    m_order.clear();
     for (uint32_t i = 0; i < nw; ++i)
     {
-        const Watch& w = m_watches[i];
+        Watch& w = m_watches[i];
         if (w.component >= 0)
         {
             continue;
         }
         const uint32_t root = Find(i);
+        m_order.push_back(i);
         bool steady = FlowSteady(w) && PortsSteady(w);
         for (uint32_t k = 0; steady && k < w.nPorts; ++k)
         {
@@ -420,32 +430,29 @@ FastForwardController::Check()
         }
         if (!steady)
         {
-            bad[root] = 1;
+            m_bad[root] = 1;
             continue;
         }
-        const double rate = WindowRate(w);
-        m_watches[i].rateBytesPerPs = rate;
+        w.rateBytesPerPs = WindowRate(w);
         const uint64_t left = m_flows->bytes[w.flowId].sizeBytes - m_flows->bytes[w.flowId].sentBytes;
-        spanPs[root] = std::min(spanPs[root], double(left) / rate - double(m_finishMargin.GetTimeStep()));
+        m_spanPs[root] =
+            std::min(m_spanPs[root], double(left) / w.rateBytesPerPs - double(m_finishMargin.GetTimeStep()));
     }
-    for (uint32_t port : touched)
+    // Each component's members side by side, in watch order within it.
+    std::stable_sort(m_order.begin(), m_order.end(), [this](uint32_t a, uint32_t b) { return Find(a) < Find(b); });
+    for (std::size_t lo = 0; lo < m_order.size();)
     {
-        m_portOwner[port] = -1;
-    }
-    std::vector<std::vector<uint32_t>> members(nw);
-    for (uint32_t i = 0; i < nw; ++i)
-    {
-        if (m_watches[i].component < 0)
+        const uint32_t root = Find(m_order[lo]);
+        std::size_t hi = lo + 1;
+        while (hi < m_order.size() && Find(m_order[hi]) == root)
         {
-            members[Find(i)].push_back(i);
+            ++hi;
         }
-    }
-    for (uint32_t root = 0; root < nw; ++root)
-    {
-        if (!members[root].empty() && !bad[root] && spanPs[root] >= double(m_minSpan.GetTimeStep()))
+        if (!m_bad[root] && m_spanPs[root] >= double(m_minSpan.GetTimeStep()))
         {
-            Freeze(members[root], nowPs + int64_t(spanPs[root]));
+            Freeze(&m_order[lo], &m_order[hi], nowPs + int64_t(m_spanPs[root]));
         }
+        lo = hi;
     }
     bool work = !m_watches.empty();
     for (const Frozen& f : m_frozen)
@@ -470,7 +477,7 @@ FastForwardController::Find(uint32_t i)
 }
 
 void
-FastForwardController::Freeze(const std::vector<uint32_t>& members, int64_t endPs)
+FastForwardController::Freeze(const uint32_t* first, const uint32_t* last, int64_t endPs)
 {
     uint32_t c = 0;
     while (c < m_frozen.size() && m_frozen[c].live)
@@ -488,9 +495,9 @@ FastForwardController::Freeze(const std::vector<uint32_t>& members, int64_t endP
     f.retries = 0;
     f.startPs = Simulator::Now().GetTimeStep();
     f.endPs = endPs;
-    for (uint32_t i : members)
+    for (const uint32_t* i = first; i != last; ++i)
     {
-        Watch& w = m_watches[i];
+        Watch& w = m_watches[*i];
         w.component = int32_t(c);
         const FlowTable::Bytes& b = m_flows->bytes[w.flowId];
         const double inflight = double(b.sentBytes - b.rcvdBytes);
@@ -543,7 +550,7 @@ FastForwardController::Thaw(uint32_t c, bool cut)
     m_spansCut += cut ? 1 : 0;
     for (uint64_t flowId : f.flows)
     {
-        Watch& w = m_watches[m_watchOf.at(flowId)];
+        Watch& w = m_watches[m_watchOf[flowId]];
         HostNic& nic = Sender(flowId);
         const FlowTable::Bytes& b = m_flows->bytes[flowId];
         const uint64_t mtu = nic.GetMtuBytes();

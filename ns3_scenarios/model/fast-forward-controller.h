@@ -15,7 +15,7 @@
 #include "ns3/object.h"
 
 #include <cstdint>
-#include <unordered_map>
+#include <limits>
 #include <vector>
 
 namespace ns3
@@ -123,7 +123,6 @@ class FastForwardController : public Object
                                       ///< propagation at every hop), in ps
         uint64_t queuedBytes{0};      ///< frozen: its bytes in flight at the freeze beyond rate x baseDelayPs
                                       ///< (its share of the standing queues), in bytes
-        bool seen{false};             ///< scratch: still sending at this check
     };
 
     /// A frozen component.
@@ -153,8 +152,8 @@ class FastForwardController : public Object
     /// @return the sending rate of @p w over the window, in bytes per ps: bytes between the pacing marks of
     /// the window's first and last sample over the time between them (whole packets, exactly timed)
     double WindowRate(const Watch& w) const;
-    /// Freeze the flows @p members (watch indices) for a span ending at @p endPs.
-    void Freeze(const std::vector<uint32_t>& members, int64_t endPs);
+    /// Freeze the flows of watch indices [@p first, @p last) for a span ending at @p endPs (ps).
+    void Freeze(const uint32_t* first, const uint32_t* last, int64_t endPs);
     /// The planned end of component @p c: thaw it, or wait one more check if packets are still in flight.
     void PlannedThaw(uint32_t c);
     /// End the span of component @p c now; @p cut: a new flow cut it short.
@@ -180,7 +179,8 @@ class FastForwardController : public Object
     std::vector<uint32_t> m_portBase;          ///< global index of each node's port 0
     std::vector<uint32_t> m_portNode;          ///< node of each global port
     std::vector<uint32_t> m_pathPorts;         ///< the watches' path ports, concatenated (compacted at checks)
-    std::unordered_map<uint64_t, uint32_t> m_watchOf; ///< flow id -> index in m_watches
+    static constexpr uint32_t kNoWatch = std::numeric_limits<uint32_t>::max(); ///< m_watchOf: not watched
+    std::vector<uint32_t> m_watchOf;           ///< flow id -> index in m_watches (kNoWatch: none)
     std::vector<Watch> m_watches;              ///< flows under watch
     // per global port: a ring of samples, and the check it was last sampled at
     std::vector<uint64_t> m_portQueue;         ///< [port * ring + slot]: queued bytes
@@ -190,6 +190,10 @@ class FastForwardController : public Object
     std::vector<int32_t> m_portFrozenBy;       ///< component frozen on the port, -1 if none
     std::vector<uint32_t> m_parent;            ///< union-find over watches (scratch)
     std::vector<int32_t> m_portOwner;          ///< first watch seen on each port at this check (scratch)
+    std::vector<uint32_t> m_touched;           ///< ports given an owner at this check (scratch)
+    std::vector<uint8_t> m_bad;                ///< per component root: a flow of it is not steady (scratch)
+    std::vector<double> m_spanPs;              ///< per component root: the span it could take, in ps (scratch)
+    std::vector<uint32_t> m_order;             ///< unfrozen watches grouped by component (scratch)
     std::vector<Frozen> m_frozen;              ///< frozen components (slots reused)
     std::vector<uint64_t> m_started;           ///< flows started since the last check
     EventId m_checkEvent;                      ///< the next check
