@@ -68,6 +68,13 @@ FastForwardController::GetTypeId()
                           "time (about a round trip), so that every flow finishes packet by packet.",
                           TimeValue(MicroSeconds(3)),
                           MakeTimeAccessor(&FastForwardController::m_finishMargin),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("IdleStop",
+                          "Checks stop after this long without progress of any watched flow and with nothing "
+                          "frozen, a time, so that a run whose flows are stuck ends as stalled; the next flow "
+                          "to start resumes them.",
+                          TimeValue(MilliSeconds(1)),
+                          MakeTimeAccessor(&FastForwardController::m_idleStop),
                           MakeTimeChecker(Time(0)));
     return tid;
 }
@@ -200,6 +207,7 @@ void
 FastForwardController::OnFlowStart(uint64_t flowId)
 {
     m_started.push_back(flowId);
+    m_idleSincePs = -1;
     if (!m_checkEvent.IsPending())
     {
         m_checkEvent = Simulator::Schedule(m_interval, &FastForwardController::Check, this);
@@ -363,13 +371,17 @@ FastForwardController::Check()
     m_started.clear();
     // Sample.
     const std::size_t slot = m_checks % m_ring;
+    bool progress = false;
     for (Watch& w : m_watches)
     {
         if (w.component >= 0)
         {
+            progress = true; // a span is running: it will end
             continue;
         }
-        w.sent[slot] = m_flows->bytes[w.flowId].sentBytes;
+        const uint64_t sent = m_flows->bytes[w.flowId].sentBytes;
+        progress = progress || w.samples == 0 || sent != w.sent[(m_checks + m_ring - 1) % m_ring];
+        w.sent[slot] = sent;
         const HostNic& nic = Sender(w.flowId);
         w.mark[slot] = nic.GetFlowPacingMarkPs(w.flowId);
         const uint32_t ccti = nic.GetFlowCcti(w.flowId);
@@ -454,12 +466,16 @@ FastForwardController::Check()
         }
         lo = hi;
     }
-    bool work = !m_watches.empty();
-    for (const Frozen& f : m_frozen)
+    if (progress)
     {
-        work = work || f.live;
+        m_idleSincePs = -1;
     }
-    if (work)
+    else if (m_idleSincePs < 0)
+    {
+        m_idleSincePs = nowPs;
+    }
+    const bool idle = m_idleSincePs >= 0 && nowPs - m_idleSincePs >= m_idleStop.GetTimeStep();
+    if (!m_watches.empty() && !idle)
     {
         m_checkEvent = Simulator::Schedule(m_interval, &FastForwardController::Check, this);
     }
@@ -595,6 +611,7 @@ FastForwardController::Thaw(uint32_t c, bool cut)
         m_portSamples[port] = 0;
     }
     f.live = false;
+    m_idleSincePs = -1;
     if (!m_checkEvent.IsPending())
     {
         m_checkEvent = Simulator::Schedule(m_interval, &FastForwardController::Check, this);

@@ -172,6 +172,8 @@ class FastForwardController : public Object
     uint64_t m_queueToleranceBytes{0}; ///< QueueToleranceBytes
     Time m_minSpan;                 ///< MinSpan
     Time m_finishMargin;            ///< FinishMargin
+    Time m_idleStop;                ///< IdleStop
+    int64_t m_idleSincePs{-1};      ///< since when no watched flow progressed and nothing was frozen, in ps (-1: it did)
     uint32_t m_ring{0};             ///< samples a history holds: window / interval + 1
 
     FlowTable* m_flows{nullptr};               ///< the run's flows
