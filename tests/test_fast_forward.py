@@ -44,8 +44,16 @@ def test_long_flows_are_fast_forwarded_within_tolerance(transport, engine_ns):
     """A permutation of long flows on a leaf-spine settles within a few round trips: fast-forward credits most
     of their payload, every byte still arrives once, nothing drops, the events fall at least fivefold and every
     flow's completion time stays within the tolerance of the exact run's."""
-    s = _checked(_flows_doc(transport, "permutation")).summary
+    rec = _checked(_flows_doc(transport, "permutation"))
+    s = rec.summary
     _conserved(s)
+    # Port counters add up: each sender's port counts at least its flow's data on the wire, credited packets
+    # included (its ACKs for the flow it receives come on top).
+    mtu, header = s["mtu_bytes"], s["header_bytes"]
+    for src, size in zip(rec.flows["src"], rec.flows["size_bytes"]):
+        row = np.flatnonzero(rec.ports["node"] == src)
+        assert row.size == 1
+        assert rec.ports["tx_bytes"][row[0]] >= size + -(-size // mtu) * header
     assert s["fast_forward_tolerance"] == TOLERANCE
     assert s["fast_forward_spans"] >= 8  # every flow fast-forwarded at least once
     assert s["fast_forward_credited_bytes"] > 0.5 * s["payload_bytes"]
