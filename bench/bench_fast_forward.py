@@ -70,6 +70,7 @@ def main() -> None:
         "events ratio": exact["events"] / max(ff["events"], 1),
         "iteration exact ms": exact["iteration_time_ns"] / 1e6, "iteration fast-forward ms": ff["iteration_time_ns"] / 1e6,
         "spans": ff.get("fast_forward_spans", 0), "spans cut": ff.get("fast_forward_spans_cut", 0),
+        "flows uncredited": ff.get("fast_forward_flows_uncredited", 0),
         "credited GB": ff.get("fast_forward_credited_bytes", 0) / 1e9,
         "payload GB": exact["payload_bytes"] / 1e9,
         "wall exact s (median)": statistics.median(walls["exact"]),

@@ -142,7 +142,8 @@ def test_empty_flow_completes_at_its_start(engine_ns):
 FAULT_MODEL_COUNTERS = {"fault_drops", "ber_drops", "link_retransmissions", "reroutes"}
 #: counters read from the fast-forward controller: reported only by runs that fast-forward
 FAST_FORWARD_COUNTERS = {"fast_forward_spans", "fast_forward_spans_cut", "fast_forward_flow_time_ps",
-                         "fast_forward_credited_bytes", "fast_forward_skipped_packet_hops", "fast_forward_checks"}
+                         "fast_forward_credited_bytes", "fast_forward_skipped_packet_hops",
+                         "fast_forward_flows_uncredited", "fast_forward_checks"}
 
 
 def test_every_declared_counter_is_reported_with_its_rule(engine_ns):

@@ -384,6 +384,9 @@ const CounterDecl kCounters[] = {
     {"fast_forward_skipped_packet_hops", Combine::SUM, "packets",
      "data packet-hops the credited payload stands for (counted in the port and hop counters, never simulated)",
      {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetSkippedPacketHops()); }}},
+    {"fast_forward_flows_uncredited", Combine::SUM, "events",
+     "flows whose fast-forwarded span ended with packets of theirs in flight (they got no credit)",
+     {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetUncreditedFlows()); }}},
     {"fast_forward_checks", Combine::SUM, "events", "steady-state checks of the fast-forward controller (events)",
      {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetChecks()); }}},
 };

@@ -571,6 +571,7 @@ FastForwardController::Thaw(uint32_t c, bool cut)
         const FlowTable::Bytes& b = m_flows->bytes[flowId];
         const uint64_t mtu = nic.GetMtuBytes();
         uint64_t credit = 0;
+        m_uncredited += b.rcvdBytes == b.sentBytes ? 0 : 1;
         if (b.rcvdBytes == b.sentBytes)
         {
             // What the exact run delivers over the span is rate x span less the flow's share of the standing

@@ -96,6 +96,12 @@ class FastForwardController : public Object
         return m_skippedHops;
     }
 
+    /// @return flows a span ended for while packets of theirs were still in flight: they got no credit
+    uint64_t GetUncreditedFlows() const
+    {
+        return m_uncredited;
+    }
+
     /// @return checks made (each one a simulator event)
     uint64_t GetChecks() const
     {
@@ -206,6 +212,7 @@ class FastForwardController : public Object
     int64_t m_flowTimePs{0};     ///< frozen flow-time, in ps
     uint64_t m_creditedBytes{0}; ///< payload credited, in bytes
     uint64_t m_skippedHops{0};   ///< data packet-hops credited
+    uint64_t m_uncredited{0};    ///< flows thawed with packets in flight, without credit
 };
 
 } // namespace ns3
