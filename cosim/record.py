@@ -59,6 +59,8 @@ def record(plan, outcome) -> RunRecord:
                 "n_dag_ops_finished": int(done.sum()), "n_flows": int(fop.size)}
     if shared:
         summary["n_workloads"] = len(plan.jobs)
+    if exp.limits.fast_forward:
+        summary["fast_forward_tolerance"] = exp.limits.fast_forward_tolerance
     if net.status == "complete" and not done.all():
         summary["status"] = "stalled"  # the network went idle with ops left: cannot happen with a valid DAG
     timeout_rows = _timeout(plan, outcome, summary)

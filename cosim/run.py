@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim import engine
+from cosim import fast_forward as ff_check
 from cosim.decompose import exact as decompose_run
 from cosim.plan import EngineDag, RunPlan, assemble, compile, with_stragglers  # noqa: A004 - the plan's verb
 from cosim.record import record
@@ -101,7 +102,22 @@ def run(exp: Experiment, *, trace=None, progress=None, plan: RunPlan | None = No
     experiment's compiled plan if already made; ``jobs``: local processes for the independent parts of a
     decomposed run (limits.decompose)."""
     plan = compile(exp, trace) if plan is None else plan
-    return record(plan, execute(plan, progress=progress, jobs=jobs))
+    outcome = execute(plan, progress=progress, jobs=jobs)
+    result = record(plan, outcome)
+    if exp.limits.fast_forward_check and not engine.stop_requested():
+        exact_plan = exact_plan_of(plan)
+        exact = execute(exact_plan, progress=progress, jobs=jobs)
+        result.summary.update(ff_check.time_errors(exact.out, outcome.out, outcome.dag))
+        result.summary.update(ff_check.summary_errors(record(exact_plan, exact).summary, result.summary))
+    return result
+
+
+def exact_plan_of(plan: RunPlan) -> RunPlan:
+    """``plan`` without fast-forward: the exact run the error monitor (limits.fast_forward_check) compares with."""
+    limits = dataclasses.replace(plan.experiment.limits, fast_forward=False, fast_forward_check=False)
+    return dataclasses.replace(plan, experiment=dataclasses.replace(plan.experiment, limits=limits),
+                               attributes={k: v for k, v in plan.attributes.items()
+                                           if not k.startswith("FastForwardController::")})
 
 
 def run_with_baseline(exp: Experiment, *, trace=None, progress=None, plan: RunPlan | None = None,

@@ -140,18 +140,24 @@ def test_empty_flow_completes_at_its_start(engine_ns):
 
 #: counters read from the fault model (LinkFaultModel): reported only by runs whose faults acted
 FAULT_MODEL_COUNTERS = {"fault_drops", "ber_drops", "link_retransmissions", "reroutes"}
+#: counters read from the fast-forward controller: reported only by runs that fast-forward
+FAST_FORWARD_COUNTERS = {"fast_forward_spans", "fast_forward_spans_cut", "fast_forward_flow_time_ps",
+                         "fast_forward_credited_bytes", "fast_forward_skipped_packet_hops",
+                         "fast_forward_flows_uncredited", "fast_forward_checks"}
 
 
 def test_every_declared_counter_is_reported_with_its_rule(engine_ns):
     """Engine::ListCounters declares each counter once, with a combine rule and a unit; a run without faults
-    reports every counter but the fault model's, in declaration order, and GetCounter refuses other names."""
+    reports every counter but the fault model's and the fast-forward controller's, in declaration order, and
+    GetCounter refuses other names."""
     infos = engine.counter_infos()
     names = [c.name for c in infos]
     assert len(set(names)) == len(names) and FAULT_MODEL_COUNTERS <= set(names)
     assert all(c.combine in ("sum", "max", "min") and c.unit and c.description for c in infos)
     fabric = topology.single_switch(hosts=4, link_gbps=100.0, link_delay_ns=100.0)
     out = engine.simulate(fabric, fl.incast(fabric.host_ids, size_bytes=100_000))
-    assert list(out.counters) == [n for n in names if n not in FAULT_MODEL_COUNTERS]
+    assert FAST_FORWARD_COUNTERS <= set(names)
+    assert list(out.counters) == [n for n in names if n not in FAULT_MODEL_COUNTERS | FAST_FORWARD_COUNTERS]
     assert out.counters["acks"] > 0 and out.counters["min_headroom_bytes"] > 0
     eng = engine.load().Engine(1)
     try:

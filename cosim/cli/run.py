@@ -127,6 +127,14 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @_field("limits.decompose", "decompose", "auto: simulate the independent parts of the run (or one of identical "
         "parts) apart and merge them, when that gives the whole run's results exactly (--dry-run says what runs); "
         "off: always the whole run [auto].")
+@click.option("--fast-forward/--no-fast-forward", default=None, help="Approximate: fast-forward flows whose rates, "
+              "queues and flow control are steady, crediting them their rate times the span instead of simulating "
+              "their packets (limits.fast_forward; not on uec, not with faults; docs/models/fast-forward.md).")
+@_field("limits.fast_forward_tolerance", "fast_forward_tolerance", "With --fast-forward: largest relative change of "
+        "a flow's rate over the stability window for it to count as steady [0.01].")
+@click.option("--fast-forward-check", is_flag=True, default=None, help="With --fast-forward: also run the "
+              "experiment exactly and store how far flow, collective and iteration times moved "
+              "(fast_forward_check_* in the summary; twice the run time).")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Local processes for the parts of a decomposed run (one ns-3 run each; identical parts run once).")
 @click.option("--parts-dir", type=click.Path(file_okay=False), default=None, callback=refuse_empty,
@@ -322,7 +330,7 @@ def _overrides(ctx, fields, given, transport, trace_path, name, settings) -> dic
             out["telemetry.queue_sample_interval_ns"] = value
         else:
             out[SHORTHANDS[opt]] = value
-    for flag in ("dcqcn", "ib_cc", "admission", "pfc_watchdog"):
+    for flag in ("dcqcn", "ib_cc", "admission", "pfc_watchdog", "fast_forward", "fast_forward_check"):
         if ctx.params[flag] is not None:
             out[SHORTHANDS[flag]] = ctx.params[flag]
     if transport is not None:

@@ -307,6 +307,9 @@ def _attributes(exp: Experiment, jobs, dag: EngineDag) -> dict[str, str]:
             raise CosimInputError("limits.collective_timeout_ns", "watches collectives, and this run has none",
                                   "remove it")
         out["DagExecutor::CollectiveTimeout"] = f"{int(round(timeout_ns * 1e3))}ps"
+    if exp.limits.fast_forward:
+        out["FastForwardController::Enabled"] = "true"
+        out["FastForwardController::RateTolerance"] = repr(float(exp.limits.fast_forward_tolerance))
     return out
 
 

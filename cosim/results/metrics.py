@@ -247,6 +247,14 @@ METRICS: tuple[Metric, ...] = tuple(Metric(k, label, *u, **kw) for k, label, u, 
     ("packet_hops", "packet-hops", _X, _COUNT | _SIM),
     ("data_packet_hops", "data packet-hops", _X, _COUNT | _SIM),
     ("events", "events", _X, _COUNT | _SIM),
+    ("fast_forward_tolerance", "fast-forward tolerance (relative)", _X, _SIM),
+    ("fast_forward_spans", "fast-forwarded spans", _X, _COUNT | _SIM),
+    ("fast_forward_credited_bytes", "payload fast-forwarded", _MB, _SIM),
+    ("fast_forward_check_exact_events", "events of the exact run", _X, _COUNT | _SIM),
+    ("fast_forward_check_iteration_rel", "fast-forward error: iteration time (relative)", _X, _SIM),
+    ("fast_forward_check_collective_max_rel", "fast-forward error: worst collective (relative)", _X, _SIM),
+    ("fast_forward_check_fct_p99_rel", "fast-forward error: FCT p99 (relative)", _X, _SIM),
+    ("fast_forward_check_flow_fct_p99_rel", "fast-forward error: p99 over flows (relative)", _X, _SIM),
     ("wall_time_s", "wall time", ("s", 1.0), _SIM),
     ("packet_hops_per_s", "packet-hops/s", ("M/s", 1e-6), _SIM),
 ))
@@ -309,7 +317,11 @@ _DETAIL_KEYS = frozenset({"link_utilization_mean", "pause_events", "cnps_receive
 
 
 #: the simulator rows of the terminal table (the others stay in the file and in compare)
-_SIMULATOR_ROWS = frozenset({"sim_time_ns", "packet_hops", "events", "wall_time_s", "packet_hops_per_s"})
+_SIMULATOR_ROWS = frozenset({"sim_time_ns", "packet_hops", "events", "wall_time_s", "packet_hops_per_s",
+                             "fast_forward_tolerance", "fast_forward_spans", "fast_forward_credited_bytes",
+                             "fast_forward_check_exact_events", "fast_forward_check_iteration_rel",
+                             "fast_forward_check_collective_max_rel", "fast_forward_check_fct_p99_rel",
+                             "fast_forward_check_flow_fct_p99_rel"})
 
 
 def row_label(m: Metric) -> str:

@@ -40,9 +40,37 @@ class LimitsSpec:
                                   "auto: simulate independent or identical parts of the run apart and merge them "
                                   "when that is exact (cosim.runs.decompose_run), else the whole run; off: always "
                                   "the whole run")
+    fast_forward: bool = v.spec_field(v.Bool(), False,
+                                      "approximate: fast-forward flows whose rates, queues and flow control are "
+                                      "steady, crediting them their rate times the span "
+                                      "(docs/models/fast-forward.md); off: every packet is simulated")
+    fast_forward_tolerance: float = v.spec_field(v.Real(minimum=1e-4, maximum=0.2), 0.01,
+                                                 "fast-forward: largest relative change of a flow's rate (and of "
+                                                 "its congestion-control rate) over the stability window for it to "
+                                                 "count as steady, dimensionless (0.01 = 1 %)")
+    fast_forward_check: bool = v.spec_field(v.Bool(), False,
+                                            "fast-forward: also run the experiment exactly and store the "
+                                            "relative differences of flow, collective and iteration times in "
+                                            "the summary (twice the run time)")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "limits")
+        if self.fast_forward_check and not self.fast_forward:
+            raise CosimInputError("limits.fast_forward_check", "compares a fast-forwarded run with the exact one, "
+                                  "and fast-forward is off", "set limits.fast_forward = true too")
+
+
+def _check_fast_forward(exp: "Experiment") -> None:
+    """Refuse what fast-forward does not model: Ultra Ethernet's transport, faults, receiver-driven admission."""
+    if exp.network.transport == "uec":
+        raise CosimInputError("limits.fast_forward", "is not supported on the uec transport (NSCC windows and "
+                              "selective retransmission are not frozen)", "use roce or ib, or switch it off")
+    if exp.faults:
+        raise CosimInputError("limits.fast_forward", "is not supported with faults (a fault would have to end "
+                              "every span it touches)", "drop the faults or switch fast-forward off")
+    if exp.network.admission:
+        raise CosimInputError("limits.fast_forward", "is not supported with network.admission (grants are not "
+                              "credited)", "switch one of them off")
 
 
 def _reserved_prefixes() -> frozenset[str]:
@@ -94,6 +122,8 @@ class Experiment:
         if self.limits.max_sim_time_ns is not None:  # a derived limit is checked when the run is planned
             cosim_faults.check_times(self.faults, self.limits.max_sim_time_ns)
         cosim_faults.check_transport(self.faults, self.network.transport)
+        if self.limits.fast_forward:
+            _check_fast_forward(self)
         if self.workloads:
             self._resolve_shared()
             return

@@ -8,6 +8,7 @@
 #include "../model/dag-executor.h"
 #include "../model/deadlock-watchdog.h"
 #include "../model/egress-queue-sampler.h"
+#include "../model/fast-forward-controller.h"
 #include "../model/pause-storm-source.h"
 #include "../model/pfc-watchdog.h"
 #include "../model/link-fault-model.h"
@@ -295,6 +296,8 @@ struct CounterSources
     int64_t (*fromPauseStorm)(const PauseStormSource&) = nullptr;        ///< per pause storm
     /// from the fault model: such a counter is reported only by runs whose fault model acted
     int64_t (*fromFaults)(const LinkFaultModel&) = nullptr;
+    /// from the fast-forward controller: such a counter is reported only by runs that fast-forward
+    int64_t (*fromFastForward)(const FastForwardController&) = nullptr;
 };
 
 /// One fabric-wide counter.
@@ -370,6 +373,22 @@ const CounterDecl kCounters[] = {
      {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetLinkRetransmissions()); }}},
     {"reroutes", Combine::SUM, "events", "switch route tables replaced after link changes",
      {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetReroutes()); }}},
+    {"fast_forward_spans", Combine::SUM, "events", "components of steady flows fast-forwarded (limits.fast_forward)",
+     {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetSpans()); }}},
+    {"fast_forward_spans_cut", Combine::SUM, "events", "fast-forwarded spans ended early by a new flow on their ports",
+     {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetSpansCut()); }}},
+    {"fast_forward_flow_time_ps", Combine::SUM, "ps", "time flows spent fast-forwarded, summed over flows",
+     {.fromFastForward = [](const FastForwardController& c) { return c.GetFlowTimePs(); }}},
+    {"fast_forward_credited_bytes", Combine::SUM, "B", "payload credited to flows by fast-forwarded spans",
+     {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetCreditedBytes()); }}},
+    {"fast_forward_skipped_packet_hops", Combine::SUM, "packets",
+     "data packet-hops the credited payload stands for (counted in the port and hop counters, never simulated)",
+     {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetSkippedPacketHops()); }}},
+    {"fast_forward_flows_uncredited", Combine::SUM, "events",
+     "flows whose fast-forwarded span ended with packets of theirs in flight (they got no credit)",
+     {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetUncreditedFlows()); }}},
+    {"fast_forward_checks", Combine::SUM, "events", "steady-state checks of the fast-forward controller (events)",
+     {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetChecks()); }}},
 };
 
 /// @return the declaration of counter @p name (throws std::invalid_argument for another name)
@@ -402,6 +421,7 @@ struct Engine::Impl
     std::vector<Ptr<PfcWatchdog>> pfcWatchdogs; ///< one per switch, acting only if PfcWatchdog::Enabled
     std::vector<Ptr<PauseStormSource>> pauseStorms; ///< fault: NICs sending PAUSE frames (AddPauseStorms)
     Ptr<LinkFaultModel> faults;        ///< network faults, created by the first Schedule call
+    Ptr<FastForwardController> fastForward; ///< steady-state fast-forward, only when its Enabled default is set
     std::vector<int32_t> linkA, linkB; ///< the links as built (the fault model's link ids)
     std::vector<int32_t> dagSrc;       ///< FLOW op -> source host node
     std::vector<int32_t> dagDst;       ///< FLOW op -> destination host node
@@ -448,7 +468,8 @@ struct Engine::Impl
     /// @return true if the run reports counter @p c: fault-model counters only once the fault model acted
     bool Reports(const CounterDecl& c) const
     {
-        return !c.read.fromFaults || (faults && faults->GetNActions() > 0);
+        return (!c.read.fromFaults || (faults && faults->GetNActions() > 0)) &&
+               (!c.read.fromFastForward || fastForward);
     }
 
     /// Call @p f(nodeId, portIndex, port) for every egress port, ordered by node then port.
@@ -530,6 +551,10 @@ Engine::~Engine()
     if (m_impl->faults)
     {
         m_impl->faults->Dispose();
+    }
+    if (m_impl->fastForward)
+    {
+        m_impl->fastForward->Dispose();
     }
     m_impl->builder.Dispose();
     for (auto it = m_impl->overridden.rbegin(); it != m_impl->overridden.rend(); ++it)
@@ -778,6 +803,17 @@ Engine::BuildFabric(const uint8_t* kind,
             "Action", MakeBoundCallback(&Impl::RecordQueueState, &m_impl->logs[PFC_WATCHDOG_LOG], id));
         w->Watch(m_impl->builder.GetNode(id));
         m_impl->pfcWatchdogs.push_back(w);
+    }
+    Ptr<FastForwardController> ff = CreateObject<FastForwardController>();
+    if (ff->IsEnabled())
+    {
+        std::vector<Ptr<FabricNode>> nodes;
+        for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+        {
+            nodes.push_back(m_impl->builder.GetNode(id));
+        }
+        ff->Start(&m_impl->flows, std::move(nodes));
+        m_impl->fastForward = ff;
     }
     m_impl->built = true;
 }
@@ -1374,6 +1410,10 @@ Engine::Impl::ReadCounter(const CounterDecl& c) const
     if (faults && r.fromFaults)
     {
         add(r.fromFaults(*faults));
+    }
+    if (fastForward && r.fromFastForward)
+    {
+        add(r.fromFastForward(*fastForward));
     }
     return result;
 }

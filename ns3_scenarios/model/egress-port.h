@@ -185,6 +185,18 @@ class EgressPort : public Object
         return m_queues[QueueOf(prio)].Bytes();
     }
 
+    /**
+     * @brief Count @p packets data packets of @p wireBytes in all as sent, without sending them: the
+     * packets a fast-forwarded span credited to flows crossing this port (FastForwardController), so that
+     * byte and packet counters add up.
+     */
+    void CountSkipped(uint64_t packets, uint64_t wireBytes)
+    {
+        m_txPackets += packets;
+        m_txDataPackets += packets;
+        m_txBytes += wireBytes;
+    }
+
     /// @return largest GetQueueBytes() seen at any enqueue, in bytes
     uint64_t GetPeakQueueBytes() const
     {

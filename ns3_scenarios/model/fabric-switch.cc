@@ -311,6 +311,35 @@ FabricSwitch::SelectPort(const FabricPacket& p)
     return candidates[0];
 }
 
+void
+FabricSwitch::RouteCandidates(const FabricPacket& p, std::vector<uint32_t>* out) const
+{
+    out->clear();
+    const HostAttachments::Entry& at = m_attachments->byNode[p.dst];
+    if (at.leafNode == m_nodeId)
+    {
+        out->push_back(at.leafPort);
+        return;
+    }
+    NS_ABORT_MSG_IF(at.leafIndex == HostAttachments::kNone, "switch " << m_nodeId << " has no route to " << p.dst);
+    const uint32_t begin = m_routeStart[at.leafIndex];
+    const uint32_t count = m_routeStart[at.leafIndex + 1] - begin;
+    NS_ABORT_MSG_IF(count == 0, "switch " << m_nodeId << " has no route to node " << p.dst);
+    const uint16_t* candidates = &m_routePorts[begin];
+    const uint64_t salt = uint64_t(m_ecmpSeed) << 32 | m_nodeId;
+    if (count == 1 || m_routing == Routing::ECMP)
+    {
+        out->push_back(candidates[count == 1 ? 0 : EcmpHash(p, m_hashFields, salt) % count]);
+        return;
+    }
+    if (m_routing == Routing::PINNED)
+    {
+        out->push_back(candidates[p.dst % count]);
+        return;
+    }
+    out->assign(candidates, candidates + count);
+}
+
 uint32_t
 FabricSwitch::SelectFlowletPort(const FabricPacket& p, const uint16_t* candidates, uint32_t count, uint64_t hash)
 {

@@ -156,6 +156,15 @@ class FabricSwitch : public FabricNode
     /// @return the egress port @p p takes (spraying, flowlets: updates their state)
     uint32_t SelectPort(const FabricPacket& p);
 
+    /**
+     * @brief The egress ports packets like @p p can take here, without changing any state: the one port
+     * of a single route, ECMP hashing or pinning; every equal-cost candidate where the choice depends on
+     * load or order (flowlet, adaptive, spray).
+     * @param p a packet of the flow (its hash fields and destination)
+     * @param out receives the ports (cleared first)
+     */
+    void RouteCandidates(const FabricPacket& p, std::vector<uint32_t>* out) const;
+
     /// @return flowlets started (Routing flowlet)
     uint64_t GetFlowlets() const
     {

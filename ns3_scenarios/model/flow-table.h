@@ -53,6 +53,7 @@ struct FlowTable
     std::vector<int64_t> lastCnpPs;     ///< receiver: time of the flow's last CNP, in ps (kNoCnp before the first)
     uint64_t completed{0};             ///< flows whose last byte arrived
     Callback<void, uint64_t> onFinish; ///< called with the flow id when a flow completes (may be null)
+    Callback<void, uint64_t> onStart;  ///< called with the flow id when its sender starts it (may be null)
 
     /// @return number of flows
     uint64_t Size() const

@@ -342,6 +342,87 @@ HostNic::GetFlowRateBps(uint64_t flowId) const
     return qp == FlowTable::kNoQueuePair ? LineRateBps() : m_qps[qp].cc.rateBps;
 }
 
+int64_t
+HostNic::GetFlowPacingMarkPs(uint64_t flowId) const
+{
+    const uint32_t qp = SenderQueuePair(flowId);
+    return qp == FlowTable::kNoQueuePair ? 0 : m_qps[qp].nextSendPs;
+}
+
+uint32_t
+HostNic::GetFlowCcti(uint64_t flowId) const
+{
+    const uint32_t qp = SenderQueuePair(flowId);
+    return qp == FlowTable::kNoQueuePair ? 0 : m_qps[qp].ibCc.ccti;
+}
+
+bool
+HostNic::IsSending(uint64_t flowId) const
+{
+    const uint32_t qp = SenderQueuePair(flowId);
+    return qp != FlowTable::kNoQueuePair && !m_qps[qp].done && !m_qps[qp].frozen &&
+           m_flows->bytes[flowId].sentBytes < m_qps[qp].sizeBytes;
+}
+
+void
+HostNic::FreezeFlow(uint64_t flowId)
+{
+    NS_ASSERT_MSG(IsSending(flowId), "flow " << flowId << " cannot be frozen: it is not sending from node " << m_nodeId);
+    const uint32_t qpIndex = SenderQueuePair(flowId);
+    QueuePair& qp = m_qps[qpIndex];
+    const auto it = std::find(m_active.begin(), m_active.end(), qpIndex);
+    NS_ASSERT_MSG(it != m_active.end(), "flow " << flowId << " is sending but its queue pair is not active");
+    *it = m_active.back();
+    m_active.pop_back();
+    NS_ASSERT_MSG(m_activeAtPrio[qp.priority] > 0, "priority " << int(qp.priority) << " has no active QP");
+    --m_activeAtPrio[qp.priority];
+    qp.frozen = true;
+    qp.increaseHeld = qp.increaseTimer.IsPending();
+    qp.alphaHeld = qp.alphaTimer.IsPending();
+    qp.increaseTimer.Cancel();
+    qp.alphaTimer.Cancel();
+    qp.cctiHeld = false;
+}
+
+void
+HostNic::ThawFlow(uint64_t flowId, uint64_t creditBytes)
+{
+    const uint32_t qpIndex = SenderQueuePair(flowId);
+    NS_ASSERT_MSG(qpIndex != FlowTable::kNoQueuePair && m_qps[qpIndex].frozen, "flow " << flowId << " is not frozen");
+    QueuePair& qp = m_qps[qpIndex];
+    FlowTable::Bytes& b = m_flows->bytes[flowId];
+    NS_ASSERT_MSG(creditBytes == 0 || (b.rcvdBytes == b.sentBytes && b.sentBytes + creditBytes < qp.sizeBytes),
+                  "flow " << flowId << ": a credit needs every sent byte delivered and must leave a packet to send");
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    if (creditBytes != 0)
+    {
+        b.sentBytes += creditBytes;
+        b.rcvdBytes += creditBytes;
+        qp.gbn.ackedBytes = std::max(qp.gbn.ackedBytes, b.sentBytes);
+        UpdateSendLimit(qp);
+    }
+    qp.gbn.lastActivityPs = nowPs;
+    qp.frozen = false;
+    qp.nextSendPs = nowPs;
+    m_active.push_back(qpIndex);
+    ++m_activeAtPrio[qp.priority];
+    if (qp.increaseHeld)
+    {
+        qp.increaseTimer =
+            Simulator::Schedule(m_dcqcnAlgo->GetRateIncreasePeriod(), &HostNic::IncreaseTimer, this, qpIndex);
+    }
+    if (qp.alphaHeld)
+    {
+        qp.alphaTimer = Simulator::Schedule(m_dcqcnAlgo->GetAlphaUpdatePeriod(), &HostNic::AlphaTimer, this, qpIndex);
+    }
+    if (qp.cctiHeld)
+    {
+        Simulator::Schedule(m_ibCcAlgo->GetRecoveryPeriod(), &HostNic::CctiTimer, this, qpIndex);
+    }
+    qp.increaseHeld = qp.alphaHeld = qp.cctiHeld = false;
+    m_ports[0]->Wake();
+}
+
 void
 HostNic::AddFlow(uint64_t flowId)
 {
@@ -399,6 +480,10 @@ HostNic::StartFlow(uint64_t flowId)
     if (m_admission)
     {
         SendControl(PacketKind::REQUEST, flowId, m_flows->dst[flowId], m_flows->bytes[flowId].sizeBytes);
+    }
+    if (!m_flows->onStart.IsNull())
+    {
+        m_flows->onStart(flowId);
     }
     m_ports[0]->Wake();
 }
@@ -904,9 +989,9 @@ HostNic::OnCnp(const FabricPacket& p)
 {
     ++m_cnpsReceived;
     const uint32_t qpIndex = SenderQueuePair(p.flowId);
-    if (qpIndex == FlowTable::kNoQueuePair || m_qps[qpIndex].done)
+    if (qpIndex == FlowTable::kNoQueuePair || m_qps[qpIndex].done || m_qps[qpIndex].frozen)
     {
-        return; // the flow has handed its last byte to the port: nothing left to slow down
+        return; // the flow has handed its last byte to the port (or is fast-forwarded): nothing to slow down
     }
     if (m_ibCc)
     {
@@ -972,6 +1057,11 @@ void
 HostNic::CctiTimer(uint32_t qpIndex)
 {
     QueuePair& qp = m_qps[qpIndex];
+    if (qp.frozen)
+    {
+        qp.cctiHeld = true; // fast-forward holds the CCTI: ThawFlow restarts the timer
+        return;
+    }
     if (m_ibCcAlgo->OnRecoveryTimer(qp.ibCc, qp.done))
     {
         Simulator::Schedule(m_ibCcAlgo->GetRecoveryPeriod(), &HostNic::CctiTimer, this, qpIndex);

@@ -212,6 +212,31 @@ class HostNic : public FabricNode, public PacketSource
     /// @return current DCQCN rate of the QP of flow @p flowId, in bit/s (line rate if unknown)
     double GetFlowRateBps(uint64_t flowId) const;
 
+    /// @return the rate limiter's next-send time of flow @p flowId's QP, in ps (0 if unknown): its last packet's
+    /// send time plus the constant gap of its rate, so differences of it time whole packets exactly
+    int64_t GetFlowPacingMarkPs(uint64_t flowId) const;
+
+    /// @return the IB congestion-control table index (CCTI) of flow @p flowId's QP (0 if unknown)
+    uint32_t GetFlowCcti(uint64_t flowId) const;
+
+    /// @return true if flow @p flowId sends from this NIC, has payload left to hand to the port and is not
+    /// frozen: what FreezeFlow needs
+    bool IsSending(uint64_t flowId) const;
+
+    /**
+     * @brief Fast-forward (FastForwardController): flow @p flowId stops injecting packets; its
+     * congestion-control timers are held (rate, alpha and CCTI stay as they are) and CNPs for it are
+     * ignored until ThawFlow. Packets already sent drain normally.
+     */
+    void FreezeFlow(uint64_t flowId);
+
+    /**
+     * @brief Fast-forward: flow @p flowId resumes. @p creditBytes of payload (whole packets; 0 after a span
+     * cut short) count as sent, delivered and acknowledged at once: its next PSN and its receiver's expected
+     * PSN advance together. Its held timers restart with a full period.
+     */
+    void ThawFlow(uint64_t flowId, uint64_t creditBytes);
+
   protected:
     void NotifyConstructionCompleted() override;
 
@@ -236,6 +261,10 @@ class HostNic : public FabricNode, public PacketSource
         EventId rtoEvent;      ///< go-back-N retransmission timer (while gbn.timerPending)
         uint64_t grantedBytes; ///< admission: payload offset the receiver cleared it to send up to, in bytes
         uint64_t limitBytes;   ///< no packet may end beyond this payload offset (grant, window), in bytes
+        bool frozen;           ///< fast-forward: held out of m_active while its span is credited (FreezeFlow)
+        bool increaseHeld;     ///< fast-forward: the DCQCN increase timer was pending at FreezeFlow
+        bool alphaHeld;        ///< fast-forward: the DCQCN alpha timer was pending at FreezeFlow
+        bool cctiHeld;         ///< fast-forward: the CCTI recovery timer fired while frozen
     };
 
     /// Ultra Ethernet state of one queue pair (UecEnabled), beside its QueuePair.

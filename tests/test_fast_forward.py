@@ -1,0 +1,127 @@
+"""Steady-state fast-forward (limits.fast_forward, docs/models/fast-forward.md) against the exact run, in real
+ns-3 on both transports: bytes conserved, nothing dropped, far fewer events, and flow, collective and iteration
+times within the stated tolerance of the exact ones. Off, the run is exact (the goldens guard that bit for bit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import run_main
+
+from cosim.run import experiments_of, run
+
+TOLERANCE = 0.01
+TRACE = "traces/llama2-7b-2l_tp2-pp2-dp2.h5"
+#: summary keys that depend on the machine
+VOLATILE = ("wall_time_s", "packet_hops_per_s")
+
+
+def _record(doc: dict, **limits):
+    return run(experiments_of({**doc, "limits": limits})[0])
+
+
+def _checked(doc: dict):
+    """The fast-forwarded record of ``doc`` with the error monitor's figures (it reruns exactly)."""
+    return _record(doc, fast_forward=True, fast_forward_tolerance=TOLERANCE, fast_forward_check=True)
+
+
+def _flows_doc(transport: str, pattern: str, **network) -> dict:
+    return {"network": {"transport": transport, "topology": "leaf-spine", "hosts": 8, "link_gbps": 100.0, **network},
+            "workload": {"kind": "flows", "pattern": pattern,
+                         "flow_bytes": "8MiB" if pattern == "permutation" else "1MiB"}}
+
+
+def _conserved(s: dict) -> None:
+    assert s["status"] == "complete"
+    assert s["delivered_bytes"] == s["payload_bytes"]
+    assert s["flows_completed"] == s["flows"]
+    assert s["drops"] == 0
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_long_flows_are_fast_forwarded_within_tolerance(transport, engine_ns):
+    """A permutation of long flows on a leaf-spine settles within a few round trips: fast-forward credits most
+    of their payload, every byte still arrives once, nothing drops, the events fall at least fivefold and every
+    flow's completion time stays within the tolerance of the exact run's."""
+    rec = _checked(_flows_doc(transport, "permutation"))
+    s = rec.summary
+    _conserved(s)
+    # Port counters add up: each sender's port counts at least its flow's data on the wire, credited packets
+    # included (its ACKs for the flow it receives come on top).
+    mtu, header = s["mtu_bytes"], s["header_bytes"]
+    for src, size in zip(rec.flows["src"], rec.flows["size_bytes"]):
+        row = np.flatnonzero(rec.ports["node"] == src)
+        assert row.size == 1
+        assert rec.ports["tx_bytes"][row[0]] >= size + -(-size // mtu) * header
+    assert s["fast_forward_tolerance"] == TOLERANCE
+    assert s["fast_forward_spans"] >= 8  # every flow fast-forwarded at least once
+    assert s["fast_forward_credited_bytes"] > 0.5 * s["payload_bytes"]
+    assert s["events"] * 5 < s["fast_forward_check_exact_events"]
+    assert s["fast_forward_check_flow_fct_max_rel"] <= TOLERANCE
+    assert s["fast_forward_check_makespan_rel"] <= TOLERANCE
+
+
+@pytest.mark.parametrize("transport,network,blocked", [
+    ("roce", {"dcqcn": False, "topology": "single-switch", "attributes": {"SharedBufferMmu::BufferBytes": "2000000"}},
+     "pfc_paused_ns"),
+    ("ib", {"topology": "single-switch"}, "credit_stall_ns"),
+])
+def test_incast_with_pauses_or_stalls_stays_within_tolerance(transport, network, blocked, engine_ns):
+    """An incast that pauses (RoCE without DCQCN: PFC) or stalls for credits (InfiniBand) is lossless with
+    fast-forward too, and its flows finish within the tolerance of the exact run: paths that were paused or
+    stalled in the window are not taken for steady."""
+    doc = _flows_doc(transport, "incast", **network)
+    s = _checked(doc).summary
+    _conserved(s)
+    assert s[blocked] > 0
+    assert s["fast_forward_check_flow_fct_max_rel"] <= TOLERANCE
+    assert s["fast_forward_check_fct_p99_rel"] <= TOLERANCE
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_training_iteration_within_tolerance(transport, engine_ns):
+    """A small training run (TP2 x PP2 x DP2 on 4 servers of 2 GPUs, rail-optimized): fast-forward keeps the
+    iteration time, every collective's time and the p99 FCT within the tolerance of the exact run, delivers
+    every byte without a drop, and executes at least five times fewer events."""
+    doc = {"network": {"transport": transport, "gpus_per_server": 2, "link_gbps": 100.0},
+           "workload": {"kind": "training", "trace": TRACE, "iterations": 1}}
+    s = _checked(doc).summary
+    _conserved(s)
+    assert s["events"] * 5 < s["fast_forward_check_exact_events"]
+    assert s["fast_forward_check_iteration_rel"] <= TOLERANCE
+    assert s["fast_forward_check_collective_max_rel"] <= TOLERANCE
+    assert s["fast_forward_check_fct_p99_rel"] <= TOLERANCE
+
+
+def test_fast_forward_is_deterministic(engine_ns):
+    """Same inputs and seed, same fast-forwarded results, bit for bit."""
+    doc = _flows_doc("roce", "permutation")
+    a, b = (_record(doc, fast_forward=True) for _ in range(2))
+    assert {k: v for k, v in a.summary.items() if k not in VOLATILE} == \
+           {k: v for k, v in b.summary.items() if k not in VOLATILE}
+    assert np.array_equal(a.flows["finish_ns"], b.flows["finish_ns"])
+
+
+def test_off_runs_without_a_controller(engine_ns):
+    """Off (the default), no controller runs: the summary has no fast_forward keys and the run sets no
+    FastForwardController attribute."""
+    rec = _record(_flows_doc("roce", "permutation"))
+    assert not [k for k in rec.summary if k.startswith("fast_forward")]
+    assert not [k for k in rec.config["attributes"] if k.startswith("FastForwardController")]
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--transport", "uec", "--fast-forward"], "limits.fast_forward"),
+    (["--fast-forward", "--fault", "link_down:host0@1us"], "limits.fast_forward"),
+    (["--fast-forward-check"], "limits.fast_forward_check"),
+    (["--fast-forward", "--fast-forward-tolerance", "0.5"], "fast-forward-tolerance"),
+])
+def test_unsupported_or_bad_settings_are_refused(args, field, tmp_path, capsys):
+    """What fast-forward does not model (Ultra Ethernet, faults) and bad settings are one-line errors naming the
+    field, exit code 2, no file written."""
+    out = tmp_path / "r.h5"
+    code, _, err = run_main(["run", "--pattern", "incast", "--hosts", "4", *args, "-o", str(out)], capsys)
+    assert code == 2
+    assert field in err and "Traceback" not in err
+    assert not out.exists()
