@@ -100,8 +100,9 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()), dtype=np.int64)
 
 
-def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray):
-    """(owner, dep) of every dependency edge, :data:`EDGE_BLOCK` edges at a time (OP arrays)."""
+def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray, *, with_edges: bool = False):
+    """(owner, dep) of every dependency edge, :data:`EDGE_BLOCK` edges at a time (OP arrays); ``with_edges``:
+    (owner, dep, edge index) (the index in dep_ptr's dtype)."""
     n_edges = int(dep_idx.size)
     edge = np.asarray(dep_ptr).dtype.type  # a key of dep_ptr's own dtype: searchsorted converts no copy of it
     for lo in range(0, n_edges, EDGE_BLOCK):
@@ -109,7 +110,8 @@ def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray):
         first = int(np.searchsorted(dep_ptr, edge(lo), "right")) - 1
         last = int(np.searchsorted(dep_ptr, edge(hi), "left"))
         counts = np.diff(np.clip(dep_ptr[first:last + 1], lo, hi))
-        yield np.repeat(np.arange(first, last, dtype=OP), counts), np.asarray(dep_idx[lo:hi], OP)
+        owner, dep = np.repeat(np.arange(first, last, dtype=OP), counts), np.asarray(dep_idx[lo:hi], OP)
+        yield (owner, dep, np.arange(lo, hi, dtype=np.asarray(dep_ptr).dtype)) if with_edges else (owner, dep)
 
 
 def _op_nodes(columns: dict, gpu_node: np.ndarray) -> np.ndarray:
@@ -406,6 +408,77 @@ def _local_deps(ops, dep_ptr, dep_idx, local=None, image=None):
     return np.asarray(ptr, np.int64), np.asarray(out, np.int64)
 
 
+def _host_columns(columns: dict, gpu_node: np.ndarray, ops) -> tuple[np.ndarray, ...]:
+    """(host of the op's GPU, FLOW source, FLOW destination) of ``ops`` (a slice or indices), -1 where there
+    is none."""
+    gpu = np.asarray(columns["gpu"])[ops]
+    flow = np.asarray(columns["kind"])[ops] == DagOpKind.FLOW
+    gnode = gpu_node[np.maximum(gpu, 0)]
+    gnode[gpu < 0] = -1
+    return (gnode, np.where(flow, np.asarray(columns["src_node"])[ops], OP(-1)).astype(OP, copy=False),
+            np.where(flow, np.asarray(columns["dst_node"])[ops], OP(-1)).astype(OP, copy=False))
+
+
+def _merge_map(forward: np.ndarray, keys: np.ndarray, values: np.ndarray) -> bool:
+    """Record ``keys`` -> ``values`` in ``forward`` (-1: unmapped); False if a key maps already, or now, to
+    another value."""
+    before = forward[keys]
+    if np.any((before >= 0) & (before != values)):
+        return False
+    forward[keys] = values
+    return np.array_equal(forward[keys], values)
+
+
+def _same_up_to_hosts(columns: dict, k: int, gpu_node: np.ndarray, n_nodes: int, op_part: np.ndarray,
+                      image: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray):
+    """[(hosts of part p, their images in part 0)] for the ``k`` parts when every part is part 0's DAG up to a
+    relabeling of its hosts, else None. ``image``: the op of part 0 at the position of every op in its own part
+    (a shared op: itself). Equal means, op by op: the same kind, duration (bit for bit), bytes, priority and
+    number of dependencies as its image; hosts related by one bijection per part; and its i-th dependency on
+    the op its image's i-th depends on, up to position (an op of a part stands for the op at its position in
+    part 0, a shared op for itself), in its own part exactly when its image's is. Each op is compared with its
+    image, :data:`EDGE_BLOCK` ops or dependencies at a time (no temporary the size of the DAG)."""
+    n = int(op_part.size)
+    duration = np.asarray(columns["duration_ns"])
+    if duration.dtype.kind == "f":  # bit for bit
+        duration = duration.view(f"i{duration.dtype.itemsize}")
+    cols = [np.asarray(columns[name]) for name in ("kind", "bytes_", "priority")] + [duration, np.diff(dep_ptr)]
+    gpu_node = np.asarray(gpu_node, OP)
+    # one map per part, keyed by (part, host): a host maps onto one host of part 0, and no two onto one; ops
+    # without a host (or of no part) all map the one key after them onto itself
+    none = k * n_nodes
+    forward, backward = np.full(none + 1, -1, OP), np.full(none + 1, -1, OP)
+    for lo in range(0, n, EDGE_BLOCK):
+        ops = slice(lo, min(lo + EDGE_BLOCK, n))
+        img = image[ops]
+        if any(not np.array_equal(c[ops], c[img]) for c in cols):
+            return None
+        part = op_part[ops] * OP(n_nodes)
+        no_part = op_part[ops] < 0
+        for mine, theirs in zip(_host_columns(columns, gpu_node, ops), _host_columns(columns, gpu_node, img)):
+            absent = mine < 0
+            if not np.array_equal(absent, theirs < 0):
+                return None
+            absent |= no_part
+            key, value = part + mine, part + theirs
+            key[absent] = value[absent] = none
+            if not (_merge_map(forward, key, value) and _merge_map(backward, value, key)):
+                return None
+    del cols
+    for owner, dep, edge in _edge_blocks(dep_ptr, dep_idx, with_edges=True):
+        img = image[owner]
+        theirs = dep_idx[edge - dep_ptr[owner] + dep_ptr[img]]
+        # equal images: the same position, and a shared op only where the other is the same shared op
+        if not (np.array_equal(image[dep], image[theirs])
+                and np.array_equal(op_part[dep] == op_part[owner], op_part[theirs] == op_part[img])):
+            return None
+    out = []
+    for p in range(k):
+        hosts = np.flatnonzero(forward[p * n_nodes:(p + 1) * n_nodes] >= 0)
+        out.append((hosts, forward[p * n_nodes + hosts].astype(np.int64) - p * n_nodes))
+    return out
+
+
 def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomposition:
     """One connected DAG over several network parts: fold it onto part 0 if every part is the same."""
     k = parts.n_parts
@@ -418,39 +491,22 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
     if any(s.size != 1 for s in switches):
         return _whole("the DAG couples its parts and some part has more than one switch (the fold is proved for "
                       "one switch per part)", k)
-    node_part = np.full(fabric.n_nodes, -1, np.int64)
-    for j in np.flatnonzero(parts.link_part >= 0):
-        node_part[fabric.link_a[j]] = node_part[fabric.link_b[j]] = parts.link_part[j]
-    # a dependency inside the part: its position; on another part: the position there; on a shared op
-    # (a collective's barrier): the op itself
-    digests, labels = [], []
-    for p, ops in enumerate(members):
-        sel = _ranges(dep_ptr[ops], dep_ptr[ops + 1])
-        d = dep_idx[sel]
-        dp = op_part[d]
-        code = np.where(dp == p, 0, np.where(dp >= 0, 1, 2))
-        val = d.astype(np.int64)
-        for q in np.unique(dp[dp >= 0]):
-            on_q = dp == q
-            val[on_q] = np.searchsorted(members[q], d[on_q])
-        key, by_label = _canonical(columns, ops, gpu_node, code, val, dep_ptr)
-        digests.append(key)
-        labels.append(by_label)
-        del key, sel, d, dp, code, val
-    if any(x != digests[0] for x in digests[1:]):
-        return _whole("the DAG couples its parts and they differ (not the same ops up to relabeling hosts)", k)
-    node_image = np.arange(fabric.n_nodes, dtype=np.int64)
-    rep_nodes = [int(x) for x in labels[0]] + [int(switches[0][0])]
-    for p in range(k):
-        mine = [int(x) for x in labels[p]] + [int(switches[p][0])]
-        node_map = dict(zip(mine, rep_nodes))
-        if not _images_match(fabric, node_map, parts.link_part, p):
-            return _whole("the DAG couples its parts and their sub-fabrics differ", k)
-        node_image[mine] = rep_nodes
-    shared = np.flatnonzero(op_part < 0).astype(OP)
+    # every op stands for the op at its position in part 0 (a shared op: for itself)
     image = np.arange(n, dtype=OP)
     for p in range(1, k):
         image[members[p]] = members[0]
+    node_maps = _same_up_to_hosts(columns, k, gpu_node, fabric.n_nodes, op_part, image, dep_ptr, dep_idx)
+    if node_maps is None:
+        return _whole("the DAG couples its parts and they differ (not the same ops up to relabeling hosts)", k)
+    node_image = np.arange(fabric.n_nodes, dtype=np.int64)
+    rep_switch = int(switches[0][0])
+    for p in range(k):
+        mine, theirs = node_maps[p]
+        node_map = dict(zip(mine.tolist() + [int(switches[p][0])], theirs.tolist() + [rep_switch]))
+        if not _images_match(fabric, node_map, parts.link_part, p):
+            return _whole("the DAG couples its parts and their sub-fabrics differ", k)
+        node_image[list(node_map)] = list(node_map.values())
+    shared = np.flatnonzero(op_part < 0).astype(OP)
     run_ops = np.sort(np.concatenate([members[0], shared]))
     del members, shared
     ptr, idx = _local_deps(run_ops, dep_ptr, dep_idx, image=image)
