@@ -373,16 +373,21 @@ def _export_fabric(exps, path: str) -> None:
 
 
 def _dry_run(exps, warnings=()) -> None:
-    from cosim.plan import compile  # noqa: PLC0415, A004
+    from cosim.plan import compile, estimate  # noqa: PLC0415, A004
     from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
     from cosim.spec import to_document, to_toml  # noqa: PLC0415
 
-    plans = [describe(compile(exp)) for exp in exps]
+    def plan_of(exp):
+        # a generated training run whose DAG would not fit is estimated from its stage templates
+        size = estimate.plan_size(exp)
+        return estimate.describe(exp, size) if estimate.too_large(size) else describe(compile(exp))
+
+    plans = [plan_of(exp) for exp in exps]
     _warn(warnings)
     for exp, plan in zip(exps, plans):
         click.echo(f"# run '{exp.name}'")
         click.echo(to_toml(to_document(exp)).rstrip())
-        click.echo("\n# plan (not simulated)")
+        click.echo("\n# plan (" + ("estimated, " if "mpi_ranks" in plan else "") + "not simulated)")
         for k, x in plan.items():
             if k != "tiers":
                 click.echo(f"#   {k}: {x}")

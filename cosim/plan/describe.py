@@ -36,15 +36,7 @@ def describe(plan: RunPlan) -> dict:
     exp, fabric = plan.experiment, plan.fabric
     engine.check_fabric(fabric, plan.attributes)
     resolved = engine.attribute_values(plan.attributes, SHOWN_ATTRIBUTES)
-    leaf_ratio = fabric.oversubscription(1)
-    leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
-    cores = {"cores": int(fabric.tier_ids(3).size)} if fabric.tier_ids(3).size else {}
-    out = {"name": exp.name, "transport": exp.network.transport, "topology": fabric.name,
-           "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
-           "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.tier_ids(2).size), **cores,
-           "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
-           "links": fabric.n_links, "tiers": fabric.describe().get("tiers", [])}
-    out |= {k: fabric.params[k] for k in FABRIC_SHOWN if k in fabric.params}
+    out = fabric_summary(exp, fabric)
     if len(plan.jobs) == 1:
         out |= plan.jobs[0].kind.describe(plan.jobs[0])
     else:
@@ -65,6 +57,21 @@ def describe(plan: RunPlan) -> dict:
         out["data_packet_hops_simulated_estimate"] = work_estimate(plan, d)
     out |= {"peak_memory_bytes_estimate": peak_memory_bytes(plan)}
     return out
+
+
+def fabric_summary(exp, fabric) -> dict:
+    """The run's name, transport and fabric as the dry run prints them: hosts, servers, switches per tier,
+    the leaves' oversubscription, links, every tier (``tiers``) and the shape of a fabric built from
+    switches of a radix."""
+    leaf_ratio = fabric.oversubscription(1)
+    leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
+    cores = {"cores": int(fabric.tier_ids(3).size)} if fabric.tier_ids(3).size else {}
+    out = {"name": exp.name, "transport": exp.network.transport, "topology": fabric.name,
+           "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
+           "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.tier_ids(2).size), **cores,
+           "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
+           "links": fabric.n_links, "tiers": fabric.describe().get("tiers", [])}
+    return out | {k: fabric.params[k] for k in FABRIC_SHOWN if k in fabric.params}
 
 
 def _decomposition(plan: RunPlan) -> decompose_run.Decomposition:
