@@ -100,18 +100,21 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()), dtype=np.int64)
 
 
-def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray, *, with_edges: bool = False):
-    """(owner, dep) of every dependency edge, :data:`EDGE_BLOCK` edges at a time (OP arrays); ``with_edges``:
-    (owner, dep, edge index) (the index in dep_ptr's dtype)."""
-    n_edges = int(dep_idx.size)
+def _edge_ranges(dep_ptr: np.ndarray, n_edges: int):
+    """(first, last, counts, lo, hi) per block of :data:`EDGE_BLOCK` dependency edges lo..hi-1: their owners
+    are ops first..last-1, with ``counts`` of the block's edges each."""
     edge = np.asarray(dep_ptr).dtype.type  # a key of dep_ptr's own dtype: searchsorted converts no copy of it
-    for lo in range(0, n_edges, EDGE_BLOCK):
-        hi = min(lo + EDGE_BLOCK, n_edges)
+    for lo in range(0, int(n_edges), EDGE_BLOCK):
+        hi = min(lo + EDGE_BLOCK, int(n_edges))
         first = int(np.searchsorted(dep_ptr, edge(lo), "right")) - 1
         last = int(np.searchsorted(dep_ptr, edge(hi), "left"))
-        counts = np.diff(np.clip(dep_ptr[first:last + 1], lo, hi))
-        owner, dep = np.repeat(np.arange(first, last, dtype=OP), counts), np.asarray(dep_idx[lo:hi], OP)
-        yield (owner, dep, np.arange(lo, hi, dtype=np.asarray(dep_ptr).dtype)) if with_edges else (owner, dep)
+        yield first, last, np.diff(np.clip(dep_ptr[first:last + 1], lo, hi)), lo, hi
+
+
+def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray):
+    """(owner, dep) of every dependency edge, :data:`EDGE_BLOCK` edges at a time (OP arrays)."""
+    for first, last, counts, lo, hi in _edge_ranges(dep_ptr, dep_idx.size):
+        yield np.repeat(np.arange(first, last, dtype=OP), counts), np.asarray(dep_idx[lo:hi], OP)
 
 
 def _op_nodes(columns: dict, gpu_node: np.ndarray) -> np.ndarray:
@@ -198,9 +201,10 @@ def _images_match(fabric, node_map: dict, link_part: np.ndarray, part: int) -> b
 
 
 def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict,
-                  snapshots: bool = False) -> Decomposition:
+                  snapshots: bool = False, parts=None) -> Decomposition:
     """Decide how ``columns`` (a DAG on ``fabric``; ``gpu_node``: host node of every GPU label) can be
-    simulated exactly: in independent groups, as one folded part of identical ones, or whole."""
+    simulated exactly: in independent groups, as one folded part of identical ones, or whole (``parts``: the
+    flow_parts of its FLOW ops, if already found)."""
     kind = np.asarray(columns["kind"])
     flow = np.flatnonzero(kind == DagOpKind.FLOW)
     if snapshots:
@@ -212,7 +216,7 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     too_large = too_large_to_search(fabric, src)
     if too_large:
         return _whole(too_large)
-    parts = flow_parts(fabric, src, dst)
+    parts = flow_parts(fabric, src, dst) if parts is None else parts
     if parts.n_parts < 2:
         return _whole("the traffic is one part (its flows can share a switch)")
     one_switch = all(sw.size == 1 for sw in _part_switches(fabric, parts.link_part, parts.n_parts))
@@ -422,11 +426,10 @@ def _host_columns(columns: dict, gpu_node: np.ndarray, ops) -> tuple[np.ndarray,
 def _merge_map(forward: np.ndarray, keys: np.ndarray, values: np.ndarray) -> bool:
     """Record ``keys`` -> ``values`` in ``forward`` (-1: unmapped); False if a key maps already, or now, to
     another value."""
-    before = forward[keys]
-    if np.any((before >= 0) & (before != values)):
-        return False
+    before = forward.copy()  # the map is small (parts x nodes): compare it whole, not per key
     forward[keys] = values
-    return np.array_equal(forward[keys], values)
+    mapped = before >= 0
+    return np.array_equal(forward[keys], values) and np.array_equal(forward[mapped], before[mapped])
 
 
 def _same_up_to_hosts(columns: dict, k: int, gpu_node: np.ndarray, n_nodes: int, op_part: np.ndarray,
@@ -465,12 +468,18 @@ def _same_up_to_hosts(columns: dict, k: int, gpu_node: np.ndarray, n_nodes: int,
             if not (_merge_map(forward, key, value) and _merge_map(backward, value, key)):
                 return None
     del cols
-    for owner, dep, edge in _edge_blocks(dep_ptr, dep_idx, with_edges=True):
-        img = image[owner]
-        theirs = dep_idx[edge - dep_ptr[owner] + dep_ptr[img]]
+    for first, last, counts, lo, hi in _edge_ranges(dep_ptr, dep_idx.size):
+        # per op, then repeated over its edges: where its image's edges start, and its part and its image's (0
+        # for an op of a part, -1 for a shared op, which is its own image)
+        ops = slice(first, last)
+        shift = dep_ptr[image[ops]].astype(np.int64) - dep_ptr[ops]
+        theirs = dep_idx[np.arange(lo, hi, dtype=np.int64) + np.repeat(shift, counts)]
+        dep = dep_idx[lo:hi]
         # equal images: the same position, and a shared op only where the other is the same shared op
-        if not (np.array_equal(image[dep], image[theirs])
-                and np.array_equal(op_part[dep] == op_part[owner], op_part[theirs] == op_part[img])):
+        if not np.array_equal(image[dep], image[theirs]):
+            return None
+        own = np.repeat(op_part[ops], counts)
+        if not np.array_equal(op_part[dep] == own, op_part[theirs] == np.minimum(own, 0)):
             return None
     out = []
     for p in range(k):
@@ -757,11 +766,13 @@ def simulate_dag(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes
     return engine.simulate_dag(fabric, **columns, progress=progress, **settings), info
 
 
-def run_decomposition(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict) -> Decomposition:
-    """How ``exp``'s DAG will be simulated: whole when ``limits.decompose`` is off, else :func:`decomposition`."""
+def run_decomposition(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict,
+                      parts=None) -> Decomposition:
+    """How ``exp``'s DAG will be simulated: whole when ``limits.decompose`` is off, else :func:`decomposition`
+    (``parts``: the flow_parts of the DAG's FLOW ops, if already found)."""
     if exp.limits.decompose == "off":
         return _whole("limits.decompose is off")
-    return decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes)
+    return decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes, parts=parts)
 
 
 def describe(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict) -> dict:

@@ -10,7 +10,7 @@ import numpy as np
 from cosim import engine, memory
 from cosim.collectives.dag import NUM_PRIORITIES
 from cosim.decompose import exact as decompose_run
-from cosim.decompose.parts import describe_parts
+from cosim.decompose.parts import describe_parts, flow_parts, too_large_to_search
 from cosim.network import buffers, ideal
 from cosim.network.topology import SWITCH
 from cosim.plan import RunPlan, placement
@@ -48,10 +48,12 @@ def describe(plan: RunPlan) -> dict:
     out["max_sim_time_ns"] = f"{plan.max_sim_time_ns:.6g} ({'explicit' if explicit else 'derived'})"
     out |= _buffers(fabric, resolved, buffers.switch_buffer_bytes(fabric, plan.attributes))
     src, dst, size = plan.dag.flows()
-    d = _decomposition(plan)
+    # the parts of the traffic, found once for the decomposition and the lines that show them
+    parts = None if too_large_to_search(fabric, src) else flow_parts(fabric, src, dst)
+    d = _decomposition(plan, parts)
     out |= {"flows": int(src.size), "payload_bytes": int(np.asarray(size, np.int64).sum()),
             "data_packet_hops_estimate": whole_work_estimate(plan)}
-    out |= describe_parts(fabric, src, dst)
+    out |= describe_parts(fabric, src, dst, parts)
     out |= d.describe()
     if d.mode != "whole":
         out["data_packet_hops_simulated_estimate"] = work_estimate(plan, d)
@@ -74,14 +76,16 @@ def fabric_summary(exp, fabric) -> dict:
     return out | {k: fabric.params[k] for k in FABRIC_SHOWN if k in fabric.params}
 
 
-def _decomposition(plan: RunPlan) -> decompose_run.Decomposition:
-    """How the run will be simulated: whole, or in parts (and why), as cosim.run.simulate decides."""
+def _decomposition(plan: RunPlan, parts=None) -> decompose_run.Decomposition:
+    """How the run will be simulated: whole, or in parts (and why), as cosim.run.simulate decides (``parts``:
+    the flow_parts of its flows, if already found)."""
     reason = plan.whole_only or ("a kind that iterates runs whole" if any(p.kind.iterates for p in plan.jobs)
                                  else None)
     if reason is not None:
         return decompose_run.Decomposition(mode="whole", reason=reason)
     return decompose_run.run_decomposition(plan.experiment, plan.fabric, plan.dag.columns(),
-                                           gpu_node=np.arange(plan.fabric.n_nodes), attributes=plan.attributes)
+                                           gpu_node=np.arange(plan.fabric.n_nodes), attributes=plan.attributes,
+                                           parts=parts)
 
 
 def peak_memory_bytes(plan: RunPlan) -> int:
@@ -172,12 +176,14 @@ def data_packet_hops_estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np
     sources = np.unique(src)
     if sources.size > max_sources:
         sources = np.sort(np.random.default_rng(0).choice(sources, max_sources, replace=False))
+    # one row of hop counts per measured source, and every flow's row (-1: its source is not measured)
+    table = np.stack([ideal.hop_counts(fabric, int(s)) for s in sources]) if sources.size else np.zeros((0, 0))
+    row = np.full(fabric.n_nodes, -1, np.int64)
+    row[sources] = np.arange(sources.size)
+    flow_row = row[src]
+    measured = flow_row >= 0
     hops = np.zeros(src.size, np.int64)
-    measured = np.zeros(src.size, bool)
-    for s in sources:
-        sel = src == s
-        hops[sel] = ideal.hop_counts(fabric, int(s))[dst[sel]]
-        measured |= sel
+    hops[measured] = table[flow_row[measured], dst[measured]]
     if measured.all():
         return int((packets * hops).sum())
     sampled = int(packets[measured].sum())
