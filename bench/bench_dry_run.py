@@ -28,7 +28,8 @@ def dry_run(checkout: Path, experiment: str) -> tuple[float, float, str]:
     path."""
     env = dict(os.environ, PYTHONPATH=str(checkout))
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "cosim", "run", experiment, "--dry-run"], env=env,
+    # run in the checkout: ``python -m`` puts the working directory first on the path
+    proc = subprocess.Popen([sys.executable, "-m", "cosim", "run", experiment, "--dry-run"], env=env, cwd=checkout,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -43,9 +44,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("experiment", help="a TOML file or shipped experiment name")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each checkout [3]")
-    ap.add_argument("--reference", type=Path, help="another cosim checkout, run before this one in every pair")
+    ap.add_argument("--reference", type=lambda p: Path(p).resolve(),
+                    help="another cosim checkout, run before this one in every pair")
     ap.add_argument("--no-compare", action="store_true", help="do not require identical plans")
     args = ap.parse_args()
+    if Path(args.experiment).is_file():
+        args.experiment = str(Path(args.experiment).resolve())
     sides = ([("reference", args.reference)] if args.reference else []) + [("this", HERE)]
     walls = {name: [] for name, _ in sides}
     rss = {name: 0.0 for name, _ in sides}

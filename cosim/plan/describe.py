@@ -52,7 +52,7 @@ def describe(plan: RunPlan) -> dict:
     parts = None if too_large_to_search(fabric, src) else flow_parts(fabric, src, dst)
     d = _decomposition(plan, parts)
     out |= {"flows": int(src.size), "payload_bytes": int(np.asarray(size, np.int64).sum()),
-            "data_packet_hops_estimate": whole_work_estimate(plan)}
+            "data_packet_hops_estimate": data_packet_hops_estimate(fabric, src, dst, size, _mtu_bytes(plan))}
     out |= describe_parts(fabric, src, dst, parts)
     out |= d.describe()
     if d.mode != "whole":

@@ -33,9 +33,10 @@ from cosim.plan import _place, fabric_for, jobs_of
 from cosim.plan.describe import data_packet_hops_estimate, fabric_summary
 from cosim.workload.trace import CollKind, GroupKind, OpKind
 
-#: wall time of cosim's simulator per data packet-hop, s: measured on this 2-core machine on a 128-GPU
-#: training iteration on a rail-optimized three-tier fabric (bench/README.md, "The 100,000-GPU dry run")
-SECONDS_PER_DATA_PACKET_HOP = 0.3e-6
+#: time of cosim's simulator per data packet-hop, s: the CPU time of a 256-GPU training iteration on a
+#: rail-optimized three-tier fabric on this 2-core machine, per data packet-hop (bench/README.md, "Dry runs
+#: at 1,000 to 100,000 GPUs")
+SECONDS_PER_DATA_PACKET_HOP = 0.4e-6
 #: memory one MPI rank of a partitioned run may hold, bytes (a node's share per core on common HPC nodes)
 MPI_RANK_BYTES = 8 << 30
 
