@@ -82,5 +82,16 @@ def test_dry_run_estimates_a_job_this_machine_cannot_plan(tmp_path, monkeypatch,
     code, out, err = run_main(["run", str(tmp_path / "small.toml"), "--dry-run"], capsys)
     assert code == 0, err
     assert "# plan (estimated, not simulated)" in out and "no trace or DAG op was built" in out
-    for key in ("mpi_ranks", "wall_time_estimate_s", "data_packet_hops_estimate", "independent_parts"):
+    for key in ("mpi_ranks", "wall_time_estimate_s", "data_packet_hops_estimate", "independent_parts", "rank_pairs"):
         assert f"#   {key}: " in out
+
+
+def test_a_run_this_machine_cannot_plan_is_refused_before_its_trace(tmp_path, monkeypatch, capsys):
+    """Without --dry-run the same job is one input error naming chunk_bytes and pointing to --dry-run,
+    exit 2, before any trace is built; nothing is written."""
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1000 * memory.PLAN_BYTES_PER_DAG_OP)
+    (tmp_path / "small.toml").write_text(TOML)
+    out = tmp_path / "out.h5"
+    code, _, err = run_main(["run", str(tmp_path / "small.toml"), "-o", str(out)], capsys)
+    assert code == 2 and "workload.chunk_bytes" in err and "--dry-run estimates it" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()

@@ -378,9 +378,10 @@ def _dry_run(exps, warnings=()) -> None:
     from cosim.spec import to_document, to_toml  # noqa: PLC0415
 
     def plan_of(exp):
-        # a generated training run whose DAG would not fit is estimated from its stage templates
-        size = estimate.plan_size(exp)
-        return estimate.describe(exp, size) if estimate.too_large(size) else describe(compile(exp))
+        try:
+            return describe(compile(exp))
+        except estimate.TooLargeToPlan as exc:  # a job this machine cannot plan: estimated from its templates
+            return estimate.describe(exp, exc.size)
 
     plans = [plan_of(exp) for exp in exps]
     _warn(warnings)
@@ -398,7 +399,7 @@ def _dry_run(exps, warnings=()) -> None:
             click.echo(f"#   tier {t['tier']}: {t.get('n_switches', 0)} switches, {t['n_links']} links at "
                        f"{'/'.join(f'{r:g}' for r in t['link_rates_gbps'])} Gbps"
                        + (f", oversubscription {spread}" if ratio else ""))
-        if exp.is_training:
+        if exp.is_training and "flows" in plan:
             warning = fabric_warning(plan["flows"], plan["ranks"], plan["gpus_per_server"])
             if warning:
                 click.echo(f"Warning: run '{exp.name}': {warning}", err=True)

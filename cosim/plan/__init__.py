@@ -109,6 +109,10 @@ def compile(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Ru
     kind = [kinds.kind_of(j.kind) for j in jobs]
     for k, j in zip(kind, jobs):
         k.check(exp, j)
+    if trace is None:
+        from cosim.plan import estimate  # noqa: PLC0415 - it builds on this module's fabric and placement
+
+        estimate.check_plannable(exp)
     net = exp.network
     loaded = [k.load(exp, j, net.gpus_per_server, trace) for k, j in zip(kind, jobs)]
     gps = net.gpus_per_server or next((g for g in (k.gpus_per_server(x) for k, x in zip(kind, loaded)) if g), None) \

@@ -27,6 +27,7 @@ import numpy as np
 
 from cosim import engine, memory
 from cosim.decompose.parts import describe_parts
+from cosim.errors import CosimInputError
 from cosim.kinds import training
 from cosim.network.transport import run_attributes
 from cosim.plan import _place, fabric_for, jobs_of
@@ -109,6 +110,28 @@ def plan_size(exp) -> dict | None:
             "dag_ops_lower_bound": bound * work.iterations, "parallelism": specs[1], "hardware": specs[2]}
 
 
+class TooLargeToPlan(CosimInputError):
+    """A generated training job whose DAG this machine cannot plan (:func:`too_large`); ``size`` is its
+    :func:`plan_size`, from which the dry run estimates it instead."""
+
+    def __init__(self, size: dict):
+        self.size = size
+        bound = size["dag_ops_lower_bound"]
+        super().__init__("workload.chunk_bytes", f"the run would lower to at least {bound:.3g} DAG ops "
+                         f"({bound * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan at "
+                         f"{memory.PLAN_BYTES_PER_DAG_OP} B per op), more than the {training.dag_op_limit():.3g} "
+                         "this machine can plan", "cosim run --dry-run estimates it from its stage templates; "
+                         "raise chunk_bytes, or use fewer GPUs")
+
+
+def check_plannable(exp) -> None:
+    """Raise :class:`TooLargeToPlan` when ``exp``'s generated training job cannot be planned here, before its
+    trace is built (a 100,000-GPU trace alone would not fit)."""
+    size = plan_size(exp)
+    if too_large(size):
+        raise TooLargeToPlan(size)
+
+
 def too_large(size: dict | None) -> bool:
     """True when the run of ``size`` (:func:`plan_size`) would be refused for its DAG: at least more ops than
     this machine can plan (cosim.kinds.training.dag_op_limit)."""
@@ -166,7 +189,7 @@ def describe(exp, size: dict) -> dict:
     out |= {"ranks": layout.n_ranks, "parallelism": _parallelism_line(size["parallelism"]), "trace_ops": size["trace_ops"],
             "template_ops_per_stage": [int(t.n) for t in templates],
             "dag_ops_lower_bound": int(dag_ops), "gpus_per_server": gps,
-            "flows": int(src.size), "flows_lower_bound": int(np.concatenate(chunks).sum()),
+            "rank_pairs": int(src.size), "flows_lower_bound": int(np.concatenate(chunks).sum()),
             "payload_bytes_estimate": int(nbytes.sum()), "data_packet_hops_estimate": hops}
     out |= describe_parts(fabric, src, dst)
     out |= {"decompose": "not decided (the DAG is not built; cosim.decompose needs its ops)",
