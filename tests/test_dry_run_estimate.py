@@ -11,7 +11,7 @@ from conftest import run_main
 from cosim import memory
 from cosim.kinds import training
 from cosim.plan import compile as compile_plan
-from cosim.plan import estimate
+from cosim.plan import estimate, sizes
 from cosim.plan.describe import describe
 from cosim.run import experiments_of
 
@@ -26,7 +26,7 @@ JOB = {"workload.model": "llama2-7b", "workload.model_overrides.num_layers": 4, 
 def test_templates_give_the_trace_ops_and_dag_bound_of_the_built_trace():
     """Trace ops (templates × ranks of each stage) and the DAG-op lower bound are those of the trace itself."""
     exp = experiments_of({}, JOB)[0]
-    size = estimate.plan_size(exp)
+    size = sizes.plan_size(exp)
     trace = exp.workload.generate_trace(4)
     assert size["trace_ops"] == trace.n_ops
     assert size["dag_ops_lower_bound"] == pytest.approx(training.dag_ops_lower_bound(trace, exp.workload.chunk_bytes))
@@ -38,7 +38,7 @@ def test_estimate_comes_close_to_the_materialized_plan():
     plan's (its rings follow the groups' order, as the lowering's do), and its DAG bound is a lower bound."""
     exp = experiments_of({}, JOB)[0]
     plan = describe(compile_plan(exp))
-    est = estimate.describe(exp, estimate.plan_size(exp))
+    est = estimate.describe(exp, sizes.plan_size(exp))
     assert est["hosts"] == plan["hosts"] and est["switches"] == plan["switches"] and est["ranks"] == plan["ranks"]
     assert est["payload_bytes_estimate"] == pytest.approx(plan["payload_bytes"], rel=0.1)
     assert est["data_packet_hops_estimate"] == pytest.approx(plan["data_packet_hops_estimate"], rel=0.1)

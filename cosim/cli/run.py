@@ -373,14 +373,14 @@ def _export_fabric(exps, path: str) -> None:
 
 
 def _dry_run(exps, warnings=()) -> None:
-    from cosim.plan import compile, estimate  # noqa: PLC0415, A004
+    from cosim.plan import compile, estimate, sizes  # noqa: PLC0415, A004
     from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
     from cosim.spec import to_document, to_toml  # noqa: PLC0415
 
     def plan_of(exp):
         try:
             return describe(compile(exp))
-        except estimate.TooLargeToPlan as exc:  # a job this machine cannot plan: estimated from its templates
+        except sizes.TooLargeToPlan as exc:  # a job this machine cannot plan: estimated from its templates
             return estimate.describe(exp, exc.size)
 
     plans = [plan_of(exp) for exp in exps]
