@@ -281,3 +281,39 @@ def test_progress_counts_the_work_of_the_parts_simulated(engine_ns):
             assert hops[-1] == work  # one rail simulated: exactly its estimate
         else:
             assert hops[-1] >= work  # a piece that ended first is rerun to the end of the whole run
+
+
+def _fold_reason(exp, plan, columns):
+    return decompose_run.decomposition(plan.fabric, columns, gpu_node=np.arange(plan.fabric.n_nodes),
+                                       attributes=plan.attributes).reason
+
+
+@pytest.mark.parametrize("change", ["duration", "bytes", "host", "dependency"])
+def test_the_fold_refuses_parts_that_differ_in_one_op(change, engine_ns):
+    """The rails fold only when every rail is rail 0 op by op up to relabeling hosts: changing one op of the
+    last rail (its duration, its bytes, a flow's destination to another host of that rail, one dependency to
+    the op before it) makes the run whole, and says why."""
+    exp = experiments_of({}, {**RAILS, "workload.iterations": 1})[0]
+    plan = compile_plan(exp)
+    columns = {k: np.array(v, copy=True) for k, v in plan.dag.columns().items()}
+    assert "identical parts" in _fold_reason(exp, plan, columns)
+    kind, src, dst = columns["kind"], columns["src_node"], columns["dst_node"]
+    flows = np.flatnonzero(kind == DagOpKind.FLOW)
+    rail = plan.fabric.host_gpu[src[flows]]
+    last = flows[rail == rail.max()]
+    op = int(last[len(last) // 2])
+    if change == "duration":
+        compute = np.flatnonzero((kind == DagOpKind.COMPUTE) & (columns["gpu"] >= 0))
+        op = int(compute[plan.fabric.host_gpu[columns["gpu"][compute]] == rail.max()][-1])
+        columns["duration_ns"][op] += 1
+    elif change == "bytes":
+        columns["bytes_"][op] -= 1
+    elif change == "host":  # another host of the same rail, unused by this flow: no bijection maps both
+        others = np.setdiff1d(np.unique(np.concatenate([src[last], dst[last]])), [src[op], dst[op]])
+        dst[op] = others[0]
+    else:
+        ptr, idx = columns["dep_ptr"], columns["dep_idx"]
+        edge = int(ptr[op])
+        assert ptr[op + 1] > edge and idx[edge] > 0
+        idx[edge] -= 1
+    assert "they differ" in _fold_reason(exp, plan, columns)

@@ -381,16 +381,22 @@ def _export_fabric(exps, path: str) -> None:
 
 
 def _dry_run(exps, warnings=()) -> None:
-    from cosim.plan import compile  # noqa: PLC0415, A004
+    from cosim.plan import compile, estimate, sizes  # noqa: PLC0415, A004
     from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
     from cosim.spec import to_document, to_toml  # noqa: PLC0415
 
-    plans = [describe(compile(exp)) for exp in exps]
+    def plan_of(exp):
+        try:
+            return describe(compile(exp))
+        except sizes.TooLargeToPlan as exc:  # a job this machine cannot plan: estimated from its templates
+            return estimate.describe(exp, exc.size)
+
+    plans = [plan_of(exp) for exp in exps]
     _warn(warnings)
     for exp, plan in zip(exps, plans):
         click.echo(f"# run '{exp.name}'")
         click.echo(to_toml(to_document(exp)).rstrip())
-        click.echo("\n# plan (not simulated)")
+        click.echo("\n# plan (" + ("estimated, " if "mpi_ranks" in plan else "") + "not simulated)")
         for k, x in plan.items():
             if k != "tiers":
                 click.echo(f"#   {k}: {x}")
@@ -401,7 +407,7 @@ def _dry_run(exps, warnings=()) -> None:
             click.echo(f"#   tier {t['tier']}: {t.get('n_switches', 0)} switches, {t['n_links']} links at "
                        f"{'/'.join(f'{r:g}' for r in t['link_rates_gbps'])} Gbps"
                        + (f", oversubscription {spread}" if ratio else ""))
-        if exp.is_training:
+        if exp.is_training and "flows" in plan:
             warning = fabric_warning(plan["flows"], plan["ranks"], plan["gpus_per_server"])
             if warning:
                 click.echo(f"Warning: run '{exp.name}': {warning}", err=True)

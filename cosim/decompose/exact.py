@@ -100,15 +100,20 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()), dtype=np.int64)
 
 
-def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray):
-    """(owner, dep) of every dependency edge, :data:`EDGE_BLOCK` edges at a time (OP arrays)."""
-    n_edges = int(dep_idx.size)
+def _edge_ranges(dep_ptr: np.ndarray, n_edges: int):
+    """(first, last, counts, lo, hi) per block of :data:`EDGE_BLOCK` dependency edges lo..hi-1: their owners
+    are ops first..last-1, with ``counts`` of the block's edges each."""
     edge = np.asarray(dep_ptr).dtype.type  # a key of dep_ptr's own dtype: searchsorted converts no copy of it
-    for lo in range(0, n_edges, EDGE_BLOCK):
-        hi = min(lo + EDGE_BLOCK, n_edges)
+    for lo in range(0, int(n_edges), EDGE_BLOCK):
+        hi = min(lo + EDGE_BLOCK, int(n_edges))
         first = int(np.searchsorted(dep_ptr, edge(lo), "right")) - 1
         last = int(np.searchsorted(dep_ptr, edge(hi), "left"))
-        counts = np.diff(np.clip(dep_ptr[first:last + 1], lo, hi))
+        yield first, last, np.diff(np.clip(dep_ptr[first:last + 1], lo, hi)), lo, hi
+
+
+def _edge_blocks(dep_ptr: np.ndarray, dep_idx: np.ndarray):
+    """(owner, dep) of every dependency edge, :data:`EDGE_BLOCK` edges at a time (OP arrays)."""
+    for first, last, counts, lo, hi in _edge_ranges(dep_ptr, dep_idx.size):
         yield np.repeat(np.arange(first, last, dtype=OP), counts), np.asarray(dep_idx[lo:hi], OP)
 
 
@@ -198,9 +203,10 @@ def _images_match(fabric, node_map: dict, link_part: np.ndarray, part: int) -> b
 
 
 def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict,
-                  snapshots: bool = False) -> Decomposition:
+                  snapshots: bool = False, parts=None) -> Decomposition:
     """Decide how ``columns`` (a DAG on ``fabric``; ``gpu_node``: host node of every GPU label) can be
-    simulated exactly: in independent groups, as one folded part of identical ones, or whole."""
+    simulated exactly: in independent groups, as one folded part of identical ones, or whole (``parts``: the
+    flow_parts of its FLOW ops, if already found)."""
     kind = np.asarray(columns["kind"])
     flow = np.flatnonzero(kind == DagOpKind.FLOW)
     if snapshots:
@@ -212,7 +218,7 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     too_large = too_large_to_search(fabric, src)
     if too_large:
         return _whole(too_large)
-    parts = flow_parts(fabric, src, dst)
+    parts = flow_parts(fabric, src, dst) if parts is None else parts
     if parts.n_parts < 2:
         return _whole("the traffic is one part (its flows can share a switch)")
     one_switch = all(sw.size == 1 for sw in _part_switches(fabric, parts.link_part, parts.n_parts))
@@ -408,6 +414,83 @@ def _local_deps(ops, dep_ptr, dep_idx, local=None, image=None):
     return np.asarray(ptr, np.int64), np.asarray(out, np.int64)
 
 
+def _host_columns(columns: dict, gpu_node: np.ndarray, ops) -> tuple[np.ndarray, ...]:
+    """(host of the op's GPU, FLOW source, FLOW destination) of ``ops`` (a slice or indices), -1 where there
+    is none."""
+    gpu = np.asarray(columns["gpu"])[ops]
+    flow = np.asarray(columns["kind"])[ops] == DagOpKind.FLOW
+    gnode = gpu_node[np.maximum(gpu, 0)]
+    gnode[gpu < 0] = -1
+    return (gnode, np.where(flow, np.asarray(columns["src_node"])[ops], OP(-1)).astype(OP, copy=False),
+            np.where(flow, np.asarray(columns["dst_node"])[ops], OP(-1)).astype(OP, copy=False))
+
+
+def _merge_map(forward: np.ndarray, keys: np.ndarray, values: np.ndarray) -> bool:
+    """Record ``keys`` -> ``values`` in ``forward`` (-1: unmapped); False if a key maps already, or now, to
+    another value."""
+    before = forward.copy()  # the map is small (parts x nodes): compare it whole, not per key
+    forward[keys] = values
+    mapped = before >= 0
+    return np.array_equal(forward[keys], values) and np.array_equal(forward[mapped], before[mapped])
+
+
+def _same_up_to_hosts(columns: dict, k: int, gpu_node: np.ndarray, n_nodes: int, op_part: np.ndarray,
+                      image: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray):
+    """[(hosts of part p, their images in part 0)] for the ``k`` parts when every part is part 0's DAG up to a
+    relabeling of its hosts, else None. ``image``: the op of part 0 at the position of every op in its own part
+    (a shared op: itself). Equal means, op by op: the same kind, duration (bit for bit), bytes, priority and
+    number of dependencies (and comm class, if given) as its image; hosts related by one bijection per part; and its i-th dependency on
+    the op its image's i-th depends on, up to position (an op of a part stands for the op at its position in
+    part 0, a shared op for itself), in its own part exactly when its image's is. Each op is compared with its
+    image, :data:`EDGE_BLOCK` ops or dependencies at a time (no temporary the size of the DAG)."""
+    n = int(op_part.size)
+    duration = np.asarray(columns["duration_ns"])
+    if duration.dtype.kind == "f":  # bit for bit
+        duration = duration.view(f"i{duration.dtype.itemsize}")
+    names = ("kind", "bytes_", "priority", "comm_class")
+    cols = [np.asarray(columns[name]) for name in names if name in columns] + [duration, np.diff(dep_ptr)]
+    gpu_node = np.asarray(gpu_node, OP)
+    # one map per part, keyed by (part, host): a host maps onto one host of part 0, and no two onto one; ops
+    # without a host (or of no part) all map the one key after them onto itself
+    none = k * n_nodes
+    forward, backward = np.full(none + 1, -1, OP), np.full(none + 1, -1, OP)
+    for lo in range(0, n, EDGE_BLOCK):
+        ops = slice(lo, min(lo + EDGE_BLOCK, n))
+        img = image[ops]
+        if any(not np.array_equal(c[ops], c[img]) for c in cols):
+            return None
+        part = op_part[ops] * OP(n_nodes)
+        no_part = op_part[ops] < 0
+        for mine, theirs in zip(_host_columns(columns, gpu_node, ops), _host_columns(columns, gpu_node, img)):
+            absent = mine < 0
+            if not np.array_equal(absent, theirs < 0):
+                return None
+            absent |= no_part
+            key, value = part + mine, part + theirs
+            key[absent] = value[absent] = none
+            if not (_merge_map(forward, key, value) and _merge_map(backward, value, key)):
+                return None
+    del cols
+    for first, last, counts, lo, hi in _edge_ranges(dep_ptr, dep_idx.size):
+        # per op, then repeated over its edges: where its image's edges start, and its part and its image's (0
+        # for an op of a part, -1 for a shared op, which is its own image)
+        ops = slice(first, last)
+        shift = dep_ptr[image[ops]].astype(np.int64) - dep_ptr[ops]
+        theirs = dep_idx[np.arange(lo, hi, dtype=np.int64) + np.repeat(shift, counts)]
+        dep = dep_idx[lo:hi]
+        # equal images: the same position, and a shared op only where the other is the same shared op
+        if not np.array_equal(image[dep], image[theirs]):
+            return None
+        own = np.repeat(op_part[ops], counts)
+        if not np.array_equal(op_part[dep] == own, op_part[theirs] == np.minimum(own, 0)):
+            return None
+    out = []
+    for p in range(k):
+        hosts = np.flatnonzero(forward[p * n_nodes:(p + 1) * n_nodes] >= 0)
+        out.append((hosts, forward[p * n_nodes + hosts].astype(np.int64) - p * n_nodes))
+    return out
+
+
 def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomposition:
     """One connected DAG over several network parts: fold it onto part 0 if every part is the same."""
     k = parts.n_parts
@@ -420,39 +503,22 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomp
     if any(s.size != 1 for s in switches):
         return _whole("the DAG couples its parts and some part has more than one switch (the fold is proved for "
                       "one switch per part)", k)
-    node_part = np.full(fabric.n_nodes, -1, np.int64)
-    for j in np.flatnonzero(parts.link_part >= 0):
-        node_part[fabric.link_a[j]] = node_part[fabric.link_b[j]] = parts.link_part[j]
-    # a dependency inside the part: its position; on another part: the position there; on a shared op
-    # (a collective's barrier): the op itself
-    digests, labels = [], []
-    for p, ops in enumerate(members):
-        sel = _ranges(dep_ptr[ops], dep_ptr[ops + 1])
-        d = dep_idx[sel]
-        dp = op_part[d]
-        code = np.where(dp == p, 0, np.where(dp >= 0, 1, 2))
-        val = d.astype(np.int64)
-        for q in np.unique(dp[dp >= 0]):
-            on_q = dp == q
-            val[on_q] = np.searchsorted(members[q], d[on_q])
-        key, by_label = _canonical(columns, ops, gpu_node, code, val, dep_ptr)
-        digests.append(key)
-        labels.append(by_label)
-        del key, sel, d, dp, code, val
-    if any(x != digests[0] for x in digests[1:]):
-        return _whole("the DAG couples its parts and they differ (not the same ops up to relabeling hosts)", k)
-    node_image = np.arange(fabric.n_nodes, dtype=np.int64)
-    rep_nodes = [int(x) for x in labels[0]] + [int(switches[0][0])]
-    for p in range(k):
-        mine = [int(x) for x in labels[p]] + [int(switches[p][0])]
-        node_map = dict(zip(mine, rep_nodes))
-        if not _images_match(fabric, node_map, parts.link_part, p):
-            return _whole("the DAG couples its parts and their sub-fabrics differ", k)
-        node_image[mine] = rep_nodes
-    shared = np.flatnonzero(op_part < 0).astype(OP)
+    # every op stands for the op at its position in part 0 (a shared op: for itself)
     image = np.arange(n, dtype=OP)
     for p in range(1, k):
         image[members[p]] = members[0]
+    node_maps = _same_up_to_hosts(columns, k, gpu_node, fabric.n_nodes, op_part, image, dep_ptr, dep_idx)
+    if node_maps is None:
+        return _whole("the DAG couples its parts and they differ (not the same ops up to relabeling hosts)", k)
+    node_image = np.arange(fabric.n_nodes, dtype=np.int64)
+    rep_switch = int(switches[0][0])
+    for p in range(k):
+        mine, theirs = node_maps[p]
+        node_map = dict(zip(mine.tolist() + [int(switches[p][0])], theirs.tolist() + [rep_switch]))
+        if not _images_match(fabric, node_map, parts.link_part, p):
+            return _whole("the DAG couples its parts and their sub-fabrics differ", k)
+        node_image[list(node_map)] = list(node_map.values())
+    shared = np.flatnonzero(op_part < 0).astype(OP)
     run_ops = np.sort(np.concatenate([members[0], shared]))
     del members, shared
     ptr, idx = _local_deps(run_ops, dep_ptr, dep_idx, image=image)
@@ -704,11 +770,13 @@ def simulate_dag(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes
     return engine.simulate_dag(fabric, **columns, progress=progress, **settings), info
 
 
-def run_decomposition(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict) -> Decomposition:
-    """How ``exp``'s DAG will be simulated: whole when ``limits.decompose`` is off, else :func:`decomposition`."""
+def run_decomposition(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict,
+                      parts=None) -> Decomposition:
+    """How ``exp``'s DAG will be simulated: whole when ``limits.decompose`` is off, else :func:`decomposition`
+    (``parts``: the flow_parts of the DAG's FLOW ops, if already found)."""
     if exp.limits.decompose == "off":
         return _whole("limits.decompose is off")
-    return decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes)
+    return decomposition(fabric, columns, gpu_node=gpu_node, attributes=attributes, parts=parts)
 
 
 def describe(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: dict) -> dict:

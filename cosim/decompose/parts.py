@@ -198,12 +198,13 @@ def flow_parts(fabric, src: np.ndarray, dst: np.ndarray) -> Parts:
     return Parts(flow_part=flow_part, link_part=link_part, n_parts=int(roots.size))
 
 
-def describe_parts(fabric, src: np.ndarray, dst: np.ndarray) -> dict:
-    """What --dry-run shows: how many independent parts the traffic splits into, and their sizes."""
+def describe_parts(fabric, src: np.ndarray, dst: np.ndarray, parts: Parts | None = None) -> dict:
+    """What --dry-run shows: how many independent parts the traffic splits into, and their sizes (``parts``:
+    flow_parts of these flows, if already found)."""
     why = too_large_to_search(fabric, src)
     if why:
         return {"independent_parts": f"not searched ({why})"}
-    parts = flow_parts(fabric, src, dst)
+    parts = flow_parts(fabric, src, dst) if parts is None else parts
     flows = np.bincount(parts.flow_part[parts.flow_part >= 0], minlength=parts.n_parts)
     return {"independent_parts": parts.n_parts,
             "flows_per_part": sorted({int(f) for f in flows}) if parts.n_parts else [],

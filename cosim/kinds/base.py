@@ -54,16 +54,12 @@ class Piece:
         """The ops of ``dag`` (a cosim.collectives.FlowDag) with every rank replaced by its host
         ``hosts[rank]``; the DAG's own columns are shared, not copied. ``trace`` (the one ``dag`` was lowered
         from): its DeepEP sends set the comm class of the transfers they became."""
-        hosts = np.asarray(hosts, np.int32)
-
-        def on_hosts(rank: np.ndarray, mask: np.ndarray) -> np.ndarray:
-            out = np.full(rank.size, -1, np.int32)
-            out[mask] = hosts[rank[mask]]
-            return out
-
+        # rank -1 (no GPU) reads the -1 appended after the hosts: one gather, no masked copies
+        hosts = np.append(np.asarray(hosts, np.int32), np.int32(-1))
         flow = dag.kind == DagOpKind.FLOW
-        return cls(kind=dag.kind, gpu=on_hosts(dag.rank, dag.rank >= 0), src_node=on_hosts(dag.src, flow),
-                   dst_node=on_hosts(dag.dst, flow), bytes_=dag.bytes, duration_ns=dag.duration_ns,
+        on_flow = lambda rank: np.where(flow, hosts[rank], np.int32(-1))  # noqa: E731
+        return cls(kind=dag.kind, gpu=hosts[dag.rank], src_node=on_flow(dag.src),
+                   dst_node=on_flow(dag.dst), bytes_=dag.bytes, duration_ns=dag.duration_ns,
                    priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
                    coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op,
                    comm_class=None if trace is None else comm_classes(dag, trace))

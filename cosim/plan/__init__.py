@@ -29,7 +29,7 @@ from cosim.kinds import time_limit, training
 from cosim.kinds.base import JobPlan, LowerContext, Piece
 from cosim.network import fabrics
 from cosim.network.transport import run_attributes
-from cosim.plan import placement
+from cosim.plan import placement, sizes
 from cosim.spec import Experiment, Job
 
 #: leaf size of a fabric with network.hosts and no network.hosts_per_leaf, NICs: this many, or two servers
@@ -111,6 +111,8 @@ def compile(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Ru
     kind = [kinds.kind_of(j.kind) for j in jobs]
     for k, j in zip(kind, jobs):
         k.check(exp, j)
+    if trace is None:
+        sizes.check_plannable(exp)
     net = exp.network
     loaded = [k.load(exp, j, net.gpus_per_server, trace) for k, j in zip(kind, jobs)]
     gps = net.gpus_per_server or next((g for g in (k.gpus_per_server(x) for k, x in zip(kind, loaded)) if g), None) \

@@ -10,7 +10,7 @@ import numpy as np
 from cosim import engine, memory
 from cosim.collectives.dag import NUM_PRIORITIES
 from cosim.decompose import exact as decompose_run
-from cosim.decompose.parts import describe_parts
+from cosim.decompose.parts import describe_parts, flow_parts, too_large_to_search
 from cosim.network import buffers, ideal
 from cosim.network.topology import SWITCH
 from cosim.plan import RunPlan, placement
@@ -36,15 +36,7 @@ def describe(plan: RunPlan) -> dict:
     exp, fabric = plan.experiment, plan.fabric
     engine.check_fabric(fabric, plan.attributes)
     resolved = engine.attribute_values(plan.attributes, SHOWN_ATTRIBUTES)
-    leaf_ratio = fabric.oversubscription(1)
-    leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
-    cores = {"cores": int(fabric.tier_ids(3).size)} if fabric.tier_ids(3).size else {}
-    out = {"name": exp.name, "transport": exp.network.transport, "topology": fabric.name,
-           "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
-           "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.tier_ids(2).size), **cores,
-           "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
-           "links": fabric.n_links, "tiers": fabric.describe().get("tiers", [])}
-    out |= {k: fabric.params[k] for k in FABRIC_SHOWN if k in fabric.params}
+    out = fabric_summary(exp, fabric)
     if len(plan.jobs) == 1:
         out |= plan.jobs[0].kind.describe(plan.jobs[0])
     else:
@@ -56,10 +48,12 @@ def describe(plan: RunPlan) -> dict:
     out["max_sim_time_ns"] = f"{plan.max_sim_time_ns:.6g} ({'explicit' if explicit else 'derived'})"
     out |= _buffers(fabric, resolved, buffers.switch_buffer_bytes(fabric, plan.attributes))
     src, dst, size = plan.dag.flows()
-    d = _decomposition(plan)
+    # the parts of the traffic, found once for the decomposition and the lines that show them
+    parts = None if too_large_to_search(fabric, src) else flow_parts(fabric, src, dst)
+    d = _decomposition(plan, parts)
     out |= {"flows": int(src.size), "payload_bytes": int(np.asarray(size, np.int64).sum()),
-            "data_packet_hops_estimate": whole_work_estimate(plan)}
-    out |= describe_parts(fabric, src, dst)
+            "data_packet_hops_estimate": data_packet_hops_estimate(fabric, src, dst, size, _mtu_bytes(plan))}
+    out |= describe_parts(fabric, src, dst, parts)
     out |= d.describe()
     if d.mode != "whole":
         out["data_packet_hops_simulated_estimate"] = work_estimate(plan, d)
@@ -67,14 +61,31 @@ def describe(plan: RunPlan) -> dict:
     return out
 
 
-def _decomposition(plan: RunPlan) -> decompose_run.Decomposition:
-    """How the run will be simulated: whole, or in parts (and why), as cosim.run.simulate decides."""
+def fabric_summary(exp, fabric) -> dict:
+    """The run's name, transport and fabric as the dry run prints them: hosts, servers, switches per tier,
+    the leaves' oversubscription, links, every tier (``tiers``) and the shape of a fabric built from
+    switches of a radix."""
+    leaf_ratio = fabric.oversubscription(1)
+    leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
+    cores = {"cores": int(fabric.tier_ids(3).size)} if fabric.tier_ids(3).size else {}
+    out = {"name": exp.name, "transport": exp.network.transport, "topology": fabric.name,
+           "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
+           "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.tier_ids(2).size), **cores,
+           "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
+           "links": fabric.n_links, "tiers": fabric.describe().get("tiers", [])}
+    return out | {k: fabric.params[k] for k in FABRIC_SHOWN if k in fabric.params}
+
+
+def _decomposition(plan: RunPlan, parts=None) -> decompose_run.Decomposition:
+    """How the run will be simulated: whole, or in parts (and why), as cosim.run.simulate decides (``parts``:
+    the flow_parts of its flows, if already found)."""
     reason = plan.whole_only or ("a kind that iterates runs whole" if any(p.kind.iterates for p in plan.jobs)
                                  else None)
     if reason is not None:
         return decompose_run.Decomposition(mode="whole", reason=reason)
     return decompose_run.run_decomposition(plan.experiment, plan.fabric, plan.dag.columns(),
-                                           gpu_node=np.arange(plan.fabric.n_nodes), attributes=plan.attributes)
+                                           gpu_node=np.arange(plan.fabric.n_nodes), attributes=plan.attributes,
+                                           parts=parts)
 
 
 def peak_memory_bytes(plan: RunPlan) -> int:
@@ -165,12 +176,14 @@ def data_packet_hops_estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np
     sources = np.unique(src)
     if sources.size > max_sources:
         sources = np.sort(np.random.default_rng(0).choice(sources, max_sources, replace=False))
+    # one row of hop counts per measured source, and every flow's row (-1: its source is not measured)
+    table = np.stack([ideal.hop_counts(fabric, int(s)) for s in sources]) if sources.size else np.zeros((0, 0))
+    row = np.full(fabric.n_nodes, -1, np.int64)
+    row[sources] = np.arange(sources.size)
+    flow_row = row[src]
+    measured = flow_row >= 0
     hops = np.zeros(src.size, np.int64)
-    measured = np.zeros(src.size, bool)
-    for s in sources:
-        sel = src == s
-        hops[sel] = ideal.hop_counts(fabric, int(s))[dst[sel]]
-        measured |= sel
+    hops[measured] = table[flow_row[measured], dst[measured]]
     if measured.all():
         return int((packets * hops).sum())
     sampled = int(packets[measured].sum())

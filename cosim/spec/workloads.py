@@ -84,19 +84,24 @@ class TrainingWorkload:
                                   "was generated for", "remove workload.gpu, or regenerate the trace with cosim "
                                   "trace --gpu")
 
-    def generate_trace(self, gpus_per_server: int | None):
-        """The Trace this workload generates from its model (None for a trace file or an in-memory trace)."""
+    def generation_specs(self, gpus_per_server: int | None):
+        """(ModelSpec, ParallelismSpec, HardwareSpec) this workload generates its trace from (None for a trace
+        file or an in-memory trace)."""
         if self.model is None:
             return None
-
         hardware = {} if gpus_per_server is None else {"gpus_per_host": gpus_per_server}
         try:
             parallelism = ParallelismSpec(**dict(self.parallelism))
         except TypeError as exc:
             raise CosimInputError("workload.parallelism", str(exc).split(")")[-1].strip() or str(exc),
                                   "see ParallelismSpec for the fields") from None
-        return build_trace(get_model(self.model, **dict(self.model_overrides)), parallelism,
-                           get_hardware(self.gpu or DEFAULT_GPU, **hardware))
+        return (get_model(self.model, **dict(self.model_overrides)), parallelism,
+                get_hardware(self.gpu or DEFAULT_GPU, **hardware))
+
+    def generate_trace(self, gpus_per_server: int | None):
+        """The Trace this workload generates from its model (None for a trace file or an in-memory trace)."""
+        specs = self.generation_specs(gpus_per_server)
+        return None if specs is None else build_trace(*specs)
 
 
 KV_TRANSFER_MODES = ("layer", "whole")

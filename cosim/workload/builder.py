@@ -632,6 +632,17 @@ def _spec_dict(spec: Any, optional: bool | None = None) -> dict[str, Any]:
             if f.name not in skip or optional or (optional is None and getattr(spec, f.name) != f.default)}
 
 
+def stage_templates(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> tuple[Layout, list[_Template]]:
+    """The Layout of ``par`` and every pipeline stage's program as a template (``cols``: kind, bytes,
+    coll_kind, gkind, pkind, ... of its ops, with symbolic groups and peers): what each rank of the stage runs,
+    before :func:`build_trace` instantiates it for every rank. Its size does not grow with the data-parallel
+    degree. (DeepEP's expansion of EP all-to-alls is not applied.)"""
+    check_compatible(model, par)
+    layout = make_layout(par, tied_embeddings=model.tied_embeddings)
+    group_size = {GroupKind(k): layout.group_size(GroupKind(k)) for k in GroupKind}
+    return layout, [_to_template(_StageBuilder(model, par, hw, s, group_size).build()) for s in range(par.pp)]
+
+
 def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Trace:
     """The trace of one training iteration of transformer ``model`` (presets in cosim.workload.model) under
     ``par`` (parallelism, batch sizes and placement) on ``hw`` (GPU type and efficiencies, which set the

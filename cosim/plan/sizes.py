@@ -1,0 +1,91 @@
+"""How large a generated training job's plan would be, from its per-stage templates (cosim.workload.builder.
+stage_templates), before its trace is built: :func:`cosim.plan.compile` refuses a job this machine cannot
+plan (:class:`TooLargeToPlan`), and the dry run estimates it instead (cosim.plan.estimate)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cosim import memory
+from cosim.errors import CosimInputError
+from cosim.kinds import training
+from cosim.workload.trace import CollKind, GroupKind, OpKind
+
+
+def generated(exp):
+    """(model, parallelism, hardware) of ``exp``'s one generated training workload, else None."""
+    if not exp.is_training or exp.workloads or exp.workload.model is None:
+        return None
+    return exp.workload.generation_specs(exp.network.gpus_per_server)
+
+
+def member_bytes_factor(coll_kind: np.ndarray, n: int) -> np.ndarray:
+    """float64: bytes one member of an ``n``-rank group sends per byte of the collective (ring algorithms)."""
+    if n <= 1:
+        return np.zeros(coll_kind.size)
+    return np.where(coll_kind == CollKind.ALL_REDUCE, 2.0 * (n - 1) / n, (n - 1) / n)
+
+
+def stage_traffic(template, layout, chunk_bytes: int):
+    """Per pipeline stage template: {group kind: (bytes a member sends, chunks)} of its collectives and
+    {peer kind: (bytes, chunks)} of its SENDs, and its counts of compute and other ops."""
+    kind, size = template.cols["kind"], template.cols["bytes"].astype(np.float64)
+    colls = {}
+    for g in np.unique(template.cols["gkind"][kind == OpKind.COLLECTIVE]):
+        sel = (kind == OpKind.COLLECTIVE) & (template.cols["gkind"] == g)
+        sent = size[sel] * member_bytes_factor(template.cols["coll_kind"][sel], layout.group_size(GroupKind(g)))
+        colls[int(g)] = (float(sent.sum()), float(np.ceil(sent / chunk_bytes).sum()))
+    sends = {}
+    for pk in np.unique(template.cols["pkind"][kind == OpKind.SEND]):
+        sel = (kind == OpKind.SEND) & (template.cols["pkind"] == pk)
+        sends[int(pk)] = (float(size[sel].sum()), float(np.ceil(size[sel] / chunk_bytes).sum()))
+    return colls, sends, int(np.count_nonzero(kind == OpKind.COMPUTE))
+
+
+def plan_size(exp) -> dict | None:
+    """Sizes of ``exp``'s one generated training workload from its stage templates ({"layout",
+    "templates", "trace_ops", "dag_ops_lower_bound", "parallelism", "hardware"}), or None for any other
+    run."""
+    specs = generated(exp)
+    if specs is None:
+        return None
+    from cosim.workload.builder import stage_templates  # noqa: PLC0415 - the builder only when generating
+
+    layout, templates = stage_templates(*specs)
+    work = exp.workload
+    ranks_of_stage = np.bincount(layout.stage, minlength=len(templates))
+    trace_ops = sum(int(t.n) * int(r) for t, r in zip(templates, ranks_of_stage))
+    bound = 0.0
+    for t, r in zip(templates, ranks_of_stage):
+        colls, sends, computes = stage_traffic(t, layout, work.chunk_bytes)
+        bound += r * (computes + sum(c for _, c in colls.values()) + sum(c for _, c in sends.values()))
+    return {"layout": layout, "templates": templates, "trace_ops": trace_ops,
+            "dag_ops_lower_bound": bound * work.iterations, "parallelism": specs[1], "hardware": specs[2]}
+
+
+class TooLargeToPlan(CosimInputError):
+    """A generated training job whose DAG this machine cannot plan (:func:`too_large`); ``size`` is its
+    :func:`plan_size`, from which the dry run estimates it instead."""
+
+    def __init__(self, size: dict):
+        self.size = size
+        bound = size["dag_ops_lower_bound"]
+        super().__init__("workload.chunk_bytes", f"the run would lower to at least {bound:.3g} DAG ops "
+                         f"({bound * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan at "
+                         f"{memory.PLAN_BYTES_PER_DAG_OP} B per op), more than the {training.dag_op_limit():.3g} "
+                         "this machine can plan", "cosim run --dry-run estimates it from its stage templates; "
+                         "raise chunk_bytes, or use fewer GPUs")
+
+
+def check_plannable(exp) -> None:
+    """Raise :class:`TooLargeToPlan` when ``exp``'s generated training job cannot be planned here, before its
+    trace is built (a 100,000-GPU trace alone would not fit)."""
+    size = plan_size(exp)
+    if too_large(size):
+        raise TooLargeToPlan(size)
+
+
+def too_large(size: dict | None) -> bool:
+    """True when the run of ``size`` (:func:`plan_size`) would be refused for its DAG: at least more ops than
+    this machine can plan (cosim.kinds.training.dag_op_limit)."""
+    return size is not None and size["dag_ops_lower_bound"] > training.dag_op_limit()
