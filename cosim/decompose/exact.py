@@ -438,11 +438,11 @@ def _same_up_to_hosts(columns: dict, k: int, gpu_node: np.ndarray, n_nodes: int,
                       image: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray):
     """[(hosts of part p, their images in part 0)] for the ``k`` parts when every part is part 0's DAG up to a
     relabeling of its hosts, else None. ``image``: the op of part 0 at the position of every op in its own part
-    (a shared op: itself). Equal means, op by op: the same kind, duration (bit for bit), bytes, priority and
-    number of dependencies (and comm class, if given) as its image; hosts related by one bijection per part; and its i-th dependency on
-    the op its image's i-th depends on, up to position (an op of a part stands for the op at its position in
-    part 0, a shared op for itself), in its own part exactly when its image's is. Each op is compared with its
-    image, :data:`EDGE_BLOCK` ops or dependencies at a time (no temporary the size of the DAG)."""
+    (a shared op: itself). Equal means, op by op: the same kind, duration (bit for bit), bytes, priority,
+    comm class (if given) and number of dependencies as its image; hosts related by one bijection per part; and
+    its i-th dependency on the op its image's i-th depends on, up to position (an op of a part stands for the op
+    at its position in part 0, a shared op for itself), in its own part exactly when its image's is. Each op is
+    compared with its image, :data:`EDGE_BLOCK` ops or dependencies at a time (no temporary the size of the DAG)."""
     n = int(op_part.size)
     duration = np.asarray(columns["duration_ns"])
     if duration.dtype.kind == "f":  # bit for bit
