@@ -58,7 +58,7 @@ class Piece:
         hosts = np.append(np.asarray(hosts, np.int32), np.int32(-1))
         flow = dag.kind == DagOpKind.FLOW
         on_flow = lambda rank: np.where(flow, hosts[rank], np.int32(-1))  # noqa: E731
-        return cls(kind=dag.kind, gpu=hosts[dag.rank], src_node=on_flow(dag.src),
+        return cls(kind=dag.kind, gpu=hosts[dag.rank], src_node=on_flow(dag.rank),  # a transfer's source: its rank
                    dst_node=on_flow(dag.dst), bytes_=dag.bytes, duration_ns=dag.duration_ns,
                    priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
                    coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op,
