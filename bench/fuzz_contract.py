@@ -24,24 +24,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fuzz_contract import (  # noqa: E402
-    FAULT_RUN,
     PROFILE,
     TRACE,
     calibration_damage,
     check_contract,
     check_down_time_is_the_union,
-    check_merged_is_one_experiment,
     cli_args,
     concurrent_appends,
     damage_calibration,
-    damage_parts,
     damage_results,
     damage_trace,
     fault_options,
     inference_settings,
     make_parts,
+    merge_damaged_parts,
     parts_damage,
     run_cosim,
+    run_with_faults,
     trace_damage,
 )
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
@@ -103,21 +102,14 @@ def main() -> None:
         folder, merged = work / "damaged-parts", work / "pm.h5"
         shutil.rmtree(folder, ignore_errors=True)
         merged.unlink(missing_ok=True)
-        damage_parts(good_a, good_b, folder, *damage)
-        proc = run_cosim(["merge", str(folder), "-o", str(merged)], cwd=work)
-        check_contract(proc, merged)
-        if proc.returncode == 0:
-            check_merged_is_one_experiment(merged)
+        merge_damaged_parts(good_a, good_b, folder, merged, damage, cwd=work)
 
     @many
     @given(faults=fault_options())
     def faults(faults):
         out = work / "f.h5"
         out.unlink(missing_ok=True)
-        argv = [*FAULT_RUN, *(a for f in faults for a in ("--fault", f)), "-q", "-o", str(out)]
-        proc = run_cosim(argv, cwd=work)
-        check_contract(proc, out)
-        if proc.returncode in (0, 1):
+        if run_with_faults(faults, out).returncode in (0, 1):
             check_down_time_is_the_union(out)
 
     @many

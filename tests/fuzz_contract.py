@@ -243,12 +243,30 @@ def check_merged_is_one_experiment(output: Path) -> None:
     assert len(a_sizes) <= 1, f"{output}: job a mixes flow sizes {a_sizes}"
 
 
+def merge_damaged_parts(a: Path, b: Path, damaged: Path, merged: Path, damage: tuple, cwd: Path) -> None:
+    """Damage a copy of parts folder ``a`` (``damage_parts``), merge it into ``merged``: the contract holds,
+    and a merge that succeeds is one experiment's run."""
+    damage_parts(a, b, damaged, *damage)
+    proc = run_cosim(["merge", str(damaged), "-o", str(merged)], cwd=cwd)
+    check_contract(proc, merged)
+    if proc.returncode == 0:
+        check_merged_is_one_experiment(merged)
+
+
 # ---------------------------------------------------------------- faults on one element
 
 #: the element every generated fault takes down, and the run they hit
 FAULT_LINK = "leaf0-spine0"
 FAULT_RUN = ["run", "--pattern", "permutation", "--topology", "leaf-spine", "--hosts", "8", "--flow-bytes", "256KiB",
              "--max-sim-time-ms", "1"]
+
+
+def run_with_faults(faults, output: Path) -> subprocess.CompletedProcess:
+    """FAULT_RUN with ``faults`` (--fault texts) into ``output``, its contract checked."""
+    proc = run_cosim([*FAULT_RUN, *(a for f in faults for a in ("--fault", f)), "-q", "-o", str(output)],
+                     cwd=output.parent)
+    check_contract(proc, output)
+    return proc
 
 
 def fault_options():

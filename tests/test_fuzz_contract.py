@@ -7,24 +7,23 @@ from __future__ import annotations
 
 import pytest
 from fuzz_contract import (
-    FAULT_RUN,
     PROFILE,
     TRACE,
     calibration_damage,
     check_contract,
     check_down_time_is_the_union,
-    check_merged_is_one_experiment,
     cli_args,
     concurrent_appends,
     damage_calibration,
-    damage_parts,
     damage_results,
     damage_trace,
     fault_options,
     inference_settings,
     make_parts,
+    merge_damaged_parts,
     parts_damage,
     run_cosim,
+    run_with_faults,
     trace_damage,
 )
 from hypothesis import HealthCheck, Phase, given, settings
@@ -85,11 +84,7 @@ def test_merges_of_mixed_or_damaged_parts_keep_the_contract(damage, parts_folder
     the contract, and a merge that succeeds is one experiment's run (never a mix)."""
     folder = tmp_path_factory.mktemp("merge")
     damaged, merged = folder / "parts", folder / "m.h5"
-    damage_parts(*parts_folders, damaged, *damage)
-    proc = run_cosim(["merge", str(damaged), "-o", str(merged)], cwd=folder)
-    check_contract(proc, merged)
-    if proc.returncode == 0:
-        check_merged_is_one_experiment(merged)
+    merge_damaged_parts(*parts_folders, damaged, merged, damage, cwd=folder)
 
 
 @FEWER
@@ -98,10 +93,7 @@ def test_overlapping_and_poisson_faults_down_an_element_for_their_union(faults, 
     """Overlapping, nested and Poisson outages of one link keep the contract, and the link is down exactly
     while any of them is active (the faults table's down/up actions against the union of the outages)."""
     out = tmp_path_factory.mktemp("faults") / "f.h5"
-    proc = run_cosim([*FAULT_RUN, *(a for f in faults for a in ("--fault", f)), "-q", "-o", str(out)],
-                     cwd=out.parent)
-    check_contract(proc, out)
-    assert proc.returncode in (0, 1)
+    assert run_with_faults(faults, out).returncode in (0, 1)
     check_down_time_is_the_union(out)
 
 

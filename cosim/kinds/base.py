@@ -68,7 +68,7 @@ class Piece:
 def comm_classes(dag, trace) -> np.ndarray | None:
     """uint8 CommClass of every op of ``dag`` lowered from ``trace``: a transfer of a DeepEP SEND or RECV
     is EXPERT (high-throughput kernels) or SM_FREE (low-latency), any other NCCL; None if all are NCCL's."""
-    of_hint = np.zeros(max(len(AlgoHint), int(np.max(trace.algo_hint, initial=0)) + 1), np.uint8)
+    of_hint = np.zeros(len(AlgoHint), np.uint8)  # the trace's hints are AlgoHint values (checked when read)
     of_hint[AlgoHint.DEEPEP_HIGH_THROUGHPUT] = CommClass.EXPERT
     of_hint[AlgoHint.DEEPEP_LOW_LATENCY] = CommClass.SM_FREE
     p2p = (trace.kind == OpKind.SEND) | (trace.kind == OpKind.RECV)
