@@ -17,6 +17,7 @@ a sweep point or Python) and data flows one way through the packages::
         │     (decompose: independent or identical parts simulated apart and merged exactly)
         ▼
     run ── run(experiment) = record(plan, execute(plan)); record + telemetry: the results.RunRecord
+        │   (cosim.losses: the causes of the losses table, shared by engine, results and analysis)
         ▼
     results ── schema, atomic store, metric registry ──► analysis (compare, plots, report, notebooks)
                                                      ──► sweep (TOML grids of Experiments, shards, merge)

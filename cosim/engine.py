@@ -29,6 +29,7 @@ import numpy as np
 from cosim import memory
 from cosim.collectives.dag import NUM_PRIORITIES, CommClass, DagOpKind
 from cosim.errors import CosimInputError
+from cosim.losses import LossCause
 from cosim.network import buffers
 from cosim.network.probe import PROBE_MIN_NODES, probe_fabric
 from cosim.network.topology import HOST, SWITCH, Fabric
@@ -137,6 +138,7 @@ def python_codes() -> dict[str, int]:
     """The codes and defaults this package assumes the C++ models use, as Engine::SharedCodes() names them."""
     codes = {f"op_kind.{k.name}": int(k) for k in DagOpKind}
     codes |= {f"comm_class.{k.name}": int(k) for k in CommClass}
+    codes |= {f"loss_cause.{c.name}": int(c) for c in LossCause}
     codes |= {"node_kind.HOST": HOST, "node_kind.SWITCH": SWITCH}
     codes |= {f"run_status.{name}": code for code, name in _RUN_STATUS_NAMES.items()}
     codes |= {"priorities": NUM_PRIORITIES, "default.mtu_bytes": DEFAULT_MTU_BYTES,

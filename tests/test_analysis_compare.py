@@ -144,6 +144,32 @@ def test_missing_or_corrupt_file_exits_2(tmp_path, capsys):
         assert code == 2 and str(target) in err and len(err.strip().splitlines()) == 1
 
 
+def test_compare_reads_summaries_and_checks_every_table_s_structure(files, capsys, tmp_path):
+    """compare reads the runs' summaries only: a bad value in a flows column leaves its answer intact (plot,
+    which draws the column, refuses it), while a column cut short is refused by both, naming it."""
+    import shutil
+
+    import h5py
+
+    both = files[0]
+    valued, cut = tmp_path / "valued.h5", tmp_path / "cut.h5"
+    for path in (valued, cut):
+        shutil.copy(both, path)
+    with h5py.File(valued, "r+") as h5:
+        h5["runs/pfc/flows/fct_ns"][0] = -1.0
+    with h5py.File(cut, "r+") as h5:
+        data = h5["runs/pfc/flows/fct_ns"][()]
+        del h5["runs/pfc/flows/fct_ns"]
+        h5["runs/pfc/flows/fct_ns"] = data[:-1]
+    code, out, _ = run_main(["compare", str(both)], capsys)
+    assert code == 0 and run_main(["compare", str(valued)], capsys)[:2] == (0, out)
+    code, _, err = run_main(["plot", str(valued), "-o", str(tmp_path / "fig"), "--figure", "fct-cdf"], capsys)
+    assert code == 2 and "runs/pfc/flows/fct_ns" in err and "negative" in err
+    for verb in (["compare", str(cut)], ["plot", str(cut), "-o", str(tmp_path / "fig"), "--figure", "fct-cdf"]):
+        code, _, err = run_main(verb, capsys)
+        assert code == 2 and "runs/pfc/flows/fct_ns" in err and "length" in err and len(err.strip().splitlines()) == 1
+
+
 def test_help_of_every_analysis_verb_stays_light():
     text = help_output_loading_nothing_heavy([["compare"], ["plot"], ["report"], ["sweep"], ["merge"], []],
                                              heavy=("numpy", "h5py", "matplotlib", "pandas", "cppyy"))

@@ -208,3 +208,12 @@ def test_help_of_both_verbs_loads_nothing_heavy():
     """``cosim attributes --help`` and ``cosim list --help`` stay instant: no numpy, h5py or cppyy."""
     text = help_output_loading_nothing_heavy([["attributes"], ["list"]])
     assert "cosim attributes HostNic::MtuBytes" in text and "cosim list topologies" in text
+
+
+def test_an_inherited_attribute_set_on_a_subtype_names_its_declaring_type(engine_ns, capsys):
+    """ns-3 keeps an attribute's default on the type that declares it: --set on a subtype is one line
+    naming the type to set (FabricNode::InputBufferBytes sizes switches' and NICs' input buffers alike)."""
+    code, _, err = run_main(["run", "--pattern", "incast", "--hosts", "4", "--dry-run", "--set",
+                             "FabricSwitch::InputBufferBytes=100000"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "is inherited: set FabricNode::InputBufferBytes" in err

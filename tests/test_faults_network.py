@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from cosim import engine
 from cosim import faults as fs
 from cosim.faults.context import composed
+from cosim.losses import LossCause
 from cosim.network import topology
 from cosim.network.transport import transport_attributes
 from cosim.workload.flows import FlowSet
@@ -48,6 +49,14 @@ def simulate_with(fabric, flows, faults, transport="roce", *, seed=1, **attribut
                                                "HostNic::RetransmitTimeout": "100us"} | attributes
     out = engine.simulate(fabric, flows, seed=seed, attributes=attrs, max_sim_time_ns=stop_ns, setup=plan.setup)
     return out, plan
+
+
+def losses_by_cause(out, node=None) -> dict[str, int]:
+    """Rows of the engine's losses log per cause name (LossCause), at ``node`` if given."""
+    log = out.logs["losses"]
+    keep = np.ones(log["cause"].size, bool) if node is None else np.isin(log["node"], node)
+    codes, counts = np.unique(log["cause"][keep], return_counts=True)
+    return {LossCause(c).name.lower(): int(n) for c, n in zip(codes, counts)}
 
 
 def wire_bytes(payload: int) -> int:
@@ -92,6 +101,18 @@ def test_a_dead_uplink_halves_the_leaf_capacity_and_the_flows_finish_on_the_surv
         assert out.counters["retransmitted_packets"] > 0 or out.counters["fault_drops"] == 0
     else:
         assert out.counters["fault_drops"] == 0 and out.counters["retransmitted_packets"] == 0
+    # the losses log holds each counted packet once, where and when it happened: lost at leaf0's port to
+    # the dead spine until the queue it had before the routes converged is gone, resent and timed out at
+    # the senders' NICs
+    log = out.logs["losses"]
+    expected = {"link_down": c["fault_drops"], "retransmitted": c["retransmitted_packets"], "timeout": c["timeouts"]}
+    assert losses_by_cause(out) == {k: v for k, v in expected.items() if v}
+    down = log["cause"] == LossCause.LINK_DOWN
+    dead_port = out.ports["port"][dead]
+    assert np.all(log["node"][down] == leaf0) and np.all(np.isin(log["port"][down], dead_port))
+    drain_ns = (int(out.ports["peak_queue_bytes"][dead].sum()) + MTU + HEADER) * 8 / LINK_GBPS
+    assert np.all(log["time_ns"][down] <= CONVERGENCE_NS + drain_ns + DELAY_NS)  # what it queued went on dying
+    assert np.all(log["node"][~down] < 4) and np.all(log["port"][~down] == 0)
 
 
 def _one_flow_over_a_lossy_link(size_bytes: int, bit_error_rate: float):
@@ -120,6 +141,7 @@ def test_a_lossy_link_delivers_the_go_back_n_goodput(engine_ns):
     sent = int(out.ports["tx_packets"][host_port].sum()) - 0  # data packets dominate (ACKs go the other way)
     drops = out.counters["ber_drops"]
     assert abs(drops - p * sent) <= 5 * math.sqrt(p * (1 - p) * sent) + 1
+    assert losses_by_cause(out, node=0) == {"bit_error": drops, "retransmitted": out.counters["retransmitted_packets"]}
     p_hat = drops / sent
     packet_ns = packet_bits / LINK_GBPS
     # a lost packet is noticed when the next one arrives (one packet later, two store-and-forward hops and
@@ -147,6 +169,7 @@ def test_a_lossy_credit_link_resends_and_loses_nothing(engine_ns):
     packets = -(-size // MTU)
     p = 1 - (1 - ber) ** ((MTU + HEADER) * 8)
     resent = c["link_retransmissions"]
+    assert losses_by_cause(out) == {"link_retransmitted": resent}
     assert abs(resent - p * packets) <= 5 * math.sqrt(p * (1 - p) * packets) + 1
     per_resend_ns = 2 * DELAY_NS + (MTU + HEADER) * 8 / LINK_GBPS
     assert clean.finish_ns[0] < out.finish_ns[0] <= clean.finish_ns[0] + resent * per_resend_ns
@@ -354,4 +377,31 @@ def test_fault_figures_render_with_and_without_a_baseline(engine_ns):
     figures = {f.stem: f for f in plots.iter_figures({faulted.name: faulted, base.name: base})}
     assert plots.render(figures[f"iteration-faults-{faulted.name}"].figure)[:4] == b"\x89PNG"
     assert figures[f"queues-faults-{faulted.name}"].figure is not None
+    assert not faulted.losses and len(figures[f"neighbours-faults-{faulted.name}"].figure.axes) == 2  # lost none
     assert not any(s.startswith("iteration-faults") and s.endswith("baseline") for s in figures)
+
+
+def test_the_neighbours_figure_draws_the_packets_lost_and_resent_over_time(engine_ns, tmp_path, capsys):
+    """A link dies under a permutation: the results hold every lost and resent packet with its time (the
+    losses table, one row each, as many as the run's counters), and the neighbours figure draws them per
+    time bin below the flows, one line per cause with its total."""
+    from conftest import run_main
+
+    from cosim.analysis import plots
+    from cosim.results.store import read_results
+
+    out = tmp_path / "lossy.h5"
+    code, _, err = run_main(["run", "--pattern", "permutation", "--topology", "leaf-spine", "--hosts", "8",
+                             "--flow-bytes", "256KiB", "--fault", "link_down:leaf0-spine0@10us,duration_ns=1ms",
+                             "-o", str(out), "-q"], capsys)
+    assert code == 0, err
+    (rec,) = read_results(out).values()
+    s, losses = rec.summary, rec.losses
+    codes, counts = np.unique(losses["cause"], return_counts=True)
+    assert dict(zip(codes.tolist(), counts.tolist())) == {
+        LossCause.LINK_DOWN: s["fault_drops"], LossCause.RETRANSMITTED: s["retransmitted_packets"],
+        LossCause.TIMEOUT: s["timeouts"]}
+    figure = {f.stem: f for f in plots.iter_figures({rec.name: rec})}[f"neighbours-faults-{rec.name}"].figure
+    labels = [t.get_text() for t in figure.axes[2].get_legend().get_texts()]
+    assert labels == [f"link down ({s['fault_drops']:,})", f"retransmitted ({s['retransmitted_packets']:,})",
+                      f"timeout ({s['timeouts']:,})"]

@@ -19,6 +19,7 @@ from conftest import run_main
 from cosim import engine
 from cosim import faults as fs
 from cosim.cli import cli
+from cosim.losses import LossCause
 from cosim.network import topology
 from cosim.network.transport import TRANSPORT_GROUPS, transport_attributes
 from cosim.workload.flows import FlowSet
@@ -80,6 +81,13 @@ def test_every_byte_arrives_once_and_every_trimmed_packet_is_recovered(engine_ns
     assert c["retransmitted_bytes"] == c["trimmed_packets"] * MTU  # every flow is whole packets
     if pattern == "incast":
         assert c["trimmed_packets"] > 0  # 15 senders start at line rate: the first round trip overflows
+    # the losses log: each trim at a switch, then its resend at the sender, which follows it
+    log = out.logs["losses"]
+    trimmed, resent = log["cause"] == LossCause.TRIMMED, log["cause"] == LossCause.RETRANSMITTED
+    assert trimmed.sum() == resent.sum() == c["trimmed_packets"] and trimmed.sum() + resent.sum() == log["cause"].size
+    kind = leaf_spine().node_kind[log["node"]]
+    assert (kind[trimmed] == topology.SWITCH).all() and (kind[resent] == topology.HOST).all()
+    assert (np.sort(log["time_ns"][trimmed]) < np.sort(log["time_ns"][resent])).all()
 
 
 def test_incast_queue_stays_under_the_trim_threshold_and_finishes_at_the_bottleneck_bound(engine_ns):

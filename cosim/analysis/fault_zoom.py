@@ -13,10 +13,9 @@
   NIC's throughput is derived from the flows table: each flow's delivered bytes spread evenly over its
   lifetime (start to finish; an unfinished flow's until the end of the run), summed per NIC and time bin.
 
-Drops and retransmissions carry no times in the results (the engine counts them per port and run:
-``ports/drops``, summary ``fault_drops``, ``retransmitted_packets``, ``timeouts``); the figures give their
-totals and show their effect over time through the flows: a flow that lost packets finishes late, so its
-FCT slowdown against its finish time marks when the losses were repaired.
+Drops, trims and retransmissions carry their times in the ``losses`` table (cosim.losses), which the
+neighbours figure bins over the window; a flow that lost packets also finishes late, so its FCT slowdown
+against its finish time marks when the losses were repaired.
 """
 
 from __future__ import annotations

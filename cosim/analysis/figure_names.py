@@ -26,8 +26,8 @@ PER_RUN = {
     "requests": "per-request queued / prefill / KV transfer / decode timeline (inference runs)",
     "iteration-faults": "iteration time around the faults, with the --baseline run's, fault markers",
     "queues-faults": "queue depth of the faulted element's switch ports in the fault window, fault markers",
-    "neighbours-faults": "throughput of the NICs on the faulted element's switches and flow slowdowns, "
-                         "in the fault window",
+    "neighbours-faults": "throughput of the NICs on the faulted element's switches, flow slowdowns and "
+                         "packets lost or resent over time, in the fault window",
     "pfc-pauses-faults": "PFC pause intervals in the fault window, fault markers",
 }
 NAMES = (*SHARED, *PER_RUN)
@@ -36,7 +36,7 @@ NAMES = (*SHARED, *PER_RUN)
 NEEDS = {"sweep": set(), "fct-cdf": {"flows"}, "fct-slowdown-cdf": {"flows"}, "latency-cdf": {"latency"},
          "ttft-cdf": {"requests"}, "tpot-cdf": {"requests"}, "queues": {"queues"}, "queue-heatmap": {"queues"},
          "pfc-pauses": {"pauses"}, "credit-stalls": {"stalls"}, "iterations": {"ops"}, "requests": {"requests"},
-         "iteration-faults": set(), "queues-faults": {"queues", "flows"}, "neighbours-faults": {"flows"},
+         "iteration-faults": set(), "queues-faults": {"queues", "flows"}, "neighbours-faults": {"flows", "losses"},
          "pfc-pauses-faults": {"pauses", "flows"}}
 #: small tables read for any figure: port names, iteration marks, fault markers, the fabric
 CONTEXT = frozenset({"ports", "iterations", "faults", "pfc_watchdog", "nodes", "links", "hosts", "placement"})

@@ -28,6 +28,7 @@ from cosim.analysis.sweep import sweep_of
 from cosim.errors import CosimInputError
 from cosim.faults import ACTION_CODES
 from cosim.h5io import atomic_output
+from cosim.losses import counts_over_time as loss_counts
 from cosim.results.metrics import format_number, metric_for
 
 FORMATS = ("png", "svg", "pdf")
@@ -579,10 +580,11 @@ def fault_pause_timeline(run, *, label: str | None = None):
 
 
 def fault_neighbours(run, baseline=None, *, label: str | None = None, bins: int = GRID_POINTS // 2):
-    """Around the fault window: above, the throughput each NIC on the faulted element's switches sent
-    (and their total, with the baseline's total when it is stored); below, the FCT slowdown of every flow
-    finished in the window against its finish time, where lost packets show as late flows (the results
-    hold drops and retransmissions as totals only, given in the legend). None without faults or flows."""
+    """Around the fault window: on top, the throughput each NIC on the faulted element's switches sent
+    (and their total, with the baseline's total when it is stored); in the middle, the FCT slowdown of every
+    flow finished in the window against its finish time; below, when the run lost packets, the packets
+    lost, trimmed or sent again per time bin by cause (the ``losses`` table, whole fabric). None without
+    faults or flows."""
     if not run.faults or not run.flows or not np.asarray(run.flows.get("start_ns", [])).size:
         return None
     end = _end_ns(run)
@@ -596,8 +598,10 @@ def fault_neighbours(run, baseline=None, *, label: str | None = None, bins: int 
     from matplotlib.figure import Figure  # noqa: PLC0415 (matplotlib is loaded by _figure's module)
 
     _matplotlib()
-    fig = Figure(figsize=FIGSIZE_IN, dpi=DPI, layout="constrained")
-    top, bottom = fig.subplots(2, 1, sharex=True)
+    lost = loss_counts(run.losses, edges)
+    fig = Figure(figsize=(FIGSIZE_IN[0], FIGSIZE_IN[1] * (1.4 if lost else 1.0)), dpi=DPI, layout="constrained")
+    axes = fig.subplots(3 if lost else 2, 1, sharex=True)
+    top, bottom = axes[0], axes[1]
     scale, unit = display_unit(TIME_KEY)
     fig.suptitle(f"{label or run.name}: neighbours of the fault, {_window_text((lo, hi))}", fontsize=11)
     mid = (edges[:-1] + edges[1:]) / 2 * scale
@@ -627,9 +631,19 @@ def fault_neighbours(run, baseline=None, *, label: str | None = None, bins: int 
         bottom.plot([], [], " ", label=f"run totals: {losses}")
     bottom.set_yscale("log")
     bottom.set_ylabel("FCT slowdown")
-    bottom.set_xlabel(f"simulated time ({unit}), flows at their finish")
+    bottom.set_xlabel("" if lost else f"simulated time ({unit}), flows at their finish")
     bottom.grid(alpha=0.3, which="both")
-    for ax in (top, bottom):
+    if lost:
+        width = (edges[1] - edges[0]) * scale
+        for cause, count in lost.items():
+            axes[2].step(mid, count, where="mid", lw=1.0,
+                         label=f"{cause.name.lower().replace('_', ' ')} ({int(count.sum()):,})")
+        axes[2].set_ylabel(f"packets per {format_number(width)} {unit}")
+        axes[2].set_xlabel(f"simulated time ({unit})")
+        axes[2].set_ylim(bottom=0)
+        axes[2].grid(alpha=0.3)
+        axes[2].legend(fontsize=6, loc="upper right")
+    for ax in axes:
         _mark_faults(ax, run, scale)
         _fault_zoom(ax, run, scale)
     top.legend(fontsize=6, loc="lower left", ncol=3)

@@ -48,7 +48,8 @@ def compare(files, baseline, runs, fmt, output, pivot, metrics, figure_path, x_f
     """
     from cosim.results.compare import compare_runs, load_runs, resolve_run  # noqa: PLC0415
 
-    records = load_runs(files, runs, tables=None)  # every table read and checked: a damaged file is refused
+    # the comparison reads the summaries; every table's structure is checked, so a damaged file is refused
+    records = load_runs(files, runs, tables=())
     base = resolve_run(records, baseline, option="--baseline") if baseline else None
     if pivot is None:
         pivot = len(records) > 2 and fmt is None

@@ -22,6 +22,7 @@ import numpy as np
 
 from cosim.collectives.algorithms import Algorithm
 from cosim.faults import ACTIONS, KINDS
+from cosim.losses import LossCause
 from cosim.results.exposure import MEDIUM_NAMES, NO_GROUP
 from cosim.workload.trace import CollKind, GroupKind, OpKind, Phase
 
@@ -30,14 +31,15 @@ DIMENSIONS = {"flows": "flow", "queues": "queue_sample", "ports": "egress_port",
               "latency": "latency_bucket", "stalls": "stall_change", "ops": "op", "collectives": "collective_call",
               "iterations": "iteration_row", "faults": "fault_action", "pfc_watchdog": "watchdog_action",
               "requests": "request_row", "nodes": "node", "links": "link", "hosts": "host",
-              "placement": "placement_row"}
+              "placement": "placement_row", "losses": "loss"}
 #: the NAME a netCDF-4 dimension scale that is not a variable carries (netCDF-C writes this text and the
 #: dimension's length; h5netcdf and netCDF-C recognise it by its start)
 NOT_A_VARIABLE = "This is a netCDF dimension but not a netCDF variable."
 #: columns holding a node id (-1: none), named by ``nodes/name``
 NODE_COLUMNS = frozenset({("flows", "src"), ("flows", "dst"), ("queues", "node"), ("ports", "node"), ("ports", "peer"),
                           ("pauses", "node"), ("stalls", "node"), ("faults", "node"), ("pfc_watchdog", "node"),
-                          ("links", "a"), ("links", "b"), ("hosts", "node"), ("placement", "host")})
+                          ("links", "a"), ("links", "b"), ("hosts", "node"), ("placement", "host"),
+                          ("losses", "node")})
 
 
 def _enum(e) -> dict[int, str]:
@@ -57,6 +59,7 @@ def _code_tables() -> dict[tuple[str, str], dict[int, str]]:
         ("faults", "kind"): kinds,
         ("faults", "action"): dict(enumerate(ACTIONS)),
         ("nodes", "kind"): {0: "host", 1: "switch"},  # cosim.network.topology HOST, SWITCH
+        ("losses", "cause"): _enum(LossCause),
     }
 
 

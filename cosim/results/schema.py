@@ -100,6 +100,13 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("pfc_watchdog", "port"): ("", "egress port number at the switch"),
     ("pfc_watchdog", "priority"): ("", "priority whose queue changed"),
     ("pfc_watchdog", "disabled"): ("", "1: queue disabled (paused past PfcWatchdog::DetectionTime), 0: restored"),
+    # packets lost, trimmed or sent again (cosim.losses): one row per packet; lossless runs have none
+    ("losses", "time_ns"): ("ns", "time of the loss (a NIC's resend: when it sent the packet again)"),
+    ("losses", "node"): ("", "node whose egress port lost, trimmed or resent the packet"),
+    ("losses", "port"): ("", "port number at the node (a NIC: 0)"),
+    ("losses", "cause"): ("", "0 tail_drop, 1 buffer_drop, 2 watchdog_drop, 3 link_down, 4 bit_error, 5 trimmed, "
+                              "6 link_retransmitted, 7 retransmitted, 8 timeout (one row per packet; a timeout: "
+                              "one per expiry)"),
 }
 
 # ---- inference runs (cosim.kinds.inference): one row per request; files of other runs have no such group
@@ -145,7 +152,7 @@ FABRIC_DATASETS: dict[tuple[str, str], tuple[str, str]] = {
 }
 DATASETS |= FABRIC_DATASETS
 GROUPS = ("flows", "queues", "ports", "pauses", "latency", "stalls", "ops", "collectives", "iterations", "faults",
-          "pfc_watchdog", "requests", "nodes", "links", "hosts", "placement")
+          "pfc_watchdog", "requests", "nodes", "links", "hosts", "placement", "losses")
 
 #: datasets whose values may be nan, as documented: times of flows, ops, collectives and iterations that did
 #: not finish (a run cut by its time limit)
@@ -225,6 +232,7 @@ class RunRecord:
     links: dict[str, np.ndarray] = field(default_factory=dict)
     hosts: dict[str, np.ndarray] = field(default_factory=dict)
     placement: dict[str, np.ndarray] = field(default_factory=dict)
+    losses: dict[str, np.ndarray] = field(default_factory=dict)
 
     def table(self, group: str) -> dict[str, np.ndarray]:
         """The arrays of ``group`` (one of GROUPS; empty if the run has none)."""

@@ -406,8 +406,9 @@ def _check_summary(path: Path, summary: dict, where: str) -> None:
             raise _damaged(path, at, f"is {type(value).__name__} {value!r}, expected a number")
 
 
-def _read_table(path: Path, run: h5py.Group, group: str, where: str) -> dict[str, np.ndarray]:
-    """The columns of table ``group`` of a run, each checked against the schema (column_rule)."""
+def _read_table(path: Path, run: h5py.Group, group: str, where: str, values: bool = True) -> dict[str, np.ndarray]:
+    """The columns of table ``group`` of a run, each checked against the schema (column_rule); with
+    ``values=False`` only the structure is checked (members, shapes, dtypes, lengths) and nothing is read."""
     g = _member(path, run, group, where, h5py.Group)
     table: dict[str, np.ndarray] = {}
     lengths: dict[str, int] = {}
@@ -424,27 +425,30 @@ def _read_table(path: Path, run: h5py.Group, group: str, where: str) -> dict[str
         if ds.dtype.kind not in kinds or (text and h5py.check_string_dtype(ds.dtype) is None):
             want = {"f": "floats", "iu": "integers", "O": "text"}.get(kinds, "numbers")
             raise _damaged(path, at, f"has dtype {ds.dtype}, expected {want}")
+        if not values:
+            lengths[name] = ds.shape[0]
+            continue
         try:
-            values = ds.asstr()[()] if text else ds[()]
+            column = ds.asstr()[()] if text else ds[()]
         except (OSError, ValueError, TypeError, RuntimeError, UnicodeDecodeError) as exc:
             raise _damaged(path, at, f"data cannot be read ({type(exc).__name__})") from None
-        if rule is not None and not text and values.size:
+        if rule is not None and not text and column.size:
             if rule.kind == "f":
-                bad = ~np.isfinite(values)
+                bad = ~np.isfinite(column)
                 if rule.nan_ok:
-                    bad &= ~np.isnan(values)
+                    bad &= ~np.isnan(column)
                 if np.any(bad):
                     i = int(np.argmax(bad))
                     allowed = "finite numbers or nan (unfinished)" if rule.nan_ok else "finite numbers"
-                    raise _damaged(path, at, f"value {values[i]} at row {i}, expected {allowed}")
-            low = values < rule.minimum  # nan compares False
+                    raise _damaged(path, at, f"value {column[i]} at row {i}, expected {allowed}")
+            low = column < rule.minimum  # nan compares False
             if np.any(low):
                 i = int(np.argmax(low))
-                raise _damaged(path, at, f"value {values[i]} at row {i} is negative, expected >= {rule.minimum:g}"
-                               if rule.minimum == 0 else f"value {values[i]} at row {i}, expected >= {rule.minimum:g}")
-        table[name] = values
-        lengths[name] = values.size
-    missing = [n for n in required_columns(group) if n not in table]
+                raise _damaged(path, at, f"value {column[i]} at row {i} is negative, expected >= {rule.minimum:g}"
+                               if rule.minimum == 0 else f"value {column[i]} at row {i}, expected >= {rule.minimum:g}")
+        table[name] = column
+        lengths[name] = column.size
+    missing = [n for n in required_columns(group) if n not in lengths]
     if missing:
         raise _damaged(path, f"{where}/{missing[0]}", f"is missing (the {group} table needs "
                                                        f"{', '.join(required_columns(group))})")
@@ -467,14 +471,15 @@ def _read_run(path: Path, runs: h5py.Group, name: str, tables: Collection[str] |
         raise _damaged(path, f"{where}/{unknown[0]}", f"is not a table of the results schema (tables: "
                                                        f"{', '.join(GROUPS)})")
     wanted = GROUPS if tables is None else tables
-    read = {grp: _read_table(path, g, grp, f"{where}/{grp}") if grp in members and grp in wanted else {}
+    read = {grp: _read_table(path, g, grp, f"{where}/{grp}", values=grp in wanted) if grp in members else {}
             for grp in GROUPS}
     return RunRecord(name=name, **docs, **read)
 
 
 def read_results(path: str | Path, tables: Collection[str] | None = None) -> dict[str, RunRecord]:
     """Read every run of a results file, validating it; raise CosimInputError naming the first bad field.
-    ``tables``: read only these tables (the others are left empty, unread; default: all).
+    ``tables``: read only these tables (default: all); the others are left empty, their structure checked
+    (members, shapes, dtypes, lengths) but no value read.
 
     Checked: the schema attributes; a ``/runs`` group of run groups; each run's config, provenance and summary
     attributes are JSON objects (summary values numbers, text or lists of numbers); its members are tables of

@@ -234,6 +234,7 @@ enum LogIndex : std::size_t
     PAUSES_LOG,
     STALLS_LOG,
     PFC_WATCHDOG_LOG,
+    LOSSES_LOG,
     NUM_LOGS,
 };
 
@@ -267,6 +268,14 @@ const EventLogDecl kEventLogs[] = {
       {"port", I32, KEY, "", "egress port number at the switch"},
       {"priority", I32, KEY, "", "priority whose queue changed"},
       {"disabled", I8, VALUE, "", "1: queue disabled (paused past PfcWatchdog::DetectionTime), 0: restored"}}},
+    // packets lost, trimmed or sent again, at the port that sent them (FabricNode::Loss); lossless runs have none
+    {"losses",
+     {{"time_ps", I64, TIME, "ps", "time of the loss (a NIC's resend: the time it was sent again)"},
+      {"node", I32, KEY, "", "node whose egress port lost, trimmed or resent the packets"},
+      {"port", I32, KEY, "", "port number at the node"},
+      {"cause", I8, VALUE, "", "0 tail_drop, 1 buffer_drop, 2 watchdog_drop, 3 link_down, 4 bit_error, 5 trimmed, "
+                              "6 link_retransmitted, 7 retransmitted, 8 timeout (cosim::LossCause); one packet "
+                              "per row, a timeout one event"}}},
 };
 static_assert(std::size(kEventLogs) == NUM_LOGS, "one declaration per LogIndex");
 
@@ -447,6 +456,11 @@ struct Engine::Impl
         log->Append({Simulator::Now().GetTimeStep(), int64_t(node), int64_t(port), int64_t(queue), on ? 1 : 0});
     }
 
+    static void RecordLoss(EventLog* log, uint32_t node, uint32_t port, uint8_t cause)
+    {
+        log->Append({Simulator::Now().GetTimeStep(), int64_t(node), int64_t(port), int64_t(cause)});
+    }
+
     /// @return log @p name (throws std::invalid_argument naming the logs)
     const EventLog& Log(const std::string& name) const
     {
@@ -583,6 +597,14 @@ Engine::SharedCodes()
     line("comm_class.NCCL", long(CommClass::NCCL));
     line("comm_class.EXPERT", long(CommClass::EXPERT));
     line("comm_class.SM_FREE", long(CommClass::SM_FREE));
+    static const char* const lossNames[] = {"TAIL_DROP",          "BUFFER_DROP",   "WATCHDOG_DROP",
+                                            "LINK_DOWN",          "BIT_ERROR",     "TRIMMED",
+                                            "LINK_RETRANSMITTED", "RETRANSMITTED", "TIMEOUT"};
+    static_assert(std::size(lossNames) == kLossCauses, "one name per LossCause");
+    for (uint32_t c = 0; c < kLossCauses; ++c)
+    {
+        line(std::string("loss_cause.") + lossNames[c], long(c));
+    }
     line("node_kind.HOST", long(NodeKind::HOST));
     line("node_kind.SWITCH", long(NodeKind::SWITCH));
     line("run_status.TIME_REACHED", long(RunStatus::TIME_REACHED));
@@ -594,6 +616,23 @@ Engine::SharedCodes()
     line("default.mtu_bytes", long(kDefaultMtuBytes));
     line("default.header_bytes", long(kDefaultHeaderBytes));
     return out;
+}
+
+/// @return the type among @p tid and its parents that declares attribute @p name (which @p tid has)
+TypeId
+DeclaringType(TypeId tid, const std::string& name)
+{
+    for (;; tid = tid.GetParent())
+    {
+        for (std::size_t i = 0; i < tid.GetAttributeN(); ++i)
+        {
+            if (tid.GetAttribute(i).name == name)
+            {
+                return tid;
+            }
+        }
+        NS_ASSERT_MSG(tid != tid.GetParent(), "attribute " << name << " is declared by no type");
+    }
 }
 
 void
@@ -615,6 +654,14 @@ Engine::SetDefault(const std::string& path, const std::string& value)
     if (const std::string problem = ValueProblem(path, info, value); !problem.empty())
     {
         throw std::invalid_argument(problem);
+    }
+    const TypeId owner = DeclaringType(TypeId::LookupByName(path.substr(0, sep)), path.substr(sep + 2));
+    if (owner != TypeId::LookupByName(path.substr(0, sep)))
+    {
+        // ns-3 sets a default only on the type that declares the attribute, which all its subtypes share
+        const std::string declared = owner.GetName().substr(owner.GetName().rfind(':') + 1);
+        throw std::invalid_argument(path + " is inherited: set " + declared + "::" + path.substr(sep + 2) +
+                                    " (it applies to every " + declared + ")");
     }
     if (!Config::SetDefaultFailSafe(path, StringValue(value)))
     {
@@ -779,6 +826,11 @@ Engine::BuildFabric(const uint8_t* kind,
         port->TraceConnectWithoutContext(
             "CreditStall", MakeBoundCallback(&Impl::RecordQueueState, &m_impl->logs[STALLS_LOG], id, p));
     });
+    for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
+    {
+        m_impl->builder.GetNode(id)->TraceConnectWithoutContext(
+            "Loss", MakeBoundCallback(&Impl::RecordLoss, &m_impl->logs[LOSSES_LOG], id));
+    }
     m_impl->watchdog = CreateObject<DeadlockWatchdog>();
     for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
     {

@@ -52,6 +52,24 @@ enum class CommClass : uint8_t
 /// Number of CommClass values.
 constexpr uint32_t kCommClasses = 3;
 
+/// Why a port lost a packet, or sent one again: the cause column of the "losses" event log
+/// (FabricNode::NoteLoss, trace source FabricNode::Loss).
+enum class LossCause : uint8_t
+{
+    TAIL_DROP = 0,          ///< an egress queue past EgressPort::MaxQueueBytes dropped it at enqueue
+    BUFFER_DROP = 1,        ///< a switch's shared buffer had no room for it (lossy priorities)
+    WATCHDOG_DROP = 2,      ///< a queue the PFC watchdog disabled dropped it
+    LINK_DOWN = 3,          ///< it was on a link that was down, or went down, and was lost
+    BIT_ERROR = 4,          ///< bit errors corrupted it on a lossy link and it was lost
+    TRIMMED = 5,            ///< a switch trimmed it to its header (UEC packet trimming)
+    LINK_RETRANSMITTED = 6, ///< bit errors corrupted it on a credit link, which sent it again
+    RETRANSMITTED = 7,      ///< the sending NIC's transport sent it again (go-back-N rewind, selective resend)
+    TIMEOUT = 8,            ///< a QP's retransmission timer expired with data unacknowledged (a NIC event)
+};
+
+/// Number of LossCause values.
+constexpr uint32_t kLossCauses = 9;
+
 /// Why Engine::RunUntil returned.
 enum class RunStatus : int
 {

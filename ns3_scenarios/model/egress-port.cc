@@ -150,6 +150,7 @@ EgressPort::Enqueue(FabricPacket* p)
     {
         ++m_drops;
         m_dropTrace(p);
+        m_owner->NoteLoss(m_index, cosim::LossCause::TAIL_DROP);
         m_pool->Release(p);
         return;
     }
@@ -487,6 +488,7 @@ EgressPort::DeliverThroughFault()
             // link-level retransmission: the receiver's NAK comes back, the sender resends; what follows on
             // the wire waits for it (in-order delivery)
             f.model->CountLinkRetransmission();
+            m_owner->NoteLoss(m_index, cosim::LossCause::LINK_RETRANSMITTED);
             const int64_t nowPs = Simulator::Now().GetTimeStep();
             const int64_t againPs = nowPs + 2 * m_delayPs + SerializationPs(p->wireBytes);
             m_wireHeadDuePs = std::max(m_wireHeadDuePs, againPs);
@@ -508,6 +510,7 @@ EgressPort::DeliverThroughFault()
     if (lost || corrupted)
     {
         lost ? f.model->CountFaultDrop() : f.model->CountBerDrop();
+        m_owner->NoteLoss(m_index, lost ? cosim::LossCause::LINK_DOWN : cosim::LossCause::BIT_ERROR);
         m_pool->Release(p);
         return;
     }

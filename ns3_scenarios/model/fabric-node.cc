@@ -59,7 +59,11 @@ FabricNode::GetTypeId()
                           "Credit mode: wire size of a flow-control (credit update) packet, in bytes.",
                           UintegerValue(8),
                           MakeUintegerAccessor(&FabricNode::m_creditPacketBytes),
-                          MakeUintegerChecker<uint32_t>(1, 1 << 16));
+                          MakeUintegerChecker<uint32_t>(1, 1 << 16))
+            .AddTraceSource("Loss",
+                            "A port lost a packet, trimmed it or sent it again: (port number, cosim::LossCause).",
+                            MakeTraceSourceAccessor(&FabricNode::m_lossTrace),
+                            "ns3::FabricNode::LossCallback");
     return tid;
 }
 

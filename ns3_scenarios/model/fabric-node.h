@@ -9,11 +9,14 @@
 #include "fabric-packet.h"
 #include "shared-input-buffer.h"
 
+#include "../engine/shared-codes.h"
+
 #include "ns3/data-rate.h"
 #include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/ptr.h"
+#include "ns3/traced-callback.h"
 
 #include <array>
 #include <string>
@@ -59,6 +62,18 @@ class FabricNode : public Object
      * node and return it to the pool. The default only returns it.
      */
     virtual void DropQueued(FabricPacket* p, uint32_t port);
+
+    /**
+     * @brief Port @p port lost a packet, trimmed it or sent it again, for @p cause: fires the Loss trace
+     * source. Called on loss paths only, never per forwarded packet.
+     */
+    void NoteLoss(uint32_t port, cosim::LossCause cause)
+    {
+        m_lossTrace(port, static_cast<uint8_t>(cause));
+    }
+
+    /// Signature of the Loss trace source: (port number, cosim::LossCause code).
+    typedef void (*LossCallback)(uint32_t port, uint8_t cause);
 
     /// @return the node id (index in the fabric's node arrays)
     uint32_t GetNodeId() const
@@ -178,6 +193,7 @@ class FabricNode : public Object
     std::vector<uint32_t> m_creditTriggerBlocks; ///< per port: gathered credits sent at once, in blocks
 
     std::vector<Ptr<EgressPort>> m_ports; ///< egress ports, indexed by port number
+    TracedCallback<uint32_t, uint8_t> m_lossTrace; ///< (port, cosim::LossCause) of each loss or resend
     PacketPool* m_pool{nullptr};          ///< packet allocator of the run (not owned)
     uint32_t m_nodeId{0};                 ///< index in the fabric's node arrays
 };

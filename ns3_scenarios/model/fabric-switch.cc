@@ -414,23 +414,25 @@ FabricSwitch::ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t o
     if (m_ports[out]->IsQueueDisabled(p->priority))
     {
         ++m_watchdogDrops; // before admission: a disabled queue takes no buffer
+        NoteLoss(out, cosim::LossCause::WATCHDOG_DROP);
         m_pool->Release(p);
         return;
     }
     if (m_trimThresholdBytes != 0 && ShouldTrim(*p, out))
     {
-        Trim(p);
+        Trim(p, out);
     }
     BufferClass cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
     if (cls == BufferClass::DROP && m_trimThresholdBytes != 0 && p->kind == PacketKind::DATA && p->payloadBytes != 0)
     {
-        Trim(p); // the header still fits where the whole packet did not
+        Trim(p, out); // the header still fits where the whole packet did not
         cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
     }
     if (cls == BufferClass::DROP)
     {
         ++m_drops;
         m_dropTrace(p);
+        NoteLoss(out, cosim::LossCause::BUFFER_DROP);
         m_pool->Release(p);
         return;
     }
@@ -452,10 +454,11 @@ FabricSwitch::ShouldTrim(const FabricPacket& p, uint32_t out) const
 }
 
 void
-FabricSwitch::Trim(FabricPacket* p)
+FabricSwitch::Trim(FabricPacket* p, uint32_t port)
 {
     NS_ASSERT_MSG(p->kind == PacketKind::DATA && p->payloadBytes != 0, "only a data packet with payload is trimmed");
     ++m_trims;
+    NoteLoss(port, cosim::LossCause::TRIMMED);
     p->payloadBytes = 0;
     p->wireBytes = m_trimmedBytes;
     p->priority = m_trimPriority;
@@ -521,9 +524,10 @@ FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t port)
 }
 
 void
-FabricSwitch::DropQueued(FabricPacket* p, uint32_t)
+FabricSwitch::DropQueued(FabricPacket* p, uint32_t port)
 {
     ++m_watchdogDrops;
+    NoteLoss(port, cosim::LossCause::WATCHDOG_DROP);
     switch (m_flowControl)
     {
     case EgressPort::FlowControl::PFC:

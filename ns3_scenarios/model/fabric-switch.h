@@ -240,8 +240,8 @@ class FabricSwitch : public FabricNode
     uint32_t SelectFlowletPort(const FabricPacket& p, const uint16_t* candidates, uint32_t count, uint64_t hash);
     /// Trimming: @return true if data packet @p p joining egress @p out is to be cut to its header.
     bool ShouldTrim(const FabricPacket& p, uint32_t out) const;
-    /// Trimming: cut @p p to its header and lift it to the trim priority.
-    void Trim(FabricPacket* p);
+    /// Trimming: cut @p p, bound for egress @p port, to its header and lift it to the trim priority.
+    void Trim(FabricPacket* p, uint32_t port);
     /// PFC: admit @p p to the shared buffer of @p inPort (pausing the sender if due) and queue it on @p out.
     void ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t out);
     /// PFC: @p p left for the wire: free its shared-buffer share and resume paused senders it allows.

@@ -603,6 +603,10 @@ HostNic::NoteSent(QueuePair& qp, const FabricPacket& p, int64_t nowPs)
     const bool again = p.seqBytes < qp.gbn.resendBelowBytes;
     m_retransmittedPackets += again;
     m_retransmittedBytes += again ? p.payloadBytes : 0;
+    if (again)
+    {
+        NoteLoss(0, cosim::LossCause::RETRANSMITTED);
+    }
     qp.gbn.lastActivityPs = nowPs;
 }
 
@@ -977,6 +981,7 @@ HostNic::RetransmitTimer(uint32_t qpIndex)
         return;
     case GoBackNSender::TimerVerdict::TIMEOUT:
         ++m_timeouts;
+        NoteLoss(0, cosim::LossCause::TIMEOUT);
         qp.gbn.lastActivityPs = nowPs;
         ArmRetransmitTimer(qpIndex, m_gbnTx.GetTimeoutPs()); // first: the rewind may send at once
         Rewind(qpIndex, qp.gbn.ackedBytes);
@@ -1116,6 +1121,7 @@ HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
         {
             ++m_retransmittedPackets;
             m_retransmittedBytes += payload;
+            NoteLoss(0, cosim::LossCause::RETRANSMITTED);
         }
         else
         {
@@ -1196,6 +1202,7 @@ HostNic::UecTimer(uint32_t qpIndex)
     if (lost != 0)
     {
         ++m_timeouts;
+        NoteLoss(0, cosim::LossCause::TIMEOUT);
         ActivateUec(qpIndex); // last: waking the port may send, and arm the timer, at once
     }
     else
