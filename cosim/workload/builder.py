@@ -15,6 +15,10 @@ forward   [ZeRO-3 all-gather of the layer's params]
           dense MLP: [SP: all-gather] compute mlp → all-reduce (SP: reduce-scatter)
           MoE MLP:   compute router → all-to-all dispatch (EP) → [TP all-gather] → compute experts →
                      [TP reduce-scatter] → all-to-all combine (EP)
+          two-micro-batch overlap (``moe_overlap``): an MoE layer as two halves of the micro-batch's
+          sequences, each half's attention, router, experts and collectives as above at its own size,
+          interleaved on the compute stream so that one half's all-to-all flies during the other's compute
+          (_moe_layer_fwd_overlapped, _moe_layer_bwd_overlapped; docs/models/moe.md)
 backward  [ZeRO-3 all-gather] [recompute: the forward ops again] then in reverse: MLP input-gradient compute
           → its TP collective (the backward of the forward's: all-reduce, or AG before and RS after with
           SP; MoE: the all-to-alls and TP gather/scatter in reverse) → MLP weight-gradient compute; the same
@@ -66,6 +70,7 @@ from cosim.workload.parallelism import (
 )
 from cosim.workload.schedule import bubble_fraction, pipeline_schedule
 from cosim.workload.trace import (
+    MICROBATCH_HALVES,
     OP_COLUMNS,
     AlgoHint,
     CollKind,
@@ -170,6 +175,36 @@ class _Program:
                           gkind=gkind, pkind=pkind, key=key)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Half:
+    """One half of a micro-batch under two-micro-batch overlap: its own sequences, so its own kernel times
+    (the compute model is per kernel and not linear in tokens), FLOPs and message sizes."""
+
+    name: str  #: "a" or "b", the label part after the layer
+    lf: fl.LayerFlops
+    block_ns: dict[str, int]  #: duration of each kind of compute op for this half's tokens, ns
+    tp_bytes: int
+    a2a_bytes: int
+    a2a_fwd_dispatch_bytes: int
+    moe_tp_bytes: int
+
+
+def _halves(m: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> tuple[_Half, _Half]:
+    """The two halves of a micro-batch of b sequences: ceil(b/2) and floor(b/2) sequences."""
+    out = []
+    seqs = par.micro_batch_size
+    for name, b in zip(MICROBATCH_HALVES, (seqs - seqs // 2, seqs // 2)):
+        # the same job with b sequences per micro-batch (the batch fields only keep the spec valid)
+        hp = dataclasses.replace(par, micro_batch_size=b, global_batch_size=b * par.dp * par.num_microbatches,
+                                 moe_overlap="none")
+        out.append(_Half(name=name, lf=fl.layer_forward_flops(m, hp),
+                         block_ns={k: kernels_ns(hw, ks) for k, ks in kn.block_kernels(m, hp).items()},
+                         tp_bytes=sz.tp_activation_bytes(m, hp), a2a_bytes=sz.moe_dispatch_bytes(m, hp),
+                         a2a_fwd_dispatch_bytes=sz.moe_dispatch_bytes(m, hp, forward_dispatch=True),
+                         moe_tp_bytes=sz.moe_tp_bytes(m, hp)))
+    return out[0], out[1]
+
+
 @dataclass
 class _Bucket:
     params: int = 0
@@ -202,6 +237,7 @@ class _StageBuilder:
         self.embed_p = sz.embedding_unit_params(m, par)
         self.head_p = sz.head_unit_params(m, par)
         self.prog = _Program(group_size, {name: kernels_ns(hw, ks) for name, ks in kn.block_kernels(m, par).items()})
+        self.halves = _halves(m, par, hw) if par.moe_overlap == "two_microbatch" else None
         self.zero3 = par.zero_stage == 3
         self.acc = {DP: _Bucket(), EDP: _Bucket()}
         self.n_buckets = 0
@@ -344,11 +380,12 @@ class _StageBuilder:
         kind, name = (RS, "tp_reducescatter") if self.sp else (AR, "tp_allreduce")
         return self.prog.coll(f"{label}_{name}", kind, TP, self.tp_bytes if nbytes is None else nbytes, deps, **kw)
 
-    def _tp_in(self, label: str, deps: Any, kw: dict) -> int | None:
+    def _tp_in(self, label: str, deps: Any, kw: dict, nbytes: int | None = None) -> int | None:
         """Column-parallel input all-gather (sequence parallelism only)."""
         if not self.sp:
             return None
-        return self.prog.coll(f"{label}_tp_allgather", AG, TP, self.tp_bytes, deps, **kw)
+        return self.prog.coll(f"{label}_tp_allgather", AG, TP, self.tp_bytes if nbytes is None else nbytes, deps,
+                              **kw)
 
     def _embed_fwd(self, mb: int, x: int | None, gather: list[int]) -> int | None:
         P = self.prog
@@ -373,10 +410,13 @@ class _StageBuilder:
         w = P.compute(f"bwd/mb{mb}/head/logits_wgrad", self.head_flops, [d], block="logits_wgrad", **kw)
         return pick(o, d), [w]
 
-    def _layer_fwd(self, L: int, mb: int, x: int | None, gather: list[int], recompute: bool) -> int:
+    def _layer_fwd(self, L: int, mb: int, x: Any, gather: list[int], recompute: bool) -> Any:
+        """The layer's forward ops; its output: one op, or one per half under two-micro-batch overlap."""
         P = self.prog
         pre = f"bwd/mb{mb}/L{L}/recompute_" if recompute else f"fwd/mb{mb}/L{L}/"
         kw = dict(phase=BWD if recompute else FWD, mb=mb, layer=L)
+        if self.halves and self.m.is_moe_layer(L):
+            return self._moe_layer_fwd_overlapped(pre, x, gather, kw)
         lf = self.lf
         inp = pick(self._tp_in(pre + "attn", [x], kw), x)
         if self.par.cp == 1:
@@ -433,11 +473,84 @@ class _StageBuilder:
         return pick(P.coll(pre + "moe_combine_alltoall", A2A, EP, self.a2a_bytes, [rs], algo=AlgoHint.PAIRWISE,
                            **kw), rs)
 
-    def _layer_bwd(self, L: int, mb: int, g: int | None, gather: list[int]) -> tuple[int, list[int]]:
+    def _moe_layer_fwd_overlapped(self, pre: str, x: Any, gather: list[int], kw: dict) -> tuple[int, int]:
+        """An MoE layer's forward in two halves (two-batch overlap): compute in the order attention, router of
+        A; attention, router of B; experts of A; experts of B, so that A's dispatch is in flight during B's
+        attention, B's dispatch during A's experts, A's combine during B's experts and B's combine during the
+        next layer's attention of A. Returns each half's output (its combine)."""
+        P = self.prog
+        xs = x if isinstance(x, tuple) else (x, x)
+        routed = []
+        for h, half in enumerate(self.halves):
+            hp = _half_prefix(pre, half.name)
+            inp = pick(self._tp_in(hp + "attn", [xs[h]], kw, half.tp_bytes), xs[h])
+            c = P.compute(hp + "attn", half.lf.attention_flops, [inp, gather], duration_ns=half.block_ns["attn"],
+                          **kw)
+            o = pick(self._tp_out(hp + "attn", [c], kw, half.tp_bytes), c)
+            r = P.compute(hp + "router", half.lf.router_flops, [o], duration_ns=half.block_ns["router"], **kw)
+            d = pick(P.coll(hp + "moe_dispatch_alltoall", A2A, EP, half.a2a_fwd_dispatch_bytes, [r],
+                            algo=AlgoHint.PAIRWISE, **kw), r)
+            routed.append(pick(P.coll(hp + "moe_tp_allgather", AG, TP, half.moe_tp_bytes, [d], **kw), d))
+        out = []
+        for h, half in enumerate(self.halves):
+            hp = _half_prefix(pre, half.name)
+            e = P.compute(hp + "experts", half.lf.experts_flops, [routed[h]], duration_ns=half.block_ns["experts"],
+                          **kw)
+            rs = pick(P.coll(hp + "moe_tp_reducescatter", RS, TP, half.moe_tp_bytes, [e], **kw), e)
+            out.append(pick(P.coll(hp + "moe_combine_alltoall", A2A, EP, half.a2a_bytes, [rs],
+                                   algo=AlgoHint.PAIRWISE, **kw), rs))
+        return out[0], out[1]
+
+    def _moe_layer_bwd_overlapped(self, pre: str, g: Any, rec: Any, gather: list[int],
+                                  kw: dict) -> tuple[tuple[int, int], list[int]]:
+        """An MoE layer's backward in two halves, the forward's overlap reversed: both halves' combine
+        backward in flight from the start; compute in the order experts input gradient of A, of B; experts
+        weight gradient of A (beside both dispatch backwards); router and attention input gradient of A;
+        experts weight gradient of B; router and attention input gradient of B; attention weight gradients
+        of A and B (beside the next layer's combine backward). Returns each half's input gradient and the
+        weight-gradient computes."""
+        P = self.prog
+        gs = g if isinstance(g, tuple) else (g, g)
+        recs = rec if isinstance(rec, tuple) else (rec, rec)
+        hps = [_half_prefix(pre, half.name) for half in self.halves]
+        gathered = []
+        for h, half in enumerate(self.halves):
+            c1 = pick(P.coll(hps[h] + "moe_combine_alltoall", A2A, EP, half.a2a_bytes, [gs[h]],
+                             algo=AlgoHint.PAIRWISE, **kw), gs[h])
+            gathered.append(pick(P.coll(hps[h] + "moe_tp_allgather", AG, TP, half.moe_tp_bytes, [c1], **kw), c1))
+        dgrads, dispatched = [], []
+        for h, half in enumerate(self.halves):
+            d = P.compute(hps[h] + "experts_dgrad", half.lf.experts_flops, [gathered[h], gather, recs[h]],
+                          duration_ns=half.block_ns["experts_dgrad"], **kw)
+            c3 = pick(P.coll(hps[h] + "moe_tp_reducescatter", RS, TP, half.moe_tp_bytes, [d], **kw), d)
+            dgrads.append(d)
+            dispatched.append(pick(P.coll(hps[h] + "moe_dispatch_alltoall", A2A, EP, half.a2a_bytes, [c3],
+                                          algo=AlgoHint.PAIRWISE, **kw), c3))
+        wgrads, attn_dgrads, outs = [], [], []
+        for h, half in enumerate(self.halves):
+            wgrads.append(P.compute(hps[h] + "experts_wgrad", half.lf.experts_flops, [dgrads[h]],
+                                    duration_ns=half.block_ns["experts_wgrad"], **kw))
+            rb = P.compute(hps[h] + "router_bwd", 2 * half.lf.router_flops, [dispatched[h]],
+                           duration_ns=half.block_ns["router_bwd"], **kw)
+            inp = pick(self._tp_in(hps[h] + "attn", [rb], kw, half.tp_bytes), rb)
+            lf = half.lf
+            d = P.compute(hps[h] + "attn_dgrad", lf.qkv_flops + 2 * lf.core_flops + lf.oproj_flops, [inp],
+                          duration_ns=half.block_ns["attn_dgrad"], **kw)
+            attn_dgrads.append(d)
+            outs.append(pick(self._tp_out(hps[h] + "attn", [d], kw, half.tp_bytes), d))
+        for h, half in enumerate(self.halves):
+            lf = half.lf
+            wgrads.append(P.compute(hps[h] + "attn_wgrad", lf.qkv_flops + lf.oproj_flops, [attn_dgrads[h]],
+                                    duration_ns=half.block_ns["attn_wgrad"], **kw))
+        return (outs[0], outs[1]), wgrads
+
+    def _layer_bwd(self, L: int, mb: int, g: Any, gather: list[int]) -> tuple[Any, list[int]]:
         P, lf = self.prog, self.lf
         pre = f"bwd/mb{mb}/L{L}/"
         kw = dict(phase=BWD, mb=mb, layer=L)
         rec = self._layer_fwd(L, mb, None, gather, recompute=True) if self.par.recompute else None
+        if self.halves and self.m.is_moe_layer(L):
+            return self._moe_layer_bwd_overlapped(pre, g, rec, gather, kw)
         if self.m.is_moe_layer(L):
             c1 = pick(P.coll(pre + "moe_combine_alltoall", A2A, EP, self.a2a_bytes, [g], algo=AlgoHint.PAIRWISE,
                              **kw), g)
@@ -527,6 +640,13 @@ class _StageBuilder:
             # distributed optimizer: gather the updated bf16 params, 2·P_bucket
             P.coll(f"opt/c{chunk}/b{k}/{name}_allgather", AG, gk, sz.param_bytes(params), [opt], phase=OPT,
                    mb=-1, layer=-1, chain=name)
+
+
+def _half_prefix(pre: str, half: str) -> str:
+    """``pre`` (``fwd/mb0/L3/`` or ``bwd/mb0/L3/recompute_``) with the half as a path part after the layer
+    (``fwd/mb0/L3/a/``, ``bwd/mb0/L3/a/recompute_``): the label's last part stays the op's block name."""
+    where, tag = pre.rsplit("/", 1)
+    return f"{where}/{half}/{tag}"
 
 
 # --- instantiation -----------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ and replaces each member's collective op by its point-to-point messages (cosim.w
 
 - the forward dispatch and the backward of the combine (token gradients going to the experts) follow the
   dispatch pattern, the forward combine and the backward of the dispatch the combine pattern; the four calls
-  of one (layer, micro-batch, group) share one routing;
+  of one (layer, micro-batch, group) share one routing (under two-micro-batch overlap, of one (layer,
+  micro-batch, group, half): each half routes its own tokens);
 - token size: the call's bytes over (tokens · top_k), the forward dispatch in FP8 when
   ``moe_dispatch_dtype`` is "fp8", everything else bf16;
 - on each rank the collective op becomes, in issue order, its first-hop SENDs, its RECVs, its second-hop
@@ -78,8 +79,9 @@ def _ep_nodes(members: np.ndarray, gpus_per_node: int) -> int:
     return int(counts[0])
 
 
-def _routing_seed(seed: int, layer: int, microbatch: int, group: int) -> int:
-    return int(np.random.SeedSequence([seed, layer + 1, microbatch + 1, group]).generate_state(1)[0])
+def _routing_seed(seed: int, layer: int, microbatch: int, group: int, half: int) -> int:
+    entropy = [seed, layer + 1, microbatch + 1, group] + ([half + 1] if half >= 0 else [])
+    return int(np.random.SeedSequence(entropy).generate_state(1)[0])
 
 
 def expand_ep_all_to_alls(trace: Trace, model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Trace:
@@ -95,6 +97,7 @@ def expand_ep_all_to_alls(trace: Trace, model: ModelSpec, par: ParallelismSpec, 
     if coll.size == 0:
         return trace
     labels = trace.label_array()
+    half = trace.op_half()
     call_ids, call_of = np.unique(trace.coll_id[coll], return_inverse=True)
     dispatch_bytes = moe_token_bytes(model, fp8=model.moe_dispatch_dtype == "fp8")
     bf16_bytes = moe_token_bytes(model)
@@ -120,7 +123,7 @@ def expand_ep_all_to_alls(trace: Trace, model: ModelSpec, par: ParallelismSpec, 
                                   f"of routed tokens of {token_bytes} B", "regenerate the trace with cosim trace")
         tokens = size // (token_bytes * model.top_k)
         per_node = _ep_nodes(members, gpus_per_node)
-        key = (int(trace.layer[o]), int(trace.microbatch[o]), g)
+        key = (int(trace.layer[o]), int(trace.microbatch[o]), g, int(half[o]))
         if key not in counts_cache:
             spec = RoutingSpec(distribution=model.routing_distribution, zipf_exponent=model.routing_zipf_exponent,
                                expert_load=model.routing_expert_load, max_nodes=model.max_routed_nodes,
@@ -155,11 +158,11 @@ def expand_ep_all_to_alls(trace: Trace, model: ModelSpec, par: ParallelismSpec, 
         second_deps.append((ids[msg.dep_child], ids[msg.dep_parent]))
         msg_base += m
     b = {k: np.concatenate(v).astype(_I64) for k, v in blk.items()}
-    duration = _routed_durations(trace, model, par, hw, labels, counts_cache)
+    duration = _routed_durations(trace, model, par, hw, half, counts_cache)
     return _rebuild(trace, coll, b, second_deps, duration, {"moe_kernel": model.moe_kernel}, HINT_OF[kernel])
 
 
-def _routed_durations(trace: Trace, model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec, labels: np.ndarray,
+def _routed_durations(trace: Trace, model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec, half: np.ndarray,
                       counts_of: dict) -> np.ndarray:
     """The ops' durations with each rank's routed-expert compute timed for the tokens it received."""
     duration = trace.duration_ns.astype(_I64).copy()
@@ -169,17 +172,18 @@ def _routed_durations(trace: Trace, model: ModelSpec, par: ParallelismSpec, hw: 
         return duration
     local = model.num_experts // par.ep
     gathered = 1 if par.folded else par.tp  # the TP all-gather hands every TP rank the group's tokens
-    # tokens per local expert of every (layer, micro-batch, EP group) and member, and the balanced count
+    # tokens per local expert of every (layer, micro-batch, EP group, half) and member, and the balanced count
     ep_group = np.full(trace.n_ranks, -1, _I64)
     tokens_of: dict[tuple, np.ndarray] = {}
-    for (layer, mb, g), counts in counts_of.items():
+    balanced: dict[tuple, int] = {}
+    for key, counts in counts_of.items():
+        g = key[2]
         members = trace.group_ranks[trace.group_ptr[g]:trace.group_ptr[g + 1]]
         ep_group[members] = g
         received = counts.expert_copies.sum(axis=0) * gathered
-        tokens_of[(layer, mb, g)] = np.full(trace.n_ranks, -1, _I64)
-        tokens_of[(layer, mb, g)][members] = np.rint(received / local).astype(_I64)
-    some = next(iter(counts_of.values()))
-    balanced = int(round(some.expert_copies.sum() * gathered / (some.ep * local)))
+        tokens_of[key] = np.full(trace.n_ranks, -1, _I64)
+        tokens_of[key][members] = np.rint(received / local).astype(_I64)
+        balanced[key] = int(round(counts.expert_copies.sum() * gathered / (counts.ep * local)))
     cache: dict[tuple[str, int], int] = {}
 
     def routed_ns(name: str, tokens: int) -> int:
@@ -189,12 +193,12 @@ def _routed_durations(trace: Trace, model: ModelSpec, par: ParallelismSpec, hw: 
         return cache[(name, tokens)]
 
     for i in ops.tolist():
-        key = (int(trace.layer[i]), int(trace.microbatch[i]), int(ep_group[trace.rank[i]]))
+        key = (int(trace.layer[i]), int(trace.microbatch[i]), int(ep_group[trace.rank[i]]), int(half[i]))
         if key not in tokens_of:
             continue
         name = block[i]
         tokens = int(tokens_of[key][trace.rank[i]])
-        duration[i] = max(0, duration[i] - routed_ns(name, balanced) + routed_ns(name, tokens))
+        duration[i] = max(0, duration[i] - routed_ns(name, balanced[key]) + routed_ns(name, tokens))
     return duration
 
 

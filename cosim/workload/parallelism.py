@@ -23,6 +23,8 @@ Rules (each violation raises CosimInputError naming the numbers):
 - sequence parallelism (tp > 1) needs s/cp divisible by tp.
 - MoE: experts divisible by ep; ep divides dp (tp·cp·dp when folded); with tp > 1 sequence parallelism is
   required (Megatron-Core); expert_tp is 1 or tp; the expert FFN divisible by the expert TP degree.
+- ``moe_overlap = "two_microbatch"`` needs an MoE model, micro_batch_size ≥ 2 (the halves are whole
+  sequences) and cp = 1.
 
 Pipeline split. Virtual stage ``vs = chunk·pp + stage`` holds a contiguous run of layers, in order; the
 embedding is computed on virtual stage 0 and the output layer (final norm, logits, loss) on the last. The
@@ -54,6 +56,7 @@ from cosim.workload.model import ModelSpec, divisors
 
 AXES = ("tp", "cp", "pp", "dp")
 ZERO_STAGES = (0, 1, 3)
+MOE_OVERLAPS = ("none", "two_microbatch")  #: values of ParallelismSpec.moe_overlap
 #: the fields that give an uneven pipeline split (all at their defaults: pp·vpp splits the layers evenly)
 SPLIT_FIELDS = ("pipeline_layers", "first_stage_layers", "last_stage_layers", "embedding_in_split", "loss_in_split")
 
@@ -63,7 +66,7 @@ class ParallelismSpec:
     """Degrees of parallelism, batch sizes, placement order and memory options of one training job."""
 
     #: fields a trace records only when not at their default (see ModelSpec.TRACE_OPTIONAL_FIELDS)
-    TRACE_OPTIONAL_FIELDS: ClassVar[tuple[str, ...]] = ("expert_tp",)
+    TRACE_OPTIONAL_FIELDS: ClassVar[tuple[str, ...]] = ("expert_tp", "moe_overlap")
 
     tp: int = 1  #: tensor-parallel degree t
     pp: int = 1  #: pipeline-parallel degree p
@@ -86,6 +89,10 @@ class ParallelismSpec:
     last_stage_layers: int | None = None  #: layers on the last stage, the rest split evenly (Megatron)
     embedding_in_split: bool = False  #: the embedding counts as a layer when splitting (first stage lighter)
     loss_in_split: bool = False  #: the output layer counts as a layer when splitting (last stage lighter)
+    #: MoE layers' schedule: "none" (each all-to-all waits for the compute before it and holds up the compute
+    #: after it) or "two_microbatch" (the micro-batch's sequences in two halves whose all-to-alls overlap the
+    #: other half's compute, as DeepSeek-V3's and SGLang's two-batch overlap; cosim.workload.builder)
+    moe_overlap: str = "none"
 
     def __post_init__(self) -> None:
         for field in ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch_size", "dp_bucket_bytes"):
@@ -147,6 +154,21 @@ class ParallelismSpec:
                     f"choose global_batch_size as a multiple of {per_step * self.pp}")
 
         self._check_split()
+        self._check_moe_overlap()
+
+    def _check_moe_overlap(self) -> None:
+        if self.moe_overlap not in MOE_OVERLAPS:
+            raise CosimInputError("parallelism.moe_overlap", f"unknown schedule {self.moe_overlap!r}",
+                                  f"choose among {', '.join(MOE_OVERLAPS)}")
+        if self.moe_overlap == "none":
+            return
+        if self.micro_batch_size < 2:
+            raise CosimInputError("parallelism.moe_overlap", "two_microbatch splits a micro-batch's sequences in two "
+                                  f"halves, micro_batch_size={self.micro_batch_size} has one",
+                                  "set parallelism.micro_batch_size to 2 or more")
+        if self.cp > 1:
+            raise CosimInputError("parallelism.moe_overlap", f"two_microbatch is not modelled with cp={self.cp} "
+                                  "(ring attention)", "use cp=1 or moe_overlap=\"none\"")
 
     def _check_split(self) -> None:
         """The pipeline-split fields agree with each other and with pp and vpp (the layers are checked
@@ -364,6 +386,9 @@ def check_compatible(model: ModelSpec, par: ParallelismSpec) -> None:
         raise CosimInputError(
             "parallelism.ep", f"{model.num_experts} experts are not divisible by ep={par.ep}",
             f"choose ep among {', '.join(str(d) for d in divisors(model.num_experts) if par.dp % d == 0)}")
+    if par.moe_overlap != "none" and not model.is_moe:
+        raise CosimInputError("parallelism.moe_overlap", f"overlaps MoE all-to-alls; {model.name} has no MoE layer",
+                              "leave moe_overlap at \"none\" for dense models")
     if model.is_moe and t > 1 and not par.sequence_parallel:
         raise CosimInputError("parallelism.sequence_parallel",
                               f"a mixture-of-experts model with tp={t} needs sequence parallelism (Megatron-Core)",

@@ -30,7 +30,9 @@ coll_id        int64         all members' ops of one collective call share it (t
 algo_hint      uint8         AlgoHint: 0 AUTO, 1 RING, 2 TREE, 3 PAIRWISE (lowering may ignore it);
                              (collectives); SEND/RECV: 4 DEEPEP_HIGH_THROUGHPUT, 5 DEEPEP_LOW_LATENCY,
                              the kernels that move them (else 0)
-label          int32         index into ``/strings/labels``, e.g. ``fwd/mb2/L3/attn_tp_allreduce``
+label          int32         index into ``/strings/labels``, e.g. ``fwd/mb2/L3/attn_tp_allreduce``; under
+                             two-micro-batch overlap an MoE layer's ops name their half after the
+                             layer, ``fwd/mb2/L3/a/experts`` (MICROBATCH_HALVES)
 microbatch     int32         micro-batch index, -1 for per-iteration ops (gradient sync, optimizer)
 layer          int32         global transformer layer index, -1 for embedding/head/other ops
 ============== ======= ===== ===========================================================================
@@ -140,6 +142,16 @@ class GroupKind(IntEnum):
 
 #: :meth:`Trace.op_group_kind` of an op without a group: no GroupKind's value, and it fits uint8
 NO_GROUP_KIND = 255
+#: label parts naming the two halves of a micro-batch under two-micro-batch overlap (``fwd/mb0/L3/a/experts``)
+MICROBATCH_HALVES = ("a", "b")
+
+
+def microbatch_half(label: str) -> int:
+    """0 or 1: the micro-batch half ``label`` (``<phase>/mb<i>/L<j>/<half>/<op>``) belongs to; -1 if none."""
+    parts = label.split("/")
+    if len(parts) > 4 and parts[3] in MICROBATCH_HALVES:
+        return MICROBATCH_HALVES.index(parts[3])
+    return -1
 
 
 # column name → (dtype, units, description, enum or None); the order is the file's and Trace's order.
@@ -342,6 +354,12 @@ class Trace:
             return np.full(self.n_ops, NO_GROUP_KIND, dtype=np.uint8)
         return np.where(self.group >= 0, self.group_kind[np.clip(self.group, 0, None)],
                         NO_GROUP_KIND).astype(np.uint8)
+
+    def op_half(self) -> np.ndarray:
+        """int64 per op: the micro-batch half (0, 1) of an MoE layer's op under two-micro-batch overlap, else
+        -1 (from the label's part after the layer)."""
+        half_of_label = np.array([microbatch_half(s) for s in self.labels], dtype=np.int64)
+        return half_of_label[self.label] if self.labels else np.zeros(0, np.int64)
 
     def label_of(self, i: int) -> str:
         """Label string of op ``i``."""
