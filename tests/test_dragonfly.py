@@ -53,7 +53,7 @@ def test_structure_follows_the_parameters(fabric):
     """72 hosts, a·g routers of p + (a-1) + h ports, g·a(a-1)/2 local links, one global link per pair of groups,
     router diameter 3 (local, global, local); the balanced dragonfly of 72 hosts is this one."""
     p, a, h, g = (SIZES[k] for k in ("hosts_per_router", "routers_per_group", "global_links_per_router", "groups"))
-    assert balanced(72) == SIZES and balanced(6)["groups"] == 3
+    assert balanced(72) == SIZES and balanced(6)["groups"] == 3 and balanced(4, 2)["hosts_per_router"] == 2
     assert fabric.n_hosts == p * a * g and fabric.n_switches == a * g
     assert set(fabric.degree()[fabric.switch_ids].tolist()) == {p + (a - 1) + h}
     assert np.bincount(fabric.link_tier).tolist() == [0, p * a * g, g * a * (a - 1) // 2, g * (g - 1) // 2]
@@ -173,3 +173,14 @@ def test_cli_runs_a_dragonfly(tmp_path, capsys, engine_ns):
     assert code == 0 and "dragonfly" in text, err
     code, _, err = run_main([*common, "--dragonfly-routing", "valiant", "-o", str(tmp_path / "no.h5")], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "dragonfly_routing" in err
+
+
+def test_runs_are_never_split_into_parts(fabric):
+    """Exact decomposition finds parts on shortest paths; dragonfly routes go by group, so runs stay whole
+    (two flows inside two different groups would otherwise be independent parts)."""
+    from cosim.collectives import DagOpKind
+    from cosim.decompose.exact import decomposition
+
+    columns = {"kind": np.full(2, DagOpKind.FLOW), "src_node": np.array([0, 8]), "dst_node": np.array([1, 9])}
+    plan = decomposition(fabric, columns, gpu_node=fabric.host_ids, attributes={})
+    assert plan.mode == "whole" and "dragonfly" in plan.reason

@@ -42,13 +42,15 @@ from cosim.network.topology import (
 DRAGONFLY_ROUTINGS = ("minimal", "valiant", "ugal")
 
 
-def balanced(hosts: int) -> dict[str, int]:
-    """The smallest balanced dragonfly (``a = 2p = 2h``, ``g = a·h + 1``) with room for ``hosts`` hosts:
+def balanced(hosts: int, gpus_per_server: int = 1) -> dict[str, int]:
+    """The smallest balanced dragonfly (``a = 2p = 2h``, ``g = a·h + 1``) with room for ``hosts`` hosts, ``p``
+    a multiple of ``gpus_per_server`` (a server's NICs on one router):
     ``{"hosts_per_router": p, "routers_per_group": a, "global_links_per_router": h, "groups": g}``."""
     hosts = _whole("hosts", hosts, minimum=2)
-    p = 1
+    gps = _whole("gpus_per_server", gpus_per_server, minimum=1)
+    p = gps
     while p * 2 * p * (2 * p * p + 1) < hosts:
-        p += 1
+        p += gps
     return {"hosts_per_router": p, "routers_per_group": 2 * p, "global_links_per_router": p,
             "groups": 2 * p * p + 1}
 

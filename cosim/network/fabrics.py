@@ -142,8 +142,8 @@ def _for_network(network, servers: int, gps: int, hosts_per_leaf: int, fill_leav
 
 def _dragonfly(network, hosts: int, gps: int) -> Fabric:
     """The dragonfly of ``network``'s sizes; each size not given is the balanced dragonfly's that holds
-    ``hosts`` (:func:`dragonfly.balanced`)."""
-    sizes = dragonfly.balanced(hosts)
+    ``hosts`` in servers of ``gps`` NICs (:func:`dragonfly.balanced`)."""
+    sizes = dragonfly.balanced(hosts, gps)
     for name, field in (("hosts_per_router", "hosts_per_router"), ("routers_per_group", "routers_per_group"),
                         ("global_links_per_router", "global_links_per_router"), ("groups", "dragonfly_groups")):
         given = getattr(network, field)
