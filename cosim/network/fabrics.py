@@ -144,12 +144,11 @@ def _dragonfly(network, hosts: int, gps: int) -> Fabric:
     """The dragonfly of ``network``'s sizes; each size not given is the balanced dragonfly's that holds
     ``hosts`` in servers of ``gps`` NICs (:func:`dragonfly.balanced`)."""
     sizes = dragonfly.balanced(hosts, gps)
-    for name, field in (("hosts_per_router", "hosts_per_router"), ("routers_per_group", "routers_per_group"),
-                        ("global_links_per_router", "global_links_per_router"), ("groups", "dragonfly_groups")):
-        given = getattr(network, field)
-        sizes[name] = sizes[name] if given is None else given
+    given = {"hosts_per_router": network.hosts_per_router, "routers_per_group": network.routers_per_group,
+             "global_links_per_router": network.global_links_per_router, "groups": network.dragonfly_groups}
+    sizes |= {name: value for name, value in given.items() if value is not None}
     if network.dragonfly_groups is None:
-        sizes["groups"] = sizes["routers_per_group"] * sizes["global_links_per_router"] + 1
+        del sizes["groups"]  # the generator's a·h + 1 of the sizes in effect
     return dragonfly.dragonfly(**sizes, hosts=hosts, host_link_gbps=network.link_gbps,
                                host_link_delay_ns=network.link_delay_ns, gpus_per_server=gps)
 

@@ -51,8 +51,9 @@ FabricSwitch::GetTypeId()
                           MakeEnumChecker(Routing::ECMP, "ecmp", Routing::PINNED, "pinned", Routing::FLOWLET,
                                           "flowlet", Routing::ADAPTIVE, "adaptive", Routing::SPRAY, "spray"))
             .AddAttribute("DragonflyRouting",
-                          "Routing on a fabric of switch groups (dragonfly): minimal (shortest paths, "
-                          "local-global-local), valiant (every data packet bound to another group goes via an "
+                          "Routing on a fabric of switch groups (dragonfly): minimal (inside the source's "
+                          "group, over a global link into the destination's, to its switch: local-global-local), "
+                          "valiant (every data packet bound to another group goes via an "
                           "intermediate group drawn from its ECMP hash, then minimally) or ugal (UGAL-L: at the "
                           "source's switch, via the intermediate group only when its port's queue x its router "
                           "hops is below the minimal port's queue x the minimal hops). No effect on a fabric "
