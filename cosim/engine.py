@@ -31,6 +31,7 @@ from cosim.collectives.dag import NUM_PRIORITIES, CommClass, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.losses import LossCause
 from cosim.network import buffers
+from cosim.network.dragonfly import router_groups
 from cosim.network.probe import PROBE_MIN_NODES, probe_fabric
 from cosim.network.topology import HOST, SWITCH, Fabric
 from cosim.network.transport import (
@@ -640,6 +641,9 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         if switch_buffers is not None:
             engine.SetSwitchBufferBytes(np.ascontiguousarray(switch_buffers, dtype=np.uint64), fabric.n_nodes)
         engine.SetSwitchStreams(np.ascontiguousarray(fabric.marking_streams(), dtype=np.int64), fabric.n_nodes)
+        groups = router_groups(fabric)
+        if groups is not None:
+            engine.SetSwitchGroups(np.ascontiguousarray(groups, dtype=np.int32), fabric.n_nodes)
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)

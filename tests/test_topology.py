@@ -295,9 +295,9 @@ def test_for_network_dispatches_every_name():
     from cosim.network.spec import NetworkSpec
 
     assert fabrics.TOPOLOGIES == ("single-switch", "leaf-spine", "fat-tree", "rail-optimized",
-                                  "rail-optimized-three-tier", "three-tier", "file")
+                                  "rail-optimized-three-tier", "three-tier", "dragonfly", "file")
     servers = {"single-switch": 2, "leaf-spine": 2, "fat-tree": 16, "rail-optimized": 2,
-               "rail-optimized-three-tier": 2, "three-tier": 2}
+               "rail-optimized-three-tier": 2, "three-tier": 2, "dragonfly": 2}
     for name in servers:
         gps = 1 if name == "fat-tree" else 2
         net = NetworkSpec(topology=name, link_gbps=200.0, link_delay_ns=10.0)

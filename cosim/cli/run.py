@@ -65,7 +65,7 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @click.option("--fabric", hidden=True, is_flag=False, flag_value="", default=None, expose_value=False,
               callback=_refuse_fabric)
 @_field("network.topology", "topology", "single-switch, leaf-spine, fat-tree, rail-optimized, "
-        "rail-optimized-three-tier, three-tier or file [default: single-switch for flows, rail-optimized for "
+        "rail-optimized-three-tier, three-tier, dragonfly or file [default: single-switch for flows, rail-optimized for "
         "training]. docs/fabrics.md.")
 @_field("network.topology_file", "topology_file", "With --topology file: your fabric, a JSON or TOML file of named "
         "nodes and links (docs/fabrics.md; --export-fabric writes one).", metavar="path")
@@ -86,6 +86,8 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @click.option("--ib-cc/--no-ib-cc", default=None, help="InfiniBand congestion control (FECN, BECN, CCTI).")
 @_field("network.routing", "routing", "Switch path choice: ecmp, pinned, flowlet, adaptive (least-queued port) or "
         "spray (per packet) [ecmp].")
+@_field("network.dragonfly_routing", "dragonfly_routing", "Dragonfly: minimal, valiant (via a random intermediate "
+        "group) or ugal (UGAL-L); valiant and ugal need --transport uec [minimal].")
 @_field("network.ecmp_hash", "ecmp_hash", "ECMP hash fields: flow, five-tuple or five-tuple-qp [flow].")
 @_field("network.qps_per_connection", "qps_per_connection", "Queue pairs a NIC spreads the flows to one "
         "destination over (round robin) [1].")

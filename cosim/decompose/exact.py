@@ -38,6 +38,7 @@ from cosim.decompose.parts import (
     single_paths,
     too_large_to_search,
 )
+from cosim.network.dragonfly import router_groups
 from cosim.network.topology import SWITCH
 from cosim.progress import PartsProgress
 from cosim.workers import die_with_parent
@@ -213,6 +214,9 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
         return _whole("delivered-bytes snapshots are taken of the whole run")
     if flow.size == 0:
         return _whole("no flow crosses the fabric")
+    if router_groups(fabric) is not None:
+        return _whole("dragonfly routes go by group (and via intermediate groups), not along the shortest paths "
+                      "parts are found on")
     src = np.asarray(columns["src_node"])[flow].astype(np.int64)
     dst = np.asarray(columns["dst_node"])[flow].astype(np.int64)
     too_large = too_large_to_search(fabric, src)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from cosim.errors import CosimInputError
-from cosim.network import clos, fabric_file
+from cosim.network import clos, dragonfly, fabric_file
 from cosim.network.topology import (
     Fabric,
     _fat_tree_k,
@@ -36,6 +36,7 @@ GENERATORS: dict[str, Callable[..., Fabric]] = {
     "rail-optimized": rail_optimized,
     "rail-optimized-three-tier": clos.rail_clos,
     "three-tier": clos.zoned_clos,
+    "dragonfly": dragonfly.dragonfly,
 }
 #: the generators of fabrics built from switches of a radix
 RADIX_GENERATORS: dict[str, Callable[..., Fabric]] = {
@@ -55,15 +56,19 @@ DESCRIPTIONS = {
                                  "the zones.",
     "three-tier": "Three-tier Clos of switch_radix-port switches: leaves in zones, every leaf to the aggregation "
                   "switches of its zone, zone_oversubscription above them, cores above the zones.",
+    "dragonfly": "Dragonfly (Kim et al. 2008): groups of hosts_per_router x routers_per_group, all-to-all inside "
+                 "a group, global_links_per_router per router between groups; minimal, valiant or ugal routing.",
     "file": "Your own fabric from network.topology_file: named nodes and links (docs/fabrics.md).",
 }
 
 #: generator argument -> the Experiment field that sets it
 _FIELDS = {"host_link_gbps": "network.link_gbps", "link_gbps": "network.link_gbps",
            "host_link_delay_ns": "network.link_delay_ns", "fabric_link_delay_ns": "network.link_delay_ns",
-           "link_delay_ns": "network.link_delay_ns", "tiers": "network.topology"}
+           "link_delay_ns": "network.link_delay_ns", "tiers": "network.topology",
+           "groups": "network.dragonfly_groups"}
 _NETWORK_FIELDS = ("hosts_per_leaf", "spines", "oversubscription", "gpus_per_server", "switch_radix",
-                   "switch_port_gbps", "zone_oversubscription")
+                   "switch_port_gbps", "zone_oversubscription", "hosts_per_router", "routers_per_group",
+                   "global_links_per_router")
 
 
 def for_network(network, *, servers: int, gpus_per_server: int, hosts_per_leaf: int,
@@ -107,6 +112,8 @@ def _for_network(network, servers: int, gps: int, hosts_per_leaf: int, fill_leav
         if topology.startswith("rail-optimized"):
             return clos.rail_clos(servers=servers, gpus_per_server=gps, **common)
         return clos.zoned_clos(hosts=hosts, gpus_per_server=gps, **common)
+    if topology == "dragonfly":
+        return _dragonfly(network, hosts, gps)
     two_tier = {"spines": network.spines, "oversubscription": network.oversubscription, "host_link_gbps": rate,
                 "host_link_delay_ns": delay, "fabric_link_delay_ns": delay}
     if topology == "rail-optimized":
@@ -131,6 +138,19 @@ def _for_network(network, servers: int, gps: int, hosts_per_leaf: int, fill_leav
     h = np.arange(hosts, dtype=np.int32)
     return dataclasses.replace(fabric, host_server=h // gps, host_gpu=h % gps,
                                params=dict(fabric.params) | {"gpus_per_server": gps})
+
+
+def _dragonfly(network, hosts: int, gps: int) -> Fabric:
+    """The dragonfly of ``network``'s sizes; each size not given is the balanced dragonfly's that holds
+    ``hosts`` in servers of ``gps`` NICs (:func:`dragonfly.balanced`)."""
+    sizes = dragonfly.balanced(hosts, gps)
+    given = {"hosts_per_router": network.hosts_per_router, "routers_per_group": network.routers_per_group,
+             "global_links_per_router": network.global_links_per_router, "groups": network.dragonfly_groups}
+    sizes |= {name: value for name, value in given.items() if value is not None}
+    if network.dragonfly_groups is None:
+        del sizes["groups"]  # the generator's a·h + 1 of the sizes in effect
+    return dragonfly.dragonfly(**sizes, hosts=hosts, host_link_gbps=network.link_gbps,
+                               host_link_delay_ns=network.link_delay_ns, gpus_per_server=gps)
 
 
 def _from_file(network, hosts: int, gps: int) -> Fabric:

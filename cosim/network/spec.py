@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from cosim import values as v
 from cosim.errors import CosimInputError
+from cosim.network.dragonfly import DRAGONFLY_ROUTINGS
 from cosim.network.fabrics import TOPOLOGIES
 from cosim.network.transport import (
     ECMP_HASH_FIELDS,
@@ -61,6 +62,19 @@ class NetworkSpec:
     switch_port_gbps: float | None = v.spec_field(v.Optional(v.Real(positive=True, maximum=MAX_LINK_GBPS)), None,
                                                   "rate of a switch port, Gbit/s (None: link_gbps); a port faster "
                                                   "than the NIC serves several NICs (breakout)")
+    hosts_per_router: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=65535)), None,
+                                                "dragonfly: hosts per router, p (None: the balanced dragonfly, "
+                                                "a = 2p = 2h, g = a·h + 1, that holds the hosts)")
+    routers_per_group: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=65535)), None,
+                                                 "dragonfly: routers per group, a (None: 2p)")
+    global_links_per_router: int | None = v.spec_field(v.Optional(v.Int(minimum=1, maximum=65535)), None,
+                                                       "dragonfly: global links per router, h (None: p)")
+    dragonfly_groups: int | None = v.spec_field(v.Optional(v.Int(minimum=2, maximum=2**20)), None,
+                                                "dragonfly: groups, g (None: a·h + 1, one global link between "
+                                                "every pair of groups)")
+    dragonfly_routing: str = v.spec_field(v.Choice(DRAGONFLY_ROUTINGS), "minimal",
+                                          "dragonfly: minimal, valiant (via a random intermediate group) or ugal "
+                                          "(UGAL-L); valiant and ugal need the lossy uec transport")
     topology_file: str | None = v.spec_field(v.Optional(v.Text(nonempty=True, path=True)), None,
                                              "topology 'file': path of the fabric file (JSON or TOML, "
                                              "docs/fabrics.md)")
@@ -94,6 +108,7 @@ class NetworkSpec:
             raise CosimInputError("network.topology_file", f"is read only by topology 'file', not {self.topology!r}",
                                   "set network.topology = \"file\" or drop topology_file")
         _check_switch_fields(self)
+        _check_dragonfly_fields(self)
         if self.topology == "file" and self.topology_file is None:
             raise CosimInputError("network.topology_file", "topology 'file' needs the path of a fabric file",
                                   "set network.topology_file (or --topology-file); docs/fabrics.md")
@@ -134,3 +149,22 @@ def _check_switch_fields(net: NetworkSpec) -> None:
     if net.zone_oversubscription != 1.0 and topo not in ZONED_TOPOLOGIES:
         raise CosimInputError("network.zone_oversubscription", f"applies to three-tier topologies, not {topo!r}",
                               f"use topology {' or '.join(ZONED_TOPOLOGIES)}")
+
+
+#: the NetworkSpec fields that size a dragonfly
+DRAGONFLY_SIZE_FIELDS = ("hosts_per_router", "routers_per_group", "global_links_per_router", "dragonfly_groups")
+
+
+def _check_dragonfly_fields(net: NetworkSpec) -> None:
+    """Dragonfly fields on another topology are refused, and so are non-minimal routes on a lossless fabric:
+    Valiant and UGAL routes take two global hops, whose buffer dependencies can close a cycle under PFC or
+    credits unless each phase moves to its own virtual channel, which cosim does not model."""
+    if net.topology != "dragonfly":
+        for name in (*DRAGONFLY_SIZE_FIELDS, "dragonfly_routing"):
+            if getattr(net, name) != type(net).__dataclass_fields__[name].default:
+                raise CosimInputError(f"network.{name}", f"applies to topology 'dragonfly', not {net.topology!r}",
+                                      'set network.topology = "dragonfly" or drop it')
+    if net.dragonfly_routing != DRAGONFLY_ROUTINGS[0] and net.transport != "uec":
+        raise CosimInputError("network.dragonfly_routing", f"{net.dragonfly_routing} routes can deadlock the "
+                              f"lossless {net.transport} fabric (no virtual channel per phase is modelled)",
+                              'use transport "uec" (lossy), or dragonfly_routing = "minimal"')

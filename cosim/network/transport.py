@@ -35,6 +35,7 @@ transport (NetworkSpec fields; each off by default, so a run without them is the
 - ``qp_window_bytes`` (0 = none): payload a QP may have unacknowledged (e.g. one bandwidth-delay product).
 - ``ecn_marking`` (``enqueue``): where switches read the queue that decides an ECN mark (``dequeue`` as
   the HPCC-derived ns-3 models do).
+- ``dragonfly_routing`` (``minimal``): ``valiant`` or ``ugal`` on a dragonfly (docs/models/dragonfly.md).
 
 User ``--set`` values are applied after these, so they win.
 """
@@ -42,6 +43,7 @@ User ``--set`` values are applied after these, so they win.
 from __future__ import annotations
 
 from cosim.errors import CosimInputError
+from cosim.network.dragonfly import DRAGONFLY_ROUTINGS
 
 TRANSPORTS = ("roce", "ib", "uec")
 #: names that stand for several transports, one Experiment (run) each
@@ -136,12 +138,13 @@ def transport_attributes(transport: str, *, dcqcn: bool = True, ib_cc: bool = Fa
 
 def mechanism_attributes(*, qps_per_connection: int = 1, ecmp_hash: str = "flow", routing: str = "ecmp",
                          admission: bool = False, qp_window_bytes: int = 0,
-                         ecn_marking: str = "enqueue") -> dict[str, str]:
+                         ecn_marking: str = "enqueue", dragonfly_routing: str = "minimal") -> dict[str, str]:
     """ns-3 attributes of the transport options (module docstring) that differ from their defaults: none for
     a plain run, so its attributes, and results, stay what they were before the options existed."""
     for field, value, choices in (("network.ecmp_hash", ecmp_hash, ECMP_HASH_FIELDS),
                                   ("network.routing", routing, ROUTINGS),
-                                  ("network.ecn_marking", ecn_marking, ECN_MARKING_POINTS)):
+                                  ("network.ecn_marking", ecn_marking, ECN_MARKING_POINTS),
+                                  ("network.dragonfly_routing", dragonfly_routing, DRAGONFLY_ROUTINGS)):
         if value not in choices:
             raise CosimInputError(field, f"unknown value {value!r}", f"choose one of {', '.join(choices)}")
     attrs = {}
@@ -159,6 +162,8 @@ def mechanism_attributes(*, qps_per_connection: int = 1, ecmp_hash: str = "flow"
         attrs["HostNic::QpWindowBytes"] = str(qp_window_bytes)
     if ecn_marking != ECN_MARKING_POINTS[0]:
         attrs["FabricSwitch::EcnMarkingPoint"] = ecn_marking
+    if dragonfly_routing != DRAGONFLY_ROUTINGS[0]:
+        attrs["FabricSwitch::DragonflyRouting"] = dragonfly_routing
     return attrs
 
 
@@ -166,7 +171,8 @@ def network_mechanisms(network) -> dict[str, str]:
     """:func:`mechanism_attributes` of a NetworkSpec's transport options."""
     return mechanism_attributes(qps_per_connection=network.qps_per_connection, ecmp_hash=network.ecmp_hash,
                                 routing=network.routing, admission=network.admission,
-                                qp_window_bytes=network.qp_window_bytes, ecn_marking=network.ecn_marking)
+                                qp_window_bytes=network.qp_window_bytes, ecn_marking=network.ecn_marking,
+                                dragonfly_routing=getattr(network, "dragonfly_routing", DRAGONFLY_ROUTINGS[0]))
 
 
 def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> dict[str, str]:

@@ -25,7 +25,7 @@ SHORTHANDS = {
     "link_delay_ns": "network.link_delay_ns", "dcqcn": "network.dcqcn", "ib_cc": "network.ib_cc",
     "qps_per_connection": "network.qps_per_connection", "ecmp_hash": "network.ecmp_hash",
     "routing": "network.routing", "admission": "network.admission", "qp_window_bytes": "network.qp_window_bytes",
-    "ecn_marking": "network.ecn_marking", "pfc_watchdog": "network.pfc_watchdog",
+    "ecn_marking": "network.ecn_marking", "dragonfly_routing": "network.dragonfly_routing", "pfc_watchdog": "network.pfc_watchdog",
     "collective_timeout_ns": "limits.collective_timeout_ns",
     "pattern": "workload.pattern", "flow_bytes": "workload.flow_bytes", "trace": "workload.trace",
     "iterations": "workload.iterations", "chunk_bytes": "workload.chunk_bytes",

@@ -441,6 +441,7 @@ struct Engine::Impl
     std::string schedulerType;         ///< SetScheduler's choice, applied at BuildFabric ("" = ns-3's default)
     std::vector<uint64_t> switchBufferBytes; ///< per node id: its MMU's BufferBytes (0 = the default)
     std::vector<int64_t> switchStreams;      ///< per node id: its ECN marking stream (-1 = its node id)
+    std::vector<int32_t> switchGroups;       ///< per node id: its group (-1 = none; empty: no groups)
     /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
     /// run's settings never leak into the next run of the same process.
     std::vector<std::pair<std::string, std::string>> overridden;
@@ -761,6 +762,16 @@ Engine::SetSwitchStreams(const int64_t* stream, uint64_t nNodes)
 }
 
 void
+Engine::SetSwitchGroups(const int32_t* group, uint64_t nNodes)
+{
+    if (m_impl->built)
+    {
+        throw std::logic_error("SetSwitchGroups must come before BuildFabric");
+    }
+    m_impl->switchGroups.assign(group, group + nNodes);
+}
+
+void
 Engine::BuildFabric(const uint8_t* kind,
                     uint64_t nNodes,
                     const int32_t* linkA,
@@ -807,6 +818,15 @@ Engine::BuildFabric(const uint8_t* kind,
     m_impl->builder.AddLinks(linkA, linkB, rateBps, delayPs, nLinks);
     m_impl->linkA.assign(linkA, linkA + nLinks);
     m_impl->linkB.assign(linkB, linkB + nLinks);
+    if (!m_impl->switchGroups.empty())
+    {
+        if (m_impl->switchGroups.size() != nNodes)
+        {
+            throw std::invalid_argument("SetSwitchGroups has " + std::to_string(m_impl->switchGroups.size()) +
+                                        " nodes, the fabric " + std::to_string(nNodes));
+        }
+        m_impl->builder.SetGroups(m_impl->switchGroups.data(), nNodes);
+    }
     m_impl->builder.ComputeRoutes();
     const std::string problem = m_impl->builder.SetupSwitches();
     if (!problem.empty())

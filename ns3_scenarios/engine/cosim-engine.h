@@ -121,6 +121,13 @@ class Engine
     void SetSwitchStreams(const int64_t* stream, uint64_t nNodes);
 
     /**
+     * @brief Put switches in groups (a dragonfly's, before BuildFabric): @p group[id] for every node id
+     *        below @p nNodes, -1 = in no group. Switches then also route towards groups, which
+     *        FabricSwitch::DragonflyRouting valiant and ugal need. Throws std::logic_error after BuildFabric.
+     */
+    void SetSwitchGroups(const int32_t* group, uint64_t nNodes);
+
+    /**
      * @brief Create the fabric.
      * @param kind NodeKind per node
      * @param nNodes number of nodes

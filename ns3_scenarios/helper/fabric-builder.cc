@@ -2,10 +2,17 @@
 
 #include "ns3/abort.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace ns3
 {
+
+namespace
+{
+constexpr uint32_t kUnreached = std::numeric_limits<uint32_t>::max(); ///< BFS: no path
+constexpr uint8_t kMaxHops = std::numeric_limits<uint8_t>::max();     ///< hop counts saturate here
+} // namespace
 
 FabricBuilder::FabricBuilder(PacketPool* pool, FlowTable* flows)
     : m_pool(pool),
@@ -77,6 +84,12 @@ FabricBuilder::AddLinks(const int32_t* a,
 }
 
 void
+FabricBuilder::SetGroups(const int32_t* group, uint64_t n)
+{
+    m_groupOfNode.assign(group, group + n);
+}
+
+void
 FabricBuilder::ComputeRoutes()
 {
     Routes(nullptr);
@@ -94,7 +107,6 @@ FabricBuilder::Routes(const std::vector<std::vector<uint8_t>>* dead)
     const uint32_t n = GetNNodes();
     // a dead port is no edge of the graph (its link is down in both directions)
     const auto up = [dead](uint32_t u, uint32_t p) { return dead == nullptr || (*dead)[u][p] == 0; };
-    constexpr uint32_t kUnreached = std::numeric_limits<uint32_t>::max();
     // Every host has exactly one link (AddLinks enforces it) and is never a transit node, so the BFS from
     // a host is the BFS from its leaf shifted by one hop: every other switch's equal-cost ports towards the
     // host are its ports towards the leaf, and the leaf itself has one, the host's port. Routes are thus
@@ -213,6 +225,10 @@ FabricBuilder::Routes(const std::vector<std::vector<uint8_t>>* dead)
             }
         }
     }
+    if (!m_groupOfNode.empty())
+    {
+        GroupRoutesFor(peerStart, peer, dead);
+    }
     std::vector<uint32_t> changed;
     for (uint32_t s = 0; s < n; ++s)
     {
@@ -232,6 +248,83 @@ FabricBuilder::Routes(const std::vector<std::vector<uint8_t>>* dead)
         }
     }
     return changed;
+}
+
+void
+FabricBuilder::GroupRoutesFor(const std::vector<uint32_t>& peerStart,
+                              const std::vector<uint32_t>& peer,
+                              const std::vector<std::vector<uint8_t>>* dead)
+{
+    const uint32_t n = GetNNodes();
+    NS_ABORT_MSG_IF(m_groupOfNode.size() != n, "SetGroups has " << m_groupOfNode.size() << " nodes, the fabric " << n);
+    auto groups = std::make_shared<SwitchGroups>();
+    groups->groupOfNode = m_groupOfNode;
+    groups->nGroups = uint32_t(*std::max_element(m_groupOfNode.begin(), m_groupOfNode.end()) + 1);
+    const auto up = [dead](uint32_t u, uint32_t p) { return dead == nullptr || (*dead)[u][p] == 0; };
+    std::vector<GroupRoutes> routes(n);
+    std::vector<uint32_t> dist(n);
+    std::vector<uint32_t> frontier;
+    frontier.reserve(n);
+    for (uint32_t g = 0; g < groups->nGroups; ++g)
+    {
+        // a hop from x to y on the way to group g: into g from outside it, or inside one group outside g
+        const auto entersOrStays = [this, g](uint32_t x, uint32_t y) {
+            const int32_t gx = m_groupOfNode[x];
+            const int32_t gy = m_groupOfNode[y];
+            return gy == int32_t(g) ? gx != int32_t(g) : gx == gy;
+        };
+        // BFS backwards from every switch of the group at once, over the links into the group from outside
+        // and, outside it, the links inside one group: paths that enter the target from their own group
+        std::fill(dist.begin(), dist.end(), kUnreached);
+        frontier.clear();
+        for (uint32_t s = 0; s < n; ++s)
+        {
+            if (m_switches[s] && m_groupOfNode[s] == int32_t(g))
+            {
+                dist[s] = 0;
+                frontier.push_back(s);
+            }
+        }
+        for (size_t head = 0; head < frontier.size(); ++head)
+        {
+            const uint32_t u = frontier[head];
+            for (uint32_t j = peerStart[u]; j < peerStart[u + 1]; ++j)
+            {
+                const uint32_t v = peer[j];
+                if (dist[v] == kUnreached && m_switches[v] && entersOrStays(v, u) && up(u, j - peerStart[u]))
+                {
+                    dist[v] = dist[u] + 1;
+                    frontier.push_back(v);
+                }
+            }
+        }
+        for (uint32_t s = 0; s < n; ++s)
+        {
+            if (!m_switches[s])
+            {
+                continue;
+            }
+            GroupRoutes& r = routes[s];
+            r.start.push_back(uint32_t(r.ports.size()));
+            r.groupHops.push_back(uint8_t(std::min<uint32_t>(dist[s], kMaxHops)));
+            // a switch of the group is there (no ports); one cut off from it has none either
+            for (uint32_t j = peerStart[s]; dist[s] != 0 && dist[s] != kUnreached && j < peerStart[s + 1]; ++j)
+            {
+                if (dist[peer[j]] + 1 == dist[s] && entersOrStays(s, peer[j]) && up(s, j - peerStart[s]))
+                {
+                    r.ports.push_back(uint16_t(j - peerStart[s]));
+                }
+            }
+        }
+    }
+    for (uint32_t s = 0; s < n; ++s)
+    {
+        if (m_switches[s])
+        {
+            routes[s].start.push_back(uint32_t(routes[s].ports.size()));
+            m_switches[s]->SetGroupRoutes(groups, std::move(routes[s]));
+        }
+    }
 }
 
 std::string

@@ -48,7 +48,15 @@ class FabricBuilder
      */
     void AddLinks(const int32_t* a, const int32_t* b, const double* rateBps, const int64_t* delayPs, uint64_t n);
 
-    /// Compute every switch's equal-cost shortest-path ports towards every host.
+    /**
+     * @brief Put switches in groups (a dragonfly's), before ComputeRoutes: every switch then also gets its
+     * shortest-path ports towards every group (FabricSwitch::SetGroupRoutes), for non-minimal routing.
+     * @param group group of each node id (-1: a host, or a switch in no group)
+     * @param n number of nodes
+     */
+    void SetGroups(const int32_t* group, uint64_t n);
+
+    /// Compute every switch's equal-cost shortest-path ports towards every host (and group, SetGroups).
     void ComputeRoutes();
 
     /**
@@ -95,6 +103,17 @@ class FabricBuilder
     /// ComputeRoutes without the ports @p dead marks (null: none); @return switches whose tables changed.
     std::vector<uint32_t> Routes(const std::vector<std::vector<uint8_t>>* dead);
 
+    /**
+     * @brief Every switch's ports and hops towards every group (SetGroups).
+     * @param peerStart CSR offsets of every node's port peers
+     * @param peer the peer node of every port
+     * @param dead per node, per port: non-zero if the port's link is down (null: none)
+     */
+    void GroupRoutesFor(const std::vector<uint32_t>& peerStart,
+                        const std::vector<uint32_t>& peer,
+                        const std::vector<std::vector<uint8_t>>* dead);
+
+    std::vector<int32_t> m_groupOfNode;    ///< group of every node (SetGroups; empty: no groups)
     PacketPool* m_pool;                    ///< packet allocator of the run
     FlowTable* m_flows;                    ///< flows of the run
     std::vector<Ptr<FabricNode>> m_nodes;  ///< all nodes by id

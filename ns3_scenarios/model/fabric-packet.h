@@ -68,7 +68,8 @@ struct alignas(64) FabricPacket
     uint32_t dst;          ///< destination host id
     uint32_t payloadBytes; ///< payload carried, in bytes (0 for control packets)
     uint32_t wireBytes;    ///< bytes serialized on a link: payload + all headers, in bytes
-    uint32_t aux;          ///< PAUSE: pause time in quanta of 512 bit times (0 = resume)
+    uint32_t aux;          ///< PAUSE: pause time in quanta of 512 bit times (0 = resume); DATA: intermediate
+                           ///< group + 1 while routed towards it (FabricSwitch::DragonflyRouting), else 0
     uint64_t seqBytes;     ///< DATA: byte offset of the payload in its flow; ACK: bytes acknowledged
     int64_t sendTimePs{-1}; ///< time the packet started serializing on its first link, in ps (-1 before)
     /// While on a link: the time the last bit of the packet behind it on that link reaches the far end, in

@@ -50,6 +50,18 @@ FabricSwitch::GetTypeId()
                           MakeEnumAccessor<Routing>(&FabricSwitch::m_routing),
                           MakeEnumChecker(Routing::ECMP, "ecmp", Routing::PINNED, "pinned", Routing::FLOWLET,
                                           "flowlet", Routing::ADAPTIVE, "adaptive", Routing::SPRAY, "spray"))
+            .AddAttribute("DragonflyRouting",
+                          "Routing on a fabric of switch groups (dragonfly): minimal (inside the source's "
+                          "group, over a global link into the destination's, to its switch: local-global-local), "
+                          "valiant (every data packet bound to another group goes via an "
+                          "intermediate group drawn from its ECMP hash, then minimally) or ugal (UGAL-L: at the "
+                          "source's switch, via the intermediate group only when its port's queue x its router "
+                          "hops is below the minimal port's queue x the minimal hops). No effect on a fabric "
+                          "without groups.",
+                          EnumValue(DragonflyRouting::MINIMAL),
+                          MakeEnumAccessor<DragonflyRouting>(&FabricSwitch::m_dragonflyRouting),
+                          MakeEnumChecker(DragonflyRouting::MINIMAL, "minimal", DragonflyRouting::VALIANT,
+                                          "valiant", DragonflyRouting::UGAL, "ugal"))
             .AddAttribute("EcmpHashFields",
                           "Packet fields the ECMP hash covers (Routing ecmp and flowlet): flow (each flow, "
                           "i.e. each message, hashes alone: more entropy than real NICs give), five-tuple "
@@ -178,6 +190,16 @@ FabricSwitch::SetRoutes(std::shared_ptr<const HostAttachments> hosts,
     m_routePorts = std::move(routePorts);
 }
 
+void
+FabricSwitch::SetGroupRoutes(std::shared_ptr<const SwitchGroups> groups, GroupRoutes routes)
+{
+    NS_ASSERT_MSG(groups && routes.start.size() == groups->nGroups + 1 &&
+                      routes.groupHops.size() == groups->nGroups,
+                  "group routes need one row per group");
+    m_groups = std::move(groups);
+    m_groupRoutes = std::move(routes);
+}
+
 std::string
 FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
 {
@@ -278,17 +300,106 @@ FabricSwitch::ForwardQueued(uint32_t port)
 }
 
 uint32_t
+FabricSwitch::DestinationGroup(const FabricPacket& p) const
+{
+    const uint32_t leaf = m_attachments->byNode[p.dst].leafNode;
+    const int32_t group = leaf == HostAttachments::kNone ? -1 : m_groups->groupOfNode[leaf];
+    return group < 0 ? kNoGroup : uint32_t(group);
+}
+
+uint32_t
+FabricSwitch::TargetGroup(const FabricPacket& p) const
+{
+    if (p.kind == PacketKind::DATA && p.aux != 0)
+    {
+        NS_ASSERT_MSG(p.aux <= m_groups->nGroups, "intermediate group out of range");
+        return p.aux - 1;
+    }
+    const uint32_t group = DestinationGroup(p);
+    return group == uint32_t(m_groups->groupOfNode[m_nodeId]) ? kNoGroup : group;
+}
+
+void
+FabricSwitch::SteerByGroup(FabricPacket* p, uint32_t inPort)
+{
+    const uint32_t here = uint32_t(m_groups->groupOfNode[m_nodeId]);
+    if (p->aux != 0)
+    {
+        p->aux = p->aux - 1 == here ? 0 : p->aux; // in the intermediate group: minimal from here on
+        return;
+    }
+    const HostAttachments::Entry& from = m_attachments->byNode[p->src];
+    if (m_dragonflyRouting == DragonflyRouting::MINIMAL || from.leafNode != m_nodeId || from.leafPort != inPort ||
+        m_groups->nGroups < 3)
+    {
+        return; // decided once, where the packet enters the fabric
+    }
+    const uint32_t there = DestinationGroup(*p);
+    if (there == kNoGroup || there == here)
+    {
+        return;
+    }
+    // a salt apart from the ECMP port choice's, so the group drawn and the port taken are independent
+    constexpr uint64_t kGroupSalt = 0x6a09e667f3bcc909ULL;
+    const uint64_t draw = EcmpHash(*p, m_hashFields, (uint64_t(m_ecmpSeed) << 32 | m_nodeId) ^ kGroupSalt);
+    const uint32_t group = IntermediateGroup(draw, m_groups->nGroups, here, there);
+    if (m_dragonflyRouting == DragonflyRouting::VALIANT || NonMinimalIsShorter(there, group))
+    {
+        p->aux = group + 1;
+        ++m_nonMinimal;
+    }
+}
+
+bool
+FabricSwitch::NonMinimalIsShorter(uint32_t dstGroup, uint32_t viaGroup) const
+{
+    const std::vector<uint32_t>& start = m_groupRoutes.start;
+    const uint16_t* ports = m_groupRoutes.ports.data();
+    const uint64_t minQueue = LeastQueueBytes(ports + start[dstGroup], start[dstGroup + 1] - start[dstGroup]);
+    const uint64_t viaQueue = LeastQueueBytes(ports + start[viaGroup], start[viaGroup + 1] - start[viaGroup]);
+    // router hops: to the group, then at most one local hop inside the destination group; via the
+    // intermediate group, at most a local and a global hop more
+    const uint64_t minHops = m_groupRoutes.groupHops[dstGroup] + 1;
+    const uint64_t viaHops = m_groupRoutes.groupHops[viaGroup] + 3;
+    return viaQueue * viaHops < minQueue * minHops;
+}
+
+uint64_t
+FabricSwitch::LeastQueueBytes(const uint16_t* candidates, uint32_t count) const
+{
+    NS_ASSERT_MSG(count > 0, "a route needs at least one port");
+    uint64_t least = std::numeric_limits<uint64_t>::max();
+    for (uint32_t k = 0; k < count; ++k)
+    {
+        least = std::min(least, m_ports[candidates[k]]->GetQueueBytes());
+    }
+    return least;
+}
+
+uint32_t
 FabricSwitch::SelectPort(const FabricPacket& p)
 {
-    const HostAttachments::Entry& at = m_attachments->byNode[p.dst];
-    if (at.leafNode == m_nodeId)
+    const uint16_t* candidates;
+    uint32_t count;
+    const uint32_t group = m_groups ? TargetGroup(p) : kNoGroup;
+    if (group != kNoGroup)
     {
-        return at.leafPort;
+        const uint32_t begin = m_groupRoutes.start[group];
+        count = m_groupRoutes.start[group + 1] - begin;
+        candidates = m_groupRoutes.ports.data() + begin;
     }
-    const uint32_t begin = at.leafIndex == HostAttachments::kNone ? 0 : m_routeStart[at.leafIndex];
-    const uint32_t count = at.leafIndex == HostAttachments::kNone ? 0 : m_routeStart[at.leafIndex + 1] - begin;
+    else
+    {
+        const HostAttachments::Entry& at = m_attachments->byNode[p.dst];
+        if (at.leafNode == m_nodeId)
+        {
+            return at.leafPort;
+        }
+        const uint32_t begin = at.leafIndex == HostAttachments::kNone ? 0 : m_routeStart[at.leafIndex];
+        count = at.leafIndex == HostAttachments::kNone ? 0 : m_routeStart[at.leafIndex + 1] - begin;
+        candidates = m_routePorts.data() + begin;
+    }
     NS_ABORT_MSG_IF(count == 0, "switch " << m_nodeId << " has no route to node " << p.dst);
-    const uint16_t* candidates = &m_routePorts[begin];
     if (count == 1)
     {
         return candidates[0];
@@ -395,6 +506,10 @@ FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
     case PacketKind::SACK:
     case PacketKind::NACK:
         break;
+    }
+    if (m_groups && p->kind == PacketKind::DATA)
+    {
+        SteerByGroup(p, inPort);
     }
     const uint32_t out = SelectPort(*p);
     switch (m_flowControl)

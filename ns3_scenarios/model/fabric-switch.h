@@ -11,6 +11,7 @@
 #include "egress-port.h"
 #include "fabric-node.h"
 #include "flowlet-table.h"
+#include "group-routes.h"
 #include "shared-buffer-mmu.h"
 
 #include "ns3/event-id.h"
@@ -72,6 +73,18 @@ struct HostAttachments
  * says when it sees the queue: as it joins it (enqueue, q before it) or as it leaves it for the wire
  * (dequeue, q behind it, as the HPCC-derived ns-3 models do).
  *
+ * Dragonfly routing (DragonflyRouting; a fabric whose switches are in groups, SetGroupRoutes): a packet
+ * bound to another group goes towards it along GroupRoutes (inside its own group, then one link into the
+ * target: local then global hop), and inside the destination's group by the table above; minimal is that.
+ * Valiant and UGAL-L decide at the source's switch, for a data packet bound to another group: an
+ * intermediate group (neither the source's nor the destination's) is drawn from the packet's ECMP hash (so
+ * per flow under flow hashing, per packet where the entropy changes per packet, as under Ultra Ethernet);
+ * Valiant always sends the packet there, UGAL-L only when the queue of the best port towards it times the
+ * router hops of that path is below the queue of the best minimal port times the minimal hops. The packet
+ * carries the group in FabricPacket::aux (group + 1; 0 = minimal) and goes there along GroupRoutes; the
+ * first switch of that group clears aux, and the rest of the way is minimal. Control packets always go
+ * minimally.
+ *
  * Packet trimming (Ultra Ethernet; TrimThresholdBytes > 0, shared-buffer switches): a data packet that
  * arrives to an egress queue holding TrimThresholdBytes or more at its priority, or that the buffer would
  * drop, is cut to its header (TrimmedPacketBytes, no payload) and forwarded at TrimPriority, so its
@@ -102,6 +115,13 @@ class FabricSwitch : public FabricNode
      * is unchanged: a packet holds its input lane wherever it waits.
      */
     void ForwardQueued(uint32_t port);
+
+    /**
+     * @brief Install the routes towards groups (dragonfly): non-minimal routing needs them.
+     * @param groups every node's group, shared by the switches of the fabric
+     * @param routes this switch's ports and hops towards every group and leaf row
+     */
+    void SetGroupRoutes(std::shared_ptr<const SwitchGroups> groups, GroupRoutes routes);
 
     /// @return the CSR offsets of the route table, per destination leaf row plus one (SetRoutes)
     const std::vector<uint32_t>& GetRouteStart() const
@@ -146,6 +166,14 @@ class FabricSwitch : public FabricNode
         SPRAY = 4,    ///< per packet: round robin
     };
 
+    /// Minimal or non-minimal routing on a grouped fabric (the DragonflyRouting attribute).
+    enum class DragonflyRouting : uint8_t
+    {
+        MINIMAL = 0, ///< shortest paths only
+        VALIANT = 1, ///< every data packet bound to another group via an intermediate group
+        UGAL = 2,    ///< UGAL-L: via the intermediate group when its queue x hops is the smaller
+    };
+
     /// Where ECN marking reads the egress queue (the EcnMarkingPoint attribute).
     enum class EcnMarkingPoint : uint8_t
     {
@@ -164,6 +192,12 @@ class FabricSwitch : public FabricNode
      * @param out receives the ports (cleared first)
      */
     void RouteCandidates(const FabricPacket& p, std::vector<uint32_t>* out) const;
+
+    /// @return data packets this switch sent towards an intermediate group (Valiant, UGAL)
+    uint64_t GetNonMinimalPackets() const
+    {
+        return m_nonMinimal;
+    }
 
     /// @return flowlets started (Routing flowlet)
     uint64_t GetFlowlets() const
@@ -236,6 +270,18 @@ class FabricSwitch : public FabricNode
     void MarkByQueue(FabricPacket* p, uint32_t port);
     /// Marking at dequeue: mark @p p by the queue it leaves behind on @p port.
     void MarkOnDequeue(FabricPacket* p, uint32_t port);
+    /// Dragonfly: clear @p p's intermediate group once in it; at its source's switch (@p inPort its host's
+    /// port), choose minimal or an intermediate group as DragonflyRouting says.
+    void SteerByGroup(FabricPacket* p, uint32_t inPort);
+    /// UGAL-L: @return whether the path via @p viaGroup beats the minimal one to @p dstGroup
+    bool NonMinimalIsShorter(uint32_t dstGroup, uint32_t viaGroup) const;
+    /// Grouped fabric: @return the group of @p p's destination's switch (kNoGroup: none)
+    uint32_t DestinationGroup(const FabricPacket& p) const;
+    /// Grouped fabric: @return the group @p p is routed towards from here (its intermediate group, else its
+    /// destination's unless that is this switch's), or kNoGroup to route by the destination's leaf
+    uint32_t TargetGroup(const FabricPacket& p) const;
+    /// @return the fewest bytes queued on any of @p count @p candidates
+    uint64_t LeastQueueBytes(const uint16_t* candidates, uint32_t count) const;
     /// Routing flowlet: the port of @p p among @p count @p candidates (@p hash: its ECMP hash).
     uint32_t SelectFlowletPort(const FabricPacket& p, const uint16_t* candidates, uint32_t count, uint64_t hash);
     /// Trimming: @return true if data packet @p p joining egress @p out is to be cut to its header.
@@ -261,6 +307,11 @@ class FabricSwitch : public FabricNode
     std::vector<uint32_t> m_routeStart; ///< CSR offsets into m_routePorts, per destination leaf row
     std::vector<uint16_t> m_routePorts; ///< equal-cost egress ports
     uint32_t m_ecmpSeed{0};             ///< perturbs the ECMP hash (per run)
+    static constexpr uint32_t kNoGroup = std::numeric_limits<uint32_t>::max(); ///< route by leaf, not group
+    std::shared_ptr<const SwitchGroups> m_groups; ///< every node's group (null: no groups)
+    GroupRoutes m_groupRoutes;          ///< ports and hops towards every group (SetGroupRoutes)
+    DragonflyRouting m_dragonflyRouting{DragonflyRouting::MINIMAL}; ///< minimal or via an intermediate group
+    uint64_t m_nonMinimal{0};           ///< data packets sent towards an intermediate group
     Routing m_routing{Routing::ECMP};   ///< choice among equal-cost ports
     EcmpHashFields m_hashFields{EcmpHashFields::FLOW}; ///< what the ECMP hash covers
     uint64_t m_sprayNext{0};            ///< spraying: packets sprayed so far (round-robin cursor)
