@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import run_main
 
-from cosim import results
+from cosim import memory, results
 from cosim.collectives import DagOpKind
 from cosim.kinds import inference
 from cosim.kinds.base import Piece
@@ -24,6 +24,7 @@ from cosim.spec import from_document
 from cosim.workload.inference.batching import in_flight_time_integral_ns
 from cosim.workload.inference.requests import Requests
 from cosim.workload.inference.serving import serve
+from cosim.workload.inference.steptrace import step_trace_ops_lower_bound
 from cosim.workload.trace import CollKind, OpKind
 from cosim.workload.validate import check_trace
 
@@ -338,3 +339,36 @@ def test_sparse_arrivals_get_a_time_limit_past_the_last_one(engine_ns):
     assert last > 1e11 and plan.max_sim_time_ns > last
     rec = run(exp, plan=plan)
     assert rec.summary["status"] == "complete" and np.isfinite(rec.requests["last_token_ns"]).all()
+
+
+@pytest.mark.parametrize("work,gps", [
+    ({"model": "llama2-70b", "requests": 20, "rate_per_s": 200.0, "prefill_tp": 2, "decode_tp": 2}, 2),
+    ({"model": "llama2-70b", "requests": 20, "rate_per_s": 200.0, "prefill_tp": 2, "prefill_pp": 2, "decode_tp": 4,
+      "kv_transfer": "whole"}, 4),
+    ({"model": "mixtral-8x7b", "requests": 6, "rate_per_s": 100.0, "prefill_tp": 2, "prefill_ep": 2, "decode_tp": 2,
+      "decode_ep": 2}, 1),
+])
+def test_step_trace_ops_counted_before_the_trace_is_built(work, gps):
+    """The op count a service is refused by (steptrace.step_trace_ops_lower_bound, from the schedule alone) is
+    at most the built trace's ops, and within 10 % of them (it leaves out timers, logits and pipeline sends)."""
+    doc = {"seed": 2, "network": {"topology": "single-switch", "gpus_per_server": gps},
+           "workload": {"kind": "inference", "model_overrides": {"num_layers": 4}, "output_median_tokens": 4.0} | work}
+    exp = from_document(doc)[0]
+    w = exp.workload
+    p = inference.plan(exp, w, gps)
+    sched = inference.schedule_of(w, p)
+    bound = step_trace_ops_lower_bound(p.model, sched, prefill=p.prefill, decode=p.decode, kv_mode=w.kv_transfer)
+    n_ops = inference.step_trace_of(w, p, sched).trace.n_ops
+    assert 0.9 * n_ops <= bound <= n_ops
+
+
+def test_a_service_this_machine_cannot_plan_is_refused_before_its_trace(tmp_path, monkeypatch, capsys):
+    """On a machine with room for 1,000 step-trace ops, a service of more is one input error naming
+    workload.requests, exit 2, in a dry run too (the trace would not fit while being built)."""
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1000 * memory.STEP_TRACE_BYTES_PER_OP)
+    (tmp_path / "serve.toml").write_text(
+        '[network]\ntopology = "single-switch"\ngpus_per_server = 1\n'
+        '[workload]\nkind = "inference"\nmodel = "llama2-70b"\nrequests = 40\n')
+    code, _, err = run_main(["run", str(tmp_path / "serve.toml"), "--dry-run"], capsys)
+    assert code == 2 and "workload.requests" in err and "step-trace ops" in err
+    assert len(err.strip().splitlines()) == 1

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cosim import memory
 from cosim.collectives import lower
 from cosim.collectives.calibration import executor_attributes, nvlink_model
 from cosim.collectives.tuning import TuningModel
@@ -60,6 +61,7 @@ from cosim.workload.inference.steptrace import (
     build_step_trace,
     kv_pairs,
     replica_bases,
+    step_trace_ops_lower_bound,
 )
 
 SAMPLE_TRACE = "sample"
@@ -141,7 +143,11 @@ def schedule_of(w, p: InferencePlan, *, kv_delay_ns=None, prefill_extra_ns=None,
 
 
 def step_trace_of(w, p: InferencePlan, sched: ServingSchedule) -> StepTrace:
-    """The Trace of a schedule of workload ``w``."""
+    """The Trace of a schedule of workload ``w``; a service whose trace this machine cannot plan is refused
+    before it is built (an input error naming ``workload.requests``)."""
+    n_ops = step_trace_ops_lower_bound(p.model, sched, prefill=p.prefill, decode=p.decode, kv_mode=w.kv_transfer)
+    memory.check_plan_fits(n_ops, "workload.requests", "give fewer requests or fewer model layers",
+                           what="step-trace ops", bytes_per_op=memory.STEP_TRACE_BYTES_PER_OP)
     return build_step_trace(p.model, p.hardware, p.requests, sched, prefill_replicas=w.prefill_replicas,
                             decode_replicas=w.decode_replicas, prefill=p.prefill, decode=p.decode,
                             kv_mode=w.kv_transfer, gpus_per_server=p.gpus_per_server)

@@ -168,6 +168,27 @@ class StepTrace:
     kv_bytes: np.ndarray  #: int64 per request: KV-cache bytes moved (all pairs and layers)
 
 
+def step_trace_ops_lower_bound(model: InferenceModel, sched: ServingSchedule, *, prefill: ReplicaShape,
+                               decode: ReplicaShape, kv_mode: str) -> int:
+    """At least how many ops :func:`build_step_trace` makes of ``sched``, counted without building them (a
+    service too large to plan is refused before its trace exists): every step's per-layer compute and
+    collective members on every TP rank, and every request's KV and first-token SEND/RECV pairs (arrival
+    timers, logits and pipeline sends left out)."""
+    m = model.spec
+
+    def per_step(shape: ReplicaShape) -> int:
+        coll = int(shape.tp > 1)
+        # attn and its all-reduce, then router, dispatch, experts and combine, or mlp and its all-reduce
+        per_layer = 1 + coll + (4 if m.is_moe and shape.ep > 1 else 1 + coll)
+        return m.num_layers * shape.tp * per_layer
+
+    pairs = kv_pairs(model, prefill, decode)
+    kv_sends = sum(hi - lo for _, _, lo, hi, _ in pairs) if kv_mode == "layer" else len(pairs)
+    per_request = 2 * (kv_sends + decode.tp)
+    return (sched.prefill.n * per_step(prefill) + sched.decode.n * per_step(decode)
+            + int(sched.prefill.members.size) * per_request)
+
+
 def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Requests, sched: ServingSchedule, *,
                      prefill_replicas: int, decode_replicas: int, prefill: ReplicaShape, decode: ReplicaShape,
                      kv_mode: str, gpus_per_server: int) -> StepTrace:
