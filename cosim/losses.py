@@ -1,5 +1,6 @@
-"""Packets lost, trimmed or sent again, by faults or by congestion: the ``losses`` table (one row per packet, at the egress port that
-sent it; cosim::LossCause in ns3_scenarios/engine/shared-codes.h) and its counts over time.
+"""Packets lost, trimmed or sent again, by faults or by congestion: the ``losses`` table (one row per
+packet, at the egress port that sent it; cosim::LossCause in ns3_scenarios/engine/shared-codes.h) and its
+counts over time.
 
 Lossless runs record no row, so their results hold no ``losses`` table. A NIC's rows (retransmissions,
 timeouts) are at its port 0, at the time it sent the packet again or its timer expired.
@@ -26,19 +27,19 @@ class LossCause(IntEnum):
     TIMEOUT = 8  #: a QP's retransmission timer expired (an event, not a packet)
 
 
-def counts_over_time(losses: Mapping[str, np.ndarray], edges_ns: np.ndarray,
-                     nodes: np.ndarray | None = None) -> dict[LossCause, np.ndarray]:
+def counts_over_time(losses: Mapping[str, np.ndarray], edges_ns: np.ndarray) -> dict[LossCause, np.ndarray]:
     """{cause: int64 [bins]} rows per time bin [edges[j], edges[j+1]) for every cause with a row in the
-    bins, at the ``nodes`` given (every node when None); causes in code order."""
+    bins, in code order."""
     edges = np.asarray(edges_ns, np.float64)
     if not losses or not np.asarray(losses.get("time_ns", [])).size or edges.size < 2:
         return {}
     t = np.asarray(losses["time_ns"], np.float64)
-    cause = np.asarray(losses["cause"], np.int64)
     keep = (t >= edges[0]) & (t < edges[-1])
-    if nodes is not None:
-        keep &= np.isin(np.asarray(losses["node"], np.int64), np.asarray(nodes, np.int64))
     bins = np.searchsorted(edges, t[keep], side="right") - 1
     counts = np.zeros((len(LossCause), edges.size - 1), np.int64)
-    np.add.at(counts, (cause[keep], bins), 1)
+    np.add.at(counts, (np.asarray(losses["cause"], np.int64)[keep], bins), 1)
     return {LossCause(c): counts[c] for c in range(len(LossCause)) if counts[c].any()}
+
+
+#: the ``losses/cause`` codes as the results schema describes them ("0 tail_drop, 1 buffer_drop, ...")
+CAUSE_TEXT = ", ".join(f"{c.value} {c.name.lower()}" for c in LossCause)

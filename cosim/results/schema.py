@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cosim.losses import CAUSE_TEXT
+
 SCHEMA = "cosim.results"
 SCHEMA_VERSION = 1
 
@@ -104,9 +106,7 @@ DATASETS: dict[tuple[str, str], tuple[str, str]] = {
     ("losses", "time_ns"): ("ns", "time of the loss (a NIC's resend: when it sent the packet again)"),
     ("losses", "node"): ("", "node whose egress port lost, trimmed or resent the packet"),
     ("losses", "port"): ("", "port number at the node (a NIC: 0)"),
-    ("losses", "cause"): ("", "0 tail_drop, 1 buffer_drop, 2 watchdog_drop, 3 link_down, 4 bit_error, 5 trimmed, "
-                              "6 link_retransmitted, 7 retransmitted, 8 timeout (one row per packet; a timeout: "
-                              "one per expiry)"),
+    ("losses", "cause"): ("", f"{CAUSE_TEXT} (one row per packet; a timeout: one per expiry)"),
 }
 
 # ---- inference runs (cosim.kinds.inference): one row per request; files of other runs have no such group

@@ -645,8 +645,10 @@ Engine::SetDefault(const std::string& path, const std::string& value)
     }
     const std::string previous = GetDefault(path);
     const auto sep = path.rfind("::");
+    const TypeId tid = TypeId::LookupByName(path.substr(0, sep));
+    const std::string name = path.substr(sep + 2);
     TypeId::AttributeInformation info;
-    TypeId::LookupByName(path.substr(0, sep)).LookupAttributeByName(path.substr(sep + 2), &info);
+    tid.LookupAttributeByName(name, &info);
     if (!WellFormed(info.checker->GetValueTypeName(), value))
     {
         throw std::invalid_argument("'" + value + "' is not a valid " + info.checker->GetValueTypeName() +
@@ -656,13 +658,12 @@ Engine::SetDefault(const std::string& path, const std::string& value)
     {
         throw std::invalid_argument(problem);
     }
-    const TypeId owner = DeclaringType(TypeId::LookupByName(path.substr(0, sep)), path.substr(sep + 2));
-    if (owner != TypeId::LookupByName(path.substr(0, sep)))
+    if (const TypeId owner = DeclaringType(tid, name); owner != tid)
     {
         // ns-3 sets a default only on the type that declares the attribute, which all its subtypes share
         const std::string declared = owner.GetName().substr(owner.GetName().rfind(':') + 1);
-        throw std::invalid_argument(path + " is inherited: set " + declared + "::" + path.substr(sep + 2) +
-                                    " (it applies to every " + declared + ")");
+        throw std::invalid_argument(path + " is inherited: set " + declared + "::" + name + " (it applies to every " +
+                                    declared + ")");
     }
     if (!Config::SetDefaultFailSafe(path, StringValue(value)))
     {
