@@ -51,7 +51,34 @@ def test_set_reaches_nested_training_and_inference_fields(capsys):
     assert code == 0 and "# run 'incast-roce'" in out and "# run 'incast-ib'" in out, err
 
 
+def test_hardware_overrides_set_the_generated_traces_gpu():
+    """workload.hardware_overrides.* reach the HardwareSpec the trace is generated on: a sustained clock of
+    0.8 lengthens the compute-bound ops (a 2-layer Llama-2-7B's forward GEMMs) by up to 1/0.8, never its
+    memory-bound ones, and the trace records the field; the resolved document keeps it."""
+    from cosim.spec import from_document
+    from cosim.spec.documents import to_document
+    from cosim.workload.trace import OpKind
+
+    def traced(**hardware):
+        doc = {"workload": {"kind": "training", "model": "llama2-7b", "model_overrides": {"num_layers": 2},
+                            "hardware_overrides": hardware}}
+        exp = from_document(doc)[0]
+        return exp, exp.workload.generate_trace(8)
+
+    exp, slow = traced(sustained_clock_ratio=0.8)
+    _, full = traced()
+    compute = full.kind == OpKind.COMPUTE
+    stretch = slow.duration_ns[compute] / full.duration_ns[compute]
+    assert stretch.min() >= 1.0 and 1.15 < stretch.max() <= 1.25
+    assert slow.spec_dict()["hardware"]["sustained_clock_ratio"] == 0.8
+    assert "sustained_clock_ratio" not in full.spec_dict()["hardware"]
+    assert to_document(exp)["workload"]["hardware_overrides"] == {"sustained_clock_ratio": 0.8}
+
+
 @pytest.mark.parametrize("item,needles", [
+    ("workload.hardware_overrides.clock=1", ("workload.hardware_overrides.clock", "sustained_clock_ratio")),
+    ("workload.model=llama2-7b workload.hardware_overrides.sustained_clock_ratio=2",
+     ("workload.hardware_overrides.sustained_clock_ratio", "(0, 1]")),
     ("workload.nope=1", ("workload.nope", "valid fields", "rate_per_s")),
     ("network.nope=1", ("network.nope", "link_gbps")),
     ("nope=1", ("nope", "not an experiment field", "network.link_gbps")),

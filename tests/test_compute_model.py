@@ -172,6 +172,20 @@ def test_gemm_efficiency_override_scales_compute_bound_gemms():
     assert (kernel_ns(half, big) - launch) / (kernel_ns(fitted, big) - launch) == pytest.approx(2, rel=0.02)
 
 
+def test_a_lower_sustained_clock_slows_compute_bound_kernels_only():
+    """sustained_clock_ratio r divides compute-bound time (GEMM FLOP term, flash attention, FP8 GEMMs) by r
+    and leaves HBM-bound kernels and the launch terms alone; the datasheet peak (MFU's denominator) stays."""
+    full, slow = get_hardware("h100"), get_hardware("h100", sustained_clock_ratio=0.8)
+    launch = full.gemm_launch_ns
+    for kernel in (Gemm(8192, 8192, 8192), Gemm(8192, 8192, 8192, precision="fp8-block"),
+                   Attention(queries=4096, keys=4096, heads=32, head_dim=128, backward=True)):
+        assert (kernel_ns(slow, kernel) - launch) / (kernel_ns(full, kernel) - launch) == pytest.approx(1.25,
+                                                                                                          rel=0.01)
+    stream = Stream("norm", 1 << 30)
+    assert kernel_ns(slow, stream) == kernel_ns(full, stream)
+    assert slow.peak_flops_per_s == full.peak_flops_per_s
+
+
 def test_derived_presets_scale_h100_by_datasheet_ratios():
     """H200 and B200 carry H100's fitted coefficients, marked derived: memory-bound time scales with the
     HBM bandwidth ratio and compute-bound time with the peak FLOP/s ratio."""

@@ -16,8 +16,8 @@ MODEL_ALIASES = {"layers": "num_layers", "hidden": "hidden_size", "heads": "num_
                  "ffn": "ffn_hidden_size", "vocab": "vocab_size", "seq": "seq_length", "seq_len": "seq_length",
                  "experts": "num_experts"}
 EPILOG = """\b
-Overrides (--set, repeatable, applied after the other options; workload.parallelism.F and
-workload.model_overrides.F, as cosim run --set writes them, work too):
+Overrides (--set, repeatable, applied after the other options; workload.parallelism.F,
+workload.model_overrides.F and workload.hardware_overrides.F, as cosim run --set writes them, work too):
   model.<field>=V        num_layers (alias layers), hidden_size (hidden), num_heads (heads),
                          num_kv_heads (kv_heads), ffn_hidden_size (ffn), vocab_size (vocab),
                          seq_length (seq), num_experts (experts), top_k, gated_mlp, linear_bias,
@@ -33,7 +33,8 @@ workload.model_overrides.F, as cosim run --set writes them, work too):
                          gemm_roofline_sharpness, gemm_launch_ns, gemm_tile_m/n, attention_efficiency,
                          attention_bwd_efficiency, memory_efficiency (elementwise ops, optimizer),
                          memory_launch_ns, {norm,rope,activation,embedding}_memory_efficiency and
-                         {norm,rope,activation,embedding}_launch_ns
+                         {norm,rope,activation,embedding}_launch_ns; sustained_clock_ratio (SM clock a
+                         long run sustains / the profiles' clock: compute-bound time × 1/ratio)
 \b
 Compute times: every compute op is the sum of its kernels (GEMMs, flash attention, norms, rotary
 embedding, activation, residual adds, embedding, cross-entropy) timed by the per-operator model fitted
@@ -96,8 +97,10 @@ def _apply_sets(sets: tuple[str, ...]) -> dict[str, dict[str, object]]:
             raise CosimInputError("--set", f"{item!r} is not SCOPE.FIELD=VALUE", "e.g. --set model.num_layers=8")
         key, value = item.split("=", 1)
         # the experiment's paths of the same fields (cosim run --set workload.parallelism.tp=4) work here too
-        key = key.strip().replace("workload.model_overrides.", "model.", 1).replace("workload.parallelism.",
-                                                                                     "parallelism.", 1)
+        key = key.strip()
+        for path, scope in (("workload.model_overrides.", "model."), ("workload.parallelism.", "parallelism."),
+                            ("workload.hardware_overrides.", "hardware.")):
+            key = key.replace(path, scope, 1)
         scope, name = key.split(".", 1)
         scope = scope.lower()
         if scope not in classes:

@@ -178,7 +178,7 @@ def to_document(exp: Experiment) -> dict:
         d = {}
         for f in dataclasses.fields(spec):
             x = getattr(spec, f.name)
-            if f.name in ("attributes", "model_overrides", "parallelism"):
+            if f.name in ("attributes", "model_overrides", "parallelism", "hardware_overrides"):
                 x = dict(x)
             d[f.name] = x
         return d

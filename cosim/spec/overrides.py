@@ -11,6 +11,7 @@ from cosim import values as v
 from cosim.errors import CosimInputError
 from cosim.spec.experiment import FAULTS_KEY, SECTIONS, TOP_KEYS, Experiment
 from cosim.spec.workloads import TRANSPORT_CHOICES, WORKLOAD_KINDS, WORKLOAD_SPECS
+from cosim.workload.hardware import HardwareSpec
 from cosim.workload.model import ModelSpec
 from cosim.workload.parallelism import ParallelismSpec
 
@@ -46,7 +47,7 @@ def resolve_path(key: str) -> list[str]:
         return ["network", "attributes", key.removeprefix("network.attributes.")]
     path = SHORTHANDS.get(key, key).split(".")
     ok = (len(path) == 1 and path[0] in (*TOP_KEYS, FAULTS_KEY)) or (len(path) == 2 and path[0] in (*SECTIONS, "workload")) or (
-        len(path) == 3 and path[0] == "workload" and path[1] in ("model_overrides", "parallelism"))
+        len(path) == 3 and path[0] == "workload" and path[1] in _NESTED_SPECS)
     if not ok:
         raise CosimInputError(key, "not an experiment field", _valid_fields_hint(path))
     return path
@@ -58,7 +59,7 @@ def _valid_fields_hint(path: list[str]) -> str:
         return f"{path[0]} fields: {', '.join(f.name for f in dataclasses.fields(SECTIONS[path[0]]))}"
     if path[0] == "workload":
         return "workload fields: kind, the fields of its kind (cosim list; docs), model_overrides.<ModelSpec " \
-               "field>, parallelism.<ParallelismSpec field>"
+               "field>, parallelism.<ParallelismSpec field>, hardware_overrides.<HardwareSpec field>"
     return (f"use a section path like network.link_gbps or workload.iterations (sections "
             f"{', '.join((*SECTIONS, 'workload'))}), a top-level field ({', '.join((*TOP_KEYS, FAULTS_KEY))}) "
             f"or a shorthand ({', '.join(SHORTHANDS)})")
@@ -83,7 +84,7 @@ def with_overrides(doc: Mapping, overrides: Mapping[str, object]) -> dict:
             node = node[part]
         node[path[-1]] = value
         if path == ["workload", "trace"]:
-            for k in ("model", "model_overrides", "parallelism", "gpu"):
+            for k in ("model", "model_overrides", "parallelism", "gpu", "hardware_overrides"):
                 node.pop(k, None)
     work = out.get("workload")
     if isinstance(work, Mapping) and "kind" not in work and ("trace" in work or "model" in work):
@@ -92,7 +93,7 @@ def with_overrides(doc: Mapping, overrides: Mapping[str, object]) -> dict:
 
 
 #: the spec classes whose fields ``workload.<table>.<field>`` set, by table
-_NESTED_SPECS = {"model_overrides": ModelSpec, "parallelism": ParallelismSpec}
+_NESTED_SPECS = {"model_overrides": ModelSpec, "parallelism": ParallelismSpec, "hardware_overrides": HardwareSpec}
 #: annotation of a plain-dataclass field -> the kind that reads it from text
 _ANNOTATION_KINDS = {"int": v.Int(), "float": v.Real(), "bool": v.Bool(), "str": v.Text(nonempty=True)}
 

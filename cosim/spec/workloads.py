@@ -52,8 +52,8 @@ class TrainingWorkload:
     """A training job: a trace file, or a trace generated from a model preset, a parallelism and a GPU.
 
     ``trace`` names a cosim trace file (``cosim trace``); otherwise ``model`` (a preset of ``cosim trace
-    --list-models``) with ``model_overrides`` (ModelSpec fields), ``parallelism`` (ParallelismSpec fields)
-    and ``gpu`` (a hardware preset, h100 when not given) generate it, deterministically; a trace file carries
+    --list-models``) with ``model_overrides`` (ModelSpec fields), ``parallelism`` (ParallelismSpec fields),
+    ``gpu`` (a hardware preset, h100 when not given) and ``hardware_overrides`` (HardwareSpec fields) generate it, deterministically; a trace file carries
     the GPU it was generated for, so ``gpu`` is left unset with it. ``iterations`` are chained; the first
     warms the fabric up.
     """
@@ -65,18 +65,19 @@ class TrainingWorkload:
     parallelism: tuple[tuple[str, object], ...] = v.spec_field(v.Kind(), (), "ParallelismSpec fields")
     gpu: str | None = v.spec_field(v.Optional(v.Text(nonempty=True)), None,
                                    "GPU preset of a generated trace [h100]; a trace file carries its own")
+    hardware_overrides: tuple[tuple[str, object], ...] = v.spec_field(v.Kind(), (), "HardwareSpec fields")
     iterations: int = v.spec_field(v.Int(minimum=1, maximum=10_000), 1, "training iterations to chain")
     chunk_bytes: int = v.spec_field(v.Size(minimum=1), 4 << 20, "largest flow a transfer is split into, bytes")
     algorithm: str = v.spec_field(v.Choice(ALGORITHM_NAMES), "auto", "collective algorithm")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "workload")
-        for name in ("model_overrides", "parallelism"):
+        for name in ("model_overrides", "parallelism", "hardware_overrides"):
             object.__setattr__(self, name, _pairs(f"workload.{name}", getattr(self, name)))
         if self.trace is not None and self.model is not None:
             raise CosimInputError("workload.trace", "give either a trace file or a model to generate one from",
                                   "remove workload.model or workload.trace")
-        if self.trace is not None and (self.model_overrides or self.parallelism):
+        if self.trace is not None and (self.model_overrides or self.parallelism or self.hardware_overrides):
             raise CosimInputError("workload.parallelism", "applies to a generated trace, not to a trace file",
                                   "remove it, or give workload.model instead of workload.trace")
         if self.trace is not None and self.gpu is not None:
@@ -95,8 +96,13 @@ class TrainingWorkload:
         except TypeError as exc:
             raise CosimInputError("workload.parallelism", str(exc).split(")")[-1].strip() or str(exc),
                                   "see ParallelismSpec for the fields") from None
-        return (get_model(self.model, **dict(self.model_overrides)), parallelism,
-                get_hardware(self.gpu or DEFAULT_GPU, **hardware))
+        try:
+            hw = get_hardware(self.gpu or DEFAULT_GPU, **(hardware | dict(self.hardware_overrides)))
+        except CosimInputError as exc:
+            field = "workload.gpu" if exc.field == "hardware" else exc.field.replace(
+                "hardware.", "workload.hardware_overrides.", 1)
+            raise CosimInputError(field, exc.problem, exc.fix) from None
+        return get_model(self.model, **dict(self.model_overrides)), parallelism, hw
 
     def generate_trace(self, gpus_per_server: int | None):
         """The Trace this workload generates from its model (None for a trace file or an in-memory trace)."""

@@ -148,7 +148,8 @@ def _flat_keys(where: str, table: dict) -> dict:
             for k, x in value.items():
                 if prefix == "network." and k == "attributes" and isinstance(x, dict):
                     out |= {f"attributes.{a}": y for a, y in x.items()}
-                elif prefix == "workload." and k in ("model_overrides", "parallelism") and isinstance(x, dict):
+                elif prefix == "workload." and k in ("model_overrides", "parallelism", "hardware_overrides") \
+                        and isinstance(x, dict):
                     out |= {f"workload.{k}.{a}": y for a, y in x.items()}
                 else:
                     out[prefix + k] = x

@@ -809,9 +809,10 @@ def build_trace(model: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> Tra
     else:  # an even split's trace stays the one written before the split fields existed, bit for bit
         for name in SPLIT_FIELDS:
             del par_dict[name]
-    fp8 = model.gemm_precision != "bf16"
-    specs = {"model": _spec_dict(model), "parallelism": par_dict, "hardware": _spec_dict(hw, fp8),
-             "derived": derived}
+    hw_dict = _spec_dict(hw, model.gemm_precision != "bf16")
+    if hw.sustained_clock_ratio == 1.0:  # a trace at the profiles' clock stays the one written before the field
+        del hw_dict["sustained_clock_ratio"]
+    specs = {"model": _spec_dict(model), "parallelism": par_dict, "hardware": hw_dict, "derived": derived}
     trace = Trace(n_ranks=layout.n_ranks, rank=cols["rank"], kind=cols["kind"], phase=cols["phase"],
                   duration_ns=cols["duration_ns"], flops=cols["flops"], bytes=cols["bytes"],
                   coll_kind=cols["coll_kind"], group=cols["group"], peer=cols["peer"], match_id=cols["match_id"],

@@ -155,7 +155,7 @@ def stream_time_ns(nbytes, *, hbm_bytes_per_s: float, efficiency: float, launch_
 
 def gemm_coefficients(hw: HardwareSpec) -> dict[str, float]:
     """The keyword arguments of :func:`gemm_time_ns` that ``hw`` sets."""
-    return dict(peak_flops_per_s=hw.peak_flops_per_s, hbm_bytes_per_s=hw.hbm_bytes_per_s, sm_count=hw.sm_count,
+    return dict(peak_flops_per_s=hw.clocked_flops_per_s, hbm_bytes_per_s=hw.hbm_bytes_per_s, sm_count=hw.sm_count,
                 compute_efficiency=hw.compute_efficiency, memory_efficiency=hw.gemm_memory_efficiency,
                 small_m=hw.gemm_small_m, small_n=hw.gemm_small_n, small_k=hw.gemm_small_k,
                 wave_weight=hw.gemm_wave_weight, sharpness=hw.gemm_roofline_sharpness,
@@ -185,7 +185,7 @@ def kernel_ns(hw: HardwareSpec, kernel: Kernel) -> float:
                                     launch_ns=launch))
     if isinstance(kernel, Attention):
         eff = attention_efficiency(hw, kernel.keys, causal=kernel.causal, backward=kernel.backward)
-        return kernel.executed_flops * 1e9 / (hw.peak_flops_per_s * float(eff)) + hw.gemm_launch_ns
+        return kernel.executed_flops * 1e9 / (hw.clocked_flops_per_s * float(eff)) + hw.gemm_launch_ns
     raise TypeError(f"not a kernel: {kernel!r}")
 
 

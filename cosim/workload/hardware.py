@@ -23,7 +23,7 @@ from cosim.workload.coefficients import (
 )
 
 #: fields in (0, 1]: fractions of a datasheet rate
-FRACTION_FIELDS = ("compute_efficiency", "gemm_memory_efficiency", "attention_efficiency",
+FRACTION_FIELDS = ("sustained_clock_ratio", "compute_efficiency", "gemm_memory_efficiency", "attention_efficiency",
                    "attention_bwd_efficiency", "memory_efficiency", "norm_memory_efficiency",
                    "rope_memory_efficiency", "activation_memory_efficiency", "embedding_memory_efficiency")
 #: fields ≥ 0: durations (ns) and dimensions (elements)
@@ -63,6 +63,11 @@ class HardwareSpec:
     #: report (arXiv 2412.19437, section 3.2.2) gives its all-to-all kernels on H800's 132 SMs
     #: (DagExecutor::ExpertCommComputeSlowdown = deepep_sms / sm_count). The low-latency kernels hold none.
     deepep_sms: int = 20
+    #: SM clock a long run sustains, as a fraction of the clock the kernel profiles ran at, (0, 1]: under a
+    #: full tensor-core load a GPU meets its power limit and lowers its clock below boost, while profiles of
+    #: one kernel at a time run at boost. Compute-bound time (the GEMM FLOP term, flash attention) scales by
+    #: its inverse; HBM-bound time and launch terms do not. 1: the profiles' clock (docs/models/compute.md).
+    sustained_clock_ratio: float = 1.0
     # GEMM (cosim.workload.compute.gemm_time_ns)
     compute_efficiency: float = 0.75  #: GEMM FLOP/s of large well-shaped GEMMs as a fraction of peak, (0, 1]
     gemm_memory_efficiency: float = 0.8  #: fraction of HBM bandwidth GEMM operand traffic reaches, (0, 1]
@@ -152,18 +157,23 @@ class HardwareSpec:
             raise CosimInputError("hardware.calibration", f"must be text, got {self.calibration!r}")
 
     @property
+    def clocked_flops_per_s(self) -> float:
+        """Dense bf16 FLOP/s at the sustained clock: the peak compute-bound kernels are timed against."""
+        return self.peak_flops_per_s * self.sustained_clock_ratio
+
+    @property
     def fp8_flops_per_s(self) -> float:
-        """Peak dense FP8 FLOP/s; CosimInputError if the GPU has no FP8 tensor cores."""
+        """Dense FP8 FLOP/s at the sustained clock; CosimInputError if the GPU has no FP8 tensor cores."""
         if not self.fp8_peak_flops_per_s:
             raise CosimInputError("model.gemm_precision", f"{self.name} has no FP8 tensor cores",
                                   "use gemm_precision = \"bf16\" or an FP8 GPU (h100, h200, b200)")
-        return self.fp8_peak_flops_per_s
+        return self.fp8_peak_flops_per_s * self.sustained_clock_ratio
 
     def compute_ns(self, flops: int) -> int:
         """Duration in ns of ``flops`` FLOPs at ``compute_efficiency`` of peak (≥ 1 ns if flops > 0)."""
         if flops <= 0:
             return 0
-        return max(1, round(flops * 1e9 / (self.peak_flops_per_s * self.compute_efficiency)))
+        return max(1, round(flops * 1e9 / (self.clocked_flops_per_s * self.compute_efficiency)))
 
     def memory_ns(self, nbytes: int) -> int:
         """Duration in ns of streaming ``nbytes`` through HBM at ``memory_efficiency`` (≥ 1 ns if > 0)."""

@@ -100,7 +100,7 @@ class StepCompute:
         p = np.asarray(prompt_tokens, np.float64)
         heads = m.num_heads // self.tp
         flops = 4.0 * p * p * heads * m.head_dim * 0.5  # causal, per prompt (each attends over its own keys)
-        core = float(np.sum(flops / attention_efficiency(hw, p))) * 1e9 / hw.peak_flops_per_s + hw.gemm_launch_ns
+        core = float(np.sum(flops / attention_efficiency(hw, p))) * 1e9 / hw.clocked_flops_per_s + hw.gemm_launch_ns
         return max(1, round(core + sum(kernel_ns(hw, k) for k in self._attention_rest(int(p.sum())))))
 
     def decode_attention_ns(self, sequences: int, context_tokens: int) -> int:
