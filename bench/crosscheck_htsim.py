@@ -1,7 +1,8 @@
 """cosim's Ultra Ethernet transport (``--transport uec``) against the UEC reference model in htsim
 (the Ultra Ethernet Consortium's htsim, ``htsim_uec``), on the same scenarios and the same fabric.
 
-    python bench/crosscheck_htsim.py [--htsim PATH/htsim_uec] [--workdir DIR] [--scenario NAME ...]
+    python bench/crosscheck_htsim.py [--htsim PATH/htsim_uec] [--seeds N] [--scenario NAME ...]
+                                     [--set NAME=VALUE ...] [--htsim-args "ARGS"] [--workdir DIR]
 
 Fabric: a two-tier leaf-spine of 32 hosts, 4 leaves of 8 hosts, 8 spines (one uplink from every leaf to
 every spine, so no oversubscription), every link 100 Gbps and 1 us. Scenarios (every flow starts at 0):
@@ -19,7 +20,14 @@ when the RECEIVER has that byte: the script moves htsim's times to the receiver 
 return latency (hops x (link delay + ACK serialization)), which is exact unless the last ACK queued behind
 a packet in service (at most one MTU per hop, 1.3 us on a 4-hop path).
 
-Both sides are deterministic (fixed seeds): the figures repeat exactly. Simulated times only.
+To see what a difference comes from, ``--set NAME=VALUE`` (repeatable) changes one of cosim's attributes
+after the matched ones, and ``--htsim-args`` appends flags to htsim's command line (a repeated flag
+overrides the earlier one, e.g. ``--htsim-args "-sack_threshold 16384"`` for its default SACK coalescing).
+
+Each side runs every scenario with seeds 1..N (``--seeds``, default 10: the seeds move ECN marking in both,
+and htsim's trimming choice and REPS exploration) and the table pools the flows of all N runs: median, p99
+and max FCT, and the lowest and highest p99 of a single run. Both sides are deterministic for a seed: the
+figures repeat exactly. Simulated times only.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -110,7 +119,7 @@ def cosim_attributes() -> dict[str, str]:
     }
 
 
-def htsim_arguments(topo_path: str, matrix_path: str, log_path: str) -> list[str]:
+def htsim_arguments(topo_path: str, matrix_path: str, log_path: str, seed: int) -> list[str]:
     """htsim_uec's flags for the same configuration as :func:`cosim_attributes`."""
     return ["-topo", topo_path, "-tm", matrix_path, "-o", log_path,
             "-mtu", str(PACKET_BYTES), "-q", str(QUEUE_PACKETS),
@@ -119,7 +128,7 @@ def htsim_arguments(topo_path: str, matrix_path: str, log_path: str) -> list[str
             "-sender_cc_only",  # NSCC alone, as cosim (no RCCC)
             "-load_balancing_algo", "reps", "-paths", "256",
             "-sack_threshold", "0",  # a SACK for every data packet, as cosim
-            "-seed", "13", "-end", "100000"]
+            "-seed", str(seed), "-end", "100000"]
 
 
 def fabric() -> topology.Fabric:
@@ -164,9 +173,9 @@ class Side:
     counters: dict[str, int]
 
 
-def run_cosim(scenario: str) -> Side:
+def run_cosim(scenario: str, seed: int, overrides: dict[str, str]) -> Side:
     fs = flows(scenario)
-    out = engine.simulate(fabric(), fs, attributes=cosim_attributes(), max_sim_time_ns=1e8)
+    out = engine.simulate(fabric(), fs, attributes=cosim_attributes() | overrides, seed=seed, max_sim_time_ns=1e8)
     if out.status != "complete":
         raise RuntimeError(f"cosim {scenario}: {out.status}")
     c = out.counters
@@ -202,14 +211,14 @@ FINISHED = re.compile(r"Flow \S+ flowId (\d+) .*? finished at ([0-9.eE+-]+)")
 TOTALS = re.compile(r"New: (\d+) Rtx: (\d+) .* NACKs: (\d+)")
 
 
-def run_htsim(binary: str, scenario: str, workdir: str) -> Side:
+def run_htsim(binary: str, scenario: str, seed: int, workdir: str, extra: list[str]) -> Side:
     fs = flows(scenario)
     topo, matrix, log = (os.path.join(workdir, f"{scenario}.{ext}") for ext in ("topo", "cm", "log"))
     write_topology(topo)
     write_connection_matrix(matrix, fs)
-    proc = subprocess.run([binary, *htsim_arguments(topo, matrix, log)], capture_output=True, text=True,
+    proc = subprocess.run([binary, *htsim_arguments(topo, matrix, log, seed), *extra], capture_output=True, text=True,
                           cwd=workdir, check=False)
-    with open(os.path.join(workdir, f"{scenario}.out"), "w") as f:
+    with open(os.path.join(workdir, f"{scenario}-seed{seed}.out"), "w") as f:
         f.write(proc.stdout)
     finish_us = np.full(fs.n_flows, np.nan)
     counters = {}
@@ -231,40 +240,67 @@ def summary(fct_ns: np.ndarray) -> tuple[float, float, float]:
             float(np.max(fct_ns)) / 1e3)
 
 
+def pooled(runs: list[Side]) -> tuple[np.ndarray, tuple[float, float], dict[str, float]]:
+    """The flows of every run in one array, the lowest and highest p99 of one run (us), and the counters
+    averaged over the runs."""
+    p99 = [summary(r.fct_ns)[1] for r in runs]
+    keys = runs[0].counters.keys()
+    return (np.concatenate([r.fct_ns for r in runs]), (min(p99), max(p99)),
+            {k: float(np.mean([r.counters[k] for r in runs])) for k in keys})
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--htsim", metavar="PATH", help="a built htsim_uec binary (bench/README.md says how)")
+    parser.add_argument("--seeds", type=int, default=10, metavar="N", help="runs per scenario and side, "
+                        "seeds 1..N, flows pooled (default 10)")
     parser.add_argument("--workdir", metavar="DIR", help="where htsim's input and output files go "
                         "(default: a temporary folder, removed afterwards)")
     parser.add_argument("--scenario", action="append", choices=SCENARIOS, help="run only these (repeatable)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="change a cosim attribute after the matched ones (repeatable)")
+    parser.add_argument("--htsim-args", default="", metavar="ARGS", help="flags appended to htsim's command line")
     args = parser.parse_args(argv)
+    overrides = {}
+    for item in args.set:
+        name, eq, value = item.partition("=")
+        if not eq or not name or not value:
+            parser.error(f"--set {item!r}: expected NAME=VALUE, e.g. NsccWindow::Gamma=0.5")
+        overrides[name] = value
     if args.htsim and not os.access(args.htsim, os.X_OK):
         parser.error(f"--htsim {args.htsim}: not an executable file")
+    if args.seeds < 1:
+        parser.error(f"--seeds {args.seeds}: at least 1")
     scenarios = args.scenario or list(SCENARIOS)
+    seeds = range(1, args.seeds + 1)
 
     print(f"{HOSTS} hosts, {HOSTS // HOSTS_PER_LEAF} leaves of {HOSTS_PER_LEAF}, {SPINES} spines, "
           f"{LINK_GBPS:g} Gbps, {LINK_DELAY_NS / 1e3:g} us links; {PAYLOAD_BYTES} B payload + {HEADER_BYTES} B "
-          f"header; trim at {QUEUE_PACKETS * PACKET_BYTES} B; base RTT {base_rtt_ns() / 1e3:.3f} us")
-    print("FCT in us (receiver side); ratio = cosim / htsim")
-    print(f"{'scenario':<12} {'side':<6} {'flows':>5} {'median':>9} {'p99':>9} {'max':>9} {'own wire':>9} "
-          f"{'trimmed':>8} {'retx':>6}")
+          f"header; trim at {QUEUE_PACKETS * PACKET_BYTES} B; base RTT {base_rtt_ns() / 1e3:.3f} us; "
+          f"seeds 1..{args.seeds}")
+    print("FCT in us at the receiver, flows of all seeds pooled; ratio = cosim / htsim; trimmed and "
+          "retransmitted packets per run")
+    print(f"{'scenario':<12} {'side':<6} {'flows':>6} {'median':>8} {'p99':>8} {'max':>8} {'p99 of a run':>15} "
+          f"{'own wire':>8} {'trimmed':>8} {'retx':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
         for scenario in scenarios:
             wire = float(np.median(wire_ns(flows(scenario).size_bytes))) / 1e3
-            sides = {"cosim": run_cosim(scenario)}
+            sides = {"cosim": pooled([run_cosim(scenario, s, overrides) for s in seeds])}
             if args.htsim:
-                sides["htsim"] = run_htsim(os.path.abspath(args.htsim), scenario, workdir)
-            for name, side in sides.items():
-                med, p99, mx = summary(side.fct_ns)
-                print(f"{scenario:<12} {name:<6} {side.fct_ns.size:>5} {med:>9.1f} {p99:>9.1f} {mx:>9.1f} "
-                      f"{wire:>9.1f} {side.counters.get('trimmed', 0):>8} {side.counters.get('retransmitted', 0):>6}")
+                binary = os.path.abspath(args.htsim)
+                extra = shlex.split(args.htsim_args)
+                sides["htsim"] = pooled([run_htsim(binary, scenario, s, workdir, extra) for s in seeds])
+            for name, (fct, (lo, hi), counters) in sides.items():
+                med, p99, mx = summary(fct)
+                print(f"{scenario:<12} {name:<6} {fct.size:>6} {med:>8.1f} {p99:>8.1f} {mx:>8.1f} "
+                      f"{f'{lo:.1f}-{hi:.1f}':>15} {wire:>8.1f} {counters['trimmed']:>8.0f} "
+                      f"{counters['retransmitted']:>6.0f}")
             if args.htsim:
-                c, h = (np.array(summary(sides[k].fct_ns)) for k in ("cosim", "htsim"))
-                r = c / h
-                print(f"{scenario:<12} {'ratio':<6} {'':>5} {r[0]:>9.3f} {r[1]:>9.3f} {r[2]:>9.3f}")
+                r = np.array(summary(sides["cosim"][0])) / np.array(summary(sides["htsim"][0]))
+                print(f"{scenario:<12} {'ratio':<6} {'':>6} {r[0]:>8.3f} {r[1]:>8.3f} {r[2]:>8.3f}")
     if not args.htsim:
         print("htsim's side: build htsim_uec (bench/README.md, 'crosscheck_htsim.py') and pass --htsim PATH")
 
