@@ -7,6 +7,7 @@
 Fabric: a two-tier leaf-spine of 32 hosts, 4 leaves of 8 hosts, 8 spines (one uplink from every leaf to
 every spine, so no oversubscription), every link 100 Gbps and 1 us. Scenarios (every flow starts at 0):
 
+- ``one-flow``: host 0 sends 1 MiB to host 8 on an idle fabric (calibrates the two completion points);
 - ``incast``: the 15 hosts 8..22 (all on other leaves) each send 1 MiB to host 0;
 - ``permutation``: host i sends 2 MiB to host i + 8 (mod 32), every flow off its leaf;
 - ``all-to-all``: every host sends 64 KiB to every other host (992 flows).
@@ -68,7 +69,7 @@ TARGET_QDELAY_US = 5.0
 REFERENCE_BDP_BYTES = 100e9 * 12e-6 / 8
 INCAST_SENDERS = np.arange(8, 23)
 INCAST_BYTES, PERMUTATION_BYTES, ALL_TO_ALL_BYTES = 1 << 20, 2 << 20, 64 << 10
-SCENARIOS = ("incast", "permutation", "all-to-all")
+SCENARIOS = ("one-flow", "incast", "permutation", "all-to-all")
 
 
 def serialization_ns(wire_bytes: float) -> float:
@@ -138,7 +139,9 @@ def fabric() -> topology.Fabric:
 
 
 def flows(scenario: str) -> FlowSet:
-    if scenario == "incast":
+    if scenario == "one-flow":
+        src, dst, size = np.array([0]), np.array([HOSTS_PER_LEAF]), INCAST_BYTES
+    elif scenario == "incast":
         src, dst, size = INCAST_SENDERS, np.zeros_like(INCAST_SENDERS), INCAST_BYTES
     elif scenario == "permutation":
         src = np.arange(HOSTS)
