@@ -5,7 +5,8 @@ NSCC's window reactions are checked alone (ModelProbes::NsccWindowAfter) against
 Reliable unordered delivery delivers every byte of every flow exactly once, trimmed packets included;
 trimming with NSCC keeps an incast's queue under the trim threshold (plus one packet) with no PFC; selective
 retransmission resends only what a lossy link lost, where go-back-N resends a round trip's worth per loss;
-per-packet spraying removes the ECMP collisions of a permutation.
+per-packet spraying removes the ECMP collisions of a permutation. The htsim cross-check's configuration
+(bench/crosscheck_htsim.py) keeps an idle flow at its closed form.
 """
 
 from __future__ import annotations
@@ -223,3 +224,35 @@ def test_network_transport_in_a_document(transport, expected):
 
     exps = from_document({"workload": {"kind": "flows"}, "network": {"transport": transport}})
     assert [e.network.transport for e in exps] == expected
+
+
+def _crosscheck_bench():
+    """bench/crosscheck_htsim.py as a module (its cosim side needs no htsim)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "crosscheck_htsim.py"
+    spec = importlib.util.spec_from_file_location("crosscheck_htsim", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_htsim_crosscheck_configuration_runs_to_closed_forms(engine_ns, tmp_path):
+    """The htsim cross-check's cosim side (htsim's 64 B framing, thresholds and NSCC gains): one idle flow
+    ends at its closed form, 256 packets on the wire plus 4 link delays and 3 store-and-forwards; the incast
+    resends exactly the packets trimmed, with no timeout; the connection matrix htsim reads has a header
+    and one ``src->dst id N start T size B`` line per flow."""
+    xc = _crosscheck_bench()
+    one = xc.run_cosim("one-flow", 1, {})
+    packet_ns = (MTU + 64) * 8 / LINK_GBPS
+    assert one.fct_ns[0] == pytest.approx(256 * packet_ns + 4 * DELAY_NS + 3 * packet_ns, abs=0.1)
+    incast = xc.run_cosim("incast", 1, {})
+    assert incast.counters["trimmed"] > 0
+    assert incast.counters["retransmitted"] == incast.counters["trimmed"] and incast.counters["timeouts"] == 0
+    assert incast.fct_ns.max() < 1.02 * 15 * 256 * packet_ns + xc.base_rtt_ns()
+    xc.write_connection_matrix(tmp_path / "incast.cm", xc.flows("incast"))
+    lines = (tmp_path / "incast.cm").read_text().splitlines()
+    assert lines[:2] == ["Nodes 32", "Connections 15"] and lines[2] == "8->0 id 1 start 0 size 1048576"
