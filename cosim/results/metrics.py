@@ -158,6 +158,10 @@ _INFERENCE = (
     ("goodput_requests_per_s", "goodput under the SLOs, requests/s", ("req/s", 1.0), {}),
     ("slo_attainment", "share of requests within both SLOs", _X, {}),
     ("mean_in_flight_requests", "mean requests in flight", _X, {}),
+    *((f"{side}_{what}_p50_ns", f"{side} EP {what} of one layer, p50", _US, {})
+      for side in ("prefill", "decode") for what in ("dispatch", "combine")),
+    ("prefill_all_to_all_share", "EP dispatch + combine share of a prefill step", _X, {}),
+    ("decode_all_to_all_share", "EP dispatch + combine share of a decode step", _X, {}),
     ("prefill_steps", "prefill steps", _X, _COUNT),
     ("decode_steps", "decode steps", _X, _COUNT),
     ("batching_iterations", "packet-level runs to the batching fixed point", _X, _COUNT | {"section": "simulator"}),
