@@ -86,24 +86,35 @@ class ExpertParallel:
         """Bytes of one combined token copy (bf16)."""
         return moe_token_bytes(model.spec)
 
+    def routing(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
+                gpus_per_node: int) -> np.ndarray:
+        """The expert slots every token of one MoE layer of one step picks: int32 (ep, max(tokens), top_k),
+        of which GPU g's first ``tokens[g]`` rows are its tokens."""
+        return _routing(self, phase, step, layer, max(1, max(tokens)), ep, min(gpus_per_node, ep))
+
     def counts(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
                gpus_per_node: int) -> RoutedCounts:
-        """The routing of one MoE layer of one step: ``tokens[g]`` tokens on GPU g of ``ep``."""
-        return _counts(self, phase, step, layer, tokens, ep, min(gpus_per_node, ep))
+        """What each GPU sends in one MoE layer of one step, ``tokens[g]`` tokens on GPU g of ``ep``."""
+        return _counts(self, phase, step, layer, tuple(tokens), ep, min(gpus_per_node, ep))
 
 
-@functools.lru_cache(maxsize=1 << 12)
-def _counts(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
-            gpus_per_node: int) -> RoutedCounts:
+@functools.lru_cache(maxsize=1 << 10)
+def _routing(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens_per_rank: int, ep: int,
+             gpus_per_node: int) -> np.ndarray:
     m = ep_spec.model.spec
     seed = int(np.random.SeedSequence([m.routing_seed, 0 if phase == "prefill" else 1, step + (1 << 20),
                                        layer]).generate_state(1)[0])
     spec = RoutingSpec(distribution=m.routing_distribution, zipf_exponent=m.routing_zipf_exponent,
                        expert_load=m.routing_expert_load, max_nodes=0, seed=seed)
-    slots = ep_spec.expert_slots
-    experts = route_tokens(spec, tokens_per_rank=max(1, max(tokens)), ep=ep, num_experts=slots, top_k=m.top_k,
-                           gpus_per_node=gpus_per_node)
-    return routed_counts(experts, num_experts=slots, gpus_per_node=gpus_per_node,
+    return route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=ep_spec.expert_slots,
+                        top_k=m.top_k, gpus_per_node=gpus_per_node)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _counts(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
+            gpus_per_node: int) -> RoutedCounts:
+    experts = ep_spec.routing(phase, step, layer, tokens, ep, gpus_per_node)
+    return routed_counts(experts, num_experts=ep_spec.expert_slots, gpus_per_node=gpus_per_node,
                          tokens_of_rank=np.asarray(tokens, np.int64))
 
 
