@@ -46,6 +46,7 @@ from cosim.errors import CosimInputError
 from cosim.kinds.base import Piece, WorkloadKind, register
 from cosim.kinds.training import flow_latency_ns, nic_payload_bytes_per_s, training_tables
 from cosim.results import collectives
+from cosim.results.metrics import requests_within_slo
 from cosim.workload.hardware import get_hardware
 from cosim.workload.inference.dpep import MOE_KERNELS, ExpertParallel
 from cosim.workload.inference.requests import (
@@ -350,7 +351,7 @@ def request_summary(t, *, ttft_slo_ms: float, tpot_slo_ms: float) -> dict:
     arrival, last = np.asarray(t["arrival_ns"]), np.asarray(t["last_token_ns"])
     done = np.isfinite(last)
     span_s = (float(last[done].max()) - float(arrival.min())) / 1e9 if done.any() else 0.0
-    ok = done & (np.asarray(t["ttft_ns"]) <= ttft_slo_ms * 1e6) & ~(np.asarray(t["tpot_ns"]) > tpot_slo_ms * 1e6)
+    ok = requests_within_slo(t, ttft_slo_ms=ttft_slo_ms, tpot_slo_ms=tpot_slo_ms)
     if span_s > 0:
         out["throughput_tokens_per_s"] = float(np.asarray(t["output_tokens"])[done].sum()) / span_s
         out["throughput_requests_per_s"] = float(done.sum()) / span_s
