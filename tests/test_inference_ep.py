@@ -15,7 +15,7 @@ import pytest
 from conftest import run_main
 
 from cosim.plan import compile as compile_plan
-from cosim.run import run
+from cosim.run import run, run_with_baseline
 from cosim.spec import from_document
 from cosim.workload.hardware import get_hardware
 from cosim.workload.inference.model import get_inference_model
@@ -24,7 +24,7 @@ from cosim.workload.sizes import moe_token_bytes
 from cosim.workload.trace import AlgoHint, OpKind
 
 
-def experiment(*, prefill_ep=8, decode_ep=8, gpus_per_server=4, layers=2, requests=4, transport="roce",
+def experiment(*, prefill_ep=8, decode_ep=8, gpus_per_server=4, layers=2, requests=4, transport="roce", top=None,
                **workload):
     """DeepSeek-V3 cut to ``layers`` layers (the first dense), one prefill and one decode replica of
     ``prefill_ep`` / ``decode_ep`` GPUs, attention data-parallel, on a rail-optimized fabric."""
@@ -35,7 +35,7 @@ def experiment(*, prefill_ep=8, decode_ep=8, gpus_per_server=4, layers=2, reques
             "max_output_tokens": 8, "max_batching_iterations": 1} | workload
     doc = {"seed": 5, "network": {"transport": transport, "topology": "rail-optimized",
                                   "gpus_per_server": gpus_per_server, "link_gbps": 400.0}, "workload": work}
-    return from_document(doc)[0]
+    return from_document(doc | (top or {}))[0]
 
 
 def _steps(planned):
@@ -156,6 +156,33 @@ def test_decode_all_to_all_share_rises_with_ep_size(engine_ns):
         exp = experiment(prefill_ep=4, decode_ep=ep, gpus_per_server=4, requests=ep)
         share[ep] = run(exp).summary["decode_all_to_all_share"]
     assert share[4] < share[16] < share[32], share
+
+
+def test_a_decode_gpu_link_down_stalls_the_unit_and_names_the_slo_misses(engine_ns):
+    """One decode GPU's NIC down for 10 ms while 8 requests decode on EP8: every GPU of the unit waits for its
+    messages in every layer, so every request decoding across the outage finishes later by at least 0.9 of
+    it, and none by more than 1.5 times it (the packets lost at the failure come back by retransmission
+    timeouts, backed off while the link was down); the faulted run names exactly the requests within both
+    SLOs in the baseline and not with the fault, by the SLO test applied to the two requests tables."""
+    outage_ns = 10e6
+    exp = experiment(prefill_ep=4, decode_ep=8, requests=8, output_median_tokens=16.0, max_output_tokens=32,
+                     tpot_slo_ms=2.9, top={"baseline": True, "faults": [
+                         {"kind": "nic_down", "element": "rank6", "at_ns": 20e6, "duration_ns": outage_ns}]})
+    faulted, base = run_with_baseline(exp)
+    f, b = faulted.requests, base.requests
+
+    def within(t):
+        return (t["ttft_ns"] <= 1000.0 * 1e6) & ~(t["tpot_ns"] > 2.9e6)
+
+    missed = np.flatnonzero(within(b) & ~within(f)).tolist()
+    assert faulted.summary["slo_missed_by_faults_requests"] == missed and len(missed) >= 1
+    assert faulted.summary["slo_missed_by_faults"] == len(missed)
+    delay = f["e2e_ns"] - b["e2e_ns"]
+    decoding = (b["first_token_ns"] < 20e6) & (b["last_token_ns"] > 30e6)
+    assert decoding.sum() >= 2 and np.all(delay[decoding] >= 0.9 * outage_ns)
+    assert 0.9 * outage_ns <= faulted.summary["e2e_delay_max_ns"] <= 1.5 * outage_ns
+    assert faulted.summary["fault_drops"] > 0 and faulted.summary["timeouts"] > 0
+    assert faulted.summary["decode_all_to_all_share"] > 3 * base.summary["decode_all_to_all_share"]
 
 
 @pytest.mark.parametrize(("workload", "field"), [

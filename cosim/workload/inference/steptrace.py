@@ -199,7 +199,7 @@ def step_trace_ops_lower_bound(model: InferenceModel, sched: ServingSchedule, *,
         coll = int(shape.tp > 1)
         # attn and its all-reduce, then router, dispatch, experts and combine, or mlp and its all-reduce
         per_layer = 1 + coll + (4 if m.is_moe and shape.ep > 1 else 1 + coll)
-        return m.num_layers * shape.tp * per_layer
+        return m.num_layers * (shape.ep if shape.data_parallel else shape.tp) * per_layer
 
     pairs = kv_pairs(model, prefill, decode)
     kv_sends = sum(hi - lo for _, _, lo, hi, _ in pairs) if kv_mode == "layer" else len(pairs)
