@@ -22,6 +22,7 @@ from cosim.workload.inference.model import get_inference_model
 from cosim.workload.inference.stepcost import StepCompute
 from cosim.workload.sizes import moe_token_bytes
 from cosim.workload.trace import AlgoHint, OpKind
+from cosim.workload.validate import check_trace
 
 
 def experiment(*, prefill_ep=8, decode_ep=8, gpus_per_server=4, layers=2, requests=4, transport="roce", top=None,
@@ -125,13 +126,15 @@ def _tokens_of_step(state, side, s):
 
 @pytest.mark.parametrize("transport", ["roce", "ib"])
 def test_bytes_conserved_and_kv_to_the_decoding_gpu(transport, engine_ns):
-    """Every byte sent arrives (SEND and RECV bytes equal, the fabric delivers its payload, no drops); each
+    """The step trace is valid; every byte sent arrives (SEND and RECV bytes equal, the fabric delivers its
+    payload, no drops); each
     request's KV cache (prompt × 1152 B × layers: MLA's latent 512 + rotary key 64 in bf16) goes from the
     GPU that prefilled it to the one decode GPU that decodes it; the EP summary is there."""
     exp = experiment(prefill_ep=8, decode_ep=16, gpus_per_server=4, requests=6, transport=transport)
     planned = compile_plan(exp)
     rec = run(exp, plan=planned)
     state, st, trace = _steps(planned)
+    check_trace(trace)
     send, recv = trace.kind == OpKind.SEND, trace.kind == OpKind.RECV
     assert int(trace.bytes[send].sum()) == int(trace.bytes[recv].sum())
     assert rec.summary["status"] == "complete" and rec.summary["drops"] == 0

@@ -198,8 +198,9 @@ def step_trace_ops_lower_bound(model: InferenceModel, sched: ServingSchedule, *,
     def per_step(shape: ReplicaShape) -> int:
         coll = int(shape.tp > 1)
         # attn and its all-reduce, then router, dispatch, experts and combine, or mlp and its all-reduce
-        per_layer = 1 + coll + (4 if m.is_moe and shape.ep > 1 else 1 + coll)
-        return m.num_layers * (shape.ep if shape.data_parallel else shape.tp) * per_layer
+        moe = m.num_moe_layers if shape.ep > 1 else 0
+        ops_of_layers = moe * (1 + coll + 4) + (m.num_layers - moe) * (2 + 2 * coll)
+        return ops_of_layers * (shape.ep if shape.data_parallel else shape.tp)
 
     pairs = kv_pairs(model, prefill, decode)
     kv_sends = sum(hi - lo for _, _, lo, hi, _ in pairs) if kv_mode == "layer" else len(pairs)
@@ -306,6 +307,7 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
         bounds = stage_layers(m.num_layers, shape.pp)
         moe = m.is_moe and shape.ep > 1
         part_ns = ((cost.router_ns(tokens), cost.experts_ns(tokens)) if moe else (cost.mlp_ns(tokens),))
+        dense_ns = cost.dense_mlp_ns(tokens) if m.is_moe and m.first_dense_layers else 0
         entry = first_deps
         ends = []
         for s in range(shape.pp):
@@ -323,7 +325,7 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                                                        tp_allreduce_bytes(model, tokens), cur,
                                                        f"{phase}/tp_allreduce", layer=layer, step=step_id)]
                 tail = cost.logits_ns(seqs) if s == shape.pp - 1 and last_of_stage else 0
-                if moe:
+                if moe and m.is_moe_layer(layer):
                     a2a = ep_dispatch_bytes(model, tokens, shape.ep)
                     cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/router", duration=part_ns[0],
                                     layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
@@ -337,7 +339,8 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                         cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/logits", duration=tail, layer=layer,
                                         step=step_id)] for r, d in zip(ranks, cur)]
                 else:
-                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/mlp", duration=part_ns[0] + tail,
+                    mlp_ns = part_ns[0] if m.is_moe_layer(layer) or not m.is_moe else dense_ns
+                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/mlp", duration=mlp_ns + tail,
                                     layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
                     if shape.tp > 1:
                         cur = [[c] for c in ops.collective(ranks, CollKind.ALL_REDUCE, tp_g[s],
