@@ -46,7 +46,9 @@ from cosim.errors import CosimInputError
 from cosim.kinds.base import Piece, WorkloadKind, register
 from cosim.kinds.training import flow_latency_ns, nic_payload_bytes_per_s, training_tables
 from cosim.results import collectives
+from cosim.results.metrics import requests_within_slo
 from cosim.workload.hardware import get_hardware
+from cosim.workload.inference.dpep import MOE_KERNELS, ExpertParallel
 from cosim.workload.inference.requests import (
     POISSON_REQUESTS,
     Requests,
@@ -63,6 +65,7 @@ from cosim.workload.inference.steptrace import (
     replica_bases,
     step_trace_ops_lower_bound,
 )
+from cosim.workload.trace import OpKind
 
 SAMPLE_TRACE = "sample"
 
@@ -102,6 +105,7 @@ class InferencePlan:
     decode_cost: StepCompute
     kv_estimate_ns: np.ndarray  #: per request: link-rate estimate of its KV transfer after the prefill step
     kv_bytes: np.ndarray  #: per request: KV bytes its transfer moves
+    ep: ExpertParallel | None = None  #: how replicas with ep > tp move their tokens (None: no such replica)
 
 
 def plan(exp, work, gpus_per_server: int | None) -> InferencePlan:
@@ -113,6 +117,17 @@ def plan(exp, work, gpus_per_server: int | None) -> InferencePlan:
     hardware = get_hardware(w.gpu, gpus_per_host=gps)
     prefill = ReplicaShape(tp=w.prefill_tp, pp=w.prefill_pp, ep=w.prefill_ep)
     decode = ReplicaShape(tp=w.decode_tp, pp=w.decode_pp, ep=w.decode_ep)
+    ep = None
+    if prefill.data_parallel or decode.data_parallel:
+        ep = ExpertParallel(model=model, prefill_kernel=MOE_KERNELS[w.prefill_moe_kernel],
+                            decode_kernel=MOE_KERNELS[w.decode_moe_kernel], dispatch_fp8=w.moe_dispatch_dtype == "fp8",
+                            redundant_experts=w.redundant_experts)
+        for side, shape, kernel in (("prefill", prefill, ep.prefill_kernel), ("decode", decode, ep.decode_kernel)):
+            if shape.data_parallel and kernel == "high-throughput" and shape.ep > gps and shape.ep % gps:
+                raise CosimInputError(f"workload.{side}_ep", f"{shape.ep} GPUs do not fill servers of {gps} (DeepEP's "
+                                      "high-throughput kernels forward through the same local GPU of every server)",
+                                      f"choose {side}_ep as a multiple of {gps}, or {side}_moe_kernel = "
+                                      "\"deepep-low-latency\"")
     n_ranks = replica_bases(w.prefill_replicas, w.decode_replicas, prefill, decode, gps)[2]
     req = requests_of(exp.seed, w)
     nic = nic_payload_bytes_per_s(exp.network)
@@ -126,10 +141,12 @@ def plan(exp, work, gpus_per_server: int | None) -> InferencePlan:
         model=model, hardware=hardware, requests=req, prefill=prefill, decode=decode, gpus_per_server=gps,
         n_ranks=n_ranks, tuning=TuningModel(nvlink=nvlink_model(dataclasses.asdict(hardware)), nic_bytes_per_s=nic,
                                              flow_latency_ns=flow_latency_ns(exp.network)),
-        prefill_cost=StepCompute(model=model, hardware=hardware, tp=prefill.tp, pp=prefill.pp, ep=prefill.ep),
-        decode_cost=StepCompute(model=model, hardware=hardware, tp=decode.tp, pp=decode.pp, ep=decode.ep),
+        prefill_cost=StepCompute(model=model, hardware=hardware, tp=prefill.tp, pp=prefill.pp, ep=prefill.ep,
+                                 redundant_experts=w.redundant_experts),
+        decode_cost=StepCompute(model=model, hardware=hardware, tp=decode.tp, pp=decode.pp, ep=decode.ep,
+                                redundant_experts=w.redundant_experts),
         kv_estimate_ns=req.prompt_tokens * busiest / nic * 1e9,
-        kv_bytes=req.prompt_tokens * int(sum(per * (hi - lo) for *_, lo, hi, per in pairs)))
+        kv_bytes=req.prompt_tokens * int(sum(per * (hi - lo) for *_, lo, hi, per in pairs)), ep=ep)
 
 
 def schedule_of(w, p: InferencePlan, *, kv_delay_ns=None, prefill_extra_ns=None,
@@ -150,7 +167,7 @@ def step_trace_of(w, p: InferencePlan, sched: ServingSchedule) -> StepTrace:
                            what="step-trace ops", bytes_per_op=memory.STEP_TRACE_BYTES_PER_OP)
     return build_step_trace(p.model, p.hardware, p.requests, sched, prefill_replicas=w.prefill_replicas,
                             decode_replicas=w.decode_replicas, prefill=p.prefill, decode=p.decode,
-                            kv_mode=w.kv_transfer, gpus_per_server=p.gpus_per_server)
+                            kv_mode=w.kv_transfer, gpus_per_server=p.gpus_per_server, ep=p.ep)
 
 
 def lower_step_trace(w, p: InferencePlan, st: StepTrace):
@@ -174,6 +191,31 @@ class Measured:
     kv_end_ns: np.ndarray
     first_token_ns: np.ndarray
     last_token_ns: np.ndarray
+    #: per EP dispatch or combine of a replica with ep > tp: (step as in StepTrace.op_step, layer, 0 dispatch
+    #: or 1 combine, span from its first message's start to its last one's end in ns); None without them
+    ep_spans: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+def ep_spans(st: StepTrace, start_ns: np.ndarray, finish_ns: np.ndarray):
+    """The spans of every EP dispatch and combine of ``st`` (Measured.ep_spans) from per-op times: from the
+    moment the last GPU started sending (the latest of the GPUs' first SEND starts) to the last message's
+    end, the time the all-to-all itself adds once every GPU is in it."""
+    if st.op_ep_phase is None:
+        return None
+    ops = np.flatnonzero(st.op_ep_phase >= 0)
+    key = np.stack([st.op_step[ops], st.trace.layer[ops], st.op_ep_phase[ops]], axis=1)
+    uniq, which = np.unique(key, axis=0, return_inverse=True)
+    which = which.ravel()
+    last = np.full(len(uniq), -np.inf)
+    np.maximum.at(last, which, finish_ns[ops])
+    sends = st.trace.kind[ops] == OpKind.SEND
+    per_rank, at = np.unique(np.stack([which[sends], st.trace.rank[ops][sends]], axis=1), axis=0,
+                             return_inverse=True)
+    first_send = np.full(len(per_rank), np.inf)
+    np.minimum.at(first_send, at.ravel(), start_ns[ops][sends])
+    ready = np.full(len(uniq), -np.inf)
+    np.maximum.at(ready, per_rank[:, 0], first_send)
+    return uniq[:, 0], uniq[:, 1], uniq[:, 2], last - ready
 
 
 def _max(times: np.ndarray, ops: list[int]) -> float:
@@ -206,7 +248,7 @@ def measure(p: InferencePlan, sched: ServingSchedule, st: StepTrace, start_ns: n
         prev[d] = d_end[s]
     last = np.where(sched.last_decode_step >= 0, d_end[np.maximum(sched.last_decode_step, 0)] if D.n else np.nan,
                     first)
-    return Measured(p_start, p_end, d_start, d_end, kv_start, kv_end, first, last)
+    return Measured(p_start, p_end, d_start, d_end, kv_start, kv_end, first, last, ep_spans(st, start_ns, finish_ns))
 
 
 class StepCorrection:
@@ -270,6 +312,28 @@ def requests_table(p: InferencePlan, sched: ServingSchedule, st: StepTrace, m: M
     }
 
 
+def ep_summary(sched: ServingSchedule, m: Measured) -> dict:
+    """Per side with ep > tp: p50 of one MoE layer's dispatch and combine spans, and the all-to-all share of
+    a step: the summed dispatch and combine spans of its layers over the step's time, summed over the steps
+    (cosim.results.metrics)."""
+    if m.ep_spans is None:
+        return {}
+    step, _layer, phase, span = m.ep_spans
+    out = {}
+    for side, steps, start, end in (("prefill", sched.prefill, m.prefill_start_ns, m.prefill_end_ns),
+                                    ("decode", sched.decode, m.decode_start_ns, m.decode_end_ns)):
+        mine = step >= 0 if side == "prefill" else step < 0
+        if not mine.any():
+            continue
+        index = step[mine] if side == "prefill" else -1 - step[mine]
+        for k, name in ((0, "dispatch"), (1, "combine")):
+            out[f"{side}_{name}_p50_ns"] = _pct(span[mine][phase[mine] == k], 50)
+        used = np.unique(index)
+        duration = float(np.sum(end[used] - start[used]))
+        out[f"{side}_all_to_all_share"] = float(np.sum(span[mine])) / duration if duration > 0 else None
+    return out
+
+
 def _pct(x: np.ndarray, q: float) -> float | None:
     x = x[np.isfinite(x)]
     return float(np.percentile(x, q)) if x.size else None
@@ -287,7 +351,7 @@ def request_summary(t, *, ttft_slo_ms: float, tpot_slo_ms: float) -> dict:
     arrival, last = np.asarray(t["arrival_ns"]), np.asarray(t["last_token_ns"])
     done = np.isfinite(last)
     span_s = (float(last[done].max()) - float(arrival.min())) / 1e9 if done.any() else 0.0
-    ok = done & (np.asarray(t["ttft_ns"]) <= ttft_slo_ms * 1e6) & ~(np.asarray(t["tpot_ns"]) > tpot_slo_ms * 1e6)
+    ok = requests_within_slo(t, ttft_slo_ms=ttft_slo_ms, tpot_slo_ms=tpot_slo_ms)
     if span_s > 0:
         out["throughput_tokens_per_s"] = float(np.asarray(t["output_tokens"])[done].sum()) / span_s
         out["throughput_requests_per_s"] = float(done.sum()) / span_s
@@ -383,6 +447,7 @@ class InferenceKind(WorkloadKind):
                   "requests": requests_table(s.plan, s.schedule, s.steps, s.measured)}
         summary = collectives.summary_entries(collectives.collective_stats(tables["collectives"], first_iteration=0))
         summary |= request_summary(tables["requests"], ttft_slo_ms=w.ttft_slo_ms, tpot_slo_ms=w.tpot_slo_ms)
+        summary |= ep_summary(s.schedule, s.measured)
         summary |= {"batching_iterations": s.passes, "batching_converged": int(s.converged),
                     "prefill_steps": s.schedule.prefill.n, "decode_steps": s.schedule.decode.n,
                     "n_ranks": s.plan.n_ranks, "n_ops": s.steps.trace.n_ops, "wall_time_s": s.wall_time_s}

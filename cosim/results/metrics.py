@@ -106,6 +106,8 @@ _FAULTS = (
     ("baseline_iteration_time_ns", "iteration time without faults", _MS, {}),
     ("iteration_delay_max_ns", "iteration delay from faults, max", _MS, {}),
     ("completion_delay_ns", "completion delay from faults", _US, {}),
+    ("slo_missed_by_faults", "requests within the SLOs without faults that miss them", _X, _COUNT),
+    ("e2e_delay_max_ns", "largest rise of a request's end-to-end latency from faults", _MS, {}),
     *((f"iteration_{i}_delay_ns", f"iteration {i} delay from faults", _MS, {}) for i in range(FAULT_DELAY_ROWS)),
 )
 #: the fault rows among the training rows of the terminal table
@@ -141,7 +143,35 @@ def fault_delay_entries(faulted, baseline) -> dict:
         finite = [d for d in delay if d is not None]
         out["iteration_delay_max_ns"] = max(finite) if finite else None
         out["baseline_iteration_time_ns"] = baseline.summary.get("iteration_time_ns")
+    out |= _serving_fault_entries(faulted, baseline)
     return out
+
+
+def requests_within_slo(requests: dict, *, ttft_slo_ms: float, tpot_slo_ms: float):
+    """bool per request of a ``requests`` table: finished, TTFT within its SLO and TPOT not above its SLO
+    (nan TPOT, one output token, counts as within)."""
+    import numpy as np  # noqa: PLC0415
+
+    done = np.isfinite(np.asarray(requests["last_token_ns"]))
+    tpot = np.asarray(requests["tpot_ns"])
+    return done & (np.asarray(requests["ttft_ns"]) <= ttft_slo_ms * 1e6) & ~(tpot > tpot_slo_ms * 1e6)
+
+
+def _serving_fault_entries(faulted, baseline) -> dict:
+    """Inference runs: the requests within both SLOs in the baseline that miss one under the faults
+    (``slo_missed_by_faults``, their ids in ``slo_missed_by_faults_requests``) and the largest rise of a
+    request's end-to-end latency (``e2e_delay_max_ns``)."""
+    import numpy as np  # noqa: PLC0415
+
+    work = faulted.config.get("experiment", {}).get("workload", {})
+    if not (faulted.requests and baseline.requests) or work.get("kind") != "inference":
+        return {}
+    slo = {"ttft_slo_ms": float(work["ttft_slo_ms"]), "tpot_slo_ms": float(work["tpot_slo_ms"])}
+    missed = np.flatnonzero(requests_within_slo(baseline.requests, **slo)
+                            & ~requests_within_slo(faulted.requests, **slo))
+    delay = np.asarray(faulted.requests["e2e_ns"], np.float64) - np.asarray(baseline.requests["e2e_ns"], np.float64)
+    return {"slo_missed_by_faults": int(missed.size), "slo_missed_by_faults_requests": missed.tolist(),
+            "e2e_delay_max_ns": round(float(np.nanmax(delay)), 3) if np.isfinite(delay).any() else None}
 # ---------------------------------------------------------------- end of faults
 # ---- inference runs (cosim.kinds.inference): request latencies, throughput, goodput, batching
 _INFERENCE = (
@@ -158,6 +188,10 @@ _INFERENCE = (
     ("goodput_requests_per_s", "goodput under the SLOs, requests/s", ("req/s", 1.0), {}),
     ("slo_attainment", "share of requests within both SLOs", _X, {}),
     ("mean_in_flight_requests", "mean requests in flight", _X, {}),
+    *((f"{side}_{what}_p50_ns", f"{side} EP {what} of one layer, p50", _US, {})
+      for side in ("prefill", "decode") for what in ("dispatch", "combine")),
+    ("prefill_all_to_all_share", "EP dispatch + combine share of a prefill step", _X, {}),
+    ("decode_all_to_all_share", "EP dispatch + combine share of a decode step", _X, {}),
     ("prefill_steps", "prefill steps", _X, _COUNT),
     ("decode_steps", "decode steps", _X, _COUNT),
     ("batching_iterations", "packet-level runs to the batching fixed point", _X, _COUNT | {"section": "simulator"}),
@@ -168,7 +202,8 @@ INFERENCE_KEYS = frozenset({
     "status", *(c[0] for c in _INFERENCE), "coll_tp_all_reduce_p50_ns", "coll_tp_all_reduce_p99_ns",
     "coll_ep_all_to_all_p50_ns", "coll_ep_all_to_all_p99_ns", "n_ranks", "flows", "flows_completed",
     "fct_slowdown_p99", "link_utilization_max", "max_queue_bytes", "queue_p99_bytes", "drops", "ecn_marks",
-    "cnps_sent", "pause_frames_sent", "pfc_paused_ns", "credit_stall_ns"})
+    "cnps_sent", "pause_frames_sent", "pfc_paused_ns", "credit_stall_ns", "slo_missed_by_faults",
+    "e2e_delay_max_ns", "completion_delay_ns"})
 _INFERENCE_SIMULATOR_ROWS = frozenset({"batching_iterations", "batching_converged"})
 
 #: Known summary keys in display order (keys absent from every run are not shown).

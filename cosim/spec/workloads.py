@@ -111,6 +111,9 @@ class TrainingWorkload:
 
 
 KV_TRANSFER_MODES = ("layer", "whole")
+#: DeepEP kernels of a serving replica whose experts spread over its GPUs (cosim.workload.inference.dpep)
+EP_MOE_KERNELS = ("deepep-high-throughput", "deepep-low-latency")
+EP_DISPATCH_DTYPES = ("fp8", "bf16")
 #: longest mean arrival span of Poisson requests, s: a tenth of the simulator's clock (9.2e15 ns), so that
 #: the last arrival and the service after it fit whatever the draw
 MAX_ARRIVAL_SPAN_S = 9.2e5
@@ -137,11 +140,19 @@ class InferenceWorkload:
     prefill_tp: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "tensor parallelism of a prefill replica")
     prefill_pp: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "pipeline stages of a prefill replica")
     prefill_ep: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "expert parallelism of a prefill replica "
-                                   "(1 or prefill_tp)")
+                                   "(1, prefill_tp, or with tp = pp = 1 the replica's GPUs, attention data-parallel)")
     decode_tp: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "tensor parallelism of a decode replica")
     decode_pp: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "pipeline stages of a decode replica")
     decode_ep: int = v.spec_field(v.Int(minimum=1, maximum=1024), 1, "expert parallelism of a decode replica "
-                                  "(1 or decode_tp)")
+                                  "(1, decode_tp, or with tp = pp = 1 the replica's GPUs, attention data-parallel)")
+    prefill_moe_kernel: str = v.spec_field(v.Choice(EP_MOE_KERNELS), "deepep-high-throughput",
+                                           "DeepEP kernel of a prefill replica's EP dispatch and combine (ep > tp)")
+    decode_moe_kernel: str = v.spec_field(v.Choice(EP_MOE_KERNELS), "deepep-low-latency",
+                                          "DeepEP kernel of a decode replica's EP dispatch and combine (ep > tp)")
+    moe_dispatch_dtype: str = v.spec_field(v.Choice(EP_DISPATCH_DTYPES), "fp8",
+                                           "EP dispatch payload (ep > tp; the combine is bf16)")
+    redundant_experts: int = v.spec_field(v.Int(minimum=0, maximum=1 << 16), 0,
+                                          "routed-expert copies beside the model's experts (ep > tp)")
     prefill_token_budget: int = v.spec_field(v.Int(minimum=1, maximum=1 << 24), 8192,
                                              "prompt tokens a prefill step may batch")
     max_decode_batch: int = v.spec_field(v.Int(minimum=1, maximum=1 << 16), 64, "sequences a decode step may hold")
@@ -174,7 +185,11 @@ class InferenceWorkload:
         model = self.inference_model()
         for side in ("prefill", "decode"):
             check_parallelism(model, getattr(self, f"{side}_tp"), getattr(self, f"{side}_pp"),
-                              getattr(self, f"{side}_ep"), f"workload.{side}")
+                              getattr(self, f"{side}_ep"), f"workload.{side}",
+                              redundant_experts=self.redundant_experts)
+        if self.redundant_experts and not (self.prefill_ep > self.prefill_tp or self.decode_ep > self.decode_tp):
+            raise CosimInputError("workload.redundant_experts", "redundant experts need a replica whose experts "
+                                  "spread over its GPUs (ep > tp)", "set redundant_experts = 0, or raise an ep")
         try:
             get_hardware(self.gpu)
         except CosimInputError as exc:

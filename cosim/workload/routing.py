@@ -172,8 +172,11 @@ def _distinct(keys: np.ndarray) -> np.ndarray:
     return first
 
 
-def routed_counts(experts: np.ndarray, *, num_experts: int, gpus_per_node: int) -> RoutedCounts:
-    """Token counts per source and destination of one routing (``route_tokens``'s output)."""
+def routed_counts(experts: np.ndarray, *, num_experts: int, gpus_per_node: int,
+                  tokens_of_rank: np.ndarray | None = None) -> RoutedCounts:
+    """Token counts per source and destination of one routing (``route_tokens``'s output); with
+    ``tokens_of_rank`` only the first ``tokens_of_rank[s]`` tokens of source rank s count (ranks holding
+    different numbers of tokens, routed as many as the most any holds)."""
     experts = np.asarray(experts)
     ep, tokens, _ = experts.shape
     per_rank = num_experts // ep
@@ -181,12 +184,17 @@ def routed_counts(experts: np.ndarray, *, num_experts: int, gpus_per_node: int) 
     src = np.broadcast_to(np.arange(ep)[:, None, None], experts.shape)
     dst_rank = np.sort(experts // per_rank, axis=2)
     dst_node = dst_rank // gpus_per_node
-    copies = np.bincount((src * ep + dst_rank).ravel(), minlength=ep * ep).reshape(ep, ep)
-    once = _distinct(dst_rank)
+    if tokens_of_rank is None:
+        valid = np.ones(experts.shape, bool)
+    else:
+        valid = np.broadcast_to((np.arange(tokens)[None, :] < np.asarray(tokens_of_rank)[:, None])[:, :, None],
+                                experts.shape)
+    copies = np.bincount((src * ep + dst_rank)[valid], minlength=ep * ep).reshape(ep, ep)
+    once = _distinct(dst_rank) & valid
     rank_tokens = np.bincount((src * ep + dst_rank)[once], minlength=ep * ep).reshape(ep, ep)
-    once = _distinct(dst_node)
+    once = _distinct(dst_node) & valid
     node_tokens = np.bincount((src * n_nodes + dst_node)[once], minlength=ep * n_nodes).reshape(ep, n_nodes)
     return RoutedCounts(expert_copies=copies.astype(np.int64), rank_tokens=rank_tokens.astype(np.int64),
                         node_tokens=node_tokens.astype(np.int64),
-                        expert_tokens=np.bincount(experts.ravel(), minlength=num_experts).astype(np.int64),
+                        expert_tokens=np.bincount(experts[valid], minlength=num_experts).astype(np.int64),
                         gpus_per_node=gpus_per_node)

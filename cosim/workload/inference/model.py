@@ -87,6 +87,9 @@ _DEEPSEEK_V3 = ModelSpec(name="deepseek-v3-like", num_layers=61, hidden_size=716
                          num_experts=256, top_k=8)
 
 PRESETS: dict[str, InferenceModel] = {
+    # the training preset (cosim.workload.model): MLA (latent 512, rotary key 64), 3 dense layers, 1 shared +
+    # 256 routed experts of 2048, top-8
+    "deepseek-v3": InferenceModel(spec=get_model("deepseek-v3"), attention="mla", kv_lora_rank=512, rope_head_dim=64),
     "llama2-7b": InferenceModel(spec=get_model("llama2-7b"), attention="mha"),
     "llama2-13b": InferenceModel(spec=get_model("llama2-13b"), attention="mha"),
     "llama2-70b": InferenceModel(spec=get_model("llama2-70b"), attention="gqa"),

@@ -21,6 +21,11 @@ boundary; GPUs skipped so stay idle), stage s's TP rank t of a replica at ``base
   token (4 B) goes from the prefill's last stage (TP rank 0) to every first-stage rank of the decode replica.
   A decode step admitting a request waits, on every rank, for that rank's KV and token RECVs.
 
+A replica with expert parallelism across its GPUs (ep > tp, tp = pp = 1: attention data-parallel) runs
+its steps as :mod:`cosim.workload.inference.dpep` describes: every GPU its own share of the batch, each MoE
+layer's dispatch and combine as DeepEP's routed messages between the replica's GPUs; a request's KV cache
+goes from the GPU that prefilled it to the one GPU of the decode replica that decodes it.
+
 Every op's step, request and role are kept beside the trace (:class:`StepTrace`) to read times back.
 """
 
@@ -32,11 +37,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cosim.workload.deepep import HINTS, combine_messages, dispatch_messages
 from cosim.workload.hardware import HardwareSpec
+from cosim.workload.inference.dpep import ExpertParallel, decode_gpus, emit_messages
 from cosim.workload.inference.model import InferenceModel
 from cosim.workload.inference.requests import Requests
 from cosim.workload.inference.serving import ServingSchedule
-from cosim.workload.inference.stepcost import StepCompute, stage_layers
+from cosim.workload.inference.stepcost import StepCompute, split_prompts, stage_layers
 from cosim.workload.inference.traffic import (
     ep_dispatch_bytes,
     pp_activation_bytes,
@@ -56,9 +63,15 @@ class ReplicaShape:
     ep: int = 1
 
     @property
+    def data_parallel(self) -> bool:
+        """True when the experts spread over ep > tp GPUs that each serve their own batch (tp = pp = 1)."""
+        return self.ep > self.tp
+
+    @property
     def gpus(self) -> int:
-        """GPUs of the replica, tp × pp (EP spreads the experts over the TP ranks of a stage)."""
-        return self.tp * self.pp
+        """GPUs of the replica: tp × pp (EP spreads the experts over the TP ranks of a stage), or ep when the
+        experts spread over more GPUs than that (attention data-parallel over them)."""
+        return self.ep if self.data_parallel else self.tp * self.pp
 
 
 def _kv_heads_of(model: InferenceModel, tp: int) -> tuple[int, list[list[int]]]:
@@ -118,25 +131,29 @@ class _Ops:
 
     def __init__(self) -> None:
         self.cols: dict[str, list] = {k: [] for k in ("rank", "kind", "phase", "duration_ns", "bytes", "coll_kind",
-                                                      "group", "peer", "match", "call", "label", "layer")}
+                                                      "group", "peer", "match", "call", "label", "layer",
+                                                      "algo_hint")}
         self.deps: list[list[int]] = []
         self.labels: dict[str, int] = {}
         self.calls = 0
         # beside the trace: the step (prefill s ≥ 0, decode -1-s) and request of each op
         self.step: list[int] = []
         self.request: list[int] = []
+        self.ep_phase: list[int] = []  # 0: an EP dispatch message, 1: a combine message, -1: neither
 
     def add(self, rank, kind, deps, label, *, duration=0, nbytes=0, coll_kind=0, group=-1, peer=-1, match=-1,
-            call=-1, layer=-1, phase=Phase.FORWARD, step=0, request=-1) -> int:
+            call=-1, layer=-1, phase=Phase.FORWARD, step=0, request=-1, algo_hint=0, ep_phase=-1) -> int:
         c = self.cols
         i = len(c["rank"])
         for k, x in (("rank", rank), ("kind", kind), ("phase", phase), ("duration_ns", duration), ("bytes", nbytes),
                      ("coll_kind", coll_kind), ("group", group), ("peer", peer), ("match", match), ("call", call),
-                     ("label", self.labels.setdefault(label, len(self.labels))), ("layer", layer)):
+                     ("label", self.labels.setdefault(label, len(self.labels))), ("layer", layer),
+                     ("algo_hint", algo_hint)):
             c[k].append(x)
         self.deps.append([d for d in deps if d >= 0])
         self.step.append(step)
         self.request.append(request)
+        self.ep_phase.append(ep_phase)
         return i
 
     def send(self, src, dst, nbytes, deps, label, **kw) -> tuple[int, int]:
@@ -166,6 +183,8 @@ class StepTrace:
     kv_recv_ops: list[list[int]]
     token_recv_ops: list[list[int]]
     kv_bytes: np.ndarray  #: int64 per request: KV-cache bytes moved (all pairs and layers)
+    #: int64 per trace op: 0 a DeepEP dispatch message, 1 a combine message, -1 neither (None: no such ops)
+    op_ep_phase: np.ndarray | None = None
 
 
 def step_trace_ops_lower_bound(model: InferenceModel, sched: ServingSchedule, *, prefill: ReplicaShape,
@@ -179,8 +198,9 @@ def step_trace_ops_lower_bound(model: InferenceModel, sched: ServingSchedule, *,
     def per_step(shape: ReplicaShape) -> int:
         coll = int(shape.tp > 1)
         # attn and its all-reduce, then router, dispatch, experts and combine, or mlp and its all-reduce
-        per_layer = 1 + coll + (4 if m.is_moe and shape.ep > 1 else 1 + coll)
-        return m.num_layers * shape.tp * per_layer
+        moe = m.num_moe_layers if shape.ep > 1 else 0
+        ops_of_layers = moe * (1 + coll + 4) + (m.num_layers - moe) * (2 + 2 * coll)
+        return ops_of_layers * (shape.ep if shape.data_parallel else shape.tp)
 
     pairs = kv_pairs(model, prefill, decode)
     kv_sends = sum(hi - lo for _, _, lo, hi, _ in pairs) if kv_mode == "layer" else len(pairs)
@@ -191,8 +211,11 @@ def step_trace_ops_lower_bound(model: InferenceModel, sched: ServingSchedule, *,
 
 def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Requests, sched: ServingSchedule, *,
                      prefill_replicas: int, decode_replicas: int, prefill: ReplicaShape, decode: ReplicaShape,
-                     kv_mode: str, gpus_per_server: int) -> StepTrace:
-    """The Trace of ``sched`` (module docstring)."""
+                     kv_mode: str, gpus_per_server: int, ep: ExpertParallel | None = None) -> StepTrace:
+    """The Trace of ``sched`` (module docstring); ``ep`` says how an attention data-parallel side moves its
+    tokens (needed when a side has ep > tp)."""
+    if (prefill.data_parallel or decode.data_parallel) and ep is None:
+        raise ValueError("a replica with ep > tp needs its ExpertParallel settings")
     m = model.spec
     ops = _Ops()
     n_req = req.n
@@ -209,8 +232,8 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
             ep_g.append(len(groups) - 1)
         return tp_g, ep_g
 
-    p_groups = [stage_groups(b, prefill) for b in p_base]
-    d_groups = [stage_groups(b, decode) for b in d_base]
+    p_groups = [stage_groups(b, prefill) if not prefill.data_parallel else ([], []) for b in p_base]
+    d_groups = [stage_groups(b, decode) if not decode.data_parallel else ([], []) for b in d_base]
     last = np.full(n_ranks, -1, np.int64)  # each rank's compute stream: its latest compute or collective
     pending: dict[int, list[int]] = {}  # rank -> RECVs its next step waits for (KV, token, token return)
     kv_send = [[] for _ in range(n_req)]
@@ -218,14 +241,73 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
     tok_recv = [[] for _ in range(n_req)]
     kv_bytes = np.zeros(n_req, np.int64)
     pairs = kv_pairs(model, prefill, decode)
-    p_cost = StepCompute(model=model, hardware=hardware, tp=prefill.tp, pp=prefill.pp, ep=prefill.ep)
-    d_cost = StepCompute(model=model, hardware=hardware, tp=decode.tp, pp=decode.pp, ep=decode.ep)
+    p_cost = StepCompute(model=model, hardware=hardware, tp=prefill.tp, pp=prefill.pp, ep=prefill.ep,
+                         redundant_experts=ep.redundant_experts if ep else 0)
+    d_cost = StepCompute(model=model, hardware=hardware, tp=decode.tp, pp=decode.pp, ep=decode.ep,
+                         redundant_experts=ep.redundant_experts if ep else 0)
+    # attention data-parallel sides: the GPU of the decode replica that decodes each request
+    d_gpu = decode_gpus(sched.decode_replica, decode.ep) if decode.data_parallel else None
+
+    def kv_dst(q, d, dst):
+        return d_base[d] + (int(d_gpu[q]) if d_gpu is not None else dst)
+
+    def token_dsts(q, d):
+        return [d_base[d] + int(d_gpu[q])] if d_gpu is not None else [d_base[d] + t for t in range(decode.tp)]
+
+    def run_dp_step(phase, step_id, base, shape, cost, tokens, attn, seqs, first_deps, kv_hook):
+        """One step of an attention data-parallel replica (cosim.workload.inference.dpep); returns the ops
+        that end it."""
+        ranks = [base + g for g in range(shape.ep)]
+        cur = [[int(last[r]), *first_deps.get(r, []), *pending.pop(r, [])] for r in ranks]
+        kernel = ep.kernel(phase)
+        for layer in range(m.num_layers):
+            a_ns = [a + (cost.embedding_ns(n) if layer == 0 else 0) for a, n in zip(attn, tokens)]
+            cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/attn", duration=max(1, a), layer=layer, step=step_id)]
+                   for r, d, a in zip(ranks, cur, a_ns)]
+            kv_hook(0, ranks, [c[0] for c in cur], layer, False)
+            tail = [cost.logits_ns(s) if layer == m.num_layers - 1 else 0 for s in seqs]
+            if not m.is_moe_layer(layer):
+                cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/mlp", duration=max(1, cost.dense_mlp_ns(n) + t),
+                                layer=layer, step=step_id)] for r, d, n, t in zip(ranks, cur, tokens, tail)]
+                continue
+            counts = ep.counts(phase, step_id, layer, tuple(tokens), shape.ep, gpus_per_server)
+            copies = counts.expert_copies.sum(axis=0)
+            router = [ops.add(r, OpKind.COMPUTE, d, f"{phase}/router", duration=max(1, cost.router_ns(n) if n else 1),
+                              layer=layer, step=step_id) for r, d, n in zip(ranks, cur, tokens)]
+            if m.num_shared_experts:  # beside the dispatch, as DeepEP's hook mode lets it run
+                shared = [ops.add(r, OpKind.COMPUTE, [o], f"{phase}/shared_experts",
+                                  duration=max(1, cost.shared_experts_ns(n)), layer=layer, step=step_id)
+                          for r, o, n in zip(ranks, router, tokens)]
+            else:
+                shared = router
+            moved = emit_messages(ops, ranks, dispatch_messages(counts, kernel, ep.dispatch_token_bytes(model)),
+                                  router, f"{phase}/ep_dispatch", hint=HINTS[kernel], layer=layer, step=step_id,
+                                  ep_phase=0)
+            experts = [ops.add(r, OpKind.COMPUTE, [o, *mv], f"{phase}/experts",
+                               duration=max(1, cost.routed_experts_ns(int(c), n)), layer=layer, step=step_id)
+                       for r, o, mv, c, n in zip(ranks, shared, moved, copies, tokens)]
+            moved = emit_messages(ops, ranks, combine_messages(counts, kernel, ep.combine_token_bytes(model)),
+                                  experts, f"{phase}/ep_combine", hint=HINTS[kernel], layer=layer, step=step_id,
+                                  ep_phase=1)
+            cur = [[o, *mv] for o, mv in zip(experts, moved)]
+            if any(tail):
+                cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/logits", duration=max(1, t), layer=layer,
+                                step=step_id)] for r, d, t in zip(ranks, cur, tail)]
+        ends = []
+        for r, c in zip(ranks, cur):
+            if len(c) > 1:  # a join of the last combine's messages: the rank's stream ends on one op
+                c = [ops.add(r, OpKind.COMPUTE, c, f"{phase}/combine_done", duration=0, step=step_id)]
+            last[r] = c[0]
+            ends.append(c[0])
+        kv_hook(0, ranks, ends, m.num_layers - 1, True)
+        return ends
 
     def run_step(phase, step_id, base, shape, cost, tp_g, ep_g, tokens, attn_ns, seqs, first_deps, kv_hook):
         """One step through the stages of a replica; returns the ops that end it."""
         bounds = stage_layers(m.num_layers, shape.pp)
         moe = m.is_moe and shape.ep > 1
         part_ns = ((cost.router_ns(tokens), cost.experts_ns(tokens)) if moe else (cost.mlp_ns(tokens),))
+        dense_ns = cost.dense_mlp_ns(tokens) if m.is_moe and m.first_dense_layers else 0
         entry = first_deps
         ends = []
         for s in range(shape.pp):
@@ -243,7 +325,7 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                                                        tp_allreduce_bytes(model, tokens), cur,
                                                        f"{phase}/tp_allreduce", layer=layer, step=step_id)]
                 tail = cost.logits_ns(seqs) if s == shape.pp - 1 and last_of_stage else 0
-                if moe:
+                if moe and m.is_moe_layer(layer):
                     a2a = ep_dispatch_bytes(model, tokens, shape.ep)
                     cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/router", duration=part_ns[0],
                                     layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
@@ -257,7 +339,8 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                         cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/logits", duration=tail, layer=layer,
                                         step=step_id)] for r, d in zip(ranks, cur)]
                 else:
-                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/mlp", duration=part_ns[0] + tail,
+                    mlp_ns = part_ns[0] if m.is_moe_layer(layer) or not m.is_moe else dense_ns
+                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/mlp", duration=mlp_ns + tail,
                                     layer=layer, step=step_id)] for r, d in zip(ranks, cur)]
                     if shape.tp > 1:
                         cur = [[c] for c in ops.collective(ranks, CollKind.ALL_REDUCE, tp_g[s],
@@ -296,12 +379,16 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
             base = p_base[r]
             prompts = req.prompt_tokens[members]
             arrival = int(round(float(req.arrival_ns[members].max())))
+            first_ranks = prefill.ep if prefill.data_parallel else prefill.tp
             timers = {base + t: [ops.add(base + t, OpKind.COMPUTE, [], "arrival", duration=arrival, phase=Phase.OTHER,
-                                         step=s)] for t in range(prefill.tp)} if arrival > 0 else {}
+                                         step=s)] for t in range(first_ranks)} if arrival > 0 else {}
             dest = sched.decode_replica[members]
+            # the GPU of an attention data-parallel prefill replica holding each member (TP rank 0 otherwise)
+            p_gpu = split_prompts(prompts, prefill.ep) if prefill.data_parallel else np.zeros(len(members), np.int64)
 
-            def kv_hook(stage, ranks, after, layer, stage_done, members=members, prompts=prompts, dest=dest, s=s):
-                for q, p_tok, d in zip(members, prompts, dest):
+            def kv_hook(stage, ranks, after, layer, stage_done, members=members, prompts=prompts, dest=dest, s=s,
+                        p_gpu=p_gpu):
+                for q, p_tok, d, g in zip(members, prompts, dest, p_gpu):
                     for src, dst, lo, hi, per in pairs:
                         if src // prefill.tp != stage:
                             continue
@@ -313,22 +400,30 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                             if not stage_done:
                                 continue
                             nbytes = int(p_tok) * per * (hi - lo)
-                        sd, rv = ops.send(ranks[src % prefill.tp], d_base[d] + dst, nbytes, [after[src % prefill.tp]],
+                        at = src % prefill.tp + int(g)
+                        to = kv_dst(q, d, dst)
+                        sd, rv = ops.send(ranks[at], to, nbytes, [after[at]],
                                           "kv_cache", phase=Phase.OTHER, step=s, request=int(q), layer=layer)
                         kv_send[q].append(sd)
                         kv_recv[q].append(rv)
                         kv_bytes[q] += nbytes
-                        pending.setdefault(d_base[d] + dst, []).append(rv)
+                        pending.setdefault(to, []).append(rv)
                     if stage_done and stage == prefill.pp - 1:
-                        for t in range(decode.tp):
-                            _, rv = ops.send(ranks[0], d_base[d] + t, TOKEN_ID_BYTES, [after[0]], "first_token",
+                        for to in token_dsts(q, d):
+                            _, rv = ops.send(ranks[g], to, TOKEN_ID_BYTES, [after[g]], "first_token",
                                              phase=Phase.OTHER, step=s, request=int(q))
                             tok_recv[q].append(rv)
-                            pending.setdefault(d_base[d] + t, []).append(rv)
+                            pending.setdefault(to, []).append(rv)
 
             tg, eg = p_groups[r]
-            p_ends[s] = run_step("prefill", s, base, prefill, p_cost, tg, eg, int(prompts.sum()),
-                                 p_cost.prefill_attention_ns(prompts), len(members), timers, kv_hook)
+            if prefill.data_parallel:
+                own = [prompts[p_gpu == k] for k in range(prefill.ep)]
+                p_ends[s] = run_dp_step("prefill", s, base, prefill, p_cost, [int(x.sum()) for x in own],
+                                        [p_cost.prefill_attention_ns(x) for x in own], [x.size for x in own],
+                                        timers, kv_hook)
+            else:
+                p_ends[s] = run_step("prefill", s, base, prefill, p_cost, tg, eg, int(prompts.sum()),
+                                     p_cost.prefill_attention_ns(prompts), len(members), timers, kv_hook)
         else:
             d = int(D.replica[s])
             ctx = D.context[D.ptr[s]:D.ptr[s + 1]]
@@ -343,9 +438,16 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                 keep[rank] = [rv for rv in mine if rv not in wanted]
                 if wanted:
                     pending[rank] = wanted
-            d_ends[s] = run_step("decode", -1 - s, base, decode, d_cost, tg, eg, len(members),
-                                 d_cost.decode_attention_ns(len(ctx), int(ctx.sum())), len(members), {},
-                                 lambda *a: None)
+            if decode.data_parallel:
+                gpu = d_gpu[members]
+                seqs = [int(np.count_nonzero(gpu == k)) for k in range(decode.ep)]
+                attn = [d_cost.decode_attention_ns(n, int(ctx[gpu == k].sum())) for k, n in enumerate(seqs)]
+                d_ends[s] = run_dp_step("decode", -1 - s, base, decode, d_cost, seqs, attn, seqs, {},
+                                        lambda *a: None)
+            else:
+                d_ends[s] = run_step("decode", -1 - s, base, decode, d_cost, tg, eg, len(members),
+                                     d_cost.decode_attention_ns(len(ctx), int(ctx.sum())), len(members), {},
+                                     lambda *a: None)
             for rank, rest in keep.items():
                 if rest:
                     pending.setdefault(rank, []).extend(rest)
@@ -354,10 +456,12 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
     inv = np.empty_like(perm)
     inv[perm] = np.arange(perm.size)
     remap = lambda lists: [[int(inv[i]) for i in x] for x in lists]  # noqa: E731
+    ep_phase = np.asarray(ops.ep_phase, np.int64)[perm]
     return StepTrace(trace=trace, op_step=np.asarray(ops.step, np.int64)[perm],
                      op_request=np.asarray(ops.request, np.int64)[perm], prefill_end_ops=remap(p_ends),
                      decode_end_ops=remap(d_ends), kv_send_ops=remap(kv_send), kv_recv_ops=remap(kv_recv),
-                     token_recv_ops=remap(tok_recv), kv_bytes=kv_bytes)
+                     token_recv_ops=remap(tok_recv), kv_bytes=kv_bytes,
+                     op_ep_phase=ep_phase if np.any(ep_phase >= 0) else None)
 
 
 def _finish(ops: _Ops, n_ranks: int, groups, model: InferenceModel,
@@ -385,7 +489,7 @@ def _finish(ops: _Ops, n_ranks: int, groups, model: InferenceModel,
         n_ranks=n_ranks, rank=c["rank"][perm], kind=c["kind"][perm], phase=c["phase"][perm],
         duration_ns=c["duration_ns"][perm], flops=np.zeros(n, np.int64), bytes=c["bytes"][perm],
         coll_kind=c["coll_kind"][perm], group=c["group"][perm], peer=c["peer"][perm], match_id=match,
-        coll_id=coll_id, algo_hint=np.zeros(n, np.int64), label=c["label"][perm],
+        coll_id=coll_id, algo_hint=c["algo_hint"][perm], label=c["label"][perm],
         microbatch=np.full(n, -1, np.int64), layer=c["layer"][perm],
         dep_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), dep_idx=dep_idx,
         labels=tuple(ops.labels), group_ptr=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),

@@ -1,0 +1,156 @@
+"""Expert parallelism across the GPUs of a serving replica, attention data-parallel over them.
+
+DeepSeek's production deployment of V3/R1 ("Day 6: One More Thing, DeepSeek-V3/R1 Inference System
+Overview", github.com/deepseek-ai/open-infra-index, 202502OpenSourceWeek): prefill units of 4 nodes with
+routed experts EP32 and MLA/shared expert DP32 (9 routed + 1 shared expert per GPU), decode units of 18
+nodes with routed experts EP144 and MLA/shared expert DP144 (2 routed + 1 shared per GPU), 32 redundant
+routed experts in both; dispatch in FP8, combine in bf16. A replica with ``ep > tp`` (tp = pp = 1) is such
+a unit: its ``ep`` GPUs each serve their own share of a step's batch, and every MoE layer moves tokens
+between all of them.
+
+Per step and replica:
+
+- the batch splits over the GPUs: a prefill step's prompts each to the GPU with the fewest prompt tokens
+  so far (cosim.workload.inference.stepcost.split_prompts); a request decodes on one GPU for its whole
+  life, the k-th request assigned to the decode replica (in request order) on GPU k mod ep
+  (:func:`decode_gpus`), and its KV cache goes there, from the GPU that prefilled it;
+- per MoE layer, every GPU routes its own tokens (cosim.workload.routing over the ``experts + redundant``
+  expert slots, E'/ep per GPU, with the model's routing distribution and seed; no node limit: the
+  deployment's GPU count does not follow the model's expert groups), then DeepEP moves them
+  (cosim.workload.deepep): the high-throughput kernels for prefill (one RDMA copy per destination node,
+  forwarded over NVLink inside it), the low-latency kernels for decode (one copy per (token, expert) pair,
+  straight to the expert's GPU), the dispatch in FP8 (h bytes + an fp32 scale per 128) or bf16, the
+  combine in bf16; the SENDs carry their kernel as algo_hint (the SMs they take from compute);
+- compute per GPU: attention, router and shared experts for its own tokens, the routed experts for the
+  copies its routing really sent it (cosim.workload.inference.stepcost.StepCompute.routed_experts_ns). The
+  shared experts run beside the dispatch; every GPU waits for its own messages of a dispatch or combine
+  (its sends done and its receives arrived) before its next compute.
+
+Routing of step s, layer l of a side is drawn from ``SeedSequence([routing_seed, side, s, l])``: the same
+step (members and tokens) routes the same way in every packet-level pass of the batching fixed point.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from cosim.errors import CosimInputError
+from cosim.workload.deepep import KERNELS, Messages
+from cosim.workload.inference.model import InferenceModel
+from cosim.workload.routing import RoutedCounts, RoutingSpec, route_tokens, routed_counts
+from cosim.workload.sizes import moe_token_bytes
+from cosim.workload.trace import OpKind
+
+#: a side's DeepEP kernel in the workload spec
+MOE_KERNELS = {"deepep-high-throughput": "high-throughput", "deepep-low-latency": "low-latency"}
+DISPATCH_DTYPES = ("fp8", "bf16")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpertParallel:
+    """How attention data-parallel replicas move their tokens (module docstring)."""
+
+    model: InferenceModel
+    prefill_kernel: str = "high-throughput"  #: DeepEP kernel of prefill steps (deepep.KERNELS)
+    decode_kernel: str = "low-latency"  #: DeepEP kernel of decode steps
+    dispatch_fp8: bool = True  #: dispatch payload in FP8 (else bf16); the combine is bf16
+    redundant_experts: int = 0  #: routed-expert copies beside the model's experts (EPLB's replicas)
+
+    def __post_init__(self) -> None:
+        for field in ("prefill_kernel", "decode_kernel"):
+            if getattr(self, field) not in KERNELS:
+                raise CosimInputError(f"workload.{field.replace('kernel', 'moe_kernel')}",
+                                      f"unknown DeepEP kernel {getattr(self, field)!r}",
+                                      f"choose among {', '.join(MOE_KERNELS)}")
+        r = self.redundant_experts
+        if isinstance(r, bool) or not isinstance(r, int) or r < 0:
+            raise CosimInputError("workload.redundant_experts", f"must be an integer >= 0, got {r!r}")
+
+    @property
+    def expert_slots(self) -> int:
+        """Routed-expert slots over the EP group: experts + redundant copies."""
+        return self.model.spec.num_experts + self.redundant_experts
+
+    def kernel(self, phase: str) -> str:
+        """The DeepEP kernel of ``phase`` ("prefill" or "decode")."""
+        return self.prefill_kernel if phase == "prefill" else self.decode_kernel
+
+    def dispatch_token_bytes(self, model: InferenceModel) -> int:
+        """Bytes of one dispatched token copy."""
+        return moe_token_bytes(model.spec, fp8=self.dispatch_fp8)
+
+    def combine_token_bytes(self, model: InferenceModel) -> int:
+        """Bytes of one combined token copy (bf16)."""
+        return moe_token_bytes(model.spec)
+
+    def routing(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
+                gpus_per_node: int) -> np.ndarray:
+        """The expert slots every token of one MoE layer of one step picks: int32 (ep, max(tokens), top_k),
+        of which GPU g's first ``tokens[g]`` rows are its tokens."""
+        return _routing(self, phase, step, layer, max(1, max(tokens)), ep, min(gpus_per_node, ep))
+
+    def counts(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
+               gpus_per_node: int) -> RoutedCounts:
+        """What each GPU sends in one MoE layer of one step, ``tokens[g]`` tokens on GPU g of ``ep``."""
+        return _counts(self, phase, step, layer, tuple(tokens), ep, min(gpus_per_node, ep))
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _routing(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens_per_rank: int, ep: int,
+             gpus_per_node: int) -> np.ndarray:
+    m = ep_spec.model.spec
+    seed = int(np.random.SeedSequence([m.routing_seed, 0 if phase == "prefill" else 1, step + (1 << 20),
+                                       layer]).generate_state(1)[0])
+    spec = RoutingSpec(distribution=m.routing_distribution, zipf_exponent=m.routing_zipf_exponent,
+                       expert_load=m.routing_expert_load, max_nodes=0, seed=seed)
+    return route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=ep_spec.expert_slots,
+                        top_k=m.top_k, gpus_per_node=gpus_per_node)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _counts(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
+            gpus_per_node: int) -> RoutedCounts:
+    experts = ep_spec.routing(phase, step, layer, tokens, ep, gpus_per_node)
+    return routed_counts(experts, num_experts=ep_spec.expert_slots, gpus_per_node=gpus_per_node,
+                         tokens_of_rank=np.asarray(tokens, np.int64))
+
+
+def decode_gpus(decode_replica: np.ndarray, gpus: int) -> np.ndarray:
+    """int64 per request: the GPU of its decode replica that decodes it (module docstring)."""
+    replica = np.asarray(decode_replica, np.int64)
+    out = np.zeros(replica.size, np.int64)
+    for d in np.unique(replica):
+        mine = np.flatnonzero(replica == d)
+        out[mine] = np.arange(mine.size) % gpus
+    return out
+
+
+def emit_messages(ops, ranks: list[int], msg: Messages, after: list[int], label: str, *, hint: int, layer: int,
+                  step: int, ep_phase: int) -> list[list[int]]:
+    """Add the SEND/RECV pairs of ``msg`` (EP ranks as indices into ``ranks``) to the step trace being built:
+    a first-hop SEND after its sender's op ``after[src]``, a second-hop SEND (an NVLink forward, or the
+    reduced RDMA message of a combine) also after the RECVs of the messages it carries. Returns per EP rank
+    the ops of its own it must see done (its SENDs and RECVs)."""
+    n = msg.src.size
+    recv_of = np.full(n, -1, np.int64)
+    parents: dict[int, list[int]] = {}
+    for child, parent in zip(msg.dep_child.tolist(), msg.dep_parent.tolist()):
+        parents.setdefault(child, []).append(parent)
+    mine: list[list[int]] = [[] for _ in ranks]
+    order = np.concatenate([np.flatnonzero(~msg.second_hop), np.flatnonzero(msg.second_hop)])
+    for i in order.tolist():
+        src, dst = int(msg.src[i]), int(msg.dst[i])
+        deps = [after[src], *(int(recv_of[p]) for p in parents.get(i, ()))]
+        name = f"{label}_forward" if msg.second_hop[i] else label
+        s = ops.add(ranks[src], OpKind.SEND, deps, name, nbytes=int(msg.bytes[i]), peer=ranks[dst], layer=layer,
+                    step=step, algo_hint=hint, ep_phase=ep_phase)
+        ops.cols["match"][s] = s
+        r = ops.add(ranks[dst], OpKind.RECV, [], name, nbytes=int(msg.bytes[i]), peer=ranks[src], match=s,
+                    layer=layer, step=step, algo_hint=hint, ep_phase=ep_phase)
+        recv_of[i] = r
+        mine[src].append(s)
+        mine[dst].append(r)
+    return mine
