@@ -48,7 +48,7 @@ PdsScoreboard::Next(uint64_t* index, bool* retransmission)
 }
 
 void
-PdsScoreboard::OnSent(uint64_t index, bool retransmission, int64_t nowPs)
+PdsScoreboard::OnSent(uint64_t index, bool retransmission, int64_t nowPs, uint16_t entropy)
 {
     if (retransmission)
     {
@@ -57,12 +57,12 @@ PdsScoreboard::OnSent(uint64_t index, bool retransmission, int64_t nowPs)
         m_retransmit.pop_front();
         Entry& e = m_entries[index - m_base];
         NS_ASSERT_MSG(e.state == State::LOST, "packet " << index << " resent but not lost");
-        e = Entry{nowPs, State::IN_FLIGHT};
+        e = Entry{nowPs, entropy, State::IN_FLIGHT};
     }
     else
     {
         NS_ASSERT_MSG(index == m_nextNew, "new packet " << index << " is not the next one " << m_nextNew);
-        m_entries.push_back(Entry{nowPs, State::IN_FLIGHT});
+        m_entries.push_back(Entry{nowPs, entropy, State::IN_FLIGHT});
         ++m_nextNew;
     }
     m_inflightBytes += PayloadOf(index);
@@ -84,24 +84,6 @@ PdsScoreboard::AdvanceBase(uint64_t cumulativePackets)
     NS_ASSERT_MSG(m_inflightBytes >= freed, "acknowledged more bytes than in flight");
     m_inflightBytes -= freed;
     return freed;
-}
-
-uint64_t
-PdsScoreboard::OnAck(uint64_t index, uint64_t cumulativePackets)
-{
-    uint64_t freed = 0;
-    if (index >= m_base && index < m_nextNew)
-    {
-        Entry& e = m_entries[index - m_base];
-        if (e.state == State::IN_FLIGHT)
-        {
-            freed = PayloadOf(index);
-            NS_ASSERT_MSG(m_inflightBytes >= freed, "acknowledged more bytes than in flight");
-            m_inflightBytes -= freed;
-        }
-        e.state = State::ACKED; // a lost one answered late needs no retransmission (Next skips it)
-    }
-    return freed + AdvanceBase(cumulativePackets);
 }
 
 void
