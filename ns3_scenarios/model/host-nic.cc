@@ -1399,35 +1399,18 @@ HostNic::OnSack(const FabricPacket& p)
     }
     UecFlow& u = *m_uecFlows[qpIndex];
     const int64_t nowPs = Simulator::Now().GetTimeStep();
-    const int64_t first = int64_t(p.aux) + int64_t(UecSackPsnOffset(p.payloadBytes));
-    const int16_t ackOffset = UecAckPsnOffset(p.payloadBytes);
-    const int64_t ackPsn = ackOffset == kUecAckOffsetNone ? -1 : int64_t(p.aux) + ackOffset;
-    // Only the triggering packet can be marked: a marked packet is SACKed on arrival, so the others this
-    // SACK covers came through clean. Their entropies are recycled, the marked one's retired.
-    const uint64_t markedBytes =
-        p.ecnMarked && ackPsn >= 0 && u.pds.IsInFlight(uint64_t(ackPsn)) ? u.pds.PayloadOf(uint64_t(ackPsn)) : 0;
-    const uint64_t acked = u.pds.OnSack(p.aux, first, p.seqBytes, [&](uint64_t index, uint16_t entropy, bool) {
-        if (!(p.ecnMarked && int64_t(index) == ackPsn))
-        {
-            m_entropy.OnFeedback(u.entropy, entropy, false, nowPs);
-        }
-    });
-    if (p.ecnMarked)
-    {
-        m_entropy.OnFeedback(u.entropy, p.qp, true, nowPs);
-    }
-    if (acked != 0 && m_uecCc != UecCc::RCCC)
+    const SackOutcome got = ApplySack(u.pds, m_entropy, u.entropy, DecodeSack(p), nowPs);
+    if (got.ackedBytes != 0 && m_uecCc != UecCc::RCCC)
     {
         // NSCC's per-packet signals: the clean bytes, then the marked packet, with this SACK's round trip.
         const int64_t rttPs = nowPs - p.sendTimePs;
-        NS_ASSERT_MSG(acked >= markedBytes, "a SACK marked more bytes than it acknowledged");
-        if (acked > markedBytes)
+        if (got.ackedBytes > got.markedBytes)
         {
-            m_nscc->OnAck(u.cc, acked - markedBytes, rttPs, false, nowPs);
+            m_nscc->OnAck(u.cc, got.ackedBytes - got.markedBytes, rttPs, false, nowPs);
         }
-        if (markedBytes != 0)
+        if (got.markedBytes != 0)
         {
-            m_nscc->OnAck(u.cc, markedBytes, rttPs, true, nowPs);
+            m_nscc->OnAck(u.cc, got.markedBytes, rttPs, true, nowPs);
         }
     }
     const int64_t windowPs = m_uecReorderWindow.GetTimeStep();

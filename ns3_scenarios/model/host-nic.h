@@ -23,6 +23,7 @@
 #include "go-back-n-sender.h"
 #include "ib-cc-control.h"
 #include "nscc-window.h"
+#include "pds-sack.h"
 #include "pds-scoreboard.h"
 #include "reorder-buffer.h"
 
