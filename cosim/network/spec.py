@@ -17,9 +17,9 @@ from cosim.network.fabrics import TOPOLOGIES
 from cosim.network.transport import (
     ECMP_HASH_FIELDS,
     ECN_MARKING_POINTS,
-    UEC_CONGESTION_CONTROLS,
     ROUTINGS,
     TRANSPORTS,
+    UEC_CONGESTION_CONTROLS,
     check_attributes,
     network_mechanisms,
 )

@@ -59,27 +59,29 @@ class PdsScoreboard
     uint64_t OnSack(uint64_t cumulativePackets, int64_t firstPacket, uint64_t bitmap, F&& onDelivered)
     {
         uint64_t freed = 0;
-        const int64_t from = std::max<int64_t>(firstPacket, int64_t(m_base));
-        const int64_t to = std::min<int64_t>(firstPacket + 64, int64_t(m_nextNew));
-        for (int64_t i = from; i < to; ++i)
-        {
-            if (!((bitmap >> (i - firstPacket)) & 1))
-            {
-                continue;
-            }
-            Entry& e = m_entries[uint64_t(i) - m_base];
-            if (e.state != State::ACKED)
-            {
-                freed += Deliver(uint64_t(i), e, onDelivered);
-            }
-        }
-        while (!m_entries.empty() && (m_base < cumulativePackets || m_entries.front().state == State::ACKED))
+        // In packet order: what the cumulative acknowledgement covers, then the bitmap beyond it.
+        while (!m_entries.empty() && m_base < cumulativePackets)
         {
             Entry& e = m_entries.front();
             if (e.state != State::ACKED)
             {
-                freed += Deliver(m_base, e, onDelivered); // delivered, its SACK lost or still on its way
+                freed += Deliver(m_base, e, onDelivered); // delivered, its SACK lost or coalesced
             }
+            m_entries.pop_front();
+            ++m_base;
+        }
+        const int64_t from = std::max<int64_t>(firstPacket, int64_t(m_base));
+        const int64_t to = std::min<int64_t>(firstPacket + 64, int64_t(m_nextNew));
+        for (int64_t i = from; i < to; ++i)
+        {
+            Entry& e = m_entries[uint64_t(i) - m_base];
+            if (((bitmap >> (i - firstPacket)) & 1) && e.state != State::ACKED)
+            {
+                freed += Deliver(uint64_t(i), e, onDelivered);
+            }
+        }
+        while (!m_entries.empty() && m_entries.front().state == State::ACKED)
+        {
             m_entries.pop_front();
             ++m_base;
         }
