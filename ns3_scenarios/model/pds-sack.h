@@ -40,7 +40,8 @@ DecodeSack(const FabricPacket& p)
                    p.qp};
 }
 
-/// What one SACK acknowledged: the bytes that leave the flow's in-flight count and the marked part of them.
+/// What one SACK acknowledged: the bytes that leave the flow's in-flight count and the marked part of them
+/// (the triggering packet's, if this SACK is what shows it delivered).
 struct SackOutcome
 {
     uint64_t ackedBytes;  ///< payload newly known delivered that was in flight, in bytes
@@ -58,19 +59,21 @@ struct SackOutcome
 inline SackOutcome
 ApplySack(PdsScoreboard& pds, const EntropySelector& selector, EntropyState& entropy, const PdsSack& s, int64_t nowPs)
 {
-    const bool markedInFlight = s.ecn && s.ackPsn >= 0 && pds.IsInFlight(uint64_t(s.ackPsn));
-    const uint64_t marked = markedInFlight ? pds.PayloadOf(uint64_t(s.ackPsn)) : 0;
-    const uint64_t acked = pds.OnSack(s.cackPsn, s.sackPsn, s.bitmap, [&](uint64_t index, uint16_t value, bool) {
+    uint64_t marked = 0;
+    const uint64_t acked = pds.OnSack(s.cackPsn, s.sackPsn, s.bitmap, [&](uint64_t index, uint16_t value, bool inFlight) {
         if (!(s.ecn && int64_t(index) == s.ackPsn))
         {
             selector.OnFeedback(entropy, value, false, nowPs);
+        }
+        else if (inFlight)
+        {
+            marked = pds.PayloadOf(index);
         }
     });
     if (s.ecn)
     {
         selector.OnFeedback(entropy, s.entropy, true, nowPs);
     }
-    NS_ASSERT_MSG(acked >= marked, "a SACK marked more bytes than it acknowledged");
     return SackOutcome{acked, marked};
 }
 
