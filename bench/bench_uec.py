@@ -78,7 +78,7 @@ def main(per_leaf: int, leaves: int, spines: int, flow_kib: int) -> None:
                               oversubscription=per_leaf / spines, host_link_gbps=LINK_GBPS,
                               host_link_delay_ns=1000.0, fabric_link_delay_ns=1000.0)
     print(f"{hosts} hosts, {leaves} leaves of {per_leaf}, {spines} spines, {LINK_GBPS:g} Gbps, flows {flow_kib} KiB")
-    print(f"{'pattern':<12} {'transport':<14} {'last/bound':>10} {'FCT p50':>8} {'FCT p99':>8} {'max queue KB':>12} "
+    print(f"{'pattern':<12} {'transport':<20} {'last/bound':>10} {'FCT p50':>8} {'FCT p99':>8} {'max queue KB':>12} "
           f"{'trimmed':>8} {'retx':>8} {'PAUSE':>7} {'ACKs':>7} {'events':>9} {'wall s':>7}")
     for name, flows in patterns(hosts, per_leaf, flow_kib << 10).items():
         for setting in HEADERS:
@@ -89,7 +89,7 @@ def main(per_leaf: int, leaves: int, spines: int, flow_kib: int) -> None:
             slow = np.asarray(out.finish_ns) / own
             bound = bottleneck_ns(flows, own, per_leaf, spines)
             c = out.counters
-            print(f"{name:<12} {setting:<14} {np.max(out.finish_ns) / bound:>10.3f} {np.percentile(slow, 50):>8.2f} "
+            print(f"{name:<12} {setting:<20} {np.max(out.finish_ns) / bound:>10.3f} {np.percentile(slow, 50):>8.2f} "
                   f"{np.percentile(slow, 99):>8.2f} {np.asarray(out.queue_bytes).max() / 1e3:>12.0f} "
                   f"{c.get('trimmed_packets', 0):>8} {c['retransmitted_packets']:>8} {c['pause_frames_sent']:>7} "
                   f"{c['acks']:>7} {out.events:>9} {wall:>7.2f}")
