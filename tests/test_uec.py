@@ -393,3 +393,49 @@ def test_uec_congestion_control_is_a_network_field(engine_ns, tmp_path, capsys):
     code, _, err = run_main(["run", "--pattern", "incast", "--hosts", "4", "--transport", "uec", "--uec-cc", "fast",
                              "-o", str(tmp_path / "x.h5")], capsys)
     assert code == 2 and "uec-cc" in err and len(err.strip().splitlines()) == 1
+
+
+# --- reliable ordered delivery (HostNic::UecDeliveryMode rod) ---
+
+ROD = {"HostNic::UecDeliveryMode": "rod"}
+
+
+@pytest.mark.parametrize("pattern", ["permutation", "incast"])
+def test_rod_delivers_every_byte_in_order_on_one_path(engine_ns, pattern):
+    """ROD keeps each delivery context on one entropy, so one path whose order the receiver keeps: no
+    packet is ever placed beyond a gap; what follows a trimmed packet is dropped and resent after one NACK
+    per gap (go-back-N), every byte arrives, and no timeout fires."""
+    src, dst = permutation() if pattern == "permutation" else (np.arange(1, 16), np.zeros(15))
+    flows = flow_set(src, dst, 512 << 10)
+    out = simulate(leaf_spine(), flows, **ROD)
+    c = out.counters
+    np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    assert c["reordered_packets"] == 0 and c["timeouts"] == 0 and c["switch_drops"] == 0
+    assert c["retransmitted_packets"] >= c["trimmed_packets"]
+    if pattern == "incast":
+        assert 0 < c["naks_sent"] <= c["trimmed_packets"]  # one NACK per gap, not per dropped packet
+
+
+def test_rod_collides_like_ecmp_where_rud_sprays(engine_ns):
+    """One path per delivery context: on the permutation where spraying finishes every flow near its wire
+    time, ROD's flows collide on the uplinks as ECMP's do (the slowest takes more than 1.5 times as long)."""
+    flows = flow_set(*permutation(), 2 << 20)
+    rud = simulate(leaf_spine(), flows)
+    rod = simulate(leaf_spine(), flows, **ROD)
+    np.testing.assert_array_equal(rod.delivered_bytes, flows.size_bytes)
+    assert rod.finish_ns.max() > 1.5 * rud.finish_ns.max()
+
+
+def test_rod_goes_back_where_rud_resends_only_the_lost(engine_ns):
+    """On a link with bit errors, RUD resends each lost packet once; ROD's receiver drops what follows a
+    loss, so its sender goes back and resends from the gap: several times the bytes, every byte delivered."""
+    size, ber = 8 << 20, 3e-7
+    fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
+    flows = flow_set([0], [1], size)
+    fault = fs.Fault(kind="link_degrade", element="host0-switch0", at_ns=0.0, params=(("bit_error_rate", ber),))
+    rud = simulate(fabric, flows, "uec", [fault])
+    rod = simulate(fabric, flows, "uec", [fault], **ROD)
+    for out in (rud, rod):
+        np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    assert rod.counters["ber_drops"] > 0 and rod.counters["reordered_packets"] == 0
+    assert rod.counters["retransmitted_bytes"] > 3 * rud.counters["retransmitted_bytes"]

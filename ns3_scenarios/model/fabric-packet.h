@@ -48,14 +48,21 @@ enum class PacketKind : uint8_t
  *   packet whose arrival triggered the SACK, signed; kUecAckOffsetNone if out of range). qp echoes that
  *   packet's entropy, ecnMarked its ECN bit and sendTimePs its send time (standing for the sender's send
  *   record of it: the round-trip sample).
- * - NACK: seqBytes is the byte offset of the trimmed packet; aux is CACK_PSN; qp, ecnMarked and
- *   sendTimePs as for a SACK.
+ * - NACK: seqBytes is the byte offset of the packet it names; aux is CACK_PSN; payloadBytes is the PDS
+ *   NACK code (UecNackCode); qp, ecnMarked and sendTimePs as for a SACK.
  * - GRANT (with HostNic::UecCongestionControl rccc or both): an RCCC credit; seqBytes is the payload
  *   offset of the flow its sender may now send up to (the credit accumulated since the flow began).
  */
 
 /// DATA (UEC): the PDS AR (ack request) flag, the top bit of seqBytes; the receiver answers such a packet at once.
 constexpr uint64_t kUecAckRequestBit = uint64_t(1) << 63;
+/// The PDS NACK code a UEC NACK carries (in payloadBytes).
+enum UecNackCode : uint32_t
+{
+    kUecNackTrimmed = 0,   ///< the packet at seqBytes arrived trimmed: send it again
+    kUecNackRodOutOfOrder = 1, ///< ROD: a packet beyond seqBytes arrived and was dropped: go back to seqBytes
+};
+
 /// Packets a UEC SACK_BITMAP covers (its bits).
 constexpr uint32_t kUecSackBitmapPackets = 64;
 /// Largest SACK_PSN_OFFSET, packets.

@@ -235,6 +235,16 @@ HostNic::GetTypeId()
                           EnumValue(UecCc::NSCC),
                           MakeEnumAccessor<UecCc>(&HostNic::m_uecCc),
                           MakeEnumChecker(UecCc::NSCC, "nscc", UecCc::RCCC, "rccc", UecCc::BOTH, "both"))
+            .AddAttribute("UecDeliveryMode",
+                          "UEC PDS delivery mode of every flow (UEC 1.0 PDC type): rud (reliable unordered "
+                          "delivery: packets sprayed over the paths by entropy, placed in any order, selective "
+                          "retransmission) or rod (reliable ordered delivery: the PDC keeps one entropy value, "
+                          "so one path and the order it gives; the receiver accepts only the next packet in "
+                          "order, drops what arrives beyond a gap (a loss or a trimmed packet) and NACKs the "
+                          "gap once, and the sender goes back to it and resends from there).",
+                          EnumValue(UecDelivery::RUD),
+                          MakeEnumAccessor<UecDelivery>(&HostNic::m_uecDelivery),
+                          MakeEnumChecker(UecDelivery::RUD, "rud", UecDelivery::ROD, "rod"))
             .AddAttribute("UecRcccInitialCreditBytes",
                           "UEC RCCC initial credit: payload a sender may send before its receiver grants any, "
                           "in bytes (its first packet is always allowed: it opens the delivery context and "
@@ -1169,7 +1179,9 @@ HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
             ++k; // paused, or its NSCC window is full until an answer, or its credit until a grant, arrives
             continue;
         }
-        const uint16_t entropy = m_entropy.Choose(u.entropy, nowPs);
+        // ROD keeps its PDC on one path: the order the network keeps is the order of delivery.
+        const uint16_t entropy =
+            m_uecDelivery == UecDelivery::ROD ? u.entropy.base : m_entropy.Choose(u.entropy, nowPs);
         FabricPacket* p = MakeUecPacket(qp, u, index, entropy);
         u.pds.OnSent(index, retransmission, nowPs, entropy);
         // Ask for an answer at once whenever the sender will wait for one: coalescing must not stall it.
@@ -1256,7 +1268,13 @@ HostNic::UecTimer(uint32_t qpIndex)
     u.rtoPending = false;
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     int64_t nextPs = -1;
-    const uint64_t lost = u.pds.OnTimeout(nowPs, m_uecRetransmitTimeout.GetTimeStep(), &nextPs);
+    uint64_t lost = u.pds.OnTimeout(nowPs, m_uecRetransmitTimeout.GetTimeStep(), &nextPs);
+    if (lost != 0 && m_uecDelivery == UecDelivery::ROD)
+    {
+        // The receiver dropped what followed the lost packet: go back to the first one not delivered.
+        lost += u.pds.GoBack(u.pds.Base(), u.pds.Base());
+        nextPs = -1;
+    }
     if (nextPs >= 0)
     {
         ArmUecTimer(qpIndex, nextPs, nowPs); // the oldest packet still in flight; the next send arms it otherwise
@@ -1280,9 +1298,14 @@ HostNic::OnDataUec(const FabricPacket& p, int64_t nowPs)
     {
         RcccNoteFlow(p);
     }
+    if (m_uecDelivery == UecDelivery::ROD)
+    {
+        OnDataRod(p, nowPs);
+        return;
+    }
     if (p.payloadBytes == 0)
     {
-        SendNack(p); // a switch trimmed it: ask for it again at once
+        SendNack(p, p.seqBytes & ~kUecAckRequestBit, kUecNackTrimmed); // a switch trimmed it: ask for it again
         return;
     }
     const uint64_t flowId = p.flowId;
@@ -1316,28 +1339,80 @@ HostNic::OnDataUec(const FabricPacket& p, int64_t nowPs)
         break;
     }
     }
-    if (now || m_flows->bytes[flowId].unackedBytes >= m_uecAckEveryBytes)
-    {
-        SendSack(p, duplicate || (p.seqBytes & kUecAckRequestBit) != 0);
-    }
-    if (finished)
-    {
-        if (m_uecCc != UecCc::NSCC)
-        {
-            auto it = m_rcccFlows.find(flowId);
-            NS_ASSERT_MSG(it == m_rcccFlows.end() || it->second.creditedBytes == it->second.sizeBytes,
-                          "flow " << flowId << " completed with credit still owed");
-            if (it != m_rcccFlows.end())
-            {
-                m_rcccFlows.erase(it);
-            }
-        }
-        FinishFlow(flowId);
-    }
+    SackAndFinish(p, now, duplicate || (p.seqBytes & kUecAckRequestBit) != 0, finished);
 }
 
 void
-HostNic::SendNack(const FabricPacket& p)
+HostNic::OnDataRod(const FabricPacket& p, int64_t nowPs)
+{
+    const uint64_t flowId = p.flowId;
+    const uint64_t expected = m_flows->bytes[flowId].rcvdBytes;
+    const uint64_t seq = p.seqBytes & ~kUecAckRequestBit;
+    if (p.payloadBytes == 0)
+    {
+        // A trimmed header beyond the next packet in order opens a gap like a loss (one NACK per gap); the
+        // next packet itself trimmed is NACKed every time, as its resend may be trimmed again. The sender
+        // goes back to the gap; the code tells NSCC whether the gap itself was trimmed.
+        const bool firstOfGap =
+            seq >= expected &&
+            m_gbnRx.OnData(flowId, expected + m_mtuBytes, expected) == GoBackNReceiver::Verdict::NAK;
+        if (seq == expected || firstOfGap)
+        {
+            SendNack(p, expected, seq == expected ? kUecNackTrimmed : kUecNackRodOutOfOrder);
+        }
+        return;
+    }
+    bool now = (p.seqBytes & kUecAckRequestBit) != 0 || p.ecnMarked;
+    bool finished = false;
+    switch (m_gbnRx.OnData(flowId, seq, expected))
+    {
+    case GoBackNReceiver::Verdict::DUPLICATE:
+        now = true;
+        break;
+    case GoBackNReceiver::Verdict::NAK:
+        SendNack(p, expected, kUecNackRodOutOfOrder); // dropped: the sender goes back to the gap
+        return;
+    case GoBackNReceiver::Verdict::DROP:
+        return; // beyond the gap already NACKed
+    case GoBackNReceiver::Verdict::DELIVER: {
+        ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
+        const uint64_t rcvd = (m_flows->bytes[flowId].rcvdBytes += p.payloadBytes);
+        m_flows->bytes[flowId].unackedBytes += p.payloadBytes;
+        finished = rcvd == m_flows->bytes[flowId].sizeBytes;
+        now = now || finished;
+        break;
+    }
+    }
+    SackAndFinish(p, now, true, finished);
+}
+
+void
+HostNic::SackAndFinish(const FabricPacket& p, bool now, bool coverAboveCack, bool finished)
+{
+    const uint64_t flowId = p.flowId;
+    if (now || m_flows->bytes[flowId].unackedBytes >= m_uecAckEveryBytes)
+    {
+        SendSack(p, coverAboveCack);
+    }
+    if (!finished)
+    {
+        return;
+    }
+    if (m_uecCc != UecCc::NSCC)
+    {
+        auto it = m_rcccFlows.find(flowId);
+        NS_ASSERT_MSG(it == m_rcccFlows.end() || it->second.creditedBytes == it->second.sizeBytes,
+                      "flow " << flowId << " completed with credit still owed");
+        if (it != m_rcccFlows.end())
+        {
+            m_rcccFlows.erase(it);
+        }
+    }
+    FinishFlow(flowId);
+}
+
+void
+HostNic::SendNack(const FabricPacket& p, uint64_t seqBytes, UecNackCode code)
 {
     ++m_naksSent;
     const uint64_t rcvd = m_flows->bytes[p.flowId].rcvdBytes;
@@ -1346,9 +1421,9 @@ HostNic::SendNack(const FabricPacket& p)
     c->flowId = p.flowId;
     c->src = m_nodeId;
     c->dst = p.src;
-    c->seqBytes = p.seqBytes & ~kUecAckRequestBit;
+    c->seqBytes = seqBytes;
     c->aux = static_cast<uint32_t>((rcvd + m_mtuBytes - 1) / m_mtuBytes); // CACK_PSN
-    c->payloadBytes = 0;
+    c->payloadBytes = code;
     c->qp = p.qp;                 // the entropy it answers, for the sender's path feedback
     c->ecnMarked = p.ecnMarked;   // ECN echo
     c->sendTimePs = p.sendTimePs; // the sender measures the round trip from it
@@ -1413,7 +1488,8 @@ HostNic::OnSack(const FabricPacket& p)
             m_nscc->OnAck(u.cc, got.markedBytes, rttPs, true, nowPs);
         }
     }
-    const int64_t windowPs = m_uecReorderWindow.GetTimeStep();
+    // ROD needs no reordering rule: its one path keeps the order, and the receiver NACKs a gap.
+    const int64_t windowPs = m_uecDelivery == UecDelivery::RUD ? m_uecReorderWindow.GetTimeStep() : 0;
     if (windowPs != 0 && u.pds.DetectLoss(p.sendTimePs, windowPs) != 0)
     {
         ++m_reorderLosses;
@@ -1433,6 +1509,20 @@ HostNic::OnNack(const FabricPacket& p)
     }
     UecFlow& u = *m_uecFlows[qpIndex];
     const int64_t nowPs = Simulator::Now().GetTimeStep();
+    if (m_uecDelivery == UecDelivery::ROD)
+    {
+        // The receiver dropped what followed the gap: go back to it. Only a trimmed gap signals congestion.
+        if (p.payloadBytes == kUecNackTrimmed && m_uecCc != UecCc::RCCC)
+        {
+            m_nscc->OnNack(u.cc, nowPs);
+        }
+        if (u.pds.GoBack(p.seqBytes / m_mtuBytes, p.aux) != 0)
+        {
+            ActivateUec(qpIndex);
+        }
+        AfterPdsAnswer(qpIndex);
+        return;
+    }
     m_entropy.OnFeedback(u.entropy, p.qp, true, nowPs);
     if (u.pds.OnNack(p.seqBytes / m_mtuBytes, p.aux))
     {

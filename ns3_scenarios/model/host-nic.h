@@ -100,6 +100,8 @@ LatencyBucket(uint64_t ps)
  * that fills its window, so an answer is always due when it has to wait. UecCongestionControl chooses
  * NSCC (sender window), RCCC (receiver credits: the receiver paces grants of UecRcccCreditBytes at its
  * line rate, round-robin over its senders; a sender sends UecRcccInitialCreditBytes unsolicited) or both.
+ * UecDeliveryMode rod makes every flow a reliable ordered delivery context instead: one entropy (one
+ * path), a receiver that takes only the next packet in order and NACKs a gap once, go-back-N resends.
  */
 class HostNic : public FabricNode, public PacketSource
 {
@@ -307,6 +309,13 @@ class HostNic : public FabricNode, public PacketSource
         BOTH, ///< a packet needs window room and credit
     };
 
+    /// UecDeliveryMode: the PDS delivery mode of every flow.
+    enum class UecDelivery : uint8_t
+    {
+        RUD, ///< reliable unordered delivery: sprayed, placed in any order, selective retransmission
+        ROD, ///< reliable ordered delivery: one path, in order, go-back-N from a gap
+    };
+
     /// RCCC receiver state of one flow towards this NIC, from its first packet to its last byte.
     struct RcccFlow
     {
@@ -330,8 +339,13 @@ class HostNic : public FabricNode, public PacketSource
     void ArmUecTimer(uint32_t qpIndex, int64_t atPs, int64_t nowPs);
     /// UEC receiver: data packet @p p arrived at @p nowPs (ps): place it, SACK it, or NACK it if trimmed.
     void OnDataUec(const FabricPacket& p, int64_t nowPs);
-    /// UEC receiver: NACK the trimmed data packet @p p (its header) at once.
-    void SendNack(const FabricPacket& p);
+    /// UEC receiver: NACK (with @p code) the packet at @p seqBytes of data packet @p p's flow, at once.
+    void SendNack(const FabricPacket& p, uint64_t seqBytes, UecNackCode code);
+    /// UEC receiver, ROD: data packet @p p arrived at @p nowPs (ps): deliver it if it is the next in order.
+    void OnDataRod(const FabricPacket& p, int64_t nowPs);
+    /// UEC receiver: @p p's flow's in-order point moved; SACK it if @p now or the threshold is reached,
+    /// then complete the flow if @p finished.
+    void SackAndFinish(const FabricPacket& p, bool now, bool coverAboveCack, bool finished);
     /// UEC receiver: SACK flow @p p.flowId's state, triggered by data packet @p p (ACK_PSN); the bitmap
     /// starts at CACK_PSN if @p coverAboveCack, else it ends at ACK_PSN.
     void SendSack(const FabricPacket& p, bool coverAboveCack);
@@ -524,6 +538,7 @@ class HostNic : public FabricNode, public PacketSource
     uint64_t m_uecAckEveryBytes{16384}; ///< UEC receiver: payload received per coalesced SACK, in bytes
     uint64_t m_sacksSent{0};            ///< UEC: SACKs sent
     UecCc m_uecCc{UecCc::NSCC};         ///< UEC congestion control (UecCongestionControl)
+    UecDelivery m_uecDelivery{UecDelivery::RUD}; ///< UEC delivery mode (UecDeliveryMode)
     uint64_t m_rcccInitialCreditBytes{4096}; ///< RCCC: payload a sender sends unsolicited, in bytes
     uint64_t m_rcccCreditBytes{16384};  ///< RCCC: payload one credit grants, in bytes
     std::unordered_map<uint64_t, RcccFlow> m_rcccFlows; ///< RCCC receiver: flows seen and not finished, by flow id

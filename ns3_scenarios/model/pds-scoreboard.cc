@@ -2,6 +2,8 @@
 
 #include "ns3/assert.h"
 
+#include <algorithm>
+
 namespace ns3
 {
 
@@ -108,6 +110,32 @@ PdsScoreboard::OnNack(uint64_t index, uint64_t cumulativePackets)
     }
     MarkLost(index);
     return true;
+}
+
+uint64_t
+PdsScoreboard::GoBack(uint64_t index, uint64_t cumulativePackets)
+{
+    AdvanceBase(cumulativePackets);
+    uint64_t lost = 0;
+    for (uint64_t i = std::max(index, m_base); i < m_nextNew; ++i)
+    {
+        if (m_entries[i - m_base].state == State::IN_FLIGHT)
+        {
+            MarkLost(i);
+            ++lost;
+        }
+    }
+    // The receiver takes only the next packet in order: resend the lost ones lowest first, whatever the
+    // order in which they were found lost.
+    m_retransmit.clear();
+    for (uint64_t i = m_base; i < m_nextNew; ++i)
+    {
+        if (m_entries[i - m_base].state == State::LOST)
+        {
+            m_retransmit.push_back(i);
+        }
+    }
+    return lost;
 }
 
 uint64_t

@@ -98,6 +98,14 @@ class PdsScoreboard
     bool OnNack(uint64_t index, uint64_t cumulativePackets);
 
     /**
+     * @brief Reliable ordered delivery: the receiver dropped what arrived beyond packet @p index (a ROD_OOO
+     * NACK, or a timeout), so every packet from @p index on that is in flight is sent again, and every lost
+     * packet is resent lowest first (go-back-N).
+     * @return packets declared lost
+     */
+    uint64_t GoBack(uint64_t index, uint64_t cumulativePackets);
+
+    /**
      * @brief The retransmission timer fired at @p nowPs: every packet in flight since @p timeoutPs or
      * longer is lost.
      * @param[out] nextDeadlinePs when the oldest packet still in flight times out, in ps (-1: none in flight)
