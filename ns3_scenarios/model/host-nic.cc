@@ -168,8 +168,9 @@ HostNic::GetTypeId()
                           "Run Ultra Ethernet's transport (UEC 1.0) instead of RoCE's: reliable unordered "
                           "delivery contexts opened by their first packet, per-packet entropy chosen by the "
                           "sender, coalesced SACKs with a bitmap and a NACK per trimmed packet, selective "
-                          "retransmission, NSCC and/or RCCC (UecCongestionControl). Needs switches hashing the entropy (FabricSwitch::EcmpHashFields "
-                          "five-tuple-qp) and ReorderTolerant receivers; set by the uec transport.",
+                          "retransmission, NSCC and/or RCCC (UecCongestionControl). Needs switches hashing the "
+                          "entropy (FabricSwitch::EcmpHashFields five-tuple-qp) and ReorderTolerant receivers; "
+                          "set by the uec transport.",
                           BooleanValue(false),
                           MakeBooleanAccessor(&HostNic::m_uec),
                           MakeBooleanChecker())
@@ -1444,7 +1445,8 @@ HostNic::SendSack(const FabricPacket& p, bool coverAboveCack)
     // previous SACK; after a retransmission or a duplicate, it starts at CACK_PSN instead: what is held
     // beyond the next gap.
     const int64_t lastBit = int64_t(kUecSackBitmapPackets - 1);
-    const int64_t sackOffset = coverAboveCack ? 0 : std::clamp<int64_t>(ackPsn - lastBit - int64_t(cack), 0, kUecSackOffsetMax);
+    const int64_t sackOffset =
+        coverAboveCack ? 0 : std::clamp<int64_t>(ackPsn - lastBit - int64_t(cack), 0, kUecSackOffsetMax);
     const int64_t ackOffset = ackPsn - int64_t(cack);
     const bool ackFits = ackOffset >= kUecAckOffsetMin && ackOffset <= kUecAckOffsetMax;
     FabricPacket* c = m_pool->Allocate();

@@ -60,7 +60,7 @@ inline SackOutcome
 ApplySack(PdsScoreboard& pds, const EntropySelector& selector, EntropyState& entropy, const PdsSack& s, int64_t nowPs)
 {
     uint64_t marked = 0;
-    const uint64_t acked = pds.OnSack(s.cackPsn, s.sackPsn, s.bitmap, [&](uint64_t index, uint16_t value, bool inFlight) {
+    const auto onDelivered = [&](uint64_t index, uint16_t value, bool inFlight) {
         if (!(s.ecn && int64_t(index) == s.ackPsn))
         {
             selector.OnFeedback(entropy, value, false, nowPs);
@@ -69,7 +69,8 @@ ApplySack(PdsScoreboard& pds, const EntropySelector& selector, EntropyState& ent
         {
             marked = pds.PayloadOf(index);
         }
-    });
+    };
+    const uint64_t acked = pds.OnSack(s.cackPsn, s.sackPsn, s.bitmap, onDelivered);
     if (s.ecn)
     {
         selector.OnFeedback(entropy, s.entropy, true, nowPs);

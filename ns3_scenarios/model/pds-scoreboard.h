@@ -22,8 +22,9 @@ namespace ns3
  *
  * Packets are numbered by payload offset / MTU (the PSN). Every packet from the cumulative acknowledgement
  * (the receiver's CACK) up to the highest one sent has an entry: in flight (with its send time and
- * entropy), acked (a SACK's bitmap or cumulative acknowledgement covered it) or lost (a NACK of its trimmed header, or the retransmission timeout, put it on the
- * retransmit list). Only lost packets are sent again: selective retransmission, never go-back-N. Entries
+ * entropy), acked (a SACK's bitmap or cumulative acknowledgement covered it) or lost (a NACK of its
+ * trimmed header, reordering or the retransmission timeout put it on the retransmit list). Only lost
+ * packets are sent again: selective retransmission (reliable ordered delivery goes back with GoBack). Entries
  * leave from the front as the cumulative acknowledgement passes them, so memory follows the packets
  * outstanding, not the flow's size. Plain state owned by the HostNic, one per UEC queue pair.
  */
