@@ -1,8 +1,9 @@
 """Ultra Ethernet against RoCE (DCQCN, and PFC only) and InfiniBand (ECMP, and adaptive routing) on a larger leaf-spine than the tests:
 incast, permutation and all-to-all, per transport the finish of the last flow against the busiest link's
 wire time (a host link, or a leaf's uplinks shared evenly),
-FCT p50 and p99 as multiples of a flow's own wire time, the largest switch queue, and the packets trimmed,
-retransmitted and paused.
+FCT p50 and p99 as multiples of a flow's own wire time, the largest switch queue, the packets trimmed,
+retransmitted and paused, the ACKs senders received and the simulator's events. UEC runs four ways: a SACK
+per data packet (HostNic::UecAckEveryBytes=1), coalesced SACKs (the default, NSCC), RCCC credits, and both.
 
     python bench/bench_uec.py [hosts_per_leaf] [leaves] [spines] [flow_kib]
 
@@ -26,7 +27,8 @@ from cosim.workload.flows import FlowSet
 
 MTU = 4096
 LINK_GBPS = 100.0
-HEADERS = {"roce": 82, "roce-pfc-only": 82, "ib": 26, "ib-adaptive": 26, "uec": 122}
+HEADERS = {"roce": 82, "roce-pfc-only": 82, "ib": 26, "ib-adaptive": 26, "uec-sack-per-packet": 122, "uec": 122,
+           "uec-rccc": 122, "uec-both": 122}
 
 
 def attributes(setting: str) -> dict[str, str]:
@@ -34,6 +36,10 @@ def attributes(setting: str) -> dict[str, str]:
         return transport_attributes("roce", dcqcn=False)
     if setting == "ib-adaptive":
         return transport_attributes("ib") | mechanism_attributes(routing="adaptive")
+    if setting == "uec-sack-per-packet":
+        return transport_attributes("uec") | {"HostNic::UecAckEveryBytes": "1"}
+    if setting in ("uec-rccc", "uec-both"):
+        return transport_attributes("uec", uec_congestion_control=setting.removeprefix("uec-"))
     return transport_attributes(setting)
 
 
@@ -72,8 +78,8 @@ def main(per_leaf: int, leaves: int, spines: int, flow_kib: int) -> None:
                               oversubscription=per_leaf / spines, host_link_gbps=LINK_GBPS,
                               host_link_delay_ns=1000.0, fabric_link_delay_ns=1000.0)
     print(f"{hosts} hosts, {leaves} leaves of {per_leaf}, {spines} spines, {LINK_GBPS:g} Gbps, flows {flow_kib} KiB")
-    print(f"{'pattern':<12} {'transport':<14} {'last/bound':>10} {'FCT p50':>8} {'FCT p99':>8} {'max queue KB':>12} "
-          f"{'trimmed':>8} {'retx':>8} {'PAUSE':>7} {'wall s':>7}")
+    print(f"{'pattern':<12} {'transport':<20} {'last/bound':>10} {'FCT p50':>8} {'FCT p99':>8} {'max queue KB':>12} "
+          f"{'trimmed':>8} {'retx':>8} {'PAUSE':>7} {'ACKs':>7} {'events':>9} {'wall s':>7}")
     for name, flows in patterns(hosts, per_leaf, flow_kib << 10).items():
         for setting in HEADERS:
             start = time.perf_counter()
@@ -83,10 +89,10 @@ def main(per_leaf: int, leaves: int, spines: int, flow_kib: int) -> None:
             slow = np.asarray(out.finish_ns) / own
             bound = bottleneck_ns(flows, own, per_leaf, spines)
             c = out.counters
-            print(f"{name:<12} {setting:<14} {np.max(out.finish_ns) / bound:>10.3f} {np.percentile(slow, 50):>8.2f} "
+            print(f"{name:<12} {setting:<20} {np.max(out.finish_ns) / bound:>10.3f} {np.percentile(slow, 50):>8.2f} "
                   f"{np.percentile(slow, 99):>8.2f} {np.asarray(out.queue_bytes).max() / 1e3:>12.0f} "
                   f"{c.get('trimmed_packets', 0):>8} {c['retransmitted_packets']:>8} {c['pause_frames_sent']:>7} "
-                  f"{wall:>7.2f}")
+                  f"{c['acks']:>7} {out.events:>9} {wall:>7.2f}")
 
 
 if __name__ == "__main__":

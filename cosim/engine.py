@@ -244,7 +244,7 @@ LOSS_RECOVERY_COUNTERS = ("retransmitted_packets", "retransmitted_bytes", "naks_
 #: counters of transport mechanisms that are off by default (reorder-tolerant receivers, admission, QP
 #: window, UEC trimming): zero unless one is on, so summaries carry them only when non-zero
 TRANSPORT_COUNTERS = ("reordered_packets", "admission_grants", "peak_qp_inflight_bytes", "trimmed_packets",
-                      "uec_loss_detections")
+                      "uec_loss_detections", "uec_sacks_sent", "uec_credits_sent")
 #: counters of fault mechanisms (PFC watchdog, pause storms): zero without them, so summaries carry them only
 #: when non-zero
 MECHANISM_COUNTERS = ("pfc_watchdog_actions", "pfc_watchdog_dropped_packets", "pause_storm_frames_sent")

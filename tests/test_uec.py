@@ -11,6 +11,8 @@ per-packet spraying removes the ECMP collisions of a permutation. The htsim cros
 
 from __future__ import annotations
 
+import json
+
 import h5py
 import numpy as np
 import pytest
@@ -66,14 +68,19 @@ def permutation(hosts=16):
     return src, (src + 4) % hosts
 
 
-@pytest.mark.parametrize("pattern", ["permutation", "incast"])
-def test_every_byte_arrives_once_and_every_trimmed_packet_is_recovered(engine_ns, pattern):
-    """Lossy Ethernet without PFC: nothing is paused and nothing dropped (trimming forwards headers instead),
-    every flow delivers exactly its bytes, and the senders resend exactly the packets switches trimmed
-    (each NACK names one; no timeout fires)."""
-    src, dst = permutation() if pattern == "permutation" else (np.arange(1, 16), np.zeros(15))
-    flows = flow_set(src, dst, 512 << 10)
-    out = simulate(leaf_spine(), flows)
+@pytest.mark.parametrize("cc", ["nscc", "rccc", "both"])
+@pytest.mark.parametrize("pattern", ["permutation", "incast", "all-to-all"])
+def test_every_byte_arrives_once_and_every_trimmed_packet_is_recovered(engine_ns, pattern, cc):
+    """Lossy Ethernet without PFC, under each congestion control: nothing is paused and nothing dropped
+    (trimming forwards headers instead), every flow delivers exactly its bytes, and the senders resend
+    exactly the packets switches trimmed (each NACK names one; no timeout fires)."""
+    if pattern == "all-to-all":
+        src, dst = np.meshgrid(np.arange(16), np.arange(16), indexing="ij")
+        src, dst = src[src != dst], dst[src != dst]
+    else:
+        src, dst = permutation() if pattern == "permutation" else (np.arange(1, 16), np.zeros(15))
+    flows = flow_set(src, dst, (32 << 10) if pattern == "all-to-all" else (512 << 10))
+    out = simulate(leaf_spine(), flows, **{"HostNic::UecCongestionControl": cc})
     c = out.counters
     np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
     assert (out.finish_ns > 0).all()
@@ -81,7 +88,8 @@ def test_every_byte_arrives_once_and_every_trimmed_packet_is_recovered(engine_ns
     assert c["retransmitted_packets"] == c["trimmed_packets"] == c["naks_sent"]
     assert c["retransmitted_bytes"] == c["trimmed_packets"] * MTU  # every flow is whole packets
     if pattern == "incast":
-        assert c["trimmed_packets"] > 0  # 15 senders start at line rate: the first round trip overflows
+        # 15 senders start at line rate: the first round trip overflows, unless the receiver's credits pace them
+        assert (c["trimmed_packets"] > 0) == (cc == "nscc")
     # the losses log: each trim at a switch, then its resend at the sender, which follows it
     log = out.logs["losses"]
     trimmed, resent = log["cause"] == LossCause.TRIMMED, log["cause"] == LossCause.RETRANSMITTED
@@ -256,3 +264,211 @@ def test_htsim_crosscheck_configuration_runs_to_closed_forms(engine_ns, tmp_path
     xc.write_connection_matrix(tmp_path / "incast.cm", xc.flows("incast"))
     lines = (tmp_path / "incast.cm").read_text().splitlines()
     assert lines[:2] == ["Nodes 32", "Connections 15"] and lines[2] == "8->0 id 1 start 0 size 1048576"
+
+
+# --- SACK coalescing (HostNic::UecAckEveryBytes) and RCCC (HostNic::UecCongestionControl) ---
+
+#: a 100 Gbps host link's round trip through one switch and back (4 link delays, a packet each way), ns
+ONE_SWITCH_RTT_NS = 4 * DELAY_NS + 2 * wire_ns(MTU)
+
+
+#: NSCC's largest window at 100 Gbps with the uec transport's BaseRtt (MaxWindowBdps 1.5), bytes
+WINDOW_BYTES = 1.5 * LINK_GBPS * 1e9 * float(transport_attributes("uec")["NsccWindow::BaseRtt"][:-2]) * 1e-9 / 8
+
+
+def one_flow(size_bytes: int, **extra):
+    """One flow between the two hosts of a single switch (no congestion)."""
+    fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
+    return simulate(fabric, flow_set([0], [1], size_bytes), **extra)
+
+
+@pytest.mark.parametrize("ack_every", [1, 4096, 16384, 100_000, 1 << 22])
+@pytest.mark.parametrize("size", [1, 4095, 4096, 5000, 16384 + 1, 300_000])
+def test_coalesced_sacks_never_stall_a_flow(engine_ns, ack_every, size):
+    """Whatever the coalescing threshold, a flow's last bytes are SACKed at once (its last packet carries
+    the AR flag), so every flow (one byte, one packet and a bit, not a multiple of the threshold, smaller
+    than the threshold) delivers exactly its bytes within its wire time plus a round trip, long before the
+    retransmission timeout could have rescued a stall, and with no timeout. A threshold above the NSCC window
+    leaves the packet that fills the window (AR) as the only one answered: the sender then waits a round
+    trip per window."""
+    out = one_flow(size, **{"HostNic::UecAckEveryBytes": str(ack_every)})
+    np.testing.assert_array_equal(out.delivered_bytes, [size])
+    assert out.counters["timeouts"] == 0 and out.counters["retransmitted_packets"] == 0
+    # the flow's time: its packets at line rate, then the last one's trip (2 links); its SACK is not waited for
+    waits = size // WINDOW_BYTES if ack_every > WINDOW_BYTES else 0
+    assert out.finish_ns[0] <= wire_ns(size) + (1 + waits) * ONE_SWITCH_RTT_NS
+
+
+@pytest.mark.parametrize("ack_every", [4096, 8192, 16384, 65536])
+def test_one_sack_per_threshold_of_bytes(engine_ns, ack_every):
+    """An uncongested flow of S bytes (no mark, no reordering, a window that never fills) gets one SACK per
+    UecAckEveryBytes received plus one for its last packet (AR): ceil(S / threshold) SACKs, where a SACK per
+    packet would be S / MTU."""
+    size = 4 << 20
+    out = one_flow(size, **{"HostNic::UecAckEveryBytes": str(ack_every)})
+    np.testing.assert_array_equal(out.delivered_bytes, [size])
+    assert out.counters["uec_sacks_sent"] == -(-size // ack_every)
+
+
+def test_sack_per_packet_threshold_matches_the_per_packet_answer(engine_ns):
+    """UecAckEveryBytes=1 answers every data packet, as the model did before coalescing: one SACK per packet
+    that arrives with its payload and one NACK per trimmed one (resent once each), the same finish as the coalesced default within a round
+    trip, and the default sends fewer than 60% of the SACKs."""
+    flows = flow_set(np.arange(1, 16), np.zeros(15), 1 << 20)
+    per_packet = simulate(leaf_spine(), flows, **{"HostNic::UecAckEveryBytes": "1"})
+    coalesced = simulate(leaf_spine(), flows)
+    c = per_packet.counters
+    assert c["uec_sacks_sent"] == 15 * (1 << 20) // MTU
+    assert c["naks_sent"] == c["trimmed_packets"] == c["retransmitted_packets"] > 0
+    assert c["acks"] <= c["uec_sacks_sent"] + c["naks_sent"]  # the run ends with the last byte: a few still travel
+    assert coalesced.counters["uec_sacks_sent"] < 0.6 * c["uec_sacks_sent"]
+    assert coalesced.counters["timeouts"] == 0
+    assert abs(coalesced.finish_ns.max() - per_packet.finish_ns.max()) <= 12_000
+
+
+def test_one_sack_still_feeds_back_every_packets_entropy(model_probes):
+    """A coalesced SACK covers many packets, but the sender kept each packet's entropy in its scoreboard:
+    every packet it newly acknowledges that came through clean returns its entropy to the REPS ring (in
+    packet order), and the marked one (ACK_PSN: a receiver SACKs a marked packet on arrival, so only that
+    one can be marked) is retired instead; packets the bitmap shows missing give no feedback. Its bytes are
+    NSCC's marked bytes; the rest are acknowledged clean."""
+    sent = 8
+    entropies = np.array([40, 41, 42, 43, 44, 45, 46, 47], np.uint16)
+    # CACK_PSN 2 (0 and 1 delivered), bitmap from PSN 2: 2, 3, 5 and 6 arrived, 4 missing; ACK_PSN 6 marked
+    bitmap = (1 << 0) | (1 << 1) | (1 << 3) | (1 << 4)
+    out = np.zeros(2 + 8, np.int64)
+    model_probes.PdsSackFeedback(MTU, sent, entropies, 2, 2, bitmap, 6, True, 8, out)
+    acked, marked, nxt = out[0], out[1], out[2:]
+    assert acked == 6 * MTU and marked == MTU
+    # the ring returns the clean packets' entropies 0, 1, 2, 3, 5 in order; then exploration from value 0,
+    # where the retired entropy 46 (index 46) is skipped further on but 0..2 are not retired
+    np.testing.assert_array_equal(nxt[:5], [40, 41, 42, 43, 45])
+    assert 46 not in nxt and 44 not in nxt[:5]
+    unmarked = np.zeros(2 + 6, np.int64)
+    model_probes.PdsSackFeedback(MTU, sent, entropies, 2, 2, bitmap, 6, False, 6, unmarked)
+    assert unmarked[0] == 6 * MTU and unmarked[1] == 0
+    np.testing.assert_array_equal(unmarked[2:], [40, 41, 42, 43, 45, 46])
+
+
+def test_rccc_incast_keeps_the_queue_near_empty_without_a_trim(engine_ns):
+    """RCCC: the receiver grants UecRcccCreditBytes at a time, one grant per that payload's wire time at its
+    line rate, round-robin over its 15 senders; each sends only UecRcccInitialCreditBytes unsolicited. The
+    bottleneck queue then holds at most the unsolicited first packets (15 packets, 63 KB) where NSCC's
+    reaches the trim threshold (250 KB): nothing is trimmed or resent, every byte arrives once, the grants
+    number exactly what each flow was owed, and the incast ends within 1% (plus two round trips) of the
+    bottleneck's wire time, no later than with NSCC."""
+    size, senders = 1 << 20, 15
+    flows = flow_set(np.arange(1, 1 + senders), np.zeros(senders), size)
+    rccc = simulate(leaf_spine(), flows, **{"HostNic::UecCongestionControl": "rccc"})
+    nscc = simulate(leaf_spine(), flows)
+    c = rccc.counters
+    np.testing.assert_array_equal(rccc.delivered_bytes, flows.size_bytes)
+    assert c["trimmed_packets"] == c["retransmitted_packets"] == c["timeouts"] == c["switch_drops"] == 0
+    initial, credit = 4096, 16384
+    assert c["uec_credits_sent"] == senders * -(-(size - initial) // credit)
+    max_queue = int(np.asarray(rccc.queue_bytes).max())
+    assert max_queue <= senders * (MTU + UEC_HEADER)
+    assert int(np.asarray(nscc.queue_bytes).max()) > 4 * max_queue
+    bound_ns = wire_ns(senders * size)
+    assert bound_ns <= rccc.finish_ns.max() <= 1.01 * bound_ns + 24_000
+    assert rccc.finish_ns.max() <= nscc.finish_ns.max()
+
+
+def test_nscc_and_rccc_combined_take_the_tighter_limit(engine_ns):
+    """``both``: a packet needs room in the NSCC window and credit. With the default window the credit binds
+    (the same run as rccc); with a window of one packet per round trip the window binds (as slow as nscc
+    alone with that window, many times rccc's time). Every byte arrives in each case."""
+    size = 1 << 20
+    tiny = {"NsccWindow::MaxWindowBdps": "0.01"}  # clamped to MinWindowBytes: one packet in flight
+    rccc = one_flow(size, **{"HostNic::UecCongestionControl": "rccc"})
+    both = one_flow(size, **{"HostNic::UecCongestionControl": "both"})
+    nscc_tiny = one_flow(size, **tiny)
+    both_tiny = one_flow(size, **tiny, **{"HostNic::UecCongestionControl": "both"})
+    for out in (rccc, both, nscc_tiny, both_tiny):
+        np.testing.assert_array_equal(out.delivered_bytes, [size])
+        assert out.counters["timeouts"] == 0
+    assert both.finish_ns[0] == rccc.finish_ns[0]
+    assert rccc.finish_ns[0] <= wire_ns(size) + 2 * ONE_SWITCH_RTT_NS
+    assert both_tiny.finish_ns[0] >= nscc_tiny.finish_ns[0] > 3 * rccc.finish_ns[0]
+    assert both_tiny.counters["uec_credits_sent"] > 0
+
+
+@pytest.mark.parametrize("cc", ["rccc", "both"])
+def test_rccc_runs_repeat_bit_for_bit(engine_ns, cc):
+    """Credit pacing draws nothing at random: two runs of an incast agree bit for bit, counters included."""
+    flows = flow_set(np.arange(1, 8), np.zeros(7), 256 << 10)
+    a, b = (simulate(leaf_spine(hosts=8, spines=2), flows, **{"HostNic::UecCongestionControl": cc})
+            for _ in range(2))
+    np.testing.assert_array_equal(a.finish_ns, b.finish_ns)
+    assert a.counters == b.counters and a.events == b.events
+
+
+def test_uec_congestion_control_is_a_network_field(engine_ns, tmp_path, capsys):
+    """``network.uec_congestion_control`` (``--uec-cc``) sets HostNic::UecCongestionControl for uec runs only
+    (roce and ib ignore it, like dcqcn and ib_cc); a bad value is one line naming the field, exit code 2."""
+    from cosim.network.transport import run_attributes
+    from cosim.spec import from_document
+
+    (exp,) = from_document({"workload": {"kind": "flows"}, "network": {"transport": "uec",
+                                                                       "uec_congestion_control": "rccc"}})
+    assert run_attributes(exp.network, 1)["HostNic::UecCongestionControl"] == "rccc"
+    (roce,) = from_document({"workload": {"kind": "flows"}, "network": {"transport": "roce",
+                                                                        "uec_congestion_control": "rccc"}})
+    assert "HostNic::UecCongestionControl" not in run_attributes(roce.network, 1)
+    path = tmp_path / "r.h5"
+    r = CliRunner().invoke(cli, ["run", "--pattern", "incast", "--hosts", "4", "--flow-bytes", "256KiB",
+                                 "--transport", "uec", "--uec-cc", "rccc", "--quiet", "-o", str(path)])
+    assert r.exit_code == 0, r.output
+    with h5py.File(path, "r") as h5:
+        summary = json.loads(h5["runs"][next(iter(h5["runs"]))].attrs["summary"])
+    # 3 senders of 256 KiB, 4 KiB unsolicited, the rest in grants of 16 KiB
+    assert summary["uec_credits_sent"] == 3 * -(-((256 << 10) - 4096) // 16384)
+    code, _, err = run_main(["run", "--pattern", "incast", "--hosts", "4", "--transport", "uec", "--uec-cc", "fast",
+                             "-o", str(tmp_path / "x.h5")], capsys)
+    assert code == 2 and "uec-cc" in err and len(err.strip().splitlines()) == 1
+
+
+# --- reliable ordered delivery (HostNic::UecDeliveryMode rod) ---
+
+ROD = {"HostNic::UecDeliveryMode": "rod"}
+
+
+@pytest.mark.parametrize("pattern", ["permutation", "incast"])
+def test_rod_delivers_every_byte_in_order_on_one_path(engine_ns, pattern):
+    """ROD keeps each delivery context on one entropy, so one path whose order the receiver keeps: no
+    packet is ever placed beyond a gap; what follows a trimmed packet is dropped and resent after one NACK
+    per gap (go-back-N), every byte arrives, and no timeout fires."""
+    src, dst = permutation() if pattern == "permutation" else (np.arange(1, 16), np.zeros(15))
+    flows = flow_set(src, dst, 512 << 10)
+    out = simulate(leaf_spine(), flows, **ROD)
+    c = out.counters
+    np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    assert c["reordered_packets"] == 0 and c["timeouts"] == 0 and c["switch_drops"] == 0
+    assert c["retransmitted_packets"] >= c["trimmed_packets"]
+    if pattern == "incast":
+        assert 0 < c["naks_sent"] <= c["trimmed_packets"]  # one NACK per gap, not per dropped packet
+
+
+def test_rod_collides_like_ecmp_where_rud_sprays(engine_ns):
+    """One path per delivery context: on the permutation where spraying finishes every flow near its wire
+    time, ROD's flows collide on the uplinks as ECMP's do (the slowest takes more than 1.5 times as long)."""
+    flows = flow_set(*permutation(), 2 << 20)
+    rud = simulate(leaf_spine(), flows)
+    rod = simulate(leaf_spine(), flows, **ROD)
+    np.testing.assert_array_equal(rod.delivered_bytes, flows.size_bytes)
+    assert rod.finish_ns.max() > 1.5 * rud.finish_ns.max()
+
+
+def test_rod_goes_back_where_rud_resends_only_the_lost(engine_ns):
+    """On a link with bit errors, RUD resends each lost packet once; ROD's receiver drops what follows a
+    loss, so its sender goes back and resends from the gap: several times the bytes, every byte delivered."""
+    size, ber = 8 << 20, 3e-7
+    fabric = topology.single_switch(hosts=2, link_gbps=LINK_GBPS, link_delay_ns=DELAY_NS)
+    flows = flow_set([0], [1], size)
+    fault = fs.Fault(kind="link_degrade", element="host0-switch0", at_ns=0.0, params=(("bit_error_rate", ber),))
+    rud = simulate(fabric, flows, "uec", [fault])
+    rod = simulate(fabric, flows, "uec", [fault], **ROD)
+    for out in (rud, rod):
+        np.testing.assert_array_equal(out.delivered_bytes, flows.size_bytes)
+    assert rod.counters["ber_drops"] > 0 and rod.counters["reordered_packets"] == 0
+    assert rod.counters["retransmitted_bytes"] > 3 * rud.counters["retransmitted_bytes"]

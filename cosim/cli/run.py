@@ -96,6 +96,8 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @_field("network.qp_window_bytes", "qp_window_bytes", "RoCE: bytes a queue pair may have unacknowledged, 0 = no "
         "window [0].", metavar="size")
 @_field("network.ecn_marking", "ecn_marking", "Where switches mark ECN: enqueue or dequeue [enqueue].")
+@_field("network.uec_congestion_control", "uec_congestion_control", "Ultra Ethernet: nscc (sender window), rccc "
+        "(receiver credits) or both [nscc].", flag="--uec-cc")
 @_field("network.link_gbps", "link_gbps", "Rate of every host link, Gbit/s [100].")
 @_field("network.link_delay_ns", "link_delay_ns", "One-way propagation delay of every link, ns [1000].")
 @_field("workload.pattern", "pattern", "Flow experiments: incast (every host to host 0) or permutation "

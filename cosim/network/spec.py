@@ -19,6 +19,7 @@ from cosim.network.transport import (
     ECN_MARKING_POINTS,
     ROUTINGS,
     TRANSPORTS,
+    UEC_CONGESTION_CONTROLS,
     check_attributes,
     network_mechanisms,
 )
@@ -94,6 +95,9 @@ class NetworkSpec:
     qp_window_bytes: int = v.spec_field(v.Size(minimum=0), 0, "per-QP window of unacknowledged payload, bytes "
                                         "(0 = none)")
     ecn_marking: str = v.spec_field(v.Choice(ECN_MARKING_POINTS), "enqueue", "ECN marking point: enqueue, dequeue")
+    uec_congestion_control: str = v.spec_field(v.Choice(UEC_CONGESTION_CONTROLS), "nscc",
+                                               "Ultra Ethernet congestion control: nscc (sender window from ECN "
+                                               "and delay), rccc (receiver-granted credits) or both")
     pfc_watchdog: bool = v.spec_field(v.Bool(), False, "RoCE: PFC watchdog on every switch egress queue (disable "
                                       "a queue paused past PfcWatchdog::DetectionTime, drop its traffic, restore "
                                       "after PfcWatchdog::RestorationTime); no effect on InfiniBand")
@@ -117,7 +121,8 @@ class NetworkSpec:
 
 #: congestion-control switches a transport does not run (DCQCN is RoCE's, IB CC InfiniBand's; Ultra Ethernet
 #: runs NSCC): held at their defaults so equal runs have equal specs, and left out of a resolved document
-UNUSED_CONGESTION_FIELDS = {"roce": ("ib_cc",), "ib": ("dcqcn",), "uec": ("dcqcn", "ib_cc")}
+UNUSED_CONGESTION_FIELDS = {"roce": ("ib_cc", "uec_congestion_control"), "ib": ("dcqcn", "uec_congestion_control"),
+                            "uec": ("dcqcn", "ib_cc")}
 
 
 #: topologies built from switches of a radix (cosim.network.clos), and those of three tiers in zones

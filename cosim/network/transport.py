@@ -10,8 +10,9 @@ recovery and the end-to-end congestion control differ:
   data packet, 30 B for an ACK (AETH 4 more).
 - ``uec``: Ultra Ethernet (UEC 1.0, docs/models/uec.md): Ethernet without PFC (every priority lossy, best
   effort), switches that trim a packet to its header over TrimThresholdBytes, ECN marking; NICs with
-  reliable unordered delivery (per-packet entropy spraying, a SACK or NACK per packet, selective
-  retransmission) and NSCC windows. UEC framing: Ethernet 14 + IPv4 20 + UDP 8 + PDS 12 + SES 44 + FCS 4 +
+  reliable unordered delivery (per-packet entropy spraying, coalesced SACKs with a bitmap, a NACK per
+  trimmed packet, selective retransmission) and NSCC windows, or RCCC receiver credits, or both
+  (``uec_congestion_control``: nscc, rccc, both). UEC framing: Ethernet 14 + IPv4 20 + UDP 8 + PDS 12 + SES 44 + FCS 4 +
   preamble/gap 20 = 122 B per data packet; a SACK is 98 B (PDS ACK with its congestion fields 32 B).
   The thresholds follow the host link rate: ECN from 5 us of queue (NsccWindow::TargetQdelay) to 20 us,
   trimming at 20 us; NsccWindow::BaseRtt is a two-tier round trip (8 link delays and 8 MTU
@@ -74,6 +75,9 @@ _ATTRIBUTES: dict[str, dict[str, str]] = {
     },
 }
 
+#: Ultra Ethernet congestion control (HostNic::UecCongestionControl), the first the default
+UEC_CONGESTION_CONTROLS = ("nscc", "rccc", "both")
+
 #: UEC queue thresholds, in microseconds of the host link: ECN starts (NsccWindow::TargetQdelay), ECN
 #: marks every packet, trimming starts
 UEC_ECN_KMIN_US, UEC_ECN_KMAX_US, UEC_TRIM_US = 5.0, 20.0, 20.0
@@ -114,21 +118,27 @@ def qualify_attribute(name: str) -> str:
 
 
 def transport_attributes(transport: str, *, dcqcn: bool = True, ib_cc: bool = False, link_gbps: float = 100.0,
-                         link_delay_ns: float = 1000.0) -> dict[str, str]:
+                         link_delay_ns: float = 1000.0, uec_congestion_control: str = "nscc") -> dict[str, str]:
     """ns-3 attribute defaults that make the engine model ``transport`` ("roce", "ib" or "uec").
 
     ``dcqcn`` (RoCE) switches DCQCN; ``ib_cc`` (InfiniBand) switches IB congestion control on: switches
     mark FECN on every packet joining an egress queue above IB_CC_THRESHOLD_BYTES, receivers return BECNs,
     senders step up their congestion-control table index (HostNic::IbCc* attributes). Ultra Ethernet's
-    thresholds follow ``link_gbps`` and ``link_delay_ns`` (:func:`uec_link_attributes`).
+    thresholds follow ``link_gbps`` and ``link_delay_ns`` (:func:`uec_link_attributes`);
+    ``uec_congestion_control`` chooses its senders' limit: nscc (window), rccc (receiver credits) or both.
     """
     if transport not in _ATTRIBUTES:
         raise CosimInputError("transport", f"unknown transport {transport!r}", f"choose one of {', '.join(TRANSPORTS)}")
+    if uec_congestion_control not in UEC_CONGESTION_CONTROLS:
+        raise CosimInputError("network.uec_congestion_control", f"unknown value {uec_congestion_control!r}",
+                              f"choose one of {', '.join(UEC_CONGESTION_CONTROLS)}")
     attrs = dict(_ATTRIBUTES[transport])
     if transport == "roce":
         attrs["HostNic::DcqcnEnabled"] = "true" if dcqcn else "false"
     elif transport == "uec":
         attrs |= uec_link_attributes(link_gbps, link_delay_ns)
+        if uec_congestion_control != UEC_CONGESTION_CONTROLS[0]:
+            attrs["HostNic::UecCongestionControl"] = uec_congestion_control
     elif ib_cc:
         threshold = str(IB_CC_THRESHOLD_BYTES)
         attrs |= {"HostNic::IbCcEnabled": "true", "FabricSwitch::EcnEnabled": "true",
@@ -181,7 +191,8 @@ def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> d
     lossless_priority_mask``: headroom only for the priorities its lossless traffic uses), then the user's
     ``attributes`` (--set), which win."""
     attributes = transport_attributes(network.transport, dcqcn=network.dcqcn, ib_cc=network.ib_cc,
-                                      link_gbps=network.link_gbps, link_delay_ns=network.link_delay_ns)
+                                      link_gbps=network.link_gbps, link_delay_ns=network.link_delay_ns,
+                                      uec_congestion_control=getattr(network, "uec_congestion_control", "nscc"))
     attributes |= network_mechanisms(network)
     if getattr(network, "pfc_watchdog", False):
         attributes["PfcWatchdog::Enabled"] = "true"

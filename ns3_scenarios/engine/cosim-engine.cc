@@ -354,6 +354,12 @@ const CounterDecl kCounters[] = {
     {"uec_loss_detections", Combine::SUM, "events",
      "UEC SACKs that declared packets sent well before theirs lost (HostNic::UecReorderWindow)",
      {.fromNic = [](const HostNic& n) { return int64_t(n.GetReorderLosses()); }}},
+    {"uec_sacks_sent", Combine::SUM, "packets",
+     "UEC SACKs receivers sent (coalesced: one per HostNic::UecAckEveryBytes, and at once when due)",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetSacksSent()); }}},
+    {"uec_credits_sent", Combine::SUM, "packets",
+     "UEC RCCC credit packets receivers sent (HostNic::UecCongestionControl rccc or both)",
+     {.fromNic = [](const HostNic& n) { return int64_t(n.GetCreditsSent()); }}},
     {"trimmed_packets", Combine::SUM, "packets", "data packets switches trimmed to their header (UEC trimming)",
      {.fromSwitch = [](const FabricSwitch& s) { return int64_t(s.GetTrimmedPackets()); }}},
     {"naks_sent", Combine::SUM, "packets", "go-back-N NAKs (PSN sequence errors), or UEC NACKs of trimmed "

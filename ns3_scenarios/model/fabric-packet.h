@@ -13,6 +13,7 @@
 #include "../engine/shared-codes.h"
 
 #include <cstdint>
+#include <climits>
 
 namespace ns3
 {
@@ -27,7 +28,7 @@ enum class PacketKind : uint8_t
     CREDIT = 4, ///< InfiniBand flow-control packet (aux: 64-byte blocks freed; priority: the VL)
     REQUEST = 5, ///< receiver-driven admission: a sender asks to send its flow (seqBytes: the flow's size)
     GRANT = 6,   ///< receiver-driven admission: clear-to-send up to payload offset seqBytes of the flow
-    SACK = 7,    ///< Ultra Ethernet PDS ACK of one data packet (UecPacketFields says what its fields carry)
+    SACK = 7,    ///< Ultra Ethernet PDS ACK with its SACK bitmap (the comment below says what its fields carry)
     NACK = 8,    ///< Ultra Ethernet PDS NACK of one trimmed data packet (fields as SACK)
 };
 
@@ -35,13 +36,61 @@ enum class PacketKind : uint8_t
  * How Ultra Ethernet packets use FabricPacket's fields (no field is added: a packet stays one cache line).
  *
  * - DATA: qp carries the packet's entropy value (the UDP source port a UEC sender picks per packet, which
- *   switches hash with FabricSwitch::EcmpHashFields five-tuple-qp); a trimmed packet has payloadBytes 0
- *   and keeps seqBytes, so its receiver knows which packet to NACK.
- * - SACK and NACK: seqBytes is the byte offset of the data packet acknowledged; aux is the receiver's
- *   cumulative acknowledgement in packets (every packet below it was delivered, the PDS CACK); qp echoes
- *   the data packet's entropy; ecnMarked echoes its ECN bit; sendTimePs is the data packet's, so the
- *   sender measures the round trip without per-packet state.
+ *   switches hash with FabricSwitch::EcmpHashFields five-tuple-qp); seqBytes is the payload's byte offset,
+ *   with the PDS AR (ack request) flag in its top bit (kUecAckRequestBit: an offset never reaches it); a
+ *   trimmed packet has payloadBytes 0 and keeps seqBytes, so its receiver knows which packet to NACK.
+ *   The receiver learns the flow's size from the first packet's SES header (the message length), which
+ *   the FlowTable stands for.
+ * - SACK (the PDS ACK with its SACK extension, UEC 1.0): aux is CACK_PSN, the cumulative acknowledgement
+ *   (every packet below it delivered); seqBytes is SACK_BITMAP, bit i set if packet SACK_PSN + i arrived;
+ *   payloadBytes (a SACK carries no payload) holds the two 16-bit offsets from CACK_PSN of the PDS ACK
+ *   header (UecSackOffsets): SACK_PSN_OFFSET (where the bitmap starts, 0..65535) and ACK_PSN_OFFSET (the
+ *   packet whose arrival triggered the SACK, signed; kUecAckOffsetNone if out of range). qp echoes that
+ *   packet's entropy, ecnMarked its ECN bit and sendTimePs its send time (standing for the sender's send
+ *   record of it: the round-trip sample).
+ * - NACK: seqBytes is the byte offset of the packet it names; aux is CACK_PSN; payloadBytes is the PDS
+ *   NACK code (UecNackCode); qp, ecnMarked and sendTimePs as for a SACK.
+ * - GRANT (with HostNic::UecCongestionControl rccc or both): an RCCC credit; seqBytes is the payload
+ *   offset of the flow its sender may now send up to (the credit accumulated since the flow began).
  */
+
+/// DATA (UEC): the PDS AR (ack request) flag, the top bit of seqBytes; the receiver answers such a packet at once.
+constexpr uint64_t kUecAckRequestBit = uint64_t(1) << 63;
+/// The PDS NACK code a UEC NACK carries (in payloadBytes).
+enum UecNackCode : uint32_t
+{
+    kUecNackTrimmed = 0,   ///< the packet at seqBytes arrived trimmed: send it again
+    kUecNackRodOutOfOrder = 1, ///< ROD: a packet beyond seqBytes arrived and was dropped: go back to seqBytes
+};
+
+/// Packets a UEC SACK_BITMAP covers (its bits).
+constexpr uint32_t kUecSackBitmapPackets = 64;
+/// Largest SACK_PSN_OFFSET, packets.
+constexpr int64_t kUecSackOffsetMax = 0xFFFF;
+/// Range of ACK_PSN_OFFSET, packets; kUecAckOffsetNone marks an ACK_PSN out of range.
+constexpr int64_t kUecAckOffsetMin = -0x7FFF, kUecAckOffsetMax = 0x7FFF;
+constexpr int16_t kUecAckOffsetNone = INT16_MIN;
+
+/// @return a UEC SACK's payloadBytes field holding SACK_PSN_OFFSET @p sackOffset and ACK_PSN_OFFSET @p ackOffset
+inline uint32_t
+UecSackOffsets(uint16_t sackOffset, int16_t ackOffset)
+{
+    return uint32_t(sackOffset) | uint32_t(uint16_t(ackOffset)) << 16;
+}
+
+/// @return SACK_PSN_OFFSET of a UEC SACK's payloadBytes field @p field, packets
+inline uint16_t
+UecSackPsnOffset(uint32_t field)
+{
+    return uint16_t(field & 0xFFFF);
+}
+
+/// @return ACK_PSN_OFFSET of a UEC SACK's payloadBytes field @p field, packets (kUecAckOffsetNone: unknown)
+inline int16_t
+UecAckPsnOffset(uint32_t field)
+{
+    return int16_t(uint16_t(field >> 16));
+}
 
 /// Bytes per InfiniBand flow-control credit.
 constexpr uint32_t kCreditBlockBytes = 64;

@@ -4,6 +4,7 @@
 
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
+#include "ns3/enum.h"
 #include "ns3/pointer.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -166,9 +167,10 @@ HostNic::GetTypeId()
             .AddAttribute("UecEnabled",
                           "Run Ultra Ethernet's transport (UEC 1.0) instead of RoCE's: reliable unordered "
                           "delivery contexts opened by their first packet, per-packet entropy chosen by the "
-                          "sender, a SACK or NACK per data packet, selective retransmission, NSCC (the Nscc "
-                          "attribute). Needs switches hashing the entropy (FabricSwitch::EcmpHashFields "
-                          "five-tuple-qp) and ReorderTolerant receivers; set by the uec transport.",
+                          "sender, coalesced SACKs with a bitmap and a NACK per trimmed packet, selective "
+                          "retransmission, NSCC and/or RCCC (UecCongestionControl). Needs switches hashing the "
+                          "entropy (FabricSwitch::EcmpHashFields five-tuple-qp) and ReorderTolerant receivers; "
+                          "set by the uec transport.",
                           BooleanValue(false),
                           MakeBooleanAccessor(&HostNic::m_uec),
                           MakeBooleanChecker())
@@ -215,6 +217,49 @@ HostNic::GetTypeId()
                           TimeValue(MicroSeconds(50)),
                           MakeTimeAccessor(&HostNic::m_uecReorderWindow),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("UecAckEveryBytes",
+                          "UEC PDS ACK coalescing (the receiver's \"ACK every N bytes\"): a receiver sends one "
+                          "SACK per this much payload received of a flow, in bytes; at once for a packet with "
+                          "the AR (ack request) flag, an ECN-marked one, one that opens or closes a gap in the "
+                          "flow, a duplicate and the flow's last byte; a trimmed packet is NACKed at once. "
+                          "Default 16 KiB (four 4 KiB packets) is an assumption: the specification leaves the "
+                          "coalescing to the implementation. 1 = a SACK per data packet.",
+                          UintegerValue(16384),
+                          MakeUintegerAccessor(&HostNic::m_uecAckEveryBytes),
+                          MakeUintegerChecker<uint64_t>(1))
+            .AddAttribute("UecCongestionControl",
+                          "UEC congestion control (UEC 1.0 congestion management sublayer): nscc (the sender's "
+                          "window, the Nscc attribute), rccc (receiver credit congestion control: a sender "
+                          "sends UecRcccInitialCreditBytes unsolicited, then what its receiver grants; the "
+                          "receiver paces grants of UecRcccCreditBytes at its line rate, round-robin over its "
+                          "senders) or both (a packet needs window room and credit).",
+                          EnumValue(UecCc::NSCC),
+                          MakeEnumAccessor<UecCc>(&HostNic::m_uecCc),
+                          MakeEnumChecker(UecCc::NSCC, "nscc", UecCc::RCCC, "rccc", UecCc::BOTH, "both"))
+            .AddAttribute("UecDeliveryMode",
+                          "UEC PDS delivery mode of every flow (UEC 1.0 PDC type): rud (reliable unordered "
+                          "delivery: packets sprayed over the paths by entropy, placed in any order, selective "
+                          "retransmission) or rod (reliable ordered delivery: the PDC keeps one entropy value, "
+                          "so one path and the order it gives; the receiver accepts only the next packet in "
+                          "order, drops what arrives beyond a gap (a loss or a trimmed packet) and NACKs the "
+                          "gap once, and the sender goes back to it and resends from there).",
+                          EnumValue(UecDelivery::RUD),
+                          MakeEnumAccessor<UecDelivery>(&HostNic::m_uecDelivery),
+                          MakeEnumChecker(UecDelivery::RUD, "rud", UecDelivery::ROD, "rod"))
+            .AddAttribute("UecRcccInitialCreditBytes",
+                          "UEC RCCC initial credit: payload a sender may send before its receiver grants any, "
+                          "in bytes (its first packet is always allowed: it opens the delivery context and "
+                          "tells the receiver the message length). Default 4 KiB, an assumption.",
+                          UintegerValue(4096),
+                          MakeUintegerAccessor(&HostNic::m_rcccInitialCreditBytes),
+                          MakeUintegerChecker<uint64_t>(0))
+            .AddAttribute("UecRcccCreditBytes",
+                          "UEC RCCC credit per grant: payload one credit packet of a receiver allows its sender, "
+                          "in bytes; the receiver sends one grant per this much payload's wire time at its "
+                          "line rate. Default 16 KiB, an assumption.",
+                          UintegerValue(16384),
+                          MakeUintegerAccessor(&HostNic::m_rcccCreditBytes),
+                          MakeUintegerChecker<uint64_t>(1))
             .AddTraceSource("FlowFinish",
                             "The last payload byte of a flow arrived at this NIC (argument: flow id).",
                             MakeTraceSourceAccessor(&HostNic::m_flowFinishTrace),
@@ -473,6 +518,7 @@ HostNic::StartFlow(uint64_t flowId)
         u->pds.Configure(qp.sizeBytes, m_mtuBytes);
         u->cc = m_nscc->Initial(LineRateBps(), m_mtuBytes);
         u->entropy = m_entropy.Initial(flowId);
+        u->creditBytes = RcccInitialCredit(qp.sizeBytes);
         m_uecFlows.push_back(std::move(u));
     }
     m_gbnTx.SetTimeoutPs(m_retransmitTimeout.GetTimeStep());
@@ -722,8 +768,10 @@ HostNic::Receive(FabricPacket* p, uint32_t inPort)
         OnGrant(*p);
         break;
     case PacketKind::SACK:
+        OnSack(*p);
+        break;
     case PacketKind::NACK:
-        OnPdsAnswer(*p);
+        OnNack(*p);
         break;
     }
     Consume(p, inPort);
@@ -850,6 +898,11 @@ HostNic::OnRequest(const FabricPacket& p)
 void
 HostNic::OnGrant(const FabricPacket& p)
 {
+    if (m_uec)
+    {
+        OnRcccCredit(p);
+        return;
+    }
     const uint32_t qpIndex = SenderQueuePair(p.flowId);
     if (qpIndex == FlowTable::kNoQueuePair)
     {
@@ -1090,6 +1143,8 @@ HostNic::AlphaTimer(uint32_t qpIndex)
 FabricPacket*
 HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
 {
+    const bool nscc = m_uecCc != UecCc::RCCC;
+    const bool rccc = m_uecCc != UecCc::NSCC;
     std::size_t k = 0;
     while (k < m_active.size())
     {
@@ -1110,13 +1165,33 @@ HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
         }
         UecFlow& u = *m_uecFlows[qpIndex];
         const uint32_t payload = paused ? 0 : u.pds.PayloadOf(index);
-        if (paused || (u.pds.InflightBytes() != 0 && double(u.pds.InflightBytes() + payload) > u.cc.cwndBytes))
+        const uint64_t inflight = u.pds.InflightBytes();
+        // A full window waits for an answer. One is due if a packet with the AR flag is in flight, or if
+        // the bytes in flight reach the receiver's coalescing threshold; otherwise (the window shrank below
+        // what was sent without AR) one packet goes beyond the window with AR set, so the flow cannot stall.
+        const bool windowFull = nscc && inflight != 0 && double(inflight + payload) > u.cc.cwndBytes;
+        const bool answerDue =
+            inflight >= m_uecAckEveryBytes || (u.arPsn != ~uint64_t(0) && u.pds.IsInFlight(u.arPsn));
+        // A retransmission needs no new credit: it replaces a packet whose credit the network spent without
+        // delivering it.
+        if (paused || (windowFull && answerDue) ||
+            (rccc && !retransmission && index * m_mtuBytes + payload > u.creditBytes))
         {
-            ++k; // paused, or its NSCC window is full until an answer arrives
+            ++k; // paused, or its NSCC window is full until an answer, or its credit until a grant, arrives
             continue;
         }
-        FabricPacket* p = MakeUecPacket(qp, u, index, m_entropy.Choose(u.entropy, nowPs));
-        u.pds.OnSent(index, retransmission, nowPs);
+        // ROD keeps its PDC on one path: the order the network keeps is the order of delivery.
+        const uint16_t entropy =
+            m_uecDelivery == UecDelivery::ROD ? u.entropy.base : m_entropy.Choose(u.entropy, nowPs);
+        FabricPacket* p = MakeUecPacket(qp, u, index, entropy);
+        u.pds.OnSent(index, retransmission, nowPs, entropy);
+        // Ask for an answer at once whenever the sender will wait for one: coalescing must not stall it.
+        if (retransmission || !u.pds.HasWork() ||
+            (nscc && double(u.pds.InflightBytes() + m_mtuBytes) > u.cc.cwndBytes))
+        {
+            p->seqBytes |= kUecAckRequestBit;
+            u.arPsn = index;
+        }
         if (retransmission)
         {
             ++m_retransmittedPackets;
@@ -1194,7 +1269,13 @@ HostNic::UecTimer(uint32_t qpIndex)
     u.rtoPending = false;
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     int64_t nextPs = -1;
-    const uint64_t lost = u.pds.OnTimeout(nowPs, m_uecRetransmitTimeout.GetTimeStep(), &nextPs);
+    uint64_t lost = u.pds.OnTimeout(nowPs, m_uecRetransmitTimeout.GetTimeStep(), &nextPs);
+    if (lost != 0 && m_uecDelivery == UecDelivery::ROD)
+    {
+        // The receiver dropped what followed the lost packet: go back to the first one not delivered.
+        lost += u.pds.GoBack(u.pds.Base(), u.pds.Base());
+        nextPs = -1;
+    }
     if (nextPs >= 0)
     {
         ArmUecTimer(qpIndex, nextPs, nowPs); // the oldest packet still in flight; the next send arms it otherwise
@@ -1214,21 +1295,38 @@ HostNic::UecTimer(uint32_t qpIndex)
 void
 HostNic::OnDataUec(const FabricPacket& p, int64_t nowPs)
 {
+    if (m_uecCc != UecCc::NSCC)
+    {
+        RcccNoteFlow(p);
+    }
+    if (m_uecDelivery == UecDelivery::ROD)
+    {
+        OnDataRod(p, nowPs);
+        return;
+    }
     if (p.payloadBytes == 0)
     {
-        ++m_naksSent; // a switch trimmed it: ask for it again at once
-        SendPdsAnswer(PacketKind::NACK, p);
+        SendNack(p, p.seqBytes & ~kUecAckRequestBit, kUecNackTrimmed); // a switch trimmed it: ask for it again
         return;
     }
     const uint64_t flowId = p.flowId;
+    const uint64_t seq = p.seqBytes & ~kUecAckRequestBit;
     const uint64_t expected = m_flows->bytes[flowId].rcvdBytes;
-    switch (m_reorder.OnData(flowId, p.seqBytes, expected, m_mtuBytes))
+    const bool gapBefore = m_reorder.Holds(flowId);
+    // At once: what the sender waits for (AR), what NSCC and the entropy feedback need per packet (ECN).
+    bool now = (p.seqBytes & kUecAckRequestBit) != 0 || p.ecnMarked;
+    bool finished = false;
+    bool duplicate = false;
+    switch (m_reorder.OnData(flowId, seq, expected, m_mtuBytes))
     {
     case ReorderBuffer::Verdict::DUPLICATE:
-        break; // a retransmission overtaken by the original: acknowledge it again
+        now = duplicate = true; // a retransmission overtaken by the original: the sender lacks our state
+        break;
     case ReorderBuffer::Verdict::HELD:
         ++m_reorderedPackets;
         ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
+        m_flows->bytes[flowId].unackedBytes += p.payloadBytes;
+        now = now || !gapBefore; // it opens a gap: the sender learns of the missing packet within a round trip
         break;
     case ReorderBuffer::Verdict::IN_ORDER: {
         ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
@@ -1236,38 +1334,139 @@ HostNic::OnDataUec(const FabricPacket& p, int64_t nowPs)
         const uint64_t size = m_flows->bytes[flowId].sizeBytes;
         const uint64_t rcvd = (m_flows->bytes[flowId].rcvdBytes +=
                                std::min<uint64_t>(p.payloadBytes + held * m_mtuBytes, size - expected));
-        SendPdsAnswer(PacketKind::SACK, p);
-        if (rcvd == size)
-        {
-            FinishFlow(flowId);
-        }
-        return;
+        m_flows->bytes[flowId].unackedBytes += p.payloadBytes;
+        finished = rcvd == size;
+        now = now || held != 0 || finished; // a gap closed, or the flow is complete
+        break;
     }
     }
-    SendPdsAnswer(PacketKind::SACK, p);
+    SackAndFinish(p, now, duplicate || (p.seqBytes & kUecAckRequestBit) != 0, finished);
 }
 
 void
-HostNic::SendPdsAnswer(PacketKind kind, const FabricPacket& p)
+HostNic::OnDataRod(const FabricPacket& p, int64_t nowPs)
 {
+    const uint64_t flowId = p.flowId;
+    const uint64_t expected = m_flows->bytes[flowId].rcvdBytes;
+    const uint64_t seq = p.seqBytes & ~kUecAckRequestBit;
+    if (p.payloadBytes == 0)
+    {
+        // A trimmed header beyond the next packet in order opens a gap like a loss (one NACK per gap); the
+        // next packet itself trimmed is NACKed every time, as its resend may be trimmed again. The sender
+        // goes back to the gap; the code tells NSCC whether the gap itself was trimmed.
+        const bool firstOfGap =
+            seq >= expected &&
+            m_gbnRx.OnData(flowId, expected + m_mtuBytes, expected) == GoBackNReceiver::Verdict::NAK;
+        if (seq == expected || firstOfGap)
+        {
+            SendNack(p, expected, seq == expected ? kUecNackTrimmed : kUecNackRodOutOfOrder);
+        }
+        return;
+    }
+    bool now = (p.seqBytes & kUecAckRequestBit) != 0 || p.ecnMarked;
+    bool finished = false;
+    switch (m_gbnRx.OnData(flowId, seq, expected))
+    {
+    case GoBackNReceiver::Verdict::DUPLICATE:
+        now = true;
+        break;
+    case GoBackNReceiver::Verdict::NAK:
+        SendNack(p, expected, kUecNackRodOutOfOrder); // dropped: the sender goes back to the gap
+        return;
+    case GoBackNReceiver::Verdict::DROP:
+        return; // beyond the gap already NACKed
+    case GoBackNReceiver::Verdict::DELIVER: {
+        ++m_latency[LatencyBucket(uint64_t(nowPs - p.sendTimePs))];
+        const uint64_t rcvd = (m_flows->bytes[flowId].rcvdBytes += p.payloadBytes);
+        m_flows->bytes[flowId].unackedBytes += p.payloadBytes;
+        finished = rcvd == m_flows->bytes[flowId].sizeBytes;
+        now = now || finished;
+        break;
+    }
+    }
+    SackAndFinish(p, now, true, finished);
+}
+
+void
+HostNic::SackAndFinish(const FabricPacket& p, bool now, bool coverAboveCack, bool finished)
+{
+    const uint64_t flowId = p.flowId;
+    if (now || m_flows->bytes[flowId].unackedBytes >= m_uecAckEveryBytes)
+    {
+        SendSack(p, coverAboveCack);
+    }
+    if (!finished)
+    {
+        return;
+    }
+    if (m_uecCc != UecCc::NSCC)
+    {
+        auto it = m_rcccFlows.find(flowId);
+        NS_ASSERT_MSG(it == m_rcccFlows.end() || it->second.creditedBytes == it->second.sizeBytes,
+                      "flow " << flowId << " completed with credit still owed");
+        if (it != m_rcccFlows.end())
+        {
+            m_rcccFlows.erase(it);
+        }
+    }
+    FinishFlow(flowId);
+}
+
+void
+HostNic::SendNack(const FabricPacket& p, uint64_t seqBytes, UecNackCode code)
+{
+    ++m_naksSent;
     const uint64_t rcvd = m_flows->bytes[p.flowId].rcvdBytes;
     FabricPacket* c = m_pool->Allocate();
-    c->kind = kind;
+    c->kind = PacketKind::NACK;
     c->flowId = p.flowId;
     c->src = m_nodeId;
     c->dst = p.src;
-    c->seqBytes = p.seqBytes;
-    c->aux = static_cast<uint32_t>((rcvd + m_mtuBytes - 1) / m_mtuBytes); // the cumulative acknowledgement
-    c->qp = p.qp;                   // the entropy it answers, for the sender's path feedback
-    c->ecnMarked = p.ecnMarked;     // ECN echo
-    c->sendTimePs = p.sendTimePs;   // the sender measures the round trip from it
+    c->seqBytes = seqBytes;
+    c->aux = static_cast<uint32_t>((rcvd + m_mtuBytes - 1) / m_mtuBytes); // CACK_PSN
+    c->payloadBytes = code;
+    c->qp = p.qp;                 // the entropy it answers, for the sender's path feedback
+    c->ecnMarked = p.ecnMarked;   // ECN echo
+    c->sendTimePs = p.sendTimePs; // the sender measures the round trip from it
     c->wireBytes = m_ackBytes;
     c->priority = m_controlPriority;
     m_ports[0]->Enqueue(c);
 }
 
 void
-HostNic::OnPdsAnswer(const FabricPacket& p)
+HostNic::SendSack(const FabricPacket& p, bool coverAboveCack)
+{
+    ++m_sacksSent;
+    m_flows->bytes[p.flowId].unackedBytes = 0;
+    const uint64_t rcvd = m_flows->bytes[p.flowId].rcvdBytes;
+    const uint64_t cack = (rcvd + m_mtuBytes - 1) / m_mtuBytes;
+    const int64_t ackPsn = int64_t((p.seqBytes & ~kUecAckRequestBit) / m_mtuBytes);
+    // The bitmap ends at the packet that triggered the SACK, so it covers the packets that arrived since the
+    // previous SACK; after a retransmission or a duplicate, it starts at CACK_PSN instead: what is held
+    // beyond the next gap.
+    const int64_t lastBit = int64_t(kUecSackBitmapPackets - 1);
+    const int64_t sackOffset =
+        coverAboveCack ? 0 : std::clamp<int64_t>(ackPsn - lastBit - int64_t(cack), 0, kUecSackOffsetMax);
+    const int64_t ackOffset = ackPsn - int64_t(cack);
+    const bool ackFits = ackOffset >= kUecAckOffsetMin && ackOffset <= kUecAckOffsetMax;
+    FabricPacket* c = m_pool->Allocate();
+    c->kind = PacketKind::SACK;
+    c->flowId = p.flowId;
+    c->src = m_nodeId;
+    c->dst = p.src;
+    c->aux = static_cast<uint32_t>(cack);                                              // CACK_PSN
+    c->seqBytes = m_reorder.ArrivedBitmap(p.flowId, int64_t(cack) + sackOffset, cack); // SACK_BITMAP
+    c->payloadBytes = UecSackOffsets(uint16_t(sackOffset), ackFits ? int16_t(ackOffset) : kUecAckOffsetNone);
+    c->qp = p.qp;
+    c->ecnMarked = p.ecnMarked;
+    c->sendTimePs = p.sendTimePs;
+    c->wireBytes = m_ackBytes;
+    c->priority = m_controlPriority;
+    m_ports[0]->Enqueue(c);
+}
+
+void
+HostNic::OnSack(const FabricPacket& p)
 {
     ++m_acksReceived;
     const uint32_t qpIndex = SenderQueuePair(p.flowId);
@@ -1277,31 +1476,71 @@ HostNic::OnPdsAnswer(const FabricPacket& p)
     }
     UecFlow& u = *m_uecFlows[qpIndex];
     const int64_t nowPs = Simulator::Now().GetTimeStep();
-    const uint64_t index = p.seqBytes / m_mtuBytes;
-    const bool nack = p.kind == PacketKind::NACK;
-    m_entropy.OnFeedback(u.entropy, p.qp, nack || p.ecnMarked, nowPs);
-    if (nack)
+    const SackOutcome got = ApplySack(u.pds, m_entropy, u.entropy, DecodeSack(p), nowPs);
+    if (got.ackedBytes != 0 && m_uecCc != UecCc::RCCC)
     {
-        if (u.pds.OnNack(index, p.aux))
+        // NSCC's per-packet signals: the clean bytes, then the marked packet, with this SACK's round trip.
+        const int64_t rttPs = nowPs - p.sendTimePs;
+        if (got.ackedBytes > got.markedBytes)
+        {
+            m_nscc->OnAck(u.cc, got.ackedBytes - got.markedBytes, rttPs, false, nowPs);
+        }
+        if (got.markedBytes != 0)
+        {
+            m_nscc->OnAck(u.cc, got.markedBytes, rttPs, true, nowPs);
+        }
+    }
+    // ROD needs no reordering rule: its one path keeps the order, and the receiver NACKs a gap.
+    const int64_t windowPs = m_uecDelivery == UecDelivery::RUD ? m_uecReorderWindow.GetTimeStep() : 0;
+    if (windowPs != 0 && u.pds.DetectLoss(p.sendTimePs, windowPs) != 0)
+    {
+        ++m_reorderLosses;
+        ActivateUec(qpIndex);
+    }
+    AfterPdsAnswer(qpIndex);
+}
+
+void
+HostNic::OnNack(const FabricPacket& p)
+{
+    ++m_acksReceived;
+    const uint32_t qpIndex = SenderQueuePair(p.flowId);
+    if (qpIndex == FlowTable::kNoQueuePair || !m_uecFlows[qpIndex])
+    {
+        return;
+    }
+    UecFlow& u = *m_uecFlows[qpIndex];
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    if (m_uecDelivery == UecDelivery::ROD)
+    {
+        // The receiver dropped what followed the gap: go back to it. Only a trimmed gap signals congestion.
+        if (p.payloadBytes == kUecNackTrimmed && m_uecCc != UecCc::RCCC)
         {
             m_nscc->OnNack(u.cc, nowPs);
+        }
+        if (u.pds.GoBack(p.seqBytes / m_mtuBytes, p.aux) != 0)
+        {
             ActivateUec(qpIndex);
         }
+        AfterPdsAnswer(qpIndex);
+        return;
     }
-    else
+    m_entropy.OnFeedback(u.entropy, p.qp, true, nowPs);
+    if (u.pds.OnNack(p.seqBytes / m_mtuBytes, p.aux))
     {
-        const uint64_t acked = u.pds.OnAck(index, p.aux);
-        if (acked != 0)
+        if (m_uecCc != UecCc::RCCC)
         {
-            m_nscc->OnAck(u.cc, acked, nowPs - p.sendTimePs, p.ecnMarked, nowPs);
+            m_nscc->OnNack(u.cc, nowPs);
         }
-        const int64_t windowPs = m_uecReorderWindow.GetTimeStep();
-        if (windowPs != 0 && u.pds.DetectLoss(p.sendTimePs, windowPs) != 0)
-        {
-            ++m_reorderLosses;
-            ActivateUec(qpIndex);
-        }
+        ActivateUec(qpIndex);
     }
+    AfterPdsAnswer(qpIndex);
+}
+
+void
+HostNic::AfterPdsAnswer(uint32_t qpIndex)
+{
+    UecFlow& u = *m_uecFlows[qpIndex];
     if (u.pds.AllAcked())
     {
         if (u.rtoPending)
@@ -1312,6 +1551,79 @@ HostNic::OnPdsAnswer(const FabricPacket& p)
         return;
     }
     m_ports[0]->Wake(); // the window may have opened
+}
+
+uint64_t
+HostNic::RcccInitialCredit(uint64_t sizeBytes) const
+{
+    const uint64_t first = std::min<uint64_t>(sizeBytes, m_mtuBytes);
+    return std::min(sizeBytes, std::max(m_rcccInitialCreditBytes, first));
+}
+
+void
+HostNic::RcccNoteFlow(const FabricPacket& p)
+{
+    const uint64_t flowId = p.flowId;
+    const uint64_t size = m_flows->bytes[flowId].sizeBytes;
+    if (m_flows->bytes[flowId].rcvdBytes == size || m_rcccFlows.count(flowId) != 0)
+    {
+        return; // known, or complete (a late duplicate)
+    }
+    const RcccFlow f{RcccInitialCredit(size), size, p.src};
+    m_rcccFlows.emplace(flowId, f);
+    if (f.creditedBytes < size)
+    {
+        m_rcccDemand.push_back(flowId);
+        if (!m_rcccPacing)
+        {
+            RcccGrant();
+        }
+    }
+}
+
+void
+HostNic::RcccGrant()
+{
+    m_rcccPacing = false;
+    if (m_rcccDemand.empty())
+    {
+        return;
+    }
+    const uint64_t flowId = m_rcccDemand.front();
+    m_rcccDemand.pop_front();
+    RcccFlow& f = m_rcccFlows.at(flowId);
+    NS_ASSERT_MSG(f.creditedBytes < f.sizeBytes, "flow " << flowId << " owed no credit");
+    const uint64_t grant = std::min(m_rcccCreditBytes, f.sizeBytes - f.creditedBytes);
+    f.creditedBytes += grant;
+    ++m_rcccCreditsSent;
+    SendControl(PacketKind::GRANT, flowId, f.src, f.creditedBytes);
+    if (f.creditedBytes < f.sizeBytes)
+    {
+        m_rcccDemand.push_back(flowId);
+    }
+    // The next grant follows once the granted payload, in whole packets with their headers, could cross
+    // this NIC's link: the senders together never send faster than the receiver drains.
+    const uint64_t packets = (grant + m_mtuBytes - 1) / m_mtuBytes;
+    const double wireBits = 8.0 * double(grant + packets * m_headerBytes);
+    const int64_t gapPs = int64_t(wireBits / LineRateBps() * 1e12 + 0.5);
+    m_rcccPacing = true;
+    m_rcccEvent = Simulator::Schedule(TimeStep(gapPs), &HostNic::RcccGrant, this);
+}
+
+void
+HostNic::OnRcccCredit(const FabricPacket& p)
+{
+    const uint32_t qpIndex = SenderQueuePair(p.flowId);
+    if (qpIndex == FlowTable::kNoQueuePair || !m_uecFlows[qpIndex])
+    {
+        return;
+    }
+    UecFlow& u = *m_uecFlows[qpIndex];
+    if (p.seqBytes > u.creditBytes)
+    {
+        u.creditBytes = p.seqBytes;
+        m_ports[0]->Wake();
+    }
 }
 
 } // namespace ns3

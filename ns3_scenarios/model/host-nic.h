@@ -23,6 +23,7 @@
 #include "go-back-n-sender.h"
 #include "ib-cc-control.h"
 #include "nscc-window.h"
+#include "pds-sack.h"
 #include "pds-scoreboard.h"
 #include "reorder-buffer.h"
 
@@ -30,6 +31,7 @@
 #include "ns3/traced-callback.h"
 
 #include <array>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -90,8 +92,16 @@ LatencyBucket(uint64_t ps)
  * reuse of the entropies that came back clean), keeps at most the NSCC window in flight (NsccWindow), and resends
  * only the packets that are lost (PdsScoreboard): a NACK names a trimmed one; a dropped one is found
  * when a packet sent more than UecReorderWindow after it is SACKed, or by the retransmission timeout
- * (UecRetransmitTimeout). The receiver places packets in any order (ReorderBuffer)
- * and answers every data packet at once: a SACK, or a NACK if a switch trimmed it to its header.
+ * (UecRetransmitTimeout). The receiver places packets in any order (ReorderBuffer), NACKs a trimmed
+ * header at once and coalesces its SACKs: one per UecAckEveryBytes received, and one at once for a
+ * packet with the AR flag, an ECN-marked one, one that opens or closes a gap, a duplicate and the flow's
+ * last byte. Each SACK carries the cumulative acknowledgement and a 64-packet bitmap (PDS CACK_PSN,
+ * SACK_PSN_OFFSET, SACK_BITMAP). The sender sets AR on a retransmission, on its last packet and on one
+ * that fills its window, so an answer is always due when it has to wait. UecCongestionControl chooses
+ * NSCC (sender window), RCCC (receiver credits: the receiver paces grants of UecRcccCreditBytes at its
+ * line rate, round-robin over its senders; a sender sends UecRcccInitialCreditBytes unsolicited) or both.
+ * UecDeliveryMode rod makes every flow a reliable ordered delivery context instead: one entropy (one
+ * path), a receiver that takes only the next packet in order and NACKs a gap once, go-back-N resends.
  */
 class HostNic : public FabricNode, public PacketSource
 {
@@ -196,6 +206,18 @@ class HostNic : public FabricNode, public PacketSource
         return m_reorderedPackets;
     }
 
+    /// @return UEC SACKs this NIC sent (as a receiver)
+    uint64_t GetSacksSent() const
+    {
+        return m_sacksSent;
+    }
+
+    /// @return UEC RCCC credit packets this NIC sent (as a receiver)
+    uint64_t GetCreditsSent() const
+    {
+        return m_rcccCreditsSent;
+    }
+
     /// @return clear-to-send grants this NIC sent as a receiver (AdmissionEnabled)
     uint64_t GetGrantsSent() const
     {
@@ -274,7 +296,32 @@ class HostNic : public FabricNode, public PacketSource
         NsccState cc;         ///< NSCC window
         EntropyState entropy; ///< entropy choice and feedback
         EventId rtoEvent;     ///< retransmission timer (while rtoPending)
+        uint64_t creditBytes{0}; ///< RCCC: payload offset new packets may reach (initial credit + grants), in bytes
+        uint64_t arPsn{~uint64_t(0)}; ///< the newest packet sent with the AR flag (~0: none)
         bool rtoPending{false}; ///< the timer is scheduled
+    };
+
+    /// UecCongestionControl: which UEC congestion control limits a sender.
+    enum class UecCc : uint8_t
+    {
+        NSCC, ///< sender window from ECN and delay
+        RCCC, ///< receiver-granted credits
+        BOTH, ///< a packet needs window room and credit
+    };
+
+    /// UecDeliveryMode: the PDS delivery mode of every flow.
+    enum class UecDelivery : uint8_t
+    {
+        RUD, ///< reliable unordered delivery: sprayed, placed in any order, selective retransmission
+        ROD, ///< reliable ordered delivery: one path, in order, go-back-N from a gap
+    };
+
+    /// RCCC receiver state of one flow towards this NIC, from its first packet to its last byte.
+    struct RcccFlow
+    {
+        uint64_t creditedBytes; ///< payload offset its sender may send up to, in bytes
+        uint64_t sizeBytes;     ///< the flow's payload (the message length of its first packet), in bytes
+        uint32_t src;           ///< its sender's node id
     };
 
     /// QueuePair::limitBytes of a QP neither admission nor a window holds back.
@@ -292,10 +339,30 @@ class HostNic : public FabricNode, public PacketSource
     void ArmUecTimer(uint32_t qpIndex, int64_t atPs, int64_t nowPs);
     /// UEC receiver: data packet @p p arrived at @p nowPs (ps): place it, SACK it, or NACK it if trimmed.
     void OnDataUec(const FabricPacket& p, int64_t nowPs);
-    /// UEC receiver: answer data packet @p p with a SACK or NACK (PacketKind @p kind).
-    void SendPdsAnswer(PacketKind kind, const FabricPacket& p);
-    /// UEC sender: a SACK or NACK (@p p) arrived.
-    void OnPdsAnswer(const FabricPacket& p);
+    /// UEC receiver: NACK (with @p code) the packet at @p seqBytes of data packet @p p's flow, at once.
+    void SendNack(const FabricPacket& p, uint64_t seqBytes, UecNackCode code);
+    /// UEC receiver, ROD: data packet @p p arrived at @p nowPs (ps): deliver it if it is the next in order.
+    void OnDataRod(const FabricPacket& p, int64_t nowPs);
+    /// UEC receiver: @p p's flow's in-order point moved; SACK it if @p now or the threshold is reached,
+    /// then complete the flow if @p finished.
+    void SackAndFinish(const FabricPacket& p, bool now, bool coverAboveCack, bool finished);
+    /// UEC receiver: SACK flow @p p.flowId's state, triggered by data packet @p p (ACK_PSN); the bitmap
+    /// starts at CACK_PSN if @p coverAboveCack, else it ends at ACK_PSN.
+    void SendSack(const FabricPacket& p, bool coverAboveCack);
+    /// UEC sender: a SACK (@p p) arrived.
+    void OnSack(const FabricPacket& p);
+    /// UEC sender: a NACK (@p p) arrived.
+    void OnNack(const FabricPacket& p);
+    /// UEC sender: the SACK or NACK @p p left QP @p qpIndex's flow; free its state once all is acknowledged.
+    void AfterPdsAnswer(uint32_t qpIndex);
+    /// @return the payload of a flow of @p sizeBytes its sender may send before any RCCC credit, in bytes
+    uint64_t RcccInitialCredit(uint64_t sizeBytes) const;
+    /// RCCC receiver: data packet @p p arrived; learn its flow on its first packet and start granting.
+    void RcccNoteFlow(const FabricPacket& p);
+    /// RCCC receiver: grant the next sender its credit, and pace the next grant at the line rate.
+    void RcccGrant();
+    /// RCCC sender: a credit (GRANT packet @p p) arrived.
+    void OnRcccCredit(const FabricPacket& p);
 
     /// Receive handlers, one per packet kind the NIC consumes (Receive dispatches).
     void OnData(const FabricPacket& p);
@@ -468,6 +535,17 @@ class HostNic : public FabricNode, public PacketSource
     Time m_uecRetransmitTimeout;        ///< UEC: a packet unanswered this long is sent again
     Time m_uecReorderWindow;            ///< UEC: a packet this much older than one SACKed is lost
     uint64_t m_reorderLosses{0};        ///< UEC: SACKs that declared older packets lost
+    uint64_t m_uecAckEveryBytes{16384}; ///< UEC receiver: payload received per coalesced SACK, in bytes
+    uint64_t m_sacksSent{0};            ///< UEC: SACKs sent
+    UecCc m_uecCc{UecCc::NSCC};         ///< UEC congestion control (UecCongestionControl)
+    UecDelivery m_uecDelivery{UecDelivery::RUD}; ///< UEC delivery mode (UecDeliveryMode)
+    uint64_t m_rcccInitialCreditBytes{4096}; ///< RCCC: payload a sender sends unsolicited, in bytes
+    uint64_t m_rcccCreditBytes{16384};  ///< RCCC: payload one credit grants, in bytes
+    std::unordered_map<uint64_t, RcccFlow> m_rcccFlows; ///< RCCC receiver: flows seen and not finished, by flow id
+    std::deque<uint64_t> m_rcccDemand;  ///< RCCC receiver: flows still owed credit, round-robin
+    EventId m_rcccEvent;                ///< RCCC receiver: the next paced grant
+    bool m_rcccPacing{false};           ///< RCCC receiver: m_rcccEvent is scheduled
+    uint64_t m_rcccCreditsSent{0};      ///< RCCC: credit packets sent
     TracedCallback<uint64_t> m_flowFinishTrace; ///< flow id whose last byte arrived here
     TracedCallback<uint64_t, double> m_rateTrace; ///< (flow id, new rate in bit/s) on DCQCN changes
 };

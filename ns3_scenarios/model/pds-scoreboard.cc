@@ -2,6 +2,8 @@
 
 #include "ns3/assert.h"
 
+#include <algorithm>
+
 namespace ns3
 {
 
@@ -48,7 +50,7 @@ PdsScoreboard::Next(uint64_t* index, bool* retransmission)
 }
 
 void
-PdsScoreboard::OnSent(uint64_t index, bool retransmission, int64_t nowPs)
+PdsScoreboard::OnSent(uint64_t index, bool retransmission, int64_t nowPs, uint16_t entropy)
 {
     if (retransmission)
     {
@@ -57,12 +59,12 @@ PdsScoreboard::OnSent(uint64_t index, bool retransmission, int64_t nowPs)
         m_retransmit.pop_front();
         Entry& e = m_entries[index - m_base];
         NS_ASSERT_MSG(e.state == State::LOST, "packet " << index << " resent but not lost");
-        e = Entry{nowPs, State::IN_FLIGHT};
+        e = Entry{nowPs, entropy, State::IN_FLIGHT};
     }
     else
     {
         NS_ASSERT_MSG(index == m_nextNew, "new packet " << index << " is not the next one " << m_nextNew);
-        m_entries.push_back(Entry{nowPs, State::IN_FLIGHT});
+        m_entries.push_back(Entry{nowPs, entropy, State::IN_FLIGHT});
         ++m_nextNew;
     }
     m_inflightBytes += PayloadOf(index);
@@ -84,24 +86,6 @@ PdsScoreboard::AdvanceBase(uint64_t cumulativePackets)
     NS_ASSERT_MSG(m_inflightBytes >= freed, "acknowledged more bytes than in flight");
     m_inflightBytes -= freed;
     return freed;
-}
-
-uint64_t
-PdsScoreboard::OnAck(uint64_t index, uint64_t cumulativePackets)
-{
-    uint64_t freed = 0;
-    if (index >= m_base && index < m_nextNew)
-    {
-        Entry& e = m_entries[index - m_base];
-        if (e.state == State::IN_FLIGHT)
-        {
-            freed = PayloadOf(index);
-            NS_ASSERT_MSG(m_inflightBytes >= freed, "acknowledged more bytes than in flight");
-            m_inflightBytes -= freed;
-        }
-        e.state = State::ACKED; // a lost one answered late needs no retransmission (Next skips it)
-    }
-    return freed + AdvanceBase(cumulativePackets);
 }
 
 void
@@ -126,6 +110,32 @@ PdsScoreboard::OnNack(uint64_t index, uint64_t cumulativePackets)
     }
     MarkLost(index);
     return true;
+}
+
+uint64_t
+PdsScoreboard::GoBack(uint64_t index, uint64_t cumulativePackets)
+{
+    AdvanceBase(cumulativePackets);
+    uint64_t lost = 0;
+    for (uint64_t i = std::max(index, m_base); i < m_nextNew; ++i)
+    {
+        if (m_entries[i - m_base].state == State::IN_FLIGHT)
+        {
+            MarkLost(i);
+            ++lost;
+        }
+    }
+    // The receiver takes only the next packet in order: resend the lost ones lowest first, whatever the
+    // order in which they were found lost.
+    m_retransmit.clear();
+    for (uint64_t i = m_base; i < m_nextNew; ++i)
+    {
+        if (m_entries[i - m_base].state == State::LOST)
+        {
+            m_retransmit.push_back(i);
+        }
+    }
+    return lost;
 }
 
 uint64_t

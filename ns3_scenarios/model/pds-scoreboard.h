@@ -7,6 +7,9 @@
 #ifndef COSIM_PDS_SCOREBOARD_H
 #define COSIM_PDS_SCOREBOARD_H
 
+#include "ns3/assert.h"
+
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 
@@ -18,9 +21,10 @@ namespace ns3
  * @brief One flow's selective-acknowledgement scoreboard (UEC 1.0 PDS, reliable unordered delivery).
  *
  * Packets are numbered by payload offset / MTU (the PSN). Every packet from the cumulative acknowledgement
- * (the receiver's CACK) up to the highest one sent has an entry: in flight (with its send time), acked
- * (a SACK arrived) or lost (a NACK of its trimmed header, or the retransmission timeout, put it on the
- * retransmit list). Only lost packets are sent again: selective retransmission, never go-back-N. Entries
+ * (the receiver's CACK) up to the highest one sent has an entry: in flight (with its send time and
+ * entropy), acked (a SACK's bitmap or cumulative acknowledgement covered it) or lost (a NACK of its
+ * trimmed header, reordering or the retransmission timeout put it on the retransmit list). Only lost
+ * packets are sent again: selective retransmission (reliable ordered delivery goes back with GoBack). Entries
  * leave from the front as the cumulative acknowledgement passes them, so memory follows the packets
  * outstanding, not the flow's size. Plain state owned by the HostNic, one per UEC queue pair.
  */
@@ -41,18 +45,66 @@ class PdsScoreboard
      */
     bool Next(uint64_t* index, bool* retransmission);
 
-    /// Packet @p index (from Next) went on the wire at @p nowPs (ps).
-    void OnSent(uint64_t index, bool retransmission, int64_t nowPs);
+    /// Packet @p index (from Next) went on the wire at @p nowPs (ps) with entropy value @p entropy.
+    void OnSent(uint64_t index, bool retransmission, int64_t nowPs, uint16_t entropy);
 
     /**
-     * @brief A SACK of packet @p index arrived, carrying the receiver's cumulative acknowledgement
-     * @p cumulativePackets (every packet below it delivered).
+     * @brief A SACK arrived: the receiver's cumulative acknowledgement @p cumulativePackets (CACK_PSN: every
+     * packet below it delivered) and its SACK_BITMAP @p bitmap (bit i: packet @p firstPacket + i arrived).
+     * Calls @p onDelivered(index, entropy, wasInFlight) once for every packet it newly shows delivered,
+     * with the entropy of that packet's latest transmission (so one SACK covering many packets still
+     * gives per-packet path feedback) and whether it was in flight (not declared lost).
      * @return payload newly known delivered that was in flight, in bytes (0 for a duplicate)
      */
-    uint64_t OnAck(uint64_t index, uint64_t cumulativePackets);
+    template <typename F>
+    uint64_t OnSack(uint64_t cumulativePackets, int64_t firstPacket, uint64_t bitmap, F&& onDelivered)
+    {
+        uint64_t freed = 0;
+        // In packet order: what the cumulative acknowledgement covers, then the bitmap beyond it.
+        while (!m_entries.empty() && m_base < cumulativePackets)
+        {
+            Entry& e = m_entries.front();
+            if (e.state != State::ACKED)
+            {
+                freed += Deliver(m_base, e, onDelivered); // delivered, its SACK lost or coalesced
+            }
+            m_entries.pop_front();
+            ++m_base;
+        }
+        const int64_t from = std::max<int64_t>(firstPacket, int64_t(m_base));
+        const int64_t to = std::min<int64_t>(firstPacket + 64, int64_t(m_nextNew));
+        for (int64_t i = from; i < to; ++i)
+        {
+            Entry& e = m_entries[uint64_t(i) - m_base];
+            if (((bitmap >> (i - firstPacket)) & 1) && e.state != State::ACKED)
+            {
+                freed += Deliver(uint64_t(i), e, onDelivered);
+            }
+        }
+        while (!m_entries.empty() && m_entries.front().state == State::ACKED)
+        {
+            m_entries.pop_front();
+            ++m_base;
+        }
+        return freed;
+    }
+
+    /// @return true if packet @p index was sent and is neither acknowledged nor declared lost
+    bool IsInFlight(uint64_t index) const
+    {
+        return index >= m_base && index < m_nextNew && m_entries[index - m_base].state == State::IN_FLIGHT;
+    }
 
     /// A NACK of packet @p index arrived (its header came back trimmed). @return true if it is now due for retransmission.
     bool OnNack(uint64_t index, uint64_t cumulativePackets);
+
+    /**
+     * @brief Reliable ordered delivery: the receiver dropped what arrived beyond packet @p index (a ROD_OOO
+     * NACK, or a timeout), so every packet from @p index on that is in flight is sent again, and every lost
+     * packet is resent lowest first (go-back-N).
+     * @return packets declared lost
+     */
+    uint64_t GoBack(uint64_t index, uint64_t cumulativePackets);
 
     /**
      * @brief The retransmission timer fired at @p nowPs: every packet in flight since @p timeoutPs or
@@ -108,9 +160,27 @@ class PdsScoreboard
     /// One outstanding packet.
     struct Entry
     {
-        int64_t sentPs; ///< time of its latest transmission, in ps
-        State state;    ///< what is known of it
+        int64_t sentPs;   ///< time of its latest transmission, in ps
+        uint16_t entropy; ///< entropy value of its latest transmission
+        State state;      ///< what is known of it
     };
+
+    /// Entry @p e (packet @p index) is delivered: report it to @p onDelivered; @return its in-flight bytes freed
+    template <typename F>
+    uint64_t Deliver(uint64_t index, Entry& e, F& onDelivered)
+    {
+        const bool inFlight = e.state == State::IN_FLIGHT;
+        uint64_t freed = 0;
+        if (inFlight)
+        {
+            freed = PayloadOf(index);
+            NS_ASSERT_MSG(m_inflightBytes >= freed, "acknowledged more bytes than in flight");
+            m_inflightBytes -= freed;
+        }
+        e.state = State::ACKED; // a lost one answered late needs no retransmission (Next skips it)
+        onDelivered(index, e.entropy, inFlight);
+        return freed;
+    }
 
     /// Advance the base over packets below @p cumulativePackets and acked ones; @return in-flight bytes this freed
     uint64_t AdvanceBase(uint64_t cumulativePackets);

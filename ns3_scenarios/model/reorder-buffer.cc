@@ -2,6 +2,8 @@
 
 #include "ns3/assert.h"
 
+#include <algorithm>
+
 namespace ns3
 {
 
@@ -68,6 +70,39 @@ ReorderBuffer::TakeHeld(uint64_t flowId, uint64_t expectedBytes, uint32_t mtuByt
         m_flows.erase(it);
     }
     return released;
+}
+
+uint64_t
+ReorderBuffer::ArrivedBitmap(uint64_t flowId, int64_t firstPacket, uint64_t cumulativePackets) const
+{
+    uint64_t bits = 0;
+    // Delivered: the indices below the in-order point (and any below 0).
+    const int64_t delivered = int64_t(cumulativePackets) - firstPacket;
+    if (delivered >= 64)
+    {
+        return ~uint64_t(0);
+    }
+    if (delivered > 0)
+    {
+        bits = (uint64_t(1) << delivered) - 1;
+    }
+    auto it = m_heldPackets == 0 ? m_flows.end() : m_flows.find(flowId);
+    if (it == m_flows.end())
+    {
+        return bits;
+    }
+    const std::vector<uint64_t>& held = it->second.bits;
+    // Held: the 64 bits of the per-flow bit vector from firstPacket on (two words, shifted).
+    const int64_t start = std::max<int64_t>(firstPacket, 0);
+    const uint64_t word = uint64_t(start) / 64;
+    const uint32_t shift = uint32_t(uint64_t(start) % 64);
+    uint64_t window = word < held.size() ? held[word] >> shift : 0;
+    if (shift != 0 && word + 1 < held.size())
+    {
+        window |= held[word + 1] << (64 - shift);
+    }
+    const int64_t lead = start - firstPacket; // bits below index 0, already set as delivered
+    return bits | (lead >= 64 ? 0 : window << lead);
 }
 
 } // namespace ns3

@@ -52,6 +52,19 @@ class ReorderBuffer
      */
     uint64_t TakeHeld(uint64_t flowId, uint64_t expectedBytes, uint32_t mtuBytes);
 
+    /**
+     * @brief Which packets of flow @p flowId have arrived, as a UEC SACK_BITMAP: bit i is set if packet
+     * @p firstPacket + i (packet index = seqBytes / MTU) was delivered (it lies below @p cumulativePackets,
+     * the in-order point in packets) or is held. Indices below 0 count as delivered.
+     */
+    uint64_t ArrivedBitmap(uint64_t flowId, int64_t firstPacket, uint64_t cumulativePackets) const;
+
+    /// @return true if flow @p flowId holds packets beyond a gap
+    bool Holds(uint64_t flowId) const
+    {
+        return m_heldPackets != 0 && m_flows.count(flowId) != 0;
+    }
+
     /// @return packets held for flows with gaps now
     uint64_t GetHeldPackets() const
     {

@@ -6,6 +6,7 @@
 #include "../model/egress-port.h"
 #include "../model/fabric-switch.h"
 #include "../model/nscc-window.h"
+#include "../model/pds-sack.h"
 
 #include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
@@ -44,6 +45,42 @@ ModelProbes::NsccWindowAfter(double lineRateBps,
             cc->OnAck(s, uint64_t(ackedBytes[k]), rttPs[k], ecn[k] != 0, nowPs[k]);
         }
         cwndOut[k] = s.cwndBytes;
+    }
+}
+
+void
+ModelProbes::PdsSackFeedback(int64_t mtuBytes,
+                             int64_t sent,
+                             const uint16_t* entropies,
+                             int64_t cackPsn,
+                             int64_t sackPsn,
+                             uint64_t bitmap,
+                             int64_t ackPsn,
+                             bool ecn,
+                             int64_t nextCount,
+                             int64_t* out)
+{
+    NS_ASSERT_MSG(ackPsn >= 0 && ackPsn < sent, "ACK_PSN " << ackPsn << " was not sent");
+    const int64_t holdPs = 10'000'000;
+    EntropySelector selector;
+    selector.Configure(256, 32, holdPs);
+    EntropyState entropy = selector.Initial(0);
+    PdsScoreboard pds;
+    pds.Configure(uint64_t(sent * mtuBytes), uint32_t(mtuBytes));
+    for (int64_t i = 0; i < sent; ++i)
+    {
+        uint64_t index = 0;
+        bool retransmission = false;
+        pds.Next(&index, &retransmission);
+        pds.OnSent(index, retransmission, 0, entropies[i]);
+    }
+    const PdsSack sack{uint64_t(cackPsn), sackPsn, bitmap, ackPsn, ecn, entropies[ackPsn]};
+    const SackOutcome got = ApplySack(pds, selector, entropy, sack, 1);
+    out[0] = int64_t(got.ackedBytes);
+    out[1] = int64_t(got.markedBytes);
+    for (int64_t k = 0; k < nextCount; ++k)
+    {
+        out[2 + k] = selector.Choose(entropy, 2);
     }
 }
 

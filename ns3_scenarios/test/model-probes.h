@@ -71,6 +71,26 @@ class ModelProbes
                                 const uint8_t* nack,
                                 double* cwndOut);
 
+    /**
+     * @brief Probe of one coalesced UEC SACK at its sender (PdsScoreboard, EntropySelector with its
+     * default ring of 32 and a 10 us hold, flow 0 so entropies count from 0): packets 0..@p sent - 1 of
+     * @p mtuBytes each go out once, packet i with entropy @p entropies[i], then one SACK arrives
+     * (CACK_PSN @p cackPsn, SACK_PSN @p sackPsn, SACK_BITMAP @p bitmap, ACK_PSN @p ackPsn marked if
+     * @p ecn, echoing entropy @p entropies[@p ackPsn]).
+     * @param out [2 + @p nextCount]: the bytes it acknowledged, the marked bytes among them, then the
+     * entropies of the next @p nextCount packets the flow would send
+     */
+    static void PdsSackFeedback(int64_t mtuBytes,
+                                int64_t sent,
+                                const uint16_t* entropies,
+                                int64_t cackPsn,
+                                int64_t sackPsn,
+                                uint64_t bitmap,
+                                int64_t ackPsn,
+                                bool ecn,
+                                int64_t nextCount,
+                                int64_t* out);
+
     /// SchedulerScript step kinds.
     enum SchedulerStep : uint8_t
     {
