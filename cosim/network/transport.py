@@ -37,6 +37,9 @@ transport (NetworkSpec fields; each off by default, so a run without them is the
   the HPCC-derived ns-3 models do).
 - ``dragonfly_routing`` (``minimal``): ``valiant`` or ``ugal`` on a dragonfly (docs/models/dragonfly.md).
 
+On roce and uec, the link layer options ``link_retry`` (LLR) and ``link_flow_control`` (CBFC) are those of
+:mod:`cosim.network.link_layer`.
+
 User ``--set`` values are applied after these, so they win.
 """
 
