@@ -57,22 +57,27 @@ def main() -> None:
     bers = [float(x) for x in sys.argv[2].split(",")] if len(sys.argv) > 2 else [1e-8, 1e-7, 1e-6, 1e-5]
     frames = -(-size // MTU)
     print(f"one flow of {size / (1 << 20):g} MiB, {LINK_GBPS:g} Gbps, {DELAY_NS:g} ns links; goodput in Gbit/s")
-    print("| BER | transport | goodput | LLR closed form | at r | llr_retries r | lost end to end | resent packets |")
-    print("|-----|-----------|---------|-----------------|------|---------------|-----------------|----------------|")
+    print("| BER | RoCE | RoCE + LLR | closed form | at r | UEC | UEC + LLR | closed form | at r "
+          "| LLR replays r (RoCE, UEC) | RoCE lost / resent | UEC lost / resent |")
+    print("|---" * 12 + "|")
     for ber in bers:
+        cells, replays, lost = [], [], []
         for transport in ("roce", "uec"):
             c_gbps, p, k = closed_form(transport, ber)
-            for llr in (False, True):
-                out = run(transport, llr, ber, size)
-                c = out.counters
-                done = out.status == "complete"
-                goodput = f"{size * 8 / float(out.finish_ns.max()):.2f}" if done else f"unfinished at {STOP_NS / 1e9:g} s"
-                r = c.get("llr_retries", 0)
-                form = f"{c_gbps * (1 - p) / (1 + p * k):.2f}" if llr else ""
-                at_r = f"{c_gbps * frames / (frames + r * (1 + k)):.2f}" if llr else ""
-                name = transport + (" + LLR" if llr else "")
-                print(f"| {ber:g} | {name} | {goodput} | {form} | {at_r} | {r if llr else ''} | "
-                      f"{c.get('ber_drops', 0)} | {c.get('retransmitted_packets', 0)} |", flush=True)
+            plain, llr = (run(transport, x, ber, size) for x in (False, True))
+            r = llr.counters.get("llr_retries", 0)
+            cells += [goodput(plain, size), goodput(llr, size), f"{c_gbps * (1 - p) / (1 + p * k):.2f}",
+                      f"{c_gbps * frames / (frames + r * (1 + k)):.2f}"]
+            replays.append(f"{r:,}")
+            lost.append(f"{plain.counters.get('ber_drops', 0):,} / {plain.counters.get('retransmitted_packets', 0):,}")
+        print(f"| {ber:g} | {' | '.join(cells)} | {', '.join(replays)} | {' | '.join(lost)} |", flush=True)
+
+
+def goodput(out, size: int) -> str:
+    """Payload / finish time of the flow, Gbit/s, or the time limit it did not finish by."""
+    if out.status != "complete":
+        return f"unfinished at {STOP_NS / 1e9:g} s"
+    return f"{size * 8 / float(out.finish_ns.max()):.2f}"
 
 
 if __name__ == "__main__":
