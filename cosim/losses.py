@@ -22,7 +22,7 @@ class LossCause(IntEnum):
     LINK_DOWN = 3  #: lost on a link that was, or went, down
     BIT_ERROR = 4  #: corrupted by bit errors on a lossy link and lost
     TRIMMED = 5  #: cut to its header by a switch (UEC packet trimming)
-    LINK_RETRANSMITTED = 6  #: corrupted on a credit link, which sent it again
+    LINK_RETRANSMITTED = 6  #: corrupted on a credit link or an LLR link, which sent it again
     RETRANSMITTED = 7  #: sent again by its NIC's transport
     TIMEOUT = 8  #: a QP's retransmission timer expired (an event, not a packet)
 

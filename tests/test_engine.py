@@ -139,7 +139,8 @@ def test_empty_flow_completes_at_its_start(engine_ns):
 
 
 #: counters read from the fault model (LinkFaultModel): reported only by runs whose faults acted
-FAULT_MODEL_COUNTERS = {"fault_drops", "ber_drops", "link_retransmissions", "reroutes"}
+FAULT_MODEL_COUNTERS = {"fault_drops", "ber_drops", "link_retransmissions", "llr_retries", "llr_replayed_frames",
+                        "reroutes"}
 #: counters read from the fast-forward controller: reported only by runs that fast-forward
 FAST_FORWARD_COUNTERS = {"fast_forward_spans", "fast_forward_spans_cut", "fast_forward_flow_time_ps",
                          "fast_forward_credited_bytes", "fast_forward_skipped_packet_hops",

@@ -98,6 +98,10 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @_field("network.ecn_marking", "ecn_marking", "Where switches mark ECN: enqueue or dequeue [enqueue].")
 @_field("network.uec_congestion_control", "uec_congestion_control", "Ultra Ethernet: nscc (sender window), rccc "
         "(receiver credits) or both [nscc].", flag="--uec-cc")
+@_field("network.link_retry", "link_retry", "Ethernet (roce, uec): off, or llr, UEC link-level retry: a frame "
+        "corrupted on a link is replayed by that link's sender, go-back-N, not lost end to end [off].")
+@_field("network.link_flow_control", "link_flow_control", "Ethernet (roce, uec): pfc, or cbfc, UEC credit-based "
+        "flow control (per-lane credits from each link's receiver, no PAUSE, no drop) [pfc].")
 @_field("network.link_gbps", "link_gbps", "Rate of every host link, Gbit/s [100].")
 @_field("network.link_delay_ns", "link_delay_ns", "One-way propagation delay of every link, ns [1000].")
 @_field("workload.pattern", "pattern", "Flow experiments: incast (every host to host 0) or permutation "
@@ -302,7 +306,8 @@ def inert_warnings(exps) -> list[str]:
     acts, inert = set(), {}
     for exp in exps:
         net = exp.network
-        found = dict(inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc))
+        found = dict(inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc,
+                                      link_flow_control=net.link_flow_control))
         for name, _ in net.attributes:
             if name in found:
                 inert.setdefault(name, found[name])

@@ -14,6 +14,7 @@ from cosim import values as v
 from cosim.errors import CosimInputError
 from cosim.network.dragonfly import DRAGONFLY_ROUTINGS
 from cosim.network.fabrics import TOPOLOGIES
+from cosim.network.link_layer import LINK_FLOW_CONTROLS, LINK_RETRIES, check_link_layer
 from cosim.network.transport import (
     ECMP_HASH_FIELDS,
     ECN_MARKING_POINTS,
@@ -101,6 +102,12 @@ class NetworkSpec:
     pfc_watchdog: bool = v.spec_field(v.Bool(), False, "RoCE: PFC watchdog on every switch egress queue (disable "
                                       "a queue paused past PfcWatchdog::DetectionTime, drop its traffic, restore "
                                       "after PfcWatchdog::RestorationTime); no effect on InfiniBand")
+    link_retry: str = v.spec_field(v.Choice(LINK_RETRIES), "off",
+                                   "Ethernet link layer: off, or llr (UEC link-level retry: a frame corrupted on a "
+                                   "hop is replayed by that hop, go-back-N, instead of lost end to end)")
+    link_flow_control: str = v.spec_field(v.Choice(LINK_FLOW_CONTROLS), "pfc",
+                                          "Ethernet link layer: pfc (PAUSE frames) or cbfc (UEC credit-based flow "
+                                          "control: per-lane credits from each link's receiver, as InfiniBand's)")
     attributes: tuple[tuple[str, str], ...] = v.spec_field(v.Attributes(), (),
                                                            "ns-3 attributes, Type::Attribute = value")
 
@@ -113,6 +120,7 @@ class NetworkSpec:
                                   "set network.topology = \"file\" or drop topology_file")
         _check_switch_fields(self)
         _check_dragonfly_fields(self)
+        check_link_layer(self)
         if self.topology == "file" and self.topology_file is None:
             raise CosimInputError("network.topology_file", "topology 'file' needs the path of a fabric file",
                                   "set network.topology_file (or --topology-file); docs/fabrics.md")

@@ -38,6 +38,9 @@ transport (NetworkSpec fields; each off by default, so a run without them is the
   the HPCC-derived ns-3 models do).
 - ``dragonfly_routing`` (``minimal``): ``valiant`` or ``ugal`` on a dragonfly (docs/models/dragonfly.md).
 
+On roce and uec, the link layer options ``link_retry`` (LLR) and ``link_flow_control`` (CBFC) are those of
+:mod:`cosim.network.link_layer`.
+
 User ``--set`` values are applied after these, so they win.
 """
 
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 from cosim.errors import CosimInputError
 from cosim.network.dragonfly import DRAGONFLY_ROUTINGS
+from cosim.network.link_layer import LINK_FLOW_CONTROLS, LINK_RETRIES, link_layer_attributes
 
 TRANSPORTS = ("roce", "ib", "uec")
 #: names that stand for several transports, one Experiment (run) each
@@ -194,6 +198,8 @@ def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> d
                                       link_gbps=network.link_gbps, link_delay_ns=network.link_delay_ns,
                                       uec_congestion_control=getattr(network, "uec_congestion_control", "nscc"))
     attributes |= network_mechanisms(network)
+    attributes |= link_layer_attributes(getattr(network, "link_retry", LINK_RETRIES[0]),
+                                        getattr(network, "link_flow_control", LINK_FLOW_CONTROLS[0]))
     if getattr(network, "pfc_watchdog", False):
         attributes["PfcWatchdog::Enabled"] = "true"
     attributes["FabricSwitch::EcmpSeed"] = str(seed)
@@ -208,7 +214,9 @@ RUN_SET_ATTRIBUTES = {
     "EgressPort::DataRate": "network.link_gbps (--link-gbps)",
     "EgressPort::PropagationDelay": "network.link_delay_ns (--link-delay-ns)",
     "FabricSwitch::EcmpSeed": "seed (--seed)",
-    "EgressPort::LinkFlowControl": "network.transport (--transport)",
+    "EgressPort::LinkFlowControl": "network.transport (--transport) or network.link_flow_control "
+                                   "(--link-flow-control)",
+    "EgressPort::LinkLevelRetry": "network.link_retry (--link-retry)",
 }
 
 
@@ -308,13 +316,16 @@ def _rule(name: str, rules: dict[str, str]) -> str | None:
     return None if match is None else rules[match]
 
 
-def inert_attributes(transport: str, attributes, *, dcqcn: bool = True,
-                     ib_cc: bool = False) -> list[tuple[str, str]]:
+def inert_attributes(transport: str, attributes, *, dcqcn: bool = True, ib_cc: bool = False,
+                     link_flow_control: str = "pfc") -> list[tuple[str, str]]:
     """The set ns-3 ``attributes`` (names → values, or pairs) that have no effect on a run of ``transport``
     with these congestion-control switches, each with why and what acts instead, in one phrase: e.g.
     ``("SharedBufferMmu::BufferBytes", "has no effect on transport ib: set FabricNode::InputBufferBytes
     (switches buffer per input port)")``. An explicit HostNic::DcqcnEnabled, HostNic::IbCcEnabled or
-    FabricSwitch::EcnEnabled = true counts as switching that mechanism on."""
+    FabricSwitch::EcnEnabled = true counts as switching that mechanism on. ``link_flow_control`` "cbfc" puts
+    an Ethernet transport on credit links (network.link_flow_control)."""
+    credit = transport == "ib" or link_flow_control == "cbfc"
+    links = f"transport {transport}" if transport == "ib" or not credit else f"cbfc links ({transport})"
     pairs = list(attributes.items() if hasattr(attributes, "items") else attributes)
     on = {qualify_attribute(k).removeprefix("ns3::"): str(x).lower() in ("true", "1") for k, x in pairs}
     marking_on = transport in ("roce", "uec") or on.get("FabricSwitch::EcnEnabled", transport == "ib" and ib_cc)
@@ -324,10 +335,10 @@ def inert_attributes(transport: str, attributes, *, dcqcn: bool = True,
     for key, _ in pairs:
         name = qualify_attribute(key).removeprefix("ns3::")
         why = None
-        if transport == "ib" and (instead := _rule(name, _PFC_ONLY)):
-            why = f"has no effect on transport ib (it is RoCE's PFC and shared buffer): set {instead}"
-        elif transport != "ib" and (instead := _rule(name, _CREDIT_ONLY)):
-            why = f"has no effect on transport {transport} (it is InfiniBand's credit flow control): set {instead}"
+        if credit and (instead := _rule(name, _PFC_ONLY)):
+            why = f"has no effect on {links} (it is RoCE's PFC and shared buffer): set {instead}"
+        elif not credit and (instead := _rule(name, _CREDIT_ONLY)):
+            why = f"has no effect on {links} (it is credit flow control, InfiniBand's or cbfc): set {instead}"
         elif name.startswith(_DCQCN_ONLY) and transport == "uec":
             why = "has no effect on transport uec (DCQCN is RoCE's): NSCC acts, NsccWindow::*"
         elif name.startswith(_DCQCN_ONLY) and not dcqcn_on:

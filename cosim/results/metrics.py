@@ -93,6 +93,8 @@ _FAULTS = (
     ("fault_drops", "packets lost on dead links", _X, _COUNT),
     ("ber_drops", "packets lost to bit errors", _X, _COUNT),
     ("link_retransmissions", "link-level retransmissions (IB)", _X, _COUNT),
+    ("llr_retries", "corrupted frames replayed by LLR", _X, _COUNT),
+    ("llr_replayed_frames", "frames LLR replays sent again", _X, _COUNT),
     ("reroutes", "switch route tables replaced", _X, _COUNT),
     # fault mechanisms (cosim.faults.mechanisms, docs/models/pfc-watchdog.md)
     ("fault_storm_start_actions", "PFC pause storms", _X, _COUNT),

@@ -11,6 +11,7 @@ from pathlib import Path
 from cosim import faults as cosim_faults
 from cosim import values as v
 from cosim.errors import CosimInputError
+from cosim.network.link_layer import LINK_LAYER_FIELDS
 from cosim.network.spec import UNUSED_CONGESTION_FIELDS, NetworkSpec
 from cosim.network.transport import TRANSPORT_GROUPS
 from cosim.spec.experiment import FAULTS_KEY, SECTIONS, TOP_KEYS, Experiment
@@ -133,7 +134,10 @@ def _from_document(doc: Mapping) -> list[Experiment]:
         top["faults"] = cosim_faults.faults_from_list(doc[FAULTS_KEY])
     out = []
     for t in transports:
-        net = _spec_from_table(NetworkSpec, network | {"transport": t}, "network")
+        table = network | {"transport": t}
+        if t == "ib" and len(transports) > 1:  # a group's InfiniBand run keeps its own link layer
+            table = {k: x for k, x in table.items() if k not in LINK_LAYER_FIELDS}
+        net = _spec_from_table(NetworkSpec, table, "network")
         run_name = (f"{name}-{t}" if name else t) if len(transports) > 1 else name
         out.append(Experiment(name=run_name, network=net, workload=work, workloads=jobs, **sections, **top))
     return out

@@ -10,6 +10,7 @@ from cosim import faults as cosim_faults
 from cosim import values as v
 from cosim.errors import CosimInputError
 from cosim.network import buffers
+from cosim.network.link_layer import check_link_layer_faults
 from cosim.network.spec import NetworkSpec
 from cosim.network.transport import qualify_attribute
 from cosim.spec.workloads import FlowWorkload, InferenceWorkload, Job, TrainingWorkload
@@ -122,6 +123,7 @@ class Experiment:
         if self.limits.max_sim_time_ns is not None:  # a derived limit is checked when the run is planned
             cosim_faults.check_times(self.faults, self.limits.max_sim_time_ns)
         cosim_faults.check_transport(self.faults, self.network.transport)
+        check_link_layer_faults(self.network, self.faults)
         if self.limits.fast_forward:
             _check_fast_forward(self)
         if self.workloads:

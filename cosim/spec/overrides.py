@@ -28,6 +28,7 @@ SHORTHANDS = {
     "routing": "network.routing", "admission": "network.admission", "qp_window_bytes": "network.qp_window_bytes",
     "ecn_marking": "network.ecn_marking", "dragonfly_routing": "network.dragonfly_routing", "pfc_watchdog": "network.pfc_watchdog",
     "uec_congestion_control": "network.uec_congestion_control",
+    "link_retry": "network.link_retry", "link_flow_control": "network.link_flow_control",
     "collective_timeout_ns": "limits.collective_timeout_ns",
     "pattern": "workload.pattern", "flow_bytes": "workload.flow_bytes", "trace": "workload.trace",
     "iterations": "workload.iterations", "chunk_bytes": "workload.chunk_bytes",

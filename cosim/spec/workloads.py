@@ -326,8 +326,8 @@ class Job:
     ``servers`` it names (default 1). ``start_ns`` delays every op of the job. ``priority`` is its traffic
     class (0..7; RoCE serves higher ones first, InfiniBand maps it to lane priority mod
     EgressPort::DataVls); ``lossless = false`` makes the class lossy on RoCE (SharedBufferMmu::
-    LosslessPriorityMask; InfiniBand lanes are lossless by construction). ``alone`` also simulates the job
-    alone on the idle fabric, on the same hosts, for its slowdown from sharing.
+    LosslessPriorityMask; InfiniBand lanes and cbfc links are lossless by construction). ``alone`` also
+    simulates the job alone on the idle fabric, on the same hosts, for its slowdown from sharing.
     """
 
     name: str = v.spec_field(v.Text(nonempty=True), "job", "workload name: results keys are <name>_...")

@@ -386,6 +386,12 @@ const CounterDecl kCounters[] = {
      {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetBerDrops()); }}},
     {"link_retransmissions", Combine::SUM, "packets", "corrupted packets resent by credit links",
      {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetLinkRetransmissions()); }}},
+    {"llr_retries", Combine::SUM, "frames", "corrupted frames link-level retry replayed on their hop "
+     "(EgressPort::LinkLevelRetry)",
+     {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetLlrRetries()); }}},
+    {"llr_replayed_frames", Combine::SUM, "frames", "frames LLR replays sent again: each corrupted frame and the "
+     "frames sent after it before its NACK came back (go-back-N on the hop)",
+     {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetLlrReplayedFrames()); }}},
     {"reroutes", Combine::SUM, "events", "switch route tables replaced after link changes",
      {.fromFaults = [](const LinkFaultModel& f) { return int64_t(f.GetReroutes()); }}},
     {"fast_forward_spans", Combine::SUM, "events", "components of steady flows fast-forwarded (limits.fast_forward)",

@@ -62,7 +62,7 @@ enum class LossCause : uint8_t
     LINK_DOWN = 3,          ///< it was on a link that was down, or went down, and was lost
     BIT_ERROR = 4,          ///< bit errors corrupted it on a lossy link and it was lost
     TRIMMED = 5,            ///< a switch trimmed it to its header (UEC packet trimming)
-    LINK_RETRANSMITTED = 6, ///< bit errors corrupted it on a credit link, which sent it again
+    LINK_RETRANSMITTED = 6, ///< bit errors corrupted it on a credit link or an LLR link, which sent it again
     RETRANSMITTED = 7,      ///< the sending NIC's transport sent it again (go-back-N rewind, selective resend)
     TIMEOUT = 8,            ///< a QP's retransmission timer expired with data unacknowledged (a NIC event)
 };

@@ -5,6 +5,7 @@
 #include "link-fault-model.h"
 #include "packet-pool.h"
 
+#include "ns3/boolean.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/string.h"
@@ -44,6 +45,16 @@ EgressPort::GetTypeId()
                           EnumValue(FlowControl::PFC),
                           MakeEnumAccessor<FlowControl>(&EgressPort::m_flowControl),
                           MakeEnumChecker(FlowControl::PFC, "pfc", FlowControl::CREDIT, "credit"))
+            .AddAttribute("LinkLevelRetry",
+                          "UEC link layer LLR (link level retry): the two ends of this hop number its frames and "
+                          "the sender keeps them in a retry buffer; a frame the receiver finds corrupted (its CRC "
+                          "fails) is NACKed, and the sender goes back N: it sends that frame and every frame sent "
+                          "after it again, before anything new. Each corrupted frame costs the hop about its own "
+                          "serialization plus a link round trip; nothing is lost end to end. Off: a corrupted "
+                          "frame is dropped (pfc) or resent as InfiniBand's link layer does (credit).",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&EgressPort::m_llr),
+                          MakeBooleanChecker())
             .AddAttribute("DataVls",
                           "Credit mode: number of data virtual lanes (a count); priority (service level) p uses lane "
                           "p mod DataVls. Link packets (credit updates) bypass the lanes, like VL15.",
@@ -87,7 +98,8 @@ EgressPort::GetTypeId()
 
 EgressPort::EgressPort()
     : m_txDoneEvent(Create<ReusableEvent<EgressPort, &EgressPort::TransmitDone>>(this)),
-      m_deliverEvent(Create<ReusableEvent<EgressPort, &EgressPort::DeliverHead>>(this))
+      m_deliverEvent(Create<ReusableEvent<EgressPort, &EgressPort::DeliverHead>>(this)),
+      m_llrNackEvent(Create<ReusableEvent<EgressPort, &EgressPort::LlrNackArrived>>(this))
 {
 }
 
@@ -442,12 +454,12 @@ EgressPort::TransmitDone()
 void
 EgressPort::DeliverHead()
 {
-    NS_ASSERT_MSG(!m_onWire.Empty(), "delivery event with no packet on the wire");
     if (m_fault != nullptr)
     {
         DeliverThroughFault();
         return;
     }
+    NS_ASSERT_MSG(!m_onWire.Empty(), "delivery event with no packet on the wire");
     m_peer->Receive(PopWire(), m_peerPort);
 }
 
@@ -472,24 +484,39 @@ void
 EgressPort::DeliverThroughFault()
 {
     PortFault& f = *m_fault;
+    if (m_onWire.Empty())
+    {
+        m_deliveryPending = false; // an LLR replay took back what was on the wire when this was scheduled
+        return;
+    }
     FabricPacket* p = m_onWire.Front();
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    if (m_wireHeadDuePs > nowPs)
+    {
+        // held back by a credit link's resend or outage, or sent by an LLR replay after this was scheduled
+        Simulator::Schedule(TimeStep(m_wireHeadDuePs - nowPs), m_deliverEvent);
+        return;
+    }
     if (m_flowControl == FlowControl::CREDIT)
     {
         // a credit link loses nothing: what was on the wire when it went down still arrives (the link
         // layer completes it), what is queued waits for the link or for new routes (FabricSwitch::ForwardQueued)
-        const int64_t duePs = m_wireHeadDuePs - Simulator::Now().GetTimeStep();
-        if (duePs > 0)
+        if (m_llrAwaitingReplay)
         {
-            Simulator::Schedule(TimeStep(duePs), m_deliverEvent); // held back by a resend or an outage
+            LlrDiscardHead();
             return;
         }
         if (f.Corrupts(p->wireBytes))
         {
+            if (m_llr)
+            {
+                LlrCorrupted();
+                return;
+            }
             // link-level retransmission: the receiver's NAK comes back, the sender resends; what follows on
             // the wire waits for it (in-order delivery)
             f.model->CountLinkRetransmission();
             m_owner->NoteLoss(m_index, cosim::LossCause::LINK_RETRANSMITTED);
-            const int64_t nowPs = Simulator::Now().GetTimeStep();
             const int64_t againPs = nowPs + 2 * m_delayPs + SerializationPs(p->wireBytes);
             m_wireHeadDuePs = std::max(m_wireHeadDuePs, againPs);
             for (FabricPacket* q = p; q != nullptr; q = q->next)
@@ -505,7 +532,17 @@ EgressPort::DeliverThroughFault()
     // lossy link: a packet is lost if the link is down or went down while it was on the wire
     const int64_t sentPs = m_wireHeadDuePs - m_delayPs - SerializationPs(p->wireBytes);
     const bool lost = f.down || f.lastDownPs >= sentPs;
+    if (!lost && m_llrAwaitingReplay)
+    {
+        LlrDiscardHead();
+        return;
+    }
     const bool corrupted = !lost && f.Corrupts(p->wireBytes);
+    if (corrupted && m_llr)
+    {
+        LlrCorrupted();
+        return;
+    }
     p = PopWire();
     if (lost || corrupted)
     {
@@ -515,6 +552,42 @@ EgressPort::DeliverThroughFault()
         return;
     }
     m_peer->Receive(p, m_peerPort);
+}
+
+void
+EgressPort::LlrCorrupted()
+{
+    NS_ASSERT_MSG(m_llr && !m_llrAwaitingReplay, "LLR replay started twice, or without LinkLevelRetry");
+    m_fault->model->CountLlrRetry();
+    m_owner->NoteLoss(m_index, cosim::LossCause::LINK_RETRANSMITTED);
+    m_llrAwaitingReplay = true;
+    LlrDiscardHead();
+    Simulator::Schedule(TimeStep(m_delayPs), m_llrNackEvent);
+}
+
+void
+EgressPort::LlrDiscardHead()
+{
+    m_llrReplay.Push(PopWire()); // out of sequence at the receiver: dropped there, kept in the retry buffer here
+}
+
+void
+EgressPort::LlrNackArrived()
+{
+    NS_ASSERT_MSG(m_llrAwaitingReplay && !m_llrReplay.Empty(), "LLR NACK without a corrupted frame");
+    // Go back N: everything still on the wire (the frame being serialized included) was sent after the
+    // corrupted frame, and the receiver will discard it; the scheduled arrival finds the wire empty or
+    // holding the replay (DeliverThroughFault).
+    while (!m_onWire.Empty())
+    {
+        m_llrReplay.Push(m_onWire.Pop());
+    }
+    m_llrAwaitingReplay = false;
+    m_fault->model->CountLlrReplayedFrames(m_llrReplay.Packets());
+    // Sent as link-level frames: before anything new, paused by nothing, their credits and buffer already
+    // taken when they were first handed over.
+    m_control.PrependAll(m_llrReplay);
+    TrySend();
 }
 
 void

@@ -265,6 +265,12 @@ class EgressPort : public Object
         return m_drops;
     }
 
+    /// @return true if the port runs link-level retry (the LinkLevelRetry attribute)
+    bool GetLinkLevelRetry() const
+    {
+        return m_llr;
+    }
+
     /// @return the node at the far end of the link
     FabricNode* GetPeer() const
     {
@@ -315,6 +321,15 @@ class EgressPort : public Object
     void DeliverThroughFault();
     /// Take the head off the wire and schedule the next arrival.
     FabricPacket* PopWire();
+    /// LLR: the frame at the head of the wire arrived corrupted: the receiver discards it and what follows
+    /// until the replay, and its NACK reaches this port one link delay later (LlrNackArrived). Counted by
+    /// the fault model (LinkFaultModel::GetLlrRetries) and as a link_retransmitted loss row of this port.
+    void LlrCorrupted();
+    /// LLR: frames arriving while the receiver waits for the replay are discarded (kept for the replay).
+    void LlrDiscardHead();
+    /// LLR event: the receiver's NACK arrived; go back N: everything from the corrupted frame on is sent
+    /// again, before anything new.
+    void LlrNackArrived();
     /// The queue changed: tell the sampler once per sample.
     void NoteQueueChange()
     {
@@ -388,6 +403,12 @@ class EgressPort : public Object
     std::array<EventId, kNumPriorities> m_pauseExpiry;  ///< PFC: end of the current pause
     DataRate m_rate;      ///< link rate
     Time m_delay;         ///< propagation delay
+
+    // Link-level retry: touched only on a corrupted frame and during its replay, so kept off the hot lines.
+    bool m_llr{false};              ///< LinkLevelRetry attribute: corrupted frames are replayed on this hop
+    bool m_llrAwaitingReplay{false}; ///< the receiver saw a corrupted frame and discards until the replay
+    PacketFifo m_llrReplay;         ///< frames from the corrupted one on, in hop sequence order
+    Ptr<EventImpl> m_llrNackEvent;  ///< the receiver's NACK reaches this port (LlrNackArrived)
 
     TracedCallback<const FabricPacket*> m_txTrace;   ///< a packet starts serialization
     TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet is tail-dropped

@@ -190,6 +190,24 @@ class PacketFifo
         ++m_packets;
     }
 
+    /// Move every packet of @p other, in its order, ahead of this FIFO's head; @p other is left empty.
+    void PrependAll(PacketFifo& other)
+    {
+        if (other.m_head == nullptr)
+        {
+            return;
+        }
+        other.m_tail->next = m_head;
+        if (m_head == nullptr)
+        {
+            m_tail = other.m_tail;
+        }
+        m_head = other.m_head;
+        m_bytes += other.m_bytes;
+        m_packets += other.m_packets;
+        other = PacketFifo();
+    }
+
     /// Remove and @return the head packet (the FIFO must not be empty).
     FabricPacket* Pop()
     {

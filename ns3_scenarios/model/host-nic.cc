@@ -203,7 +203,9 @@ HostNic::GetTypeId()
             .AddAttribute("UecRetransmitTimeout",
                           "UEC PDS retransmission timeout: a data packet neither SACKed nor NACKed this long "
                           "after it was sent is sent again (a packet dropped, not trimmed), a time. Default "
-                          "200 us: well above a round trip through trim-bounded queues.",
+                          "200 us: well above a round trip through trim-bounded queues. Only on links without "
+                          "credits: on credit links (CBFC) nothing is lost, a packet is only held by credit "
+                          "stalls, for which no bound holds.",
                           TimeValue(MicroSeconds(200)),
                           MakeTimeAccessor(&HostNic::m_uecRetransmitTimeout),
                           MakeTimeChecker(NanoSeconds(1)))
@@ -213,7 +215,8 @@ HostNic::GetTypeId()
                           "a time (0 = the retransmission timeout alone). Above the largest queueing difference "
                           "of two sprayed paths, which trimming bounds: on a two-tier fabric paths differ in "
                           "their leaf uplink and spine queues, two trim thresholds of 20 us (the last hop is "
-                          "shared); a smaller value resends packets that were only late.",
+                          "shared); a smaller value resends packets that were only late. Only on links without "
+                          "credits (CBFC holds packets for credit, it never drops them).",
                           TimeValue(MicroSeconds(50)),
                           MakeTimeAccessor(&HostNic::m_uecReorderWindow),
                           MakeTimeChecker(Time(0)))
@@ -523,6 +526,7 @@ HostNic::StartFlow(uint64_t flowId)
     }
     m_gbnTx.SetTimeoutPs(m_retransmitTimeout.GetTimeStep());
     m_rtoOn = m_gbnTx.GetTimeoutPs() > 0 && m_ports[0]->GetFlowControl() != EgressPort::FlowControl::CREDIT;
+    m_uecLossless = m_ports[0]->GetFlowControl() == EgressPort::FlowControl::CREDIT;
     if (m_admission)
     {
         SendControl(PacketKind::REQUEST, flowId, m_flows->dst[flowId], m_flows->bytes[flowId].sizeBytes);
@@ -1202,7 +1206,7 @@ HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
         {
             m_flows->bytes[qp.flowId].sentBytes += payload;
         }
-        if (!u.rtoPending)
+        if (!u.rtoPending && !m_uecLossless)
         {
             ArmUecTimer(qpIndex, nowPs + m_uecRetransmitTimeout.GetTimeStep(), nowPs);
         }
@@ -1492,7 +1496,7 @@ HostNic::OnSack(const FabricPacket& p)
     }
     // ROD needs no reordering rule: its one path keeps the order, and the receiver NACKs a gap.
     const int64_t windowPs = m_uecDelivery == UecDelivery::RUD ? m_uecReorderWindow.GetTimeStep() : 0;
-    if (windowPs != 0 && u.pds.DetectLoss(p.sendTimePs, windowPs) != 0)
+    if (windowPs != 0 && !m_uecLossless && u.pds.DetectLoss(p.sendTimePs, windowPs) != 0)
     {
         ++m_reorderLosses;
         ActivateUec(qpIndex);

@@ -487,6 +487,8 @@ class HostNic : public FabricNode, public PacketSource
     GoBackNReceiver m_gbnRx;     ///< receiver: in-order delivery, NAKs
     GoBackNSender m_gbnTx;       ///< sender: ACK/NAK reactions, retransmission timeout
     bool m_rtoOn{false};         ///< the retransmission timer runs (a timeout is set, the link has no credits)
+    /// UEC on credit links (CBFC): nothing is lost, so neither the timer nor reordering declares a loss
+    bool m_uecLossless{false};
     Time m_retransmitTimeout;    ///< RetransmitTimeout attribute (given to m_gbnTx when a flow starts)
 
     uint32_t m_mtuBytes{cosim::kDefaultMtuBytes}; ///< payload bytes per full packet

@@ -55,7 +55,8 @@ struct PortFault
  * Bit errors: a packet of b wire bits is corrupted with probability 1 - (1 - BER)^b, drawn from a stream
  * per port seeded from the run (deterministic). Lossy links drop it (the receiver's CRC check); credit
  * links resend it after a NAK round trip (2 x propagation delay + its serialization), packets behind it
- * on the wire waiting for it, in order (the resend's serialization time is not charged to the link).
+ * on the wire waiting for it, in order (the resend's serialization time is not charged to the link). A port
+ * with EgressPort::LinkLevelRetry (LLR) replays it instead, go-back-N on the hop, on either flow control.
  */
 class LinkFaultModel : public Object
 {
@@ -137,6 +138,18 @@ class LinkFaultModel : public Object
         return m_linkRetransmissions;
     }
 
+    /// @return LLR: corrupted frames that started a go-back-N replay on their hop (EgressPort::LinkLevelRetry)
+    uint64_t GetLlrRetries() const
+    {
+        return m_llrRetries;
+    }
+
+    /// @return LLR: frames sent again by replays (each corrupted frame and those sent after it on its hop)
+    uint64_t GetLlrReplayedFrames() const
+    {
+        return m_llrReplayedFrames;
+    }
+
     /// @return switch route tables replaced
     uint64_t GetReroutes() const
     {
@@ -159,6 +172,18 @@ class LinkFaultModel : public Object
     void CountLinkRetransmission()
     {
         ++m_linkRetransmissions;
+    }
+
+    /// LLR: a corrupted frame started a replay on its hop.
+    void CountLlrRetry()
+    {
+        ++m_llrRetries;
+    }
+
+    /// LLR: a replay sent @p frames frames again.
+    void CountLlrReplayedFrames(uint64_t frames)
+    {
+        m_llrReplayedFrames += frames;
     }
 
   protected:
@@ -193,6 +218,8 @@ class LinkFaultModel : public Object
     uint64_t m_faultDrops{0};              ///< packets lost on dead links
     uint64_t m_berDrops{0};                ///< packets lost to bit errors (lossy links)
     uint64_t m_linkRetransmissions{0};     ///< corrupted packets resent by credit links
+    uint64_t m_llrRetries{0};              ///< LLR: corrupted frames that started a replay
+    uint64_t m_llrReplayedFrames{0};       ///< LLR: frames sent again by replays
     uint64_t m_reroutes{0};                ///< switch route tables replaced
 };
 

@@ -23,8 +23,9 @@ class LinkDegrade(FaultKind):
                                       "probability 1 - (1 - BER)^b"),
               "ber_seed": Param(v.Optional(v.Int(minimum=0, maximum=2**31 - 1)), None,
                                 "seed of the link's loss stream [derived from the run's seed]")}
-    doc = ("The link runs slower (rate_gbps) and/or corrupts packets (bit_error_rate; RoCE drops them, "
-           "IB resends them on the link); the original again at its end")
+    doc = ("The link runs slower (rate_gbps) and/or corrupts packets (bit_error_rate; RoCE and UEC drop them, "
+           "IB resends them on the link, network.link_retry = \"llr\" replays them on the link); the original "
+           "again at its end")
 
     def check(self, fault) -> None:
         if fault.get("rate_gbps") is None and fault.get("bit_error_rate") is None:
