@@ -261,7 +261,8 @@ def _inert_settings(source: str, swept: list[str], exps) -> list[str]:
     why: dict[str, str] = {}
     for i, exp in enumerate(exps):
         net = exp.network
-        for name, reason in inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc):
+        for name, reason in inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc,
+                                     telemetry_cc=net.telemetry_cc):
             inert.setdefault(name, []).append(i)
             why.setdefault(name, reason)
     out = []
