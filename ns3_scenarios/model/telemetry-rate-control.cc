@@ -14,9 +14,6 @@ NS_OBJECT_ENSURE_REGISTERED(TelemetryRateControl);
 
 namespace
 {
-/// N of HPCC's W_AI = W_init (1 - eta) / N when AdditiveIncrease is 0: up to N flows on a link, their
-/// additive increases fit in the margin the target utilization leaves, so no standing queue builds
-constexpr double kAutoIncreaseFlows = 16;
 /// Smallest utilization a multiplicative step divides by: a path reporting none still has a finite step
 constexpr double kLeastUtilization = 1.0 / UtilizationCode::kLinearSteps;
 } // namespace
@@ -37,14 +34,15 @@ TelemetryRateControl::GetTypeId()
                           MakeDoubleAccessor(&TelemetryRateControl::m_targetUtilization),
                           MakeDoubleChecker<double>(0.01, 1.0))
             .AddAttribute("AdditiveIncrease",
-                          "HPCC's W_AI as a rate, R_AI = W_AI / T: added to the rate at every update, in bit/s "
-                          "(0 = line rate x (1 - TargetUtilization) / 16: HPCC's W_AI = W_init (1 - eta) / N "
-                          "for N = 16 flows per link, 312.5 Mbps at 100 Gbps). Rate differences between flows "
-                          "shrink by about N R_AI / line rate per round trip (the only force towards fairness: "
-                          "multiplicative steps keep rate ratios); more than N flows add a standing queue.",
-                          DataRateValue(DataRate(uint64_t(0))),
-                          MakeDataRateAccessor(&TelemetryRateControl::m_additiveIncrease),
-                          MakeDataRateChecker())
+                          "HPCC's W_AI as a rate, R_AI = W_AI / T, added at every update, as a fraction of the "
+                          "line rate (dimensionless). Default 0.003125 = (1 - 0.95) / 16: HPCC's "
+                          "W_AI = W_init (1 - eta) / N for N = 16 flows per link (312.5 Mbps at 100 Gbps): up "
+                          "to N flows, their increases fit in the margin eta leaves. Rate differences between "
+                          "n flows shrink by about n R_AI / line rate per round trip (the only force towards "
+                          "fairness: multiplicative steps keep rate ratios).",
+                          DoubleValue(0.003125),
+                          MakeDoubleAccessor(&TelemetryRateControl::m_additiveIncrease),
+                          MakeDoubleChecker<double>(0.0, 1.0))
             .AddAttribute("MaxStage",
                           "HPCC's maxStage: additive-increase rounds below the target before a multiplicative "
                           "increase (R = Rc / k + R_AI) takes the rest of the spare capacity (a count; HPCC's 5).",
@@ -86,9 +84,7 @@ TelemetryRateControl::OnAck(TelemetryCcState& s, uint8_t code, uint64_t ackedByt
         s.lastUpdateSeqBytes = sentBytes; // the first round: its telemetry predates any reaction
         return rateBps;
     }
-    const double aiBps = m_additiveIncrease.GetBitRate() != 0 ? double(m_additiveIncrease.GetBitRate())
-                                                              : lineRateBps * (1 - m_targetUtilization) /
-                                                                    kAutoIncreaseFlows;
+    const double aiBps = lineRateBps * m_additiveIncrease;
     const double k = std::max(UtilizationCode::Decode(code), kLeastUtilization) / m_targetUtilization;
     double rate;
     uint32_t stage;

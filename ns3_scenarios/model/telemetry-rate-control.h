@@ -75,7 +75,7 @@ class TelemetryRateControl : public Object
 
   private:
     double m_targetUtilization{0.95}; ///< eta (dimensionless)
-    DataRate m_additiveIncrease;      ///< R_AI (0: line rate / 2500)
+    double m_additiveIncrease{0.003125}; ///< R_AI, as a fraction of the line rate (dimensionless)
     uint32_t m_maxStage{5};           ///< additive steps before a multiplicative increase (a count)
     Time m_baseRtt;                   ///< T
     DataRate m_minRate;               ///< floor of the rate
