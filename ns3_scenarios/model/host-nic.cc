@@ -931,7 +931,7 @@ HostNic::OnAck(const FabricPacket& p)
     const bool nak = p.aux == uint32_t(AckSyndrome::NAK);
     if (!nak && !m_rtoOn && m_windowBytes == 0 && !m_telemetryCc)
     {
-        return; // only the retransmission timer and the window need to know what was acknowledged
+        return; // only the retransmission timer, a window and telemetry CC need to know what was acknowledged
     }
     const uint32_t qpIndex = SenderQueuePair(p.flowId);
     if (qpIndex == FlowTable::kNoQueuePair)
