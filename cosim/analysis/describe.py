@@ -25,6 +25,9 @@ def _num(x, unit: str = "") -> str:
 
 def _transport(net: Mapping) -> str:
     transport = net.get("transport")
+    if transport == "roce" and net.get("telemetry_cc"):
+        return ("Spectrum-X-like RoCE: " if net.get("profile") == "spectrum-x" else "RoCE, ") + \
+            f"PFC, telemetry CC, {net.get('routing', 'ecmp')} routing"
     if transport == "roce":
         return f"RoCE, PFC, DCQCN {'on' if net.get('dcqcn') else 'off'}"
     if transport == "ib":

@@ -84,6 +84,10 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @_field("network.gpus_per_server", "gpus_per_server", "NICs (GPUs) per server [traces: the trace's].")
 @click.option("--dcqcn/--no-dcqcn", default=None, help="DCQCN on RoCE NICs (--no-dcqcn leaves PFC alone).")
 @click.option("--ib-cc/--no-ib-cc", default=None, help="InfiniBand congestion control (FECN, BECN, CCTI).")
+@click.option("--telemetry-cc/--no-telemetry-cc", default=None, help="RoCE: switch-telemetry congestion control "
+              "instead of DCQCN (HPCC's algorithm on the most utilized hop; docs/models/spectrum-x.md).")
+@_field("network.profile", "profile", "A named preset of transport options: spectrum-x (RoCE, per-packet "
+        "adaptive routing, reordering NICs, telemetry congestion control, PFC; docs/models/spectrum-x.md).")
 @_field("network.routing", "routing", "Switch path choice: ecmp, pinned, flowlet, adaptive (least-queued port) or "
         "spray (per packet) [ecmp].")
 @_field("network.dragonfly_routing", "dragonfly_routing", "Dragonfly: minimal, valiant (via a random intermediate "
@@ -307,7 +311,8 @@ def inert_warnings(exps) -> list[str]:
     for exp in exps:
         net = exp.network
         found = dict(inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc,
-                                      link_flow_control=net.link_flow_control))
+                                      link_flow_control=net.link_flow_control,
+                                      telemetry_cc=net.telemetry_cc))
         for name, _ in net.attributes:
             if name in found:
                 inert.setdefault(name, found[name])
@@ -339,7 +344,7 @@ def _overrides(ctx, fields, given, transport, trace_path, name, settings) -> dic
             out["telemetry.queue_sample_interval_ns"] = value
         else:
             out[SHORTHANDS[opt]] = value
-    for flag in ("dcqcn", "ib_cc", "admission", "pfc_watchdog", "fast_forward", "fast_forward_check"):
+    for flag in ("dcqcn", "ib_cc", "telemetry_cc", "admission", "pfc_watchdog", "fast_forward", "fast_forward_check"):
         if ctx.params[flag] is not None:
             out[SHORTHANDS[flag]] = ctx.params[flag]
     if transport is not None:

@@ -18,6 +18,7 @@ from cosim.network.link_layer import LINK_FLOW_CONTROLS, LINK_RETRIES, check_lin
 from cosim.network.transport import (
     ECMP_HASH_FIELDS,
     ECN_MARKING_POINTS,
+    PROFILES,
     ROUTINGS,
     TRANSPORTS,
     UEC_CONGESTION_CONTROLS,
@@ -86,6 +87,13 @@ class NetworkSpec:
                                         "one-way propagation delay of every link, ns")
     dcqcn: bool = v.spec_field(v.Bool(), True, "RoCE: DCQCN congestion control at the NICs")
     ib_cc: bool = v.spec_field(v.Bool(), False, "InfiniBand: congestion control (FECN, BECN, CCTI)")
+    telemetry_cc: bool = v.spec_field(v.Bool(), False, "RoCE: switch-telemetry congestion control instead of "
+                                      "DCQCN (switches stamp their utilization, senders pace to the most utilized "
+                                      "hop, HPCC's algorithm; docs/models/spectrum-x.md)")
+    profile: str | None = v.spec_field(v.Optional(v.Choice(tuple(PROFILES))), None,
+                                       "named preset of transport options: spectrum-x (RoCE with per-packet "
+                                       "adaptive routing, reordering NICs, telemetry congestion control, PFC; "
+                                       "docs/models/spectrum-x.md)")
     qps_per_connection: int = v.spec_field(v.Int(minimum=1, maximum=65535), 1,
                                            "QP scaling: queue pairs per destination host, messages round robin")
     ecmp_hash: str = v.spec_field(v.Choice(ECMP_HASH_FIELDS), "flow",
@@ -113,8 +121,12 @@ class NetworkSpec:
 
     def __post_init__(self) -> None:
         v.check_fields(self, "network")
+        if self.profile is not None:
+            _apply_profile(self)
         for name in UNUSED_CONGESTION_FIELDS[self.transport]:
             object.__setattr__(self, name, type(self).__dataclass_fields__[name].default)
+        if self.telemetry_cc:
+            object.__setattr__(self, "dcqcn", False)  # telemetry congestion control replaces DCQCN
         if self.topology_file is not None and self.topology not in ("file", None):
             raise CosimInputError("network.topology_file", f"is read only by topology 'file', not {self.topology!r}",
                                   "set network.topology = \"file\" or drop topology_file")
@@ -127,10 +139,22 @@ class NetworkSpec:
         check_attributes(self.transport, self.attributes, network_mechanisms(self))
 
 
-#: congestion-control switches a transport does not run (DCQCN is RoCE's, IB CC InfiniBand's; Ultra Ethernet
-#: runs NSCC): held at their defaults so equal runs have equal specs, and left out of a resolved document
-UNUSED_CONGESTION_FIELDS = {"roce": ("ib_cc", "uec_congestion_control"), "ib": ("dcqcn", "uec_congestion_control"),
-                            "uec": ("dcqcn", "ib_cc")}
+#: congestion-control switches a transport does not run (DCQCN and telemetry CC are RoCE's, IB CC InfiniBand's;
+#: Ultra Ethernet runs NSCC, RCCC or both): held at their defaults so equal runs have equal specs, and left
+#: out of a resolved document
+UNUSED_CONGESTION_FIELDS = {"roce": ("ib_cc", "uec_congestion_control"),
+                            "ib": ("dcqcn", "telemetry_cc", "uec_congestion_control"),
+                            "uec": ("dcqcn", "ib_cc", "telemetry_cc")}
+
+def _apply_profile(net: NetworkSpec) -> None:
+    """Set the fields ``net.profile`` presets (PROFILES); a field set to another value than both its default
+    and the profile's is refused, as it would silently undo part of the preset."""
+    for name, value in PROFILES[net.profile].items():
+        current = getattr(net, name)
+        if current != value and current != type(net).__dataclass_fields__[name].default:
+            raise CosimInputError(f"network.{name}", f"profile {net.profile!r} sets it to {value!r}, not {current!r}",
+                                  f"drop network.{name} (or --{name.replace('_', '-')}), or drop the profile")
+        object.__setattr__(net, name, value)
 
 
 #: topologies built from switches of a radix (cosim.network.clos), and those of three tiers in zones

@@ -37,6 +37,14 @@ transport (NetworkSpec fields; each off by default, so a run without them is the
 - ``ecn_marking`` (``enqueue``): where switches read the queue that decides an ECN mark (``dequeue`` as
   the HPCC-derived ns-3 models do).
 - ``dragonfly_routing`` (``minimal``): ``valiant`` or ``ugal`` on a dragonfly (docs/models/dragonfly.md).
+- ``telemetry_cc`` (off; RoCE): switch-telemetry congestion control instead of DCQCN: switches stamp their
+  egress utilization on data packets (LinkTelemetry), receivers echo it in an ACK per packet, senders set
+  each QP's rate and window from the most utilized hop (TelemetryRateControl, HPCC's algorithm). Its
+  base RTT follows the link, as NSCC's does (:func:`telemetry_link_attributes`).
+
+``profile`` names a preset of these options (:data:`PROFILES`): ``spectrum-x`` is RoCE with per-packet
+adaptive routing, reordering-tolerant NICs and telemetry congestion control, PFC kept
+(docs/models/spectrum-x.md lists each assumption and its source).
 
 On roce and uec, the link layer options ``link_retry`` (LLR) and ``link_flow_control`` (CBFC) are those of
 :mod:`cosim.network.link_layer`.
@@ -116,6 +124,22 @@ DEFAULT_ADMISSION_CHANNELS, DEFAULT_ADMISSION_BUFFER_BYTES, DEFAULT_ADMISSION_CH
 DEFAULT_ACK_INTERVAL_BYTES = 64 * 1024
 
 
+#: named presets of transport options: NetworkSpec field → value (docs/models/spectrum-x.md)
+PROFILES: dict[str, dict[str, object]] = {
+    "spectrum-x": {"transport": "roce", "routing": "adaptive", "telemetry_cc": True, "dcqcn": False},
+}
+
+
+def telemetry_link_attributes(link_gbps: float, link_delay_ns: float,
+                              mtu_bytes: int = DEFAULT_MTU_BYTES) -> dict[str, str]:
+    """Telemetry congestion control's base RTT T at ``link_gbps`` and ``link_delay_ns``: a two-tier round trip
+    (8 link delays and 8 MTU serializations, as NSCC's), for both the switches' averaging window and the
+    senders' window (HPCC's T)."""
+    serialization_ns = (mtu_bytes + DEFAULT_HEADER_BYTES) * 8 / link_gbps
+    base_rtt = f"{round(8 * (link_delay_ns + serialization_ns))}ns"
+    return {"LinkTelemetry::BaseRtt": base_rtt, "TelemetryRateControl::BaseRtt": base_rtt}
+
+
 def qualify_attribute(name: str) -> str:
     """``EgressPort::DataRate`` or ``ns3::EgressPort::DataRate`` → ``ns3::EgressPort::DataRate``."""
     return name if name.startswith("ns3::") else "ns3::" + name
@@ -152,7 +176,8 @@ def transport_attributes(transport: str, *, dcqcn: bool = True, ib_cc: bool = Fa
 
 def mechanism_attributes(*, qps_per_connection: int = 1, ecmp_hash: str = "flow", routing: str = "ecmp",
                          admission: bool = False, qp_window_bytes: int = 0,
-                         ecn_marking: str = "enqueue", dragonfly_routing: str = "minimal") -> dict[str, str]:
+                         ecn_marking: str = "enqueue", dragonfly_routing: str = "minimal",
+                         telemetry_cc: bool = False) -> dict[str, str]:
     """ns-3 attributes of the transport options (module docstring) that differ from their defaults: none for
     a plain run, so its attributes, and results, stay what they were before the options existed."""
     for field, value, choices in (("network.ecmp_hash", ecmp_hash, ECMP_HASH_FIELDS),
@@ -178,6 +203,10 @@ def mechanism_attributes(*, qps_per_connection: int = 1, ecmp_hash: str = "flow"
         attrs["FabricSwitch::EcnMarkingPoint"] = ecn_marking
     if dragonfly_routing != DRAGONFLY_ROUTINGS[0]:
         attrs["FabricSwitch::DragonflyRouting"] = dragonfly_routing
+    if telemetry_cc:
+        # an ACK per packet, as HPCC's receivers send: each carries the path's telemetry back
+        attrs |= {"HostNic::TelemetryCcEnabled": "true", "HostNic::DcqcnEnabled": "false",
+                  "LinkTelemetry::Enabled": "true", "HostNic::AckIntervalBytes": str(DEFAULT_MTU_BYTES)}
     return attrs
 
 
@@ -186,7 +215,8 @@ def network_mechanisms(network) -> dict[str, str]:
     return mechanism_attributes(qps_per_connection=network.qps_per_connection, ecmp_hash=network.ecmp_hash,
                                 routing=network.routing, admission=network.admission,
                                 qp_window_bytes=network.qp_window_bytes, ecn_marking=network.ecn_marking,
-                                dragonfly_routing=getattr(network, "dragonfly_routing", DRAGONFLY_ROUTINGS[0]))
+                                dragonfly_routing=getattr(network, "dragonfly_routing", DRAGONFLY_ROUTINGS[0]),
+                                telemetry_cc=getattr(network, "telemetry_cc", False))
 
 
 def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> dict[str, str]:
@@ -200,6 +230,8 @@ def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> d
     attributes |= network_mechanisms(network)
     attributes |= link_layer_attributes(getattr(network, "link_retry", LINK_RETRIES[0]),
                                         getattr(network, "link_flow_control", LINK_FLOW_CONTROLS[0]))
+    if getattr(network, "telemetry_cc", False):
+        attributes |= telemetry_link_attributes(network.link_gbps, network.link_delay_ns)
     if getattr(network, "pfc_watchdog", False):
         attributes["PfcWatchdog::Enabled"] = "true"
     attributes["FabricSwitch::EcmpSeed"] = str(seed)
@@ -247,6 +279,12 @@ def check_mechanisms(attrs: dict[str, str]) -> None:
         raise CosimInputError("network.transport", "uec runs NSCC windows at its senders; receiver-driven "
                               "admission and a QP window are RoCE/IB mechanisms",
                               "drop network.admission and network.qp_window_bytes, or choose roce or ib")
+    if attrs.get("ns3::HostNic::TelemetryCcEnabled") in ("true", "1"):
+        for other in ("DcqcnEnabled", "IbCcEnabled", "UecEnabled"):
+            if attrs.get(f"ns3::HostNic::{other}") in ("true", "1"):
+                raise CosimInputError(f"HostNic::{other}", "telemetry congestion control sets every RoCE queue "
+                                      "pair's rate itself; a second congestion control cannot run beside it",
+                                      f"drop HostNic::{other}, or network.telemetry_cc")
     routing = attrs.get("ns3::FabricSwitch::Routing", ROUTINGS[0])
     if routing in REORDERING_ROUTINGS and "ns3::HostNic::ReorderTolerant" not in attrs:
         raise CosimInputError("FabricSwitch::Routing", f"{routing} routing reorders packets, and go-back-N "
@@ -305,6 +343,8 @@ _CREDIT_ONLY = {
 #: DCQCN (RoCE with network.dcqcn) and IB congestion control (InfiniBand with network.ib_cc)
 _DCQCN_ONLY = ("DcqcnRateControl::", "HostNic::CnpInterval")
 _IB_CC_ONLY = ("IbCcControl::", "HostNic::Cct")
+#: switch-telemetry congestion control (RoCE with network.telemetry_cc)
+_TELEMETRY_ONLY = ("TelemetryRateControl::", "LinkTelemetry::")
 #: switch ECN marking: DCQCN's congestion point on RoCE, FECN marking on InfiniBand with IB congestion control
 _MARKING = ("FabricSwitch::EcnKminBytes", "FabricSwitch::EcnKmaxBytes", "FabricSwitch::EcnPmax",
             "FabricSwitch::EcnMarkingPoint")
@@ -317,7 +357,7 @@ def _rule(name: str, rules: dict[str, str]) -> str | None:
 
 
 def inert_attributes(transport: str, attributes, *, dcqcn: bool = True, ib_cc: bool = False,
-                     link_flow_control: str = "pfc") -> list[tuple[str, str]]:
+                     link_flow_control: str = "pfc", telemetry_cc: bool = False) -> list[tuple[str, str]]:
     """The set ns-3 ``attributes`` (names → values, or pairs) that have no effect on a run of ``transport``
     with these congestion-control switches, each with why and what acts instead, in one phrase: e.g.
     ``("SharedBufferMmu::BufferBytes", "has no effect on transport ib: set FabricNode::InputBufferBytes
@@ -331,6 +371,7 @@ def inert_attributes(transport: str, attributes, *, dcqcn: bool = True, ib_cc: b
     marking_on = transport in ("roce", "uec") or on.get("FabricSwitch::EcnEnabled", transport == "ib" and ib_cc)
     dcqcn_on = on.get("HostNic::DcqcnEnabled", transport == "roce" and dcqcn) and marking_on
     ib_cc_on = on.get("HostNic::IbCcEnabled", transport == "ib" and ib_cc)
+    telemetry_on = on.get("HostNic::TelemetryCcEnabled", transport == "roce" and telemetry_cc)
     out = []
     for key, _ in pairs:
         name = qualify_attribute(key).removeprefix("ns3::")
@@ -341,6 +382,8 @@ def inert_attributes(transport: str, attributes, *, dcqcn: bool = True, ib_cc: b
             why = f"has no effect on {links} (it is credit flow control, InfiniBand's or cbfc): set {instead}"
         elif name.startswith(_DCQCN_ONLY) and transport == "uec":
             why = "has no effect on transport uec (DCQCN is RoCE's): NSCC acts, NsccWindow::*"
+        elif name.startswith(_DCQCN_ONLY) and not dcqcn_on and telemetry_on:
+            why = "has no effect with telemetry congestion control, which replaces DCQCN: TelemetryRateControl::* acts"
         elif name.startswith(_DCQCN_ONLY) and not dcqcn_on:
             why = ("has no effect on transport ib (DCQCN is RoCE's): IB congestion control is network.ib_cc "
                    "(--ib-cc) with HostNic::Ccti* and HostNic::CctGapStep" if transport == "ib" else
@@ -349,6 +392,10 @@ def inert_attributes(transport: str, attributes, *, dcqcn: bool = True, ib_cc: b
             why = ("has no effect without IB congestion control: set network.ib_cc = true (--ib-cc)"
                    if transport == "ib" else f"has no effect on transport {transport} (it is InfiniBand congestion "
                    "control)")
+        elif name.startswith(_TELEMETRY_ONLY) and not telemetry_on:
+            why = ("has no effect without telemetry congestion control: set network.telemetry_cc = true "
+                   "(--telemetry-cc)" if transport == "roce" else
+                   f"has no effect on transport {transport} (telemetry congestion control is RoCE's)")
         elif name.startswith(_MARKING) and not marking_on:
             why = "has no effect on transport ib without IB congestion control (FECN marking): set network.ib_cc = " \
                   "true (--ib-cc)"

@@ -68,7 +68,8 @@ def fabric_summary(exp, fabric) -> dict:
     leaf_ratio = fabric.oversubscription(1)
     leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
     cores = {"cores": int(fabric.tier_ids(3).size)} if fabric.tier_ids(3).size else {}
-    out = {"name": exp.name, "transport": exp.network.transport, "topology": fabric.name,
+    profile = {"profile": exp.network.profile} if exp.network.profile else {}
+    out = {"name": exp.name, "transport": exp.network.transport, **profile, "topology": fabric.name,
            "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
            "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.tier_ids(2).size), **cores,
            "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,

@@ -62,7 +62,8 @@ class LimitsSpec:
 
 
 def _check_fast_forward(exp: "Experiment") -> None:
-    """Refuse what fast-forward does not model: Ultra Ethernet's transport, faults, receiver-driven admission."""
+    """Refuse what fast-forward does not model: Ultra Ethernet's transport, faults, receiver-driven admission,
+    telemetry congestion control."""
     if exp.network.transport == "uec":
         raise CosimInputError("limits.fast_forward", "is not supported on the uec transport (NSCC windows and "
                               "selective retransmission are not frozen)", "use roce or ib, or switch it off")
@@ -72,6 +73,10 @@ def _check_fast_forward(exp: "Experiment") -> None:
     if exp.network.admission:
         raise CosimInputError("limits.fast_forward", "is not supported with network.admission (grants are not "
                               "credited)", "switch one of them off")
+    if exp.network.telemetry_cc:
+        raise CosimInputError("limits.fast_forward", "is not supported with network.telemetry_cc (its windows "
+                              "follow every ACK's telemetry, which a frozen span does not carry)",
+                              "switch one of them off")
 
 
 def _reserved_prefixes() -> frozenset[str]:

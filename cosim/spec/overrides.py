@@ -24,6 +24,7 @@ SHORTHANDS = {
     "zone_oversubscription": "network.zone_oversubscription", "switch_radix": "network.switch_radix",
     "switch_port_gbps": "network.switch_port_gbps", "topology_file": "network.topology_file",
     "link_delay_ns": "network.link_delay_ns", "dcqcn": "network.dcqcn", "ib_cc": "network.ib_cc",
+    "telemetry_cc": "network.telemetry_cc", "profile": "network.profile",
     "qps_per_connection": "network.qps_per_connection", "ecmp_hash": "network.ecmp_hash",
     "routing": "network.routing", "admission": "network.admission", "qp_window_bytes": "network.qp_window_bytes",
     "ecn_marking": "network.ecn_marking", "dragonfly_routing": "network.dragonfly_routing", "pfc_watchdog": "network.pfc_watchdog",

@@ -262,7 +262,8 @@ def _inert_settings(source: str, swept: list[str], exps) -> list[str]:
     for i, exp in enumerate(exps):
         net = exp.network
         for name, reason in inert_attributes(net.transport, net.attributes, dcqcn=net.dcqcn, ib_cc=net.ib_cc,
-                                             link_flow_control=net.link_flow_control):
+                                             link_flow_control=net.link_flow_control,
+                                             telemetry_cc=net.telemetry_cc):
             inert.setdefault(name, []).append(i)
             why.setdefault(name, reason)
     out = []

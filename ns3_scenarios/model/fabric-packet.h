@@ -128,10 +128,13 @@ struct alignas(64) FabricPacket
     FabricPacket* next;    ///< intrusive link for queues and the pool's free list
     uint16_t ingressPort;  ///< at a switch: the port the packet arrived on (for buffer accounting)
     uint16_t qp;           ///< queue-pair index of its flow between its two hosts (FlowTable::qp; ECMP hash field)
-    uint8_t bufferClass;   ///< at a switch: which part of the ingress buffer holds it (SharedBufferMmu)
+    uint8_t bufferClass : 7; ///< at a switch: which part of the ingress buffer holds it (SharedBufferMmu)
+    bool ecnMarked : 1;      ///< ECN congestion-experienced bit
     PacketKind kind;       ///< what the packet carries
     uint8_t priority;      ///< priority / traffic class, 0..kNumPriorities-1
-    bool ecnMarked;        ///< ECN congestion-experienced bit
+    /// In-band telemetry (LinkTelemetry), a UtilizationCode: DATA: the largest utilization of the switch
+    /// egress ports it crossed; ACK: the code of the last data packet its receiver got (the echo)
+    uint8_t pathUtilization;
 };
 
 static_assert(sizeof(FabricPacket) == 64, "a FabricPacket is one cache line");

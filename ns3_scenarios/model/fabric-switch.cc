@@ -165,6 +165,11 @@ FabricSwitch::GetTypeId()
                           PointerValue(),
                           MakePointerAccessor(&FabricSwitch::m_mmu),
                           MakePointerChecker<SharedBufferMmu>())
+            .AddAttribute("Telemetry",
+                          "In-band telemetry of the egress ports (LinkTelemetry::Enabled switches it on).",
+                          PointerValue(),
+                          MakePointerAccessor(&FabricSwitch::m_telemetry),
+                          MakePointerChecker<LinkTelemetry>())
             .AddTraceSource("Drop",
                             "A packet found no buffer space and was dropped.",
                             MakeTraceSourceAccessor(&FabricSwitch::m_dropTrace),
@@ -174,6 +179,7 @@ FabricSwitch::GetTypeId()
 
 FabricSwitch::FabricSwitch()
     : m_mmu(CreateObject<SharedBufferMmu>()),
+      m_telemetry(CreateObject<LinkTelemetry>()),
       m_uniform(CreateObject<UniformRandomVariable>())
 {
 }
@@ -212,6 +218,7 @@ FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
     SetupEcnThresholds();
     m_markAtEnqueue = m_ecnEnabled && m_ecnPoint == EcnMarkingPoint::ENQUEUE;
     m_markAtDequeue = m_ecnEnabled && m_ecnPoint == EcnMarkingPoint::DEQUEUE;
+    m_telemetryOn = m_telemetry->Configure(m_ports.size());
     m_flowletTimeoutPs = m_flowletTimeout.GetTimeStep();
     if (m_routing == Routing::FLOWLET)
     {
@@ -626,6 +633,11 @@ FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t port)
     if (m_markAtDequeue)
     {
         MarkOnDequeue(p, port);
+    }
+    if (m_telemetryOn)
+    {
+        m_telemetry->OnTransmit(p, port, m_ports[port]->GetQueueBytes(), m_ports[port]->GetRateBps(),
+                                Simulator::Now().GetTimeStep());
     }
     switch (m_flowControl)
     {

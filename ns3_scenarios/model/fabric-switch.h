@@ -12,6 +12,7 @@
 #include "fabric-node.h"
 #include "flowlet-table.h"
 #include "group-routes.h"
+#include "link-telemetry.h"
 #include "shared-buffer-mmu.h"
 
 #include "ns3/event-id.h"
@@ -322,6 +323,8 @@ class FabricSwitch : public FabricNode
 
     EgressPort::FlowControl m_flowControl{EgressPort::FlowControl::PFC}; ///< of every link (SetupBuffers)
     Ptr<SharedBufferMmu> m_mmu;            ///< ingress accounting and PFC decisions
+    Ptr<LinkTelemetry> m_telemetry;        ///< in-band telemetry of the egress ports
+    bool m_telemetryOn{false};             ///< m_telemetry stamps packets (SetupBuffers)
     uint32_t m_pauseQuanta{0xffff};        ///< quanta carried by XOFF frames (512 bit times each)
     uint32_t m_pauseFrameBytes{84};        ///< wire size of a PFC frame, in bytes
     uint64_t m_headroomBytes{0};           ///< PFC headroom per (port, priority), in bytes (0 = auto)

@@ -96,6 +96,19 @@ HostNic::GetTypeId()
                           TimeValue(NanoSeconds(IbCcControl::kDefaultCctGapStepNs)),
                           MakeTimeAccessor(&HostNic::SetCctGapStep, &HostNic::GetCctGapStep),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("TelemetryCcEnabled",
+                          "Switch-telemetry congestion control (HPCC-like, TelemetryRateControl): switches stamp "
+                          "their egress utilization on data packets (LinkTelemetry::Enabled), the receiver echoes "
+                          "it in its ACKs, the sender sets each queue pair's rate and window from the most "
+                          "utilized hop. Replaces DCQCN (DcqcnEnabled must be off).",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&HostNic::m_telemetryCc),
+                          MakeBooleanChecker())
+            .AddAttribute("TelemetryCc",
+                          "The telemetry congestion-control algorithm and its parameters (TelemetryCcEnabled).",
+                          PointerValue(),
+                          MakePointerAccessor(&HostNic::m_telemetryAlgo),
+                          MakePointerChecker<TelemetryRateControl>())
             .AddAttribute("CnpInterval",
                           "Notification point: at most one CNP per flow per this interval, a time (the "
                           "paper's 50 us).",
@@ -277,6 +290,7 @@ HostNic::GetTypeId()
 HostNic::HostNic()
     : m_dcqcnAlgo(CreateObject<DcqcnRateControl>()),
       m_ibCcAlgo(CreateObject<IbCcControl>()),
+      m_telemetryAlgo(CreateObject<TelemetryRateControl>()),
       m_nscc(CreateObject<NsccWindow>())
 {
 }
@@ -505,6 +519,12 @@ HostNic::StartFlow(uint64_t flowId)
     qp.priority = m_flows->priority[flowId];
     qp.cc = m_dcqcnAlgo->Initial(LineRateBps());
     qp.grantedBytes = m_admission ? 0 : kNoSendLimit;
+    if (m_telemetryCc)
+    {
+        NS_ABORT_MSG_IF(m_dcqcn || m_ibCc || m_uec, "HostNic::TelemetryCcEnabled replaces DCQCN on RoCE: switch "
+                        "DcqcnEnabled, IbCcEnabled and UecEnabled off");
+        qp.tcc = m_telemetryAlgo->Initial(LineRateBps());
+    }
     UpdateSendLimit(qp);
     m_flows->senderQp[flowId] = static_cast<uint32_t>(m_qps.size());
     m_active.push_back(static_cast<uint32_t>(m_qps.size()));
@@ -553,6 +573,13 @@ HostNic::UpdateSendLimit(QueuePair& qp) const
     if (m_windowBytes != 0)
     {
         qp.limitBytes = std::min(qp.limitBytes, qp.gbn.ackedBytes + m_windowBytes);
+    }
+    if (m_telemetryCc)
+    {
+        // never below one packet and one ACK interval, or no ACK would reopen it
+        const uint64_t floor = std::max<uint64_t>(m_mtuBytes, m_acks.GetIntervalBytes());
+        qp.limitBytes = std::min(qp.limitBytes,
+                                 qp.gbn.ackedBytes + std::max(floor, m_telemetryAlgo->WindowBytes(qp.cc.rateBps)));
     }
 }
 
@@ -730,6 +757,7 @@ HostNic::SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seq
     c->wireBytes = m_ackBytes;
     c->priority = m_controlPriority;
     c->qp = m_flows->qp[flowId];
+    c->pathUtilization = m_echoUtilization;
     m_ports[0]->Enqueue(c);
 }
 
@@ -815,6 +843,7 @@ HostNic::OnData(const FabricPacket& p)
 {
     const uint64_t flowId = p.flowId;
     const int64_t nowPs = Simulator::Now().GetTimeStep();
+    m_echoUtilization = p.pathUtilization;
     if (p.ecnMarked)
     {
         OnMarked(p, nowPs); // congestion is signalled whether or not the packet is delivered
@@ -957,9 +986,9 @@ HostNic::OnAck(const FabricPacket& p)
 {
     ++m_acksReceived;
     const bool nak = p.aux == uint32_t(AckSyndrome::NAK);
-    if (!nak && !m_rtoOn && m_windowBytes == 0)
+    if (!nak && !m_rtoOn && m_windowBytes == 0 && !m_telemetryCc)
     {
-        return; // only the retransmission timer and the window need to know what was acknowledged
+        return; // only the retransmission timer, a window and telemetry CC need to know what was acknowledged
     }
     const uint32_t qpIndex = SenderQueuePair(p.flowId);
     if (qpIndex == FlowTable::kNoQueuePair)
@@ -975,7 +1004,11 @@ HostNic::OnAck(const FabricPacket& p)
         Simulator::Remove(m_qps[qpIndex].rtoEvent);
         gbn.timerPending = false;
     }
-    if (m_windowBytes != 0)
+    if (m_telemetryCc)
+    {
+        OnTelemetryAck(qpIndex, p);
+    }
+    if (m_windowBytes != 0 || m_telemetryCc)
     {
         UpdateSendLimit(m_qps[qpIndex]);
         m_ports[0]->Wake();
@@ -1072,6 +1105,23 @@ HostNic::OnBecn(uint32_t qpIndex)
     if (m_ibCcAlgo->OnBecn(m_qps[qpIndex].ibCc))
     {
         Simulator::Schedule(m_ibCcAlgo->GetRecoveryPeriod(), &HostNic::CctiTimer, this, qpIndex);
+    }
+}
+
+void
+HostNic::OnTelemetryAck(uint32_t qpIndex, const FabricPacket& p)
+{
+    QueuePair& qp = m_qps[qpIndex];
+    if (qp.frozen)
+    {
+        return; // fast-forward holds the rate
+    }
+    const double rate = m_telemetryAlgo->OnAck(qp.tcc, p.pathUtilization, p.seqBytes,
+                                               m_flows->bytes[qp.flowId].sentBytes, LineRateBps(), qp.cc.rateBps);
+    if (rate != qp.cc.rateBps)
+    {
+        qp.cc.rateBps = rate;
+        m_rateTrace(qp.flowId, rate);
     }
 }
 

@@ -3,7 +3,8 @@
  * @ingroup cosim
  * A host's RDMA NIC: one queue pair per flow with a rate limiter, served round-robin to its port. The
  * mechanisms it combines live in their own classes: DCQCN's reaction point (DcqcnRateControl) and
- * notification point (DcqcnNotificationPoint), InfiniBand congestion control (IbCcControl), ACK
+ * notification point (DcqcnNotificationPoint), switch-telemetry congestion control (TelemetryRateControl),
+ * InfiniBand congestion control (IbCcControl), ACK
  * coalescing (AckCoalescer), go-back-N loss recovery (GoBackNSender, GoBackNReceiver), out-of-order
  * placement (ReorderBuffer), receiver-driven admission (CtsAdmission), and Ultra Ethernet's packet
  * delivery (PdsScoreboard), congestion control (NsccWindow) and entropy choice (EntropySelector).
@@ -26,6 +27,7 @@
 #include "pds-sack.h"
 #include "pds-scoreboard.h"
 #include "reorder-buffer.h"
+#include "telemetry-rate-control.h"
 
 #include "ns3/event-id.h"
 #include "ns3/traced-callback.h"
@@ -274,7 +276,8 @@ class HostNic : public FabricNode, public PacketSource
         uint32_t dst;          ///< the flow's destination host node id
         uint16_t connectionQp; ///< the queue pair its packets carry (FlowTable::qp)
         uint8_t priority;      ///< the flow's priority
-        DcqcnState cc;         ///< DCQCN rate state
+        DcqcnState cc;         ///< DCQCN rate state; cc.rateBps is the rate limiter's, also under telemetry CC
+        TelemetryCcState tcc;  ///< telemetry congestion-control state (TelemetryCcEnabled)
         bool done;             ///< every byte handed to the port
         EventId increaseTimer; ///< DCQCN rate-increase timer
         EventId alphaTimer;    ///< DCQCN alpha-update timer
@@ -398,6 +401,8 @@ class HostNic : public FabricNode, public PacketSource
     void NoteSent(QueuePair& qp, const FabricPacket& p, int64_t nowPs);
     /// A BECN (IB congestion control) arrived for QP @p qp: step up its congestion-control table.
     void OnBecn(uint32_t qp);
+    /// Telemetry CC: ACK @p p echoed its path's utilization to QP @p qp: set its rate and window.
+    void OnTelemetryAck(uint32_t qp, const FabricPacket& p);
     /// DCQCN reaction point: a CNP arrived for QP @p qp: cut its rate and restart its timers.
     void OnDcqcnCnp(uint32_t qp);
     /// Receiver: the data packet @p p arrived ECN/FECN-marked at @p nowPs (ps); notify its sender if due.
@@ -500,6 +505,9 @@ class HostNic : public FabricNode, public PacketSource
     bool m_constructed{false};     ///< the attribute defaults have been applied
     Ptr<DcqcnRateControl> m_dcqcnAlgo; ///< DCQCN parameters and reactions
     Ptr<IbCcControl> m_ibCcAlgo;       ///< IB congestion-control parameters and reactions
+    bool m_telemetryCc{false};         ///< switch-telemetry congestion control on (TelemetryCcEnabled)
+    Ptr<TelemetryRateControl> m_telemetryAlgo; ///< telemetry congestion-control parameters and reactions
+    uint8_t m_echoUtilization{0};      ///< receiver: path utilization of the last data packet, for its ACK
 
     std::array<uint64_t, kLatencyBuckets> m_latency{}; ///< receive latency histogram
     uint64_t m_cnpsSent{0};      ///< CNPs sent

@@ -5,9 +5,12 @@
 #include "../model/dcqcn-rate-control.h"
 #include "../model/egress-port.h"
 #include "../model/fabric-switch.h"
+#include "../model/link-telemetry.h"
 #include "../model/nscc-window.h"
 #include "../model/pds-sack.h"
+#include "../model/telemetry-rate-control.h"
 
+#include "ns3/boolean.h"
 #include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
 #include "ns3/scheduler.h"
@@ -81,6 +84,55 @@ ModelProbes::PdsSackFeedback(int64_t mtuBytes,
     for (int64_t k = 0; k < nextCount; ++k)
     {
         out[2 + k] = selector.Choose(entropy, 2);
+    }
+}
+
+void
+ModelProbes::LinkUtilizationAfter(double rateBps,
+                                  int64_t n,
+                                  const int64_t* nowPs,
+                                  const int64_t* wireBytes,
+                                  const int64_t* queueBytes,
+                                  double* uOut,
+                                  uint8_t* codeOut)
+{
+    EnsurePicosecondResolution();
+    Ptr<LinkTelemetry> telemetry = CreateObject<LinkTelemetry>();
+    telemetry->SetAttribute("Enabled", BooleanValue(true));
+    telemetry->Configure(1);
+    for (int64_t k = 0; k < n; ++k)
+    {
+        FabricPacket p{};
+        p.kind = PacketKind::DATA;
+        p.wireBytes = uint32_t(wireBytes[k]);
+        telemetry->OnTransmit(&p, 0, uint64_t(queueBytes[k]), uint64_t(rateBps), nowPs[k]);
+        uOut[k] = telemetry->GetUtilization(0);
+        codeOut[k] = p.pathUtilization;
+    }
+}
+
+double
+ModelProbes::UtilizationCodeRoundTrip(double u)
+{
+    return UtilizationCode::Decode(UtilizationCode::Encode(u));
+}
+
+void
+ModelProbes::TelemetryRateAfter(double lineRateBps,
+                                int64_t n,
+                                const uint8_t* code,
+                                const int64_t* ackedBytes,
+                                const int64_t* sentBytes,
+                                double* rateOut)
+{
+    EnsurePicosecondResolution();
+    Ptr<TelemetryRateControl> cc = CreateObject<TelemetryRateControl>();
+    TelemetryCcState s = cc->Initial(lineRateBps);
+    double rate = lineRateBps;
+    for (int64_t k = 0; k < n; ++k)
+    {
+        rate = cc->OnAck(s, code[k], uint64_t(ackedBytes[k]), uint64_t(sentBytes[k]), lineRateBps, rate);
+        rateOut[k] = rate;
     }
 }
 

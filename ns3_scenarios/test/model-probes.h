@@ -91,6 +91,37 @@ class ModelProbes
                                 int64_t nextCount,
                                 int64_t* out);
 
+    /**
+     * @brief Probe of a switch port's in-band telemetry (LinkTelemetry, Enabled): the port starts sending
+     * @p n packets in order, packet k at @p nowPs[k] with @p wireBytes[k] bytes and @p queueBytes[k] bytes
+     * left queued behind it, on a link of @p rateBps.
+     * @param uOut the port's utilization after each packet, [n] (dimensionless)
+     * @param codeOut the code a data packet carries out of the port, [n] (UtilizationCode)
+     */
+    static void LinkUtilizationAfter(double rateBps,
+                                     int64_t n,
+                                     const int64_t* nowPs,
+                                     const int64_t* wireBytes,
+                                     const int64_t* queueBytes,
+                                     double* uOut,
+                                     uint8_t* codeOut);
+
+    /// @return the utilization @p u is carried as: UtilizationCode's decoding of its encoding (dimensionless)
+    static double UtilizationCodeRoundTrip(double u);
+
+    /**
+     * @brief Probe of telemetry congestion control (TelemetryRateControl): a QP on a link of @p lineRateBps
+     * starts at line rate and receives @p n ACKs in order: ACK k acknowledges @p ackedBytes[k] bytes when the
+     * QP has sent @p sentBytes[k], and echoes utilization code @p code[k].
+     * @param rateOut the QP's rate after each ACK, [n], in bit/s
+     */
+    static void TelemetryRateAfter(double lineRateBps,
+                                   int64_t n,
+                                   const uint8_t* code,
+                                   const int64_t* ackedBytes,
+                                   const int64_t* sentBytes,
+                                   double* rateOut);
+
     /// SchedulerScript step kinds.
     enum SchedulerStep : uint8_t
     {
