@@ -18,6 +18,7 @@ import sys
 import time
 
 import numpy as np
+from bench_uec import bottleneck_ns, wire_ns  # bench/, the script's own folder
 
 from cosim import engine
 from cosim.network import topology
@@ -40,21 +41,6 @@ def flow_set(src, dst, size: int) -> FlowSet:
     src, dst = np.asarray(src, np.int32), np.asarray(dst, np.int32)
     return FlowSet(src=src, dst=dst, size_bytes=np.full(src.size, size, np.int64), start_ns=np.zeros(src.size),
                    priority=np.zeros(src.size, np.uint8))
-
-
-def wire_ns(payload: np.ndarray, header: int) -> np.ndarray:
-    packets = -(-payload // MTU)
-    return (payload + packets * header) * 8 / LINK_GBPS
-
-
-def bottleneck_ns(flows: FlowSet, own_ns: np.ndarray, per_leaf: int, spines: int) -> float:
-    """The busiest link's wire time: a host's link (what it sends, or receives) or a leaf's uplinks (what
-    leaves it for other leaves, spread evenly over its ``spines`` uplinks at best)."""
-    src, dst = np.asarray(flows.src), np.asarray(flows.dst)
-    sent, received = np.bincount(src, weights=own_ns), np.bincount(dst, weights=own_ns)
-    across = src // per_leaf != dst // per_leaf
-    uplinks = np.bincount(src[across] // per_leaf, weights=own_ns[across]) / spines
-    return float(max(sent.max(), received.max(), uplinks.max() if uplinks.size else 0.0))
 
 
 def main(per_leaf: int, leaves: int, spines: int, flow_kib: int) -> None:
