@@ -47,8 +47,9 @@ from cosim.kinds.base import Piece, WorkloadKind, register
 from cosim.kinds.training import flow_latency_ns, nic_payload_bytes_per_s, training_tables
 from cosim.results import collectives
 from cosim.results.metrics import requests_within_slo
+from cosim.workload.deepep import KERNEL_OF_MOE_KERNEL
 from cosim.workload.hardware import get_hardware
-from cosim.workload.inference.dpep import MOE_KERNELS, ExpertParallel
+from cosim.workload.inference.dpep import ExpertParallel
 from cosim.workload.inference.requests import (
     POISSON_REQUESTS,
     Requests,
@@ -119,8 +120,9 @@ def plan(exp, work, gpus_per_server: int | None) -> InferencePlan:
     decode = ReplicaShape(tp=w.decode_tp, pp=w.decode_pp, ep=w.decode_ep)
     ep = None
     if prefill.data_parallel or decode.data_parallel:
-        ep = ExpertParallel(model=model, prefill_kernel=MOE_KERNELS[w.prefill_moe_kernel],
-                            decode_kernel=MOE_KERNELS[w.decode_moe_kernel], dispatch_fp8=w.moe_dispatch_dtype == "fp8",
+        ep = ExpertParallel(model=model, prefill_kernel=KERNEL_OF_MOE_KERNEL[w.prefill_moe_kernel],
+                            decode_kernel=KERNEL_OF_MOE_KERNEL[w.decode_moe_kernel],
+                            dispatch_fp8=w.moe_dispatch_dtype == "fp8",
                             redundant_experts=w.redundant_experts)
         for side, shape, kernel in (("prefill", prefill, ep.prefill_kernel), ("decode", decode, ep.decode_kernel)):
             if shape.data_parallel and kernel == "high-throughput" and shape.ep > gps and shape.ep % gps:

@@ -146,6 +146,7 @@ UNUSED_CONGESTION_FIELDS = {"roce": ("ib_cc", "uec_congestion_control"),
                             "ib": ("dcqcn", "telemetry_cc", "uec_congestion_control"),
                             "uec": ("dcqcn", "ib_cc", "telemetry_cc")}
 
+
 def _apply_profile(net: NetworkSpec) -> None:
     """Set the fields ``net.profile`` presets (PROFILES); a field set to another value than both its default
     and the profile's is refused, as it would silently undo part of the preset."""

@@ -14,6 +14,7 @@ from cosim.collectives.lower import ALGORITHM_NAMES
 from cosim.errors import CosimInputError
 from cosim.network.transport import TRANSPORT_GROUPS, TRANSPORTS
 from cosim.workload.builder import build_trace
+from cosim.workload.deepep import KERNEL_OF_MOE_KERNEL
 from cosim.workload.hardware import get_hardware
 from cosim.workload.model import get_model
 from cosim.workload.parallelism import ParallelismSpec
@@ -53,9 +54,9 @@ class TrainingWorkload:
 
     ``trace`` names a cosim trace file (``cosim trace``); otherwise ``model`` (a preset of ``cosim trace
     --list-models``) with ``model_overrides`` (ModelSpec fields), ``parallelism`` (ParallelismSpec fields),
-    ``gpu`` (a hardware preset, h100 when not given) and ``hardware_overrides`` (HardwareSpec fields) generate it, deterministically; a trace file carries
-    the GPU it was generated for, so ``gpu`` is left unset with it. ``iterations`` are chained; the first
-    warms the fabric up.
+    ``gpu`` (a hardware preset, h100 when not given) and ``hardware_overrides`` (HardwareSpec fields)
+    generate it, deterministically; a trace file carries the GPU it was generated for, so ``gpu`` is left
+    unset with it. ``iterations`` are chained; the first warms the fabric up.
     """
 
     kind = "training"
@@ -112,7 +113,7 @@ class TrainingWorkload:
 
 KV_TRANSFER_MODES = ("layer", "whole")
 #: DeepEP kernels of a serving replica whose experts spread over its GPUs (cosim.workload.inference.dpep)
-EP_MOE_KERNELS = ("deepep-high-throughput", "deepep-low-latency")
+EP_MOE_KERNELS = tuple(KERNEL_OF_MOE_KERNEL)
 EP_DISPATCH_DTYPES = ("fp8", "bf16")
 #: longest mean arrival span of Poisson requests, s: a tenth of the simulator's clock (9.2e15 ns), so that
 #: the last arrival and the service after it fit whatever the draw

@@ -45,6 +45,8 @@ from cosim.workload.routing import RoutedCounts
 from cosim.workload.trace import AlgoHint, OpKind, Phase, Trace
 
 KERNELS = ("high-throughput", "low-latency")
+#: the DeepEP kernel of each ``moe_kernel`` name a model or serving spec gives (cosim.workload.model)
+KERNEL_OF_MOE_KERNEL = {f"deepep-{kernel}": kernel for kernel in KERNELS}
 #: the algo_hint of each kernel's SEND and RECV ops (the SMs they hold: cosim.kinds.base.comm_classes)
 HINTS = {"high-throughput": AlgoHint.DEEPEP_HIGH_THROUGHPUT, "low-latency": AlgoHint.DEEPEP_LOW_LATENCY}
 _I64 = np.int64

@@ -52,7 +52,6 @@ from cosim.workload.trace import (
     collective_call_ids,
 )
 
-KERNEL_OF = {"deepep-high-throughput": "high-throughput", "deepep-low-latency": "low-latency"}
 #: the algo_hint of a kernel's SEND and RECV ops
 HINT_OF = {"high-throughput": AlgoHint.DEEPEP_HIGH_THROUGHPUT, "low-latency": AlgoHint.DEEPEP_LOW_LATENCY}
 _I64 = np.int64
@@ -91,7 +90,7 @@ def expand_ep_all_to_alls(trace: Trace, model: ModelSpec, par: ParallelismSpec, 
     gpus_per_node = hw.gpus_per_host
     if model.moe_kernel == "nccl":
         return trace
-    kernel = KERNEL_OF[model.moe_kernel]
+    kernel = deepep.KERNEL_OF_MOE_KERNEL[model.moe_kernel]
     coll = np.flatnonzero((trace.kind == OpKind.COLLECTIVE) & (trace.coll_kind == CollKind.ALL_TO_ALL)
                           & (trace.op_group_kind() == GroupKind.EP))
     if coll.size == 0:

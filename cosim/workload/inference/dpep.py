@@ -38,14 +38,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim.errors import CosimInputError
-from cosim.workload.deepep import KERNELS, Messages
+from cosim.workload.deepep import KERNEL_OF_MOE_KERNEL, KERNELS, Messages
 from cosim.workload.inference.model import InferenceModel
 from cosim.workload.routing import RoutedCounts, RoutingSpec, route_tokens, routed_counts
 from cosim.workload.sizes import moe_token_bytes
 from cosim.workload.trace import OpKind
 
 #: a side's DeepEP kernel in the workload spec
-MOE_KERNELS = {"deepep-high-throughput": "high-throughput", "deepep-low-latency": "low-latency"}
 DISPATCH_DTYPES = ("fp8", "bf16")
 
 
@@ -64,7 +63,7 @@ class ExpertParallel:
             if getattr(self, field) not in KERNELS:
                 raise CosimInputError(f"workload.{field.replace('kernel', 'moe_kernel')}",
                                       f"unknown DeepEP kernel {getattr(self, field)!r}",
-                                      f"choose among {', '.join(MOE_KERNELS)}")
+                                      f"choose among {', '.join(KERNEL_OF_MOE_KERNEL)}")
         r = self.redundant_experts
         if isinstance(r, bool) or not isinstance(r, int) or r < 0:
             raise CosimInputError("workload.redundant_experts", f"must be an integer >= 0, got {r!r}")
