@@ -3,6 +3,7 @@ or a kill of ``cosim run --jobs N`` / ``cosim sweep --jobs N`` stops every simul
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -34,3 +35,15 @@ def die_with_parent(parent_pid: int) -> None:
             os._exit(1)
 
         threading.Thread(target=watch, name="cosim-parent-watch", daemon=True).start()
+
+
+def worker_init(parent_pid: int, log_level: int) -> None:
+    """Initializer of a spawned worker: die with the parent, and log at the parent's level of the ``cosim``
+    logger (a spawned process starts with logging unconfigured, so ``-q`` would not reach it)."""
+    die_with_parent(parent_pid)
+    logging.getLogger("cosim").setLevel(log_level)
+
+
+def worker_initargs() -> tuple[int, int]:
+    """The arguments of :func:`worker_init` for workers started by this process."""
+    return os.getpid(), logging.getLogger("cosim").level

@@ -10,6 +10,7 @@ import pytest
 from conftest import run_main
 
 from cosim import results
+from cosim.errors import CosimInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "docs" / "examples" / "sweep.toml"
@@ -152,3 +153,14 @@ def test_empty_option_values_are_refused(tmp_path, capsys, monkeypatch, args):
     option = next(a for a in args if a.startswith("-") and args[args.index(a) + 1].strip() == "")
     _one_line_error(code, err, option)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("field,value", [("hardware_overrides", {"sustained_clock_ratio": 0.9}),
+                                         ("model_overrides", {"num_layers": 2}), ("parallelism", {"tp": 2})])
+def test_generation_fields_on_a_trace_file_name_themselves(field, value):
+    """A trace file carries its model, parallelism and GPU: the refusal names the generation field given."""
+    from cosim.spec import from_document
+
+    with pytest.raises(CosimInputError) as exc:
+        from_document({"workload": {"kind": "training", "trace": "t.h5", field: value}})
+    assert exc.value.field == f"workload.{field}" and "not to a trace file" in str(exc.value)

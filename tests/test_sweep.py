@@ -310,3 +310,35 @@ def test_sigterm_stops_the_sweep_writes_the_running_point_interrupted_and_no_wor
     assert code == 2 and "was interrupted" in err and not (tmp_path / "m.h5").exists()
     code, _, _ = run_main(["merge", str(out), "-o", str(tmp_path / "m.h5"), "--partial"], capsys)
     assert code == 0 and len(results.read_results(tmp_path / "m.h5")) == 1
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_a_worker_kept_waiting_for_the_folder_says_so_only_without_quiet(tmp_path, engine_ns, quiet):
+    """A sweep's worker that finds its results folder held by another writer logs that it waits; under -q the
+    worker process (spawned, so it starts with logging unconfigured) says nothing, and the point still lands."""
+    import fcntl
+
+    spec = write(tmp_path, '[sweep]\nname = "w"\n[base]\nhosts = 4\nflow_bytes = 1000\n[[points]]\n')
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(cosim.__file__).parents[1]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    fd = os.open(out, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    proc = subprocess.Popen([sys.executable, "-m", "cosim", "sweep", str(spec), "-o", str(out),
+                             *(["-q"] if quiet else [])], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        if quiet:  # nothing to wait for on stderr: hold the folder long enough for the worker to reach its write
+            time.sleep(8.0)
+            told = ""
+        else:
+            told = proc.stderr.readline()
+    finally:
+        os.close(fd)  # drops the lock
+    rest = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 0, told + rest
+    assert len(list(out.glob("w-0000-*.h5"))) == 1
+    if quiet:
+        assert rest == ""
+    else:
+        assert "waiting: another cosim is writing results in" in told

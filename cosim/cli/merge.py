@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cosim.cli.options import refuse_empty
+from cosim.cli.options import quiet_library_logs, refuse_empty
 
 
 @click.command()
@@ -30,6 +30,7 @@ def merge(outdir, output, summary_only, partial, sweep_name, quiet):
       cosim merge ecn-sweep --partial          # while shards are still running
       cosim merge parts -o big.h5              # after 'cosim run big.toml --parts-dir parts --shard I/N'
     """
+    quiet_library_logs(quiet)
     from pathlib import Path  # noqa: PLC0415
 
     from cosim.batch import manifests, merge_parts  # noqa: PLC0415

@@ -6,6 +6,8 @@ field's kind is looked up in the Experiment specs only when a value is converted
 
 from __future__ import annotations
 
+import logging
+
 import click
 
 from cosim import values
@@ -90,3 +92,13 @@ def parse_settings(assignments: tuple[str, ...]) -> dict[str, object]:
         except CosimInputError as exc:
             raise click.BadParameter(str(exc), param_hint="'--set'") from None
     return out
+
+
+def quiet_library_logs(quiet: bool) -> None:
+    """Under ``-q`` the library's notices (``waiting: another cosim is writing...``) are not printed; its
+    errors still are. Worker processes take the level over (cosim.workers.worker_init); the level is put back
+    when the command ends, for callers that run several commands in one process."""
+    if quiet:
+        logger = logging.getLogger("cosim")
+        click.get_current_context().call_on_close(lambda level=logger.level: logger.setLevel(level))
+        logger.setLevel(logging.ERROR)

@@ -20,7 +20,7 @@ import time
 
 import click
 
-from cosim.cli.options import SET_HELP, FieldType, parse_settings, refuse_empty
+from cosim.cli.options import SET_HELP, FieldType, parse_settings, quiet_library_logs, refuse_empty
 
 #: cosim.spec.TRANSPORT_CHOICES, repeated so that --help loads no numpy (a test checks both)
 TRANSPORT_CHOICES = ("roce", "ib", "uec", "both", "all")
@@ -189,6 +189,7 @@ def run(ctx, experiment, list_, dry_run, export_fabric, trace_path, transport, a
       cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
       cosim run big.toml --parts-dir parts --shard 3/16   # or in an sbatch --array job; then: cosim merge parts
     """
+    quiet_library_logs(quiet)
     from cosim.spec import catalog  # noqa: PLC0415
 
     if list_:

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from cosim.cli.options import SET_HELP, parse_settings, refuse_empty
+from cosim.cli.options import SET_HELP, parse_settings, quiet_library_logs, refuse_empty
 
 
 def _seconds(s: float) -> str:
@@ -77,6 +77,7 @@ def sweep(spec_file, outdir, assignments, shard, jobs, dry_run, quiet, verbose):
     status interrupted (a rerun redoes them); no new point starts.
     Exit codes: 0 every point done, 1 some point failed or did not complete, 2 bad input, 143 SIGTERM.
     """
+    quiet_library_logs(quiet)
     import os  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
 

@@ -41,7 +41,7 @@ from cosim.decompose.parts import (
 from cosim.network.dragonfly import router_groups
 from cosim.network.topology import SWITCH
 from cosim.progress import PartsProgress
-from cosim.workers import die_with_parent
+from cosim.workers import worker_init, worker_initargs
 
 #: routings whose path choice reads no flow id (pinned: destination; spray: a per-switch counter)
 _ID_FREE_ROUTINGS = ("pinned", "spray")
@@ -607,12 +607,11 @@ def _run_all(fabric, cols: list[dict], settings: dict, progress: PartsProgress |
     memory.check_simulation_fits(sum(sorted((int(c["kind"].size) for c in cols), reverse=True)[:workers]),
                                  processes=workers)
     import multiprocessing  # noqa: PLC0415
-    import os  # noqa: PLC0415
     from concurrent.futures import ProcessPoolExecutor, wait  # noqa: PLC0415
 
     ctx = multiprocessing.get_context("spawn")  # ns-3 is a process-wide singleton: one run per process
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=die_with_parent,
-                               initargs=(os.getpid(),))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init,
+                               initargs=worker_initargs())
     try:
         futures = [pool.submit(run_piece, fabric, c, settings) for c in cols]
         while wait(futures, timeout=0.25).not_done:

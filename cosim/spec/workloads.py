@@ -78,8 +78,9 @@ class TrainingWorkload:
         if self.trace is not None and self.model is not None:
             raise CosimInputError("workload.trace", "give either a trace file or a model to generate one from",
                                   "remove workload.model or workload.trace")
-        if self.trace is not None and (self.model_overrides or self.parallelism or self.hardware_overrides):
-            raise CosimInputError("workload.parallelism", "applies to a generated trace, not to a trace file",
+        given = [n for n in ("model_overrides", "parallelism", "hardware_overrides") if getattr(self, n)]
+        if self.trace is not None and given:
+            raise CosimInputError(f"workload.{given[0]}", "applies to a generated trace, not to a trace file",
                                   "remove it, or give workload.model instead of workload.trace")
         if self.trace is not None and self.gpu is not None:
             raise CosimInputError("workload.gpu", "applies to a generated trace; a trace file carries the GPU it "

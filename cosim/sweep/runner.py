@@ -33,7 +33,7 @@ from cosim.h5io import atomic_output
 from cosim.results import SCHEMA, SCHEMA_VERSION
 from cosim.results.store import check_writable
 from cosim.sweep.spec import Sweep, SweepPoint
-from cosim.workers import die_with_parent
+from cosim.workers import worker_init, worker_initargs
 
 # ---------------------------------------------------------------- shards
 
@@ -221,15 +221,15 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, lambda signum, frame: engine.request_stop())
 
 
-def _worker_init(parent_pid: int) -> None:
-    """Worker initializer: die with the sweep process; SIGTERM interrupts the running point."""
-    die_with_parent(parent_pid)
+def _worker_init(parent_pid: int, log_level: int) -> None:
+    """Worker initializer: die with the sweep process, log at its level; SIGTERM interrupts the running point."""
+    worker_init(parent_pid, log_level)
     _stop_on_sigterm()
 
 
 def _new_pool(jobs: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_init, initargs=(os.getpid(),))
+                               initializer=_worker_init, initargs=worker_initargs())
 
 
 def _died(p: SweepPoint, how: str = "") -> PointResult:
@@ -238,9 +238,9 @@ def _died(p: SweepPoint, how: str = "") -> PointResult:
                        "rerun the point alone to see its output")
 
 
-def _isolated_child(runner, point: dict, outdir: str, sweep_name: str, conn) -> None:
+def _isolated_child(runner, point: dict, outdir: str, sweep_name: str, log_level: int, conn) -> None:
     """Entry of a one-point child process: run the point, send its result."""
-    _worker_init(os.getppid())
+    _worker_init(os.getppid(), log_level)
     conn.send(runner(point, outdir, sweep_name))
     conn.close()
 
@@ -251,7 +251,8 @@ def _run_isolated(runner, p: SweepPoint, outdir: Path, sweep_name: str) -> Point
 
     ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_isolated_child, args=(runner, _point_dict(p), str(outdir), sweep_name, send),
+    child = ctx.Process(target=_isolated_child,
+                        args=(runner, _point_dict(p), str(outdir), sweep_name, worker_initargs()[1], send),
                         daemon=True)
     child.start()
     send.close()
