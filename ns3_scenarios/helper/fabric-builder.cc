@@ -263,25 +263,19 @@ FabricBuilder::GroupRoutesFor(const std::vector<uint32_t>& peerStart,
     const auto up = [dead](uint32_t u, uint32_t p) { return dead == nullptr || (*dead)[u][p] == 0; };
     std::vector<GroupRoutes> routes(n);
     std::vector<uint32_t> dist(n);
+    std::vector<uint32_t> anyDist(n);
     std::vector<uint32_t> frontier;
     frontier.reserve(n);
-    for (uint32_t g = 0; g < groups->nGroups; ++g)
-    {
-        // a hop from x to y on the way to group g: into g from outside it, or inside one group outside g
-        const auto entersOrStays = [this, g](uint32_t x, uint32_t y) {
-            const int32_t gx = m_groupOfNode[x];
-            const int32_t gy = m_groupOfNode[y];
-            return gy == int32_t(g) ? gx != int32_t(g) : gx == gy;
-        };
-        // BFS backwards from every switch of the group at once, over the links into the group from outside
-        // and, outside it, the links inside one group: paths that enter the target from their own group
-        std::fill(dist.begin(), dist.end(), kUnreached);
+    // BFS backwards from every switch of group g over the up links that @p hop admits (hop(x, y): x may
+    // forward to y); distances into @p out
+    const auto towards = [&](uint32_t g, std::vector<uint32_t>& out, const auto& hop) {
+        std::fill(out.begin(), out.end(), kUnreached);
         frontier.clear();
         for (uint32_t s = 0; s < n; ++s)
         {
             if (m_switches[s] && m_groupOfNode[s] == int32_t(g))
             {
-                dist[s] = 0;
+                out[s] = 0;
                 frontier.push_back(s);
             }
         }
@@ -291,13 +285,28 @@ FabricBuilder::GroupRoutesFor(const std::vector<uint32_t>& peerStart,
             for (uint32_t j = peerStart[u]; j < peerStart[u + 1]; ++j)
             {
                 const uint32_t v = peer[j];
-                if (dist[v] == kUnreached && m_switches[v] && entersOrStays(v, u) && up(u, j - peerStart[u]))
+                if (out[v] == kUnreached && m_switches[v] && hop(v, u) && up(u, j - peerStart[u]))
                 {
-                    dist[v] = dist[u] + 1;
+                    out[v] = out[u] + 1;
                     frontier.push_back(v);
                 }
             }
         }
+    };
+    const auto anyHop = [](uint32_t, uint32_t) { return true; };
+    for (uint32_t g = 0; g < groups->nGroups; ++g)
+    {
+        // a hop from x to y on the way to group g: into g from outside it, or inside one group outside g
+        const auto entersOrStays = [this, g](uint32_t x, uint32_t y) {
+            const int32_t gx = m_groupOfNode[x];
+            const int32_t gy = m_groupOfNode[y];
+            return gy == int32_t(g) ? gx != int32_t(g) : gx == gy;
+        };
+        // minimal paths enter the target from their own group; a group whose global links to g are all down
+        // goes through another group instead (shortest paths over any link), as a dragonfly's routing falls
+        // back to a non-minimal route when a global link fails
+        towards(g, dist, entersOrStays);
+        towards(g, anyDist, anyHop);
         for (uint32_t s = 0; s < n; ++s)
         {
             if (!m_switches[s])
@@ -306,14 +315,23 @@ FabricBuilder::GroupRoutesFor(const std::vector<uint32_t>& peerStart,
             }
             GroupRoutes& r = routes[s];
             r.start.push_back(uint32_t(r.ports.size()));
-            r.groupHops.push_back(uint8_t(std::min<uint32_t>(dist[s], kMaxHops)));
-            // a switch of the group is there (no ports); one cut off from it has none either
-            for (uint32_t j = peerStart[s]; dist[s] != 0 && dist[s] != kUnreached && j < peerStart[s + 1]; ++j)
+            const bool minimal = dist[s] != kUnreached;
+            const std::vector<uint32_t>& d = minimal ? dist : anyDist;
+            r.groupHops.push_back(uint8_t(std::min<uint32_t>(d[s], kMaxHops)));
+            // a switch of the group is there (no ports)
+            for (uint32_t j = peerStart[s]; d[s] != 0 && d[s] != kUnreached && j < peerStart[s + 1]; ++j)
             {
-                if (dist[peer[j]] + 1 == dist[s] && entersOrStays(s, peer[j]) && up(s, j - peerStart[s]))
+                if (d[peer[j]] + 1 == d[s] && (!minimal || entersOrStays(s, peer[j])) && up(s, j - peerStart[s]))
                 {
                     r.ports.push_back(uint16_t(j - peerStart[s]));
                 }
+            }
+            if (d[s] == kUnreached && dead != nullptr)
+            {
+                // cut off from the group: keep the old candidates, as the routes to hosts do (the packets
+                // then meet the dead link and are counted as its drops)
+                const GroupRoutes& old = m_switches[s]->GetGroupRoutes();
+                r.ports.insert(r.ports.end(), old.ports.begin() + old.start[g], old.ports.begin() + old.start[g + 1]);
             }
         }
     }

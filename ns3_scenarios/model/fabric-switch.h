@@ -136,6 +136,12 @@ class FabricSwitch : public FabricNode
         return m_routePorts;
     }
 
+    /// @return the ports and hops towards every group (SetGroupRoutes; empty on a fabric without groups)
+    const GroupRoutes& GetGroupRoutes() const
+    {
+        return m_groupRoutes;
+    }
+
     /// @return where every host attaches (SetRoutes)
     std::shared_ptr<const HostAttachments> GetAttachments() const
     {

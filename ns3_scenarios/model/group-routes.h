@@ -28,7 +28,8 @@ struct SwitchGroups
  * @ingroup cosim
  * @brief One switch's routes towards every group: the equal-cost ports on its shortest paths to the group
  * that cross no third group (inside its own group, then one link into the target: a dragonfly's local then
- * global hop), CSR by group, and the router hops that takes.
+ * global hop) or, where failed links leave no such path, its shortest paths over any links; CSR by group,
+ * and the router hops that takes.
  */
 struct GroupRoutes
 {
