@@ -197,6 +197,23 @@ def test_spectrum_x_finishes_a_permutation_near_the_uplink_bound_where_ecmp_coll
     assert tx.max() <= 1.15 * tx.min()  # every uplink carries its share, within 15%
 
 
+def test_rotated_ties_spread_a_lone_flow_over_every_uplink_where_the_hash_keeps_one(engine_ns):
+    """One 1 MiB flow across an idle leaf-spine of 4 spines, with telemetry CC keeping the queues empty: with
+    the hash winning ties (IB's adaptive routing here) every packet takes the flow's hashed uplink; with ties
+    rotated (the profile's) the packets take the 4 uplinks in turn, a quarter of the bytes each (within a
+    packet); the flow still arrives whole."""
+    fab = leaf_spine(hosts=8, spines=4)
+    flows = flow_set([0], [4], 1 << 20)
+    carried = {}
+    for ties in ("hash", "rotate"):
+        ports = simulate(fab, flows, routing="adaptive", telemetry_cc=True, adaptive_ties=ties).ports
+        up = (np.asarray(ports["node"]) == fab.tier_ids(1)[0]) & np.isin(ports["peer"], fab.tier_ids(2))
+        carried[ties] = np.asarray(ports["tx_bytes"])[up]
+    assert np.count_nonzero(carried["hash"]) == 1
+    quarter = carried["rotate"].sum() / 4
+    assert np.all(np.abs(carried["rotate"] - quarter) <= MTU + HEADER), carried["rotate"]
+
+
 def test_same_seed_same_results(engine_ns):
     """Telemetry and the rate reactions draw nothing at random: two runs of the profile agree bit for bit."""
     flows = flow_set(np.arange(1, 8), np.zeros(7), 256 << 10)
@@ -210,7 +227,7 @@ def test_same_seed_same_results(engine_ns):
 
 
 def test_the_profile_sets_its_fields_and_refuses_one_that_contradicts_it():
-    """``profile = "spectrum-x"`` is RoCE with adaptive routing and telemetry CC, DCQCN off; a field set to a
+    """``profile = "spectrum-x"`` is RoCE with adaptive routing (ties rotated) and telemetry CC, DCQCN off; a field set to a
     value of its own (not the default) is refused naming it; so is another transport."""
     net = NetworkSpec(profile="spectrum-x")
     assert (net.transport, net.routing, net.telemetry_cc, net.dcqcn) == ("roce", "adaptive", True, False)
@@ -218,10 +235,14 @@ def test_the_profile_sets_its_fields_and_refuses_one_that_contradicts_it():
     assert attrs["HostNic::TelemetryCcEnabled"] == "true" and attrs["LinkTelemetry::Enabled"] == "true"
     assert attrs["HostNic::ReorderTolerant"] == "true" and attrs["HostNic::DcqcnEnabled"] == "false"
     assert "SharedBufferMmu::LosslessPriorityMask" not in attrs  # PFC kept
+    assert net.adaptive_ties == "rotate" and attrs["FabricSwitch::AdaptiveTies"] == "rotate"
     for field, value in (("routing", "spray"), ("transport", "uec")):
         with pytest.raises(CosimInputError) as err:
             NetworkSpec(profile="spectrum-x", **{field: value})
         assert err.value.field == f"network.{field}"
+    with pytest.raises(CosimInputError) as err:  # ties of a routing that has none
+        NetworkSpec(adaptive_ties="rotate")
+    assert err.value.field == "network.adaptive_ties" and "adaptive" in str(err.value)
 
 
 def test_telemetry_cc_is_roce_only_and_replaces_dcqcn():

@@ -16,6 +16,7 @@ from cosim.network.dragonfly import DRAGONFLY_ROUTINGS
 from cosim.network.fabrics import TOPOLOGIES
 from cosim.network.link_layer import LINK_FLOW_CONTROLS, LINK_RETRIES, check_link_layer
 from cosim.network.transport import (
+    ADAPTIVE_TIES,
     ECMP_HASH_FIELDS,
     ECN_MARKING_POINTS,
     PROFILES,
@@ -100,6 +101,10 @@ class NetworkSpec:
                                   "ECMP hash fields: flow, five-tuple, five-tuple-qp (enhanced ECMP)")
     routing: str = v.spec_field(v.Choice(ROUTINGS), "ecmp",
                                 "choice among equal-cost ports: ecmp, pinned, flowlet, adaptive, spray")
+    adaptive_ties: str = v.spec_field(v.Choice(ADAPTIVE_TIES), "hash",
+                                      "adaptive routing among equally loaded ports: hash (the flow's hashed port: "
+                                      "on an idle fabric a flow keeps one path) or rotate (the ports in turn: "
+                                      "per-packet spreading, as Spectrum-X)")
     admission: bool = v.spec_field(v.Bool(), False, "receiver-driven admission (clear-to-send per chunk)")
     qp_window_bytes: int = v.spec_field(v.Size(minimum=0), 0, "per-QP window of unacknowledged payload, bytes "
                                         "(0 = none)")
@@ -130,6 +135,9 @@ class NetworkSpec:
         if self.topology_file is not None and self.topology not in ("file", None):
             raise CosimInputError("network.topology_file", f"is read only by topology 'file', not {self.topology!r}",
                                   "set network.topology = \"file\" or drop topology_file")
+        if self.adaptive_ties != ADAPTIVE_TIES[0] and self.routing != "adaptive":
+            raise CosimInputError("network.adaptive_ties", f"breaks ties of adaptive routing, not of {self.routing!r}",
+                                  'set network.routing = "adaptive", or drop adaptive_ties')
         _check_switch_fields(self)
         _check_dragonfly_fields(self)
         check_link_layer(self)

@@ -116,6 +116,8 @@ ECMP_HASH_FIELDS = ("flow", "five-tuple", "five-tuple-qp")
 ROUTINGS = ("ecmp", "pinned", "flowlet", "adaptive", "spray")
 #: routings that reorder a flow's packets, so receivers must place them out of order
 REORDERING_ROUTINGS = ("adaptive", "spray")
+#: adaptive routing's choice among equally loaded ports (FabricSwitch::AdaptiveTies), the first the default
+ADAPTIVE_TIES = ("hash", "rotate")
 #: where ECN marking reads the egress queue (FabricSwitch::EcnMarkingPoint), the first the default
 ECN_MARKING_POINTS = ("enqueue", "dequeue")
 #: receiver-driven admission defaults (HostNic::AdmissionChannels, AdmissionBufferBytes, AdmissionChunkBytes)
@@ -126,7 +128,8 @@ DEFAULT_ACK_INTERVAL_BYTES = 64 * 1024
 
 #: named presets of transport options: NetworkSpec field → value (docs/models/spectrum-x.md)
 PROFILES: dict[str, dict[str, object]] = {
-    "spectrum-x": {"transport": "roce", "routing": "adaptive", "telemetry_cc": True, "dcqcn": False},
+    "spectrum-x": {"transport": "roce", "routing": "adaptive", "adaptive_ties": "rotate", "telemetry_cc": True,
+                   "dcqcn": False},
 }
 
 
@@ -177,13 +180,14 @@ def transport_attributes(transport: str, *, dcqcn: bool = True, ib_cc: bool = Fa
 def mechanism_attributes(*, qps_per_connection: int = 1, ecmp_hash: str = "flow", routing: str = "ecmp",
                          admission: bool = False, qp_window_bytes: int = 0,
                          ecn_marking: str = "enqueue", dragonfly_routing: str = "minimal",
-                         telemetry_cc: bool = False) -> dict[str, str]:
+                         telemetry_cc: bool = False, adaptive_ties: str = "hash") -> dict[str, str]:
     """ns-3 attributes of the transport options (module docstring) that differ from their defaults: none for
     a plain run, so its attributes, and results, stay what they were before the options existed."""
     for field, value, choices in (("network.ecmp_hash", ecmp_hash, ECMP_HASH_FIELDS),
                                   ("network.routing", routing, ROUTINGS),
                                   ("network.ecn_marking", ecn_marking, ECN_MARKING_POINTS),
-                                  ("network.dragonfly_routing", dragonfly_routing, DRAGONFLY_ROUTINGS)):
+                                  ("network.dragonfly_routing", dragonfly_routing, DRAGONFLY_ROUTINGS),
+                                  ("network.adaptive_ties", adaptive_ties, ADAPTIVE_TIES)):
         if value not in choices:
             raise CosimInputError(field, f"unknown value {value!r}", f"choose one of {', '.join(choices)}")
     attrs = {}
@@ -195,6 +199,8 @@ def mechanism_attributes(*, qps_per_connection: int = 1, ecmp_hash: str = "flow"
         attrs["FabricSwitch::Routing"] = routing
     if routing in REORDERING_ROUTINGS:
         attrs["HostNic::ReorderTolerant"] = "true"
+    if adaptive_ties != ADAPTIVE_TIES[0]:
+        attrs["FabricSwitch::AdaptiveTies"] = adaptive_ties
     if admission:
         attrs["HostNic::AdmissionEnabled"] = "true"
     if qp_window_bytes:
@@ -216,7 +222,8 @@ def network_mechanisms(network) -> dict[str, str]:
                                 routing=network.routing, admission=network.admission,
                                 qp_window_bytes=network.qp_window_bytes, ecn_marking=network.ecn_marking,
                                 dragonfly_routing=getattr(network, "dragonfly_routing", DRAGONFLY_ROUTINGS[0]),
-                                telemetry_cc=getattr(network, "telemetry_cc", False))
+                                telemetry_cc=getattr(network, "telemetry_cc", False),
+                                adaptive_ties=getattr(network, "adaptive_ties", ADAPTIVE_TIES[0]))
 
 
 def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> dict[str, str]:

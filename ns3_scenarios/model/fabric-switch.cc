@@ -50,6 +50,15 @@ FabricSwitch::GetTypeId()
                           MakeEnumAccessor<Routing>(&FabricSwitch::m_routing),
                           MakeEnumChecker(Routing::ECMP, "ecmp", Routing::PINNED, "pinned", Routing::FLOWLET,
                                           "flowlet", Routing::ADAPTIVE, "adaptive", Routing::SPRAY, "spray"))
+            .AddAttribute("AdaptiveTies",
+                          "Which of the least-loaded ports adaptive routing takes when several tie (e.g. all "
+                          "empty): hash (the flow's ECMP-hash port first, so on an idle fabric a flow keeps one "
+                          "path) or rotate (the scan starts at the next port in turn, per switch, so packets "
+                          "spread over equally loaded ports as per-packet adaptive routing with NIC reordering "
+                          "does; Spectrum-X-like).",
+                          EnumValue(AdaptiveTies::HASH),
+                          MakeEnumAccessor<AdaptiveTies>(&FabricSwitch::m_adaptiveTies),
+                          MakeEnumChecker(AdaptiveTies::HASH, "hash", AdaptiveTies::ROTATE, "rotate"))
             .AddAttribute("DragonflyRouting",
                           "Routing on a fabric of switch groups (dragonfly): minimal (inside the source's "
                           "group, over a global link into the destination's, to its switch: local-global-local), "
@@ -421,7 +430,12 @@ FabricSwitch::SelectPort(const FabricPacket& p)
     case Routing::FLOWLET:
         return SelectFlowletPort(p, candidates, count, EcmpHash(p, m_hashFields, salt));
     case Routing::ADAPTIVE:
-        return AdaptiveRouter::LeastLoaded(candidates, count, EcmpHash(p, m_hashFields, salt) % count, m_ports);
+        return AdaptiveRouter::LeastLoaded(candidates,
+                                           count,
+                                           m_adaptiveTies == AdaptiveTies::ROTATE
+                                               ? uint32_t(m_sprayNext++ % count)
+                                               : uint32_t(EcmpHash(p, m_hashFields, salt) % count),
+                                           m_ports);
     case Routing::SPRAY:
         return candidates[m_sprayNext++ % count];
     }

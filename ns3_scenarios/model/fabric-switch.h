@@ -173,6 +173,13 @@ class FabricSwitch : public FabricNode
         SPRAY = 4,    ///< per packet: round robin
     };
 
+    /// Adaptive routing's tie-break among equally loaded ports (the AdaptiveTies attribute).
+    enum class AdaptiveTies : uint8_t
+    {
+        HASH = 0,   ///< the flow's ECMP-hash port first
+        ROTATE = 1, ///< the next port in turn first (per switch)
+    };
+
     /// Minimal or non-minimal routing on a grouped fabric (the DragonflyRouting attribute).
     enum class DragonflyRouting : uint8_t
     {
@@ -321,7 +328,8 @@ class FabricSwitch : public FabricNode
     uint64_t m_nonMinimal{0};           ///< data packets sent towards an intermediate group
     Routing m_routing{Routing::ECMP};   ///< choice among equal-cost ports
     EcmpHashFields m_hashFields{EcmpHashFields::FLOW}; ///< what the ECMP hash covers
-    uint64_t m_sprayNext{0};            ///< spraying: packets sprayed so far (round-robin cursor)
+    uint64_t m_sprayNext{0};            ///< spraying, adaptive ties rotated: packets so far (round-robin cursor)
+    AdaptiveTies m_adaptiveTies{AdaptiveTies::HASH}; ///< adaptive routing's choice among equally loaded ports
     Time m_flowletTimeout;              ///< flowlet: gap that ends a flowlet
     int64_t m_flowletTimeoutPs{0};      ///< m_flowletTimeout in ps
     uint32_t m_flowletEntries{4096};    ///< flowlet: buckets of the flowlet table
