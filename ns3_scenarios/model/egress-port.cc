@@ -501,6 +501,11 @@ EgressPort::DeliverThroughFault()
     {
         // a credit link loses nothing: what was on the wire when it went down still arrives (the link
         // layer completes it), what is queued waits for the link or for new routes (FabricSwitch::ForwardQueued)
+        if (p->kind == PacketKind::LINK_RESEND)
+        {
+            m_pool->Release(PopWire()); // its packet was delivered when this copy's time on the link ended
+            return;
+        }
         if (m_llrAwaitingReplay)
         {
             LlrDiscardHead();
@@ -513,10 +518,13 @@ EgressPort::DeliverThroughFault()
                 LlrCorrupted();
                 return;
             }
-            // link-level retransmission: the receiver's NAK comes back, the sender resends; what follows on
-            // the wire waits for it (in-order delivery)
+            // link-level retransmission: the receiver's NAK comes back, the sender resends (LinkResendNak:
+            // the copy takes the link for a serialization, before any queued packet); what follows on the
+            // wire waits for it (in-order delivery). The arrival assumes the resend starts as the NAK arrives:
+            // a packet being serialized then delays the copy's own time on the link, not this arrival.
             f.model->CountLinkRetransmission();
             m_owner->NoteLoss(m_index, cosim::LossCause::LINK_RETRANSMITTED);
+            Simulator::Schedule(TimeStep(m_delayPs), &EgressPort::LinkResendNak, this, p->wireBytes);
             const int64_t againPs = nowPs + 2 * m_delayPs + SerializationPs(p->wireBytes);
             m_wireHeadDuePs = std::max(m_wireHeadDuePs, againPs);
             for (FabricPacket* q = p; q != nullptr; q = q->next)
@@ -552,6 +560,16 @@ EgressPort::DeliverThroughFault()
         return;
     }
     m_peer->Receive(p, m_peerPort);
+}
+
+void
+EgressPort::LinkResendNak(uint32_t wireBytes)
+{
+    FabricPacket* copy = m_pool->Allocate();
+    copy->kind = PacketKind::LINK_RESEND;
+    copy->wireBytes = wireBytes;
+    m_control.Push(copy);
+    TrySend();
 }
 
 void

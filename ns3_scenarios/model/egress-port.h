@@ -321,6 +321,10 @@ class EgressPort : public Object
     void DeliverThroughFault();
     /// Take the head off the wire and schedule the next arrival.
     FabricPacket* PopWire();
+    /// Credit link without LLR, event: the receiver's NAK of a corrupted packet of @p wireBytes arrived; its
+    /// resend takes the link for a serialization before anything queued (a LINK_RESEND frame, discarded on
+    /// arrival: the held original is delivered in its place).
+    void LinkResendNak(uint32_t wireBytes);
     /// LLR: the frame at the head of the wire arrived corrupted: the receiver discards it and what follows
     /// until the replay, and its NACK reaches this port one link delay later (LlrNackArrived). Counted by
     /// the fault model (LinkFaultModel::GetLlrRetries) and as a link_retransmitted loss row of this port.

@@ -30,6 +30,9 @@ enum class PacketKind : uint8_t
     GRANT = 6,   ///< receiver-driven admission: clear-to-send up to payload offset seqBytes of the flow
     SACK = 7,    ///< Ultra Ethernet PDS ACK with its SACK bitmap (the comment below says what its fields carry)
     NACK = 8,    ///< Ultra Ethernet PDS NACK of one trimmed data packet (fields as SACK)
+    /// a credit link's resend of a corrupted packet, standing in for the copy on the wire: it takes its
+    /// serialization time and is discarded on arrival (the original, held at the head, is what arrives)
+    LINK_RESEND = 9,
 };
 
 /**
