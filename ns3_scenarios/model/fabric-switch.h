@@ -68,6 +68,9 @@ struct HostAttachments
  * - adaptive: every packet takes the least-loaded candidate (fewest bytes queued; the hashed one wins
  *   ties), as InfiniBand adaptive routing does; receivers must tolerate reordering;
  * - spray: packets take the candidates in turn whatever their load (RoCE packet spraying).
+ * - stripe: data packets take the candidates in turn, control packets follow the ECMP hash: a multi-plane
+ *   NIC's port selector (cosim.network.planes), whose data splits over its ports to one packet whatever
+ *   the ACKs it also sends.
  *
  * ECN (the DCQCN congestion point): a data packet seeing an egress queue of q bytes is marked with
  * probability 0 below Kmin, EcnPmax x (q - Kmin) / (Kmax - Kmin) between, 1 above Kmax. EcnMarkingPoint
@@ -165,6 +168,7 @@ class FabricSwitch : public FabricNode
         FLOWLET = 2,  ///< per flowlet: least loaded after a gap above FlowletTimeout
         ADAPTIVE = 3, ///< per packet: least loaded
         SPRAY = 4,    ///< per packet: round robin
+        STRIPE = 5,   ///< per data packet: round robin; control packets per-flow hash (a NIC's port selector)
     };
 
     /// Minimal or non-minimal routing on a grouped fabric (the DragonflyRouting attribute).
@@ -316,6 +320,7 @@ class FabricSwitch : public FabricNode
     Routing m_routing{Routing::ECMP};   ///< choice among equal-cost ports
     EcmpHashFields m_hashFields{EcmpHashFields::FLOW}; ///< what the ECMP hash covers
     uint64_t m_sprayNext{0};            ///< spraying: packets sprayed so far (round-robin cursor)
+    uint64_t m_stripeNext{0};           ///< striping: data packets striped so far (round-robin cursor)
     Time m_flowletTimeout;              ///< flowlet: gap that ends a flowlet
     int64_t m_flowletTimeoutPs{0};      ///< m_flowletTimeout in ps
     uint32_t m_flowletEntries{4096};    ///< flowlet: buckets of the flowlet table
