@@ -18,7 +18,7 @@ from cosim.errors import CosimInputError
 from cosim.faults.elements import elements_of
 from cosim.network import clos, fabrics, planes
 from cosim.network import topology as topo
-from cosim.network.spec import NetworkSpec
+from cosim.network.spec import PLANE_TOPOLOGIES, NetworkSpec
 from cosim.network.transport import transport_attributes
 from cosim.workload.flows import FlowSet
 
@@ -151,6 +151,19 @@ def test_network_spec_builds_planes_and_one_plane_is_todays_fabric():
     assert two.params["nic_planes"] == 2 and two.params["nic_port_gbps"] == 200.0
     assert two.n_switches == two.n_hosts + 2 * one.n_switches
     assert set(np.unique(two.link_rate_bps[two.link_tier >= 2])) == {200e9}
+
+
+@pytest.mark.parametrize("topology", PLANE_TOPOLOGIES)
+def test_every_topology_builds_in_planes_and_delivers(topology, engine_ns):
+    """Each topology that takes planes builds two copies of its single-plane fabric at the port speed, and a
+    permutation over them delivers every byte."""
+    net = NetworkSpec(topology=topology, link_gbps=200.0, hosts_per_leaf=None if topology != "leaf-spine" else 4)
+    one = fabrics.for_network(net, servers=4, gpus_per_server=2, hosts_per_leaf=4)
+    two = fabrics.for_network(dataclasses.replace(net, nic_planes=2), servers=4, gpus_per_server=2, hosts_per_leaf=4)
+    assert two.n_hosts == one.n_hosts and two.n_switches == one.n_hosts + 2 * one.n_switches
+    assert set(two.link_rate_bps[planes.plane_of_link(two) >= 0]) <= set(one.link_rate_bps / 2)  # port speed
+    out = engine.simulate(two, FlowSet.from_arrays(two.host_ids, np.roll(two.host_ids, -3), 64 << 10), seed=1)
+    assert out.status == "complete" and (out.delivered_bytes == 64 << 10).all()
 
 
 @pytest.mark.parametrize("fields, needle", [
