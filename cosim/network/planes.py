@@ -25,6 +25,8 @@ leaf0``, ``nicplane0-spine5``; three-tier fabrics already call their core groups
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from cosim.errors import CosimInputError
@@ -112,6 +114,16 @@ def selector_routing(fabric: Fabric) -> np.ndarray | None:
     out = np.full(fabric.n_nodes, DEFAULT_ROUTING, np.uint8)
     out[ids] = STRIPE_ROUTING
     return out
+
+
+def striped(fabric: Fabric) -> Fabric:
+    """``fabric`` with every plane link at ``nic_planes`` times its rate: what a NIC striping its packets
+    over its planes sees of one plane (the ideal FCT's yardstick); a single-plane fabric as it is."""
+    n_planes = nic_planes(fabric)
+    if n_planes == 1:
+        return fabric
+    rate = np.where(plane_of_link(fabric) >= 0, fabric.link_rate_bps * n_planes, fabric.link_rate_bps)
+    return dataclasses.replace(fabric, link_rate_bps=rate)
 
 
 def plane_of_node(fabric: Fabric) -> np.ndarray:
