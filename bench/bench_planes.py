@@ -7,8 +7,8 @@ Defaults: 1,024 GPUs (128 servers x 8) with 800 Gbit/s NICs, rail-optimized, no 
 fabrics built from the same 51.2 Tbit/s switch: single plane, 64 ports of 800G; dual plane, each NIC's two
 400G ports on two planes of 128 x 400G switches. NIC g of server s sends ``messages`` (16) concurrent 64 KiB
 messages to NIC g of server s + servers / 2, on another leaf of its rail in both fabrics (a rail is 4 leaves
-of 32 NICs in one, 2 of 64 in the other), so every flow crosses a spine. Ideal: one NIC's bytes on the wire at the NIC rate. Simulated times are deterministic;
-the wall column is one run on a shared machine (noisy).
+of 32 NICs in one, 2 of 64 in the other), so every flow crosses a spine. Ideal: one NIC's bytes on the wire
+at the NIC rate. Simulated times are deterministic; the wall column is one run on a shared machine (noisy).
 """
 
 from __future__ import annotations

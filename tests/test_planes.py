@@ -28,12 +28,16 @@ NIC_GBPS, P = 400.0, 2
 MTU, HEADER = 4096, {"roce": 82, "ib": 26, "uec": 122}
 
 
-def dual_plane() -> topo.Fabric:
-    """16 NICs of 400G (8 servers of 2) with two 200G ports, each plane a rail-optimized fabric of 8-port
-    switches: two leaves of 4 NICs per rail, two spines."""
-    base = clos.rail_clos(servers=8, gpus_per_server=2, switch_radix=8, host_link_gbps=NIC_GBPS / P,
+def one_plane() -> topo.Fabric:
+    """A plane of :func:`dual_plane`: 16 NIC ports of 200G (8 servers of 2) on a rail-optimized fabric of
+    8-port switches, two leaves of 4 NICs per rail, two spines."""
+    return clos.rail_clos(servers=8, gpus_per_server=2, switch_radix=8, host_link_gbps=NIC_GBPS / P,
                           host_link_delay_ns=500.0, fabric_link_delay_ns=1000.0)
-    return planes.multi_plane(base, P, nic_link_gbps=NIC_GBPS)
+
+
+def dual_plane() -> topo.Fabric:
+    """16 NICs of 400G, each with two 200G ports, one in each of two copies of :func:`one_plane`."""
+    return planes.multi_plane(one_plane(), P, nic_link_gbps=NIC_GBPS)
 
 
 def plane_tx(fabric: topo.Fabric, out) -> np.ndarray:
@@ -50,9 +54,7 @@ def test_planes_are_disjoint_full_copies():
     """Every plane is the single-plane fabric (same switches, links, rates), no link joins two planes, a NIC
     has one link (to its selector, at the NIC rate) and the selector one port per plane; names carry the
     plane; the stored description rebuilds the same fabric."""
-    f = dual_plane()
-    base = clos.rail_clos(servers=8, gpus_per_server=2, switch_radix=8, host_link_gbps=NIC_GBPS / P,
-                          host_link_delay_ns=500.0, fabric_link_delay_ns=1000.0)
+    f, base = dual_plane(), one_plane()
     n = f.n_hosts
     assert f.n_switches == n + P * base.n_switches and f.n_links == n + P * base.n_links
     node_plane = planes.plane_of_node(f)

@@ -320,7 +320,8 @@ def _find_trace(record: RunRecord, search_dirs: Sequence[Path]):
 
 def _own_names(record: RunRecord, fabric) -> tuple[str, ...] | None:
     """The names a fabric built from switches of a radix, in planes or read from a file gives its nodes
-    (``rail3-leaf1``, ``zone2-agg7``, ``nicplane1-spine0``, the file's), when its stored description rebuilds the stored arrays; else None."""
+    (``rail3-leaf1``, ``zone2-agg7``, ``nicplane1-spine0``, the file's), when its stored description rebuilds
+    the stored arrays; else None."""
     from cosim.network.fabrics import rebuild  # noqa: PLC0415 - numpy-heavy, only when exporting
 
     desc = record.config.get("fabric")

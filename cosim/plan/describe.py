@@ -63,8 +63,8 @@ def describe(plan: RunPlan) -> dict:
 
 def fabric_summary(exp, fabric) -> dict:
     """The run's name, transport and fabric as the dry run prints them: hosts, servers, switches per tier,
-    the leaves' oversubscription, links, every tier (``tiers``) and the shape of a fabric built from
-    switches of a radix."""
+    the leaves' oversubscription, links, every tier (``tiers``; a multi-plane fabric's also per plane) and
+    the shape of a fabric built from switches of a radix or in planes."""
     n_planes = planes.nic_planes(fabric)
     leaf = 1 if n_planes == 1 else 2  # a multi-plane fabric's tier 1 is the NICs' port selectors
     leaf_ratio = fabric.oversubscription(leaf)
@@ -75,8 +75,8 @@ def fabric_summary(exp, fabric) -> dict:
              {"nic_planes": f"{n_planes} ({fabric.params['nic_port_gbps']:g} Gbps ports of "
                             f"{fabric.params['nic_link_gbps']:g} Gbps NICs; tier 1: the NICs' port selectors)"})
     tiers = fabric.describe().get("tiers", [])
-    for t in tiers if n_planes > 1 else ():
-        if t["tier"] >= leaf:
+    for t in tiers:
+        if n_planes > 1 and t["tier"] >= leaf:  # the planes are copies: each holds its share of a tier
             t["per_plane"] = {"n_switches": t["n_switches"] // n_planes, "n_links": t["n_links"] // n_planes}
     out = {"name": exp.name, "transport": exp.network.transport, **profile, "topology": fabric.name, **shape,
            "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
