@@ -3,7 +3,8 @@ all-to-all inside one rack against one across two, co-simulated.
 
 Every figure is a simulated time (bit for bit reproducible), printed beside its bound: S / NVLink rate for
 NVLS and 2(n−1)/n · S / NVLink rate for the ring (the datasheet's 900 GB/s per direction), and for the
-all-to-all across racks (k−1)/k · S through one NIC per GPU. The wall time of each point is one noisy run.
+EP all-to-all (n−1)/n · S over NVLink inside one rack (EP72) and S/2 through one NIC per GPU across two
+(EP144: half of every GPU's buffer is bound for the other rack). The wall time of each point is one noisy run.
 
     python bench/bench_nvl72.py
     python bench/bench_nvl72.py --gpu gb300-nvl72 --link-gbps 800 --sizes 64MiB,1GiB
@@ -39,12 +40,14 @@ def all_reduce_rows(gpu: str, sizes: tuple[int, ...], link_gbps: float) -> list[
 
 
 def all_to_all_rows(gpu: str, sizes: tuple[int, ...], link_gbps: float) -> list[str]:
-    """One line per size: an all-to-all inside one domain and across two, with the NIC bound of the latter."""
+    """One line per size: an EP all-to-all inside one domain (bound: each GPU sends (g−1)/g · S over NVLink)
+    and across two (bound: each GPU's NIC carries the half of S bound for the other domain)."""
     hw = get_hardware(gpu)
     g = hw.gpus_per_host
     nic = min(hw.nic_bytes_per_s, link_gbps * 1e9 / 8)
     rows = [f"all-to-all, {gpu}: one domain ({g} ranks) and two ({2 * g} ranks, {link_gbps:g} Gb/s fabric)",
-            f"{'size (B)':>12} {'one (us)':>10} {'two (us)':>10} {'NIC bound':>10} {'ratio':>7} {'wall (s)':>9}"]
+            f"{'size (B)':>12} {'one (us)':>10} {'NVLink bound':>12} {'two (us)':>10} {'NIC bound':>10} "
+            f"{'ratio':>7} {'wall (s)':>9}"]
     for size in sizes:
         times, wall = {}, time.perf_counter()
         for ranks in (g, 2 * g):
@@ -52,8 +55,9 @@ def all_to_all_rows(gpu: str, sizes: tuple[int, ...], link_gbps: float) -> list[
                                     link_gbps=link_gbps)
             times[ranks] = run_point(sweep, "roce", size)[0].time_us
         wall = time.perf_counter() - wall
-        rows.append(f"{size:>12} {times[g]:>10.2f} {times[2 * g]:>10.2f} {size / 2 / nic * 1e6:>10.2f} "
-                    f"{times[2 * g] / times[g]:>7.2f} {wall:>9.2f}")
+        rows.append(f"{size:>12} {times[g]:>10.2f} {(g - 1) / g * size / hw.nvlink_bytes_per_s * 1e6:>12.2f} "
+                    f"{times[2 * g]:>10.2f} {size / 2 / nic * 1e6:>10.2f} {times[2 * g] / times[g]:>7.2f} "
+                    f"{wall:>9.2f}")
     return rows
 
 

@@ -30,7 +30,7 @@ from cosim import memory
 from cosim.collectives.dag import NUM_PRIORITIES, CommClass, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.losses import LossCause
-from cosim.network import buffers
+from cosim.network import buffers, planes
 from cosim.network.dragonfly import router_groups
 from cosim.network.probe import PROBE_MIN_NODES, probe_fabric
 from cosim.network.topology import HOST, SWITCH, Fabric
@@ -631,7 +631,8 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
     try:
-        _apply_attributes(engine, {**wheel_attributes(fabric, attributes), **(attributes or {})})
+        _apply_attributes(engine, {**wheel_attributes(fabric, attributes), **planes.nic_attributes(fabric),
+                                   **(attributes or {})})
         try:
             engine.SetScheduler(scheduler)
         except Exception as exc:
@@ -645,6 +646,9 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         groups = router_groups(fabric)
         if groups is not None:
             engine.SetSwitchGroups(np.ascontiguousarray(groups, dtype=np.int32), fabric.n_nodes)
+        routing = planes.selector_routing(fabric)
+        if routing is not None:
+            engine.SetSwitchRouting(np.ascontiguousarray(routing, dtype=np.uint8), fabric.n_nodes)
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)

@@ -39,9 +39,14 @@ def _transport(net: Mapping) -> str:
 
 def _switches(fabric: Mapping) -> str:
     names = TIER_NAMES.get(fabric.get("name"), {})
+    params = fabric.get("params")
+    planes = params.get("nic_planes", 1) if isinstance(params, Mapping) else 1
+    if planes > 1:  # tier 1 is the NICs' port selectors, each plane's switches above them
+        names = {1: "NIC port selector"} | {t + 1: name for t, name in names.items()}
     parts = [f"{t['n_switches']} {names.get(t['tier'], 'tier-' + str(t['tier']))}"
              for t in fabric.get("tiers", ()) if t.get("n_switches")]
-    return " + ".join(parts) or _num(fabric.get("n_switches"))
+    text = " + ".join(parts) or _num(fabric.get("n_switches"))
+    return text if planes == 1 else f"{text} in {planes} planes"
 
 
 def _link_rates(fabric: Mapping) -> str:

@@ -319,14 +319,15 @@ def _find_trace(record: RunRecord, search_dirs: Sequence[Path]):
 
 
 def _own_names(record: RunRecord, fabric) -> tuple[str, ...] | None:
-    """The names a fabric built from switches of a radix or read from a file gives its nodes (``rail3-leaf1``,
-    ``zone2-agg7``, the file's), when its stored description rebuilds the stored arrays; else None."""
+    """The names a fabric built from switches of a radix, in planes or read from a file gives its nodes
+    (``rail3-leaf1``, ``zone2-agg7``, ``nicplane1-spine0``, the file's), when its stored description rebuilds
+    the stored arrays; else None."""
     from cosim.network.fabrics import rebuild  # noqa: PLC0415 - numpy-heavy, only when exporting
 
     desc = record.config.get("fabric")
     if not isinstance(desc, Mapping) or not isinstance(desc.get("params"), Mapping):
         return None
-    if "switch_radix" not in desc["params"] and "file" not in desc["params"]:
+    if not {"switch_radix", "file", "nic_planes"} & set(desc["params"]):
         return None
     again = rebuild(desc)
     if again is None or again.node_names is None or not np.array_equal(again.node_tier, fabric.node_tier):

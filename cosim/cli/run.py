@@ -76,6 +76,8 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
         "one port serves several NICs (breakout, e.g. 800 for two 400G NICs) [--link-gbps].")
 @_field("network.zone_oversubscription", "zone_oversubscription", "Three-tier: leaf capacity / uplink capacity of "
         "each aggregation switch of a zone, e.g. 7 for 7:1 above the zones (>= 1) [1].")
+@_field("network.nic_planes", "nic_planes", "Ports per NIC, each on its own copy (plane) of the fabric at "
+        "--link-gbps / planes; the NIC stripes its packets over them (docs/fabrics.md) [1].")
 @_field("network.hosts", "hosts", "Flow experiments: number of hosts (NICs) [8].")
 @_field("network.hosts_per_leaf", "hosts_per_leaf", "leaf-spine: NICs under each leaf [flows 4, training two "
         "servers].")
@@ -419,8 +421,10 @@ def _dry_run(exps, warnings=()) -> None:
             ratio = t.get("oversubscription") or {}
             spread = ("" if not ratio else f"{ratio['max']:g}" if ratio["min"] == ratio["max"]
                       else f"{ratio['max']:g} (partly filled: {ratio['min']:g})")
+            plane = t.get("per_plane")
             click.echo(f"#   tier {t['tier']}: {t.get('n_switches', 0)} switches, {t['n_links']} links at "
                        f"{'/'.join(f'{r:g}' for r in t['link_rates_gbps'])} Gbps"
+                       + (f" ({plane['n_switches']} switches, {plane['n_links']} links per plane)" if plane else "")
                        + (f", oversubscription {spread}" if ratio else ""))
         if exp.is_training and "flows" in plan:
             warning = fabric_warning(plan["flows"], plan["ranks"], plan["gpus_per_server"])

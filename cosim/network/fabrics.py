@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from cosim.errors import CosimInputError
-from cosim.network import clos, dragonfly, fabric_file
+from cosim.network import clos, dragonfly, fabric_file, planes
 from cosim.network.topology import (
     Fabric,
     _fat_tree_k,
@@ -95,6 +95,11 @@ def for_network(network, *, servers: int, gpus_per_server: int, hosts_per_leaf: 
 
 
 def _for_network(network, servers: int, gps: int, hosts_per_leaf: int, fill_leaves: bool) -> Fabric:
+    n_planes = getattr(network, "nic_planes", 1)
+    if n_planes > 1:  # one plane built at the NIC port speed, then copied
+        plane = dataclasses.replace(network, link_gbps=network.link_gbps / n_planes, nic_planes=1)
+        base = _for_network(plane, servers, gps, hosts_per_leaf, fill_leaves)
+        return planes.multi_plane(base, n_planes, nic_link_gbps=network.link_gbps)
     gps = _whole("gpus_per_server", gps, minimum=1)
     servers = _whole("servers", servers, minimum=1)
     rate, delay = network.link_gbps, network.link_delay_ns
@@ -192,6 +197,8 @@ def rebuild(description: Mapping) -> Fabric | None:
                 return None
             accepted = inspect.signature(build).parameters
             fabric = build(**{k: v for k, v in params.items() if k in accepted})  # params also hold derived counts
+            if "nic_planes" in params:
+                fabric = planes.multi_plane(fabric, params["nic_planes"], nic_link_gbps=params["nic_link_gbps"])
     except (CosimInputError, TypeError, ValueError):
         return None
     return fabric if fabric.n_nodes == description.get("n_nodes") else None

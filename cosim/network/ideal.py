@@ -15,6 +15,11 @@ predecessor wherever that one is still serializing). The engine reproduces this 
 FCT here ends when the last byte arrives (one way), so the "base RTT" of the slowdown definition is the
 one-way base latency of the path: slowdown = FCT / T_ideal >= 1.
 
+A multi-plane NIC's packets take its P planes in turn (cosim.network.planes): the path is taken as one
+plane whose hops run at P times their rate, the NIC's rate. That keeps T_ideal a lower bound: the
+packets' spacing is the NIC's, as on the real planes, and only the first packet's store-and-forward on each
+plane hop (w / r, not w / (P r)) is left out.
+
 Paths are those of a breadth-first search from each source whose transit never goes through a host, each
 node taking as its parent the tail of its lowest-numbered edge from the previous level (equal-cost paths of
 our topologies have the same per-tier rates, so any one of them serves). They are found without a tree per
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cosim.network import planes
 from cosim.network.topology import HOST, Fabric
 
 
@@ -225,7 +231,7 @@ def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: n
     src = np.asarray(src, np.int64)
     dst = np.asarray(dst, np.int64)
     size = np.asarray(size_bytes, np.int64)
-    rate, delay, hops = _paths(fabric, src, dst)
+    rate, delay, hops = _paths(planes.striped(fabric), src, dst)
     packets = -(-size // mtu_bytes)
     full_bits = (np.minimum(size, mtu_bytes) + header_bytes) * 8.0
     last_bits = np.where(packets > 0, size - (packets - 1) * mtu_bytes + header_bytes, 0) * 8.0

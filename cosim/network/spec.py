@@ -15,6 +15,7 @@ from cosim.errors import CosimInputError
 from cosim.network.dragonfly import DRAGONFLY_ROUTINGS
 from cosim.network.fabrics import TOPOLOGIES
 from cosim.network.link_layer import LINK_FLOW_CONTROLS, LINK_RETRIES, check_link_layer
+from cosim.network.planes import MAX_NIC_PLANES
 from cosim.network.transport import (
     ADAPTIVE_TIES,
     ECMP_HASH_FIELDS,
@@ -79,6 +80,9 @@ class NetworkSpec:
     dragonfly_routing: str = v.spec_field(v.Choice(DRAGONFLY_ROUTINGS), "minimal",
                                           "dragonfly: minimal, valiant (via a random intermediate group) or ugal "
                                           "(UGAL-L); valiant and ugal need the lossy uec transport")
+    nic_planes: int = v.spec_field(v.Int(minimum=1, maximum=MAX_NIC_PLANES), 1,
+                                   "ports per NIC, each on its own copy (plane) of the fabric at link_gbps / "
+                                   "nic_planes; a NIC stripes its packets over them (docs/fabrics.md)")
     topology_file: str | None = v.spec_field(v.Optional(v.Text(nonempty=True, path=True)), None,
                                              "topology 'file': path of the fabric file (JSON or TOML, "
                                              "docs/fabrics.md)")
@@ -140,6 +144,7 @@ class NetworkSpec:
                                   'set network.routing = "adaptive", or drop adaptive_ties')
         _check_switch_fields(self)
         _check_dragonfly_fields(self)
+        _check_nic_planes(self)
         check_link_layer(self)
         if self.topology == "file" and self.topology_file is None:
             raise CosimInputError("network.topology_file", "topology 'file' needs the path of a fabric file",
@@ -214,3 +219,25 @@ def _check_dragonfly_fields(net: NetworkSpec) -> None:
         raise CosimInputError("network.dragonfly_routing", f"{net.dragonfly_routing} routes can deadlock the "
                               f"lossless {net.transport} fabric (no virtual channel per phase is modelled)",
                               'use transport "uec" (lossy), or dragonfly_routing = "minimal"')
+
+
+#: topologies that can be built in several planes (None: the workload's default, single-switch or rail-optimized)
+PLANE_TOPOLOGIES = ("single-switch", "leaf-spine", "fat-tree", "rail-optimized", "rail-optimized-three-tier",
+                    "three-tier")
+
+
+def _check_nic_planes(net: NetworkSpec) -> None:
+    """Planes need a generated fabric to copy (a dragonfly's groups are one fabric; a file describes its own
+    planes) and NIC ports of a whole number of bit/s (what ns-3's DataRate holds)."""
+    planes = net.nic_planes
+    if planes == 1:
+        return
+    if net.topology is not None and net.topology not in PLANE_TOPOLOGIES:
+        fix = ("describe each plane's switches in the file (a host has one link: one NIC port)"
+               if net.topology == "file" else f"use one of {', '.join(PLANE_TOPOLOGIES)}")
+        raise CosimInputError("network.nic_planes", f"topology {net.topology!r} cannot be copied into planes", fix)
+    port_bps = net.link_gbps * 1e9 / planes
+    if abs(port_bps - round(port_bps)) > 1e-3 or round(port_bps) < 1e6:
+        raise CosimInputError("network.nic_planes", f"{planes} planes split a {net.link_gbps:g} Gbps NIC into "
+                              f"{port_bps / 1e9:.6g} Gbps ports, not a whole number of bit/s (at least 1 Mbit/s)",
+                              f"use a network.link_gbps that {planes} divides, or 2 or 4 planes")

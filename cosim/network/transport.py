@@ -231,14 +231,15 @@ def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> d
     the ECMP seed, the run's SharedBufferMmu::LosslessPriorityMask if given (``Experiment.
     lossless_priority_mask``: headroom only for the priorities its lossless traffic uses), then the user's
     ``attributes`` (--set), which win."""
+    port_gbps = network.link_gbps / getattr(network, "nic_planes", 1)  # switch queues drain at the port speed
     attributes = transport_attributes(network.transport, dcqcn=network.dcqcn, ib_cc=network.ib_cc,
-                                      link_gbps=network.link_gbps, link_delay_ns=network.link_delay_ns,
+                                      link_gbps=port_gbps, link_delay_ns=network.link_delay_ns,
                                       uec_congestion_control=getattr(network, "uec_congestion_control", "nscc"))
     attributes |= network_mechanisms(network)
     attributes |= link_layer_attributes(getattr(network, "link_retry", LINK_RETRIES[0]),
                                         getattr(network, "link_flow_control", LINK_FLOW_CONTROLS[0]))
     if getattr(network, "telemetry_cc", False):
-        attributes |= telemetry_link_attributes(network.link_gbps, network.link_delay_ns)
+        attributes |= telemetry_link_attributes(port_gbps, network.link_delay_ns)
     if getattr(network, "pfc_watchdog", False):
         attributes["PfcWatchdog::Enabled"] = "true"
     attributes["FabricSwitch::EcmpSeed"] = str(seed)

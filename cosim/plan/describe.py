@@ -11,7 +11,7 @@ from cosim import engine, memory
 from cosim.collectives.dag import NUM_PRIORITIES
 from cosim.decompose import exact as decompose_run
 from cosim.decompose.parts import describe_parts, flow_parts, too_large_to_search
-from cosim.network import buffers, ideal
+from cosim.network import buffers, ideal, planes
 from cosim.network.topology import SWITCH
 from cosim.plan import RunPlan, placement
 
@@ -63,17 +63,26 @@ def describe(plan: RunPlan) -> dict:
 
 def fabric_summary(exp, fabric) -> dict:
     """The run's name, transport and fabric as the dry run prints them: hosts, servers, switches per tier,
-    the leaves' oversubscription, links, every tier (``tiers``) and the shape of a fabric built from
-    switches of a radix."""
-    leaf_ratio = fabric.oversubscription(1)
+    the leaves' oversubscription, links, every tier (``tiers``; a multi-plane fabric's also per plane) and
+    the shape of a fabric built from switches of a radix or in planes."""
+    n_planes = planes.nic_planes(fabric)
+    leaf = 1 if n_planes == 1 else 2  # a multi-plane fabric's tier 1 is the NICs' port selectors
+    leaf_ratio = fabric.oversubscription(leaf)
     leaf_ratio = leaf_ratio[np.isfinite(leaf_ratio)]
-    cores = {"cores": int(fabric.tier_ids(3).size)} if fabric.tier_ids(3).size else {}
+    cores = {"cores": int(fabric.tier_ids(leaf + 2).size)} if fabric.tier_ids(leaf + 2).size else {}
     profile = {"profile": exp.network.profile} if exp.network.profile else {}
-    out = {"name": exp.name, "transport": exp.network.transport, **profile, "topology": fabric.name,
+    shape = ({} if n_planes == 1 else
+             {"nic_planes": f"{n_planes} ({fabric.params['nic_port_gbps']:g} Gbps ports of "
+                            f"{fabric.params['nic_link_gbps']:g} Gbps NICs; tier 1: the NICs' port selectors)"})
+    tiers = fabric.describe().get("tiers", [])
+    for t in tiers:
+        if n_planes > 1 and t["tier"] >= leaf:  # the planes are copies: each holds its share of a tier
+            t["per_plane"] = {"n_switches": t["n_switches"] // n_planes, "n_links": t["n_links"] // n_planes}
+    out = {"name": exp.name, "transport": exp.network.transport, **profile, "topology": fabric.name, **shape,
            "hosts": fabric.n_hosts, "servers": fabric.n_servers, "switches": fabric.n_switches,
-           "leaves": int(fabric.tier_ids(1).size), "spines": int(fabric.tier_ids(2).size), **cores,
+           "leaves": int(fabric.tier_ids(leaf).size), "spines": int(fabric.tier_ids(leaf + 1).size), **cores,
            "oversubscription": float(leaf_ratio.max()) if leaf_ratio.size else 1.0,
-           "links": fabric.n_links, "tiers": fabric.describe().get("tiers", [])}
+           "links": fabric.n_links, "tiers": tiers}
     return out | {k: fabric.params[k] for k in FABRIC_SHOWN if k in fabric.params}
 
 

@@ -22,7 +22,7 @@ SHORTHANDS = {
     "hosts_per_leaf": "network.hosts_per_leaf", "spines": "network.spines",
     "oversubscription": "network.oversubscription", "link_gbps": "network.link_gbps",
     "zone_oversubscription": "network.zone_oversubscription", "switch_radix": "network.switch_radix",
-    "switch_port_gbps": "network.switch_port_gbps", "topology_file": "network.topology_file",
+    "switch_port_gbps": "network.switch_port_gbps", "nic_planes": "network.nic_planes", "topology_file": "network.topology_file",
     "link_delay_ns": "network.link_delay_ns", "dcqcn": "network.dcqcn", "ib_cc": "network.ib_cc",
     "telemetry_cc": "network.telemetry_cc", "profile": "network.profile",
     "qps_per_connection": "network.qps_per_connection", "ecmp_hash": "network.ecmp_hash",

@@ -15,6 +15,7 @@
 
 #include "ns3/config.h"
 #include "ns3/data-rate.h"
+#include "ns3/enum.h"
 #include "ns3/pointer.h"
 #include "ns3/nstime.h"
 #include "ns3/object-factory.h"
@@ -454,6 +455,7 @@ struct Engine::Impl
     std::vector<uint64_t> switchBufferBytes; ///< per node id: its MMU's BufferBytes (0 = the default)
     std::vector<int64_t> switchStreams;      ///< per node id: its ECN marking stream (-1 = its node id)
     std::vector<int32_t> switchGroups;       ///< per node id: its group (-1 = none; empty: no groups)
+    std::vector<uint8_t> switchRouting;      ///< per node id: its Routing code (kDefaultRouting = the default)
     /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
     /// run's settings never leak into the next run of the same process.
     std::vector<std::pair<std::string, std::string>> overridden;
@@ -785,6 +787,24 @@ Engine::SetSwitchGroups(const int32_t* group, uint64_t nNodes)
 }
 
 void
+Engine::SetSwitchRouting(const uint8_t* routing, uint64_t nNodes)
+{
+    if (m_impl->built)
+    {
+        throw std::logic_error("SetSwitchRouting must come before BuildFabric");
+    }
+    for (uint64_t id = 0; id < nNodes; ++id)
+    {
+        if (routing[id] != kDefaultRouting && routing[id] > uint8_t(FabricSwitch::Routing::STRIPE))
+        {
+            throw std::invalid_argument("SetSwitchRouting: node " + std::to_string(id) + " has routing code " +
+                                        std::to_string(routing[id]));
+        }
+    }
+    m_impl->switchRouting.assign(routing, routing + nNodes);
+}
+
+void
 Engine::BuildFabric(const uint8_t* kind,
                     uint64_t nNodes,
                     const int32_t* linkA,
@@ -826,6 +846,14 @@ Engine::BuildFabric(const uint8_t* kind,
         {
             m_impl->builder.GetSwitch(id)->GetMmu()->SetAttribute(
                 "BufferBytes", UintegerValue(m_impl->switchBufferBytes[id]));
+        }
+    }
+    for (uint32_t id = 0; id < std::min<uint64_t>(nNodes, m_impl->switchRouting.size()); ++id)
+    {
+        if (m_impl->switchRouting[id] != kDefaultRouting && m_impl->builder.GetSwitch(id))
+        {
+            m_impl->builder.GetSwitch(id)->SetAttribute(
+                "Routing", EnumValue(FabricSwitch::Routing(m_impl->switchRouting[id])));
         }
     }
     m_impl->builder.AddLinks(linkA, linkB, rateBps, delayPs, nLinks);

@@ -127,6 +127,17 @@ class Engine
      */
     void SetSwitchGroups(const int32_t* group, uint64_t nNodes);
 
+    /// SetSwitchRouting entry: keep the FabricSwitch::Routing default.
+    static constexpr uint8_t kDefaultRouting = 255;
+
+    /**
+     * @brief Give switches their own FabricSwitch::Routing (before BuildFabric): @p routing[id] for every
+     *        node id below @p nNodes, a FabricSwitch::Routing code, kDefaultRouting = the attribute's default
+     *        (entries of hosts are ignored). A multi-plane NIC's port selector stripes its data packets over
+     *        its ports whatever the fabric's switches do. Throws std::logic_error after BuildFabric.
+     */
+    void SetSwitchRouting(const uint8_t* routing, uint64_t nNodes);
+
     /**
      * @brief Create the fabric.
      * @param kind NodeKind per node

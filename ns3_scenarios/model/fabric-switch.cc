@@ -45,11 +45,14 @@ FabricSwitch::GetTypeId()
                           "flow-to-uplink map), flowlet (a flow keeps its port until a gap above "
                           "FlowletTimeout, then takes the least-loaded one), adaptive (every packet takes the "
                           "least-loaded port, fewest bytes queued; receivers need HostNic::ReorderTolerant) or "
-                          "spray (packets take the ports in turn; RoCE packet spraying, same receiver need).",
+                          "spray (packets take the ports in turn; RoCE packet spraying, same receiver need) or stripe "
+                          "(data packets take the ports in turn, control packets the ECMP hash: a multi-plane "
+                          "NIC's port selector).",
                           EnumValue(Routing::ECMP),
                           MakeEnumAccessor<Routing>(&FabricSwitch::m_routing),
                           MakeEnumChecker(Routing::ECMP, "ecmp", Routing::PINNED, "pinned", Routing::FLOWLET,
-                                          "flowlet", Routing::ADAPTIVE, "adaptive", Routing::SPRAY, "spray"))
+                                          "flowlet", Routing::ADAPTIVE, "adaptive", Routing::SPRAY, "spray",
+                                          Routing::STRIPE, "stripe"))
             .AddAttribute("AdaptiveTies",
                           "Which of the least-loaded ports adaptive routing takes when several tie (e.g. all "
                           "empty): hash (the flow's ECMP-hash port first, so on an idle fabric a flow keeps one "
@@ -438,6 +441,9 @@ FabricSwitch::SelectPort(const FabricPacket& p)
                                            m_ports);
     case Routing::SPRAY:
         return candidates[m_sprayNext++ % count];
+    case Routing::STRIPE:
+        return p.kind == PacketKind::DATA ? candidates[m_sprayNext++ % count]
+                                          : candidates[EcmpHash(p, m_hashFields, salt) % count];
     }
     NS_ABORT_MSG("unknown FabricSwitch::Routing " << int(m_routing));
     return candidates[0];

@@ -68,6 +68,9 @@ struct HostAttachments
  * - adaptive: every packet takes the least-loaded candidate (fewest bytes queued; the hashed one wins
  *   ties), as InfiniBand adaptive routing does; receivers must tolerate reordering;
  * - spray: packets take the candidates in turn whatever their load (RoCE packet spraying).
+ * - stripe: data packets take the candidates in turn, control packets follow the ECMP hash: a multi-plane
+ *   NIC's port selector (cosim.network.planes), whose data splits over its ports to one packet whatever
+ *   the ACKs it also sends.
  *
  * ECN (the DCQCN congestion point): a data packet seeing an egress queue of q bytes is marked with
  * probability 0 below Kmin, EcnPmax x (q - Kmin) / (Kmax - Kmin) between, 1 above Kmax. EcnMarkingPoint
@@ -171,6 +174,7 @@ class FabricSwitch : public FabricNode
         FLOWLET = 2,  ///< per flowlet: least loaded after a gap above FlowletTimeout
         ADAPTIVE = 3, ///< per packet: least loaded
         SPRAY = 4,    ///< per packet: round robin
+        STRIPE = 5,   ///< per data packet: round robin; control packets per-flow hash (a NIC's port selector)
     };
 
     /// Adaptive routing's tie-break among equally loaded ports (the AdaptiveTies attribute).
@@ -328,7 +332,7 @@ class FabricSwitch : public FabricNode
     uint64_t m_nonMinimal{0};           ///< data packets sent towards an intermediate group
     Routing m_routing{Routing::ECMP};   ///< choice among equal-cost ports
     EcmpHashFields m_hashFields{EcmpHashFields::FLOW}; ///< what the ECMP hash covers
-    uint64_t m_sprayNext{0};            ///< spraying, adaptive ties rotated: packets so far (round-robin cursor)
+    uint64_t m_sprayNext{0}; ///< spray, stripe, adaptive ties rotated: packets so far (round-robin cursor)
     AdaptiveTies m_adaptiveTies{AdaptiveTies::HASH}; ///< adaptive routing's choice among equally loaded ports
     Time m_flowletTimeout;              ///< flowlet: gap that ends a flowlet
     int64_t m_flowletTimeoutPs{0};      ///< m_flowletTimeout in ps
