@@ -16,6 +16,8 @@ from cosim.network.transport import TRANSPORT_GROUPS, TRANSPORTS
 from cosim.workload.builder import build_trace
 from cosim.workload.deepep import KERNEL_OF_MOE_KERNEL
 from cosim.workload.hardware import get_hardware
+from cosim.workload.inference.dpep import OVERLAPS as EP_OVERLAPS
+from cosim.workload.inference.dpep import PLACEMENTS as EP_PLACEMENTS
 from cosim.workload.model import get_model
 from cosim.workload.parallelism import ParallelismSpec
 
@@ -154,6 +156,12 @@ class InferenceWorkload:
                                            "EP dispatch payload (ep > tp; the combine is bf16)")
     redundant_experts: int = v.spec_field(v.Int(minimum=0, maximum=1 << 16), 0,
                                           "routed-expert copies beside the model's experts (ep > tp)")
+    expert_placement: str = v.spec_field(v.Choice(EP_PLACEMENTS), "extra_slots",
+                                         "what redundant slots hold: extra_slots (routed to as more experts) or "
+                                         "hot_copies (EPLB: copies of the hottest experts, tokens split over them)")
+    moe_overlap: str = v.spec_field(v.Choice(EP_OVERLAPS), "none",
+                                    "two_microbatch: MoE layers as two halves overlapping their dispatch and "
+                                    "combine with the other half's compute (ep > tp)")
     prefill_token_budget: int = v.spec_field(v.Int(minimum=1, maximum=1 << 24), 8192,
                                              "prompt tokens a prefill step may batch")
     max_decode_batch: int = v.spec_field(v.Int(minimum=1, maximum=1 << 16), 64, "sequences a decode step may hold")
@@ -191,6 +199,17 @@ class InferenceWorkload:
         if self.redundant_experts and not (self.prefill_ep > self.prefill_tp or self.decode_ep > self.decode_tp):
             raise CosimInputError("workload.redundant_experts", "redundant experts need a replica whose experts "
                                   "spread over its GPUs (ep > tp)", "set redundant_experts = 0, or raise an ep")
+        spread = self.prefill_ep > self.prefill_tp or self.decode_ep > self.decode_tp
+        for field, default in (("expert_placement", "extra_slots"), ("moe_overlap", "none")):
+            if getattr(self, field) != default and not spread:
+                raise CosimInputError(f"workload.{field}", f"{getattr(self, field)} needs a replica whose experts "
+                                      "spread over its GPUs (ep > tp)", f"set {field} = \"{default}\", or raise an ep")
+        if self.moe_overlap != "none" and self.decode_ep > self.decode_tp \
+                and self.max_decode_batch < 2 * self.decode_ep:
+            raise CosimInputError("workload.moe_overlap", f"a decode step of at most {self.max_decode_batch} "
+                                  f"sequences over {self.decode_ep} GPUs cannot give every GPU two micro-batches",
+                                  f"raise max_decode_batch to at least {2 * self.decode_ep}, or set moe_overlap "
+                                  "= \"none\"")
         try:
             get_hardware(self.gpu)
         except CosimInputError as exc:
