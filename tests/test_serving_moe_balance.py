@@ -1,10 +1,12 @@
-"""Serving with expert parallelism across GPUs: two-batch overlap of the MoE layers and redundant experts as
-hot copies (``workload.moe_overlap``, ``workload.expert_placement``; cosim.workload.inference.dpep).
+"""Serving with expert parallelism across GPUs: two-batch overlap of the MoE layers, redundant experts as hot
+copies and node-limited routing (``workload.moe_overlap``, ``expert_placement``, ``node_limited_routing``;
+cosim.workload.inference.dpep).
 
 Two-batch overlap: the halves split the step's own routing, so every step moves exactly the unsplit step's
 dispatch and combine bytes; co-simulated, the all-to-all time no compute hides falls, and every GPU still
 runs one compute stream. Hot copies: with a skewed router the hottest GPU receives fewer token copies, by
-the factor its copies imply (a closed form from the routed counts), and no copy is lost.
+the factor its copies imply (a closed form from the routed counts), and no copy is lost. Node-limited
+routing keeps every token's experts on at most M servers of the unit.
 """
 
 from __future__ import annotations
@@ -143,15 +145,56 @@ def test_hot_copies_lower_the_hottest_gpus_dispatch_bytes_under_zipf():
     assert twelve.expert_copies.shape == (12, 12) and twelve.expert_copies.sum() == 12 * 16 * 8
 
 
+def test_node_limited_routing_keeps_each_token_on_its_servers():
+    """With node_limited_routing and max_routed_nodes = 2, EP16 over 4 servers: every token's experts lie
+    on at most 2 servers in every MoE layer of every step, so the high-throughput kernels' RDMA copies per
+    token are at most 2; the prefill's fabric bytes fall below the unlimited routing's."""
+    kw = dict(prefill_ep=16, decode_ep=16, gpus_per_server=4, layers=3, requests=8,
+              model_overrides={"num_layers": 3, "first_dense_layers": 1, "max_routed_nodes": 2})
+    fabric = {}
+    for limited in (False, True):
+        planned = compile_plan(experiment(**kw, node_limited_routing=limited))
+        state, st, tr = _steps(planned)
+        send = (tr.kind == OpKind.SEND) & (st.op_ep_phase == 0) & (st.op_step >= 0)
+        fabric[limited] = int(tr.bytes[send & (tr.rank // 4 != tr.peer // 4)].sum())
+        if not limited:
+            continue
+        ep, sched = state.plan.ep, state.schedule
+        slots_per_server = ep.expert_slots // 16 * 4
+        for s in range(sched.prefill.n):
+            tokens = _tokens_of_step16(state, s)
+            for layer in (1, 2):
+                servers = ep.routing("prefill", s, layer, tokens, 16, 4) // slots_per_server
+                for g in range(16):
+                    for row in servers[g, :tokens[g]]:
+                        assert np.unique(row).size <= 2
+    assert fabric[True] < 0.8 * fabric[False]
+
+
+def _tokens_of_step16(state, s):
+    from cosim.workload.inference.stepcost import split_prompts
+
+    members = state.schedule.prefill.of(s)
+    prompts = state.plan.requests.prompt_tokens[members]
+    gpu = split_prompts(prompts, 16)
+    return tuple(int(prompts[gpu == k].sum()) for k in range(16))
+
+
 @pytest.mark.parametrize(("workload", "field"), [
     (dict(prefill_ep=1, decode_ep=1, moe_overlap="two_microbatch"), "workload.moe_overlap"),
     (dict(prefill_ep=1, decode_ep=1, expert_placement="hot_copies"), "workload.expert_placement"),
     (dict(decode_ep=8, max_decode_batch=8, moe_overlap="two_microbatch"), "workload.moe_overlap"),
     (dict(moe_overlap="three_microbatch"), "workload.moe_overlap"),
+    (dict(prefill_ep=1, decode_ep=1, node_limited_routing=True), "workload.node_limited_routing"),
+    (dict(node_limited_routing=True, model_overrides={"num_layers": 2, "first_dense_layers": 1,
+                                                      "max_routed_nodes": 0}),
+     "workload.node_limited_routing"),
+    (dict(node_limited_routing=True, expert_placement="hot_copies"), "workload.node_limited_routing"),
 ])
 def test_overlap_and_placement_errors_name_their_field(workload, field):
-    """Overlap or hot copies without a replica whose experts spread over its GPUs, a decode batch too small
-    to give every GPU two micro-batches, an unknown value: one error naming the field."""
+    """Overlap, hot copies or a node limit without a replica whose experts spread over its GPUs, a decode
+    batch too small to give every GPU two micro-batches, an unknown value, a node limit the model does not
+    have or over hot copies: one error naming the field."""
     with pytest.raises(CosimInputError) as err:
         experiment(**workload)
     assert err.value.field == field

@@ -159,6 +159,9 @@ class InferenceWorkload:
     expert_placement: str = v.spec_field(v.Choice(EP_PLACEMENTS), "extra_slots",
                                          "what redundant slots hold: extra_slots (routed to as more experts) or "
                                          "hot_copies (EPLB: copies of the hottest experts, tokens split over them)")
+    node_limited_routing: bool = v.spec_field(v.Bool(), False,
+                                              "route each token to experts on at most the model's "
+                                              "max_routed_nodes servers of its unit (ep > tp)")
     moe_overlap: str = v.spec_field(v.Choice(EP_OVERLAPS), "none",
                                     "two_microbatch: MoE layers as two halves overlapping their dispatch and "
                                     "combine with the other half's compute (ep > tp)")
@@ -204,6 +207,17 @@ class InferenceWorkload:
             if getattr(self, field) != default and not spread:
                 raise CosimInputError(f"workload.{field}", f"{getattr(self, field)} needs a replica whose experts "
                                       "spread over its GPUs (ep > tp)", f"set {field} = \"{default}\", or raise an ep")
+        if self.node_limited_routing:
+            if not spread:
+                raise CosimInputError("workload.node_limited_routing", "needs a replica whose experts spread over "
+                                      "its GPUs (ep > tp)", "set node_limited_routing = false, or raise an ep")
+            if not model.spec.max_routed_nodes:
+                raise CosimInputError("workload.node_limited_routing", f"{model.spec.name} has no node limit",
+                                      "set model_overrides.max_routed_nodes, or node_limited_routing = false")
+            if self.expert_placement != "extra_slots":
+                raise CosimInputError("workload.node_limited_routing", "node-limited routing over hot copies is "
+                                      "not modelled (an expert's copies lie on several servers)",
+                                      "set expert_placement = \"extra_slots\", or node_limited_routing = false")
         if self.moe_overlap != "none" and self.decode_ep > self.decode_tp \
                 and self.max_decode_batch < 2 * self.decode_ep:
             raise CosimInputError("workload.moe_overlap", f"a decode step of at most {self.max_decode_batch} "

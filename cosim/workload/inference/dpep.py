@@ -15,8 +15,10 @@ Per step and replica:
   life, the k-th request assigned to the decode replica (in request order) on GPU k mod ep
   (:func:`decode_gpus`), and its KV cache goes there, from the GPU that prefilled it;
 - per MoE layer, every GPU routes its own tokens (cosim.workload.routing over the ``experts + redundant``
-  expert slots, E'/ep per GPU, with the model's routing distribution and seed; no node limit: the
-  deployment's GPU count does not follow the model's expert groups), then DeepEP moves them
+  expert slots, E'/ep per GPU, with the model's routing distribution and seed; by default no node
+  limit, the deployment's GPU count not following the model's expert groups; with ``max_nodes`` = M > 0
+  each token's slots lie on at most M servers of the unit, DeepSeek-V3's node-limited routing applied to
+  the unit's servers), then DeepEP moves them
   (cosim.workload.deepep): the high-throughput kernels for prefill (one RDMA copy per destination node,
   forwarded over NVLink inside it), the low-latency kernels for decode (one copy per (token, expert) pair,
   straight to the expert's GPU), the dispatch in FP8 (h bytes + an fp32 scale per 128) or bf16, the
@@ -90,6 +92,8 @@ class ExpertParallel:
     redundant_experts: int = 0  #: routed-expert copies beside the model's experts (EPLB's replicas)
     placement: str = "extra_slots"  #: what the redundant slots hold (PLACEMENTS)
     overlap: str = "none"  #: two-batch overlap of the MoE layers (OVERLAPS)
+    #: node-limited routing over the unit's servers; 0: none (placement "extra_slots" only: hot copies ignore it)
+    max_nodes: int = 0
 
     def __post_init__(self) -> None:
         for field in ("prefill_kernel", "decode_kernel"):
@@ -105,6 +109,9 @@ class ExpertParallel:
                 name = "expert_placement" if field == "placement" else "moe_overlap"
                 raise CosimInputError(f"workload.{name}", f"unknown value {getattr(self, field)!r}",
                                       f"choose among {', '.join(choices)}")
+        n = self.max_nodes
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise CosimInputError("workload.node_limited_routing", f"node limit must be an integer >= 0, got {n!r}")
 
     @property
     def expert_slots(self) -> int:
@@ -145,7 +152,7 @@ def _routing(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens_
                                        layer]).generate_state(1)[0])
     if ep_spec.placement == "extra_slots":
         spec = RoutingSpec(distribution=m.routing_distribution, zipf_exponent=m.routing_zipf_exponent,
-                           expert_load=m.routing_expert_load, max_nodes=0, seed=seed)
+                           expert_load=m.routing_expert_load, max_nodes=ep_spec.max_nodes, seed=seed)
         return route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=ep_spec.expert_slots,
                             top_k=m.top_k, gpus_per_node=gpus_per_node)
     spec = _hot_copy_routing(ep_spec, layer, seed)
