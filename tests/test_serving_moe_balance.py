@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_inference_ep import _steps, experiment
+from test_inference_ep import _steps, _tokens_of_step, experiment
 
 from cosim.errors import CosimInputError
 from cosim.plan import compile as compile_plan
@@ -50,8 +50,8 @@ def _ep_bytes_per_step(planned) -> dict[int, tuple[int, int]]:
 @pytest.mark.parametrize("placement", ["extra_slots", "hot_copies"])
 def test_two_batch_overlap_moves_the_same_bytes_per_step(placement):
     """Same schedule, same routing: per prefill and decode step, the dispatch and combine bytes of the two
-    halves add up exactly to the unsplit step's; the overlapped trace is valid and has twice the MoE layers'
-    EP message groups."""
+    halves add up exactly to the unsplit step's; the overlapped trace is valid and holds both halves'
+    dispatches and combines."""
     kw = SHAPE | dict(redundant_experts=8, expert_placement=placement)
     plain = compile_plan(experiment(**kw))
     tbo = compile_plan(experiment(**kw, moe_overlap="two_microbatch"))
@@ -66,7 +66,7 @@ def test_two_batch_overlap_moves_the_same_bytes_per_step(placement):
 def test_two_batch_overlap_hides_decode_all_to_all(engine_ns):
     """Co-simulated on RoCE: the exposed all-to-all share of the decode steps (the time the GPU with the most
     compute waits, over the step) falls by more than 30 % with the overlap (about 40 % here), the prefill's
-    to nothing; both runs deliver every byte."""
+    too (to nothing here); both runs deliver every byte."""
     plain = run(experiment(**SHAPE)).summary
     tbo = run(experiment(**SHAPE, moe_overlap="two_microbatch")).summary
     for s in (plain, tbo):
@@ -162,22 +162,13 @@ def test_node_limited_routing_keeps_each_token_on_its_servers():
         ep, sched = state.plan.ep, state.schedule
         slots_per_server = ep.expert_slots // 16 * 4
         for s in range(sched.prefill.n):
-            tokens = _tokens_of_step16(state, s)
+            tokens = _tokens_of_step(state, "prefill", s, 16)
             for layer in (1, 2):
                 servers = ep.routing("prefill", s, layer, tokens, 16, 4) // slots_per_server
                 for g in range(16):
                     for row in servers[g, :tokens[g]]:
                         assert np.unique(row).size <= 2
     assert fabric[True] < 0.8 * fabric[False]
-
-
-def _tokens_of_step16(state, s):
-    from cosim.workload.inference.stepcost import split_prompts
-
-    members = state.schedule.prefill.of(s)
-    prompts = state.plan.requests.prompt_tokens[members]
-    gpu = split_prompts(prompts, 16)
-    return tuple(int(prompts[gpu == k].sum()) for k in range(16))
 
 
 @pytest.mark.parametrize(("workload", "field"), [

@@ -199,18 +199,16 @@ class InferenceWorkload:
             check_parallelism(model, getattr(self, f"{side}_tp"), getattr(self, f"{side}_pp"),
                               getattr(self, f"{side}_ep"), f"workload.{side}",
                               redundant_experts=self.redundant_experts)
-        if self.redundant_experts and not (self.prefill_ep > self.prefill_tp or self.decode_ep > self.decode_tp):
+        spread = self.prefill_ep > self.prefill_tp or self.decode_ep > self.decode_tp
+        if self.redundant_experts and not spread:
             raise CosimInputError("workload.redundant_experts", "redundant experts need a replica whose experts "
                                   "spread over its GPUs (ep > tp)", "set redundant_experts = 0, or raise an ep")
-        spread = self.prefill_ep > self.prefill_tp or self.decode_ep > self.decode_tp
-        for field, default in (("expert_placement", "extra_slots"), ("moe_overlap", "none")):
+        for field, default, shown in (("expert_placement", "extra_slots", '"extra_slots"'),
+                                      ("moe_overlap", "none", '"none"'), ("node_limited_routing", False, "false")):
             if getattr(self, field) != default and not spread:
-                raise CosimInputError(f"workload.{field}", f"{getattr(self, field)} needs a replica whose experts "
-                                      "spread over its GPUs (ep > tp)", f"set {field} = \"{default}\", or raise an ep")
+                raise CosimInputError(f"workload.{field}", "needs a replica whose experts spread over its GPUs "
+                                      "(ep > tp)", f"set {field} = {shown}, or raise an ep")
         if self.node_limited_routing:
-            if not spread:
-                raise CosimInputError("workload.node_limited_routing", "needs a replica whose experts spread over "
-                                      "its GPUs (ep > tp)", "set node_limited_routing = false, or raise an ep")
             if not model.spec.max_routed_nodes:
                 raise CosimInputError("workload.node_limited_routing", f"{model.spec.name} has no node limit",
                                       "set model_overrides.max_routed_nodes, or node_limited_routing = false")
