@@ -110,18 +110,19 @@ def test_dispatch_bytes_are_routed_tokens_after_dedup(kernel_side):
     assert checked >= 2
 
 
-def _tokens_of_step(state, side, s):
-    """Tokens each GPU of the replica holds in step ``s`` (the batch split the step trace uses)."""
+def _tokens_of_step(state, side, s, gpus=8):
+    """Tokens each GPU of the replica (``gpus`` GPUs) holds in step ``s`` (the batch split the step trace
+    uses)."""
     from cosim.workload.inference.dpep import decode_gpus
     from cosim.workload.inference.stepcost import split_prompts
 
     sched, req = state.schedule, state.plan.requests
     if side == "prefill":
         members = sched.prefill.of(s)
-        gpu = split_prompts(req.prompt_tokens[members], 8)
-        return tuple(int(req.prompt_tokens[members][gpu == k].sum()) for k in range(8))
-    gpu = decode_gpus(sched.decode_replica, 8)[sched.decode.of(s)]
-    return tuple(int(np.count_nonzero(gpu == k)) for k in range(8))
+        gpu = split_prompts(req.prompt_tokens[members], gpus)
+        return tuple(int(req.prompt_tokens[members][gpu == k].sum()) for k in range(gpus))
+    gpu = decode_gpus(sched.decode_replica, gpus)[sched.decode.of(s)]
+    return tuple(int(np.count_nonzero(gpu == k)) for k in range(gpus))
 
 
 @pytest.mark.parametrize("transport", ["roce", "ib"])

@@ -66,7 +66,7 @@ from cosim.workload.inference.steptrace import (
     replica_bases,
     step_trace_ops_lower_bound,
 )
-from cosim.workload.trace import OpKind
+from cosim.workload.trace import OpKind, Phase
 
 SAMPLE_TRACE = "sample"
 
@@ -123,7 +123,9 @@ def plan(exp, work, gpus_per_server: int | None) -> InferencePlan:
         ep = ExpertParallel(model=model, prefill_kernel=KERNEL_OF_MOE_KERNEL[w.prefill_moe_kernel],
                             decode_kernel=KERNEL_OF_MOE_KERNEL[w.decode_moe_kernel],
                             dispatch_fp8=w.moe_dispatch_dtype == "fp8",
-                            redundant_experts=w.redundant_experts)
+                            redundant_experts=w.redundant_experts, placement=w.expert_placement,
+                            overlap=w.moe_overlap,
+                            max_nodes=model.spec.max_routed_nodes if w.node_limited_routing else 0)
         for side, shape, kernel in (("prefill", prefill, ep.prefill_kernel), ("decode", decode, ep.decode_kernel)):
             if shape.data_parallel and kernel == "high-throughput" and shape.ep > gps and shape.ep % gps:
                 raise CosimInputError(f"workload.{side}_ep", f"{shape.ep} GPUs do not fill servers of {gps} (DeepEP's "
@@ -193,9 +195,12 @@ class Measured:
     kv_end_ns: np.ndarray
     first_token_ns: np.ndarray
     last_token_ns: np.ndarray
-    #: per EP dispatch or combine of a replica with ep > tp: (step as in StepTrace.op_step, layer, 0 dispatch
-    #: or 1 combine, span from its first message's start to its last one's end in ns); None without them
+    #: per EP dispatch or combine of a replica with ep > tp: (step as in StepTrace.op_step, layer,
+    #: StepTrace.op_ep_phase, span from its first message's start to its last one's end in ns); None without
+    #: them
     ep_spans: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: per step with EP messages (as StepTrace.op_step): the most compute any one GPU did in it, ns
+    busiest_compute: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def ep_spans(st: StepTrace, start_ns: np.ndarray, finish_ns: np.ndarray):
@@ -218,6 +223,22 @@ def ep_spans(st: StepTrace, start_ns: np.ndarray, finish_ns: np.ndarray):
     ready = np.full(len(uniq), -np.inf)
     np.maximum.at(ready, per_rank[:, 0], first_send)
     return uniq[:, 0], uniq[:, 1], uniq[:, 2], last - ready
+
+
+def busiest_compute(st: StepTrace, start_ns: np.ndarray, finish_ns: np.ndarray):
+    """(steps, ns): per step with EP messages, the largest sum of one GPU's compute op times in it (arrival
+    timers left out); a GPU's compute runs on one stream, so the rest of the step is that GPU waiting."""
+    if st.op_ep_phase is None:
+        return None
+    t = st.trace
+    steps = np.unique(st.op_step[st.op_ep_phase >= 0])
+    ops = np.flatnonzero((t.kind == OpKind.COMPUTE) & (t.phase != Phase.OTHER) & np.isin(st.op_step, steps))
+    key, at = np.unique(np.stack([st.op_step[ops], t.rank[ops]], axis=1), axis=0, return_inverse=True)
+    per_rank = np.zeros(len(key))
+    np.add.at(per_rank, at.ravel(), finish_ns[ops] - start_ns[ops])
+    most = np.full(steps.size, -np.inf)
+    np.maximum.at(most, np.searchsorted(steps, key[:, 0]), per_rank)
+    return steps, most
 
 
 def _max(times: np.ndarray, ops: list[int]) -> float:
@@ -250,7 +271,8 @@ def measure(p: InferencePlan, sched: ServingSchedule, st: StepTrace, start_ns: n
         prev[d] = d_end[s]
     last = np.where(sched.last_decode_step >= 0, d_end[np.maximum(sched.last_decode_step, 0)] if D.n else np.nan,
                     first)
-    return Measured(p_start, p_end, d_start, d_end, kv_start, kv_end, first, last, ep_spans(st, start_ns, finish_ns))
+    return Measured(p_start, p_end, d_start, d_end, kv_start, kv_end, first, last, ep_spans(st, start_ns, finish_ns),
+                    busiest_compute(st, start_ns, finish_ns))
 
 
 class StepCorrection:
@@ -315,12 +337,16 @@ def requests_table(p: InferencePlan, sched: ServingSchedule, st: StepTrace, m: M
 
 
 def ep_summary(sched: ServingSchedule, m: Measured) -> dict:
-    """Per side with ep > tp: p50 of one MoE layer's dispatch and combine spans, and the all-to-all share of
-    a step: the summed dispatch and combine spans of its layers over the step's time, summed over the steps
+    """Per side with ep > tp: p50 of one MoE layer's dispatch and combine spans (of each half with two-batch
+    overlap), the all-to-all share of a step (the summed dispatch and combine spans of its layers over the
+    step's time, summed over the steps) and its exposed share (the step's time the GPU with the most compute
+    does not compute, over the step's time, summed over the steps: the all-to-all time no compute hides)
     (cosim.results.metrics)."""
     if m.ep_spans is None:
         return {}
     step, _layer, phase, span = m.ep_spans
+    phase = phase % 2  # a half B's dispatch or combine as any other
+    busy = dict(zip(*(x.tolist() for x in m.busiest_compute)))
     out = {}
     for side, steps, start, end in (("prefill", sched.prefill, m.prefill_start_ns, m.prefill_end_ns),
                                     ("decode", sched.decode, m.decode_start_ns, m.decode_end_ns)):
@@ -333,6 +359,9 @@ def ep_summary(sched: ServingSchedule, m: Measured) -> dict:
         used = np.unique(index)
         duration = float(np.sum(end[used] - start[used]))
         out[f"{side}_all_to_all_share"] = float(np.sum(span[mine])) / duration if duration > 0 else None
+        ids = used if side == "prefill" else -1 - used
+        waiting = float(np.sum(end[used] - start[used] - np.array([busy[int(i)] for i in ids])))
+        out[f"{side}_all_to_all_exposed_share"] = max(0.0, waiting) / duration if duration > 0 else None
     return out
 
 

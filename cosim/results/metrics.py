@@ -194,6 +194,8 @@ _INFERENCE = (
       for side in ("prefill", "decode") for what in ("dispatch", "combine")),
     ("prefill_all_to_all_share", "EP dispatch + combine share of a prefill step", _X, {}),
     ("decode_all_to_all_share", "EP dispatch + combine share of a decode step", _X, {}),
+    ("prefill_all_to_all_exposed_share", "EP all-to-all exposed share of a prefill step", _X, {}),
+    ("decode_all_to_all_exposed_share", "EP all-to-all exposed share of a decode step", _X, {}),
     ("prefill_steps", "prefill steps", _X, _COUNT),
     ("decode_steps", "decode steps", _X, _COUNT),
     ("batching_iterations", "packet-level runs to the batching fixed point", _X, _COUNT | {"section": "simulator"}),

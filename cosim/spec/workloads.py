@@ -16,6 +16,8 @@ from cosim.network.transport import TRANSPORT_GROUPS, TRANSPORTS
 from cosim.workload.builder import build_trace
 from cosim.workload.deepep import KERNEL_OF_MOE_KERNEL
 from cosim.workload.hardware import get_hardware
+from cosim.workload.inference.dpep import OVERLAPS as EP_OVERLAPS
+from cosim.workload.inference.dpep import PLACEMENTS as EP_PLACEMENTS
 from cosim.workload.model import get_model
 from cosim.workload.parallelism import ParallelismSpec
 
@@ -155,6 +157,15 @@ class InferenceWorkload:
                                            "EP dispatch payload (ep > tp; the combine is bf16)")
     redundant_experts: int = v.spec_field(v.Int(minimum=0, maximum=1 << 16), 0,
                                           "routed-expert copies beside the model's experts (ep > tp)")
+    expert_placement: str = v.spec_field(v.Choice(EP_PLACEMENTS), "extra_slots",
+                                         "what redundant slots hold: extra_slots (routed to as more experts) or "
+                                         "hot_copies (EPLB: copies of the hottest experts, tokens split over them)")
+    node_limited_routing: bool = v.spec_field(v.Bool(), False,
+                                              "route each token to experts on at most the model's "
+                                              "max_routed_nodes servers of its unit (ep > tp)")
+    moe_overlap: str = v.spec_field(v.Choice(EP_OVERLAPS), "none",
+                                    "two_microbatch: MoE layers as two halves overlapping their dispatch and "
+                                    "combine with the other half's compute (ep > tp)")
     prefill_token_budget: int = v.spec_field(v.Int(minimum=1, maximum=1 << 24), 8192,
                                              "prompt tokens a prefill step may batch")
     max_decode_batch: int = v.spec_field(v.Int(minimum=1, maximum=1 << 16), 64, "sequences a decode step may hold")
@@ -189,9 +200,29 @@ class InferenceWorkload:
             check_parallelism(model, getattr(self, f"{side}_tp"), getattr(self, f"{side}_pp"),
                               getattr(self, f"{side}_ep"), f"workload.{side}",
                               redundant_experts=self.redundant_experts)
-        if self.redundant_experts and not (self.prefill_ep > self.prefill_tp or self.decode_ep > self.decode_tp):
+        spread = self.prefill_ep > self.prefill_tp or self.decode_ep > self.decode_tp
+        if self.redundant_experts and not spread:
             raise CosimInputError("workload.redundant_experts", "redundant experts need a replica whose experts "
                                   "spread over its GPUs (ep > tp)", "set redundant_experts = 0, or raise an ep")
+        for field, default, shown in (("expert_placement", "extra_slots", '"extra_slots"'),
+                                      ("moe_overlap", "none", '"none"'), ("node_limited_routing", False, "false")):
+            if getattr(self, field) != default and not spread:
+                raise CosimInputError(f"workload.{field}", "needs a replica whose experts spread over its GPUs "
+                                      "(ep > tp)", f"set {field} = {shown}, or raise an ep")
+        if self.node_limited_routing:
+            if not model.spec.max_routed_nodes:
+                raise CosimInputError("workload.node_limited_routing", f"{model.spec.name} has no node limit",
+                                      "set model_overrides.max_routed_nodes, or node_limited_routing = false")
+            if self.expert_placement != "extra_slots":
+                raise CosimInputError("workload.node_limited_routing", "node-limited routing over hot copies is "
+                                      "not modelled (an expert's copies lie on several servers)",
+                                      "set expert_placement = \"extra_slots\", or node_limited_routing = false")
+        if self.moe_overlap != "none" and self.decode_ep > self.decode_tp \
+                and self.max_decode_batch < 2 * self.decode_ep:
+            raise CosimInputError("workload.moe_overlap", f"a decode step of at most {self.max_decode_batch} "
+                                  f"sequences over {self.decode_ep} GPUs cannot give every GPU two micro-batches",
+                                  f"raise max_decode_batch to at least {2 * self.decode_ep}, or set moe_overlap "
+                                  "= \"none\"")
         try:
             get_hardware(self.gpu)
         except CosimInputError as exc:

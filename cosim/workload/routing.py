@@ -24,6 +24,14 @@ What a rank sends (:func:`routed_counts`), for source rank s and destination ran
 - ``rank_tokens[s, d]``: tokens with at least one expert on d (a token goes to a rank once);
 - ``node_tokens[s, b]``: tokens with at least one expert on node b (a token goes to a node once: DeepEP's
   high-throughput kernels send it over RDMA once per node and forward it inside the node over NVLink).
+
+Redundant experts as hot copies (:func:`hot_copy_placement`, :func:`to_slots`; DeepSeek's EPLB, "Expert
+Parallelism Load Balancer", github.com/deepseek-ai/EPLB): R extra slots each hold a copy of an expert,
+given one at a time to the expert with the highest load per copy (p_e / c_e); the E + R slots are then
+packed onto the ep ranks, (E + R)/ep each, heaviest copy first onto the least-loaded rank with room that
+holds no copy of that expert yet. A token's copy for expert e goes to one of e's c_e copies: the i-th
+(token, e) pair a source rank sends (token order) to copy (i + s) mod c_e, so every copy gets
+n_{s,e}/c_e of each source's tokens, within one.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ class RoutingSpec:
     expert_load: tuple[float, ...] = ()  #: relative load of each expert (distribution "vector"), ≥ 0
     max_nodes: int = 0  #: node-limited routing: a token's experts on at most this many nodes; 0 = any
     seed: int = 0  #: seed of the routing draws
+    #: seed of the Zipf ranks' order (which experts are hot); None: ``seed``
+    popularity_seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.distribution not in DISTRIBUTIONS:
@@ -62,8 +72,10 @@ class RoutingSpec:
         if self.distribution == "vector" and not load:
             raise CosimInputError("routing.expert_load", "distribution \"vector\" needs one load per expert",
                                   "give expert_load = [l_0, l_1, ...]")
-        for field in ("max_nodes", "seed"):
+        for field in ("max_nodes", "seed", "popularity_seed"):
             value = getattr(self, field)
+            if field == "popularity_seed" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise CosimInputError(f"routing.{field}", f"must be an integer >= 0, got {value!r}")
 
@@ -101,7 +113,8 @@ def expert_popularity(spec: RoutingSpec, num_experts: int) -> np.ndarray:
         if load.sum() <= 0:
             raise CosimInputError("routing.expert_load", "all loads are 0", "give some expert a positive load")
         return load / load.sum()
-    rank = np.random.default_rng([spec.seed, 1]).permutation(num_experts) + 1.0
+    seed = spec.seed if spec.popularity_seed is None else spec.popularity_seed
+    rank = np.random.default_rng([seed, 1]).permutation(num_experts) + 1.0
     p = rank ** -float(spec.zipf_exponent)
     return p / p.sum()
 
@@ -113,7 +126,7 @@ def route_tokens(spec: RoutingSpec, *, tokens_per_rank: int, ep: int, num_expert
                          ("top_k", top_k), ("gpus_per_node", gpus_per_node)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise CosimInputError(f"routing.{field}", f"must be an integer >= 1, got {value!r}")
-    if num_experts % ep:
+    if spec.max_nodes and num_experts % ep:  # only a node limit needs the experts' ranks
         raise CosimInputError("routing.ep", f"{num_experts} experts are not divisible by ep={ep}",
                               "choose ep dividing the number of experts")
     p = expert_popularity(spec, num_experts)
@@ -198,3 +211,55 @@ def routed_counts(experts: np.ndarray, *, num_experts: int, gpus_per_node: int,
                         node_tokens=node_tokens.astype(np.int64),
                         expert_tokens=np.bincount(experts[valid], minlength=num_experts).astype(np.int64),
                         gpus_per_node=gpus_per_node)
+
+
+def hot_copy_placement(popularity: np.ndarray, redundant: int, ranks: int) -> np.ndarray:
+    """int64 (E + R,): the expert each slot holds, slots of rank g at ``g·(E+R)/ep`` onwards: R copies of the
+    hottest experts by ``popularity`` (expected load per expert), packed by load (module docstring)."""
+    load = np.asarray(popularity, np.float64)
+    n = load.size
+    copies = np.ones(n, np.int64)
+    for _ in range(int(redundant)):
+        copies[int(np.argmax(load / copies))] += 1  # ties: the lower expert
+    slots = n + int(redundant)
+    if slots % ranks:
+        raise CosimInputError("routing.ep", f"{slots} expert slots are not divisible by ep={ranks}",
+                              "choose ep dividing the experts + redundant copies")
+    room = slots // ranks
+    expert = np.repeat(np.arange(n, dtype=np.int64), copies)
+    per_copy = (load / copies)[expert]
+    rank_load, filled = np.zeros(ranks), np.zeros(ranks, np.int64)
+    holds = np.zeros((ranks, n), bool)
+    out = np.empty(slots, np.int64)
+    for e in expert[np.argsort(-per_copy, kind="stable")].tolist():
+        open_ = filled < room
+        fresh = open_ & ~holds[:, e]
+        g = int(np.argmin(np.where(fresh if fresh.any() else open_, rank_load, np.inf)))
+        out[g * room + filled[g]] = e
+        filled[g] += 1
+        rank_load[g] += load[e] / copies[e]
+        holds[g, e] = True
+    return out
+
+
+def to_slots(experts: np.ndarray, slot_expert: np.ndarray) -> np.ndarray:
+    """``experts`` (ep, tokens, k) of :func:`route_tokens` over E experts mapped to the slots of
+    ``slot_expert`` (:func:`hot_copy_placement`): each (token, expert) pair to one of the expert's copies,
+    source rank s's i-th pair for expert e (token order) to copy (i + s) mod c_e."""
+    experts = np.asarray(experts, np.int64)
+    ep = experts.shape[0]
+    n = int(slot_expert.max()) + 1
+    copies = np.bincount(slot_expert, minlength=n)
+    order = np.argsort(slot_expert, kind="stable")
+    first = np.concatenate([[0], np.cumsum(copies)[:-1]])
+    flat = experts.reshape(ep, -1)
+    key = (np.arange(ep)[:, None] * n + flat).ravel()
+    pos = np.argsort(key, kind="stable")
+    sorted_key = key[pos]
+    start = np.searchsorted(sorted_key, sorted_key, side="left")
+    occurrence = np.empty(key.size, np.int64)
+    occurrence[pos] = np.arange(key.size) - start
+    e = flat.ravel()
+    src = np.repeat(np.arange(ep), flat.shape[1])
+    copy = (occurrence + src) % copies[e]
+    return order[first[e] + copy].reshape(experts.shape).astype(np.int32)

@@ -15,8 +15,10 @@ Per step and replica:
   life, the k-th request assigned to the decode replica (in request order) on GPU k mod ep
   (:func:`decode_gpus`), and its KV cache goes there, from the GPU that prefilled it;
 - per MoE layer, every GPU routes its own tokens (cosim.workload.routing over the ``experts + redundant``
-  expert slots, E'/ep per GPU, with the model's routing distribution and seed; no node limit: the
-  deployment's GPU count does not follow the model's expert groups), then DeepEP moves them
+  expert slots, E'/ep per GPU, with the model's routing distribution and seed; by default no node
+  limit, the deployment's GPU count not following the model's expert groups; with ``max_nodes`` = M > 0
+  each token's slots lie on at most M servers of the unit, DeepSeek-V3's node-limited routing applied to
+  the unit's servers), then DeepEP moves them
   (cosim.workload.deepep): the high-throughput kernels for prefill (one RDMA copy per destination node,
   forwarded over NVLink inside it), the low-latency kernels for decode (one copy per (token, expert) pair,
   straight to the expert's GPU), the dispatch in FP8 (h bytes + an fp32 scale per 128) or bf16, the
@@ -28,6 +30,28 @@ Per step and replica:
 
 Routing of step s, layer l of a side is drawn from ``SeedSequence([routing_seed, side, s, l])``: the same
 step (members and tokens) routes the same way in every packet-level pass of the batching fixed point.
+
+Redundant experts (``redundant_experts`` = R) are placed one of two ways (``placement``):
+
+- ``"extra_slots"``: the routing draws over E + R slots as if they were E + R experts (the model's
+  popularity over E + R);
+- ``"hot_copies"``: DeepSeek's EPLB. Tokens pick among the model's E experts; per layer the R copies go to
+  the experts hottest by the routing's popularity (a Zipf order drawn from ``[routing_seed, layer]``, the
+  same in every step: an expert's popularity belongs to the expert, not the step; or the declared
+  ``routing_expert_load``), the slots are packed onto the GPUs by load, and an expert's tokens split evenly
+  over its copies (cosim.workload.routing.hot_copy_placement, to_slots). Total copies are unchanged; the
+  hottest GPU receives fewer.
+
+Two-batch overlap (``overlap = "two_microbatch"``, as SGLang's TBO and DeepSeek's inference system run
+it): every MoE layer of a step runs as two halves per GPU, A with the first ⌈s/2⌉ of its decode
+sequences (prefill: the first ⌈n/2⌉ of its n prompt tokens, a prompt across the cut split in two, its
+second part attending to its first) and B with the rest. One compute stream per GPU, in program order
+attn A, router A, shared A, attn B, router B, shared B, experts A, experts B, (next layer) attn A, ...;
+A's dispatch flies during B's attention, B's during A's experts, A's combine during B's experts, B's
+combine during the next layer's attention of A. The halves split the step's own routing (A the first
+rows of each GPU's tokens, B the rest), so their dispatch and combine bytes add up exactly to the
+unsplit step's. A GPU with one sequence has an empty half B (it still computes B's experts for the
+copies others send it). Dense layers are not split.
 """
 
 from __future__ import annotations
@@ -40,12 +64,21 @@ import numpy as np
 from cosim.errors import CosimInputError
 from cosim.workload.deepep import KERNEL_OF_MOE_KERNEL, KERNELS, Messages
 from cosim.workload.inference.model import InferenceModel
-from cosim.workload.routing import RoutedCounts, RoutingSpec, route_tokens, routed_counts
+from cosim.workload.routing import (
+    RoutedCounts,
+    RoutingSpec,
+    expert_popularity,
+    hot_copy_placement,
+    route_tokens,
+    routed_counts,
+    to_slots,
+)
 from cosim.workload.sizes import moe_token_bytes
 from cosim.workload.trace import OpKind
 
-#: a side's DeepEP kernel in the workload spec
 DISPATCH_DTYPES = ("fp8", "bf16")
+OVERLAPS = ("none", "two_microbatch")  #: how a step's MoE layers overlap their all-to-alls (module docstring)
+PLACEMENTS = ("extra_slots", "hot_copies")  #: what redundant expert slots hold (module docstring)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +90,10 @@ class ExpertParallel:
     decode_kernel: str = "low-latency"  #: DeepEP kernel of decode steps
     dispatch_fp8: bool = True  #: dispatch payload in FP8 (else bf16); the combine is bf16
     redundant_experts: int = 0  #: routed-expert copies beside the model's experts (EPLB's replicas)
+    placement: str = "extra_slots"  #: what the redundant slots hold (PLACEMENTS)
+    overlap: str = "none"  #: two-batch overlap of the MoE layers (OVERLAPS)
+    #: node-limited routing over the unit's servers; 0: none (placement "extra_slots" only: hot copies ignore it)
+    max_nodes: int = 0
 
     def __post_init__(self) -> None:
         for field in ("prefill_kernel", "decode_kernel"):
@@ -67,6 +104,14 @@ class ExpertParallel:
         r = self.redundant_experts
         if isinstance(r, bool) or not isinstance(r, int) or r < 0:
             raise CosimInputError("workload.redundant_experts", f"must be an integer >= 0, got {r!r}")
+        for field, choices in (("placement", PLACEMENTS), ("overlap", OVERLAPS)):
+            if getattr(self, field) not in choices:
+                name = "expert_placement" if field == "placement" else "moe_overlap"
+                raise CosimInputError(f"workload.{name}", f"unknown value {getattr(self, field)!r}",
+                                      f"choose among {', '.join(choices)}")
+        n = self.max_nodes
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise CosimInputError("workload.node_limited_routing", f"node limit must be an integer >= 0, got {n!r}")
 
     @property
     def expert_slots(self) -> int:
@@ -92,9 +137,11 @@ class ExpertParallel:
         return _routing(self, phase, step, layer, max(1, max(tokens)), ep, min(gpus_per_node, ep))
 
     def counts(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
-               gpus_per_node: int) -> RoutedCounts:
-        """What each GPU sends in one MoE layer of one step, ``tokens[g]`` tokens on GPU g of ``ep``."""
-        return _counts(self, phase, step, layer, tuple(tokens), ep, min(gpus_per_node, ep))
+               gpus_per_node: int, rows: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> RoutedCounts:
+        """What each GPU sends in one MoE layer of one step, ``tokens[g]`` tokens on GPU g of ``ep``; with
+        ``rows = (first, count)`` only GPU g's tokens ``first[g]`` to ``first[g] + count[g] - 1`` of that
+        routing (one half of a two-batch overlap)."""
+        return _counts(self, phase, step, layer, tuple(tokens), ep, min(gpus_per_node, ep), rows)
 
 
 @functools.lru_cache(maxsize=1 << 10)
@@ -103,18 +150,44 @@ def _routing(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens_
     m = ep_spec.model.spec
     seed = int(np.random.SeedSequence([m.routing_seed, 0 if phase == "prefill" else 1, step + (1 << 20),
                                        layer]).generate_state(1)[0])
-    spec = RoutingSpec(distribution=m.routing_distribution, zipf_exponent=m.routing_zipf_exponent,
-                       expert_load=m.routing_expert_load, max_nodes=0, seed=seed)
-    return route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=ep_spec.expert_slots,
-                        top_k=m.top_k, gpus_per_node=gpus_per_node)
+    if ep_spec.placement == "extra_slots":
+        spec = RoutingSpec(distribution=m.routing_distribution, zipf_exponent=m.routing_zipf_exponent,
+                           expert_load=m.routing_expert_load, max_nodes=ep_spec.max_nodes, seed=seed)
+        return route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=ep_spec.expert_slots,
+                            top_k=m.top_k, gpus_per_node=gpus_per_node)
+    spec = _hot_copy_routing(ep_spec, layer, seed)
+    experts = route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=m.num_experts,
+                           top_k=m.top_k, gpus_per_node=gpus_per_node)
+    return to_slots(experts, _placement(ep_spec, layer, ep))
+
+
+def _hot_copy_routing(ep_spec: ExpertParallel, layer: int, seed: int) -> RoutingSpec:
+    """The routing of placement "hot_copies": the step's draws, the layer's popularity (module docstring)."""
+    m = ep_spec.model.spec
+    popularity = int(np.random.SeedSequence([m.routing_seed, 2, layer]).generate_state(1)[0])
+    return RoutingSpec(distribution=m.routing_distribution, zipf_exponent=m.routing_zipf_exponent,
+                       expert_load=m.routing_expert_load, max_nodes=0, seed=seed, popularity_seed=popularity)
+
+
+@functools.lru_cache(maxsize=1 << 8)
+def _placement(ep_spec: ExpertParallel, layer: int, ep: int) -> np.ndarray:
+    """The expert each slot of ``layer`` holds under placement "hot_copies"."""
+    m = ep_spec.model.spec
+    p = expert_popularity(_hot_copy_routing(ep_spec, layer, 0), m.num_experts)
+    return hot_copy_placement(p, ep_spec.redundant_experts, ep)
 
 
 @functools.lru_cache(maxsize=1 << 12)
 def _counts(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
-            gpus_per_node: int) -> RoutedCounts:
+            gpus_per_node: int, rows: tuple[tuple[int, ...], tuple[int, ...]] | None) -> RoutedCounts:
     experts = ep_spec.routing(phase, step, layer, tokens, ep, gpus_per_node)
-    return routed_counts(experts, num_experts=ep_spec.expert_slots, gpus_per_node=gpus_per_node,
-                         tokens_of_rank=np.asarray(tokens, np.int64))
+    if rows is None:
+        return routed_counts(experts, num_experts=ep_spec.expert_slots, gpus_per_node=gpus_per_node,
+                             tokens_of_rank=np.asarray(tokens, np.int64))
+    first, count = (np.asarray(x, np.int64) for x in rows)
+    take = np.minimum(first[:, None] + np.arange(max(1, int(count.max())))[None, :], experts.shape[1] - 1)
+    return routed_counts(np.take_along_axis(experts, take[:, :, None], axis=1), num_experts=ep_spec.expert_slots,
+                         gpus_per_node=gpus_per_node, tokens_of_rank=count)
 
 
 def decode_gpus(decode_replica: np.ndarray, gpus: int) -> np.ndarray:

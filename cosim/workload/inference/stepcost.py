@@ -167,16 +167,25 @@ class StepCompute:
                 Stream("rope", ROPE_FWD * n * (h + kv) // t), Gemm(n, h, h // t),
                 Stream("elementwise", ADD_FWD * n * h)]
 
-    def prefill_attention_ns(self, prompt_tokens) -> int:
-        """The attention part of one layer for a batch of prompts of ``prompt_tokens`` (sequence of ints)."""
+    def prefill_attention_ns(self, prompt_tokens, cached_tokens=None) -> int:
+        """The attention part of one layer for a batch of prompts of ``prompt_tokens`` (sequence of ints);
+        ``cached_tokens``: per prompt, keys of earlier tokens of its request whose K and V exist already
+        (the second part of a prompt split in two), which its tokens attend to as well."""
         m, hw = self.model.spec, self.hardware
         p = np.asarray(prompt_tokens, np.float64)
         if p.size == 0:
             return 0
         heads = m.num_heads // self.tp
         d = (m.head_dim + m.v_head_dim) / 2 if m.is_mla else m.head_dim
-        flops = 4.0 * p * p * heads * d * 0.5  # causal, per prompt (each attends over its own keys)
-        core = float(np.sum(flops / attention_efficiency(hw, p))) * 1e9 / hw.clocked_flops_per_s + hw.gemm_launch_ns
+        if cached_tokens is None:
+            flops = 4.0 * p * p * heads * d * 0.5  # causal, per prompt (each attends over its own keys)
+            keys = p
+        else:
+            c = np.asarray(cached_tokens, np.float64)
+            flops = 4.0 * p * (c + 0.5 * p) * heads * d
+            keys = p + c
+        core = float(np.sum(flops / attention_efficiency(hw, keys))) * 1e9 / hw.clocked_flops_per_s \
+            + hw.gemm_launch_ns
         return max(1, round(core + sum(kernel_ns(hw, k) for k in self._attention_rest(int(p.sum())))))
 
     def decode_attention_ns(self, sequences: int, context_tokens: int) -> int:

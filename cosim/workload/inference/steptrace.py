@@ -139,7 +139,8 @@ class _Ops:
         # beside the trace: the step (prefill s ≥ 0, decode -1-s) and request of each op
         self.step: list[int] = []
         self.request: list[int] = []
-        self.ep_phase: list[int] = []  # 0: an EP dispatch message, 1: a combine message, -1: neither
+        # 0: an EP dispatch message, 1: a combine message (+2: of half B of a two-batch layer), -1: neither
+        self.ep_phase: list[int] = []
 
     def add(self, rank, kind, deps, label, *, duration=0, nbytes=0, coll_kind=0, group=-1, peer=-1, match=-1,
             call=-1, layer=-1, phase=Phase.FORWARD, step=0, request=-1, algo_hint=0, ep_phase=-1) -> int:
@@ -183,7 +184,8 @@ class StepTrace:
     kv_recv_ops: list[list[int]]
     token_recv_ops: list[list[int]]
     kv_bytes: np.ndarray  #: int64 per request: KV-cache bytes moved (all pairs and layers)
-    #: int64 per trace op: 0 a DeepEP dispatch message, 1 a combine message, -1 neither (None: no such ops)
+    #: int64 per trace op: 0 a DeepEP dispatch message, 1 a combine message, 2 and 3 those of half B of a
+    #: two-batch layer, -1 neither (None: no such ops)
     op_ep_phase: np.ndarray | None = None
 
 
@@ -254,13 +256,64 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
     def token_dsts(q, d):
         return [d_base[d] + int(d_gpu[q])] if d_gpu is not None else [d_base[d] + t for t in range(decode.tp)]
 
-    def run_dp_step(phase, step_id, base, shape, cost, tokens, attn, seqs, first_deps, kv_hook):
-        """One step of an attention data-parallel replica (cosim.workload.inference.dpep); returns the ops
-        that end it."""
+    def two_batch_layer(phase, step_id, layer, ranks, cost, tokens, halves, cur, carry, kv_hook):
+        """One MoE layer as two halves on one compute stream per GPU (dpep's two-batch overlap): ``cur`` the
+        deps of half A's first op, ``carry`` half B's message deps (None: none yet). Returns (cur, carry)
+        after the layer: A's deps (the stream's last op and A's combine) and B's combine."""
+        kernel = ep.kernel(phase)
+        n_ep = len(ranks)
+        in_a, in_b = (tuple(n) for n, _ in halves)
+        rows = (((0,) * n_ep, in_a), (in_a, in_b))  # (first row, rows) of each GPU's tokens in the routing
+        stream = [None] * n_ep
+        router, moved = [], []
+        for h, (n_h, attn_h) in enumerate(halves):
+            deps = cur if h == 0 else [[stream[g], *(carry[g] if carry else [])] for g in range(n_ep)]
+            a_ns = [a + (cost.embedding_ns(n) if layer == 0 else 0) for a, n in zip(attn_h, n_h)]
+            attn = [ops.add(r, OpKind.COMPUTE, d, f"{phase}/attn", duration=max(1, a), layer=layer, step=step_id)
+                    for r, d, a in zip(ranks, deps, a_ns)]
+            router.append([ops.add(r, OpKind.COMPUTE, [o], f"{phase}/router",
+                                   duration=max(1, cost.router_ns(n) if n else 1), layer=layer, step=step_id)
+                           for r, o, n in zip(ranks, attn, n_h)])
+            counts = ep.counts(phase, step_id, layer, tuple(tokens), n_ep, gpus_per_server, rows[h])
+            moved.append((counts, emit_messages(ops, ranks, dispatch_messages(counts, kernel,
+                                                                              ep.dispatch_token_bytes(model)),
+                                                router[h], f"{phase}/ep_dispatch", hint=HINTS[kernel], layer=layer,
+                                                step=step_id, ep_phase=2 * h)))
+            stream = [ops.add(r, OpKind.COMPUTE, [o], f"{phase}/shared_experts",
+                              duration=max(1, cost.shared_experts_ns(n)), layer=layer, step=step_id)
+                      for r, o, n in zip(ranks, router[h], n_h)] if m.num_shared_experts else router[h]
+        kv_hook(0, ranks, attn, layer, False)  # both halves' K and V exist after B's attention
+        combined = []
+        for h, (n_h, _) in enumerate(halves):
+            counts, mv = moved[h]
+            copies = counts.expert_copies.sum(axis=0)
+            stream = [ops.add(r, OpKind.COMPUTE, [o, *x], f"{phase}/experts",
+                              duration=max(1, cost.routed_experts_ns(int(c), n)), layer=layer, step=step_id)
+                      for r, o, x, c, n in zip(ranks, stream, mv, copies, n_h)]
+            combined.append(emit_messages(ops, ranks, combine_messages(counts, kernel, ep.combine_token_bytes(model)),
+                                          stream, f"{phase}/ep_combine", hint=HINTS[kernel], layer=layer,
+                                          step=step_id, ep_phase=2 * h + 1))
+        return [[o, *x] for o, x in zip(stream, combined[0])], combined[1]
+
+    def run_dp_step(phase, step_id, base, shape, cost, tokens, attn, seqs, first_deps, kv_hook, halves=None):
+        """One step of an attention data-parallel replica (cosim.workload.inference.dpep); ``halves``: per
+        half (tokens, attention ns) per GPU with two-batch overlap. Returns the ops that end it."""
         ranks = [base + g for g in range(shape.ep)]
         cur = [[int(last[r]), *first_deps.get(r, []), *pending.pop(r, [])] for r in ranks]
         kernel = ep.kernel(phase)
+        carry = None  # half B's combine messages, after a two-batch layer
         for layer in range(m.num_layers):
+            if halves is not None and m.is_moe_layer(layer):
+                cur, carry = two_batch_layer(phase, step_id, layer, ranks, cost, tokens, halves, cur, carry,
+                                             kv_hook)
+                if layer == m.num_layers - 1:
+                    cur = [[*c, *x] for c, x in zip(cur, carry)]
+                    tail = [cost.logits_ns(s) for s in seqs]
+                    cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/logits", duration=max(1, t), layer=layer,
+                                    step=step_id)] for r, d, t in zip(ranks, cur, tail)]
+                continue
+            if carry is not None:
+                cur, carry = [[*c, *x] for c, x in zip(cur, carry)], None
             a_ns = [a + (cost.embedding_ns(n) if layer == 0 else 0) for a, n in zip(attn, tokens)]
             cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/attn", duration=max(1, a), layer=layer, step=step_id)]
                    for r, d, a in zip(ranks, cur, a_ns)]
@@ -418,9 +471,16 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
             tg, eg = p_groups[r]
             if prefill.data_parallel:
                 own = [prompts[p_gpu == k] for k in range(prefill.ep)]
+                halves = None
+                if ep.overlap == "two_microbatch":
+                    split = [split_tokens(x) for x in own]
+                    halves = [([int(a.sum()) for a, _, _ in split],
+                               [p_cost.prefill_attention_ns(a) for a, _, _ in split]),
+                              ([int(b.sum()) for _, b, _ in split],
+                               [p_cost.prefill_attention_ns(b, c) for _, b, c in split])]
                 p_ends[s] = run_dp_step("prefill", s, base, prefill, p_cost, [int(x.sum()) for x in own],
                                         [p_cost.prefill_attention_ns(x) for x in own], [x.size for x in own],
-                                        timers, kv_hook)
+                                        timers, kv_hook, halves)
             else:
                 p_ends[s] = run_step("prefill", s, base, prefill, p_cost, tg, eg, int(prompts.sum()),
                                      p_cost.prefill_attention_ns(prompts), len(members), timers, kv_hook)
@@ -442,8 +502,15 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                 gpu = d_gpu[members]
                 seqs = [int(np.count_nonzero(gpu == k)) for k in range(decode.ep)]
                 attn = [d_cost.decode_attention_ns(n, int(ctx[gpu == k].sum())) for k, n in enumerate(seqs)]
+                halves = None
+                if ep.overlap == "two_microbatch":
+                    own = [ctx[gpu == k] for k in range(decode.ep)]
+                    a = [-(-n // 2) for n in seqs]
+                    halves = [(a, [d_cost.decode_attention_ns(x, int(c[:x].sum())) for x, c in zip(a, own)]),
+                              ([n - x for n, x in zip(seqs, a)],
+                               [d_cost.decode_attention_ns(c.size - x, int(c[x:].sum())) for x, c in zip(a, own)])]
                 d_ends[s] = run_dp_step("decode", -1 - s, base, decode, d_cost, seqs, attn, seqs, {},
-                                        lambda *a: None)
+                                        lambda *a: None, halves)
             else:
                 d_ends[s] = run_step("decode", -1 - s, base, decode, d_cost, tg, eg, len(members),
                                      d_cost.decode_attention_ns(len(ctx), int(ctx.sum())), len(members), {},
@@ -462,6 +529,18 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                      decode_end_ops=remap(d_ends), kv_send_ops=remap(kv_send), kv_recv_ops=remap(kv_recv),
                      token_recv_ops=remap(tok_recv), kv_bytes=kv_bytes,
                      op_ep_phase=ep_phase if np.any(ep_phase >= 0) else None)
+
+
+def split_tokens(prompts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A GPU's ``prompts`` (in order) as the two halves of a two-batch prefill: (half A's prompt parts,
+    half B's, and per B part the tokens of its prompt already in A). A takes the first ⌈n/2⌉ of the n
+    tokens, so the prompt across the cut splits, its second part attending to its first."""
+    p = np.asarray(prompts, np.int64)
+    end = np.cumsum(p)
+    cut = -(-int(end[-1]) // 2) if p.size else 0
+    a = np.clip(cut - (end - p), 0, p)
+    keep = p - a > 0
+    return a[a > 0], (p - a)[keep], a[keep]
 
 
 def _finish(ops: _Ops, n_ranks: int, groups, model: InferenceModel,
