@@ -188,18 +188,24 @@ GAMMA, FI_MTUS, ALPHA = 0.8, 1.0, 4.0
 MAX_WINDOW_BYTES = 1.5 * 100e9 * 10e-6 / 8  # MaxWindowBdps x line rate x BaseRtt
 
 
-def nscc(model_probes, answers):
-    """The window after each answer (now_us, acked_bytes, rtt_us, ecn, nack) of a flow at 100 Gbps."""
+#: NsccWindow::DelayAverageWeight's default: each ACK's share of the smoothed delay (UEC NSCC avg_delay)
+DELAY_AVERAGE_WEIGHT = 0.0125
+
+
+def nscc(model_probes, answers, delay_average_weight=1.0):
+    """The window after each answer (now_us, acked_bytes, rtt_us, ecn, nack) of a flow at 100 Gbps. With
+    ``delay_average_weight`` 1 the smoothed delay is the last ACK's own: each rule shows alone."""
     now, acked, rtt, ecn, nack = (np.array(col) for col in zip(*answers))
     cwnd = np.empty(len(answers))
-    model_probes.NsccWindowAfter(100e9, MTU, len(answers), (now * 1e6).astype(np.int64), acked.astype(np.int64),
-                                 (rtt * 1e6).astype(np.int64), ecn.astype(np.uint8), nack.astype(np.uint8), cwnd)
+    model_probes.NsccWindowAfter(100e9, MTU, delay_average_weight, len(answers), (now * 1e6).astype(np.int64),
+                                 acked.astype(np.int64), (rtt * 1e6).astype(np.int64), ecn.astype(np.uint8),
+                                 nack.astype(np.uint8), cwnd)
     return cwnd
 
 
 def test_nscc_decreases_once_per_round_trip_and_quick_adapts_to_what_was_delivered(model_probes):
-    """ECN with a queueing delay d above the target cuts the window by Gamma (d - target) / d, at most once per
-    base RTT; a delay above QuickAdaptThreshold at the end of a quick-adapt period (base RTT + target) sets
+    """ECN with a queueing delay d above the target (DelayAverageWeight 1: the smoothed delay is d) cuts the
+    window by Gamma (d - target) / d, at most once per base RTT; a delay above QuickAdaptThreshold at the end of a quick-adapt period (base RTT + target) sets
     the window to the bytes acknowledged in that period."""
     cwnd = nscc(model_probes, [(1.0, MTU, 10.0, 0, 0),    # no queue: stays at its largest window
                                (2.0, MTU, 20.0, 1, 0),    # d = 10 us, marked: x (1 - 0.8 x 5/10)
@@ -210,6 +216,23 @@ def test_nscc_decreases_once_per_round_trip_and_quick_adapts_to_what_was_deliver
     np.testing.assert_allclose(cwnd[:4], [MAX_WINDOW_BYTES, MAX_WINDOW_BYTES * factor, MAX_WINDOW_BYTES * factor,
                                           MAX_WINDOW_BYTES * factor**2])
     assert cwnd[4] == 5 * MTU
+
+
+def test_nscc_decreases_only_while_the_smoothed_delay_is_above_the_target(model_probes):
+    """With the default DelayAverageWeight w, a marked ACK cuts the window only once avg_delay (each ACK's
+    delay weighted w, from 0) is above the target, and by Gamma (avg_delay - target) / avg_delay: one mark
+    at d = 10 us after clean ACKs at no queue leaves the window alone; a standing 10 us queue, every ACK
+    marked, cuts it at the first ACK that lifts the average over 5 us, ln 2 / -ln(1 - w) = 55.1 ACKs in."""
+    clean = [(0.1 * k, MTU, 10.0, 0, 0) for k in range(40)]
+    lone_mark = nscc(model_probes, clean + [(4.0, MTU, 20.0, 1, 0)], DELAY_AVERAGE_WEIGHT)
+    assert lone_mark[-1] == pytest.approx(MAX_WINDOW_BYTES)
+    standing = nscc(model_probes, [(0.1 * k, MTU, 20.0, 1, 0) for k in range(60)], DELAY_AVERAGE_WEIGHT)
+    avg_us = 10.0 * (1 - (1 - DELAY_AVERAGE_WEIGHT) ** np.arange(1, 61))
+    first = int(np.argmax(avg_us > 5.0))
+    assert first == 55
+    np.testing.assert_allclose(standing[:first], MAX_WINDOW_BYTES)
+    cut = 1 - GAMMA * (avg_us[first] - 5) / avg_us[first]
+    np.testing.assert_allclose(standing[first:], MAX_WINDOW_BYTES * cut)  # the next cut waits a base RTT
 
 
 def test_nscc_increases_fairly_above_the_target_and_in_proportion_below_it(model_probes):
