@@ -229,8 +229,8 @@ def nscc(model_probes, answers, delay_average_weight=1.0):
 
 def test_nscc_decreases_once_per_round_trip_and_quick_adapts_to_what_was_delivered(model_probes):
     """ECN with a queueing delay d above the target (DelayAverageWeight 1: the smoothed delay is d) cuts the
-    window by Gamma (d - target) / d, at most once per base RTT; a delay above QuickAdaptThreshold at the end of a quick-adapt period (base RTT + target) sets
-    the window to the bytes acknowledged in that period."""
+    window by Gamma (d - target) / d, at most once per base RTT; a delay above QuickAdaptThreshold at the end
+    of a quick-adapt period (base RTT + target) sets the window to the bytes acknowledged in that period."""
     cwnd = nscc(model_probes, [(1.0, MTU, 10.0, 0, 0),    # no queue: stays at its largest window
                                (2.0, MTU, 20.0, 1, 0),    # d = 10 us, marked: x (1 - 0.8 x 5/10)
                                (5.0, MTU, 20.0, 1, 0),    # within a base RTT of the cut: unchanged

@@ -118,10 +118,10 @@ class PdsScoreboard
      * @brief Loss detection by reordering: a SACK arrived for a packet sent at @p ackedSentPs, so every
      * packet still in flight that was sent more than @p windowPs before it is lost (spraying reorders
      * packets by at most the queueing difference of two paths, which trimming bounds).
-     * Looks at the packets from the cumulative acknowledgement on, up to the first first transmission in
-     * flight that is recent enough: first transmissions leave in packet order, so every later one is
-     * recent too. A recent retransmission is passed over, not stopped at: it would hide the older first
-     * transmissions beyond it, whose losses would then wait for the timeout.
+     * Looks at the packets from the cumulative acknowledgement on, up to the first original transmission
+     * in flight that is recent enough: originals leave in packet order, so every later one is recent too.
+     * A recent retransmission is passed over, not stopped at: it would hide the older originals beyond
+     * it, whose losses would then wait for the timeout.
      * @return packets declared lost
      */
     uint64_t DetectLoss(int64_t ackedSentPs, int64_t windowPs);
