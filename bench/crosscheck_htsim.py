@@ -117,6 +117,7 @@ def cosim_attributes() -> dict[str, str]:
         "NsccWindow::MinWindowBytes": str(PACKET_BYTES),
         "HostNic::UecEntropyCount": "256",
         "HostNic::UecRetransmitTimeout": f"{round(htsim_min_rto_us() * 1e3)}ns",
+        "HostNic::UecAckEveryBytes": "1",  # a SACK for every data packet, as htsim's -sack_threshold 0
     }
 
 

@@ -1533,16 +1533,8 @@ HostNic::OnSack(const FabricPacket& p)
     const SackOutcome got = ApplySack(u.pds, m_entropy, u.entropy, DecodeSack(p), nowPs);
     if (got.ackedBytes != 0 && m_uecCc != UecCc::RCCC)
     {
-        // NSCC's per-packet signals: the clean bytes, then the marked packet, with this SACK's round trip.
-        const int64_t rttPs = nowPs - p.sendTimePs;
-        if (got.ackedBytes > got.markedBytes)
-        {
-            m_nscc->OnAck(u.cc, got.ackedBytes - got.markedBytes, rttPs, false, nowPs);
-        }
-        if (got.markedBytes != 0)
-        {
-            m_nscc->OnAck(u.cc, got.markedBytes, rttPs, true, nowPs);
-        }
+        // One delay sample per SACK: the round trip of the packet that triggered it.
+        m_nscc->OnAck(u.cc, got.ackedBytes, got.markedBytes, nowPs - p.sendTimePs, nowPs);
     }
     // ROD needs no reordering rule: its one path keeps the order, and the receiver NACKs a gap.
     const int64_t windowPs = m_uecDelivery == UecDelivery::RUD ? m_uecReorderWindow.GetTimeStep() : 0;

@@ -62,6 +62,16 @@ NsccWindow::GetTypeId()
                           DoubleValue(0.8),
                           MakeDoubleAccessor(&NsccWindow::m_gamma),
                           MakeDoubleChecker<double>(0, 1))
+            .AddAttribute("DelayAverageWeight",
+                          "Weight of each acknowledgement's queueing delay in the smoothed delay the "
+                          "multiplicative decrease reads (UEC NSCC avg_delay, an exponentially weighted "
+                          "moving average updated per ACK; 0.0125 as in the consortium's reference model): an "
+                          "ECN-marked ACK cuts the window only while avg_delay is above TargetQdelay, by "
+                          "Gamma x (avg_delay - target) / avg_delay. 1 = the marked ACK's own delay "
+                          "(dimensionless).",
+                          DoubleValue(0.0125),
+                          MakeDoubleAccessor(&NsccWindow::m_delayAverageWeight),
+                          MakeDoubleChecker<double>(0, 1))
             .AddAttribute("MaxDecrease",
                           "Largest fraction one multiplicative decrease removes (UEC NSCC max_md_jump; "
                           "dimensionless).",
@@ -152,22 +162,25 @@ NsccWindow::QuickAdapt(NsccState& s, uint64_t ackedBytes, bool congested, int64_
 }
 
 void
-NsccWindow::OnAck(NsccState& s, uint64_t ackedBytes, int64_t rttPs, bool ecn, int64_t nowPs) const
+NsccWindow::OnAck(NsccState& s, uint64_t ackedBytes, uint64_t markedBytes, int64_t rttPs, int64_t nowPs) const
 {
     NS_ASSERT_MSG(rttPs >= 0, "negative round trip " << rttPs << " ps");
+    NS_ASSERT_MSG(markedBytes <= ackedBytes, "marked " << markedBytes << " of " << ackedBytes << " bytes");
     if (rttPs > 0 && (s.minRttPs == 0 || rttPs < s.minRttPs))
     {
         s.minRttPs = rttPs;
     }
     const double delayPs = double(std::max<int64_t>(0, rttPs - BaseRttPs(s)));
     const double targetPs = double(m_targetQdelay.GetTimeStep());
+    s.avgDelayPs += m_delayAverageWeight * (delayPs - s.avgDelayPs);
     QuickAdapt(s, ackedBytes, delayPs > double(m_quickAdaptThreshold.GetTimeStep()), nowPs);
-    const double perWindow = double(ackedBytes) / s.cwndBytes; // fraction of a window this ACK covers
-    if (!ecn && delayPs < targetPs)
+    const uint64_t cleanBytes = ackedBytes - markedBytes;
+    const double perWindow = double(cleanBytes) / s.cwndBytes; // fraction of a window acknowledged clean
+    if (cleanBytes != 0 && delayPs < targetPs)
     {
         if (delayPs < double(m_fastIncreaseThreshold.GetTimeStep()))
         {
-            s.lowDelayBytes += ackedBytes;
+            s.lowDelayBytes += cleanBytes;
         }
         else
         {
@@ -175,23 +188,23 @@ NsccWindow::OnAck(NsccState& s, uint64_t ackedBytes, int64_t rttPs, bool ecn, in
         }
         if (double(s.lowDelayBytes) >= s.cwndBytes)
         {
-            s.cwndBytes += double(ackedBytes); // fast increase
+            s.cwndBytes += double(cleanBytes); // fast increase
         }
         s.cwndBytes += m_alpha * m_mtuBytes * perWindow * (targetPs - delayPs) / targetPs;
     }
-    else if (!ecn)
+    else if (cleanBytes != 0)
     {
         s.lowDelayBytes = 0;
         s.cwndBytes += m_fairIncreaseMtus * m_mtuBytes * perWindow;
     }
-    else if (delayPs >= targetPs)
+    if (markedBytes != 0)
     {
         s.lowDelayBytes = 0;
-        Decrease(s, 1.0 - m_gamma * (delayPs - targetPs) / delayPs, nowPs);
-    }
-    else
-    {
-        s.lowDelayBytes = 0;
+        // A marked packet below the target saw a queue on its own path only: entropy feedback moves off it.
+        if (delayPs >= targetPs && s.avgDelayPs > targetPs)
+        {
+            Decrease(s, 1.0 - m_gamma * (s.avgDelayPs - targetPs) / s.avgDelayPs, nowPs);
+        }
     }
     Clamp(s);
 }

@@ -28,6 +28,7 @@ struct NsccState
     uint64_t periodAckedBytes{0}; ///< payload acknowledged in the current quick-adapt period, in bytes
     bool periodCongested{false}; ///< the period saw a trimmed packet or a delay above QuickAdaptThreshold
     uint64_t lowDelayBytes{0};   ///< payload acknowledged in a row below FastIncreaseThreshold, in bytes
+    double avgDelayPs{0};        ///< smoothed queueing delay (UEC NSCC avg_delay), in ps
 };
 
 /**
@@ -43,8 +44,11 @@ struct NsccState
  *   trip) once a whole window came back with a delay below FastIncreaseThreshold;
  * - no ECN, delay at or above target: fair increase, FairIncreaseMtus x MTU per window acknowledged
  *   (additive, so competing flows converge to equal shares);
- * - ECN, delay at or above target: multiplicative decrease by Gamma x (delay - target) / delay, at most
- *   MaxDecrease, at most once per base RTT;
+ * - ECN, delay at or above target: multiplicative decrease, if the smoothed delay avg_delay (an average
+ *   over acknowledgements, each weighted DelayAverageWeight) is above the target too, by
+ *   Gamma x (avg_delay - target) / avg_delay, at most MaxDecrease, at most once per base RTT. A few marks
+ *   behind a short collision of sprayed packets leave the average, and so the window, alone; a standing
+ *   queue raises it within a few dozen acknowledgements;
  * - ECN, delay below target: no change (the mark comes from a queue on this packet's path only; the
  *   entropy feedback moves traffic off it).
  * Quick adapt: at the end of each period of one base RTT plus the target, if the period saw a trimmed
@@ -66,14 +70,14 @@ class NsccWindow : public Object
     NsccState Initial(double lineRateBps, uint32_t mtuBytes) const;
 
     /**
-     * @brief An acknowledgement of @p ackedBytes in-flight payload arrived.
+     * @brief An acknowledgement of @p ackedBytes in-flight payload arrived: one delay sample.
      * @param s the flow's state
      * @param ackedBytes payload it newly acknowledged, in bytes
-     * @param rttPs the round trip of its data packet, in ps
-     * @param ecn the data packet was ECN-marked
+     * @param markedBytes of which came in ECN-marked packets, in bytes (the rest came through clean)
+     * @param rttPs the round trip of the data packet that triggered it, in ps
      * @param nowPs the current time, in ps
      */
-    void OnAck(NsccState& s, uint64_t ackedBytes, int64_t rttPs, bool ecn, int64_t nowPs) const;
+    void OnAck(NsccState& s, uint64_t ackedBytes, uint64_t markedBytes, int64_t rttPs, int64_t nowPs) const;
 
     /// A NACK of a trimmed packet arrived at @p nowPs (ps): congestion beyond doubt.
     void OnNack(NsccState& s, int64_t nowPs) const;
@@ -98,6 +102,7 @@ class NsccWindow : public Object
     double m_alpha;              ///< Alpha attribute (MTUs per window)
     double m_fairIncreaseMtus;   ///< FairIncreaseMtus attribute (MTUs per window)
     double m_gamma;              ///< Gamma attribute (dimensionless)
+    double m_delayAverageWeight; ///< DelayAverageWeight attribute (dimensionless)
     double m_maxDecrease;        ///< MaxDecrease attribute (dimensionless)
     double m_maxWindowBdps;      ///< MaxWindowBdps attribute (bandwidth-delay products)
     uint64_t m_minWindowBytes;   ///< MinWindowBytes attribute, in bytes

@@ -51,8 +51,10 @@ struct SackOutcome
 /**
  * @brief Apply SACK @p s at @p nowPs (ps) to a flow's scoreboard @p pds and entropy state @p entropy.
  *
- * A receiver SACKs an ECN-marked packet on arrival, so of the packets one SACK newly acknowledges only
- * the triggering one (ACK_PSN) can be marked: every other one came through clean and its entropy, which
+ * The SACK acknowledges the packet that triggered it (ACK_PSN) as well as CACK_PSN and the bitmap: a bitmap
+ * that starts at CACK_PSN (after an AR packet or a duplicate) may not reach it. A receiver SACKs an
+ * ECN-marked packet on arrival, so of the packets one SACK newly acknowledges only the triggering one can
+ * be marked: every other one came through clean and its entropy, which
  * the scoreboard kept from its transmission, is recycled (REPS), as a SACK per packet would have done;
  * the marked packet's entropy (echoed in the SACK) is retired for the selector's hold time.
  */
@@ -70,7 +72,11 @@ ApplySack(PdsScoreboard& pds, const EntropySelector& selector, EntropyState& ent
             marked = pds.PayloadOf(index);
         }
     };
-    const uint64_t acked = pds.OnSack(s.cackPsn, s.sackPsn, s.bitmap, onDelivered);
+    uint64_t acked = pds.OnSack(s.cackPsn, s.sackPsn, s.bitmap, onDelivered);
+    if (s.ackPsn >= 0 && (s.ackPsn < s.sackPsn || s.ackPsn >= s.sackPsn + int64_t(kUecSackBitmapPackets)))
+    {
+        acked += pds.OnSack(s.cackPsn, s.ackPsn, 1, onDelivered); // ACK_PSN is delivered, bitmap or not
+    }
     if (s.ecn)
     {
         selector.OnFeedback(entropy, s.entropy, true, nowPs);

@@ -59,12 +59,12 @@ PdsScoreboard::OnSent(uint64_t index, bool retransmission, int64_t nowPs, uint16
         m_retransmit.pop_front();
         Entry& e = m_entries[index - m_base];
         NS_ASSERT_MSG(e.state == State::LOST, "packet " << index << " resent but not lost");
-        e = Entry{nowPs, entropy, State::IN_FLIGHT};
+        e = Entry{nowPs, entropy, State::IN_FLIGHT, true};
     }
     else
     {
         NS_ASSERT_MSG(index == m_nextNew, "new packet " << index << " is not the next one " << m_nextNew);
-        m_entries.push_back(Entry{nowPs, entropy, State::IN_FLIGHT});
+        m_entries.push_back(Entry{nowPs, entropy, State::IN_FLIGHT, false});
         ++m_nextNew;
     }
     m_inflightBytes += PayloadOf(index);
@@ -151,6 +151,10 @@ PdsScoreboard::DetectLoss(int64_t ackedSentPs, int64_t windowPs)
         }
         if (e.sentPs + windowPs >= ackedSentPs)
         {
+            if (e.resent)
+            {
+                continue;
+            }
             break;
         }
         MarkLost(i);

@@ -118,8 +118,10 @@ class PdsScoreboard
      * @brief Loss detection by reordering: a SACK arrived for a packet sent at @p ackedSentPs, so every
      * packet still in flight that was sent more than @p windowPs before it is lost (spraying reorders
      * packets by at most the queueing difference of two paths, which trimming bounds).
-     * Looks at the packets from the cumulative acknowledgement on, up to the first one in flight that is
-     * recent enough (a retransmission sent late and lost again is left to the timeout).
+     * Looks at the packets from the cumulative acknowledgement on, up to the first original transmission
+     * in flight that is recent enough: originals leave in packet order, so every later one is recent too.
+     * A recent retransmission is passed over, not stopped at: it would hide the older originals beyond
+     * it, whose losses would then wait for the timeout.
      * @return packets declared lost
      */
     uint64_t DetectLoss(int64_t ackedSentPs, int64_t windowPs);
@@ -163,6 +165,7 @@ class PdsScoreboard
         int64_t sentPs;   ///< time of its latest transmission, in ps
         uint16_t entropy; ///< entropy value of its latest transmission
         State state;      ///< what is known of it
+        bool resent;      ///< its latest transmission is a retransmission (sent out of packet order)
     };
 
     /// Entry @p e (packet @p index) is delivered: report it to @p onDelivered; @return its in-flight bytes freed

@@ -11,6 +11,7 @@
 #include "../model/telemetry-rate-control.h"
 
 #include "ns3/boolean.h"
+#include "ns3/double.h"
 #include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
 #include "ns3/scheduler.h"
@@ -26,6 +27,7 @@ using namespace ns3;
 void
 ModelProbes::NsccWindowAfter(double lineRateBps,
                              int64_t mtuBytes,
+                             double delayAverageWeight,
                              int64_t n,
                              const int64_t* nowPs,
                              const int64_t* ackedBytes,
@@ -36,6 +38,7 @@ ModelProbes::NsccWindowAfter(double lineRateBps,
 {
     EnsurePicosecondResolution();
     Ptr<NsccWindow> cc = CreateObject<NsccWindow>();
+    cc->SetAttribute("DelayAverageWeight", DoubleValue(delayAverageWeight));
     NsccState s = cc->Initial(lineRateBps, static_cast<uint32_t>(mtuBytes));
     for (int64_t k = 0; k < n; ++k)
     {
@@ -45,7 +48,7 @@ ModelProbes::NsccWindowAfter(double lineRateBps,
         }
         else
         {
-            cc->OnAck(s, uint64_t(ackedBytes[k]), rttPs[k], ecn[k] != 0, nowPs[k]);
+            cc->OnAck(s, uint64_t(ackedBytes[k]), ecn[k] ? uint64_t(ackedBytes[k]) : 0, rttPs[k], nowPs[k]);
         }
         cwndOut[k] = s.cwndBytes;
     }

@@ -59,10 +59,12 @@ class ModelProbes
      * @p mtuBytes payload starts at its largest window, then receives @p n answers in order: answer k
      * arrives at @p nowPs[k], acknowledges @p ackedBytes[k] bytes whose data packet had a round trip of
      * @p rttPs[k] and carried ECN @p ecn[k] (0/1), or is a NACK of a trimmed packet if @p nack[k] is 1.
+     * @param delayAverageWeight the NsccWindow's DelayAverageWeight (1: a marked ACK's own delay decides)
      * @param cwndOut the window after each answer, [n], in bytes
      */
     static void NsccWindowAfter(double lineRateBps,
                                 int64_t mtuBytes,
+                                double delayAverageWeight,
                                 int64_t n,
                                 const int64_t* nowPs,
                                 const int64_t* ackedBytes,
