@@ -424,10 +424,20 @@ FabricSwitch::SelectPort(const FabricPacket& p)
         return candidates[0];
     }
     const uint64_t salt = uint64_t(m_ecmpSeed) << 32 | m_nodeId;
+    if (m_routing == Routing::ECMP)
+    {
+        return candidates[EcmpHash(p, m_hashFields, salt) % count];
+    }
+    return SelectOtherPort(p, candidates, count, salt);
+}
+
+__attribute__((noinline)) uint32_t
+FabricSwitch::SelectOtherPort(const FabricPacket& p, const uint16_t* candidates, uint32_t count, uint64_t salt)
+{
     switch (m_routing)
     {
     case Routing::ECMP:
-        return candidates[EcmpHash(p, m_hashFields, salt) % count];
+        break;
     case Routing::PINNED:
         return candidates[p.dst % count];
     case Routing::FLOWLET:

@@ -201,6 +201,8 @@ class FabricSwitch : public FabricNode
 
     /// @return the egress port @p p takes (spraying, flowlets: updates their state)
     uint32_t SelectPort(const FabricPacket& p);
+    /// SelectPort among @p count > 1 @p candidates by any Routing but ECMP (out of line: ECMP's path stays short)
+    uint32_t SelectOtherPort(const FabricPacket& p, const uint16_t* candidates, uint32_t count, uint64_t salt);
 
     /**
      * @brief The egress ports packets like @p p can take here, without changing any state: the one port
