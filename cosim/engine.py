@@ -649,6 +649,9 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         routing = planes.selector_routing(fabric)
         if routing is not None:
             engine.SetSwitchRouting(np.ascontiguousarray(routing, dtype=np.uint8), fabric.n_nodes)
+        pinned = _pinned_routes(fabric)
+        if pinned is not None:
+            engine.SetRouteOverrides(*pinned, pinned[0].size)
         link_a = np.ascontiguousarray(fabric.link_a, dtype=np.int32)
         link_b = np.ascontiguousarray(fabric.link_b, dtype=np.int32)
         rate = np.ascontiguousarray(fabric.link_rate_bps, dtype=np.float64)
@@ -674,6 +677,17 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         yield engine, t0
     finally:
         engine.__destruct__()
+
+
+def _pinned_routes(fabric: Fabric) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A fabric file's routes (``params["routes"]``: [switch, to, [via, ...]]) as the engine's rows (switch,
+    leaf, one via each), or None."""
+    routes = fabric.params.get("routes") if isinstance(fabric.params, Mapping) else None
+    if not routes:
+        return None
+    counts = [len(via) for _, _, via in routes]
+    rows = [np.repeat(np.array([r[k] for r in routes], np.int32), counts) for k in (0, 1)]
+    return rows[0], rows[1], np.ascontiguousarray(np.concatenate([r[2] for r in routes]), dtype=np.int32)
 
 
 def _apply_attributes(engine, attributes: Mapping[str, str] | None) -> None:

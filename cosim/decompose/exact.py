@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -217,6 +218,8 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     if router_groups(fabric) is not None:
         return _whole("dragonfly routes go by group (and via intermediate groups), not along the shortest paths "
                       "parts are found on")
+    if isinstance(fabric.params, Mapping) and fabric.params.get("routes"):
+        return _whole("the fabric file's routes replace some shortest paths, which parts are found on")
     src = np.asarray(columns["src_node"])[flow].astype(np.int64)
     dst = np.asarray(columns["dst_node"])[flow].astype(np.int64)
     too_large = too_large_to_search(fabric, src)

@@ -1,5 +1,6 @@
 """Whether a fabric's routes can deadlock a lossless fabric: a cycle in the buffer (channel) dependencies of
-the shortest-path ECMP routes the simulator builds.
+the ECMP routes the simulator builds (shortest paths, or a fabric file's ``routes``), and whether routes
+loop.
 
 A channel is one direction of a switch-to-switch link. Channel ``u→v`` depends on ``v→w`` when some route
 enters ``v`` on the first and leaves on the second: a packet held in ``v``'s buffer for ``u→v`` waits for
@@ -8,9 +9,13 @@ condition). The simulator routes every destination host along all shortest paths
 so the dependencies are those of the shortest-path DAG towards each host; hosts that share a switch share
 it, so one BFS per switch that has hosts is enough. Tiered fabrics (leaves, spines, cores with links only
 between tiers) route up then down and never have a cycle; rings, tori and links inside a tier can.
+A fabric file's ``routes`` (``[switch, to, via]``: at ``switch``, packets for the hosts of ``to`` leave
+towards the neighbours ``via``) replace those next hops, for the check as in the simulator.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -20,35 +25,77 @@ from cosim.network.topology import HOST, Fabric
 _BATCH = 64
 
 
-def dependency_cycle(fabric: Fabric) -> list[int] | None:
-    """A cycle of switch node ids whose channels wait on each other under shortest-path routing (first
-    node repeated at the end), or None when the channel dependencies are acyclic."""
-    kind = np.asarray(fabric.node_kind)
-    a, b = np.asarray(fabric.link_a, np.int64), np.asarray(fabric.link_b, np.int64)
-    between = (kind[a] != HOST) & (kind[b] != HOST)
-    src = np.concatenate([a[between], b[between]])
-    dst = np.concatenate([b[between], a[between]])
-    n, n_ch = fabric.n_nodes, src.size
-    if n_ch == 0:
+def dependency_cycle(fabric: Fabric, routes=None) -> list[int] | None:
+    """A cycle of switch node ids whose channels wait on each other under the fabric's routing (first node
+    repeated at the end), or None when the channel dependencies are acyclic. ``routes`` (default: the
+    fabric's ``params["routes"]``) are ``[switch, to, via]`` next hops that replace the shortest ones."""
+    ch = _Channels(fabric)
+    if ch.n_ch == 0:
         return None
-    by_src = np.argsort(src, kind="stable")  # channels grouped by the node they leave
-    ptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))])
-    host = kind == HOST
-    attach = np.unique(np.where(host[a], b, a)[host[a] | host[b]])  # switches with hosts
+    n_ch, by_src, ptr = ch.n_ch, ch.by_src, ch.ptr
     pairs, batch = np.empty(0, np.int64), []
-    for i, s in enumerate(attach.tolist()):
-        dist = _switch_distances(s, src, dst, ptr, by_src, n)
-        used = (dist[src] >= 0) & (dist[dst] == dist[src] - 1)
-        ch = np.flatnonzero(used & (dst != s))  # a route leaving these channels goes on inside the fabric
-        counts = ptr[dst[ch] + 1] - ptr[dst[ch]]
-        first = np.repeat(ptr[dst[ch]] - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+    for i, (s, used) in enumerate(ch.next_hops(_routes_of(fabric, routes))):
+        c = np.flatnonzero(used & (ch.dst != s))  # a route leaving these channels goes on inside the fabric
+        counts = ptr[ch.dst[c] + 1] - ptr[ch.dst[c]]
+        first = np.repeat(ptr[ch.dst[c]] - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
         nxt = by_src[first]
         keep = used[nxt]
-        batch.append(np.repeat(ch, counts)[keep] * n_ch + nxt[keep])
-        if len(batch) == _BATCH or i == attach.size - 1:  # dedupe now and then: bounded memory, few sorts
+        batch.append(np.repeat(c, counts)[keep] * n_ch + nxt[keep])
+        if len(batch) == _BATCH or i == ch.attach.size - 1:  # dedupe now and then: bounded memory, few sorts
             pairs = np.unique(np.concatenate([pairs, *batch]))
             batch = []
-    return _cycle(pairs // n_ch, pairs % n_ch, n_ch, src)
+    return _cycle(pairs // n_ch, pairs % n_ch, n_ch, ch.src)
+
+
+def forwarding_loop(fabric: Fabric, routes=None) -> tuple[int, list[int]] | None:
+    """A destination switch and a loop of switches its packets go round (first node repeated at the end)
+    under ``routes`` (default: the fabric's ``params["routes"]``), or None. Shortest paths never loop, so
+    only destinations with routes are followed."""
+    routes = _routes_of(fabric, routes)
+    ch = _Channels(fabric)
+    nodes = np.arange(fabric.n_nodes)
+    for s, used in ch.next_hops(routes, only_routed=True):
+        loop = _cycle(ch.src[used], ch.dst[used], fabric.n_nodes, nodes)
+        if loop:
+            return s, loop
+    return None
+
+
+def _routes_of(fabric: Fabric, routes) -> list:
+    params = fabric.params if isinstance(fabric.params, Mapping) else {}
+    return list(params.get("routes", ()) if routes is None else routes)
+
+
+class _Channels:
+    """The switch-to-switch channels of a fabric (one per link direction), grouped by the node they leave."""
+
+    def __init__(self, fabric: Fabric):
+        kind = np.asarray(fabric.node_kind)
+        a, b = np.asarray(fabric.link_a, np.int64), np.asarray(fabric.link_b, np.int64)
+        between = (kind[a] != HOST) & (kind[b] != HOST)
+        self.src = np.concatenate([a[between], b[between]])
+        self.dst = np.concatenate([b[between], a[between]])
+        self.n, self.n_ch = fabric.n_nodes, self.src.size
+        self.by_src = np.argsort(self.src, kind="stable")
+        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(self.src, minlength=self.n))])
+        host = kind == HOST
+        self.attach = np.unique(np.where(host[a], b, a)[host[a] | host[b]])  # switches with hosts
+
+    def next_hops(self, routes, *, only_routed: bool = False):
+        """Per destination switch with hosts: (its id, bool [n_ch]: the channels packets for its hosts take),
+        the shortest-path ones except at the switches ``routes`` pins to their ``via`` neighbours."""
+        pinned: dict[int, list] = {}
+        for switch, to, via in routes:
+            pinned.setdefault(int(to), []).append((int(switch), via))
+        for s in self.attach.tolist():
+            if only_routed and s not in pinned:
+                continue
+            dist = _switch_distances(s, self.src, self.dst, self.ptr, self.by_src, self.n)
+            used = (dist[self.src] >= 0) & (dist[self.dst] == dist[self.src] - 1)
+            for switch, via in pinned.get(s, ()):
+                leaving = self.by_src[self.ptr[switch]:self.ptr[switch + 1]]
+                used[leaving] = np.isin(self.dst[leaving], np.asarray(via, np.int64))
+            yield s, used
 
 
 def _switch_distances(start: int, src, dst, ptr, by_src, n: int) -> np.ndarray:

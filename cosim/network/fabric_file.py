@@ -17,14 +17,22 @@ The format (``format = "cosim-fabric/1"``; docs/fabrics.md has a runnable exampl
   ``floor(port_gbps / host link rate)`` per port (breakout; 1 without ``port_gbps``) must fit.
 - ``links[]`` join two named nodes with ``rate_gbps`` (each direction) and ``delay_ns`` (one way);
   parallel links are separate links and separate ECMP members.
-- Routes are the shortest paths (ECMP over all of them). A fabric whose routes make a cycle of buffer
-  dependencies between switches (a ring, a torus, links inside a tier: :mod:`cosim.network.cycles`) can
-  deadlock under PFC or credits; it is refused unless the document says ``allow_cyclic_routes = true``.
+- Routes are the shortest paths (ECMP over all of them) unless ``routes`` (optional) says otherwise:
+  ``{"switch": S, "to": L, "via": [N1, ...]}`` sends the packets for the hosts of switch ``L`` that are at
+  switch ``S`` to its neighbours ``N1, ...`` (every link to them an ECMP member, parallel links included);
+  the (switch, to) pairs not listed keep the shortest paths. Routes are per destination switch because
+  the simulator's tables are; following them from every switch must reach ``L`` without a loop. Under link
+  faults a switch whose ``via`` links are all down falls back to its shortest paths.
+- A fabric whose routes make a cycle of buffer dependencies between switches (a ring, a torus, links
+  inside a tier: :mod:`cosim.network.cycles`) can deadlock under PFC or credits; it is refused unless the
+  document says ``allow_cyclic_routes = true``.
 
 Node ids follow the simulator's order: hosts first (in file order), then switches by tier (in file order
 within a tier); links keep file order. A fabric written by :func:`to_document` from a built fabric reads
-back to identical arrays. :func:`from_networkx` reads a networkx graph with the same attributes (networkx is
-optional). Every check fails with one line naming the file, the entry and the fix.
+back to identical arrays. ``Fabric.params["routes"]`` holds the routes as ``[switch, to, [via, ...]]`` node
+ids. :func:`from_networkx` reads a networkx graph with the same attributes and the routes as the graph's
+``routes`` attribute (networkx is optional). Every check fails with one line naming the file, the entry and
+the fix.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ import numpy as np
 
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output
-from cosim.network.cycles import dependency_cycle
+from cosim.network.cycles import dependency_cycle, forwarding_loop
 from cosim.network.names import node_names
 from cosim.network.topology import HOST, SWITCH, TIER_HOST, Fabric
 
@@ -47,6 +55,7 @@ FORMAT = "cosim-fabric/1"
 _KINDS = {"host": HOST, "switch": SWITCH}
 _NODE_KEYS = {"name", "kind", "tier", "radix", "port_gbps", "server", "gpu"}
 _LINK_KEYS = {"a", "b", "rate_gbps", "delay_ns"}
+_ROUTE_KEYS = ("switch", "to", "via")
 
 
 def to_document(fabric: Fabric) -> dict:
@@ -67,9 +76,12 @@ def to_document(fabric: Fabric) -> dict:
     links = [{"a": names[a], "b": names[b], "rate_gbps": r / 1e9, "delay_ns": d}
              for a, b, r, d in zip(fabric.link_a.tolist(), fabric.link_b.tolist(), fabric.link_rate_bps.tolist(),
                                    fabric.link_delay_ns.tolist())]
-    allow = isinstance(fabric.params, Mapping) and fabric.params.get("allow_cyclic_routes") is True
+    params = fabric.params if isinstance(fabric.params, Mapping) else {}
+    allow = params.get("allow_cyclic_routes") is True
+    routes = [{"switch": names[s], "to": names[t], "via": [names[v] for v in via]}
+              for s, t, via in params.get("routes", ())]
     return {"format": FORMAT, "name": fabric.name, **({"allow_cyclic_routes": True} if allow else {}),
-            "nodes": nodes, "links": links}
+            "nodes": nodes, "links": links, **({"routes": routes} if routes else {})}
 
 
 def write(fabric: Fabric, path: str) -> None:
@@ -82,6 +94,10 @@ def write(fabric: Fabric, path: str) -> None:
     lines += [" ],", ' "links": [']
     lines += [f"  {json.dumps(x)}," for x in doc["links"]]
     lines[-1] = lines[-1].rstrip(",")
+    if doc.get("routes"):
+        lines += [" ],", ' "routes": [']
+        lines += [f"  {json.dumps(x)}," for x in doc["routes"]]
+        lines[-1] = lines[-1].rstrip(",")
     lines += [" ]}", ""]
     with atomic_output(path) as tmp:
         tmp.write_text("\n".join(lines), encoding="utf-8")
@@ -111,12 +127,14 @@ def read(path: str) -> Fabric:
 
 def from_networkx(graph, *, name: str = "networkx", allow_cyclic_routes: bool = False) -> Fabric:
     """The fabric of a networkx graph (``Graph`` or ``MultiGraph``): node attributes ``kind`` (required),
-    ``tier``, ``radix``, ``port_gbps``, ``server``, ``gpu``; edge attributes ``rate_gbps`` and ``delay_ns``.
-    Node keys become node names (``str(key)``)."""
+    ``tier``, ``radix``, ``port_gbps``, ``server``, ``gpu``; edge attributes ``rate_gbps`` and ``delay_ns``;
+    the graph attribute ``routes`` (optional) as the document's. Node keys become node names (``str(key)``)."""
     nodes = [{"name": str(n), **dict(attrs)} for n, attrs in graph.nodes(data=True)]
     links = [{"a": str(a), "b": str(b), **dict(attrs)} for a, b, attrs in graph.edges(data=True)]
+    routes = graph.graph.get("routes")
     return from_document({"format": FORMAT, "name": name, "nodes": nodes, "links": links,
-                          "allow_cyclic_routes": allow_cyclic_routes}, where=name)
+                          "allow_cyclic_routes": allow_cyclic_routes} | ({"routes": routes} if routes else {}),
+                         where=name)
 
 
 def to_networkx(fabric: Fabric):
@@ -124,7 +142,7 @@ def to_networkx(fabric: Fabric):
     import networkx as nx  # noqa: PLC0415 (optional dependency)
 
     doc = to_document(fabric)
-    g = nx.MultiGraph(name=doc["name"])
+    g = nx.MultiGraph(name=doc["name"], **({"routes": doc["routes"]} if "routes" in doc else {}))
     for n in doc["nodes"]:
         g.add_node(n["name"], **{k: x for k, x in n.items() if k != "name"})
     for x in doc["links"]:
@@ -141,10 +159,10 @@ def from_document(doc, *, where: str = "fabric") -> Fabric:
     fmt = doc.get("format", FORMAT)
     if fmt != FORMAT:
         raise CosimInputError(f"{where}: format", f"unknown format {fmt!r}", f"use {FORMAT!r}")
-    unknown = set(doc) - {"format", "name", "nodes", "links", "allow_cyclic_routes"}
+    unknown = set(doc) - {"format", "name", "nodes", "links", "routes", "allow_cyclic_routes"}
     if unknown:
         raise CosimInputError(f"{where}: {sorted(unknown)[0]}", "not a key of a fabric document",
-                              "keys are format, name, nodes, links, allow_cyclic_routes")
+                              "keys are format, name, nodes, links, routes, allow_cyclic_routes")
     allow_cycles = doc.get("allow_cyclic_routes", False)
     if not isinstance(allow_cycles, bool):
         raise CosimInputError(f"{where}: allow_cyclic_routes", f"must be true or false, got {allow_cycles!r}")
@@ -235,6 +253,7 @@ def from_document(doc, *, where: str = "fabric") -> Fabric:
     tiers = np.where(switch & (tiers < 0), np.maximum(hop, 1), tiers)
     tiers = np.where(switch, tiers, TIER_HOST)
     _check_radix(where, names, kind_a, a_arr, b_arr, np.array(rate), np.array(radix), np.array(port))
+    routes = _read_routes(where, doc.get("routes", []), index, kind_a, a_arr, b_arr)
     srv, g = np.array(server, np.int64), np.array(gpu, np.int64)
 
     # simulator order: hosts in file order, then switches by tier (file order within a tier)
@@ -250,17 +269,86 @@ def from_document(doc, *, where: str = "fabric") -> Fabric:
         dup = int(hosts[np.setdiff1d(np.arange(pairs.size), first)[0]])
         raise CosimInputError(f"{where}: nodes[{dup}]", f"host {names[dup]!r} has the server and gpu of another host",
                               "each (server, gpu) is one NIC")
+    sim_routes = [[int(new_id[s]), int(new_id[t]), new_id[via].tolist()] for s, t, via in routes]
     fabric = Fabric(name=name, node_kind=kind_a[order], node_tier=tiers[order], link_a=new_id[a_arr],
                     link_b=new_id[b_arr], link_rate_bps=np.array(rate), link_delay_ns=np.array(delay),
                     host_server=host_server, host_gpu=g[hosts], node_names=tuple(names[i] for i in order),
-                    params={"file": where} | ({"allow_cyclic_routes": True} if allow_cycles else {}))
+                    params={"file": where} | ({"allow_cyclic_routes": True} if allow_cycles else {})
+                    | ({"routes": sim_routes} if sim_routes else {}))
+    loop = forwarding_loop(fabric) if sim_routes else None
+    if loop:
+        to, through = loop
+        at = next(i for i, (s, t, _) in enumerate(sim_routes) if t == to and s in through)
+        raise CosimInputError(f"{where}: routes[{at}]", f"packets for the hosts of {fabric.node_names[to]!r} go "
+                              f"round {' -> '.join(fabric.node_names[i] for i in through)}",
+                              f"route every switch towards {fabric.node_names[to]!r} without coming back")
     cycle = None if allow_cycles else dependency_cycle(fabric)
     if cycle:
-        raise CosimInputError(f"{where}: links", "the shortest routes through "
+        raise CosimInputError(f"{where}: {'routes' if sim_routes else 'links'}",
+                              f"the {'' if sim_routes else 'shortest '}routes through "
                               f"{' -> '.join(fabric.node_names[i] for i in cycle)} wait on each other in a cycle, "
                               "which can deadlock a lossless fabric", "set allow_cyclic_routes = true to run it "
                               "anyway (the deadlock watchdog stops a run that locks)")
     return fabric
+
+
+def _read_routes(where, routes, index, kind, a, b) -> list[tuple[int, int, np.ndarray]]:
+    """The document's ``routes`` as (switch, to, via) file indices, each entry checked."""
+    if not isinstance(routes, list):
+        raise CosimInputError(f"{where}: routes", "must be a list of {switch, to, via} tables")
+    names = list(index)
+    ends = np.concatenate([a, b])
+    peers = np.concatenate([b, a])
+    has_host = np.zeros(kind.size, bool)
+    has_host[ends[kind[peers] == HOST]] = True
+    seen: dict[tuple[int, int], int] = {}
+    out = []
+    for i, r in enumerate(routes):
+        at = f"{where}: routes[{i}]"
+        if not isinstance(r, Mapping):
+            raise CosimInputError(at, "must be a table with switch, to and via")
+        extra = set(r) - set(_ROUTE_KEYS)
+        if extra:
+            raise CosimInputError(f"{at}.{sorted(extra)[0]}", "not a route key", "keys are switch, to, via")
+        for key in _ROUTE_KEYS:
+            if key not in r:
+                raise CosimInputError(f"{at}.{key}", "missing", "a route names its switch, to and via")
+        switch = _switch_named(f"{at}.switch", r["switch"], index, kind)
+        to = _switch_named(f"{at}.to", r["to"], index, kind)
+        if not has_host[to]:
+            raise CosimInputError(f"{at}.to", f"switch {names[to]!r} has no hosts",
+                                  "name the switch the destination hosts are linked to")
+        if switch == to:
+            raise CosimInputError(f"{at}.to", f"is its switch {names[to]!r}, which reaches its hosts by their links",
+                                  "route other switches towards it")
+        if (switch, to) in seen:
+            raise CosimInputError(at, f"routes {names[switch]!r} to {names[to]!r} again (routes[{seen[switch, to]}])",
+                                  "list every neighbour in one via")
+        seen[switch, to] = i
+        via = r["via"]
+        if not isinstance(via, list) or not via:
+            raise CosimInputError(f"{at}.via", f"must be a non-empty list of neighbour switches, got {via!r}")
+        neighbours = set(peers[ends == switch].tolist())
+        ids = []
+        for j, v in enumerate(via):
+            n = _switch_named(f"{at}.via[{j}]", v, index, kind)
+            if n not in neighbours:
+                raise CosimInputError(f"{at}.via[{j}]", f"{v!r} is not linked to {names[switch]!r}",
+                                      f"name neighbours of {names[switch]!r}")
+            if n in ids:
+                raise CosimInputError(f"{at}.via[{j}]", f"{v!r} is listed twice", "list each neighbour once")
+            ids.append(n)
+        out.append((switch, to, np.array(ids, np.int64)))
+    return out
+
+
+def _switch_named(field: str, name, index, kind) -> int:
+    """The file index of the switch called ``name``."""
+    if not isinstance(name, str) or name not in index:
+        raise CosimInputError(field, f"unknown node {name!r}", "name a switch of the nodes list")
+    if kind[index[name]] != SWITCH:
+        raise CosimInputError(field, f"{name!r} is a host, routes go between switches", "name a switch")
+    return index[name]
 
 
 def _check_radix(where, names, kind, a, b, rate, radix, port) -> None:

@@ -456,6 +456,7 @@ struct Engine::Impl
     std::vector<int64_t> switchStreams;      ///< per node id: its ECN marking stream (-1 = its node id)
     std::vector<int32_t> switchGroups;       ///< per node id: its group (-1 = none; empty: no groups)
     std::vector<uint8_t> switchRouting;      ///< per node id: its Routing code (kDefaultRouting = the default)
+    std::vector<int32_t> pinSwitch, pinLeaf, pinVia; ///< SetRouteOverrides' rows
     /// Defaults changed by SetDefault, with their previous values: restored when the Engine dies, so one
     /// run's settings never leak into the next run of the same process.
     std::vector<std::pair<std::string, std::string>> overridden;
@@ -805,6 +806,18 @@ Engine::SetSwitchRouting(const uint8_t* routing, uint64_t nNodes)
 }
 
 void
+Engine::SetRouteOverrides(const int32_t* switchId, const int32_t* toLeaf, const int32_t* via, uint64_t n)
+{
+    if (m_impl->built)
+    {
+        throw std::logic_error("SetRouteOverrides must come before BuildFabric");
+    }
+    m_impl->pinSwitch.assign(switchId, switchId + n);
+    m_impl->pinLeaf.assign(toLeaf, toLeaf + n);
+    m_impl->pinVia.assign(via, via + n);
+}
+
+void
 Engine::BuildFabric(const uint8_t* kind,
                     uint64_t nNodes,
                     const int32_t* linkA,
@@ -867,6 +880,12 @@ Engine::BuildFabric(const uint8_t* kind,
                                         " nodes, the fabric " + std::to_string(nNodes));
         }
         m_impl->builder.SetGroups(m_impl->switchGroups.data(), nNodes);
+    }
+    const std::string badRoute = m_impl->builder.SetRouteOverrides(
+        m_impl->pinSwitch.data(), m_impl->pinLeaf.data(), m_impl->pinVia.data(), m_impl->pinSwitch.size());
+    if (!badRoute.empty())
+    {
+        throw std::invalid_argument(badRoute);
     }
     m_impl->builder.ComputeRoutes();
     const std::string problem = m_impl->builder.SetupSwitches();

@@ -139,6 +139,17 @@ class Engine
     void SetSwitchRouting(const uint8_t* routing, uint64_t nNodes);
 
     /**
+     * @brief Pin routes (before BuildFabric; a fabric file's routes): row i says that at switch
+     *        @p switchId[i], packets for the hosts of switch @p toLeaf[i] may leave towards its neighbour
+     *        @p via[i]; the rows of one (switch, leaf) pair replace its shortest-path ports by the ports to
+     *        every neighbour they list (under link faults, by those that are up, or the shortest ones if
+     *        none is). BuildFabric throws std::invalid_argument for a row that is not a switch, another
+     *        switch with hosts and a neighbour. Throws std::logic_error after BuildFabric.
+     * @param n number of rows
+     */
+    void SetRouteOverrides(const int32_t* switchId, const int32_t* toLeaf, const int32_t* via, uint64_t n);
+
+    /**
      * @brief Create the fabric.
      * @param kind NodeKind per node
      * @param nNodes number of nodes

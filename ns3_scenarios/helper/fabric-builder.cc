@@ -89,6 +89,51 @@ FabricBuilder::SetGroups(const int32_t* group, uint64_t n)
     m_groupOfNode.assign(group, group + n);
 }
 
+std::string
+FabricBuilder::SetRouteOverrides(const int32_t* switchId, const int32_t* toLeaf, const int32_t* via, uint64_t n)
+{
+    const auto peerOf = [this](uint32_t u, uint32_t v) {
+        for (uint32_t p = 0; p < m_nodes[u]->GetNPorts(); ++p)
+        {
+            if (m_nodes[u]->GetPort(p)->GetPeer()->GetNodeId() == v)
+            {
+                return true;
+            }
+        }
+        return false;
+    };
+    const auto hasHost = [this](uint32_t u) {
+        for (uint32_t p = 0; p < m_nodes[u]->GetNPorts(); ++p)
+        {
+            if (m_hosts[m_nodes[u]->GetPort(p)->GetPeer()->GetNodeId()])
+            {
+                return true;
+            }
+        }
+        return false;
+    };
+    const int64_t nNodes = GetNNodes();
+    const auto isSwitch = [this, nNodes](int32_t u) { return u >= 0 && u < nNodes && m_switches[u]; };
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        const std::string row = "route override " + std::to_string(i) + ": ";
+        if (!isSwitch(switchId[i]) || !isSwitch(toLeaf[i]) || !isSwitch(via[i]))
+        {
+            return row + "switch, leaf and via must be switch node ids";
+        }
+        if (switchId[i] == toLeaf[i] || !hasHost(toLeaf[i]))
+        {
+            return row + "leaf " + std::to_string(toLeaf[i]) + " must be another switch with hosts";
+        }
+        if (!peerOf(switchId[i], via[i]))
+        {
+            return row + "node " + std::to_string(via[i]) + " is no neighbour of switch " + std::to_string(switchId[i]);
+        }
+        m_pinnedVia[{uint32_t(switchId[i]), uint32_t(toLeaf[i])}].push_back(uint32_t(via[i]));
+    }
+    return "";
+}
+
 void
 FabricBuilder::ComputeRoutes()
 {
@@ -201,11 +246,31 @@ FabricBuilder::Routes(const std::vector<std::vector<uint8_t>>* dead)
             {
                 continue; // the leaf's route is the host's port (HostAttachments)
             }
+            const size_t first = ports[s].size();
             for (uint32_t j = peerStart[s]; j < peerStart[s + 1]; ++j)
             {
                 if (dist[peer[j]] + 1 == dist[s] && up(s, j - peerStart[s]))
                 {
                     ports[s].push_back(static_cast<uint16_t>(j - peerStart[s]));
+                }
+            }
+            const auto pinned = m_pinnedVia.find({s, leaf});
+            if (pinned != m_pinnedVia.end())
+            {
+                // the pinned neighbours' up ports replace the shortest ones; none up: keep the shortest
+                std::vector<uint16_t> via;
+                for (uint32_t j = peerStart[s]; j < peerStart[s + 1]; ++j)
+                {
+                    const std::vector<uint32_t>& to = pinned->second;
+                    if (std::find(to.begin(), to.end(), peer[j]) != to.end() && up(s, j - peerStart[s]))
+                    {
+                        via.push_back(static_cast<uint16_t>(j - peerStart[s]));
+                    }
+                }
+                if (!via.empty())
+                {
+                    ports[s].resize(first);
+                    ports[s].insert(ports[s].end(), via.begin(), via.end());
                 }
             }
         }

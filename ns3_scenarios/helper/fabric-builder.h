@@ -15,6 +15,9 @@
 #include "../model/packet-pool.h"
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ns3
@@ -56,7 +59,16 @@ class FabricBuilder
      */
     void SetGroups(const int32_t* group, uint64_t n);
 
-    /// Compute every switch's equal-cost shortest-path ports towards every host (and group, SetGroups).
+    /**
+     * @brief Pin routes (after AddLinks, before ComputeRoutes): row i says that at switch @p switchId[i],
+     * packets for the hosts of switch @p toLeaf[i] may leave towards its neighbour @p via[i]; the rows of
+     * one (switch, leaf) pair together replace its shortest-path ports by every port whose peer they list.
+     * @return an empty string, or why a row is not a switch, a leaf with hosts and a neighbour
+     */
+    std::string SetRouteOverrides(const int32_t* switchId, const int32_t* toLeaf, const int32_t* via, uint64_t n);
+
+    /// Compute every switch's equal-cost shortest-path ports towards every host (and group, SetGroups),
+    /// or the pinned ones (SetRouteOverrides).
     void ComputeRoutes();
 
     /**
@@ -114,6 +126,8 @@ class FabricBuilder
                         const std::vector<std::vector<uint8_t>>* dead);
 
     std::vector<int32_t> m_groupOfNode;    ///< group of every node (SetGroups; empty: no groups)
+    /// (switch, leaf) -> the neighbours its packets for the leaf's hosts go to (SetRouteOverrides)
+    std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> m_pinnedVia;
     PacketPool* m_pool;                    ///< packet allocator of the run
     FlowTable* m_flows;                    ///< flows of the run
     std::vector<Ptr<FabricNode>> m_nodes;  ///< all nodes by id
