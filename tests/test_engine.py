@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from cosim import engine
+from cosim import engine, plugin
 from cosim.errors import CosimInputError
 from cosim.network import topology
 from cosim.workload import flows as fl
@@ -37,9 +37,9 @@ def test_plugin_loads_from_any_directory_without_warnings(tmp_path):
 
 
 def test_missing_plugin_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(engine, "_candidate_lib_dirs", lambda: [tmp_path / "lib"])
-    with pytest.raises(engine.PluginNotFoundError, match="libcosim-ns3 is not built.*pip install"):
-        engine.find_plugin()
+    monkeypatch.setattr(plugin, "_candidate_lib_dirs", lambda: [tmp_path / "lib"])
+    with pytest.raises(plugin.PluginNotFoundError, match="libcosim-ns3 is not built.*pip install"):
+        plugin.find_plugin()
 
 
 @pytest.mark.parametrize("size_bytes", [1, 4096, 1_000_000, 3 * 4096 + 17])
