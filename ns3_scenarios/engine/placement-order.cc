@@ -19,7 +19,8 @@ PlacementOrder(const int64_t* depPtr,
                uint64_t capacity)
 {
     const auto n = static_cast<int64_t>(nOps);
-    // dependents of each op, each op's list in the order of the dependency lists (a stable counting sort)
+    // Dependents of each op, each op's list in the order of the dependency lists (a stable counting sort).
+    // Trace op indices fit int32 (the lowering's own arrays hold them so), which halves this pass's memory.
     std::vector<int64_t> childPtr(n + 1, 0);
     for (int64_t e = 0; e < depPtr[n]; ++e)
     {
@@ -29,35 +30,36 @@ PlacementOrder(const int64_t* depPtr,
     {
         childPtr[i + 1] += childPtr[i];
     }
-    std::vector<int64_t> children(depPtr[n]);
-    {
-        std::vector<int64_t> fill(childPtr.begin(), childPtr.end() - 1);
-        for (int64_t i = 0; i < n; ++i)
-        {
-            for (int64_t e = depPtr[i]; e < depPtr[i + 1]; ++e)
-            {
-                children[fill[depIdx[e]]++] = i;
-            }
-        }
-    }
-    std::vector<int64_t> remaining(n);
+    std::vector<int32_t> children(depPtr[n]);
     for (int64_t i = 0; i < n; ++i)
     {
-        remaining[i] = depPtr[i + 1] - depPtr[i];
-    }
-    {
-        // a recv also waits for its send: once, however many sends name it
-        std::vector<uint8_t> awaited(n, 0);
-        for (int64_t i = 0; i < n; ++i)
+        for (int64_t e = depPtr[i]; e < depPtr[i + 1]; ++e)
         {
-            if (recvOfSend[i] >= 0)
-            {
-                awaited[recvOfSend[i]] = 1;
-            }
+            children[childPtr[depIdx[e]]++] = static_cast<int32_t>(i);
         }
-        for (int64_t i = 0; i < n; ++i)
+    }
+    for (int64_t i = n; i > 0; --i) // each entry moved one place by the fill: back to its list's start
+    {
+        childPtr[i] = childPtr[i - 1];
+    }
+    childPtr[0] = 0;
+    std::vector<int32_t> remaining(n);
+    for (int64_t i = 0; i < n; ++i)
+    {
+        remaining[i] = static_cast<int32_t>(depPtr[i + 1] - depPtr[i]);
+    }
+    for (int64_t i = 0; i < n; ++i) // a recv also waits for its send: once, however many sends name it
+    {
+        if (recvOfSend[i] >= 0 && remaining[recvOfSend[i]] >= 0)
         {
-            remaining[i] += awaited[i];
+            remaining[recvOfSend[i]] = -1 - remaining[recvOfSend[i]]; // marked: counted below
+        }
+    }
+    for (int64_t i = 0; i < n; ++i)
+    {
+        if (remaining[i] < 0)
+        {
+            remaining[i] = -remaining[i];
         }
     }
     std::vector<int64_t> pending(nCalls);
@@ -65,12 +67,12 @@ PlacementOrder(const int64_t* depPtr,
     {
         pending[c] = callPtr[c + 1] - callPtr[c];
     }
-    std::vector<int64_t> stack;
+    std::vector<int32_t> stack;
     for (int64_t i = n - 1; i >= 0; --i)
     {
         if (remaining[i] == 0)
         {
-            stack.push_back(i);
+            stack.push_back(static_cast<int32_t>(i));
         }
     }
     auto release = [&](int64_t j) {
@@ -85,7 +87,7 @@ PlacementOrder(const int64_t* depPtr,
     uint64_t placed = 0;
     while (!stack.empty() && placed < capacity)
     {
-        const int64_t i = stack.back();
+        const int32_t i = stack.back();
         stack.pop_back();
         const int32_t c = callOfOp[i];
         if (c >= 0)
