@@ -12,6 +12,7 @@ import importlib.util
 import os
 import sys
 import sysconfig
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +62,35 @@ def _ns3_lib_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "lib64"
 
 
+def standard_pch(environ: Mapping[str, str], cppyy_dir: Path, backend_etc: Path, etc_writable: bool, version: str,
+                 cache_home: Path) -> Path | None:
+    """Where cling's precompiled standard headers (CLING_STANDARD_PCH) go when cppyy has none it can use: the
+    user's cache directory, where cppyy_backend builds them once (about a minute) and every later run reads
+    them. None when the user chose a file, when cppyy installed one (``cppyy/allDict.cxx.pch.VERSION``, built
+    at ``pip install``), or when cppyy_backend has one or can build one in its own ``etc``: without any,
+    every run parses the standard headers instead, seconds each."""
+    if "CLING_STANDARD_PCH" in environ or (cppyy_dir / f"allDict.cxx.pch.{version}").is_file():
+        return None
+    if etc_writable or any(backend_etc.glob("allDict.cxx.pch*")):
+        return None
+    return cache_home / "cosim" / "cling" / f"allDict.cxx.pch.{version}"
+
+
+def _use_cached_pch() -> None:
+    spec = importlib.util.find_spec("cppyy")
+    if spec is None or spec.origin is None:
+        return  # importing it says what is missing
+    import cppyy_backend  # noqa: PLC0415 - what cppyy imports first anyway
+
+    etc = Path(cppyy_backend.__file__).parent / "etc"
+    cppyy_dir = Path(spec.origin).parent
+    cache_home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    pch = standard_pch(os.environ, cppyy_dir, etc, os.access(etc, os.W_OK), cppyy_backend.__version__, cache_home)
+    if pch is not None:
+        pch.parent.mkdir(parents=True, exist_ok=True)
+        os.environ["CLING_STANDARD_PCH"] = str(pch)
+
+
 def namespace():
     """cppyy's ``cosim`` namespace of the plugin, loading ns-3 core and network, the plugin and its header
     the first time."""
@@ -68,8 +98,13 @@ def namespace():
     if _namespace is not None:
         return _namespace
     lib, include_dir = find_plugin()
+    _use_cached_pch()
     import cppyy  # noqa: PLC0415 - deliberately lazy: only simulation and lowering need it
 
+    # Cling compiles a call wrapper for each C++ function at its first call, optimized (-O2) by default: a dozen
+    # before a run's first event, twenty in a run. Unoptimized they compile 2-3 times faster (bench/README.md,
+    # time to the first event); they only pass arguments to the compiled plugin, so nothing else changes.
+    cppyy.gbl.gInterpreter.ProcessLine(".O 0")
     ns3_dir = _ns3_lib_dir()
     # Loaded by absolute path first, so the plugin's DT_NEEDED entries resolve whatever its RPATH says
     # (editable installs, relocated venvs).

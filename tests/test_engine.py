@@ -42,6 +42,24 @@ def test_missing_plugin_is_a_clear_error(monkeypatch, tmp_path):
         plugin.find_plugin()
 
 
+def test_standard_headers_are_precompiled_once_in_the_user_cache_when_cppyy_cannot_hold_them(tmp_path):
+    cppyy_dir, etc, cache = tmp_path / "cppyy", tmp_path / "etc", tmp_path / "cache"
+    cppyy_dir.mkdir()
+    etc.mkdir()
+
+    def where(environ=(), etc_writable=False):
+        return plugin.standard_pch(dict(environ), cppyy_dir, etc, etc_writable, "6.32.8", cache)
+
+    assert where() == cache / "cosim" / "cling" / "allDict.cxx.pch.6.32.8"  # read-only install without one
+    assert where(etc_writable=True) is None  # cppyy_backend builds it in its etc, once
+    assert where({"CLING_STANDARD_PCH": "none"}) is None  # the user's choice stands
+    (etc / "allDict.cxx.pch.native.2a.6.32.8").touch()
+    assert where() is None  # a packager's
+    (etc / "allDict.cxx.pch.native.2a.6.32.8").unlink()
+    (cppyy_dir / "allDict.cxx.pch.6.32.8").touch()
+    assert where() is None  # built by pip install cppyy: what this machine uses
+
+
 @pytest.mark.parametrize("size_bytes", [1, 4096, 1_000_000, 3 * 4096 + 17])
 @pytest.mark.parametrize("gbps", [100.0, 400.0, 25.0, 7.0])
 def test_one_hop_flow_time_is_serialization_plus_propagation(engine_ns, size_bytes, gbps):
