@@ -1,10 +1,11 @@
 """Wall time and peak memory of ``cosim run EXPERIMENT --dry-run``, each run a fresh process.
 
 With ``--reference DIR`` (a checkout of another cosim, e.g. main's), every repeat runs the reference and then
-this checkout, one after the other, so both see the same machine load; the medians and the per-pair ratio
-are printed, of wall time and of CPU time (user + system: steadier than wall time on a shared machine). Without it, only this checkout runs. Peak RSS is the process's own (``wait4``), as
-``/usr/bin/time -v`` reports it. The plans printed by both must be identical (checked unless
-``--no-compare``): a faster dry run must not print another plan.
+this checkout, one after the other, so both see the same machine load; the medians and the per-pair ratio are
+printed, of wall time and of CPU time (user + system: steadier than wall time on a shared machine). Without
+it, only this checkout runs. Peak RSS is the process's own (``wait4``), as ``/usr/bin/time -v`` reports it.
+The plans printed by both must be identical (checked unless ``--no-compare``): a faster dry run must not print
+another plan.
 
     python bench/bench_dry_run.py bench/llama2-70b-1k.toml --repeat 3 --reference /work/main
     python bench/bench_dry_run.py bench/llama3-405b-100k.toml --repeat 3

@@ -142,7 +142,8 @@ def child_env(checkout: Path) -> dict[str, str]:
 def stamped(checkout: Path, code: str, argv: list[str], cache: Path,
             cwd: Path) -> tuple[float, float, float, float, float]:
     """(seconds from process start to the child's ``first-event-unix-s`` stamp, the child's CPU seconds by then,
-    seconds of the whole process, its CPU seconds (user + system), peak RSS MB) of one fresh ``python -c code argv`` with ``checkout`` first on the path."""
+    seconds of the whole process, its CPU seconds (user + system), peak RSS MB) of one fresh
+    ``python -c code argv`` with ``checkout`` first on the path."""
     cmd = [sys.executable, "-X", f"pycache_prefix={cache}", "-c", code, *argv]
     t_unix = time.time()
     t = time.perf_counter()

@@ -104,6 +104,7 @@ def namespace():
     # Cling compiles a call wrapper for each C++ function at its first call, optimized (-O2) by default: a dozen
     # before a run's first event, twenty in a run. Unoptimized they compile 2-3 times faster (bench/README.md,
     # time to the first event); they only pass arguments to the compiled plugin, so nothing else changes.
+    # The level is the process's: C++ a user JITs through cppyy afterwards is unoptimized too (".O 2" restores).
     cppyy.gbl.gInterpreter.ProcessLine(".O 0")
     ns3_dir = _ns3_lib_dir()
     # Loaded by absolute path first, so the plugin's DT_NEEDED entries resolve whatever its RPATH says

@@ -13,13 +13,14 @@ Mapping of trace ops (trace schema: :mod:`cosim.workload.trace`):
   one); done = last chunk. A zero-byte SEND is a NOP.
 - RECV → a NOP waiting for the RECV's deps and for the matching SEND's last chunk (matched by match_id).
 
-Order: trace ops and collective calls are placed in a topological order of the global graph (same-rank
-deps, send → recv, collective joins) found by one Kahn pass over the trace ops (in the plugin,
-``cosim::PlacementOrder``); a trace that can never finish raises CosimInputError. The DAG op counts of every placed item are then
-known, so all ops are laid out with cumulative sums and filled with numpy: compute, sends and recvs at
-once, collectives once per distinct (kind, group, size, algorithm) template, broadcast over its calls.
-The deps go to the DagBuilder as sources of edge blocks (the trace's deps, each template's), run when the
-CSR is built: counted per op, then written at their offsets, so a lowering never holds its edges at once.
+Order: trace ops and collective calls are placed in a topological order of the global graph (same-rank deps,
+send → recv, collective joins) found by one Kahn pass over the trace ops (in the plugin,
+``cosim::PlacementOrder``); a trace that can never finish raises CosimInputError. The DAG op counts of every
+placed item are then known, so all ops are laid out with cumulative sums and filled with numpy: compute,
+sends and recvs at once, collectives once per distinct (kind, group, size, algorithm) template, broadcast
+over its calls. The deps go to the DagBuilder as sources of edge blocks (the trace's deps, each template's),
+run when the CSR is built: counted per op, then written at their offsets, so a lowering never holds its
+edges at once.
 
 Algorithm choice (``algorithm="auto"``): the tuning model (:mod:`cosim.collectives.tuning`) estimates every
 candidate of the call's kind on its group's shape and size and takes the fastest — ring or tree for

@@ -2,7 +2,7 @@
  * @file
  * @ingroup cosim
  * The one C++ interface Python sees (through cppyy): build a fabric and flows from arrays, run, read
- * results back into caller-provided arrays.
+ * results back into caller-provided arrays; and the lowering's array helper, PlacementOrder.
  *
  * This header includes no ns-3 header on purpose: cppyy parses it in milliseconds, and the ns-3 types stay
  * behind the pimpl. Arrays cross as raw pointers plus lengths (numpy buffers), never one call per object.
@@ -392,7 +392,7 @@ class Engine
  * of its op (of every member op, for a call), each in the order of its dependency lists.
  * @param depPtr CSR row pointers of the ops' dependencies, [nOps + 1]
  * @param depIdx dependency op indices
- * @param nOps trace ops
+ * @param nOps trace ops (below 2^31: the pass holds op indices as int32)
  * @param callOfOp collective call of each op, -1 outside any
  * @param callPtr CSR row pointers of each call's member ops in @p callOps, [nCalls + 1]
  * @param callOps member ops of the calls
