@@ -13,7 +13,8 @@ a sweep point or Python) and data flows one way through the packages::
     plan ── compile(experiment): fabric, placement, ONE DAG in host ids, attributes, time limit, faults
         │   (cosim.faults: one module per fault kind); plan.describe: the dry run and the estimates
         ▼
-    engine ── the only module touching cppyy: arrays into libcosim-ns3 (ns3_scenarios/), arrays out
+    engine ── arrays into libcosim-ns3 (ns3_scenarios/), arrays out; cosim.plugin loads it with cppyy (the
+        │     only module importing cppyy; lowering calls its array helpers through it too)
         │     (decompose: independent or identical parts simulated apart and merged exactly)
         ▼
     run ── run(experiment) = record(plan, execute(plan)); record + telemetry: the results.RunRecord

@@ -1,8 +1,8 @@
-"""The bridge to ns-3: loads libcosim-ns3 with cppyy and runs a fabric and its flows.
+"""The bridge to ns-3: runs a fabric and its flows in libcosim-ns3 through cppyy (cosim.plugin loads it).
 
-This is the only module that imports cppyy. It never imports the ns-3 umbrella bindings module (which
-loads every ns-3 module: 20-25 s and 650 MB); it loads the two ns-3 libraries the plugin links (core, network) and the
-plugin, and parses only the plugin's engine header, which includes no ns-3 header: about half a second.
+Neither module imports the ns-3 umbrella bindings module (which loads every ns-3 module: 20-25 s and 650 MB):
+the plugin's two ns-3 libraries (core, network) are loaded, and only its engine header is parsed, which
+includes no ns-3 header.
 
 Data crosses as numpy arrays (pointers and lengths), once before the run and once after; nothing crosses
 per packet or per event.
@@ -13,20 +13,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib.util
-import os
 import re
-import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from cosim import memory
+from cosim import memory, plugin
 from cosim.collectives.dag import NUM_PRIORITIES, CommClass, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.losses import LossCause
@@ -39,6 +34,7 @@ from cosim.network.transport import (
     DEFAULT_MTU_BYTES,
     qualify_attribute,
 )
+from cosim.plugin import PluginNotFoundError
 from cosim.workload.flows import FlowSet
 
 #: the ns-3 event scheduler every run uses (ns-3's SchedulerType). All ns-3 schedulers give the same event
@@ -66,72 +62,17 @@ def wheel_attributes(fabric: Fabric, attributes: Mapping[str, str] | None) -> di
         return {}
     return {k: v for k, v in WIDE_SWITCH_WHEEL.items() if buffers.explicit_attribute(attributes, k) is None}
 
-PLUGIN_NAME = "libcosim-ns3.so"
-ENGINE_HEADER = "cosim-engine.h"
-
-_loaded = None  # the cppyy namespace ``cosim`` once loaded
-
-
-class PluginNotFoundError(RuntimeError):
-    """libcosim-ns3 (or its header) is not where an installed cosim keeps it."""
-
-
-def _candidate_lib_dirs() -> list[Path]:
-    env = os.environ.get("COSIM_NS3_LIBRARY")
-    dirs = [Path(env).parent] if env else []
-    pkg = sys.modules["cosim"]
-    dirs += [Path(p) / "lib" for p in getattr(pkg, "__path__", [])]
-    dirs.append(Path(sysconfig.get_paths()["platlib"]) / "cosim" / "lib")
-    return dirs
-
-
-def find_plugin() -> tuple[Path, Path]:
-    """Return (plugin library, directory of its engine header); raise PluginNotFoundError if absent."""
-    searched = []
-    for lib_dir in _candidate_lib_dirs():
-        lib = lib_dir / PLUGIN_NAME
-        searched.append(str(lib))
-        if not lib.is_file():
-            continue
-        for inc in (lib_dir.parent / "include" / "ns3_scenarios" / "engine",
-                    lib_dir.parent.parent / "ns3_scenarios" / "engine"):
-            if (inc / ENGINE_HEADER).is_file():
-                return lib, inc
-    raise PluginNotFoundError(
-        "libcosim-ns3 is not built: looked for " + ", ".join(searched)
-        + ". Install cosim with 'pip install .' (or 'pip install -e .') from the repository, "
-        "which compiles ns3_scenarios/ against the ns3 wheel."
-    )
-
-
-def _ns3_lib_dir() -> Path:
-    spec = importlib.util.find_spec("ns3")
-    if spec is None or not spec.submodule_search_locations:
-        raise PluginNotFoundError("the ns3 package is not installed (pip install ns3==3.44.post0)")
-    return Path(next(iter(spec.submodule_search_locations))) / "lib64"
+_loaded = None  # the cppyy namespace ``cosim`` once loaded and checked
 
 
 def load():
-    """Load ns-3 core and network, the plugin and its header once; return cppyy's ``cosim`` namespace."""
+    """Load ns-3 core and network, the plugin and its header once (cosim.plugin), check that its shared codes
+    are this package's; return cppyy's ``cosim`` namespace."""
     global _loaded
-    if _loaded is not None:
-        return _loaded
-    lib, include_dir = find_plugin()
-    import cppyy  # noqa: PLC0415 - deliberately lazy: only simulation needs it
-
-    ns3_dir = _ns3_lib_dir()
-    # Loaded by absolute path first, so the plugin's DT_NEEDED entries resolve whatever its RPATH says
-    # (editable installs, relocated venvs).
-    for module in ("core", "network"):
-        matches = sorted(ns3_dir.glob(f"libns3.*-{module}.so"))
-        if not matches:
-            raise PluginNotFoundError(f"no libns3.*-{module}.so in {ns3_dir}")
-        cppyy.load_library(str(matches[0]))
-    cppyy.load_library(str(lib))
-    cppyy.add_include_path(str(include_dir))
-    cppyy.include(ENGINE_HEADER)
-    check_shared_codes(str(cppyy.gbl.cosim.Engine.SharedCodes()))
-    _loaded = cppyy.gbl.cosim
+    if _loaded is None:
+        ns = plugin.namespace()
+        check_shared_codes(str(ns.Engine.SharedCodes()))
+        _loaded = ns
     return _loaded
 
 

@@ -22,9 +22,9 @@ def model_probes(engine_ns):
     own header (ns3_scenarios/test/model-probes.h, installed beside the engine header's directory)."""
     import cppyy
 
-    from cosim import engine
+    from cosim import plugin
 
-    _, engine_include = engine.find_plugin()
+    _, engine_include = plugin.find_plugin()
     cppyy.include(str(engine_include.parent / "test" / "model-probes.h"))
     return cppyy.gbl.cosim.ModelProbes
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from cosim import engine
+from cosim import engine, plugin
 from cosim.errors import CosimInputError
 from cosim.network import topology
 from cosim.workload import flows as fl
@@ -37,9 +37,27 @@ def test_plugin_loads_from_any_directory_without_warnings(tmp_path):
 
 
 def test_missing_plugin_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(engine, "_candidate_lib_dirs", lambda: [tmp_path / "lib"])
-    with pytest.raises(engine.PluginNotFoundError, match="libcosim-ns3 is not built.*pip install"):
-        engine.find_plugin()
+    monkeypatch.setattr(plugin, "_candidate_lib_dirs", lambda: [tmp_path / "lib"])
+    with pytest.raises(plugin.PluginNotFoundError, match="libcosim-ns3 is not built.*pip install"):
+        plugin.find_plugin()
+
+
+def test_standard_headers_are_precompiled_once_in_the_user_cache_when_cppyy_cannot_hold_them(tmp_path):
+    cppyy_dir, etc, cache = tmp_path / "cppyy", tmp_path / "etc", tmp_path / "cache"
+    cppyy_dir.mkdir()
+    etc.mkdir()
+
+    def where(environ=(), etc_writable=False):
+        return plugin.standard_pch(dict(environ), cppyy_dir, etc, etc_writable, "6.32.8", cache)
+
+    assert where() == cache / "cosim" / "cling" / "allDict.cxx.pch.6.32.8"  # read-only install without one
+    assert where(etc_writable=True) is None  # cppyy_backend builds it in its etc, once
+    assert where({"CLING_STANDARD_PCH": "none"}) is None  # the user's choice stands
+    (etc / "allDict.cxx.pch.native.2a.6.32.8").touch()
+    assert where() is None  # a packager's
+    (etc / "allDict.cxx.pch.native.2a.6.32.8").unlink()
+    (cppyy_dir / "allDict.cxx.pch.6.32.8").touch()
+    assert where() is None  # built by pip install cppyy: what this machine uses
 
 
 @pytest.mark.parametrize("size_bytes", [1, 4096, 1_000_000, 3 * 4096 + 17])

@@ -13,13 +13,14 @@ Mapping of trace ops (trace schema: :mod:`cosim.workload.trace`):
   one); done = last chunk. A zero-byte SEND is a NOP.
 - RECV → a NOP waiting for the RECV's deps and for the matching SEND's last chunk (matched by match_id).
 
-Order: trace ops and collective calls are placed in a topological order of the global graph (same-rank
-deps, send → recv, collective joins) found by one Kahn pass over the trace ops (the only per-op Python
-work); a trace that can never finish raises CosimInputError. The DAG op counts of every placed item are then
-known, so all ops are laid out with cumulative sums and filled with numpy: compute, sends and recvs at
-once, collectives once per distinct (kind, group, size, algorithm) template, broadcast over its calls.
-The deps go to the DagBuilder as sources of edge blocks (the trace's deps, each template's), run when the
-CSR is built: counted per op, then written at their offsets, so a lowering never holds its edges at once.
+Order: trace ops and collective calls are placed in a topological order of the global graph (same-rank deps,
+send → recv, collective joins) found by one Kahn pass over the trace ops (in the plugin,
+``cosim::PlacementOrder``); a trace that can never finish raises CosimInputError. The DAG op counts of every
+placed item are then known, so all ops are laid out with cumulative sums and filled with numpy: compute,
+sends and recvs at once, collectives once per distinct (kind, group, size, algorithm) template, broadcast
+over its calls. The deps go to the DagBuilder as sources of edge blocks (the trace's deps, each template's),
+run when the CSR is built: counted per op, then written at their offsets, so a lowering never holds its
+edges at once.
 
 Algorithm choice (``algorithm="auto"``): the tuning model (:mod:`cosim.collectives.tuning`) estimates every
 candidate of the call's kind on its group's shape and size and takes the fastest — ring or tree for
@@ -45,6 +46,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from cosim import plugin
 from cosim.collectives.algorithms import SUPPORTED, Algorithm, pxn_applies, schedule
 from cosim.collectives.dag import (
     INT32_MAX,
@@ -160,58 +162,41 @@ def _gpus_per_server(trace: Trace, gpus_per_server: int | None) -> int:
     return int(gpus_per_server)
 
 
+def _calls(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The collective calls, index c in coll_id order: (the COLLECTIVE ops, the call of each, call_of_op per
+    trace op (−1 outside any), the member ops by call, their CSR pointers)."""
+    coll_ops = np.flatnonzero(trace.kind == OpKind.COLLECTIVE)
+    call_ids, call_inv = np.unique(trace.coll_id[coll_ops], return_inverse=True)
+    call_of_op = np.full(trace.n_ops, -1, np.int32)  # call indices fit int32: there are fewer calls than trace ops
+    call_of_op[coll_ops] = call_inv
+    call_ops = coll_ops[np.argsort(call_inv, kind="stable")]
+    call_ptr = np.concatenate([[0], np.cumsum(np.bincount(call_inv, minlength=call_ids.size))]).astype(np.int64)
+    return coll_ops, call_inv, call_of_op, call_ops, call_ptr
+
+
 def _placement_order(trace: Trace, call_of_op: np.ndarray, call_ptr: np.ndarray, call_ops: np.ndarray,
                      recv_of_send: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Kahn order over items (a non-collective op or a whole collective call), deps before dependents:
-    (item, is_call) per position, ``item`` the op index, or the call index where ``is_call``."""
+    (item, is_call) per position, ``item`` the op index, or the call index where ``is_call``. The pass is the
+    plugin's ``cosim::PlacementOrder`` (a stack, so depth first; one step per trace op)."""
     n = trace.n_ops
-    counts = np.diff(trace.dep_ptr)
-    owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-    children = owner[np.argsort(trace.dep_idx, kind="stable")].tolist()
-    child_ptr = np.concatenate([[0], np.cumsum(np.bincount(trace.dep_idx, minlength=n))]).tolist()
-    remaining = counts.copy()
-    remaining[recv_of_send[recv_of_send >= 0]] += 1  # a recv also waits for its send
-    stack = np.flatnonzero(remaining == 0)[::-1].tolist()
-    remaining = remaining.tolist()
-    call_of = call_of_op.tolist()
-    recv_of = recv_of_send.tolist()
-    members = [call_ops[a:b].tolist() for a, b in zip(call_ptr[:-1].tolist(), call_ptr[1:].tolist())]
-    pending = np.diff(call_ptr).tolist()
-    out: list[int] = []
-    out_is_call = bytearray()  # one byte per item beside ``out``: the order can hold tens of millions
-    while stack:
-        i = stack.pop()
-        c = call_of[i]
-        if c >= 0:
-            pending[c] -= 1
-            if pending[c]:
-                continue
-            out.append(c)
-            out_is_call.append(True)
-            finished = members[c]
-        else:
-            out.append(i)
-            out_is_call.append(False)
-            finished = (i,)
-            r = recv_of[i]
-            if r >= 0:
-                remaining[r] -= 1
-                if remaining[r] == 0:
-                    stack.append(r)
-        for j in finished:
-            for ch in children[child_ptr[j]:child_ptr[j + 1]]:
-                remaining[ch] -= 1
-                if remaining[ch] == 0:
-                    stack.append(ch)
-    item = np.asarray(out, dtype=np.int64)
-    is_call = np.frombuffer(out_is_call, dtype=np.bool_)
-    n_items = n - call_ops.size + len(members)
-    if len(out) != n_items:
-        placed = np.zeros(n, bool)
-        placed[item[~is_call]] = True
-        placed[call_ops[np.isin(call_of_op[call_ops], item[is_call])]] = True
-        i = int(np.argmin(placed))
-        raise CosimInputError("trace", f"dependency cycle or deadlock: {n_items - len(out)} of {n_items} ops and "
+    n_calls = call_ptr.size - 1
+    n_items = n - call_ops.size + n_calls
+    item = np.empty(max(n_items, 1), np.int64)
+    is_call = np.empty(max(n_items, 1), np.uint8)
+    args = [np.ascontiguousarray(a, dtype) for a, dtype in ((trace.dep_ptr, np.int64), (trace.dep_idx, np.int64),
+                                                            (call_of_op, np.int32), (call_ptr, np.int64),
+                                                            (call_ops, np.int64), (recv_of_send, np.int32))]
+    dep_ptr, dep_idx, call_of, ptr, ops, recv_of = (plugin.pointer(a) for a in args)
+    placed = int(plugin.namespace().PlacementOrder(dep_ptr, dep_idx, n, call_of, ptr, ops, n_calls, recv_of, item,
+                                                   is_call, n_items))
+    item, is_call = item[:placed], is_call[:placed].view(np.bool_)
+    if placed != n_items:
+        done = np.zeros(n, bool)
+        done[item[~is_call]] = True
+        done[call_ops[np.isin(call_of_op[call_ops], item[is_call])]] = True
+        i = int(np.argmin(done))
+        raise CosimInputError("trace", f"dependency cycle or deadlock: {n_items - placed} of {n_items} ops and "
                               f"collective calls can never run, e.g. op {i} (rank {int(trace.rank[i])}, "
                               f"{trace.label_of(i)})", "check the trace with cosim.workload.validate.check_trace")
     return item, is_call
@@ -380,16 +365,10 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     n = trace.n_ops
     kind = trace.kind
 
-    # --- collective calls: index c in coll_id order, member ops CSR ---
-    coll_ops = np.flatnonzero(kind == OpKind.COLLECTIVE)
-    call_ids, call_inv = np.unique(trace.coll_id[coll_ops], return_inverse=True)
-    n_calls = call_ids.size
-    call_of_op = np.full(n, -1, np.int32)  # call indices fit int32: there are fewer calls than trace ops
-    call_of_op[coll_ops] = call_inv
-    by_call = np.argsort(call_inv, kind="stable")
-    call_ops = coll_ops[by_call]
-    call_ptr = np.concatenate([[0], np.cumsum(np.bincount(call_inv, minlength=n_calls))]).astype(np.int64)
+    coll_ops, call_inv, call_of_op, call_ops, call_ptr = _calls(trace)
+    n_calls = call_ptr.size - 1
     first = call_ops[call_ptr[:-1]]  # a representative member op per call
+    call_ids = trace.coll_id[first]
     c_kind = trace.coll_kind[first]
     c_group = trace.group[first].astype(np.int64)
     c_bytes = trace.bytes[first]
@@ -417,7 +396,7 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     # --- placement order and DAG layout ---
     recv_of_send, send_of_recv = _match_recvs(trace)
     item, is_call = _placement_order(trace, call_of_op, call_ptr, call_ops, recv_of_send)
-    del call_of_op, recv_of_send, by_call, call_ops, call_ptr, first
+    del call_of_op, recv_of_send, call_ops, call_ptr, first
     sends = np.flatnonzero(kind == OpKind.SEND)
     send_delay = send_delays_ns(trace, sends, gps, tuning) if send_costs else np.zeros(sends.size, np.int64)
     n_chunks = np.ones(n, np.int64)  # DAG ops of each trace op (a send: its delay and its chunks)

@@ -2,7 +2,7 @@
  * @file
  * @ingroup cosim
  * The one C++ interface Python sees (through cppyy): build a fabric and flows from arrays, run, read
- * results back into caller-provided arrays.
+ * results back into caller-provided arrays; and the lowering's array helper, PlacementOrder.
  *
  * This header includes no ns-3 header on purpose: cppyy parses it in milliseconds, and the ns-3 types stay
  * behind the pimpl. Arrays cross as raw pointers plus lengths (numpy buffers), never one call per object.
@@ -404,6 +404,38 @@ class Engine
     struct Impl;
     std::unique_ptr<Impl> m_impl; ///< ns-3 side of the engine
 };
+
+/**
+ * @brief The order in which a trace's ops and collective calls are laid out as DAG ops (the lowering,
+ * cosim/collectives/lower.py): a Kahn pass over the trace ops whose ready items wait on a stack (last in,
+ * first out), seeded with the ops without dependencies so that the lowest index pops first. An item is an op
+ * outside any collective, placed when its dependencies (and, for a RECV, its SEND) are placed, or a whole
+ * collective call, placed when the last of its member ops is ready; placing an item releases the dependents
+ * of its op (of every member op, for a call), each in the order of its dependency lists.
+ * @param depPtr CSR row pointers of the ops' dependencies, [nOps + 1]
+ * @param depIdx dependency op indices
+ * @param nOps trace ops (below 2^31: the pass holds op indices as int32)
+ * @param callOfOp collective call of each op, -1 outside any
+ * @param callPtr CSR row pointers of each call's member ops in @p callOps, [nCalls + 1]
+ * @param callOps member ops of the calls
+ * @param nCalls collective calls
+ * @param recvOfSend the RECV op each SEND op is matched to, -1 if none (and for every other op), [nOps]
+ * @param item out: per position, the op index, or the call index where @p isCall
+ * @param isCall out: 1 where the item is a call
+ * @param capacity room in @p item and @p isCall (the number of items: ops outside calls, plus calls)
+ * @return items placed: fewer than @p capacity when some can never run (a dependency cycle or a deadlock)
+ */
+uint64_t PlacementOrder(const int64_t* depPtr,
+                        const int64_t* depIdx,
+                        uint64_t nOps,
+                        const int32_t* callOfOp,
+                        const int64_t* callPtr,
+                        const int64_t* callOps,
+                        uint64_t nCalls,
+                        const int32_t* recvOfSend,
+                        int64_t* item,
+                        uint8_t* isCall,
+                        uint64_t capacity);
 
 } // namespace cosim
 
