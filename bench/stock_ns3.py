@@ -289,6 +289,8 @@ def load():
         cppyy.load_library(str(lib))
     t_libs = time.perf_counter()
     cppyy.add_include_path(str(ns3_dir() / "include"))
+    # optimized as ns-3 itself is, whatever cosim.plugin set for its call wrappers (".O 0") if it loaded first
+    cppyy.gbl.gInterpreter.ProcessLine(".O 2")
     cppyy.cppdef("".join(f"#define {d} 1\n" for d in NS3_DEFINES))
     cppyy.cppdef(CPP)
     ns = cppyy.gbl.cosim_bench
