@@ -27,31 +27,37 @@ def queue_percentile_bytes(queues: Mapping[str, np.ndarray], n_ports: int, inter
     change holds until the port's next one, and samples before a port's first change (or of a port never
     recorded) are 0. Samples are taken every ``interval_ns`` from time 0 to ``sim_time_ns``.
     """
-    t = np.asarray(queues["time_ns"], np.float64)
-    if t.size == 0 or n_ports <= 0:
+    if np.asarray(queues["time_ns"]).size == 0 or n_ports <= 0:
         return 0.0
-    node = np.asarray(queues["node"], np.int64)
-    port = np.asarray(queues["port"], np.int64)
-    depth = np.asarray(queues["bytes"], np.int64)
-    k = np.rint(t / interval_ns).astype(np.int64)  # sample index
+    # a change log can hold tens of millions of rows: each temporary is dropped as soon as it is used
+    k = np.rint(np.asarray(queues["time_ns"], np.float64) / interval_ns).astype(np.int64)  # sample index
     n_samples = max(int(sim_time_ns // interval_ns) + 1, int(k.max()) + 1)
-    key = node * (int(port.max()) + 1) + port
+    port = np.asarray(queues["port"], np.int64)
+    key = np.asarray(queues["node"], np.int64) * (int(port.max()) + 1) + port
+    del port
     order = np.lexsort((k, key))
-    key, k, depth = key[order], k[order], depth[order]
-    nxt = np.empty_like(k)
-    nxt[:-1] = k[1:]
-    nxt[-1] = n_samples
-    last = np.ones(k.size, bool)
-    last[:-1] = key[1:] != key[:-1]
-    nxt[last] = n_samples
-    weight = np.maximum(nxt - k, 0)
-    zeros = max(n_ports * n_samples - int(weight.sum()), 0)
-    values = np.concatenate([[0], depth])
-    weights = np.concatenate([[zeros], weight])
-    srt = np.argsort(values, kind="stable")
-    cum = np.cumsum(weights[srt])
-    idx = int(np.searchsorted(cum, q / 100.0 * cum[-1], side="left"))
-    return float(values[srt][min(idx, srt.size - 1)])
+    key, k = key[order], k[order]
+    depth = np.asarray(queues["bytes"], np.int64)[order]
+    del order
+    last = np.empty(k.size, bool)  # a port's last change holds until the end
+    last[-1] = True
+    np.not_equal(key[1:], key[:-1], out=last[:-1])
+    del key
+    weight = np.empty_like(k)  # samples each change holds: until the port's next change
+    weight[:-1] = k[1:]
+    weight[last] = n_samples
+    weight -= k
+    np.maximum(weight, 0, out=weight)
+    del k, last
+    zeros = max(n_ports * n_samples - int(weight.sum()), 0)  # samples at depth 0 before any change
+    srt = np.argsort(depth, kind="stable")
+    cum = np.cumsum(weight[srt])
+    del weight
+    target = q / 100.0 * (zeros + int(cum[-1]))
+    if zeros >= target:
+        return 0.0
+    idx = int(np.searchsorted(cum + zeros, target, side="left"))
+    return float(depth[srt[min(idx, srt.size - 1)]])
 
 
 def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray,

@@ -89,6 +89,8 @@ def hop_counts(fabric: Fabric, src: int) -> np.ndarray:
 _UNREACHED = np.iinfo(np.int16).max
 #: source groups whose switch levels are held at once (bounds the levels' memory to switches × this × 2 B)
 _GROUPS_PER_BATCH = 1024
+#: flow x in-edge pairs one walk step may expand at once (about 50 bytes each)
+_WALK_PAIRS = 1 << 22
 
 
 def _in_edges(ptr: np.ndarray, head: np.ndarray):
@@ -171,51 +173,56 @@ def _paths(fabric: Fabric, src: np.ndarray, dst: np.ndarray):
     group = group_of_source[src_index]
     hops = np.zeros(n, np.int64)
     walked_rate: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (flows, step, edge) per step
+    # a walk step expands every live flow to the in-edges of its node: flows go in chunks whose expansion
+    # stays under _WALK_PAIRS pairs, so a rail switch of thousands of ports costs time, not memory
+    chunk = max(1, _WALK_PAIRS // max(int(np.diff(in_ptr).max(initial=1)), 1))
     for lo in range(0, gptr.size - 1, _GROUPS_PER_BATCH):
         hi = min(lo + _GROUPS_PER_BATCH, gptr.size - 1)
-        flows = np.flatnonzero((group >= lo) & (group < hi))
-        if flows.size == 0:
+        batch = np.flatnonzero((group >= lo) & (group < hi))
+        if batch.size == 0:
             continue
         level = _switch_levels(fabric, tail[ss], head[ss], gptr[lo:hi + 1] - gptr[lo], members[gptr[lo]:gptr[hi]])
-        g = group[flows] - lo
-        s, cur = src[flows], dst[flows].copy()
+        for c0 in range(0, batch.size, chunk):
+            flows = batch[c0:c0 + chunk]
+            g = group[flows] - lo
+            s, cur = src[flows], dst[flows].copy()
 
-        def candidates(owner_nodes, owners):
-            """(owner, in-edge) pairs of each owner's node, and each pair's tail level from its source."""
-            o, pos = _ragged(in_ptr, owner_nodes)
-            e = in_edge[pos]
-            t = tail[e]
-            lv = np.where(is_switch[t], level[t, g[owners[o]]], _UNREACHED).astype(np.int64)
-            lv[t == s[owners[o]]] = 0
-            return o, e, lv
+            def candidates(owner_nodes, owners):
+                """(owner, in-edge) pairs of each owner's node, and each pair's tail level from its source."""
+                o, pos = _ragged(in_ptr, owner_nodes)
+                e = in_edge[pos]
+                t = tail[e]
+                lv = np.where(is_switch[t], level[t, g[owners[o]]], _UNREACHED).astype(np.int64)
+                lv[t == s[owners[o]]] = 0
+                return o, e, lv
 
-        # the level of each destination: its own if a switch, else one more than its closest in-neighbour
-        d = np.full(flows.size, _UNREACHED, np.int64)
-        sw = is_switch[cur]
-        d[sw] = level[cur[sw], g[sw]]
-        hosts = np.flatnonzero(~sw)
-        o, _, lv = candidates(cur[hosts], hosts)
-        best = np.full(hosts.size, _UNREACHED, np.int64)
-        np.minimum.at(best, o, lv)
-        d[hosts] = np.minimum(best + 1, _UNREACHED)
-        d[cur == s] = 0
-        reached = d < _UNREACHED
-        step = 0
-        while True:
-            live = np.flatnonzero(reached & (cur != s))
-            if live.size == 0:
-                break
-            o, e, lv = candidates(cur[live], live)
-            ok = lv == d[live[o]] - 1
-            o, e = o[ok], e[ok]
-            owner, first = np.unique(o, return_index=True)  # the lowest-numbered edge of each (pairs are sorted)
-            assert owner.size == live.size, "a node one level closer to the source is always adjacent"
-            e = e[first]
-            walked_rate.append((flows[live[owner]], np.full(owner.size, step), e))
-            hops[flows[live[owner]]] += 1
-            cur[live[owner]] = tail[e]
-            d[live[owner]] -= 1
-            step += 1
+            # the level of each destination: its own if a switch, else one more than its closest in-neighbour
+            d = np.full(flows.size, _UNREACHED, np.int64)
+            sw = is_switch[cur]
+            d[sw] = level[cur[sw], g[sw]]
+            hosts = np.flatnonzero(~sw)
+            o, _, lv = candidates(cur[hosts], hosts)
+            best = np.full(hosts.size, _UNREACHED, np.int64)
+            np.minimum.at(best, o, lv)
+            d[hosts] = np.minimum(best + 1, _UNREACHED)
+            d[cur == s] = 0
+            reached = d < _UNREACHED
+            step = 0
+            while True:
+                live = np.flatnonzero(reached & (cur != s))
+                if live.size == 0:
+                    break
+                o, e, lv = candidates(cur[live], live)
+                ok = lv == d[live[o]] - 1
+                o, e = o[ok], e[ok]
+                owner, first = np.unique(o, return_index=True)  # the lowest-numbered edge of each (pairs are sorted)
+                assert owner.size == live.size, "a node one level closer to the source is always adjacent"
+                e = e[first]
+                walked_rate.append((flows[live[owner]], np.full(owner.size, step), e))
+                hops[flows[live[owner]]] += 1
+                cur[live[owner]] = tail[e]
+                d[live[owner]] -= 1
+                step += 1
     width = int(hops.max(initial=0))
     out_rate, out_delay = np.zeros((n, width)), np.zeros((n, width))
     for f, k, e in walked_rate:  # step k of the walk up from the destination is forward hop hops - 1 - k
