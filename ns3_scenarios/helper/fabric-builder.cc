@@ -371,7 +371,15 @@ FabricBuilder::GroupRoutesFor(const std::vector<uint32_t>& peerStart,
         // goes through another group instead (shortest paths over any link), as a dragonfly's routing falls
         // back to a non-minimal route when a global link fails
         towards(g, dist, entersOrStays);
-        towards(g, anyDist, anyHop);
+        bool cutOff = false; // some switch has no minimal path: only then the detours are needed
+        for (uint32_t s = 0; s < n && !cutOff; ++s)
+        {
+            cutOff = m_switches[s] && dist[s] == kUnreached;
+        }
+        if (cutOff)
+        {
+            towards(g, anyDist, anyHop);
+        }
         for (uint32_t s = 0; s < n; ++s)
         {
             if (!m_switches[s])

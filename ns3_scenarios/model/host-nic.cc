@@ -1471,20 +1471,27 @@ HostNic::SendNack(const FabricPacket& p, uint64_t seqBytes, UecNackCode code)
 {
     ++m_naksSent;
     const uint64_t rcvd = m_flows->bytes[p.flowId].rcvdBytes;
+    FabricPacket* c = NewPdsAnswer(PacketKind::NACK, p, (rcvd + m_mtuBytes - 1) / m_mtuBytes);
+    c->seqBytes = seqBytes;
+    c->payloadBytes = code;
+    m_ports[0]->Enqueue(c);
+}
+
+FabricPacket*
+HostNic::NewPdsAnswer(PacketKind kind, const FabricPacket& p, uint64_t cackPsn)
+{
     FabricPacket* c = m_pool->Allocate();
-    c->kind = PacketKind::NACK;
+    c->kind = kind;
     c->flowId = p.flowId;
     c->src = m_nodeId;
     c->dst = p.src;
-    c->seqBytes = seqBytes;
-    c->aux = static_cast<uint32_t>((rcvd + m_mtuBytes - 1) / m_mtuBytes); // CACK_PSN
-    c->payloadBytes = code;
-    c->qp = p.qp;                 // the entropy it answers, for the sender's path feedback
-    c->ecnMarked = p.ecnMarked;   // ECN echo
-    c->sendTimePs = p.sendTimePs; // the sender measures the round trip from it
+    c->aux = static_cast<uint32_t>(cackPsn); // CACK_PSN
+    c->qp = p.qp;                            // the entropy it answers, for the sender's path feedback
+    c->ecnMarked = p.ecnMarked;              // ECN echo
+    c->sendTimePs = p.sendTimePs;            // the sender measures the round trip from it
     c->wireBytes = m_ackBytes;
     c->priority = m_controlPriority;
-    m_ports[0]->Enqueue(c);
+    return c;
 }
 
 void
@@ -1503,19 +1510,9 @@ HostNic::SendSack(const FabricPacket& p, bool coverAboveCack)
         coverAboveCack ? 0 : std::clamp<int64_t>(ackPsn - lastBit - int64_t(cack), 0, kUecSackOffsetMax);
     const int64_t ackOffset = ackPsn - int64_t(cack);
     const bool ackFits = ackOffset >= kUecAckOffsetMin && ackOffset <= kUecAckOffsetMax;
-    FabricPacket* c = m_pool->Allocate();
-    c->kind = PacketKind::SACK;
-    c->flowId = p.flowId;
-    c->src = m_nodeId;
-    c->dst = p.src;
-    c->aux = static_cast<uint32_t>(cack);                                              // CACK_PSN
+    FabricPacket* c = NewPdsAnswer(PacketKind::SACK, p, cack);
     c->seqBytes = m_reorder.ArrivedBitmap(p.flowId, int64_t(cack) + sackOffset, cack); // SACK_BITMAP
     c->payloadBytes = UecSackOffsets(uint16_t(sackOffset), ackFits ? int16_t(ackOffset) : kUecAckOffsetNone);
-    c->qp = p.qp;
-    c->ecnMarked = p.ecnMarked;
-    c->sendTimePs = p.sendTimePs;
-    c->wireBytes = m_ackBytes;
-    c->priority = m_controlPriority;
     m_ports[0]->Enqueue(c);
 }
 

@@ -352,6 +352,9 @@ class HostNic : public FabricNode, public PacketSource
     /// UEC receiver: SACK flow @p p.flowId's state, triggered by data packet @p p (ACK_PSN); the bitmap
     /// starts at CACK_PSN if @p coverAboveCack, else it ends at ACK_PSN.
     void SendSack(const FabricPacket& p, bool coverAboveCack);
+    /// A PDS answer (SACK or NACK) of @p kind to data packet @p p with cumulative acknowledgement @p cackPsn:
+    /// addressed to its sender, echoing its entropy, ECN mark and send time; the caller sets the rest.
+    FabricPacket* NewPdsAnswer(PacketKind kind, const FabricPacket& p, uint64_t cackPsn);
     /// UEC sender: a SACK (@p p) arrived.
     void OnSack(const FabricPacket& p);
     /// UEC sender: a NACK (@p p) arrived.

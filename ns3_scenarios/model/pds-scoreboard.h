@@ -81,11 +81,7 @@ class PdsScoreboard
                 freed += Deliver(uint64_t(i), e, onDelivered);
             }
         }
-        while (!m_entries.empty() && m_entries.front().state == State::ACKED)
-        {
-            m_entries.pop_front();
-            ++m_base;
-        }
+        AdvanceBase(m_base); // past the packets the bitmap acknowledged at the front (nothing left in flight)
         return freed;
     }
 
