@@ -1,7 +1,7 @@
 """Two-micro-batch overlap of MoE dispatch and combine with compute (``parallelism.moe_overlap``).
 
 A DeepSeek-V3-shaped job cut to one dense and two MoE layers, EP8 over four servers of two GPUs, two
-sequences per micro-batch: the overlapped schedule moves the same bytes and FLOPs as the plain one, hides
+sequences per micro-batch (or one, split into its two token halves): the overlapped schedule moves the same bytes and FLOPs as the plain one, hides
 EP communication behind the other half's compute, keeps one compute stream per GPU, and its compute loses
 DeepEP's SM share while the dispatch and combine are in flight.
 """
@@ -14,6 +14,7 @@ import pytest
 from cosim.errors import CosimInputError
 from cosim.run import run
 from cosim.spec import make
+from cosim.workload import flops as fl
 from cosim.workload.builder import build_trace
 from cosim.workload.hardware import get_hardware
 from cosim.workload.model import get_model
@@ -43,12 +44,19 @@ def _run(overlap: str, kernel: str = "nccl", attributes: dict | None = None, **p
     return rec
 
 
-@pytest.mark.parametrize("par", [{}, {"recompute": True}, dict(tp=2, sequence_parallel=True)])
+#: one sequence per micro-batch: the halves are its two token halves
+ONE_SEQUENCE = dict(micro_batch_size=1, global_batch_size=8)
+
+
+@pytest.mark.parametrize("par", [{}, {"recompute": True}, dict(tp=2, sequence_parallel=True), ONE_SEQUENCE,
+                                 ONE_SEQUENCE | {"recompute": True},
+                                 ONE_SEQUENCE | dict(tp=2, sequence_parallel=True)])
 def test_halves_move_the_same_bytes_and_flops(par):
     """Per rank, the overlapped trace's FLOPs, EP all-to-all bytes (dispatch and combine, forward and
     backward) and every other op's bytes equal the plain trace's exactly: the halves hold ceil(b/2) and
-    floor(b/2) whole sequences and every FLOP count and message size is linear in the sequences. The
-    overlapped trace is valid, splits only the MoE layers, and has twice their EP ops."""
+    floor(b/2) whole sequences, or with b = 1 the sequence's first and second s/2 tokens, and every FLOP
+    count and message size adds up over them. The overlapped trace is valid, splits only the MoE layers, and
+    has twice their EP ops."""
     plain, tbo = _trace("none", **par), _trace("two_microbatch", **par)
     check_trace(tbo)
     for t in (plain, tbo):
@@ -59,6 +67,38 @@ def test_halves_move_the_same_bytes_and_flops(par):
         assert all(v > 0 for v in _sent_bytes(plain, r).values())
     ep_ops = [int(((t.op_group_kind() == GroupKind.EP) & (t.kind != OpKind.RECV)).sum()) for t in (plain, tbo)]
     assert ep_ops[1] == 2 * ep_ops[0]
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_token_halves_attend_causally(tp):
+    """With one sequence per micro-batch the halves are its token halves: every op of a half but attention
+    has the FLOPs and bytes of s/2 tokens, the same in both; the second half's queries see the first half's
+    keys whole and their own causally, so its attention core counts 3× the first's FLOPs (3/4 of the
+    sequence's full-matrix count) and its attention kernels, forward and backward, take longer; its experts
+    take the same time."""
+    par = ONE_SEQUENCE | (dict(tp=2, sequence_parallel=True) if tp == 2 else {})
+    plain, tbo = _trace("none", **par), _trace("two_microbatch", **par)
+    labels = tbo.label_array().astype(str)
+    mine = tbo.rank == 0
+    attn = {f: tbo.flops[mine & (labels == f"fwd/mb0/L1/{f}/attn")] for f in "ab"}
+    assert attn["a"].size == attn["b"].size == 1
+    whole = plain.flops[(plain.rank == 0) & (plain.label_array().astype(str) == "fwd/mb0/L1/attn")]
+    assert attn["a"][0] + attn["b"][0] == whole[0]
+    for op in ("router", "experts"):
+        fa, fb = (tbo.flops[mine & (labels == f"fwd/mb0/L1/{h}/{op}")] for h in "ab")
+        assert fa[0] == fb[0] > 0
+        da, db = (tbo.duration_ns[mine & (labels == f"fwd/mb0/L1/{h}/{op}")] for h in "ab")
+        assert da[0] == db[0]
+    for op in ("attn", "attn_dgrad"):
+        da, db = (tbo.duration_ns[mine & (labels == f"{'fwd' if op == 'attn' else 'bwd'}/mb0/L1/{h}/{op}")]
+                  for h in "ab")
+        assert db[0] > da[0]
+    # the projections are the same in both halves, so the attention ops differ by B's core minus A's:
+    # 3/4 - 1/4 of the sequence's, twice that of a sequence of s/2 tokens
+    spec = ParallelismSpec(**(PAR | par))
+    half_seq = fl.layer_forward_flops(get_model("deepseek-v3", **(SHAPE | {"seq_length": 512})), spec)
+    assert 4 * half_seq.core_flops == fl.layer_forward_flops(get_model("deepseek-v3", **SHAPE), spec).core_flops
+    assert attn["b"][0] - attn["a"][0] == 2 * half_seq.core_flops
 
 
 @pytest.mark.parametrize("kernel", ["deepep-high-throughput", "deepep-low-latency"])
@@ -91,13 +131,15 @@ def _sent_bytes(t, rank: int) -> dict[str, int]:
     return out
 
 
-@pytest.mark.parametrize("kernel", ["nccl", "deepep-high-throughput"])
-def test_overlap_hides_ep_communication_and_shortens_the_iteration(kernel, engine_ns):
+@pytest.mark.parametrize("kernel, par", [("nccl", {}), ("deepep-high-throughput", {}),
+                                         ("nccl", ONE_SEQUENCE), ("deepep-high-throughput", ONE_SEQUENCE)])
+def test_overlap_hides_ep_communication_and_shortens_the_iteration(kernel, par, engine_ns):
     """Co-simulated on RoCE: the exposed EP communication (exposure split) falls by more than a quarter (NCCL's
     all-to-all: about 45 %, it outlasts the other half's compute; DeepEP's: about 80 %) and the iteration
     gets shorter, though each half's kernels run at half the tokens and so take more than half
-    the time (the compute sum rises by the per-kernel launch and efficiency cost: checked here)."""
-    plain, tbo = _run("none", kernel), _run("two_microbatch", kernel)
+    the time (the compute sum rises by the per-kernel launch and efficiency cost: checked here); with
+    sequence halves and with the token halves of one sequence per micro-batch."""
+    plain, tbo = _run("none", kernel, **par), _run("two_microbatch", kernel, **par)
     p, t = plain.summary, tbo.summary
     assert t["exposed_comm_ep_ns"] < 0.75 * p["exposed_comm_ep_ns"]
     assert t["iteration_time_ns"] < p["iteration_time_ns"]
@@ -157,14 +199,16 @@ def test_overlapped_compute_loses_deepeps_sm_share_while_it_sends(engine_ns):
         assert 0.8 * DEEPEP_SHARE * beside <= lost <= DEEPEP_SHARE * beside + 1.0
 
 
-@pytest.mark.parametrize("fields, model, problem", [
-    (dict(moe_overlap="three_microbatch"), "deepseek-v3", "unknown schedule"),
-    (dict(moe_overlap="two_microbatch", micro_batch_size=1, global_batch_size=8), "deepseek-v3", "one"),
-    (dict(moe_overlap="two_microbatch", cp=2, dp=4, ep=4), "deepseek-v3", "cp=2"),
-    (dict(moe_overlap="two_microbatch", ep=1), "llama3-8b", "no MoE layer"),
+@pytest.mark.parametrize("fields, model, shape, problem", [
+    (dict(moe_overlap="three_microbatch"), "deepseek-v3", {}, "unknown schedule"),
+    (dict(moe_overlap="two_microbatch", cp=2, dp=4, ep=4), "deepseek-v3", {}, "cp=2"),
+    (dict(moe_overlap="two_microbatch", ep=1), "llama3-8b", {}, "no MoE layer"),
+    (dict(moe_overlap="two_microbatch", tp=2, sequence_parallel=True) | ONE_SEQUENCE, "deepseek-v3",
+     {"seq_length": 1026}, "two halves divisible by tp=2"),
 ])
-def test_bad_overlap_names_its_field(fields, model, problem):
+def test_bad_overlap_names_its_field(fields, model, shape, problem):
     with pytest.raises(CosimInputError) as err:
         par = ParallelismSpec(**(PAR | fields))
-        build_trace(get_model(model, **({} if model != "deepseek-v3" else SHAPE)), par, get_hardware("h100"))
+        build_trace(get_model(model, **({} if model != "deepseek-v3" else SHAPE | shape)), par,
+                    get_hardware("h100"))
     assert err.value.field == "parallelism.moe_overlap" and problem in str(err.value)

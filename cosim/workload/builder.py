@@ -16,7 +16,8 @@ forward   [ZeRO-3 all-gather of the layer's params]
           MoE MLP:   compute router → all-to-all dispatch (EP) → [TP all-gather] → compute experts →
                      [TP reduce-scatter] → all-to-all combine (EP)
           two-micro-batch overlap (``moe_overlap``): an MoE layer as two halves of the micro-batch's
-          sequences, each half's attention, router, experts and collectives as above at its own size,
+          sequences (one sequence: its two token halves, the second attending to the first),
+          each half's attention, router, experts and collectives as above at its own size,
           interleaved on the compute stream so that one half's all-to-all flies during the other's compute
           (_moe_layer_fwd_overlapped, _moe_layer_bwd_overlapped; docs/models/moe.md)
 backward  [ZeRO-3 all-gather] [recompute: the forward ops again] then in reverse: MLP input-gradient compute
@@ -190,7 +191,10 @@ class _Half:
 
 
 def _halves(m: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> tuple[_Half, _Half]:
-    """The two halves of a micro-batch of b sequences: ceil(b/2) and floor(b/2) sequences."""
+    """The two halves of a micro-batch of b sequences: ceil(b/2) and floor(b/2) sequences, or with b = 1 the
+    sequence's first and second s/2 tokens (:func:`_token_halves`)."""
+    if par.micro_batch_size == 1:
+        return _token_halves(m, par, hw)
     out = []
     seqs = par.micro_batch_size
     for name, b in zip(MICROBATCH_HALVES, (seqs - seqs // 2, seqs // 2)):
@@ -203,6 +207,31 @@ def _halves(m: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> tuple[_Half
                          a2a_fwd_dispatch_bytes=sz.moe_dispatch_bytes(m, hp, forward_dispatch=True),
                          moe_tp_bytes=sz.moe_tp_bytes(m, hp)))
     return out[0], out[1]
+
+
+def _token_halves(m: ModelSpec, par: ParallelismSpec, hw: HardwareSpec) -> tuple[_Half, _Half]:
+    """A micro-batch of one sequence of s tokens split by tokens, as DeepSeek-V3 and SGLang split a batch of
+    one sequence: half A its first s/2 tokens, half B the last s/2. Every linear op and message of a half is
+    that of s/2 tokens. Attention is causal: A's queries attend to A's keys only, B's to A's keys whole and
+    to their own causally, so B's attention kernels run 3× A's work (``past_keys``). The FLOP convention
+    counts a sequence's full s×s score matrix (twice its causal work, cosim.workload.flops); each half counts
+    twice its own causal work, A (s/2)² and B the rest, 3/4 of the sequence's. Half B's FLOPs and bytes are
+    the whole sequence's minus A's, so the halves add up to the plain schedule exactly."""
+    s = m.seq_length
+    hm = dataclasses.replace(m, seq_length=s // 2)
+    whole = fl.layer_forward_flops(m, par)
+    lf_a = fl.layer_forward_flops(hm, par)
+    lf_b = fl.LayerFlops(**{f.name: getattr(whole, f.name) - getattr(lf_a, f.name)
+                            for f in dataclasses.fields(fl.LayerFlops)})
+    sizes = {"tp_bytes": sz.tp_activation_bytes, "a2a_bytes": sz.moe_dispatch_bytes,
+             "a2a_fwd_dispatch_bytes": lambda mm, pp: sz.moe_dispatch_bytes(mm, pp, forward_dispatch=True),
+             "moe_tp_bytes": sz.moe_tp_bytes}
+    a_bytes = {k: f(hm, par) for k, f in sizes.items()}
+    b_bytes = {k: f(m, par) - a_bytes[k] for k, f in sizes.items()}
+    ns = [{k: kernels_ns(hw, ks) for k, ks in kn.block_kernels(hm, par, past_keys=past).items()}
+          for past in (0, s // 2)]
+    return (_Half(name=MICROBATCH_HALVES[0], lf=lf_a, block_ns=ns[0], **a_bytes),
+            _Half(name=MICROBATCH_HALVES[1], lf=lf_b, block_ns=ns[1], **b_bytes))
 
 
 @dataclass

@@ -118,13 +118,26 @@ class Attention:
     head_dim: int
     causal: bool = True
     backward: bool = False
+    #: keys before the queries' own that every query sees whole (the first half of a sequence split in two
+    #: token halves, when the second half runs), beside the ``keys`` the causal mask covers
+    past_keys: int = 0
 
     @property
     def executed_flops(self) -> float:
-        """FLOPs the kernel performs: 4·n_q·n_k·heads·d, × CAUSAL_FRACTION, × 2.5 in backward."""
-        f = 4.0 * self.queries * self.keys * self.heads * self.head_dim
-        f *= CAUSAL_FRACTION if self.causal else 1.0
+        """FLOPs the kernel performs: 4·n_q·n_k·heads·d, × CAUSAL_FRACTION, × 2.5 in backward; with past
+        keys 4·n_q·(past + CAUSAL_FRACTION·n_k)·heads·d (× 2.5)."""
+        if self.past_keys:
+            keys = self.past_keys + self.keys * (CAUSAL_FRACTION if self.causal else 1.0)
+            f = 4.0 * self.queries * keys * self.heads * self.head_dim
+        else:
+            f = 4.0 * self.queries * self.keys * self.heads * self.head_dim
+            f *= CAUSAL_FRACTION if self.causal else 1.0
         return f * (ATTENTION_BWD_FLOPS_RATIO if self.backward else 1.0)
+
+    @property
+    def span_keys(self) -> int:
+        """Keys the last query attends to (past and own): what sets the kernel's efficiency."""
+        return self.keys + self.past_keys
 
 
 Kernel = Gemm | Stream | Attention
@@ -184,7 +197,7 @@ def kernel_ns(hw: HardwareSpec, kernel: Kernel) -> float:
         return float(stream_time_ns(kernel.nbytes, hbm_bytes_per_s=hw.hbm_bytes_per_s, efficiency=eff,
                                     launch_ns=launch))
     if isinstance(kernel, Attention):
-        eff = attention_efficiency(hw, kernel.keys, causal=kernel.causal, backward=kernel.backward)
+        eff = attention_efficiency(hw, kernel.span_keys, causal=kernel.causal, backward=kernel.backward)
         return kernel.executed_flops * 1e9 / (hw.clocked_flops_per_s * float(eff)) + hw.gemm_launch_ns
     raise TypeError(f"not a kernel: {kernel!r}")
 

@@ -10,7 +10,9 @@ kv = kv_heads·d, V vocabulary, E experts, k = top_k. Forward GEMMs ``(M, N, K)`
     logits  (n, V/t, h)
 
 Backward: input gradient ``(M, K, N)`` and weight gradient ``(K, N, M)`` of each (``Gemm.dgrad``,
-``Gemm.wgrad``). Attention: causal flash attention of n queries over s keys (CP: s/cp per ring step).
+``Gemm.wgrad``). Attention: causal flash attention of n queries over s keys (CP: s/cp per ring step; the
+second token half of a sequence, two-micro-batch overlap with b = 1: its s/2 queries over the first half's
+s/2 keys whole and their own s/2 causally).
 
 Memory-bound bytes per element (reads + writes), forward / backward:
 
@@ -118,9 +120,10 @@ class _Shapes:
     precision: str  # of the linear layers' GEMMs
     b: int  # sequences per micro-batch
     m: ModelSpec
+    past_keys: int = 0  # keys before the queries' own, seen whole (second token half of a sequence)
 
 
-def _shapes(m: ModelSpec, par: ParallelismSpec) -> _Shapes:
+def _shapes(m: ModelSpec, par: ParallelismSpec, past_keys: int = 0) -> _Shapes:
     n = par.micro_batch_size * m.seq_length // par.cp
     if m.is_mla:
         d = (m.head_dim + m.v_head_dim) // 2
@@ -130,7 +133,7 @@ def _shapes(m: ModelSpec, par: ParallelismSpec) -> _Shapes:
     return _Shapes(n=n, n_sp=n // par.tp if par.sp else n, t=par.tp, h=m.hidden_size, kv=m.kv_size,
                    f=m.ffn_hidden_size, gated=m.gated_mlp, heads=m.num_heads // par.tp, d=d,
                    s_keys=m.seq_length // par.cp, b=par.micro_batch_size, m=m, q=m.q_size, o_in=m.attn_out_size,
-                   rope=rope, precision=m.gemm_precision)
+                   rope=rope, precision=m.gemm_precision, past_keys=past_keys)
 
 
 def _norm(x: _Shapes, backward: bool) -> Stream:
@@ -178,8 +181,8 @@ def _oproj(x: _Shapes) -> Gemm:
 def _attention(x: _Shapes, *, backward: bool) -> tuple[Kernel, ...]:
     if x.m.attention_kernel == "flash":
         return (Attention(queries=x.n, keys=x.s_keys, heads=x.heads, head_dim=x.d, causal=True,
-                          backward=backward),)
-    q, k, d, count = x.n // x.b, x.s_keys, x.d, x.b * x.heads
+                          backward=backward, past_keys=x.past_keys),)
+    q, k, d, count = x.n // x.b, x.s_keys + x.past_keys, x.d, x.b * x.heads
     scores = count * q * k
     dropout = (Stream("elementwise", DROPOUT * scores),) if x.m.attention_dropout > 0 else ()
     if not backward:
@@ -197,15 +200,17 @@ def _mlp_gemms(x: _Shapes, tokens: int, count: int = 1, f: int | None = None,
     return up, down
 
 
-def block_kernels(m: ModelSpec, par: ParallelismSpec) -> dict[str, tuple[Kernel, ...]]:
-    """Kernels of each kind of compute op the builder emits, keyed by op kind (the label's last part).
+def block_kernels(m: ModelSpec, par: ParallelismSpec, past_keys: int = 0) -> dict[str, tuple[Kernel, ...]]:
+    """Kernels of each kind of compute op the builder emits, keyed by op kind (the label's last part);
+    ``past_keys``: keys before each sequence's own s that its queries also see whole (the second token half
+    of a sequence under two-micro-batch overlap, ``m`` then holding that half's s/2 tokens).
 
     Keys: ``attn``, ``attn_dgrad``, ``attn_wgrad`` (cp = 1); ``qkv``, ``attn_core_chunk``, ``oproj``,
     ``oproj_dgrad``, ``attn_core_bwd_chunk``, ``qkv_dgrad`` (ring attention, cp > 1); ``mlp``, ``mlp_dgrad``,
     ``mlp_wgrad`` (dense); ``router``, ``experts``, ``experts_dgrad``, ``router_bwd``, ``experts_wgrad``
     (MoE); ``lookup``, ``lookup_wgrad`` (embedding); ``logits``, ``logits_dgrad``, ``logits_wgrad``.
     """
-    x = _shapes(m, par)
+    x = _shapes(m, par, past_keys)
     qkv, oproj = _qkv(x), _oproj(x)
     qkv_dgrad = tuple(g.dgrad() for g in reversed(qkv))
     lat_f, lat_b = _latent_norms(x, False), _latent_norms(x, True)

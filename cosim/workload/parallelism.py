@@ -23,8 +23,9 @@ Rules (each violation raises CosimInputError naming the numbers):
 - sequence parallelism (tp > 1) needs s/cp divisible by tp.
 - MoE: experts divisible by ep; ep divides dp (tp·cp·dp when folded); with tp > 1 sequence parallelism is
   required (Megatron-Core); expert_tp is 1 or tp; the expert FFN divisible by the expert TP degree.
-- ``moe_overlap = "two_microbatch"`` needs an MoE model, micro_batch_size ≥ 2 (the halves are whole
-  sequences) and cp = 1.
+- ``moe_overlap = "two_microbatch"`` needs an MoE model and cp = 1; with one sequence per micro-batch (the
+  halves are then its first and second s/2 tokens) an even s, and s/2 divisible by tp under sequence
+  parallelism.
 
 Pipeline split. Virtual stage ``vs = chunk·pp + stage`` holds a contiguous run of layers, in order; the
 embedding is computed on virtual stage 0 and the output layer (final norm, logits, loss) on the last. The
@@ -90,8 +91,9 @@ class ParallelismSpec:
     embedding_in_split: bool = False  #: the embedding counts as a layer when splitting (first stage lighter)
     loss_in_split: bool = False  #: the output layer counts as a layer when splitting (last stage lighter)
     #: MoE layers' schedule: "none" (each all-to-all waits for the compute before it and holds up the compute
-    #: after it) or "two_microbatch" (the micro-batch's sequences in two halves whose all-to-alls overlap the
-    #: other half's compute, as DeepSeek-V3's and SGLang's two-batch overlap; cosim.workload.builder)
+    #: after it) or "two_microbatch" (the micro-batch's sequences, or with one sequence its tokens, in two
+    #: halves whose all-to-alls overlap the other half's compute, as DeepSeek-V3's and SGLang's two-batch
+    #: overlap; cosim.workload.builder)
     moe_overlap: str = "none"
 
     def __post_init__(self) -> None:
@@ -162,10 +164,6 @@ class ParallelismSpec:
                                   f"choose among {', '.join(MOE_OVERLAPS)}")
         if self.moe_overlap == "none":
             return
-        if self.micro_batch_size < 2:
-            raise CosimInputError("parallelism.moe_overlap", "two_microbatch splits a micro-batch's sequences in two "
-                                  f"halves, micro_batch_size={self.micro_batch_size} has one",
-                                  "set parallelism.micro_batch_size to 2 or more")
         if self.cp > 1:
             raise CosimInputError("parallelism.moe_overlap", f"two_microbatch is not modelled with cp={self.cp} "
                                   "(ring attention)", "use cp=1 or moe_overlap=\"none\"")
@@ -389,6 +387,11 @@ def check_compatible(model: ModelSpec, par: ParallelismSpec) -> None:
     if par.moe_overlap != "none" and not model.is_moe:
         raise CosimInputError("parallelism.moe_overlap", f"overlaps MoE all-to-alls; {model.name} has no MoE layer",
                               "leave moe_overlap at \"none\" for dense models")
+    if par.moe_overlap != "none" and par.micro_batch_size == 1 and (s % 2 or par.sp and (s // 2) % t):
+        raise CosimInputError("parallelism.moe_overlap", f"two_microbatch splits a micro-batch of one sequence into "
+                              f"its two token halves; s = {s} does not split into two halves"
+                              + (f" divisible by tp={t} (sequence parallelism)" if par.sp else ""),
+                              f"choose model.seq_length divisible by {2 * t if par.sp else 2}")
     if model.is_moe and t > 1 and not par.sequence_parallel:
         raise CosimInputError("parallelism.sequence_parallel",
                               f"a mixture-of-experts model with tp={t} needs sequence parallelism (Megatron-Core)",
