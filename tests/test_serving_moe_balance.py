@@ -1,5 +1,6 @@
 """Serving with expert parallelism across GPUs: two-batch overlap of the MoE layers, redundant experts as hot
-copies and node-limited routing (``workload.moe_overlap``, ``expert_placement``, ``node_limited_routing``;
+copies, their periodic rebalancing under a drifting router and node-limited routing (``workload.moe_overlap``,
+``expert_placement``, ``eplb_interval_steps``, ``routing_drift_steps``, ``node_limited_routing``;
 cosim.workload.inference.dpep).
 
 Two-batch overlap: the halves split the step's own routing, so every step moves exactly the unsplit step's
@@ -18,7 +19,7 @@ from test_inference_ep import _steps, _tokens_of_step, experiment
 from cosim.errors import CosimInputError
 from cosim.plan import compile as compile_plan
 from cosim.run import run
-from cosim.workload.inference.dpep import ExpertParallel
+from cosim.workload.inference.dpep import Eplb, ExpertParallel
 from cosim.workload.inference.model import get_inference_model
 from cosim.workload.routing import (
     RoutingSpec,
@@ -171,6 +172,82 @@ def test_node_limited_routing_keeps_each_token_on_its_servers():
     assert fabric[True] < 0.8 * fabric[False]
 
 
+def _eplb_run(interval: int, steps: int, drift: int = 30) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One decode MoE layer at EP32, 128 tokens per GPU, Zipf router (a = 1) whose popularity drifts every
+    ``drift`` steps, 32 hot copies placed every ``interval`` steps (0: once): per step the copies each expert
+    receives, the most copies a GPU receives, and the mean over GPUs."""
+    model = get_inference_model("deepseek-v3", routing_distribution="zipf", routing_zipf_exponent=1.0)
+    ep = ExpertParallel(model=model, redundant_experts=32, placement="hot_copies", routing_drift_steps=drift,
+                        eplb_interval_steps=interval)
+    eplb, tokens = Eplb(ep), (128,) * 32
+    load, hottest, mean = [], [], []
+    for step in range(steps):
+        received = ep.counts("decode", step, 3, tokens, 32, 8,
+                             placement=eplb.placement("decode", step, 3, 32)).expert_copies.sum(axis=0)
+        eplb.observe("decode", step, 3, tokens, 32, 8)
+        load.append(ep.expert_load("decode", step, 3, tokens, 32, 8))
+        hottest.append(received.max())
+        mean.append(received.mean())
+    return np.array(load), np.array(hottest), np.array(mean)
+
+
+def test_eplb_rebalancing_follows_a_drifting_router():
+    """The Zipf order re-drawn every 30 steps, EP32 with 32 hot copies: placed once, the hottest GPU receives
+    over twice the mean copies once the order has drifted; re-placed every 10 steps from the last 10 steps'
+    load, it stays within 15 % of the mean in every period but the one right after a drift (placed from
+    the load before it). The experts tokens pick are the same either way (every copy conserved: 128 × 8
+    per GPU); only which GPU serves them changes."""
+    load_once, hottest_once, mean = _eplb_run(0, 60)
+    load_eplb, hottest_eplb, mean_eplb = _eplb_run(10, 60)
+    assert np.array_equal(load_once, load_eplb) and np.all(load_once.sum(axis=1) == 32 * 128 * 8)
+    assert np.array_equal(mean, mean_eplb)
+    drifted = np.arange(60) >= 30
+    assert np.all(hottest_once[drifted] > 2 * mean[drifted])
+    settled = (np.arange(60) % 30) >= 10  # not in the first period after a drift
+    assert np.all(hottest_eplb[settled] < 1.15 * mean[settled])
+    assert hottest_eplb[settled].mean() < hottest_once[settled].mean()
+
+
+def test_eplb_places_from_the_last_windows_load():
+    """Period p's placement is routing.hot_copy_placement of the copies each expert received over period
+    p - 1's steps; period 0 keeps the placement from the declared popularity; a side's placement is its own."""
+    model = get_inference_model("deepseek-v3", routing_distribution="zipf", routing_zipf_exponent=1.0)
+    ep = ExpertParallel(model=model, redundant_experts=32, placement="hot_copies", eplb_interval_steps=3)
+    eplb, tokens = Eplb(ep), (16,) * 32
+    for step in range(6):
+        assert eplb.placement("decode", step, 3, 32) is None or step >= 3
+        eplb.observe("decode", step, 3, tokens, 32, 8)
+    window = sum(ep.expert_load("decode", s, 3, tokens, 32, 8) for s in range(3, 6))
+    assert eplb.placement("decode", 6, 3, 32) == tuple(hot_copy_placement(window, 32, 32).tolist())
+    assert eplb.placement("prefill", 6, 3, 32) is None  # no prefill step observed
+
+
+def test_eplb_in_a_serving_run_delivers_every_byte(engine_ns):
+    """A serving run whose router drifts every 2 steps and whose hot copies are placed again every 2: the
+    trace is valid and the steps of the first period route exactly as with copies placed once; a later
+    step routes differently; co-simulated, every byte arrives."""
+    kw = SHAPE | dict(redundant_experts=8, expert_placement="hot_copies", routing_drift_steps=2,
+                      model_overrides={"num_layers": 3, "first_dense_layers": 1, "routing_distribution": "zipf"})
+    once = compile_plan(experiment(**kw))
+    eplb = compile_plan(experiment(**kw, eplb_interval_steps=2))
+    check_trace(eplb.jobs[0].state.steps.trace)
+    a, b = _ep_bytes_per_rank_and_step(once), _ep_bytes_per_rank_and_step(eplb)
+    assert a.keys() == b.keys()
+    first = [k for k in a if k in (0, 1, -1, -2)]
+    assert first and all(np.array_equal(a[k], b[k]) for k in first)
+    assert any(not np.array_equal(a[k], b[k]) for k in a if k not in first)
+    s = run(experiment(**kw, eplb_interval_steps=2)).summary
+    assert s["status"] == "complete" and s["drops"] == 0 and s["delivered_bytes"] == s["payload_bytes"]
+
+
+def _ep_bytes_per_rank_and_step(planned) -> dict[int, np.ndarray]:
+    """Per step, the dispatch bytes every rank receives."""
+    _, st, tr = _steps(planned)
+    send = (tr.kind == OpKind.SEND) & (st.op_ep_phase == 0)
+    return {step: np.bincount(tr.peer[send & (st.op_step == step)], weights=tr.bytes[send & (st.op_step == step)],
+                              minlength=tr.n_ranks) for step in np.unique(st.op_step[send]).tolist()}
+
+
 @pytest.mark.parametrize(("workload", "field"), [
     (dict(prefill_ep=1, decode_ep=1, moe_overlap="two_microbatch"), "workload.moe_overlap"),
     (dict(prefill_ep=1, decode_ep=1, expert_placement="hot_copies"), "workload.expert_placement"),
@@ -181,6 +258,11 @@ def test_node_limited_routing_keeps_each_token_on_its_servers():
                                                       "max_routed_nodes": 0}),
      "workload.node_limited_routing"),
     (dict(node_limited_routing=True, expert_placement="hot_copies"), "workload.node_limited_routing"),
+    (dict(eplb_interval_steps=10), "workload.eplb_interval_steps"),
+    (dict(prefill_ep=1, decode_ep=1, eplb_interval_steps=10), "workload.eplb_interval_steps"),
+    (dict(eplb_interval_steps=-1, expert_placement="hot_copies"), "workload.eplb_interval_steps"),
+    (dict(routing_drift_steps=10, expert_placement="hot_copies"), "workload.routing_drift_steps"),
+    (dict(routing_drift_steps=10), "workload.routing_drift_steps"),
 ])
 def test_overlap_and_placement_errors_name_their_field(workload, field):
     """Overlap, hot copies or a node limit without a replica whose experts spread over its GPUs, a decode

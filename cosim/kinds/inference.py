@@ -125,7 +125,8 @@ def plan(exp, work, gpus_per_server: int | None) -> InferencePlan:
                             dispatch_fp8=w.moe_dispatch_dtype == "fp8",
                             redundant_experts=w.redundant_experts, placement=w.expert_placement,
                             overlap=w.moe_overlap,
-                            max_nodes=model.spec.max_routed_nodes if w.node_limited_routing else 0)
+                            max_nodes=model.spec.max_routed_nodes if w.node_limited_routing else 0,
+                            eplb_interval_steps=w.eplb_interval_steps, routing_drift_steps=w.routing_drift_steps)
         for side, shape, kernel in (("prefill", prefill, ep.prefill_kernel), ("decode", decode, ep.decode_kernel)):
             if shape.data_parallel and kernel == "high-throughput" and shape.ep > gps and shape.ep % gps:
                 raise CosimInputError(f"workload.{side}_ep", f"{shape.ep} GPUs do not fill servers of {gps} (DeepEP's "

@@ -163,6 +163,12 @@ class InferenceWorkload:
     node_limited_routing: bool = v.spec_field(v.Bool(), False,
                                               "route each token to experts on at most the model's "
                                               "max_routed_nodes servers of its unit (ep > tp)")
+    eplb_interval_steps: int = v.spec_field(v.Int(minimum=0, maximum=1 << 20), 0,
+                                            "hot copies placed again every this many steps of a side from the "
+                                            "load of the last that many (EPLB); 0: placed once")
+    routing_drift_steps: int = v.spec_field(v.Int(minimum=0, maximum=1 << 20), 0,
+                                            "every this many steps of a side the router's expert popularities "
+                                            "are dealt out again (Zipf order re-drawn, load vector permuted); 0: fixed")
     moe_overlap: str = v.spec_field(v.Choice(EP_OVERLAPS), "none",
                                     "two_microbatch: MoE layers as two halves overlapping their dispatch and "
                                     "combine with the other half's compute (ep > tp)")
@@ -205,7 +211,8 @@ class InferenceWorkload:
             raise CosimInputError("workload.redundant_experts", "redundant experts need a replica whose experts "
                                   "spread over its GPUs (ep > tp)", "set redundant_experts = 0, or raise an ep")
         for field, default, shown in (("expert_placement", "extra_slots", '"extra_slots"'),
-                                      ("moe_overlap", "none", '"none"'), ("node_limited_routing", False, "false")):
+                                      ("moe_overlap", "none", '"none"'), ("node_limited_routing", False, "false"),
+                                      ("eplb_interval_steps", 0, "0"), ("routing_drift_steps", 0, "0")):
             if getattr(self, field) != default and not spread:
                 raise CosimInputError(f"workload.{field}", "needs a replica whose experts spread over its GPUs "
                                       "(ep > tp)", f"set {field} = {shown}, or raise an ep")
@@ -217,6 +224,15 @@ class InferenceWorkload:
                 raise CosimInputError("workload.node_limited_routing", "node-limited routing over hot copies is "
                                       "not modelled (an expert's copies lie on several servers)",
                                       "set expert_placement = \"extra_slots\", or node_limited_routing = false")
+        for field in ("eplb_interval_steps", "routing_drift_steps"):
+            if getattr(self, field) and self.expert_placement != "hot_copies":
+                raise CosimInputError(f"workload.{field}", "moves hot copies; expert_placement = "
+                                      f"\"{self.expert_placement}\" routes to extra slots, a new popularity every step",
+                                      f"set expert_placement = \"hot_copies\", or {field} = 0")
+        if self.routing_drift_steps and model.spec.routing_distribution == "uniform":
+            raise CosimInputError("workload.routing_drift_steps", "a uniform router has no popularity to drift",
+                                  "set model_overrides.routing_distribution = \"zipf\" or \"vector\", or "
+                                  "routing_drift_steps = 0")
         if self.moe_overlap != "none" and self.decode_ep > self.decode_tp \
                 and self.max_decode_batch < 2 * self.decode_ep:
             raise CosimInputError("workload.moe_overlap", f"a decode step of at most {self.max_decode_batch} "

@@ -40,7 +40,11 @@ Redundant experts (``redundant_experts`` = R) are placed one of two ways (``plac
   same in every step: an expert's popularity belongs to the expert, not the step; or the declared
   ``routing_expert_load``), the slots are packed onto the GPUs by load, and an expert's tokens split evenly
   over its copies (cosim.workload.routing.hot_copy_placement, to_slots). Total copies are unchanged; the
-  hottest GPU receives fewer.
+  hottest GPU receives fewer. With ``eplb_interval_steps`` = N > 0 the copies are placed again every N
+  steps of a side from the copies each expert received over the last N (:class:`Eplb`, DeepSeek's EPLB
+  rebalancing from measured load); with ``routing_drift_steps`` = K > 0 the popularity itself drifts, the
+  experts' popularities dealt out again every K steps of a side (a fresh Zipf order, or the load vector
+  permuted), so a placement made once goes stale.
 
 Two-batch overlap (``overlap = "two_microbatch"``, as SGLang's TBO and DeepSeek's inference system run
 it): every MoE layer of a step runs as two halves per GPU, A with the first ⌈s/2⌉ of its decode
@@ -94,6 +98,12 @@ class ExpertParallel:
     overlap: str = "none"  #: two-batch overlap of the MoE layers (OVERLAPS)
     #: node-limited routing over the unit's servers; 0: none (placement "extra_slots" only: hot copies ignore it)
     max_nodes: int = 0
+    #: hot copies re-placed every this many steps of a side from the copies each expert received in the last
+    #: that many (EPLB's periodic rebalancing, :class:`Eplb`); 0: placed once from the declared popularity
+    eplb_interval_steps: int = 0
+    #: the router's popularity drifts: every this many steps of a side the experts' popularities are dealt out
+    #: again (the Zipf order re-drawn, a load vector permuted); 0: fixed (placement "hot_copies" only)
+    routing_drift_steps: int = 0
 
     def __post_init__(self) -> None:
         for field in ("prefill_kernel", "decode_kernel"):
@@ -112,6 +122,14 @@ class ExpertParallel:
         n = self.max_nodes
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise CosimInputError("workload.node_limited_routing", f"node limit must be an integer >= 0, got {n!r}")
+        for field in ("eplb_interval_steps", "routing_drift_steps"):
+            n = getattr(self, field)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise CosimInputError(f"workload.{field}", f"must be an integer >= 0, got {n!r}")
+            if n and self.placement != "hot_copies":
+                raise CosimInputError(f"workload.{field}", "needs expert_placement = \"hot_copies\" (extra slots "
+                                      "draw their popularity afresh every step)",
+                                      f"set expert_placement = \"hot_copies\", or {field} = 0")
 
     @property
     def expert_slots(self) -> int:
@@ -131,42 +149,120 @@ class ExpertParallel:
         return moe_token_bytes(model.spec)
 
     def routing(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
-                gpus_per_node: int) -> np.ndarray:
+                gpus_per_node: int, placement: tuple[int, ...] | None = None) -> np.ndarray:
         """The expert slots every token of one MoE layer of one step picks: int32 (ep, max(tokens), top_k),
-        of which GPU g's first ``tokens[g]`` rows are its tokens."""
-        return _routing(self, phase, step, layer, max(1, max(tokens)), ep, min(gpus_per_node, ep))
+        of which GPU g's first ``tokens[g]`` rows are its tokens; ``placement``: the expert of each slot
+        (hot copies, :class:`Eplb`), None for the one placed from the declared popularity."""
+        return _routing(self, phase, step, layer, max(1, max(tokens)), ep, min(gpus_per_node, ep), placement)
 
     def counts(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
-               gpus_per_node: int, rows: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> RoutedCounts:
+               gpus_per_node: int, rows: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
+               placement: tuple[int, ...] | None = None) -> RoutedCounts:
         """What each GPU sends in one MoE layer of one step, ``tokens[g]`` tokens on GPU g of ``ep``; with
         ``rows = (first, count)`` only GPU g's tokens ``first[g]`` to ``first[g] + count[g] - 1`` of that
-        routing (one half of a two-batch overlap)."""
-        return _counts(self, phase, step, layer, tuple(tokens), ep, min(gpus_per_node, ep), rows)
+        routing (one half of a two-batch overlap); ``placement`` as :meth:`routing`'s."""
+        return _counts(self, phase, step, layer, tuple(tokens), ep, min(gpus_per_node, ep), rows, placement)
+
+    def expert_load(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
+                    gpus_per_node: int) -> np.ndarray:
+        """int64 (E,): token copies each of the model's experts receives in one MoE layer of one step (placement
+        "hot_copies": what EPLB observes, whatever copy serves them)."""
+        experts = _expert_routing(self, phase, step, layer, max(1, max(tokens)), ep, min(gpus_per_node, ep))
+        valid = np.arange(experts.shape[1])[None, :] < np.asarray(tokens, np.int64)[:, None]
+        return np.bincount(experts[valid].ravel(), minlength=self.model.spec.num_experts).astype(np.int64)
+
+
+def side_step(step: int) -> int:
+    """The index among its side's steps of ``step`` (prefill s as s, decode s as -1 - s)."""
+    return step if step >= 0 else -1 - step
+
+
+class Eplb:
+    """EPLB's periodic rebalancing over one build of a serving trace (``eplb_interval_steps`` = N > 0): the
+    steps of a side fall in periods of N (by their index among the side's steps); per (side, MoE layer) the
+    hot copies of period p > 0 are placed (routing.hot_copy_placement) from the token copies each expert
+    received in period p - 1, as DeepSeek's EPLB re-places its redundant experts from the load it measured
+    over the last window; period 0 keeps the placement from the declared popularity. A period whose window
+    saw no step keeps the placement before it. Steps must be handed in with :meth:`observe` in the order the
+    trace is built (start order)."""
+
+    def __init__(self, ep_spec: ExpertParallel):
+        self.spec = ep_spec
+        self._observed: dict[tuple[str, int, int], np.ndarray] = {}  # (side, layer, period) -> copies per expert
+        self._placed: dict[tuple[str, int, int], tuple[int, ...] | None] = {}
+
+    def placement(self, phase: str, step: int, layer: int, ep: int) -> tuple[int, ...] | None:
+        """The expert of each slot in ``layer`` at ``step`` of side ``phase`` (None: the first placement)."""
+        n = self.spec.eplb_interval_steps
+        if not n:
+            return None
+        period = side_step(step) // n
+        for p in range(period + 1):  # the periods before, in order: each may lean on the one before it
+            key = (phase, layer, p)
+            if key in self._placed:
+                continue
+            load = self._observed.get((phase, layer, p - 1))
+            if p == 0 or load is None or not load.any():
+                self._placed[key] = self._placed.get((phase, layer, p - 1))
+            else:
+                self._placed[key] = tuple(hot_copy_placement(load, self.spec.redundant_experts, ep).tolist())
+        return self._placed[(phase, layer, period)]
+
+    def observe(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
+                gpus_per_node: int) -> None:
+        """Add one MoE layer of one step's routed copies per expert to its period's window."""
+        if not self.spec.eplb_interval_steps:
+            return
+        key = (phase, layer, side_step(step) // self.spec.eplb_interval_steps)
+        load = self.spec.expert_load(phase, step, layer, tokens, ep, gpus_per_node)
+        self._observed[key] = self._observed.get(key, 0) + load
+
+
+def _step_seed(ep_spec: ExpertParallel, phase: str, step: int, layer: int) -> int:
+    m = ep_spec.model.spec
+    return int(np.random.SeedSequence([m.routing_seed, 0 if phase == "prefill" else 1, step + (1 << 20),
+                                       layer]).generate_state(1)[0])
 
 
 @functools.lru_cache(maxsize=1 << 10)
 def _routing(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens_per_rank: int, ep: int,
-             gpus_per_node: int) -> np.ndarray:
+             gpus_per_node: int, placement: tuple[int, ...] | None = None) -> np.ndarray:
     m = ep_spec.model.spec
-    seed = int(np.random.SeedSequence([m.routing_seed, 0 if phase == "prefill" else 1, step + (1 << 20),
-                                       layer]).generate_state(1)[0])
     if ep_spec.placement == "extra_slots":
         spec = RoutingSpec(distribution=m.routing_distribution, zipf_exponent=m.routing_zipf_exponent,
-                           expert_load=m.routing_expert_load, max_nodes=ep_spec.max_nodes, seed=seed)
+                           expert_load=m.routing_expert_load, max_nodes=ep_spec.max_nodes,
+                           seed=_step_seed(ep_spec, phase, step, layer))
         return route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=ep_spec.expert_slots,
                             top_k=m.top_k, gpus_per_node=gpus_per_node)
-    spec = _hot_copy_routing(ep_spec, layer, seed)
-    experts = route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=m.num_experts,
-                           top_k=m.top_k, gpus_per_node=gpus_per_node)
-    return to_slots(experts, _placement(ep_spec, layer, ep))
+    experts = _expert_routing(ep_spec, phase, step, layer, tokens_per_rank, ep, gpus_per_node)
+    slots = _placement(ep_spec, layer, ep) if placement is None else np.asarray(placement, np.int64)
+    return to_slots(experts, slots)
 
 
-def _hot_copy_routing(ep_spec: ExpertParallel, layer: int, seed: int) -> RoutingSpec:
-    """The routing of placement "hot_copies": the step's draws, the layer's popularity (module docstring)."""
+@functools.lru_cache(maxsize=1 << 10)
+def _expert_routing(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens_per_rank: int, ep: int,
+                    gpus_per_node: int) -> np.ndarray:
+    """Placement "hot_copies": the model's experts every token picks (before they map to copies)."""
     m = ep_spec.model.spec
-    popularity = int(np.random.SeedSequence([m.routing_seed, 2, layer]).generate_state(1)[0])
+    epoch = side_step(step) // ep_spec.routing_drift_steps if ep_spec.routing_drift_steps else 0
+    spec = _hot_copy_routing(ep_spec, layer, _step_seed(ep_spec, phase, step, layer), epoch)
+    return route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=m.num_experts,
+                        top_k=m.top_k, gpus_per_node=gpus_per_node)
+
+
+def _hot_copy_routing(ep_spec: ExpertParallel, layer: int, seed: int, epoch: int = 0) -> RoutingSpec:
+    """The routing of placement "hot_copies": the step's draws, the layer's popularity (module docstring) in
+    drift epoch ``epoch`` (``routing_drift_steps``): epoch 0 the layer's own; a later one the Zipf order
+    drawn again, or the load vector permuted, from ``[routing_seed, 2 or 3, layer, epoch]``."""
+    m = ep_spec.model.spec
+    popularity = int(np.random.SeedSequence([m.routing_seed, 2, layer] + ([epoch] if epoch else []))
+                     .generate_state(1)[0])
+    load = m.routing_expert_load
+    if epoch and m.routing_distribution == "vector":
+        order = np.random.default_rng([m.routing_seed, 3, layer, epoch]).permutation(len(load))
+        load = tuple(np.asarray(load, np.float64)[order].tolist())
     return RoutingSpec(distribution=m.routing_distribution, zipf_exponent=m.routing_zipf_exponent,
-                       expert_load=m.routing_expert_load, max_nodes=0, seed=seed, popularity_seed=popularity)
+                       expert_load=load, max_nodes=0, seed=seed, popularity_seed=popularity)
 
 
 @functools.lru_cache(maxsize=1 << 8)
@@ -179,8 +275,9 @@ def _placement(ep_spec: ExpertParallel, layer: int, ep: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1 << 12)
 def _counts(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
-            gpus_per_node: int, rows: tuple[tuple[int, ...], tuple[int, ...]] | None) -> RoutedCounts:
-    experts = ep_spec.routing(phase, step, layer, tokens, ep, gpus_per_node)
+            gpus_per_node: int, rows: tuple[tuple[int, ...], tuple[int, ...]] | None,
+            placement: tuple[int, ...] | None) -> RoutedCounts:
+    experts = ep_spec.routing(phase, step, layer, tokens, ep, gpus_per_node, placement)
     if rows is None:
         return routed_counts(experts, num_experts=ep_spec.expert_slots, gpus_per_node=gpus_per_node,
                              tokens_of_rank=np.asarray(tokens, np.int64))

@@ -39,7 +39,7 @@ import numpy as np
 
 from cosim.workload.deepep import HINTS, combine_messages, dispatch_messages
 from cosim.workload.hardware import HardwareSpec
-from cosim.workload.inference.dpep import ExpertParallel, decode_gpus, emit_messages
+from cosim.workload.inference.dpep import Eplb, ExpertParallel, decode_gpus, emit_messages
 from cosim.workload.inference.model import InferenceModel
 from cosim.workload.inference.requests import Requests
 from cosim.workload.inference.serving import ServingSchedule
@@ -247,6 +247,7 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                          redundant_experts=ep.redundant_experts if ep else 0)
     d_cost = StepCompute(model=model, hardware=hardware, tp=decode.tp, pp=decode.pp, ep=decode.ep,
                          redundant_experts=ep.redundant_experts if ep else 0)
+    eplb = Eplb(ep) if ep else None  # hot copies re-placed from the load this build's steps route
     # attention data-parallel sides: the GPU of the decode replica that decodes each request
     d_gpu = decode_gpus(sched.decode_replica, decode.ep) if decode.data_parallel else None
 
@@ -274,7 +275,8 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
             router.append([ops.add(r, OpKind.COMPUTE, [o], f"{phase}/router",
                                    duration=max(1, cost.router_ns(n) if n else 1), layer=layer, step=step_id)
                            for r, o, n in zip(ranks, attn, n_h)])
-            counts = ep.counts(phase, step_id, layer, tuple(tokens), n_ep, gpus_per_server, rows[h])
+            counts = ep.counts(phase, step_id, layer, tuple(tokens), n_ep, gpus_per_server, rows[h],
+                               eplb.placement(phase, step_id, layer, n_ep))
             moved.append((counts, emit_messages(ops, ranks, dispatch_messages(counts, kernel,
                                                                               ep.dispatch_token_bytes(model)),
                                                 router[h], f"{phase}/ep_dispatch", hint=HINTS[kernel], layer=layer,
@@ -282,6 +284,7 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
             stream = [ops.add(r, OpKind.COMPUTE, [o], f"{phase}/shared_experts",
                               duration=max(1, cost.shared_experts_ns(n)), layer=layer, step=step_id)
                       for r, o, n in zip(ranks, router[h], n_h)] if m.num_shared_experts else router[h]
+        eplb.observe(phase, step_id, layer, tuple(tokens), n_ep, gpus_per_server)
         kv_hook(0, ranks, attn, layer, False)  # both halves' K and V exist after B's attention
         combined = []
         for h, (n_h, _) in enumerate(halves):
@@ -323,7 +326,9 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                 cur = [[ops.add(r, OpKind.COMPUTE, d, f"{phase}/mlp", duration=max(1, cost.dense_mlp_ns(n) + t),
                                 layer=layer, step=step_id)] for r, d, n, t in zip(ranks, cur, tokens, tail)]
                 continue
-            counts = ep.counts(phase, step_id, layer, tuple(tokens), shape.ep, gpus_per_server)
+            counts = ep.counts(phase, step_id, layer, tuple(tokens), shape.ep, gpus_per_server,
+                               placement=eplb.placement(phase, step_id, layer, shape.ep))
+            eplb.observe(phase, step_id, layer, tuple(tokens), shape.ep, gpus_per_server)
             copies = counts.expert_copies.sum(axis=0)
             router = [ops.add(r, OpKind.COMPUTE, d, f"{phase}/router", duration=max(1, cost.router_ns(n) if n else 1),
                               layer=layer, step=step_id) for r, d, n in zip(ranks, cur, tokens)]
