@@ -26,6 +26,7 @@ from cosim.workload.routing import (
     expert_popularity,
     hot_copy_placement,
     route_tokens,
+    route_tokens_to_copies,
     routed_counts,
     to_slots,
 )
@@ -146,11 +147,14 @@ def test_hot_copies_lower_the_hottest_gpus_dispatch_bytes_under_zipf():
     assert twelve.expert_copies.shape == (12, 12) and twelve.expert_copies.sum() == 12 * 16 * 8
 
 
-def test_node_limited_routing_keeps_each_token_on_its_servers():
-    """With node_limited_routing and max_routed_nodes = 2, EP16 over 4 servers: every token's experts lie
-    on at most 2 servers in every MoE layer of every step, so the high-throughput kernels' RDMA copies per
-    token are at most 2; the prefill's fabric bytes fall below the unlimited routing's."""
-    kw = dict(prefill_ep=16, decode_ep=16, gpus_per_server=4, layers=3, requests=8,
+@pytest.mark.parametrize("placement", ["extra_slots", "hot_copies"])
+def test_node_limited_routing_keeps_each_token_on_its_servers(placement):
+    """With node_limited_routing and max_routed_nodes = 2, EP16 over 4 servers: every token's experts (with
+    hot copies, the copies it is sent to) lie on at most 2 servers in every MoE layer of every step, so the
+    high-throughput kernels' RDMA copies per token are at most 2; the prefill's fabric bytes fall below the
+    unlimited routing's."""
+    kw = dict(prefill_ep=16, decode_ep=16, gpus_per_server=4, layers=3, requests=8, redundant_experts=16,
+              expert_placement=placement,
               model_overrides={"num_layers": 3, "first_dense_layers": 1, "max_routed_nodes": 2})
     fabric = {}
     for limited in (False, True):
@@ -170,6 +174,31 @@ def test_node_limited_routing_keeps_each_token_on_its_servers():
                     for row in servers[g, :tokens[g]]:
                         assert np.unique(row).size <= 2
     assert fabric[True] < 0.8 * fabric[False]
+
+
+@pytest.mark.parametrize("limit, bound", [(1, 1.8), (2, 1.35), (3, 1.35)])
+def test_node_limited_hot_copies_conserve_tokens(limit, bound):
+    """Node-limited routing over hot copies, DeepSeek-V3's 256 experts + 32 copies at EP32 on 4 servers of 8,
+    a Zipf router: every token sends its top-8 to 8 distinct experts, each to a slot holding a copy of that
+    expert, all on at most ``limit`` servers (so every copy is conserved: 8 per token); the copies spread
+    over the servers keep the hottest GPU within ``bound`` × the mean (routing to extra slots under the same
+    limit: over 3 ×). With one server per token a server's copies of an expert serve all its tokens that pick
+    it, and the second hottest expert's 7 copies lie 2, 2, 2 and 1 on the servers: hence the looser bound."""
+    p = expert_popularity(RoutingSpec(distribution="zipf", zipf_exponent=1.0, seed=1), 256)
+    place = hot_copy_placement(p, 32, 32, gpus_per_node=8)
+    spec = RoutingSpec(distribution="zipf", zipf_exponent=1.0, max_nodes=limit, seed=3, popularity_seed=1)
+    slots = route_tokens_to_copies(spec, tokens_per_rank=256, ep=32, slot_expert=place, top_k=8, gpus_per_node=8)
+    assert slots.shape == (32, 256, 8)
+    servers = slots // 9 // 8
+    assert max(np.unique(row).size for row in servers.reshape(-1, 8)) <= limit
+    experts = place[slots].reshape(-1, 8)
+    assert all(np.unique(row).size == 8 for row in experts)
+    received = np.bincount(slots.ravel() // 9, minlength=32)
+    assert received.sum() == 32 * 256 * 8 and received.max() < bound * received.mean()
+    extra = routed_counts(route_tokens(RoutingSpec(distribution="zipf", zipf_exponent=1.0, max_nodes=limit, seed=3),
+                                       tokens_per_rank=256, ep=32, num_experts=288, top_k=8, gpus_per_node=8),
+                          num_experts=288, gpus_per_node=8).expert_copies.sum(axis=0)
+    assert extra.max() > 3 * extra.mean()
 
 
 def _eplb_run(interval: int, steps: int, drift: int = 30) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -257,7 +286,6 @@ def _ep_bytes_per_rank_and_step(planned) -> dict[int, np.ndarray]:
     (dict(node_limited_routing=True, model_overrides={"num_layers": 2, "first_dense_layers": 1,
                                                       "max_routed_nodes": 0}),
      "workload.node_limited_routing"),
-    (dict(node_limited_routing=True, expert_placement="hot_copies"), "workload.node_limited_routing"),
     (dict(eplb_interval_steps=10), "workload.eplb_interval_steps"),
     (dict(prefill_ep=1, decode_ep=1, eplb_interval_steps=10), "workload.eplb_interval_steps"),
     (dict(eplb_interval_steps=-1, expert_placement="hot_copies"), "workload.eplb_interval_steps"),
@@ -267,7 +295,8 @@ def _ep_bytes_per_rank_and_step(planned) -> dict[int, np.ndarray]:
 def test_overlap_and_placement_errors_name_their_field(workload, field):
     """Overlap, hot copies or a node limit without a replica whose experts spread over its GPUs, a decode
     batch too small to give every GPU two micro-batches, an unknown value, a node limit the model does not
-    have or over hot copies: one error naming the field."""
+    have, rebalancing or drift without hot copies or with a negative count, drift of a uniform router: one
+    error naming the field."""
     with pytest.raises(CosimInputError) as err:
         experiment(**workload)
     assert err.value.field == field

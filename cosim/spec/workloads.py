@@ -220,10 +220,6 @@ class InferenceWorkload:
             if not model.spec.max_routed_nodes:
                 raise CosimInputError("workload.node_limited_routing", f"{model.spec.name} has no node limit",
                                       "set model_overrides.max_routed_nodes, or node_limited_routing = false")
-            if self.expert_placement != "extra_slots":
-                raise CosimInputError("workload.node_limited_routing", "node-limited routing over hot copies is "
-                                      "not modelled (an expert's copies lie on several servers)",
-                                      "set expert_placement = \"extra_slots\", or node_limited_routing = false")
         for field in ("eplb_interval_steps", "routing_drift_steps"):
             if getattr(self, field) and self.expert_placement != "hot_copies":
                 raise CosimInputError(f"workload.{field}", "moves hot copies; expert_placement = "

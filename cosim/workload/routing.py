@@ -31,7 +31,9 @@ given one at a time to the expert with the highest load per copy (p_e / c_e); th
 packed onto the ep ranks, (E + R)/ep each, heaviest copy first onto the least-loaded rank with room that
 holds no copy of that expert yet. A token's copy for expert e goes to one of e's c_e copies: the i-th
 (token, e) pair a source rank sends (token order) to copy (i + s) mod c_e, so every copy gets
-n_{s,e}/c_e of each source's tokens, within one.
+n_{s,e}/c_e of each source's tokens, within one. Node-limited routing over hot copies
+(:func:`route_tokens_to_copies`) counts an expert as on every node holding one of its copies, and sends
+each pair to a copy on the token's chosen nodes.
 """
 
 from __future__ import annotations
@@ -213,9 +215,12 @@ def routed_counts(experts: np.ndarray, *, num_experts: int, gpus_per_node: int,
                         gpus_per_node=gpus_per_node)
 
 
-def hot_copy_placement(popularity: np.ndarray, redundant: int, ranks: int) -> np.ndarray:
+def hot_copy_placement(popularity: np.ndarray, redundant: int, ranks: int, gpus_per_node: int = 0) -> np.ndarray:
     """int64 (E + R,): the expert each slot holds, slots of rank g at ``g·(E+R)/ep`` onwards: R copies of the
-    hottest experts by ``popularity`` (expected load per expert), packed by load (module docstring)."""
+    hottest experts by ``popularity`` (expected load per expert), packed by load (module docstring). With
+    ``gpus_per_node`` > 0 (node-limited routing) a copy goes first to the nodes holding the fewest copies of
+    its expert, so an expert's copies spread over the nodes: a token limited to some nodes then finds as
+    many of them there as it can (EPLB's hierarchical packing does the same per node group)."""
     load = np.asarray(popularity, np.float64)
     n = load.size
     copies = np.ones(n, np.int64)
@@ -230,15 +235,93 @@ def hot_copy_placement(popularity: np.ndarray, redundant: int, ranks: int) -> np
     per_copy = (load / copies)[expert]
     rank_load, filled = np.zeros(ranks), np.zeros(ranks, np.int64)
     holds = np.zeros((ranks, n), bool)
+    node = np.arange(ranks) // gpus_per_node if gpus_per_node else None
     out = np.empty(slots, np.int64)
     for e in expert[np.argsort(-per_copy, kind="stable")].tolist():
         open_ = filled < room
         fresh = open_ & ~holds[:, e]
-        g = int(np.argmin(np.where(fresh if fresh.any() else open_, rank_load, np.inf)))
+        pool = fresh if fresh.any() else open_
+        if node is not None:  # the copies of e already on each rank's node: the fewest first
+            on_node = np.bincount(node[holds[:, e]], minlength=int(node[-1]) + 1)[node]
+            pool = pool & (on_node == on_node[pool].min())
+        g = int(np.argmin(np.where(pool, rank_load, np.inf)))
         out[g * room + filled[g]] = e
         filled[g] += 1
         rank_load[g] += load[e] / copies[e]
         holds[g, e] = True
+    return out
+
+
+def route_tokens_to_copies(spec: RoutingSpec, *, tokens_per_rank: int, ep: int, slot_expert: np.ndarray,
+                           top_k: int, gpus_per_node: int) -> np.ndarray:
+    """Node-limited routing over hot copies (``spec.max_nodes`` = M > 0): the slot of the copy each token's
+    top-k experts are sent to, int32 (ep, tokens_per_rank, top_k), all on at most M nodes. An expert counts
+    as on a node when one of its copies (``slot_expert``, :func:`hot_copy_placement`) is there: each token
+    keeps the M nodes with the highest sum of their best ⌊k/M⌋ (at least 1) scores among the experts on them
+    (DeepSeek-V3's rule), takes its top-k among the experts on those nodes, and sends each to one of that
+    expert's copies on them: source rank s's i-th pair for expert e (token order) to the ((i + s) mod
+    c)-th of the c copies on the token's nodes, so a token's node count is that of the copies it is really
+    sent to. M at or above the nodes: :func:`to_slots` of the unlimited routing."""
+    slot_expert = np.asarray(slot_expert, np.int64)
+    n_slots = slot_expert.size
+    num_experts = int(slot_expert.max()) + 1
+    if n_slots % ep:
+        raise CosimInputError("routing.ep", f"{n_slots} expert slots are not divisible by ep={ep}",
+                              "choose ep dividing the experts + redundant copies")
+    node_of_slot = np.arange(n_slots) // (n_slots // ep) // gpus_per_node
+    n_nodes = int(node_of_slot[-1]) + 1
+    limit = spec.max_nodes
+    unlimited = RoutingSpec(distribution=spec.distribution, zipf_exponent=spec.zipf_exponent,
+                            expert_load=spec.expert_load, max_nodes=0, seed=spec.seed,
+                            popularity_seed=spec.popularity_seed)
+    if not 0 < limit < n_nodes:
+        experts = route_tokens(unlimited, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=num_experts,
+                               top_k=top_k, gpus_per_node=gpus_per_node)
+        return to_slots(experts, slot_expert)
+    on_node = np.zeros((num_experts, n_nodes), bool)
+    on_node[slot_expert, node_of_slot] = True
+    if np.any(on_node.sum(axis=0) < 1) or np.sort(on_node.sum(axis=0))[::-1][:limit].sum() < top_k:
+        raise CosimInputError("routing.max_nodes", f"{limit} nodes hold fewer than top_k={top_k} experts",
+                              "raise max_nodes")
+    p = expert_popularity(unlimited, num_experts)
+    if np.count_nonzero(p) < top_k:
+        raise CosimInputError("routing.expert_load", f"fewer than top_k={top_k} experts have a load",
+                              "give at least top_k experts a positive load")
+    with np.errstate(divide="ignore"):
+        log_p = np.log(p)
+    # copies of each expert by slot, padded with -1: (E, most copies)
+    order = np.argsort(slot_expert, kind="stable")
+    copies = np.bincount(slot_expert, minlength=num_experts)
+    rank_in_expert = np.arange(n_slots) - np.repeat(np.cumsum(copies) - copies, copies)
+    copy_slots = np.full((num_experts, int(copies.max())), -1, np.int64)
+    copy_slots[slot_expert[order], rank_in_expert] = order
+    best_per_node = max(1, top_k // limit)
+    rng = np.random.default_rng(spec.seed)
+    out = np.empty((ep, tokens_per_rank, top_k), np.int32)
+    for r in range(ep):
+        scores = log_p[None, :] + rng.gumbel(size=(tokens_per_rank, num_experts))
+        node_score = np.empty((tokens_per_rank, n_nodes))
+        for b in range(n_nodes):  # one node at a time: (tokens × experts on it) stays small
+            mine = scores[:, on_node[:, b]]
+            k = min(best_per_node, mine.shape[1])
+            node_score[:, b] = np.partition(mine, mine.shape[1] - k, axis=1)[:, -k:].sum(axis=1)
+        node_score = np.nan_to_num(node_score, nan=-np.inf)
+        kept = np.zeros((tokens_per_rank, n_nodes), bool)
+        np.put_along_axis(kept, np.argpartition(-node_score, limit - 1, axis=1)[:, :limit], True, axis=1)
+        allowed = (kept.astype(np.int64) @ on_node.T.astype(np.int64)) > 0
+        top = np.sort(np.argpartition(-np.where(allowed, scores, -np.inf), top_k - 1, axis=1)[:, :top_k], axis=1)
+        # each pair to one of its expert's copies on the token's kept nodes, round robin per expert
+        cand = copy_slots[top]  # (tokens, k, most copies)
+        ok = (cand >= 0) & np.take_along_axis(kept[:, None, :], node_of_slot[np.maximum(cand, 0)], axis=2)
+        n_ok = ok.sum(axis=2)
+        flat = top.ravel()
+        pos = np.argsort(flat, kind="stable")
+        start = np.searchsorted(flat[pos], flat[pos], side="left")
+        occurrence = np.empty(flat.size, np.int64)
+        occurrence[pos] = np.arange(flat.size) - start
+        pick = (occurrence.reshape(top.shape) + r) % n_ok
+        nth = (np.cumsum(ok, axis=2) == (pick + 1)[:, :, None]) & ok
+        out[r] = np.take_along_axis(cand, np.argmax(nth, axis=2)[:, :, None], axis=2)[:, :, 0]
     return out
 
 

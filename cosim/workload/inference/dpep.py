@@ -18,7 +18,8 @@ Per step and replica:
   expert slots, E'/ep per GPU, with the model's routing distribution and seed; by default no node
   limit, the deployment's GPU count not following the model's expert groups; with ``max_nodes`` = M > 0
   each token's slots lie on at most M servers of the unit, DeepSeek-V3's node-limited routing applied to
-  the unit's servers), then DeepEP moves them
+  the unit's servers; with hot copies, the servers of the copies a token is really sent to,
+  cosim.workload.routing.route_tokens_to_copies), then DeepEP moves them
   (cosim.workload.deepep): the high-throughput kernels for prefill (one RDMA copy per destination node,
   forwarded over NVLink inside it), the low-latency kernels for decode (one copy per (token, expert) pair,
   straight to the expert's GPU), the dispatch in FP8 (h bytes + an fp32 scale per 128) or bf16, the
@@ -60,6 +61,7 @@ copies others send it). Dense layers are not split.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -74,6 +76,7 @@ from cosim.workload.routing import (
     expert_popularity,
     hot_copy_placement,
     route_tokens,
+    route_tokens_to_copies,
     routed_counts,
     to_slots,
 )
@@ -96,7 +99,8 @@ class ExpertParallel:
     redundant_experts: int = 0  #: routed-expert copies beside the model's experts (EPLB's replicas)
     placement: str = "extra_slots"  #: what the redundant slots hold (PLACEMENTS)
     overlap: str = "none"  #: two-batch overlap of the MoE layers (OVERLAPS)
-    #: node-limited routing over the unit's servers; 0: none (placement "extra_slots" only: hot copies ignore it)
+    #: node-limited routing over the unit's servers; 0: none (with hot copies, over the servers of the copies
+    #: a token is sent to: routing.route_tokens_to_copies)
     max_nodes: int = 0
     #: hot copies re-placed every this many steps of a side from the copies each expert received in the last
     #: that many (EPLB's periodic rebalancing, :class:`Eplb`); 0: placed once from the declared popularity
@@ -164,10 +168,14 @@ class ExpertParallel:
         return _counts(self, phase, step, layer, tuple(tokens), ep, min(gpus_per_node, ep), rows, placement)
 
     def expert_load(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
-                    gpus_per_node: int) -> np.ndarray:
+                    gpus_per_node: int, placement: tuple[int, ...] | None = None) -> np.ndarray:
         """int64 (E,): token copies each of the model's experts receives in one MoE layer of one step (placement
-        "hot_copies": what EPLB observes, whatever copy serves them)."""
-        experts = _expert_routing(self, phase, step, layer, max(1, max(tokens)), ep, min(gpus_per_node, ep))
+        "hot_copies": what EPLB observes, whatever copy serves them; ``placement`` as :meth:`routing`'s, which
+        a node limit makes matter)."""
+        slots = self.routing(phase, step, layer, tokens, ep, gpus_per_node, placement)
+        slot_expert = _placement(self, layer, ep, min(gpus_per_node, ep)) if placement is None \
+            else np.asarray(placement, np.int64)
+        experts = slot_expert[slots]
         valid = np.arange(experts.shape[1])[None, :] < np.asarray(tokens, np.int64)[:, None]
         return np.bincount(experts[valid].ravel(), minlength=self.model.spec.num_experts).astype(np.int64)
 
@@ -191,8 +199,10 @@ class Eplb:
         self._observed: dict[tuple[str, int, int], np.ndarray] = {}  # (side, layer, period) -> copies per expert
         self._placed: dict[tuple[str, int, int], tuple[int, ...] | None] = {}
 
-    def placement(self, phase: str, step: int, layer: int, ep: int) -> tuple[int, ...] | None:
-        """The expert of each slot in ``layer`` at ``step`` of side ``phase`` (None: the first placement)."""
+    def placement(self, phase: str, step: int, layer: int, ep: int,
+                  gpus_per_node: int = 0) -> tuple[int, ...] | None:
+        """The expert of each slot in ``layer`` at ``step`` of side ``phase`` (None: the first placement);
+        ``gpus_per_node``: EP ranks per server, which a node limit spreads each expert's copies over."""
         n = self.spec.eplb_interval_steps
         if not n:
             return None
@@ -205,7 +215,8 @@ class Eplb:
             if p == 0 or load is None or not load.any():
                 self._placed[key] = self._placed.get((phase, layer, p - 1))
             else:
-                self._placed[key] = tuple(hot_copy_placement(load, self.spec.redundant_experts, ep).tolist())
+                spread = min(gpus_per_node, ep) if self.spec.max_nodes else 0
+                self._placed[key] = tuple(hot_copy_placement(load, self.spec.redundant_experts, ep, spread).tolist())
         return self._placed[(phase, layer, period)]
 
     def observe(self, phase: str, step: int, layer: int, tokens: tuple[int, ...], ep: int,
@@ -214,7 +225,8 @@ class Eplb:
         if not self.spec.eplb_interval_steps:
             return
         key = (phase, layer, side_step(step) // self.spec.eplb_interval_steps)
-        load = self.spec.expert_load(phase, step, layer, tokens, ep, gpus_per_node)
+        load = self.spec.expert_load(phase, step, layer, tokens, ep, gpus_per_node,
+                                     self.placement(phase, step, layer, ep, gpus_per_node))
         self._observed[key] = self._observed.get(key, 0) + load
 
 
@@ -234,8 +246,14 @@ def _routing(ep_spec: ExpertParallel, phase: str, step: int, layer: int, tokens_
                            seed=_step_seed(ep_spec, phase, step, layer))
         return route_tokens(spec, tokens_per_rank=tokens_per_rank, ep=ep, num_experts=ep_spec.expert_slots,
                             top_k=m.top_k, gpus_per_node=gpus_per_node)
+    slots = _placement(ep_spec, layer, ep, gpus_per_node) if placement is None else np.asarray(placement, np.int64)
+    if ep_spec.max_nodes:  # the node limit counts the servers of the copies a token is sent to
+        epoch = side_step(step) // ep_spec.routing_drift_steps if ep_spec.routing_drift_steps else 0
+        spec = dataclasses.replace(_hot_copy_routing(ep_spec, layer, _step_seed(ep_spec, phase, step, layer), epoch),
+                                   max_nodes=ep_spec.max_nodes)
+        return route_tokens_to_copies(spec, tokens_per_rank=tokens_per_rank, ep=ep, slot_expert=slots,
+                                      top_k=m.top_k, gpus_per_node=gpus_per_node)
     experts = _expert_routing(ep_spec, phase, step, layer, tokens_per_rank, ep, gpus_per_node)
-    slots = _placement(ep_spec, layer, ep) if placement is None else np.asarray(placement, np.int64)
     return to_slots(experts, slots)
 
 
@@ -266,11 +284,12 @@ def _hot_copy_routing(ep_spec: ExpertParallel, layer: int, seed: int, epoch: int
 
 
 @functools.lru_cache(maxsize=1 << 8)
-def _placement(ep_spec: ExpertParallel, layer: int, ep: int) -> np.ndarray:
-    """The expert each slot of ``layer`` holds under placement "hot_copies"."""
+def _placement(ep_spec: ExpertParallel, layer: int, ep: int, gpus_per_node: int) -> np.ndarray:
+    """The expert each slot of ``layer`` holds under placement "hot_copies" (spread over the nodes under a
+    node limit)."""
     m = ep_spec.model.spec
     p = expert_popularity(_hot_copy_routing(ep_spec, layer, 0), m.num_experts)
-    return hot_copy_placement(p, ep_spec.redundant_experts, ep)
+    return hot_copy_placement(p, ep_spec.redundant_experts, ep, gpus_per_node if ep_spec.max_nodes else 0)
 
 
 @functools.lru_cache(maxsize=1 << 12)

@@ -276,7 +276,7 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                                    duration=max(1, cost.router_ns(n) if n else 1), layer=layer, step=step_id)
                            for r, o, n in zip(ranks, attn, n_h)])
             counts = ep.counts(phase, step_id, layer, tuple(tokens), n_ep, gpus_per_server, rows[h],
-                               eplb.placement(phase, step_id, layer, n_ep))
+                               eplb.placement(phase, step_id, layer, n_ep, gpus_per_server))
             moved.append((counts, emit_messages(ops, ranks, dispatch_messages(counts, kernel,
                                                                               ep.dispatch_token_bytes(model)),
                                                 router[h], f"{phase}/ep_dispatch", hint=HINTS[kernel], layer=layer,
@@ -327,7 +327,7 @@ def build_step_trace(model: InferenceModel, hardware: HardwareSpec, req: Request
                                 layer=layer, step=step_id)] for r, d, n, t in zip(ranks, cur, tokens, tail)]
                 continue
             counts = ep.counts(phase, step_id, layer, tuple(tokens), shape.ep, gpus_per_server,
-                               placement=eplb.placement(phase, step_id, layer, shape.ep))
+                               placement=eplb.placement(phase, step_id, layer, shape.ep, gpus_per_server))
             eplb.observe(phase, step_id, layer, tuple(tokens), shape.ep, gpus_per_server)
             copies = counts.expert_copies.sum(axis=0)
             router = [ops.add(r, OpKind.COMPUTE, d, f"{phase}/router", duration=max(1, cost.router_ns(n) if n else 1),
