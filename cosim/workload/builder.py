@@ -19,7 +19,9 @@ forward   [ZeRO-3 all-gather of the layer's params]
           sequences (one sequence: its two token halves, the second attending to the first),
           each half's attention, router, experts and collectives as above at its own size,
           interleaved on the compute stream so that one half's all-to-all flies during the other's compute
-          (_moe_layer_fwd_overlapped, _moe_layer_bwd_overlapped; docs/models/moe.md)
+          (_moe_layer_fwd_overlapped, _moe_layer_bwd_overlapped; docs/models/moe.md); ``forward_backward``
+          (pp = 1): the forward of micro-batch i + 1 and the backward of micro-batch i as alternating
+          segments of one compute stream (_build_paired, DualPipe's chunk pairing)
 backward  [ZeRO-3 all-gather] [recompute: the forward ops again] then in reverse: MLP input-gradient compute
           → its TP collective (the backward of the forward's: all-reduce, or AG before and RS after with
           SP; MoE: the all-to-alls and TP gather/scatter in reverse) → MLP weight-gradient compute; the same
@@ -117,6 +119,10 @@ class _Program:
         self.deps: list[list[int]] = []
         self.keys: list[tuple | None] = []
         self.last_compute: int | None = None  # compute ops of a rank form one chain (one compute stream)
+        # the pass whose ops are being emitted (None, or "f" / "b" while a forward and a backward interleave)
+        # and the last compute op each pass emitted: what a pass's own end waits for
+        self.tag: str | None = None
+        self.own_last: dict[str | None, int] = {}
         self.chain: dict[str, int] = {}  # last op per communicator stream (buckets, ZeRO gathers)
         self.compute_idx: list[int] = []
 
@@ -154,8 +160,13 @@ class _Program:
         i = self._push(kind=OpKind.COMPUTE, label=label, deps=[deps, self.last_compute], phase=phase, mb=mb,
                        layer=layer, flops=flops, duration_ns=dur)
         self.last_compute = i
+        self.own_last[self.tag] = i
         self.compute_idx.append(i)
         return i
+
+    def last_own(self) -> int | None:
+        """The last compute op of the pass being emitted (``last_compute`` unless passes interleave)."""
+        return self.own_last.get(self.tag)
 
     def coll(self, label: str, ckind: CollKind, gkind: GroupKind, nbytes: int, deps: Any, *, phase: Phase,
              mb: int, layer: int, algo: AlgoHint = AlgoHint.RING, chain: str | None = None) -> int | None:
@@ -301,17 +312,43 @@ class _StageBuilder:
 
     def build(self) -> _Program:
         """Emit the whole iteration of this stage."""
-        for step in pipeline_schedule(self.stage, self.p, self.nmb, self.v):
-            if step.forward:
-                self._forward(step.microbatch, step.chunk)
-            else:
-                self._backward(step.microbatch, step.chunk)
+        if self.par.moe_overlap == "forward_backward":
+            self._build_paired()
+        else:
+            for step in pipeline_schedule(self.stage, self.p, self.nmb, self.v):
+                if step.forward:
+                    self._forward(step.microbatch, step.chunk)
+                else:
+                    self._backward(step.microbatch, step.chunk)
         self._finalize()
         return self.prog
+
+    def _build_paired(self) -> None:
+        """DualPipe's overlap of a forward and a backward chunk (pp = 1): forward 0, then the forward of
+        micro-batch i + 1 interleaved with the backward of micro-batch i, then the last backward. The two
+        passes' segments (cut where the next compute waits for a communication: after an MoE dispatch or
+        combine is issued, and between units) alternate on the one compute stream, so each pass's
+        all-to-alls fly during the other's compute."""
+        self._forward(0, 0)
+        for mb in range(self.nmb - 1):
+            passes = [(self._forward_steps(mb + 1, 0), "f"), (self._backward_steps(mb, 0), "b")]
+            while passes:
+                for gen, tag in list(passes):
+                    self.prog.tag = tag
+                    if next(gen, StopIteration) is StopIteration:
+                        passes.remove((gen, tag))
+            self.prog.tag = None
+        self._backward(self.nmb - 1, 0)
 
     # --- passes --------------------------------------------------------------------------------------
 
     def _forward(self, mb: int, chunk: int) -> None:
+        for _ in self._forward_steps(mb, chunk):
+            pass
+
+    def _forward_steps(self, mb: int, chunk: int):
+        """The forward of (mb, chunk) as a generator pausing where its next compute waits for a communication
+        (_build_paired interleaves it with a backward; run alone it emits the same ops in the same order)."""
         P = self.prog
         vs = chunk * self.p + self.stage
         x = None
@@ -325,15 +362,21 @@ class _StageBuilder:
             if unit[0] == "embed":
                 x = self._embed_fwd(mb, x, gather)
             elif unit[0] == "layer":
-                x = self._layer_fwd(unit[1], mb, x, gather, recompute=False)
+                x = yield from self._layer_fwd(unit[1], mb, x, gather, recompute=False)
             else:
                 x = self._head_fwd(mb, x, gather)
             self._update_gate(first)
+            yield
         if vs < self.n_vstages - 1:
             P.p2p(OpKind.SEND, f"fwd/mb{mb}/vs{vs}/pp_send", PeerKind.PP_NEXT, PP, self.pp_bytes,
                   ("pp_f", mb, vs), [pick(x, P.last_compute)], phase=FWD, mb=mb, layer=-1)
 
     def _backward(self, mb: int, chunk: int) -> None:
+        for _ in self._backward_steps(mb, chunk):
+            pass
+
+    def _backward_steps(self, mb: int, chunk: int):
+        """The backward of (mb, chunk) as a generator, as :meth:`_forward_steps`."""
         P = self.prog
         vs = chunk * self.p + self.stage
         g = None
@@ -349,11 +392,11 @@ class _StageBuilder:
             if unit[0] == "embed":  # scatter-add of the output gradient into the embedding's gradient rows
                 wgrads = [P.compute(pre + "lookup_wgrad", 0, [g], block="lookup_wgrad", phase=BWD, mb=mb, layer=-1)]
             elif unit[0] == "layer":
-                g, wgrads = self._layer_bwd(unit[1], mb, g, gather)
+                g, wgrads = yield from self._layer_bwd(unit[1], mb, g, gather)
             else:
                 g, wgrads = self._head_bwd(mb, gather)
             self._update_gate(first)
-            wdeps = wgrads or [P.last_compute]
+            wdeps = wgrads or [P.last_own()]
             up = self.unit_params(unit)
             layer = unit[1]
             if self.zero3:
@@ -366,12 +409,14 @@ class _StageBuilder:
                         self.sync_ops.append(i)
             elif last_mb:
                 self._bucket_add(chunk, up, wdeps)
+            # no pause between units: the next MoE layer's combine backward is issued before the forward
+            # runs, so it flies during the forward's segment (a pause here would leave a segment without compute)
         if last_mb and not self.zero3:
             self._bucket_flush(DP, chunk)
             self._bucket_flush(EDP, chunk)
         if vs > 0:
             P.p2p(OpKind.SEND, f"bwd/mb{mb}/vs{vs}/pp_send", PeerKind.PP_PREV, PP, self.pp_bytes,
-                  ("pp_b", mb, vs), [g, P.last_compute], phase=BWD, mb=mb, layer=-1)
+                  ("pp_b", mb, vs), [g, P.last_own()], phase=BWD, mb=mb, layer=-1)
 
     def _pp_gather(self, label: str, recv: int, phase: Phase, mb: int) -> int:
         """Without SP, Megatron sends each TP rank's 1/t slice of the pipeline tensor and rebuilds the whole
@@ -439,8 +484,9 @@ class _StageBuilder:
         w = P.compute(f"bwd/mb{mb}/head/logits_wgrad", self.head_flops, [d], block="logits_wgrad", **kw)
         return pick(o, d), [w]
 
-    def _layer_fwd(self, L: int, mb: int, x: Any, gather: list[int], recompute: bool) -> Any:
-        """The layer's forward ops; its output: one op, or one per half under two-micro-batch overlap."""
+    def _layer_fwd(self, L: int, mb: int, x: Any, gather: list[int], recompute: bool):
+        """The layer's forward ops, a generator pausing after an MoE dispatch is issued; its output (the
+        generator's value): one op, or one per half under two-micro-batch overlap."""
         P = self.prog
         pre = f"bwd/mb{mb}/L{L}/recompute_" if recompute else f"fwd/mb{mb}/L{L}/"
         kw = dict(phase=BWD if recompute else FWD, mb=mb, layer=L)
@@ -454,7 +500,7 @@ class _StageBuilder:
             c = self._ring_fwd(pre, inp, gather, kw, "r" if recompute else "f", mb, L)
         o = pick(self._tp_out(pre + "attn", [c], kw), c)
         if self.m.is_moe_layer(L):
-            return self._moe_fwd(pre, o, kw)
+            return (yield from self._moe_fwd(pre, o, kw))
         inp = pick(self._tp_in(pre + "mlp", [o], kw), o)
         c = P.compute(pre + "mlp", self.lf_dense.mlp_flops, [inp], block="mlp", **kw)
         return pick(self._tp_out(pre + "mlp", [c], kw), c)
@@ -491,11 +537,12 @@ class _StageBuilder:
             core = P.compute(f"{pre}attn_core_bwd_c{j}", chunk_flops, [recv], block="attn_core_bwd_chunk", **kw)
         return P.compute(pre + "qkv_dgrad", self.lf.qkv_flops, [core], block="qkv_dgrad", **kw)
 
-    def _moe_fwd(self, pre: str, o: int, kw: dict) -> int:
+    def _moe_fwd(self, pre: str, o: int, kw: dict):
         P, lf = self.prog, self.lf
         r = P.compute(pre + "router", lf.router_flops, [o], block="router", **kw)
         d = pick(P.coll(pre + "moe_dispatch_alltoall", A2A, EP, self.a2a_fwd_dispatch_bytes, [r],
                         algo=AlgoHint.PAIRWISE, **kw), r)
+        yield  # the experts wait for the dispatch
         g = pick(P.coll(pre + "moe_tp_allgather", AG, TP, self.moe_tp_bytes, [d], **kw), d)
         e = P.compute(pre + "experts", lf.experts_flops, [g], block="experts", **kw)
         rs = pick(P.coll(pre + "moe_tp_reducescatter", RS, TP, self.moe_tp_bytes, [e], **kw), e)
@@ -573,22 +620,26 @@ class _StageBuilder:
                                     duration_ns=half.block_ns["attn_wgrad"], **kw))
         return (outs[0], outs[1]), wgrads
 
-    def _layer_bwd(self, L: int, mb: int, g: Any, gather: list[int]) -> tuple[Any, list[int]]:
+    def _layer_bwd(self, L: int, mb: int, g: Any, gather: list[int]):
+        """The layer's backward ops, a generator pausing after an MoE layer's combine and dispatch backwards
+        are issued; its value: the input gradient and the weight-gradient computes."""
         P, lf = self.prog, self.lf
         pre = f"bwd/mb{mb}/L{L}/"
         kw = dict(phase=BWD, mb=mb, layer=L)
-        rec = self._layer_fwd(L, mb, None, gather, recompute=True) if self.par.recompute else None
+        rec = (yield from self._layer_fwd(L, mb, None, gather, recompute=True)) if self.par.recompute else None
         if self.halves and self.m.is_moe_layer(L):
             return self._moe_layer_bwd_overlapped(pre, g, rec, gather, kw)
         if self.m.is_moe_layer(L):
             c1 = pick(P.coll(pre + "moe_combine_alltoall", A2A, EP, self.a2a_bytes, [g], algo=AlgoHint.PAIRWISE,
                              **kw), g)
+            yield  # the experts' input gradient waits for the combine's backward
             c2 = pick(P.coll(pre + "moe_tp_allgather", AG, TP, self.moe_tp_bytes, [c1], **kw), c1)
             d = P.compute(pre + "experts_dgrad", lf.experts_flops, [c2, gather, rec], block="experts_dgrad",
                           **kw)
             c3 = pick(P.coll(pre + "moe_tp_reducescatter", RS, TP, self.moe_tp_bytes, [d], **kw), d)
             c4 = pick(P.coll(pre + "moe_dispatch_alltoall", A2A, EP, self.a2a_bytes, [c3], algo=AlgoHint.PAIRWISE,
                              **kw), c3)
+            yield  # the router's backward waits for the dispatch's backward
             rb = P.compute(pre + "router_bwd", 2 * lf.router_flops, [c4], block="router_bwd", **kw)
             w1 = P.compute(pre + "experts_wgrad", lf.experts_flops, [d], block="experts_wgrad", **kw)
             out = rb

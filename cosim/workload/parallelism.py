@@ -23,6 +23,8 @@ Rules (each violation raises CosimInputError naming the numbers):
 - sequence parallelism (tp > 1) needs s/cp divisible by tp.
 - MoE: experts divisible by ep; ep divides dp (tp·cp·dp when folded); with tp > 1 sequence parallelism is
   required (Megatron-Core); expert_tp is 1 or tp; the expert FFN divisible by the expert TP degree.
+- ``moe_overlap = "forward_backward"`` needs an MoE model, pp = 1, two micro-batches or more and ZeRO stage
+  0 or 1.
 - ``moe_overlap = "two_microbatch"`` needs an MoE model and cp = 1; with one sequence per micro-batch (the
   halves are then its first and second s/2 tokens) an even s, and s/2 divisible by tp under sequence
   parallelism.
@@ -57,7 +59,7 @@ from cosim.workload.model import ModelSpec, divisors
 
 AXES = ("tp", "cp", "pp", "dp")
 ZERO_STAGES = (0, 1, 3)
-MOE_OVERLAPS = ("none", "two_microbatch")  #: values of ParallelismSpec.moe_overlap
+MOE_OVERLAPS = ("none", "two_microbatch", "forward_backward")  #: values of ParallelismSpec.moe_overlap
 #: the fields that give an uneven pipeline split (all at their defaults: pp·vpp splits the layers evenly)
 SPLIT_FIELDS = ("pipeline_layers", "first_stage_layers", "last_stage_layers", "embedding_in_split", "loss_in_split")
 
@@ -91,9 +93,11 @@ class ParallelismSpec:
     embedding_in_split: bool = False  #: the embedding counts as a layer when splitting (first stage lighter)
     loss_in_split: bool = False  #: the output layer counts as a layer when splitting (last stage lighter)
     #: MoE layers' schedule: "none" (each all-to-all waits for the compute before it and holds up the compute
-    #: after it) or "two_microbatch" (the micro-batch's sequences, or with one sequence its tokens, in two
+    #: after it), "two_microbatch" (the micro-batch's sequences, or with one sequence its tokens, in two
     #: halves whose all-to-alls overlap the other half's compute, as DeepSeek-V3's and SGLang's two-batch
-    #: overlap; cosim.workload.builder)
+    #: overlap) or "forward_backward" (pp = 1: the forward of micro-batch i + 1 interleaved with the backward
+    #: of micro-batch i, DeepSeek-V3's DualPipe chunk pairing without its bidirectional pipeline;
+    #: cosim.workload.builder)
     moe_overlap: str = "none"
 
     def __post_init__(self) -> None:
@@ -163,6 +167,17 @@ class ParallelismSpec:
             raise CosimInputError("parallelism.moe_overlap", f"unknown schedule {self.moe_overlap!r}",
                                   f"choose among {', '.join(MOE_OVERLAPS)}")
         if self.moe_overlap == "none":
+            return
+        if self.moe_overlap == "forward_backward":
+            for problem, fix, bad in (
+                    (f"pp={self.pp}: the bidirectional pipeline DualPipe pairs its passes with is not modelled",
+                     "use pp=1", self.pp > 1),
+                    (f"{self.num_microbatches} micro-batch per iteration has no other micro-batch to pair with",
+                     "raise global_batch_size to at least two micro-batches", self.num_microbatches < 2),
+                    ("ZeRO-3's one-layer-ahead gathers follow one pass, not two interleaved ones",
+                     "use zero_stage 0 or 1", self.zero_stage == 3)):
+                if bad:
+                    raise CosimInputError("parallelism.moe_overlap", f"forward_backward: {problem}", fix)
             return
         if self.cp > 1:
             raise CosimInputError("parallelism.moe_overlap", f"two_microbatch is not modelled with cp={self.cp} "
