@@ -1,9 +1,10 @@
-"""Two-micro-batch overlap of MoE dispatch and combine with compute (``parallelism.moe_overlap``).
+"""Overlap of MoE dispatch and combine with compute (``parallelism.moe_overlap``).
 
 A DeepSeek-V3-shaped job cut to one dense and two MoE layers, EP8 over four servers of two GPUs, two
-sequences per micro-batch (or one, split into its two token halves): the overlapped schedule moves the same bytes and FLOPs as the plain one, hides
-EP communication behind the other half's compute, keeps one compute stream per GPU, and its compute loses
-DeepEP's SM share while the dispatch and combine are in flight.
+sequences per micro-batch (or one, split into its two token halves): the two-micro-batch schedule moves the
+same bytes and FLOPs as the plain one, hides EP communication behind the other half's compute, keeps one
+compute stream per GPU, and its compute loses DeepEP's SM share while the dispatch and combine are in
+flight. Forward-backward pairing (DualPipe's, pp = 1) reorders the same ops and hides EP communication too.
 """
 
 from __future__ import annotations
