@@ -402,7 +402,7 @@ def check_compatible(model: ModelSpec, par: ParallelismSpec) -> None:
     if par.moe_overlap != "none" and not model.is_moe:
         raise CosimInputError("parallelism.moe_overlap", f"overlaps MoE all-to-alls; {model.name} has no MoE layer",
                               "leave moe_overlap at \"none\" for dense models")
-    if par.moe_overlap != "none" and par.micro_batch_size == 1 and (s % 2 or par.sp and (s // 2) % t):
+    if par.moe_overlap == "two_microbatch" and par.micro_batch_size == 1 and (s % 2 or par.sp and (s // 2) % t):
         raise CosimInputError("parallelism.moe_overlap", f"two_microbatch splits a micro-batch of one sequence into "
                               f"its two token halves; s = {s} does not split into two halves"
                               + (f" divisible by tp={t} (sequence parallelism)" if par.sp else ""),
