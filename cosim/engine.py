@@ -44,21 +44,26 @@ SCHEDULER_TYPE = "ns3::TimingWheelScheduler"
 
 #: Ports of a switch from which the timing wheel narrows its buckets (wheel_attributes).
 WIDE_SWITCH_PORTS = 512
+#: Links of a fabric from which the timing wheel narrows its buckets (wheel_attributes).
+WIDE_FABRIC_LINKS = 1024
 #: The narrow buckets: 256 ps x 131,072, the default 4,096 ps x 8,192's horizon (33.5 us).
 WIDE_SWITCH_WHEEL = {"ns3::TimingWheelScheduler::BucketWidth": "256ps", "ns3::TimingWheelScheduler::Buckets": "131072"}
 
 
 def wheel_attributes(fabric: Fabric, attributes: Mapping[str, str] | None) -> dict[str, str]:
     """The TimingWheelScheduler buckets for ``fabric`` that ``attributes`` leave unset: the narrow ones
-    when a switch has WIDE_SWITCH_PORTS ports or more, else none (the defaults).
+    when a switch has WIDE_SWITCH_PORTS ports or more, or the fabric WIDE_FABRIC_LINKS links, else none (the
+    defaults).
 
-    Ports that send at once put their events at nearly the same times; at hundreds of ports a 4,096 ps
-    bucket holds many timestamp groups and inserting walks them. Narrow buckets save 7 % of CPU time at
-    512 ports per switch and cost 5.6 % more instructions on 16 hosts (bench/README.md). Buckets change
-    speed only, never the results.
+    Ports that send at once put their events at nearly the same times; at thousands of ports (on one switch
+    or over the fabric: the wheel is the whole run's) a 4,096 ps bucket holds many timestamp groups and
+    inserting walks them. Narrow buckets save 7 % of CPU time at 512 ports per switch, about a quarter on a
+    1,024-NIC leaf-spine (1,536 links), and cost 5.6 % more instructions on 16 hosts (bench/README.md).
+    Buckets change speed only, never the results.
     """
     ports = fabric.degree()[np.asarray(fabric.node_kind) == SWITCH]
-    if not ports.size or ports.max() < WIDE_SWITCH_PORTS:
+    wide = (ports.size and ports.max() >= WIDE_SWITCH_PORTS) or fabric.n_links >= WIDE_FABRIC_LINKS
+    if not wide:
         return {}
     return {k: v for k, v in WIDE_SWITCH_WHEEL.items() if buffers.explicit_attribute(attributes, k) is None}
 
@@ -193,6 +198,19 @@ MECHANISM_COUNTERS = ("pfc_watchdog_actions", "pfc_watchdog_dropped_packets", "p
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Partitions:
+    """What one process simulates of a partitioned run (cosim.parallel, docs/parallel.md)."""
+
+    node_partition: np.ndarray  # int32 [n_nodes], partition of every node
+    local: np.ndarray  # bool [n_partitions], simulated by this process
+    op_partition: np.ndarray  # int32 [n_ops loaded], partition of every op of the DAG this process loads
+    op_flow: np.ndarray  # int64 [n_ops loaded], a FLOW op's flow id in the whole run (-1: other ops)
+    n_flows: int  # flows of the whole run
+    #: runs the windows: run(engine, stop_ps, n_ops, count_done, progress) -> RunStatus code
+    run: Callable[..., int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class PauseStorms:
     """PFC pause storms (a fault, RoCE only): each host NIC ``host`` (node id) sends PAUSE frames for
     ``priority`` from ``start_ns`` for ``duration_ns`` (C++ PauseStormSource)."""
@@ -317,6 +335,7 @@ def simulate_dag(
     coll_end_op: np.ndarray | None = None,
     comm_class: np.ndarray | None = None,
     scheduler: str = SCHEDULER_TYPE,
+    partitions: Partitions | None = None,
 ) -> DagOutput:
     """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
 
@@ -330,17 +349,19 @@ def simulate_dag(
     nothing): a collective not complete that long after it started ends the run with status ``failed``
     (``failed_collective``). ``comm_class``: the CommClass of every op (None: every transfer is NCCL's).
     ``scheduler``: the ns-3 event scheduler type (same results whichever; benchmarks compare them).
+    ``partitions``: this process's share of a partitioned run (cosim.parallel; no snapshots).
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
     memory.check_simulation_fits(n)
-    with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler) as (engine, t0):
+    with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler,
+                  partitions=partitions) as (engine, t0):
         arrays = [np.ascontiguousarray(a, dt) for a, dt in (
             (kind, np.uint8), (gpu, np.int32), (src_node, np.int32), (dst_node, np.int32), (bytes_, np.int64),
             (np.rint(np.asarray(duration_ns, np.float64) * 1e3), np.int64), (priority, np.uint8),
             (dep_ptr, np.int64), (dep_idx, np.int64))]
         # cppyy passes no pointer for an empty array: a DAG without dependencies still needs one
-        arrays = [a if a.size else np.zeros(1, a.dtype) for a in arrays]
+        arrays = _nonempty(*arrays)
         if arrays[7].size != n + 1:
             raise CosimInputError("dep_ptr", f"must have n_ops + 1 = {n + 1} entries, got {arrays[7].size}")
         if setup is not None:
@@ -352,6 +373,10 @@ def simulate_dag(
                 engine.SetCollectives(starts, np.ascontiguousarray(coll_end_op, np.int64), starts.size)
             if comm_class is not None and n:
                 engine.SetCommClasses(np.ascontiguousarray(comm_class, np.uint8), n)
+            if partitions is not None:
+                engine.SetOpPartitions(*_nonempty(np.ascontiguousarray(partitions.op_partition, np.int32),
+                                                  np.ascontiguousarray(partitions.op_flow, np.int64)), n,
+                                       partitions.n_flows)
         except Exception as exc:  # std::invalid_argument from the C++ checks
             raise CosimInputError("dag", _cpp_reason(exc)) from None
         t_run = time.perf_counter()
@@ -366,7 +391,9 @@ def simulate_dag(
             if now.size:
                 engine.GetFlowDeliveredBytes(now)
             seen.append(now)
-        if status == 0:
+        if partitions is not None:
+            status = partitions.run(engine, stop_ps, n, engine.DagOpsFinished, progress)
+        elif status == 0:
             status = _run_sliced(engine, stop_ps, n, engine.DagOpsFinished, progress)
         run_s = time.perf_counter() - t_run
         start_ps, finish_ps = np.empty(n, np.int64), np.empty(n, np.int64)
@@ -378,6 +405,11 @@ def simulate_dag(
             engine.GetFlowOps(flow_op)
             engine.GetFlowStartPs(flow_start)
         network = _collect(engine, status, time.perf_counter() - t0, run_s)
+        if partitions is not None:  # every process holds every flow of the run: keep those it started
+            started = flow_op >= 0
+            flow_op, flow_start = flow_op[started], flow_start[started]
+            network = dataclasses.replace(network, finish_ns=network.finish_ns[started],
+                                          delivered_bytes=network.delivered_bytes[started])
         failed = int(engine.FailedCollective())
         failed_at_ns = engine.FailedCollectiveAtPs() / 1e3 if failed >= 0 else float("nan")
     if snaps.size:
@@ -564,10 +596,12 @@ def check_fabric(fabric: Fabric, attributes: Mapping[str, str] | None = None, *,
 
 @contextlib.contextmanager
 def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, queue_sample_interval_ns: float,
-             scheduler: str = SCHEDULER_TYPE, switch_buffers: np.ndarray | None = None):
+             scheduler: str = SCHEDULER_TYPE, switch_buffers: np.ndarray | None = None,
+             partitions: Partitions | None = None):
     """An Engine with ``attributes`` applied, each switch's class buffer set (unless ``attributes`` set
     SharedBufferMmu::BufferBytes; ``switch_buffers``: given per node instead) and its marking stream
-    (Fabric.marking_streams), and ``fabric`` built and sampled; destroyed on exit."""
+    (Fabric.marking_streams), ``fabric`` built (cut into ``partitions``, if given) and sampled; destroyed on
+    exit."""
     cosim_ns = load()
     t0 = time.perf_counter()
     engine = cosim_ns.Engine(int(seed))
@@ -606,6 +640,9 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
             raise CosimInputError("fabric.link_delay_ns", f"{delay_ns.max():g} ns is too long",
                                   f"keep link delays at most {MAX_LINK_DELAY_NS:g} ns (1 s)")
         delay_ps = np.rint(delay_ns * 1e3).astype(np.int64)
+        if partitions is not None:
+            engine.SetPartitions(np.ascontiguousarray(partitions.node_partition, np.int32), fabric.n_nodes,
+                                 np.ascontiguousarray(partitions.local, np.uint8), int(partitions.local.size))
         try:
             engine.BuildFabric(np.ascontiguousarray(fabric.node_kind, dtype=np.uint8), fabric.n_nodes, link_a,
                                link_b, rate, delay_ps, link_a.size)
@@ -646,22 +683,30 @@ def _apply_attributes(engine, attributes: Mapping[str, str] | None) -> None:
             raise CosimInputError(f"--set {name}", _cpp_reason(exc)) from None
 
 
+def _nonempty(*arrays: np.ndarray) -> list[np.ndarray]:
+    """``arrays``, each empty one replaced by one zero of its dtype (cppyy passes no pointer for an empty
+    array)."""
+    return [a if a.size else np.zeros(1, a.dtype) for a in arrays]
+
+
 def _run_sliced(engine, stop_ps: int, n_items: int, count_done: Callable[[], int],
-                progress: ProgressFn | None) -> int:
+                progress: ProgressFn | None, run_to: Callable[[int], int] | None = None) -> int:
     """Run in slices of simulated time sized to ~0.25 s of wall time each, reporting progress between.
 
-    ``n_items`` is the number of flows (or DAG ops) and ``count_done`` tells how many are done.
+    ``n_items`` is the number of flows (or DAG ops) and ``count_done`` tells how many are done; ``run_to``
+    runs one slice to the given time, in ps (default Engine::RunUntil).
     """
     if n_items == 0:
         return 1
+    run_to = engine.RunUntil if run_to is None else run_to
     slice_ps = 10_000_000  # 10 us to start; adapted below
     while True:
         t = time.perf_counter()
         target = min(stop_ps, engine.NowPs() + slice_ps)
-        status = int(engine.RunUntil(target))
+        status = int(run_to(target))
         if progress is not None:
             progress(engine.NowPs() / 1e3, int(count_done()), n_items, int(engine.DataPacketHops()))
-        if status != 0 or engine.NowPs() >= stop_ps:
+        if status != 0 or target >= stop_ps:
             return status
         if _STOP.is_set():
             return INTERRUPTED

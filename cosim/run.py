@@ -16,6 +16,7 @@ import numpy as np
 from cosim import engine
 from cosim import fast_forward as ff_check
 from cosim.decompose import exact as decompose_run
+from cosim.parallel import simulate as parallel
 from cosim.plan import EngineDag, RunPlan, assemble, compile, with_stragglers  # noqa: A004 - the plan's verb
 from cosim.record import record
 from cosim.results import RunRecord
@@ -50,6 +51,9 @@ def simulate(plan: RunPlan, dag: EngineDag | None = None, *, progress=None, jobs
     faults or a collective timeout apply (or ``whole``), else in independent parts where that is exact.
     ``faults``: inject the plan's faults (False: the idle fabric of an ``alone`` run)."""
     exp = plan.experiment
+    if plan.partitioning is not None and (dag is None or dag is plan.dag) and faults:
+        return parallel.simulate(exp, plan.fabric, plan.dag.columns(), plan.partitioning,
+                                 attributes=plan.attributes, max_sim_time_ns=plan.max_sim_time_ns, progress=progress)
     dag = plan.dag if dag is None else dag
     reason = plan.whole_only or ("a kind that iterates runs whole" if whole else None)
     if reason is None:

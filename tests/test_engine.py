@@ -163,11 +163,14 @@ FAULT_MODEL_COUNTERS = {"fault_drops", "ber_drops", "link_retransmissions", "llr
 FAST_FORWARD_COUNTERS = {"fast_forward_spans", "fast_forward_spans_cut", "fast_forward_flow_time_ps",
                          "fast_forward_credited_bytes", "fast_forward_skipped_packet_hops",
                          "fast_forward_flows_uncredited", "fast_forward_checks"}
+#: counters read from the exchange between partitions: reported only by partitioned runs (limits.partitions)
+PARTITION_COUNTERS = {"partition_windows", "partition_exchanged_packets"}
 
 
 def test_every_declared_counter_is_reported_with_its_rule(engine_ns):
     """Engine::ListCounters declares each counter once, with a combine rule and a unit; a run without faults
-    reports every counter but the fault model's and the fast-forward controller's, in declaration order, and
+    reports every counter but the fault model's, the fast-forward controller's and the partitions', in
+    declaration order, and
     GetCounter refuses other names."""
     infos = engine.counter_infos()
     names = [c.name for c in infos]
@@ -175,8 +178,9 @@ def test_every_declared_counter_is_reported_with_its_rule(engine_ns):
     assert all(c.combine in ("sum", "max", "min") and c.unit and c.description for c in infos)
     fabric = topology.single_switch(hosts=4, link_gbps=100.0, link_delay_ns=100.0)
     out = engine.simulate(fabric, fl.incast(fabric.host_ids, size_bytes=100_000))
-    assert FAST_FORWARD_COUNTERS <= set(names)
-    assert list(out.counters) == [n for n in names if n not in FAULT_MODEL_COUNTERS | FAST_FORWARD_COUNTERS]
+    assert FAST_FORWARD_COUNTERS | PARTITION_COUNTERS <= set(names)
+    skipped = FAULT_MODEL_COUNTERS | FAST_FORWARD_COUNTERS | PARTITION_COUNTERS
+    assert list(out.counters) == [n for n in names if n not in skipped]
     assert out.counters["acks"] > 0 and out.counters["min_headroom_bytes"] > 0
     eng = engine.load().Engine(1)
     try:

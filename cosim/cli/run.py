@@ -191,6 +191,10 @@ def run(ctx, experiment, list_, dry_run, export_fabric, trace_path, transport, a
       cosim inspect --config t.h5 --run roce > t.toml && cosim run t.toml
       cosim run big.toml --parts-dir parts --shard 3/16   # or in an sbatch --array job; then: cosim merge parts
     """
+    from cosim.parallel.mpi import is_root  # noqa: PLC0415
+
+    if not is_root():  # an MPI rank other than 0 simulates its partitions and says nothing
+        quiet, verbose = True, False
     quiet_library_logs(quiet)
     from cosim.spec import catalog  # noqa: PLC0415
 
@@ -438,6 +442,7 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1, w
         engine,  # noqa: PLC0415
         results,  # noqa: PLC0415
     )
+    from cosim.parallel.mpi import is_root  # noqa: PLC0415
     from cosim.plan import compile  # noqa: PLC0415, A004
     from cosim.plan.describe import fabric_warning, output_bytes_estimate, work_estimate  # noqa: PLC0415
     from cosim.results.store import check_space, check_writable  # noqa: PLC0415
@@ -481,7 +486,8 @@ def _run_all(exps, runner, *, output, append, replace, quiet, verbose, jobs=1, w
                            f"{s['wall_time_s']:.2f} s wall, {s['events']} events, {s['packet_hops']} packet-hops "
                            f"({s['packet_hops_per_s'] / 1e6:.2f} M/s)", err=True)
             # each run is written as soon as it is done: a later one cannot take it down with it
-            results.write_results(output, records[written:], append=append or written > 0, replace=replace)
+            if is_root():  # every MPI rank holds the records; one writes them
+                results.write_results(output, records[written:], append=append or written > 0, replace=replace)
             written = len(records)
             if engine.stop_requested():
                 _interrupted(output, records, f"run '{records[-1].name}' stopped at "

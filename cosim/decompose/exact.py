@@ -64,6 +64,13 @@ class Piece:
     dep_idx: np.ndarray  # int64
     copies: int  # how many parts of the whole run it stands for
 
+    @classmethod
+    def of(cls, ops: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray) -> "Piece":
+        """The piece running ``ops`` (global indices, increasing, holding every dependency of theirs) once."""
+        ops = np.asarray(ops, OP)
+        ptr, idx = _local_deps(ops.astype(np.int64), dep_ptr, dep_idx)
+        return cls(ops=ops, dep_ptr=ptr, dep_idx=idx, copies=1)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class Decomposition:

@@ -29,6 +29,7 @@ from cosim.kinds import time_limit, training
 from cosim.kinds.base import JobPlan, LowerContext, Piece
 from cosim.network import fabrics
 from cosim.network.transport import run_attributes
+from cosim.parallel.partition import Partitioning, partition
 from cosim.plan import placement, sizes
 from cosim.spec import Experiment, Job
 
@@ -90,12 +91,16 @@ class RunPlan:
     max_sim_time_ns: float  # limits.max_sim_time_ns, else derived from the jobs (cosim.kinds.time_limit)
     faults: cosim_faults.FaultPlan | None  # None without faults
     host_of: np.ndarray | None  # int64 [n_ranks]: host of every rank of the run's one ranked job (rankN faults)
+    #: limits.partitions > 1: the partitions of the parallel simulation (cosim.parallel), else None
+    partitioning: Partitioning | None = None
 
     @property
     def whole_only(self) -> str | None:
         """Why the run cannot be simulated in parts, or None."""
         if self.faults is not None or self.experiment.limits.collective_timeout_ns > 0:
             return "faults or a collective timeout apply to the whole run"
+        if self.partitioning is not None:
+            return f"it is split into {self.partitioning.n_partitions} partitions for parallel simulation instead"
         return None
 
 
@@ -140,7 +145,20 @@ def compile(exp: Experiment, trace=None, *, n_channels: int | None = None) -> Ru
     dag = with_stragglers(dag, planned, faults)
     return RunPlan(experiment=exp, fabric=fabric, gpus_per_server=gps, jobs=tuple(planned), dag=dag,
                    attributes=_attributes(exp, planned, dag), max_sim_time_ns=stop_ns, faults=faults,
-                   host_of=host_of)
+                   host_of=host_of, partitioning=_partitioning(exp, fabric, planned, dag))
+
+
+def _partitioning(exp: Experiment, fabric, planned, dag: EngineDag) -> Partitioning | None:
+    """limits.partitions > 1: the run's partitions (cosim.parallel.partition), else None."""
+    n = exp.limits.partitions
+    if n == 1:
+        return None
+    iterating = next((p for p in planned if p.kind.iterates), None)
+    if iterating is not None:
+        raise CosimInputError("limits.partitions", f"workload {iterating.job.name} ({iterating.job.kind}) runs "
+                              "step after step, each planned from the last, and cannot be split",
+                              "set limits.partitions = 1")
+    return partition(fabric, dag.columns(), gpu_node=np.arange(fabric.n_nodes), n_partitions=n)
 
 
 # --- fabric and placement ---------------------------------------------------------------------------------

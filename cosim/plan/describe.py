@@ -55,6 +55,8 @@ def describe(plan: RunPlan) -> dict:
             "data_packet_hops_estimate": data_packet_hops_estimate(fabric, src, dst, size, _mtu_bytes(plan))}
     out |= describe_parts(fabric, src, dst, parts)
     out |= d.describe()
+    if plan.partitioning is not None:
+        out |= plan.partitioning.describe()
     if d.mode != "whole":
         out["data_packet_hops_simulated_estimate"] = work_estimate(plan, d)
     out |= {"peak_memory_bytes_estimate": peak_memory_bytes(plan)}

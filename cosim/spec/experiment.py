@@ -53,6 +53,12 @@ class LimitsSpec:
                                             "fast-forward: also run the experiment exactly and store the "
                                             "relative differences of flow, collective and iteration times in "
                                             "the summary (twice the run time)")
+    partitions: int = v.spec_field(v.Int(minimum=1, maximum=4096), 1,
+                                   "conservative parallel simulation: the fabric and the workloads that do not "
+                                   "depend on each other split into this many partitions, simulated in windows "
+                                   "of the shortest cut link's delay, on as many MPI ranks as `mpiexec -n` starts "
+                                   "(at most this many; the results depend on this number, never on the ranks; "
+                                   "docs/parallel.md); 1: one undivided run")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "limits")
@@ -77,6 +83,20 @@ def _check_fast_forward(exp: "Experiment") -> None:
         raise CosimInputError("limits.fast_forward", "is not supported with network.telemetry_cc (its windows "
                               "follow every ACK's telemetry, which a frozen span does not carry)",
                               "switch one of them off")
+
+
+def _check_partitions(exp: "Experiment") -> None:
+    """Refuse what a partitioned run does not model: faults (a link's state changes on both sides at once),
+    fast-forward (its controller sees every flow), a collective watchdog (it stops every partition at once)."""
+    if exp.faults:
+        raise CosimInputError("limits.partitions", "is not supported with faults (a fault changes both ends of a "
+                              "link at one instant)", "drop the faults or set limits.partitions = 1")
+    if exp.limits.fast_forward:
+        raise CosimInputError("limits.partitions", "is not supported with limits.fast_forward (its controller "
+                              "watches every flow of the fabric)", "switch one of them off")
+    if exp.limits.collective_timeout_ns > 0:
+        raise CosimInputError("limits.partitions", "is not supported with limits.collective_timeout_ns (a failed "
+                              "job stops every partition at once)", "set one of them to its default")
 
 
 def _reserved_prefixes() -> frozenset[str]:
@@ -131,6 +151,8 @@ class Experiment:
         check_link_layer_faults(self.network, self.faults)
         if self.limits.fast_forward:
             _check_fast_forward(self)
+        if self.limits.partitions > 1:
+            _check_partitions(self)
         if self.workloads:
             self._resolve_shared()
             return

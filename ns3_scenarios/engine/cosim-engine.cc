@@ -12,6 +12,8 @@
 #include "../model/pause-storm-source.h"
 #include "../model/pfc-watchdog.h"
 #include "../model/link-fault-model.h"
+#include "../model/partition-exchange.h"
+#include "../model/timing-wheel-scheduler.h"
 
 #include "ns3/config.h"
 #include "ns3/data-rate.h"
@@ -29,6 +31,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
+#include <numeric>
+#include <tuple>
+#include <type_traits>
 #include <limits>
 #include <regex>
 #include <sstream>
@@ -279,6 +284,7 @@ const EventLogDecl kEventLogs[] = {
                               "per row, a timeout one event"}}},
 };
 static_assert(std::size(kEventLogs) == NUM_LOGS, "one declaration per LogIndex");
+static_assert(Engine::kExchangeRecordBytes == sizeof(ExchangeRecord), "Python reads records of this size");
 
 /// How a counter's values over the objects it is read from, and over the parts of a decomposed run, combine.
 enum class Combine : uint8_t
@@ -308,6 +314,8 @@ struct CounterSources
     int64_t (*fromFaults)(const LinkFaultModel&) = nullptr;
     /// from the fast-forward controller: such a counter is reported only by runs that fast-forward
     int64_t (*fromFastForward)(const FastForwardController&) = nullptr;
+    /// from the exchange between partitions: such a counter is reported only by partitioned runs
+    int64_t (*fromExchange)(const PartitionExchange&) = nullptr;
 };
 
 /// One fabric-wide counter.
@@ -411,6 +419,12 @@ const CounterDecl kCounters[] = {
      {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetUncreditedFlows()); }}},
     {"fast_forward_checks", Combine::SUM, "events", "steady-state checks of the fast-forward controller (events)",
      {.fromFastForward = [](const FastForwardController& c) { return int64_t(c.GetChecks()); }}},
+    {"partition_windows", Combine::MAX, "events",
+     "windows of a partitioned run: its partitions met this often to exchange the packets of cut links",
+     {.fromExchange = [](const PartitionExchange& x) { return int64_t(x.GetWindows()); }}},
+    {"partition_exchanged_packets", Combine::SUM, "packets",
+     "packets that crossed a link between two partitions (each one exchanged between windows)",
+     {.fromExchange = [](const PartitionExchange& x) { return int64_t(x.GetPosted()); }}},
 };
 
 /// @return the declaration of counter @p name (throws std::invalid_argument for another name)
@@ -437,7 +451,8 @@ struct Engine::Impl
     /// slice-limit events RunUntil scheduled that fired: not part of the model, so not counted as events
     uint64_t sliceStops = 0;
     FabricBuilder builder{&pool, &flows};
-    Ptr<EgressQueueSampler> sampler;
+    /// queue samplers: one, or one per partition of a partitioned run (each partition's ticks its own events)
+    std::vector<Ptr<EgressQueueSampler>> samplers;
     Ptr<DagExecutor> dag;              ///< co-simulation graph, if one was loaded
     Ptr<DeadlockWatchdog> watchdog;    ///< flow-control deadlock detection (BuildFabric)
     std::vector<Ptr<PfcWatchdog>> pfcWatchdogs; ///< one per switch, acting only if PfcWatchdog::Enabled
@@ -451,6 +466,13 @@ struct Engine::Impl
     std::vector<int64_t> dagBytes;     ///< FLOW op -> payload, in bytes
     std::vector<int64_t> flowOp;       ///< flow id -> DAG op it carries
     bool built{false};
+    std::vector<int32_t> nodePartition;   ///< SetPartitions: partition per node id (empty: not partitioned)
+    std::vector<uint8_t> localPartition;  ///< SetPartitions: per partition, 1 if this process simulates it
+    PartitionExchange exchange;           ///< packets leaving on cut links (partitioned runs)
+    int64_t lookaheadPs{std::numeric_limits<int64_t>::max()}; ///< shortest cut link delay, in ps
+    std::vector<int64_t> opFlow;          ///< SetOpPartitions: per DAG op, the id of its flow (FLOW ops)
+    bool dagStarted{false};               ///< partitioned: the DAG's ops without dependencies have begun
+    std::vector<FabricNode*> nodePtrs;    ///< partitioned: every node by id, where arrivals are injected
     std::string schedulerType;         ///< SetScheduler's choice, applied at BuildFabric ("" = ns-3's default)
     std::vector<uint64_t> switchBufferBytes; ///< per node id: its MMU's BufferBytes (0 = the default)
     std::vector<int64_t> switchStreams;      ///< per node id: its ECN marking stream (-1 = its node id)
@@ -499,7 +521,7 @@ struct Engine::Impl
     bool Reports(const CounterDecl& c) const
     {
         return (!c.read.fromFaults || (faults && faults->GetNActions() > 0)) &&
-               (!c.read.fromFastForward || fastForward);
+               (!c.read.fromFastForward || fastForward) && (!c.read.fromExchange || Partitioned());
     }
 
     /// Call @p f(nodeId, portIndex, port) for every egress port, ordered by node then port.
@@ -531,10 +553,56 @@ struct Engine::Impl
     /// DagExecutor flow starter: FLOW op @p op is ready, so it becomes a flow starting now.
     void StartDagFlow(uint64_t op)
     {
-        const uint64_t id = flows.Add(uint32_t(dagSrc[op]), uint32_t(dagDst[op]), uint64_t(dagBytes[op]),
-                                      Simulator::Now().GetTimeStep(), dagPrio[op]);
-        flowOp.push_back(int64_t(op));
+        const int64_t nowPs = Simulator::Now().GetTimeStep();
+        uint64_t id;
+        if (opFlow.empty())
+        {
+            id = flows.Add(uint32_t(dagSrc[op]), uint32_t(dagDst[op]), uint64_t(dagBytes[op]), nowPs, dagPrio[op]);
+            flowOp.push_back(int64_t(op));
+        }
+        else
+        {
+            id = uint64_t(opFlow[op]);
+            flows.Set(id, uint32_t(dagSrc[op]), uint32_t(dagDst[op]), uint64_t(dagBytes[op]), nowPs, dagPrio[op]);
+            flowOp[id] = int64_t(op);
+        }
         builder.GetHost(dagSrc[op])->AddFlow(id);
+    }
+
+    /// @return true for a partitioned run (SetPartitions)
+    bool Partitioned() const
+    {
+        return !nodePartition.empty();
+    }
+
+    /// Partitioned: cut every link between two partitions (its ports post to the exchange) and note the
+    /// shortest delay of a cut link.
+    void CutLinks()
+    {
+        for (uint32_t id = 0; id < builder.GetNNodes(); ++id)
+        {
+            nodePtrs.push_back(PeekPointer(builder.GetNode(id)));
+        }
+        ForEachPort([this](uint32_t id, uint32_t, Ptr<EgressPort> port) {
+            const uint32_t peer = port->GetPeer()->GetNodeId();
+            if (nodePartition[id] != nodePartition[peer])
+            {
+                port->SetExchange(&exchange);
+                TimeValue delay;
+                port->GetAttribute("PropagationDelay", delay);
+                lookaheadPs = std::min(lookaheadPs, delay.Get().GetTimeStep());
+            }
+        });
+    }
+
+    /// Partitioned: begin the DAG's ops without dependencies, once, before the first window.
+    void StartDagOnce()
+    {
+        if (dag && !dagStarted)
+        {
+            dagStarted = true;
+            dag->Start();
+        }
     }
 
     /// @return true when the run's work is done: every DAG op, or every flow without a DAG
@@ -562,9 +630,9 @@ Engine::Engine(uint64_t seed)
 Engine::~Engine()
 {
     Simulator::Destroy();
-    if (m_impl->sampler)
+    for (const Ptr<EgressQueueSampler>& s : m_impl->samplers)
     {
-        m_impl->sampler->Dispose();
+        s->Dispose();
     }
     if (m_impl->watchdog)
     {
@@ -919,7 +987,16 @@ Engine::BuildFabric(const uint8_t* kind,
             m_impl->watchdog->AddSwitch(m_impl->builder.GetNode(id));
         }
     }
-    m_impl->watchdog->Start();
+    if (m_impl->Partitioned())
+    {
+        // a partition sees only its own waits: a cycle across partitions would be found in one process
+        // and not in several, so partitioned runs go without the watchdog
+        m_impl->CutLinks();
+    }
+    else
+    {
+        m_impl->watchdog->Start();
+    }
     for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
     {
         if (!m_impl->builder.GetSwitch(id))
@@ -958,9 +1035,9 @@ Engine::AddFlows(const int32_t* src,
                  const uint8_t* priority,
                  uint64_t n)
 {
-    if (!m_impl->built)
+    if (!m_impl->built || m_impl->Partitioned())
     {
-        throw std::logic_error("AddFlows needs BuildFabric first");
+        throw std::logic_error("AddFlows needs BuildFabric first, and an unpartitioned run (partitions run a DAG)");
     }
     const uint32_t nNodes = m_impl->builder.GetNNodes();
     for (uint64_t i = 0; i < n; ++i)
@@ -984,7 +1061,7 @@ Engine::AddFlows(const int32_t* src,
 void
 Engine::SampleSwitchQueues(int64_t intervalPs)
 {
-    if (!m_impl->built || m_impl->sampler)
+    if (!m_impl->built || !m_impl->samplers.empty())
     {
         throw std::logic_error("SampleSwitchQueues needs BuildFabric first and may be called once");
     }
@@ -993,8 +1070,12 @@ Engine::SampleSwitchQueues(int64_t intervalPs)
         throw std::invalid_argument("queue sample interval " + std::to_string(intervalPs) +
                                     " ps is outside 1 ps..1e5 s");
     }
-    m_impl->sampler = CreateObject<EgressQueueSampler>();
-    m_impl->sampler->SetAttribute("Interval", TimeValue(PicoSeconds(intervalPs)));
+    const size_t nSamplers = m_impl->Partitioned() ? m_impl->localPartition.size() : 1;
+    for (size_t i = 0; i < nSamplers; ++i)
+    {
+        m_impl->samplers.push_back(CreateObject<EgressQueueSampler>());
+        m_impl->samplers.back()->SetAttribute("Interval", TimeValue(PicoSeconds(intervalPs)));
+    }
     for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
     {
         if (m_impl->builder.GetHost(id))
@@ -1002,12 +1083,16 @@ Engine::SampleSwitchQueues(int64_t intervalPs)
             continue;
         }
         Ptr<FabricNode> node = m_impl->builder.GetNode(id);
+        EgressQueueSampler& sampler = *m_impl->samplers[m_impl->Partitioned() ? m_impl->nodePartition[id] : 0];
         for (uint32_t p = 0; p < node->GetNPorts(); ++p)
         {
-            m_impl->sampler->Watch(id, p, node->GetPort(p));
+            sampler.Watch(id, p, node->GetPort(p));
         }
     }
-    m_impl->sampler->Start();
+    for (const Ptr<EgressQueueSampler>& s : m_impl->samplers)
+    {
+        s->Start();
+    }
 }
 
 void
@@ -1053,8 +1138,12 @@ Engine::LoadDag(const uint8_t* kind,
     m_impl->dagBytes.assign(bytes, bytes + n);
     m_impl->dagPrio.assign(priority, priority + n);
     dag->SetFlowStarter(MakeCallback(&Impl::StartDagFlow, m_impl.get()));
-    dag->SetOnDone(MakeCallback(static_cast<void (*)()>(&Simulator::Stop)));
     m_impl->dag = dag;
+    if (m_impl->Partitioned())
+    {
+        return; // the windows check completion, and begin the DAG themselves (StartDagOnce)
+    }
+    dag->SetOnDone(MakeCallback(static_cast<void (*)()>(&Simulator::Stop)));
     Simulator::ScheduleNow(&DagExecutor::Start, dag);
 }
 
@@ -1170,6 +1259,10 @@ Engine::GetFlowStartPs(int64_t* out) const
 int
 Engine::RunUntil(int64_t stopPs)
 {
+    if (m_impl->Partitioned())
+    {
+        throw std::logic_error("a partitioned run advances by RunWindow or RunPartitions, not RunUntil");
+    }
     const auto deadlocked = [this] { return m_impl->watchdog && m_impl->watchdog->Deadlocked(); };
     const auto failed = [this] { return m_impl->dag && m_impl->dag->Failed(); };
     if (failed())
@@ -1210,6 +1303,195 @@ Engine::RunUntil(int64_t stopPs)
     return static_cast<int>(limitReached ? RunStatus::TIME_REACHED : RunStatus::NO_EVENTS);
 }
 
+void
+Engine::SetPartitions(const int32_t* partition, uint64_t nNodes, const uint8_t* local, uint32_t nPartitions)
+{
+    if (m_impl->built || m_impl->Partitioned())
+    {
+        throw std::logic_error("SetPartitions comes once, before BuildFabric");
+    }
+    if (nPartitions < 1 || nPartitions > 1u << 16)
+    {
+        throw std::invalid_argument("a partitioned run has 1..65536 partitions, not " + std::to_string(nPartitions));
+    }
+    for (uint64_t i = 0; i < nNodes; ++i)
+    {
+        if (partition[i] < 0 || uint32_t(partition[i]) >= nPartitions)
+        {
+            throw std::invalid_argument("node " + std::to_string(i) + " is in partition " +
+                                        std::to_string(partition[i]) + ", outside 0.." +
+                                        std::to_string(nPartitions - 1));
+        }
+    }
+    m_impl->nodePartition.assign(partition, partition + nNodes);
+    m_impl->localPartition.assign(local, local + nPartitions);
+}
+
+void
+Engine::SetOpPartitions(const int32_t* partition, const int64_t* flowId, uint64_t n, uint64_t nFlows)
+{
+    if (!m_impl->Partitioned() || !m_impl->dag || m_impl->dagStarted)
+    {
+        throw std::logic_error("SetOpPartitions needs SetPartitions and LoadDag first, and comes before running");
+    }
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        if (partition[i] < 0 || uint64_t(partition[i]) >= m_impl->localPartition.size() ||
+            !m_impl->localPartition[partition[i]])
+        {
+            throw std::invalid_argument("DAG op " + std::to_string(i) + " is in partition " +
+                                        std::to_string(partition[i]) + ", which this process does not simulate");
+        }
+    }
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        const bool flow = DagOpKind(m_impl->dag->Kind(i)) == DagOpKind::FLOW;
+        if (flow != (flowId[i] >= 0) || (flow && uint64_t(flowId[i]) >= nFlows))
+        {
+            throw std::invalid_argument("DAG op " + std::to_string(i) + " has flow id " + std::to_string(flowId[i]) +
+                                        ": FLOW ops need one below " + std::to_string(nFlows) + ", others -1");
+        }
+    }
+    const std::string problem = m_impl->dag->SetLaunchGroups(partition, n);
+    if (!problem.empty())
+    {
+        throw std::invalid_argument("DAG: " + problem);
+    }
+    m_impl->opFlow.assign(flowId, flowId + n);
+    m_impl->flows.Resize(nFlows);
+    m_impl->flowOp.assign(nFlows, -1);
+    m_impl->StartDagOnce();
+}
+
+int64_t
+Engine::LookaheadPs() const
+{
+    return m_impl->lookaheadPs;
+}
+
+int64_t
+Engine::NextEventPs() const
+{
+    const TimingWheelScheduler* wheel = TimingWheelScheduler::Current();
+    if (wheel == nullptr)
+    {
+        throw std::logic_error("NextEventPs needs the ns3::TimingWheelScheduler (SetScheduler)");
+    }
+    return wheel->IsEmpty() ? std::numeric_limits<int64_t>::max() : int64_t(wheel->PeekNext().key.m_ts);
+}
+
+int
+Engine::RunWindow(int64_t endPs)
+{
+    if (!m_impl->Partitioned() || !m_impl->built || (m_impl->dag && !m_impl->dagStarted))
+    {
+        throw std::logic_error("RunWindow needs SetPartitions, BuildFabric, and LoadDag with SetOpPartitions first");
+    }
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    if (endPs < nowPs)
+    {
+        throw std::invalid_argument("window end " + std::to_string(endPs) + " ps is before now, " +
+                                    std::to_string(nowPs) + " ps");
+    }
+    bool reached = false;
+    EventId stop = Simulator::Schedule(TimeStep(endPs - nowPs), &StopAtLimit, &reached);
+    Simulator::Run();
+    if (!reached)
+    {
+        Simulator::Remove(stop);
+    }
+    if (reached)
+    {
+        m_impl->exchange.CountWindow();
+    }
+    if (m_impl->dag && m_impl->dag->Failed())
+    {
+        return static_cast<int>(RunStatus::COLLECTIVE_TIMEOUT);
+    }
+    return static_cast<int>(RunStatus::TIME_REACHED);
+}
+
+uint64_t
+Engine::NumOutgoing() const
+{
+    return m_impl->exchange.Pending();
+}
+
+void
+Engine::TakeOutgoing(uint8_t* out)
+{
+    m_impl->exchange.Take(reinterpret_cast<ExchangeRecord*>(out));
+}
+
+void
+Engine::InjectIncoming(const uint8_t* records, uint64_t n)
+{
+    if (!m_impl->Partitioned() || !m_impl->built)
+    {
+        throw std::logic_error("InjectIncoming needs SetPartitions and BuildFabric first");
+    }
+    const std::string problem = PartitionExchange::Inject(reinterpret_cast<const ExchangeRecord*>(records), n,
+                                                          m_impl->nodePtrs, &m_impl->pool);
+    if (!problem.empty())
+    {
+        throw std::invalid_argument(problem);
+    }
+}
+
+bool
+Engine::LocalDone() const
+{
+    return m_impl->AllDone();
+}
+
+int
+Engine::RunPartitions(int64_t untilPs, int64_t limitPs)
+{
+    for (uint8_t local : m_impl->localPartition)
+    {
+        if (!local)
+        {
+            throw std::logic_error("RunPartitions runs every partition in this process; some are elsewhere");
+        }
+    }
+    if (m_impl->lookaheadPs <= 0)
+    {
+        throw std::invalid_argument("a link between two partitions has no delay, so no window can run ahead of it");
+    }
+    std::vector<ExchangeRecord> arrivals;
+    while (true)
+    {
+        if (m_impl->AllDone())
+        {
+            return static_cast<int>(RunStatus::ALL_FLOWS_DONE);
+        }
+        const int64_t nextPs = NextEventPs();
+        if (nextPs == std::numeric_limits<int64_t>::max())
+        {
+            return static_cast<int>(RunStatus::NO_EVENTS);
+        }
+        if (nextPs >= untilPs || Simulator::Now().GetTimeStep() >= limitPs)
+        {
+            return static_cast<int>(RunStatus::TIME_REACHED);
+        }
+        const int status = RunWindow(WindowEndPs(nextPs, m_impl->lookaheadPs, limitPs));
+        if (status != static_cast<int>(RunStatus::TIME_REACHED))
+        {
+            return status;
+        }
+        arrivals.resize(m_impl->exchange.Pending());
+        m_impl->exchange.Take(arrivals.data());
+        PartitionExchange::SortForInjection(arrivals);
+        InjectIncoming(reinterpret_cast<const uint8_t*>(arrivals.data()), arrivals.size());
+    }
+}
+
+int64_t
+Engine::WindowEndPs(int64_t nextPs, int64_t lookaheadPs, int64_t limitPs)
+{
+    return lookaheadPs >= limitPs - nextPs ? limitPs : nextPs + lookaheadPs; // no cut link: lookahead is max
+}
+
 int64_t
 Engine::NowPs() const
 {
@@ -1246,21 +1528,46 @@ Engine::GetFlowDeliveredBytes(int64_t* out) const
 uint64_t
 Engine::NumQueueSamples() const
 {
-    return m_impl->sampler ? m_impl->sampler->GetTimesPs().size() : 0;
+    uint64_t n = 0;
+    for (const Ptr<EgressQueueSampler>& s : m_impl->samplers)
+    {
+        n += s->GetTimesPs().size();
+    }
+    return n;
 }
 
 void
 Engine::GetQueueSamples(int64_t* timePs, int32_t* node, int32_t* port, int64_t* bytes) const
 {
-    if (!m_impl->sampler)
+    uint64_t at = 0;
+    for (const Ptr<EgressQueueSampler>& s : m_impl->samplers)
     {
-        return;
+        std::copy(s->GetTimesPs().begin(), s->GetTimesPs().end(), timePs + at);
+        std::copy(s->GetNodes().begin(), s->GetNodes().end(), node + at);
+        std::copy(s->GetPorts().begin(), s->GetPorts().end(), port + at);
+        std::copy(s->GetBytes().begin(), s->GetBytes().end(), bytes + at);
+        at += s->GetTimesPs().size();
     }
-    const auto& s = *m_impl->sampler;
-    std::copy(s.GetTimesPs().begin(), s.GetTimesPs().end(), timePs);
-    std::copy(s.GetNodes().begin(), s.GetNodes().end(), node);
-    std::copy(s.GetPorts().begin(), s.GetPorts().end(), port);
-    std::copy(s.GetBytes().begin(), s.GetBytes().end(), bytes);
+    if (m_impl->samplers.size() > 1)
+    {
+        // one sampler records a tick's changes in (node, port) order: give the partitions' samples that order
+        std::vector<uint64_t> order(at);
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+            return std::tie(timePs[a], node[a], port[a]) < std::tie(timePs[b], node[b], port[b]);
+        });
+        const auto permute = [&](auto* column) {
+            std::vector<std::remove_pointer_t<decltype(column)>> copy(column, column + at);
+            for (uint64_t i = 0; i < at; ++i)
+            {
+                column[i] = copy[order[i]];
+            }
+        };
+        permute(timePs);
+        permute(node);
+        permute(port);
+        permute(bytes);
+    }
 }
 
 uint64_t
@@ -1547,6 +1854,10 @@ Engine::Impl::ReadCounter(const CounterDecl& c) const
     {
         add(r.fromFastForward(*fastForward));
     }
+    if (Partitioned() && r.fromExchange)
+    {
+        add(r.fromExchange(exchange));
+    }
     return result;
 }
 
@@ -1628,7 +1939,8 @@ Engine::EventsExecuted() const
 {
     // How a run is cut into slices (for progress reports) must not change its results, counters included;
     // nor do the checks of the deadlock watchdog and the retransmission timers that found nothing to do.
-    uint64_t bookkeeping = m_impl->sliceStops + (m_impl->watchdog ? m_impl->watchdog->GetChecks() : 0);
+    uint64_t bookkeeping =
+        m_impl->sliceStops + m_impl->exchange.GetWindows() + (m_impl->watchdog ? m_impl->watchdog->GetChecks() : 0);
     for (uint32_t id = 0; id < m_impl->builder.GetNNodes(); ++id)
     {
         if (Ptr<HostNic> nic = m_impl->builder.GetHost(id))

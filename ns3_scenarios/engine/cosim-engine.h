@@ -265,6 +265,78 @@ class Engine
     /// Simulate until @p stopPs ps, all flows done, or no events left; @return the RunStatus as int.
     int RunUntil(int64_t stopPs);
 
+    /// Bytes of one packet crossing between partitions (ns3::ExchangeRecord; cosim/parallel.py's RECORD_DTYPE).
+    static constexpr uint64_t kExchangeRecordBytes = 80;
+
+    /**
+     * @brief Partition the fabric for a conservative parallel run (before BuildFabric; docs/parallel.md).
+     *
+     * A link between nodes of two partitions is cut: each packet sent on it is posted for exchange
+     * (TakeOutgoing) and arrives on the far side when injected (InjectIncoming), and the run advances in
+     * windows no longer than the shortest cut link's delay (RunWindow, RunPartitions). Each partition has
+     * its own queue sampler and DAG launches; there is no deadlock watchdog. The results depend on the
+     * partitions, never on which process simulates which.
+     * @param partition partition of every node id below @p nNodes, 0..@p nPartitions - 1
+     * @param nNodes number of nodes
+     * @param local per partition: 1 if this process simulates it
+     * @param nPartitions number of partitions
+     */
+    void SetPartitions(const int32_t* partition, uint64_t nNodes, const uint8_t* local, uint32_t nPartitions);
+
+    /**
+     * @brief What every op of the loaded DAG is in a partitioned run (after LoadDag, before running), and
+     * begin its ops without dependencies.
+     *
+     * Flows are numbered ahead, alike in every process: a packet's flow id is its ECMP hash key and its
+     * UEC entropy's seed, and packets cross processes. Every process then holds all @p nFlows flows (the
+     * flow arrays have that size; those it never starts keep start -1 and op -1).
+     * @param partition the op's partition (simulated by this process)
+     * @param flowId a FLOW op's flow id, below @p nFlows; -1 for other ops
+     * @param n number of ops
+     * @param nFlows flows of the whole run
+     */
+    void SetOpPartitions(const int32_t* partition, const int64_t* flowId, uint64_t n, uint64_t nFlows);
+
+    /// @return the shortest delay of a cut link, in ps (INT64_MAX: none is cut): how far a window may reach
+    int64_t LookaheadPs() const;
+
+    /// @return the time of the earliest pending event, in ps (INT64_MAX: none); needs the TimingWheelScheduler
+    int64_t NextEventPs() const;
+
+    /// @return the end of the window that starts with an event at @p nextPs, in ps: a lookahead later, at
+    ///         most @p limitPs
+    static int64_t WindowEndPs(int64_t nextPs, int64_t lookaheadPs, int64_t limitPs);
+
+    /**
+     * @brief Partitioned: run the events before @p endPs (and those at @p endPs scheduled before this call).
+     * @return the RunStatus as int: TIME_REACHED, or COLLECTIVE_TIMEOUT
+     */
+    int RunWindow(int64_t endPs);
+
+    /// @return packets posted on cut links since the last TakeOutgoing
+    uint64_t NumOutgoing() const;
+
+    /// Move the packets posted on cut links to @p out[NumOutgoing() * kExchangeRecordBytes], in posting order.
+    void TakeOutgoing(uint8_t* out);
+
+    /**
+     * @brief Schedule the arrival of @p n packets (kExchangeRecordBytes each, due at or after now) at their
+     * receiving nodes, in the order given; throws std::invalid_argument for one this fabric cannot receive.
+     */
+    void InjectIncoming(const uint8_t* records, uint64_t n);
+
+    /// @return true once every op of the loaded DAG (or every flow) finished
+    bool LocalDone() const;
+
+    /**
+     * @brief Run a partitioned run whose partitions are all simulated here: window after window, each
+     * window's packets of cut links injected in (arrival, node, port) order, until the next window would
+     * start at or after @p untilPs (a progress slice; slices do not change the windows), the clock reaches
+     * @p limitPs (the run's time limit), or every op finished (checked between windows).
+     * @return the RunStatus as int
+     */
+    int RunPartitions(int64_t untilPs, int64_t limitPs);
+
     /// @return the simulated clock, in ps
     int64_t NowPs() const;
 

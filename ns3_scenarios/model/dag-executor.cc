@@ -216,6 +216,26 @@ DagExecutor::SetCollectives(const int64_t* startOp, const int64_t* endOp, uint64
     return "";
 }
 
+std::string
+DagExecutor::SetLaunchGroups(const int32_t* partition, uint64_t n)
+{
+    NS_ASSERT_MSG(m_done == 0, "launch groups are set before the graph runs");
+    if (n != m_kind.size())
+    {
+        return "launch groups for " + std::to_string(n) + " ops, the graph has " + std::to_string(m_kind.size());
+    }
+    const auto [lo, hi] = std::minmax_element(partition, partition + n);
+    if (n > 0 && (*lo < 0 || *hi >= 1 << 16))
+    {
+        return "partition " + std::to_string(*lo < 0 ? *lo : *hi) + " is outside 0..65535";
+    }
+    m_launchGroup.assign(partition, partition + n);
+    const uint32_t groups = n > 0 ? uint32_t(*hi) + 1 : 1;
+    m_launch.assign(groups, {});
+    m_launchPending.assign(groups, 0);
+    return "";
+}
+
 void
 DagExecutor::CheckCollective(uint64_t c)
 {
@@ -288,23 +308,24 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
         // Ops that take a GPU's copy engine or a NIC's queue in turn are launched together, in op order,
         // after every event of this instant scheduled before now: which of two ops ready at the same time
         // goes first then depends on the graph alone, not on the order ns-3 ran the events that readied them.
-        m_launch.push_back(op);
-        if (!m_launchPending)
+        const uint32_t group = m_launchGroup.empty() ? 0 : m_launchGroup[op];
+        m_launch[group].push_back(op);
+        if (!m_launchPending[group])
         {
-            m_launchPending = true;
-            Simulator::ScheduleNow(&DagExecutor::Launch, this);
+            m_launchPending[group] = 1;
+            Simulator::ScheduleNow(&DagExecutor::Launch, this, group);
         }
         break;
     }
 }
 
 void
-DagExecutor::Launch()
+DagExecutor::Launch(uint32_t group)
 {
-    NS_ASSERT_MSG(m_launchPending, "Launch runs only when Begin scheduled it");
-    m_launchPending = false;
+    NS_ASSERT_MSG(m_launchPending[group], "Launch runs only when Begin scheduled it");
+    m_launchPending[group] = 0;
     std::vector<uint64_t> ops;
-    ops.swap(m_launch);
+    ops.swap(m_launch[group]);
     std::sort(ops.begin(), ops.end());
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     for (uint64_t op : ops)

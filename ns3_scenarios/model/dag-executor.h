@@ -82,6 +82,16 @@ class DagExecutor : public Object
      */
     std::string SetCommClasses(const uint8_t* commClass, uint64_t n);
 
+    /**
+     * @brief Launch the transfers of each partition of a partitioned run apart (after Load): the transfers
+     * ready at one instant are launched in op order within their partition, by one Launch per partition,
+     * so what one partition runs never depends on when another's ops became ready.
+     * @param partition partition of every op (below 2^16)
+     * @param n number of ops (Load's)
+     * @return an empty string, or what is wrong with the array
+     */
+    std::string SetLaunchGroups(const int32_t* partition, uint64_t n);
+
     /// @return true once a collective ran past CollectiveTimeout (the job failed; the simulator was stopped)
     bool Failed() const
     {
@@ -116,6 +126,12 @@ class DagExecutor : public Object
     bool Done() const
     {
         return m_done == m_kind.size();
+    }
+
+    /// @return the DagOpKind of op @p op
+    uint8_t Kind(uint64_t op) const
+    {
+        return m_kind[op];
     }
 
     /// @return number of ops
@@ -160,9 +176,9 @@ class DagExecutor : public Object
     void Drain(std::vector<uint64_t>& ready);
     /// Event: CollectiveTimeout after collective @p c started; fail the job if it has not completed.
     void CheckCollective(uint64_t c);
-    /// Launch the NVLINK and FLOW ops begun at this instant, in op order (NVLINK: take the GPU's copy
+    /// Launch the NVLINK and FLOW ops of launch group @p group begun at this instant, in op order (NVLINK: take the GPU's copy
     /// engine in turn; FLOW: hand it to the network).
-    void Launch();
+    void Launch(uint32_t group);
     /// @return true if COMPUTE op timing depends on communication (a slowdown attribute > 0)
     bool Interferes() const
     {
@@ -208,11 +224,12 @@ class DagExecutor : public Object
     std::vector<int64_t> m_collEndOp;     ///< per collective: the op whose finish completes it
     int64_t m_failedCollective{-1};       ///< the collective that timed out, -1 if none
     int64_t m_failedAtPs{-1};             ///< when it timed out, in ps
-    std::vector<uint64_t> m_launch;       ///< NVLINK and FLOW ops begun now, waiting for Launch
+    std::vector<uint16_t> m_launchGroup;  ///< per op: its launch group (SetLaunchGroups; empty: all in group 0)
+    std::vector<std::vector<uint64_t>> m_launch{std::vector<uint64_t>()}; ///< per launch group: NVLINK and FLOW ops begun now, waiting for Launch
     std::vector<uint8_t> m_commClass;     ///< CommClass per op (empty: every transfer is an NCCL one)
     std::vector<std::array<uint32_t, cosim::kCommClasses>> m_transfers; ///< per GPU and CommClass: transfers in flight
     std::vector<std::vector<RunningCompute>> m_running; ///< per GPU: its COMPUTE ops running (Interferes only)
-    bool m_launchPending{false};          ///< a Launch is scheduled at the current time
+    std::vector<uint8_t> m_launchPending{0}; ///< per launch group: a Launch is scheduled at the current time
     Callback<void, uint64_t> m_startFlow; ///< hands a FLOW op to the network
     Callback<void> m_onDone;              ///< called when the last op finished
 };

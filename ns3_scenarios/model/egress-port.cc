@@ -4,6 +4,7 @@
 #include "fabric-node.h"
 #include "link-fault-model.h"
 #include "packet-pool.h"
+#include "partition-exchange.h"
 
 #include "ns3/boolean.h"
 #include "ns3/enum.h"
@@ -427,6 +428,11 @@ EgressPort::StartTransmission(FabricPacket* p)
         p->sendTimePs = nowPs;
     }
     const int64_t duePs = nowPs + serPs + m_delayPs;
+    if (m_exchange != nullptr)
+    {
+        PostToPartition(p, duePs, serPs);
+        return;
+    }
     if (m_onWire.Empty())
     {
         m_wireHeadDuePs = duePs;
@@ -442,6 +448,14 @@ EgressPort::StartTransmission(FabricPacket* p)
         m_deliveryPending = true;
         Simulator::Schedule(TimeStep(serPs + m_delayPs), m_deliverEvent);
     }
+}
+
+void
+EgressPort::PostToPartition(FabricPacket* p, int64_t duePs, int64_t serPs)
+{
+    Simulator::Schedule(TimeStep(serPs), m_txDoneEvent);
+    m_exchange->Post(duePs, m_peer->GetNodeId(), m_peerPort, p);
+    m_pool->Release(p);
 }
 
 void

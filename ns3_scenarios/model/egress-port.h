@@ -27,6 +27,7 @@ namespace ns3
 
 class FabricNode;
 class PacketPool;
+class PartitionExchange;
 struct PortFault;
 
 /**
@@ -71,6 +72,16 @@ class EgressPort : public Object
      * @param pool packet allocator of the run
      */
     void Connect(FabricNode* owner, uint32_t index, FabricNode* peer, uint32_t peerPort, PacketPool* pool);
+
+    /**
+     * @brief Cut the link (a partitioned run): its far end is simulated in another partition, so each packet
+     * is posted to @p exchange as it starts serializing, for arrival there, instead of delivered from here.
+     * @param exchange the run's exchange (not owned), or null to deliver again
+     */
+    void SetExchange(PartitionExchange* exchange)
+    {
+        m_exchange = exchange;
+    }
 
     /// Pull packets from @p source whenever the port's own queues are empty (not owned; may be null).
     void SetSource(PacketSource* source);
@@ -310,6 +321,8 @@ class EgressPort : public Object
     void TrySend();
     /// Serialize @p p now and put it on the wire (whatever its origin).
     void StartTransmission(FabricPacket* p);
+    /// Cut link: @p p, serializing for @p serPs, is posted to the far partition for arrival at @p duePs.
+    void PostToPartition(FabricPacket* p, int64_t duePs, int64_t serPs);
     /// @p p leaves the port's queues or source: mark the port busy and tell the owner (buffer release).
     void HandOver(FabricPacket* p);
 
@@ -373,6 +386,7 @@ class EgressPort : public Object
     bool m_busy{false};                              ///< a packet is being serialized
     bool m_txHeld{false};                            ///< a credit link is down: send nothing
     PortFault* m_fault{nullptr};                     ///< fault state (LinkFaultModel), null without faults
+    PartitionExchange* m_exchange{nullptr};          ///< a cut link's exchange (SetExchange), else null
     bool m_deliveryPending{false};                   ///< m_deliverEvent is scheduled
     uint8_t m_nonEmptyMask{0};                       ///< bit p: m_queues[p] holds a packet
     uint8_t m_disabledMask{0};                       ///< bit p: the PFC watchdog disabled priority p

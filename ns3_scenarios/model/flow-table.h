@@ -65,16 +65,38 @@ struct FlowTable
     uint64_t Add(uint32_t from, uint32_t to, uint64_t payloadBytes, int64_t startTimePs, uint8_t prio)
     {
         NS_ABORT_MSG_IF(Size() >= kMaxFlows, "a run holds at most " << kMaxFlows << " flows");
-        bytes.push_back(Bytes{payloadBytes, 0, 0, 0});
-        src.push_back(from);
-        dst.push_back(to);
-        startPs.push_back(startTimePs);
-        finishPs.push_back(-1);
-        priority.push_back(prio);
-        qp.push_back(0);
-        senderQp.push_back(kNoQueuePair);
-        lastCnpPs.push_back(kNoCnp);
-        return src.size() - 1;
+        Resize(Size() + 1);
+        Set(Size() - 1, from, to, payloadBytes, startTimePs, prio);
+        return Size() - 1;
+    }
+
+    /**
+     * Hold @p n flows, the new ones not started (start time -1). A partitioned run numbers its flows ahead,
+     * the same in every process (a packet's flow id is its ECMP hash key, and packets cross processes), so
+     * each process holds every flow of the run and sets those it starts.
+     */
+    void Resize(uint64_t n)
+    {
+        NS_ABORT_MSG_IF(n > kMaxFlows, "a run holds at most " << kMaxFlows << " flows");
+        bytes.resize(n, Bytes{0, 0, 0, 0});
+        src.resize(n, 0);
+        dst.resize(n, 0);
+        startPs.resize(n, -1);
+        finishPs.resize(n, -1);
+        priority.resize(n, 0);
+        qp.resize(n, 0);
+        senderQp.resize(n, kNoQueuePair);
+        lastCnpPs.resize(n, kNoCnp);
+    }
+
+    /// Give flow @p id (below Size()) its endpoints, payload, start time and priority.
+    void Set(uint64_t id, uint32_t from, uint32_t to, uint64_t payloadBytes, int64_t startTimePs, uint8_t prio)
+    {
+        bytes[id] = Bytes{payloadBytes, 0, 0, 0};
+        src[id] = from;
+        dst[id] = to;
+        startPs[id] = startTimePs;
+        priority[id] = prio;
     }
 };
 

@@ -69,9 +69,27 @@ TimingWheelScheduler::GetTypeId()
     return tid;
 }
 
+namespace
+{
+/// the scheduler last constructed and not yet destroyed (ns-3 holds one simulator per process)
+const TimingWheelScheduler* g_current = nullptr;
+} // namespace
+
 TimingWheelScheduler::TimingWheelScheduler() = default;
 
-TimingWheelScheduler::~TimingWheelScheduler() = default;
+TimingWheelScheduler::~TimingWheelScheduler()
+{
+    if (g_current == this)
+    {
+        g_current = nullptr;
+    }
+}
+
+const TimingWheelScheduler*
+TimingWheelScheduler::Current()
+{
+    return g_current;
+}
 
 void
 TimingWheelScheduler::NotifyConstructionCompleted()
@@ -83,6 +101,7 @@ TimingWheelScheduler::NotifyConstructionCompleted()
     m_buckets.assign(buckets, Bucket{kNone, kNone});
     m_occupied.assign(buckets / 64, 0);
     m_occupiedWords.assign((buckets / 64 + 63) / 64, 0);
+    g_current = this;
     Scheduler::NotifyConstructionCompleted();
 }
 
@@ -334,6 +353,7 @@ TimingWheelScheduler::PopFar()
     std::pop_heap(m_far.begin(), m_far.end(), Later);
     const Scheduler::Event ev = m_far.back();
     m_far.pop_back();
+    DropRemovedFarTop();
     return ev;
 }
 
@@ -381,17 +401,28 @@ TimingWheelScheduler::Remove(const Scheduler::Event& ev)
             return;
         }
     }
-    // Events outside the window wait in the far heap (the window's events all moved into the wheel).
-    const auto it = std::find_if(m_far.begin(), m_far.end(),
-                                 [&ev](const Scheduler::Event& e) { return e.key.m_uid == ev.key.m_uid; });
-    NS_ASSERT_MSG(it != m_far.end(), "Remove of an event that is not pending");
-    if (it == m_far.end())
+    // Events outside the window wait in the far heap (the window's events all moved into the wheel). Taking
+    // one out of the middle would cost a search and a heap rebuild (a sender removes its retransmission
+    // timer, far ahead, at every flow's last ACK): it is marked instead, and dropped when it reaches the top.
+    const bool fresh = m_farRemoved.insert(ev.key.m_uid).second;
+    NS_ASSERT_MSG(fresh, "Remove of an event already removed");
+    DropRemovedFarTop();
+}
+
+void
+TimingWheelScheduler::DropRemovedFarTop()
+{
+    while (!m_far.empty())
     {
-        return;
+        const auto it = m_farRemoved.find(m_far.front().key.m_uid);
+        if (it == m_farRemoved.end())
+        {
+            return;
+        }
+        m_farRemoved.erase(it);
+        std::pop_heap(m_far.begin(), m_far.end(), Later);
+        m_far.pop_back();
     }
-    *it = m_far.back();
-    m_far.pop_back();
-    std::make_heap(m_far.begin(), m_far.end(), Later);
 }
 
 bool

@@ -11,6 +11,7 @@
 #include "ns3/scheduler.h"
 
 #include <cstdint>
+#include <unordered_set>
 #include <vector>
 
 namespace ns3
@@ -56,6 +57,13 @@ class TimingWheelScheduler : public Scheduler
     Scheduler::Event PeekNext() const override;
     Scheduler::Event RemoveNext() override;
     void Remove(const Scheduler::Event& ev) override;
+
+    /**
+     * @return the scheduler the simulator uses now, if it is a TimingWheelScheduler (else null). A
+     * partitioned run reads the time of its next event between windows, which ns-3's Simulator does not
+     * tell; the events cancelled but not yet removed count, so that time may be early, never late.
+     */
+    static const TimingWheelScheduler* Current();
 
   protected:
     /// Size the wheel from the attributes (they are set by then).
@@ -133,6 +141,8 @@ class TimingWheelScheduler : public Scheduler
     bool RemoveNear(uint32_t slot, const Scheduler::EventKey& key);
     /// Pop the far heap's top; @return it
     Scheduler::Event PopFar();
+    /// Pop the far heap's top while it is an event removed (Remove), so that its top is always pending.
+    void DropRemovedFarTop();
     /// Move the wheel's start to bucket @p bucket and pull the far events now inside the window.
     void Advance(uint64_t bucket);
     /// Mark bucket @p slot occupied in both bitmaps.
@@ -154,6 +164,7 @@ class TimingWheelScheduler : public Scheduler
     std::vector<Group> m_groups;         ///< group storage
     uint32_t m_freeGroup{kNone};         ///< first free group
     std::vector<Scheduler::Event> m_far; ///< binary min-heap of events beyond the window, by (ts, uid)
+    std::unordered_set<uint64_t> m_farRemoved; ///< uids of m_far's events removed but not yet popped
 };
 
 } // namespace ns3

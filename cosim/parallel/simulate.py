@@ -1,0 +1,139 @@
+"""A partitioned run simulated: every partition in this process, or the partitions spread over MPI ranks.
+
+    out, info = simulate(exp, fabric, columns, partitioning, attributes=..., max_sim_time_ns=...)
+
+Rank r of N simulates the partitions p with p mod N = r: the whole fabric is built on every rank, but only
+the ops of its partitions are loaded, so nodes of other partitions stay idle. Between windows (no longer
+than the shortest cut link's delay) the packets that left on cut links go to the rank of their receiving
+node (MPI Alltoallv) and are injected there in (arrival time, node, port) order, the order one process uses
+too. Rank 0 gathers every rank's output and merges it as the independent parts of a decomposed run are
+merged (cosim.decompose.exact.merge: op times from the op's partition, port telemetry from the port's node's
+partition), and sends the merged output back to every rank, so each records the run alike (and only rank 0
+writes it: cosim.parallel.mpi.is_root).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+
+from cosim import engine
+from cosim.collectives import DagOpKind
+from cosim.decompose import exact
+from cosim.errors import CosimInputError
+from cosim.parallel.mpi import MpiWorld, mpi_world
+from cosim.parallel.partition import Partitioning
+
+#: a packet crossing a cut link (C++ ExchangeRecord, Engine::kExchangeRecordBytes)
+RECORD_DTYPE = np.dtype([("due_ps", "<i8"), ("node", "<i4"), ("port", "<i4"), ("packet", "V64")])
+#: Engine::NextEventPs when nothing is pending
+NO_EVENT_PS = np.iinfo(np.int64).max
+#: wall time between two progress reports of an MPI run, s
+PROGRESS_EVERY_S = 0.25
+
+
+def simulate(exp, fabric, columns: dict, p: Partitioning, *, attributes: dict, max_sim_time_ns: float,
+             progress=None) -> tuple[engine.DagOutput, dict]:
+    """(the merged engine.DagOutput, how the run was split), on every rank."""
+    world = mpi_world()
+    size, rank = (1, 0) if world is None else (world.size, world.rank)
+    if size > p.n_partitions:
+        raise CosimInputError("mpiexec", f"started {size} ranks for {p.n_partitions} partition(s): a rank would "
+                              "have nothing to simulate", f"start at most {p.n_partitions} ranks, or raise "
+                              "limits.partitions")
+    rank_of_partition = np.arange(p.n_partitions) % size
+    op_rank = rank_of_partition[p.op_partition]
+    dep_ptr, dep_idx = np.asarray(columns["dep_ptr"], np.int64), np.asarray(columns["dep_idx"], np.int64)
+    mine = exact.Piece.of(np.flatnonzero(op_rank == rank), dep_ptr, dep_idx)
+    if world is None:
+        run = _in_process
+    else:
+        run = functools.partial(_over_mpi, world, rank_of_partition[p.node_partition], int(columns["kind"].size))
+    kind = np.asarray(columns["kind"])
+    is_flow = kind == DagOpKind.FLOW
+    flow_id = np.where(is_flow, np.cumsum(is_flow) - 1, -1)  # FLOW ops numbered in op order, alike on every rank
+    parts = engine.Partitions(node_partition=p.node_partition, local=rank_of_partition == rank,
+                              op_partition=p.op_partition[mine.ops], op_flow=flow_id[mine.ops],
+                              n_flows=int(is_flow.sum()), run=run)
+    out = engine.simulate_dag(fabric, **exact.piece_columns(columns, mine), seed=exp.seed, attributes=attributes,
+                              queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns,
+                              max_sim_time_ns=max_sim_time_ns, progress=progress if rank == 0 else None,
+                              partitions=parts)
+    info = {"decompose": "whole", "decompose_reason": f"partitioned into {p.n_partitions} (limits.partitions)",
+            **p.describe(), "mpi_ranks": size}
+    if world is None:
+        return _merge(fabric, columns, p, rank_of_partition, (mine,), [out]), info
+    outs = world.comm.gather(out, root=0)
+    merged = None
+    if rank == 0:
+        pieces = tuple(mine if r == rank else exact.Piece.of(np.flatnonzero(op_rank == r), dep_ptr, dep_idx)
+                       for r in range(size))
+        merged = _merge(fabric, columns, p, rank_of_partition, pieces, outs)
+    return world.comm.bcast(merged, root=0), info
+
+
+def _merge(fabric, columns: dict, p: Partitioning, rank_of_partition: np.ndarray, pieces: tuple, outs: list):
+    """The whole run's output from the ranks' (``outs[r]``, of ``pieces[r]``): every op's times from its
+    rank, every port's telemetry from the rank of its node."""
+    d = exact.Decomposition(mode="partitioned", reason="", n_parts=len(pieces), pieces=pieces,
+                            op_piece=rank_of_partition[p.op_partition].astype(exact.OP),
+                            op_image=np.arange(p.op_partition.size, dtype=exact.OP),
+                            node_image=np.arange(fabric.n_nodes, dtype=np.int64),
+                            node_piece=rank_of_partition[p.node_partition].astype(np.int64))
+    return exact.merge(fabric, columns, d, outs)
+
+
+def _in_process(engine_, stop_ps: int, n_items: int, count_done, progress) -> int:
+    """Every partition here: Engine::RunPartitions in progress slices."""
+    return engine._run_sliced(engine_, stop_ps, n_items, count_done, progress,
+                              run_to=lambda target: engine_.RunPartitions(target, stop_ps))
+
+
+def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, engine_, stop_ps: int, n_items: int,
+              count_done, progress) -> int:
+    """This rank's partitions, window by window in step with the other ranks (module docstring)."""
+    comm, size = world.comm, world.size
+    lookahead = int(engine_.LookaheadPs())
+    state = np.zeros(5, np.int64)  # next event, done, ops done, data packet-hops, stop requested
+    every = np.zeros((size, 5), np.int64)
+    counts_in = np.zeros(size, np.int64)
+    reported = time.perf_counter()
+    while True:
+        state[:] = (engine_.NextEventPs(), engine_.LocalDone(), count_done(), engine_.DataPacketHops(),
+                    engine.stop_requested())
+        comm.Allgather(state, every)
+        if progress is not None and time.perf_counter() - reported >= PROGRESS_EVERY_S:
+            progress(engine_.NowPs() / 1e3, int(every[:, 2].sum()), n_total, int(every[:, 3].sum()))
+            reported = time.perf_counter()
+        if every[:, 1].all():
+            return 1
+        if every[:, 4].any():
+            return engine.INTERRUPTED
+        next_ps = int(every[:, 0].min())
+        if next_ps == NO_EVENT_PS:
+            return 2
+        if next_ps >= stop_ps or engine_.NowPs() >= stop_ps:
+            return 0
+        status = int(engine_.RunWindow(engine_.WindowEndPs(next_ps, lookahead, stop_ps)))
+        if status != 0:
+            return status
+        out = np.zeros(int(engine_.NumOutgoing()), RECORD_DTYPE)
+        if out.size:
+            engine_.TakeOutgoing(out.view(np.uint8))
+        dest = rank_of_node[out["node"]]
+        send = out[np.argsort(dest, kind="stable")]
+        counts_out = np.bincount(dest, minlength=size).astype(np.int64)
+        comm.Alltoall(counts_out, counts_in)
+        incoming = np.zeros(int(counts_in.sum()), RECORD_DTYPE)
+        comm.Alltoallv([_bytes(send), counts_out * RECORD_DTYPE.itemsize],
+                       [_bytes(incoming), counts_in * RECORD_DTYPE.itemsize])
+        if incoming.size:
+            incoming = incoming[np.lexsort((incoming["port"], incoming["node"], incoming["due_ps"]))]
+            engine_.InjectIncoming(incoming.view(np.uint8), incoming.size)
+
+
+def _bytes(records: np.ndarray) -> np.ndarray:
+    """``records`` as bytes (one byte when empty: MPI wants a buffer)."""
+    return records.view(np.uint8) if records.size else np.zeros(1, np.uint8)

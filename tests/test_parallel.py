@@ -1,0 +1,163 @@
+"""Partitioned runs (limits.partitions, cosim.parallel): the same datasets on one process and on MPI ranks,
+the physics of a run whose links are cut between partitions, and one-line refusals."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from tests.conftest import run_main
+
+#: two training jobs (TP2 x DP2 each) spread over the two leaves of a 2:1 leaf-spine: their rings meet on the
+#: spines, and neither job depends on the other
+TWO_JOBS = """
+name = "two-jobs"
+[network]
+topology = "leaf-spine"
+transport = "roce"
+gpus_per_server = 2
+hosts_per_leaf = 4
+spines = 2
+oversubscription = 2.0
+link_gbps = 100.0
+link_delay_ns = 1000.0
+"""
+JOB = """
+[[workloads]]
+name = "{name}"
+kind = "training"
+placement = "spread"
+model = "llama2-7b"
+gpu = "h100"
+chunk_bytes = "4MiB"
+model_overrides = {{ num_layers = 1, hidden_size = 1024, num_heads = 8, num_kv_heads = 8, ffn_hidden_size = 2816, vocab_size = 8192, seq_length = 1024 }}
+[workloads.parallelism]
+tp = 2
+dp = 2
+micro_batch_size = 1
+global_batch_size = 2
+"""
+
+
+def _experiment(tmp_path: Path, jobs=("job0", "job1")) -> Path:
+    path = tmp_path / "two-jobs.toml"
+    path.write_text(TWO_JOBS + "".join(JOB.format(name=j) for j in jobs))
+    return path
+
+
+def _mpiexec() -> str | None:
+    """The MPI launcher beside this interpreter (the test extras' mpich), else one on PATH."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+def _datasets(path: Path) -> dict:
+    """Every dataset of every run of a results file, and its summary without the wall-clock keys."""
+    out = {}
+    with h5py.File(path, "r") as h5:
+        for name, run in h5["runs"].items():
+            run.visititems(lambda key, obj, name=name: out.__setitem__(f"{name}/{key}", obj[()])
+                           if isinstance(obj, h5py.Dataset) else None)
+            summary = json.loads(run.attrs["summary"])
+            out[f"{name}/summary"] = {k: v for k, v in summary.items() if k not in ("wall_time_s", "packet_hops_per_s")}
+    return out
+
+
+def _assert_same(a: dict, b: dict) -> None:
+    assert sorted(a) == sorted(b)
+    for key, x in a.items():
+        if isinstance(x, dict):
+            assert x == b[key], key
+        else:
+            assert x.dtype == b[key].dtype and x.shape == b[key].shape, key
+            assert np.array_equal(x, b[key], equal_nan=x.dtype.kind == "f"), key
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None or _mpiexec() is None,
+                    reason="needs mpi4py and an MPI launcher (pip install '.[test]' installs both)")
+@pytest.mark.parametrize("transport", ["roce", "ib", "uec"])
+def test_two_mpi_ranks_write_the_datasets_one_process_writes(tmp_path, transport):
+    """Partitions spread over two MPI ranks exchange their cut links' packets between windows and give, bit for
+    bit, the results file the same partitions give in one process (counters and event counts included)."""
+    exp = _experiment(tmp_path)
+    args = [str(exp), "-q", "--transport", transport, "--set", "limits.partitions=2"]
+    one = tmp_path / "one.h5"
+    subprocess.run([sys.executable, "-m", "cosim", "run", *args, "-o", str(one)], check=True, timeout=300)
+    two = tmp_path / "two.h5"
+    done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, "-m", "cosim", "run", *args, "-o", str(two)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "" and done.stderr == ""  # -q, and rank 1 says nothing either
+    got = _datasets(two)
+    _assert_same(_datasets(one), got)
+    summary = got["two-jobs/summary"]
+    assert summary["status"] == "complete" and summary["drops"] == 0
+
+
+@pytest.mark.parametrize("transport", ["roce", "ib"])
+def test_a_partitioned_run_delivers_every_byte_across_its_cut_links(tmp_path, transport, capsys):
+    """Two partitions in one process: every flow delivers its bytes, nothing is dropped on a lossless fabric,
+    the cut links carry the jobs' traffic both ways (PFC pauses or credits included), and each job's iteration
+    takes about what it takes in the undivided run (another tie order, the same fabric)."""
+    exp = _experiment(tmp_path)
+    times = {}
+    for partitions in (1, 2):
+        out = tmp_path / f"p{partitions}.h5"
+        code, _, err = run_main(["run", str(exp), "-q", "--transport", transport, "-o", str(out),
+                                 "--set", f"limits.partitions={partitions}"], capsys)
+        assert code == 0, err
+        with h5py.File(out, "r") as h5:
+            run = h5["runs/two-jobs"]
+            s = json.loads(run.attrs["summary"])
+            assert s["status"] == "complete" and s["drops"] == 0
+            flows = run["flows"]
+            assert np.array_equal(flows["delivered_bytes"][()], flows["size_bytes"][()])
+            times[partitions] = [s["job0_iteration_time_ns"], s["job1_iteration_time_ns"]]
+            if partitions == 2:
+                config = json.loads(run.attrs["config"])
+                split = config["decomposition"]
+                assert split["partitions"] == 2 and split["partition_cut_links"] > 0
+                ports = run["ports"]
+                node, peer, sent = ports["node"][()], ports["peer"][()], ports["tx_packets"][()]
+    assert np.allclose(times[2], times[1], rtol=0.25), times
+    # the leaves hold NICs of both jobs, so some host links are cut: packets crossed them both ways
+    from cosim.plan import compile  # noqa: PLC0415
+    from cosim.run import experiments_of  # noqa: PLC0415
+
+    plan = compile(experiments_of(str(exp), {"network.transport": transport, "limits.partitions": 2})[0])
+    part = plan.partitioning.node_partition
+    cut = part[node] != part[peer]
+    assert cut.any() and (sent[cut] > 0).sum() >= cut.sum() // 2
+
+
+def test_the_dry_run_shows_the_partitions(tmp_path, capsys):
+    code, out, err = run_main(["run", str(_experiment(tmp_path)), "--dry-run", "--set", "limits.partitions=2"], capsys)
+    assert code == 0, err
+    assert "#   partitions: 2" in out and "#   partition_lookahead_ns: 1000.0" in out
+    assert "#   partition_nodes: [" in out
+
+
+@pytest.mark.parametrize("extra,words", [
+    (["--set", "limits.partitions=3"], "form 2 group(s)"),
+    (["--set", "limits.partitions=2", "--fault", "link_down:leaf0-spine1@1ms"], "with faults"),
+    (["--set", "limits.partitions=2", "--set", "limits.fast_forward=true"], "limits.fast_forward"),
+    (["--set", "limits.partitions=0"], "limits.partitions"),
+])
+def test_what_cannot_be_partitioned_is_refused_in_one_line(tmp_path, capsys, extra, words):
+    code, _, err = run_main(["run", str(_experiment(tmp_path)), "-q", "-o", str(tmp_path / "x.h5"), *extra], capsys)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_one_job_is_never_split(tmp_path, capsys):
+    code, _, err = run_main(["run", str(_experiment(tmp_path, jobs=("job0",))), "--dry-run",
+                             "--set", "limits.partitions=2"], capsys)
+    assert code == 2 and "a job is never split" in err, err
