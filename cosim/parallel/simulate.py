@@ -47,10 +47,12 @@ def simulate(exp, fabric, columns: dict, p: Partitioning, *, attributes: dict, m
     op_rank = rank_of_partition[p.op_partition]
     dep_ptr, dep_idx = np.asarray(columns["dep_ptr"], np.int64), np.asarray(columns["dep_idx"], np.int64)
     mine = exact.Piece.of(np.flatnonzero(op_rank == rank), dep_ptr, dep_idx)
+    sync = {"partition_sync_s": 0.0}
     if world is None:
         run = _in_process
     else:
-        run = functools.partial(_over_mpi, world, rank_of_partition[p.node_partition], int(columns["kind"].size))
+        run = functools.partial(_over_mpi, world, rank_of_partition[p.node_partition], int(columns["kind"].size),
+                                sync)
     kind = np.asarray(columns["kind"])
     is_flow = kind == DagOpKind.FLOW
     flow_id = np.where(is_flow, np.cumsum(is_flow) - 1, -1)  # FLOW ops numbered in op order, alike on every rank
@@ -62,7 +64,7 @@ def simulate(exp, fabric, columns: dict, p: Partitioning, *, attributes: dict, m
                               max_sim_time_ns=max_sim_time_ns, progress=progress if rank == 0 else None,
                               partitions=parts)
     info = {"decompose": "whole", "decompose_reason": f"partitioned into {p.n_partitions} (limits.partitions)",
-            **p.describe(), "mpi_ranks": size}
+            **p.describe(), "mpi_ranks": size, **({} if world is None else sync)}
     if world is None:
         return _merge(fabric, columns, p, rank_of_partition, (mine,), [out]), info
     outs = world.comm.gather(out, root=0)
@@ -91,9 +93,11 @@ def _in_process(engine_, stop_ps: int, n_items: int, count_done, progress) -> in
                               run_to=lambda target: engine_.RunPartitions(target, stop_ps))
 
 
-def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, engine_, stop_ps: int, n_items: int,
-              count_done, progress) -> int:
-    """This rank's partitions, window by window in step with the other ranks (module docstring)."""
+def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dict, engine_, stop_ps: int,
+              n_items: int, count_done, progress) -> int:
+    """This rank's partitions, window by window in step with the other ranks (module docstring); adds the
+    wall time spent between windows (waiting for the other ranks, exchanging, injecting) to
+    ``sync["partition_sync_s"]``."""
     comm, size = world.comm, world.size
     lookahead = int(engine_.LookaheadPs())
     state = np.zeros(5, np.int64)  # next event, done, ops done, data packet-hops, stop requested
@@ -101,9 +105,11 @@ def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, engine_, 
     counts_in = np.zeros(size, np.int64)
     reported = time.perf_counter()
     while True:
+        t = time.perf_counter()
         state[:] = (engine_.NextEventPs(), engine_.LocalDone(), count_done(), engine_.DataPacketHops(),
                     engine.stop_requested())
         comm.Allgather(state, every)
+        sync["partition_sync_s"] += time.perf_counter() - t
         if progress is not None and time.perf_counter() - reported >= PROGRESS_EVERY_S:
             progress(engine_.NowPs() / 1e3, int(every[:, 2].sum()), n_total, int(every[:, 3].sum()))
             reported = time.perf_counter()
@@ -119,6 +125,7 @@ def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, engine_, 
         status = int(engine_.RunWindow(engine_.WindowEndPs(next_ps, lookahead, stop_ps)))
         if status != 0:
             return status
+        t = time.perf_counter()
         out = np.zeros(int(engine_.NumOutgoing()), RECORD_DTYPE)
         if out.size:
             engine_.TakeOutgoing(out.view(np.uint8))
@@ -132,6 +139,7 @@ def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, engine_, 
         if incoming.size:
             incoming = incoming[np.lexsort((incoming["port"], incoming["node"], incoming["due_ps"]))]
             engine_.InjectIncoming(incoming.view(np.uint8), incoming.size)
+        sync["partition_sync_s"] += time.perf_counter() - t
 
 
 def _bytes(records: np.ndarray) -> np.ndarray:
