@@ -472,7 +472,6 @@ struct Engine::Impl
     int64_t lookaheadPs{std::numeric_limits<int64_t>::max()}; ///< shortest cut link delay, in ps
     std::vector<int64_t> opFlow;          ///< SetOpPartitions: per DAG op, the id of its flow (FLOW ops)
     bool dagStarted{false};               ///< partitioned: the DAG's ops without dependencies have begun
-    std::vector<FabricNode*> nodePtrs;    ///< partitioned: every node by id, where arrivals are injected
     std::string schedulerType;         ///< SetScheduler's choice, applied at BuildFabric ("" = ns-3's default)
     std::vector<uint64_t> switchBufferBytes; ///< per node id: its MMU's BufferBytes (0 = the default)
     std::vector<int64_t> switchStreams;      ///< per node id: its ECN marking stream (-1 = its node id)
@@ -579,15 +578,12 @@ struct Engine::Impl
     /// shortest delay of a cut link.
     void CutLinks()
     {
-        for (uint32_t id = 0; id < builder.GetNNodes(); ++id)
-        {
-            nodePtrs.push_back(PeekPointer(builder.GetNode(id)));
-        }
         ForEachPort([this](uint32_t id, uint32_t, Ptr<EgressPort> port) {
             const uint32_t peer = port->GetPeer()->GetNodeId();
             if (nodePartition[id] != nodePartition[peer])
             {
                 port->SetExchange(&exchange);
+                exchange.AddWire(port->GetPeer(), port->GetPeerPort());
                 TimeValue delay;
                 port->GetAttribute("PropagationDelay", delay);
                 lookaheadPs = std::min(lookaheadPs, delay.Get().GetTimeStep());
@@ -1430,8 +1426,8 @@ Engine::InjectIncoming(const uint8_t* records, uint64_t n)
     {
         throw std::logic_error("InjectIncoming needs SetPartitions and BuildFabric first");
     }
-    const std::string problem = PartitionExchange::Inject(reinterpret_cast<const ExchangeRecord*>(records), n,
-                                                          m_impl->nodePtrs, &m_impl->pool);
+    const std::string problem =
+        m_impl->exchange.Inject(reinterpret_cast<const ExchangeRecord*>(records), n, &m_impl->pool);
     if (!problem.empty())
     {
         throw std::invalid_argument(problem);

@@ -9,7 +9,11 @@
 
 #include "fabric-packet.h"
 
+#include "ns3/event-impl.h"
+#include "ns3/ptr.h"
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +39,32 @@ struct ExchangeRecord
 };
 
 static_assert(sizeof(ExchangeRecord) == 16 + sizeof(FabricPacket), "records cross MPI as packed bytes");
+
+/**
+ * @ingroup cosim
+ * @brief The receiving end of a cut link: the packets injected for it, delivered one after another as
+ * EgressPort delivers its own wire (one pending event per link, not per packet).
+ */
+class IncomingWire
+{
+  public:
+    /// The wire into port @p port of @p node.
+    IncomingWire(FabricNode* node, uint32_t port);
+
+    /// Packet @p p (owned from now on) reaches the node when its last bit arrives, at @p duePs (not before
+    /// the last packet's).
+    void Arrive(FabricPacket* p, int64_t duePs);
+
+  private:
+    /// Event: the head packet arrived; schedule the next one's arrival.
+    void Deliver();
+
+    PacketFifo m_wire;       ///< packets on the way, in arrival order (each holds the next one's arrival)
+    int64_t m_headDuePs{0};  ///< arrival of m_wire's head, in ps
+    FabricNode* m_node;      ///< receiving node
+    uint32_t m_port;         ///< input port there
+    Ptr<EventImpl> m_event;  ///< Deliver (a ReusableEvent)
+};
 
 /**
  * @ingroup cosim
@@ -84,21 +114,23 @@ class PartitionExchange
     /// Sort @p records by (arrival, node, port): the one order in which arrivals are injected.
     static void SortForInjection(std::vector<ExchangeRecord>& records);
 
+    /// Port @p port of @p node is the receiving end of a cut link (before Inject).
+    void AddWire(FabricNode* node, uint32_t port);
+
     /**
-     * @brief Schedule each record's arrival (FabricNode::Receive) at its node, in the given order.
+     * @brief Put each record's packet on its cut link's receiving end, in the given order, to arrive
+     * (FabricNode::Receive) when it is due.
      * @param records packets arriving, each due at or after now
      * @param n number of records
-     * @param nodes every node of the fabric, by id
      * @param pool where the arriving packets are allocated
-     * @return an empty string, or what is wrong with a record (unknown node or port, arrival in the past)
+     * @return an empty string, or what is wrong with a record (not a cut link's end, arrival in the past)
      */
-    static std::string Inject(const ExchangeRecord* records,
-                              uint64_t n,
-                              const std::vector<FabricNode*>& nodes,
-                              PacketPool* pool);
+    std::string Inject(const ExchangeRecord* records, uint64_t n, PacketPool* pool);
 
   private:
     std::vector<ExchangeRecord> m_outbox; ///< posted since the last Take, in posting order
+    std::vector<std::unique_ptr<IncomingWire>> m_wires;  ///< the receiving ends of the cut links
+    std::vector<std::vector<IncomingWire*>> m_wireAt;    ///< [node][port]: its wire, or null
     uint64_t m_posted{0};                 ///< packets posted so far
     uint64_t m_windows{0};                ///< windows run so far
 };
