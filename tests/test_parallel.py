@@ -83,16 +83,17 @@ def _assert_same(a: dict, b: dict) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None or _mpiexec() is None,
                     reason="needs mpi4py and an MPI launcher (pip install '.[test]' installs both)")
-@pytest.mark.parametrize("transport", ["roce", "ib", "uec"])
-def test_two_mpi_ranks_write_the_datasets_one_process_writes(tmp_path, transport):
-    """Partitions spread over two MPI ranks exchange their cut links' packets between windows and give, bit for
-    bit, the results file the same partitions give in one process (counters and event counts included)."""
-    exp = _experiment(tmp_path)
-    args = [str(exp), "-q", "--transport", transport, "--set", "limits.partitions=2"]
+@pytest.mark.parametrize("transport,jobs,ranks", [("roce", 2, 2), ("ib", 2, 2), ("uec", 2, 2), ("ib", 4, 3)])
+def test_mpi_ranks_write_the_datasets_one_process_writes(tmp_path, transport, jobs, ranks):
+    """Partitions spread over MPI ranks (one each, or several on one rank) exchange their cut links' packets
+    between windows and give, bit for bit, the results file the same partitions give in one process (counters
+    and event counts included)."""
+    exp = _experiment(tmp_path, jobs=[f"job{j}" for j in range(jobs)])
+    args = [str(exp), "-q", "--transport", transport, "--set", f"limits.partitions={jobs}"]
     one = tmp_path / "one.h5"
     subprocess.run([sys.executable, "-m", "cosim", "run", *args, "-o", str(one)], check=True, timeout=300)
     two = tmp_path / "two.h5"
-    done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, "-m", "cosim", "run", *args, "-o", str(two)],
+    done = subprocess.run([_mpiexec(), "-n", str(ranks), sys.executable, "-m", "cosim", "run", *args, "-o", str(two)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == "" and done.stderr == ""  # -q, and rank 1 says nothing either
