@@ -31,13 +31,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
-#include <numeric>
-#include <tuple>
-#include <type_traits>
 #include <limits>
+#include <numeric>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -591,16 +591,6 @@ struct Engine::Impl
         });
     }
 
-    /// Partitioned: begin the DAG's ops without dependencies, once, before the first window.
-    void StartDagOnce()
-    {
-        if (dag && !dagStarted)
-        {
-            dagStarted = true;
-            dag->Start();
-        }
-    }
-
     /// @return true when the run's work is done: every DAG op, or every flow without a DAG
     bool AllDone() const
     {
@@ -1137,7 +1127,7 @@ Engine::LoadDag(const uint8_t* kind,
     m_impl->dag = dag;
     if (m_impl->Partitioned())
     {
-        return; // the windows check completion, and begin the DAG themselves (StartDagOnce)
+        return; // the windows check completion; SetOpPartitions begins the DAG
     }
     dag->SetOnDone(MakeCallback(static_cast<void (*)()>(&Simulator::Stop)));
     Simulator::ScheduleNow(&DagExecutor::Start, dag);
@@ -1356,7 +1346,8 @@ Engine::SetOpPartitions(const int32_t* partition, const int64_t* flowId, uint64_
     m_impl->opFlow.assign(flowId, flowId + n);
     m_impl->flows.Resize(nFlows);
     m_impl->flowOp.assign(nFlows, -1);
-    m_impl->StartDagOnce();
+    m_impl->dagStarted = true;
+    m_impl->dag->Start();
 }
 
 int64_t
@@ -1392,13 +1383,13 @@ Engine::RunWindow(int64_t endPs)
     bool reached = false;
     EventId stop = Simulator::Schedule(TimeStep(endPs - nowPs), &StopAtLimit, &reached);
     Simulator::Run();
-    if (!reached)
-    {
-        Simulator::Remove(stop);
-    }
     if (reached)
     {
         m_impl->exchange.CountWindow();
+    }
+    else
+    {
+        Simulator::Remove(stop);
     }
     if (m_impl->dag && m_impl->dag->Failed())
     {

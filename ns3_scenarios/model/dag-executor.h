@@ -176,8 +176,8 @@ class DagExecutor : public Object
     void Drain(std::vector<uint64_t>& ready);
     /// Event: CollectiveTimeout after collective @p c started; fail the job if it has not completed.
     void CheckCollective(uint64_t c);
-    /// Launch the NVLINK and FLOW ops of launch group @p group begun at this instant, in op order (NVLINK: take the GPU's copy
-    /// engine in turn; FLOW: hand it to the network).
+    /// Launch the NVLINK and FLOW ops of launch group @p group begun at this instant, in op order (NVLINK:
+    /// take the GPU's copy engine in turn; FLOW: hand it to the network).
     void Launch(uint32_t group);
     /// @return true if COMPUTE op timing depends on communication (a slowdown attribute > 0)
     bool Interferes() const
@@ -225,7 +225,8 @@ class DagExecutor : public Object
     int64_t m_failedCollective{-1};       ///< the collective that timed out, -1 if none
     int64_t m_failedAtPs{-1};             ///< when it timed out, in ps
     std::vector<uint16_t> m_launchGroup;  ///< per op: its launch group (SetLaunchGroups; empty: all in group 0)
-    std::vector<std::vector<uint64_t>> m_launch{std::vector<uint64_t>()}; ///< per launch group: NVLINK and FLOW ops begun now, waiting for Launch
+    /// per launch group: NVLINK and FLOW ops begun now, waiting for Launch
+    std::vector<std::vector<uint64_t>> m_launch{std::vector<uint64_t>()};
     std::vector<uint8_t> m_commClass;     ///< CommClass per op (empty: every transfer is an NCCL one)
     std::vector<std::array<uint32_t, cosim::kCommClasses>> m_transfers; ///< per GPU and CommClass: transfers in flight
     std::vector<std::vector<RunningCompute>> m_running; ///< per GPU: its COMPUTE ops running (Interferes only)
