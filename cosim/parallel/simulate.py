@@ -97,27 +97,44 @@ def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dic
               n_items: int, count_done, progress) -> int:
     """This rank's partitions, window by window in step with the other ranks (module docstring); adds the
     wall time spent between windows (waiting for the other ranks, exchanging, injecting) to
-    ``sync["partition_sync_s"]``."""
+    ``sync["partition_sync_s"]``.
+
+    Two collectives per window: an Allgather of every rank's state (its next event and the earliest arrival
+    it sends, whether its ops are done, progress, a stop request) and of how many packets it sends each rank,
+    then the Alltoallv of the packets themselves."""
     comm, size = world.comm, world.size
     lookahead = int(engine_.LookaheadPs())
-    state = np.zeros(5, np.int64)  # next event, done, ops done, data packet-hops, stop requested
-    every = np.zeros((size, 5), np.int64)
-    counts_in = np.zeros(size, np.int64)
+    fields = 6  # next event, earliest arrival sent, done, ops done, data packet-hops, stop requested
+    state = np.zeros(fields + size, np.int64)
+    every = np.zeros((size, fields + size), np.int64)
+    send = np.zeros(0, RECORD_DTYPE)
+    received = np.zeros(0, RECORD_DTYPE)
     reported = time.perf_counter()
     while True:
         t = time.perf_counter()
-        state[:] = (engine_.NextEventPs(), engine_.LocalDone(), count_done(), engine_.DataPacketHops(),
-                    engine.stop_requested())
+        out = _take_outgoing(engine_)
+        dest = rank_of_node[out["node"]]
+        order = np.argsort(dest, kind="stable")
+        send = _fill(send, out, order)
+        state[:fields] = (engine_.NextEventPs(), out["due_ps"].min() if out.size else NO_EVENT_PS,
+                          engine_.LocalDone(), count_done(), engine_.DataPacketHops(), engine.stop_requested())
+        state[fields:] = np.bincount(dest, minlength=size)
         comm.Allgather(state, every)
+        counts_in = every[:, fields + world.rank]
+        received = _grown(received, int(counts_in.sum()))
+        comm.Alltoallv([_bytes(send, out.size), state[fields:] * RECORD_DTYPE.itemsize],
+                       [_bytes(received, int(counts_in.sum())), counts_in * RECORD_DTYPE.itemsize])
+        if counts_in.sum():
+            engine_.InjectIncoming(received.view(np.uint8), int(counts_in.sum()))  # sorts them first
         sync["partition_sync_s"] += time.perf_counter() - t
         if progress is not None and time.perf_counter() - reported >= PROGRESS_EVERY_S:
-            progress(engine_.NowPs() / 1e3, int(every[:, 2].sum()), n_total, int(every[:, 3].sum()))
+            progress(engine_.NowPs() / 1e3, int(every[:, 3].sum()), n_total, int(every[:, 4].sum()))
             reported = time.perf_counter()
-        if every[:, 1].all():
+        if every[:, 2].all():
             return 1
-        if every[:, 4].any():
+        if every[:, 5].any():
             return engine.INTERRUPTED
-        next_ps = int(every[:, 0].min())
+        next_ps = int(every[:, :2].min())
         if next_ps == NO_EVENT_PS:
             return 2
         if next_ps >= stop_ps or engine_.NowPs() >= stop_ps:
@@ -125,23 +142,29 @@ def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dic
         status = int(engine_.RunWindow(engine_.WindowEndPs(next_ps, lookahead, stop_ps)))
         if status != 0:
             return status
-        t = time.perf_counter()
-        out = np.zeros(int(engine_.NumOutgoing()), RECORD_DTYPE)
-        if out.size:
-            engine_.TakeOutgoing(out.view(np.uint8))
-        dest = rank_of_node[out["node"]]
-        send = out[np.argsort(dest, kind="stable")]
-        counts_out = np.bincount(dest, minlength=size).astype(np.int64)
-        comm.Alltoall(counts_out, counts_in)
-        incoming = np.zeros(int(counts_in.sum()), RECORD_DTYPE)
-        comm.Alltoallv([_bytes(send), counts_out * RECORD_DTYPE.itemsize],
-                       [_bytes(incoming), counts_in * RECORD_DTYPE.itemsize])
-        if incoming.size:
-            incoming = incoming[np.lexsort((incoming["port"], incoming["node"], incoming["due_ps"]))]
-            engine_.InjectIncoming(incoming.view(np.uint8), incoming.size)
-        sync["partition_sync_s"] += time.perf_counter() - t
 
 
-def _bytes(records: np.ndarray) -> np.ndarray:
-    """``records`` as bytes (one byte when empty: MPI wants a buffer)."""
-    return records.view(np.uint8) if records.size else np.zeros(1, np.uint8)
+def _take_outgoing(engine_) -> np.ndarray:
+    """The packets this rank's partitions posted on cut links since the last call."""
+    out = np.empty(int(engine_.NumOutgoing()), RECORD_DTYPE)
+    if out.size:
+        engine_.TakeOutgoing(out.view(np.uint8))
+    return out
+
+
+def _grown(buffer: np.ndarray, n: int) -> np.ndarray:
+    """``buffer``, or a larger one when it holds fewer than ``n`` records (kept from window to window, so
+    the pages of a window's packets are touched once, not mapped anew every window)."""
+    return buffer if buffer.size >= n else np.empty(max(n, 2 * buffer.size), buffer.dtype)
+
+
+def _fill(buffer: np.ndarray, records: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``records[order]`` at the start of ``buffer`` (grown if needed)."""
+    buffer = _grown(buffer, records.size)
+    np.take(records, order, out=buffer[:records.size])
+    return buffer
+
+
+def _bytes(records: np.ndarray, n: int) -> np.ndarray:
+    """The first ``n`` of ``records`` as bytes (one byte when empty: MPI wants a buffer)."""
+    return records[:n].view(np.uint8) if n else np.zeros(1, np.uint8)

@@ -1411,14 +1411,14 @@ Engine::TakeOutgoing(uint8_t* out)
 }
 
 void
-Engine::InjectIncoming(const uint8_t* records, uint64_t n)
+Engine::InjectIncoming(uint8_t* records, uint64_t n)
 {
     if (!m_impl->Partitioned() || !m_impl->built)
     {
         throw std::logic_error("InjectIncoming needs SetPartitions and BuildFabric first");
     }
     const std::string problem =
-        m_impl->exchange.Inject(reinterpret_cast<const ExchangeRecord*>(records), n, &m_impl->pool);
+        m_impl->exchange.Inject(reinterpret_cast<ExchangeRecord*>(records), n, &m_impl->pool);
     if (!problem.empty())
     {
         throw std::invalid_argument(problem);
@@ -1468,8 +1468,7 @@ Engine::RunPartitions(int64_t untilPs, int64_t limitPs)
         }
         arrivals.resize(m_impl->exchange.Pending());
         m_impl->exchange.Take(arrivals.data());
-        PartitionExchange::SortForInjection(arrivals);
-        InjectIncoming(reinterpret_cast<const uint8_t*>(arrivals.data()), arrivals.size());
+        InjectIncoming(reinterpret_cast<uint8_t*>(arrivals.data()), arrivals.size());
     }
 }
 

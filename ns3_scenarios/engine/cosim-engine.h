@@ -321,9 +321,10 @@ class Engine
 
     /**
      * @brief Schedule the arrival of @p n packets (kExchangeRecordBytes each, due at or after now) at their
-     * receiving nodes, in the order given; throws std::invalid_argument for one this fabric cannot receive.
+     * receiving nodes, in (arrival, node, port) order (the records are sorted in place); throws
+     * std::invalid_argument for one this fabric cannot receive.
      */
-    void InjectIncoming(const uint8_t* records, uint64_t n);
+    void InjectIncoming(uint8_t* records, uint64_t n);
 
     /// @return true once every op of the loaded DAG (or every flow) finished
     bool LocalDone() const;

@@ -68,15 +68,6 @@ PartitionExchange::Take(ExchangeRecord* out)
 }
 
 void
-PartitionExchange::SortForInjection(std::vector<ExchangeRecord>& records)
-{
-    // (arrival, node, port) is unique: a port's packets arrive one serialization apart
-    std::sort(records.begin(), records.end(), [](const ExchangeRecord& a, const ExchangeRecord& b) {
-        return std::tie(a.duePs, a.node, a.port) < std::tie(b.duePs, b.node, b.port);
-    });
-}
-
-void
 PartitionExchange::AddWire(FabricNode* node, uint32_t port)
 {
     const uint32_t id = node->GetNodeId();
@@ -93,8 +84,13 @@ PartitionExchange::AddWire(FabricNode* node, uint32_t port)
 }
 
 std::string
-PartitionExchange::Inject(const ExchangeRecord* records, uint64_t n, PacketPool* pool)
+PartitionExchange::Inject(ExchangeRecord* records, uint64_t n, PacketPool* pool)
 {
+    // one order for every layout of partitions over processes; (arrival, node, port) is unique, since a
+    // port's packets arrive a serialization apart
+    std::sort(records, records + n, [](const ExchangeRecord& a, const ExchangeRecord& b) {
+        return std::tie(a.duePs, a.node, a.port) < std::tie(b.duePs, b.node, b.port);
+    });
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     const auto wireOf = [this](const ExchangeRecord& r) -> IncomingWire* {
         if (r.node < 0 || uint64_t(r.node) >= m_wireAt.size() || r.port < 0 ||

@@ -111,21 +111,19 @@ class PartitionExchange
     /// Move the records posted since the last Take to @p out[Pending()].
     void Take(ExchangeRecord* out);
 
-    /// Sort @p records by (arrival, node, port): the one order in which arrivals are injected.
-    static void SortForInjection(std::vector<ExchangeRecord>& records);
 
     /// Port @p port of @p node is the receiving end of a cut link (before Inject).
     void AddWire(FabricNode* node, uint32_t port);
 
     /**
-     * @brief Put each record's packet on its cut link's receiving end, in the given order, to arrive
-     * (FabricNode::Receive) when it is due.
-     * @param records packets arriving, each due at or after now
+     * @brief Sort the records (SortForInjection) and put each one's packet on its cut link's receiving end,
+     * to arrive (FabricNode::Receive) when it is due.
+     * @param records packets arriving, each due at or after now (sorted in place)
      * @param n number of records
      * @param pool where the arriving packets are allocated
      * @return an empty string, or what is wrong with a record (not a cut link's end, arrival in the past)
      */
-    std::string Inject(const ExchangeRecord* records, uint64_t n, PacketPool* pool);
+    std::string Inject(ExchangeRecord* records, uint64_t n, PacketPool* pool);
 
   private:
     std::vector<ExchangeRecord> m_outbox; ///< posted since the last Take, in posting order
