@@ -127,8 +127,10 @@ class FastForwardController : public Object
         double rateBytesPerPs{0};     ///< frozen: the rate it is credited at, in bytes per ps
         double baseDelayPs{0};        ///< one full packet's way through empty queues (serialization and
                                       ///< propagation at every hop), in ps
-        uint64_t queuedBytes{0};      ///< frozen: its bytes in flight at the freeze beyond rate x baseDelayPs
-                                      ///< (its share of the standing queues), in bytes
+        double queuedBytes{0};        ///< frozen: its bytes in flight at the freeze beyond rate x baseDelayPs
+                                      ///< (its share of the standing queues; may be negative), in bytes
+        double owedBytes{0};          ///< delivery its past spans earned but were not credited (a fraction of
+                                      ///< a packet, or a whole span thawed with packets in flight), in bytes
     };
 
     /// A frozen component.
