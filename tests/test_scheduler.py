@@ -176,3 +176,21 @@ def test_wide_switches_get_narrow_wheel_buckets_unless_set():
     assert engine.wheel_attributes(wide, None) == engine.WIDE_SWITCH_WHEEL
     assert engine.wheel_attributes(wide, {"TimingWheelScheduler::BucketWidth": "1ns"}) == {
         "ns3::TimingWheelScheduler::Buckets": "131072"}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_lean_simulator_core_runs_as_ns3_default(model_probes, seed):
+    """LeanSimulatorImpl (the engine's simulator core) runs a random cascade of events exactly as ns-3's
+    DefaultSimulatorImpl: events that schedule more (Schedule, ScheduleNow, ScheduleWithContext, with ties),
+    cancel or remove earlier ones, and read Now, GetContext, GetEventCount, IsExpired and GetDelayLeft give
+    the same record, event by event."""
+    runs = {}
+    for impl in ("ns3::DefaultSimulatorImpl", "ns3::LeanSimulatorImpl"):
+        out = np.zeros(6 * 20_000, np.int64)
+        n = int(model_probes.SimulatorCascade(impl, seed, 20_000, out))
+        runs[impl] = out[:6 * n].reshape(n, 6)
+    default, lean = runs.values()
+    assert default.shape[0] > 10_000  # most of the budget ran
+    assert default[:, 4].any() and not default[:, 4].all()  # expired and pending events were both seen
+    assert np.unique(default[:, 2]).size > 2  # several contexts
+    np.testing.assert_array_equal(lean, default)

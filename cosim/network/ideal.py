@@ -238,7 +238,13 @@ def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: n
     src = np.asarray(src, np.int64)
     dst = np.asarray(dst, np.int64)
     size = np.asarray(size_bytes, np.int64)
-    rate, delay, hops = _paths(planes.striped(fabric), src, dst)
+    # A path depends on its (src, dst) pair only, and a training run repeats few pairs in many flows: walk
+    # each pair once.
+    n_nodes = max(int(fabric.n_nodes), 1)
+    pairs, pair_of = np.unique(src * n_nodes + dst, return_inverse=True)
+    pair_of = pair_of.reshape(-1)
+    rate, delay, hops = _paths(planes.striped(fabric), pairs // n_nodes, pairs % n_nodes)
+    rate, delay, hops = rate[pair_of], delay[pair_of], hops[pair_of]
     packets = -(-size // mtu_bytes)
     full_bits = (np.minimum(size, mtu_bytes) + header_bytes) * 8.0
     last_bits = np.where(packets > 0, size - (packets - 1) * mtu_bytes + header_bytes, 0) * 8.0

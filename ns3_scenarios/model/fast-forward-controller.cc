@@ -516,8 +516,10 @@ FastForwardController::Freeze(const uint32_t* first, const uint32_t* last, int64
         Watch& w = m_watches[*i];
         w.component = int32_t(c);
         const FlowTable::Bytes& b = m_flows->bytes[w.flowId];
+        // Negative when fewer bytes than rate x empty-path delay are in flight at this instant: a packet more
+        // or less in flight is sampling noise, and clamping it at zero would short every span's credit.
         const double inflight = double(b.sentBytes - b.rcvdBytes);
-        w.queuedBytes = uint64_t(std::max(0.0, inflight - w.rateBytesPerPs * w.baseDelayPs));
+        w.queuedBytes = inflight - w.rateBytesPerPs * w.baseDelayPs;
         f.flows.push_back(w.flowId);
         for (uint32_t k = 0; k < w.nPorts; ++k)
         {
@@ -529,6 +531,22 @@ FastForwardController::Freeze(const uint32_t* first, const uint32_t* last, int64
             }
         }
         Sender(w.flowId).FreezeFlow(w.flowId);
+    }
+    // The component's standing queue is shared out in proportion to the flows' rates, as a FIFO holds its
+    // senders' bytes. Flows that share a NIC at equal rates then get equal credits and keep the order the
+    // round robin gave them; a flow's own bytes in flight at one instant depend on that round robin's phase,
+    // and crediting by them puts equal flows a packet or two apart, which a ring of them amplifies step
+    // after step.
+    double queued = 0;
+    double rate = 0;
+    for (const uint32_t* i = first; i != last; ++i)
+    {
+        queued += m_watches[*i].queuedBytes;
+        rate += m_watches[*i].rateBytesPerPs;
+    }
+    for (const uint32_t* i = first; i != last; ++i)
+    {
+        m_watches[*i].queuedBytes = queued * m_watches[*i].rateBytesPerPs / rate;
     }
     ++m_spans;
     f.thaw = Simulator::Schedule(TimeStep(endPs - f.startPs), &FastForwardController::PlannedThaw, this, c);
@@ -570,17 +588,21 @@ FastForwardController::Thaw(uint32_t c, bool cut)
         HostNic& nic = Sender(flowId);
         const FlowTable::Bytes& b = m_flows->bytes[flowId];
         const uint64_t mtu = nic.GetMtuBytes();
+        // What the exact run delivers over the span is rate x span less the flow's share of the standing
+        // queues, which drained during the span and which it refills after. The credit is whole packets,
+        // leaving at least one byte to send packet by packet; what is not credited now (the fraction of a
+        // packet, or all of it while packets are still in flight) is owed to the flow's next span, so that
+        // neither rounding nor a span cut short before its queues drained slows the flow down.
+        w.owedBytes = std::max(0.0, w.owedBytes + w.rateBytesPerPs * spanPs - w.queuedBytes);
         uint64_t credit = 0;
         m_uncredited += b.rcvdBytes == b.sentBytes ? 0 : 1;
         if (b.rcvdBytes == b.sentBytes)
         {
-            // What the exact run delivers over the span is rate x span less the flow's share of the standing
-            // queues, which drained during the span and which it refills after: in whole packets, leaving at
-            // least one byte to send packet by packet.
-            const double delivered = std::max(0.0, w.rateBytesPerPs * spanPs - double(w.queuedBytes));
-            const uint64_t wanted = uint64_t(delivered) / mtu * mtu;
+            const uint64_t wanted = uint64_t(w.owedBytes) / mtu * mtu;
             const uint64_t most = (b.sizeBytes - b.sentBytes - 1) / mtu * mtu;
             credit = std::min(wanted, most);
+            // Held back by the flow's end: it finishes packet by packet and owes nothing more.
+            w.owedBytes = credit == wanted ? w.owedBytes - double(credit) : 0.0;
         }
         nic.ThawFlow(flowId, credit);
         const uint64_t packets = credit / mtu;
@@ -605,6 +627,11 @@ FastForwardController::Thaw(uint32_t c, bool cut)
         m_flowTimePs += nowPs - f.startPs;
         w.component = -1;
         w.samples = 0; // its history restarts: the refill after a span is no steady state
+    }
+    // Every flow of the span is thawed before any sends (each NIC resumes its round robin in phase).
+    for (uint64_t flowId : f.flows)
+    {
+        Sender(flowId).WakeSender();
     }
     for (uint32_t port : f.ports)
     {

@@ -37,8 +37,10 @@ class HostNic;
  * congestion-control timers are held, packets in flight drain. Its span ends at the earliest time a flow
  * of it would finish at its measured rate, less FinishMargin, so every flow still ends packet by packet;
  * or at once when a new flow starts on one of its ports. Spans shorter than MinSpan are not taken. At
- * the end each flow is credited its rate times the span, in whole packets (HostNic::ThawFlow), and the
- * ports on its path count those packets as sent.
+ * the end each flow is credited its rate times the span less its rate's share of the component's standing
+ * queue, in whole packets (HostNic::ThawFlow; the remainder is owed to its next span), and the ports on its
+ * path count those packets as sent. Frozen flows keep their place in their NIC's round robin, and all flows
+ * of a span are thawed before any sends, so that flows sharing a NIC stay in the order they had.
  *
  * Paths follow the switches' routing (FabricSwitch::RouteCandidates): one port per hop with ECMP or
  * pinning, every candidate of a hop with flowlets, adaptive routing or spraying.
@@ -96,7 +98,8 @@ class FastForwardController : public Object
         return m_skippedHops;
     }
 
-    /// @return flows a span ended for while packets of theirs were still in flight: they got no credit
+    /// @return flows a span ended for while packets of theirs were still in flight: their credit waits for
+    /// their next span
     uint64_t GetUncreditedFlows() const
     {
         return m_uncredited;
@@ -127,8 +130,10 @@ class FastForwardController : public Object
         double rateBytesPerPs{0};     ///< frozen: the rate it is credited at, in bytes per ps
         double baseDelayPs{0};        ///< one full packet's way through empty queues (serialization and
                                       ///< propagation at every hop), in ps
-        uint64_t queuedBytes{0};      ///< frozen: its bytes in flight at the freeze beyond rate x baseDelayPs
-                                      ///< (its share of the standing queues), in bytes
+        double queuedBytes{0};        ///< frozen: its bytes in flight at the freeze beyond rate x baseDelayPs
+                                      ///< (its share of the standing queues; may be negative), in bytes
+        double owedBytes{0};          ///< delivery its past spans earned but were not credited (a fraction of
+                                      ///< a packet, or a whole span thawed with packets in flight), in bytes
     };
 
     /// A frozen component.
@@ -212,7 +217,7 @@ class FastForwardController : public Object
     int64_t m_flowTimePs{0};     ///< frozen flow-time, in ps
     uint64_t m_creditedBytes{0}; ///< payload credited, in bytes
     uint64_t m_skippedHops{0};   ///< data packet-hops credited
-    uint64_t m_uncredited{0};    ///< flows thawed with packets in flight, without credit
+    uint64_t m_uncredited{0};    ///< flows thawed with packets in flight, their credit deferred
 };
 
 } // namespace ns3

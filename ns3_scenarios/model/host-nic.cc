@@ -432,12 +432,13 @@ HostNic::FreezeFlow(uint64_t flowId)
     NS_ASSERT_MSG(IsSending(flowId), "flow " << flowId << " cannot be frozen: it is not sending from node " << m_nodeId);
     const uint32_t qpIndex = SenderQueuePair(flowId);
     QueuePair& qp = m_qps[qpIndex];
-    const auto it = std::find(m_active.begin(), m_active.end(), qpIndex);
-    NS_ASSERT_MSG(it != m_active.end(), "flow " << flowId << " is sending but its queue pair is not active");
-    *it = m_active.back();
-    m_active.pop_back();
+    NS_ASSERT_MSG(std::find(m_active.begin(), m_active.end(), qpIndex) != m_active.end(),
+                  "flow " << flowId << " is sending but its queue pair is not active");
     NS_ASSERT_MSG(m_activeAtPrio[qp.priority] > 0, "priority " << int(qp.priority) << " has no active QP");
+    // The QP keeps its place in the round robin (a pacing mark that never comes skips it), so that the
+    // order in which its flows are served after the span is the order they had before it.
     --m_activeAtPrio[qp.priority];
+    qp.nextSendPs = std::numeric_limits<int64_t>::max();
     qp.frozen = true;
     qp.increaseHeld = qp.increaseTimer.IsPending();
     qp.alphaHeld = qp.alphaTimer.IsPending();
@@ -466,7 +467,6 @@ HostNic::ThawFlow(uint64_t flowId, uint64_t creditBytes)
     qp.gbn.lastActivityPs = nowPs;
     qp.frozen = false;
     qp.nextSendPs = nowPs;
-    m_active.push_back(qpIndex);
     ++m_activeAtPrio[qp.priority];
     if (qp.increaseHeld)
     {
@@ -482,6 +482,11 @@ HostNic::ThawFlow(uint64_t flowId, uint64_t creditBytes)
         Simulator::Schedule(m_ibCcAlgo->GetRecoveryPeriod(), &HostNic::CctiTimer, this, qpIndex);
     }
     qp.increaseHeld = qp.alphaHeld = qp.cctiHeld = false;
+}
+
+void
+HostNic::WakeSender()
+{
     m_ports[0]->Wake();
 }
 

@@ -257,9 +257,14 @@ class HostNic : public FabricNode, public PacketSource
     /**
      * @brief Fast-forward: flow @p flowId resumes. @p creditBytes of payload (whole packets; 0 after a span
      * cut short) count as sent, delivered and acknowledged at once: its next PSN and its receiver's expected
-     * PSN advance together. Its held timers restart with a full period.
+     * PSN advance together. Its held timers restart with a full period. It sends from the next WakeSender:
+     * the flows of a span are thawed together before any of them sends, so that the round robin resumes
+     * in the phase it had at the freeze.
      */
     void ThawFlow(uint64_t flowId, uint64_t creditBytes);
+
+    /// @brief Fast-forward: let the port send now what the flows thawed since it last sent allow.
+    void WakeSender();
 
   protected:
     void NotifyConstructionCompleted() override;
@@ -286,7 +291,7 @@ class HostNic : public FabricNode, public PacketSource
         EventId rtoEvent;      ///< go-back-N retransmission timer (while gbn.timerPending)
         uint64_t grantedBytes; ///< admission: payload offset the receiver cleared it to send up to, in bytes
         uint64_t limitBytes;   ///< no packet may end beyond this payload offset (grant, window), in bytes
-        bool frozen;           ///< fast-forward: held out of m_active while its span is credited (FreezeFlow)
+        bool frozen;           ///< fast-forward: skipped by the round robin while its span is credited (FreezeFlow)
         bool increaseHeld;     ///< fast-forward: the DCQCN increase timer was pending at FreezeFlow
         bool alphaHeld;        ///< fast-forward: the DCQCN alpha timer was pending at FreezeFlow
         bool cctiHeld;         ///< fast-forward: the CCTI recovery timer fired while frozen

@@ -14,7 +14,10 @@
 #include "ns3/double.h"
 #include "ns3/object-factory.h"
 #include "ns3/rng-seed-manager.h"
+#include "ns3/make-event.h"
 #include "ns3/scheduler.h"
+#include "ns3/simulator-impl.h"
+#include "ns3/simulator.h"
 
 #include <sstream>
 #include <stdexcept>
@@ -191,6 +194,99 @@ ModelProbes::DcqcnAfterCnp(double lineRateBps,
         targetOut[k] = s.targetBps;
         alphaOut[k] = s.alpha;
     }
+}
+
+namespace
+{
+/// SimulatorCascade's state: the core under test, the generator, the events scheduled so far and the log.
+struct Cascade
+{
+    Ptr<SimulatorImpl> sim;      ///< the core under test
+    uint64_t rng;                ///< 64-bit LCG state
+    int64_t budget;              ///< events it may still schedule
+    std::vector<EventId> ids;    ///< every event scheduled, by tag
+    std::vector<int64_t>* log;   ///< 6 numbers per event run
+
+    uint64_t Next()
+    {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        return rng >> 33;
+    }
+
+    void Run(int64_t tag);
+
+    void Add()
+    {
+        if (budget <= 0)
+        {
+            return;
+        }
+        --budget;
+        const int64_t tag = int64_t(ids.size());
+        EventImpl* ev = MakeEvent(&Cascade::Run, this, tag);
+        // delays from 0 to 60 us in steps of 1 ns, with ties: equal timestamps must keep insertion order
+        const Time delay = NanoSeconds(int64_t(Next() % 4 == 0 ? 0 : Next() % 60000));
+        switch (Next() % 4)
+        {
+        case 0:
+            ids.push_back(sim->ScheduleNow(ev));
+            break;
+        case 1:
+            sim->ScheduleWithContext(uint32_t(Next() % 7), delay, ev);
+            ids.push_back(EventId());
+            break;
+        default:
+            ids.push_back(sim->Schedule(delay, ev));
+        }
+    }
+};
+
+void
+Cascade::Run(int64_t tag)
+{
+    const EventId& seen = ids[Next() % ids.size()];
+    log->insert(log->end(), {tag, sim->Now().GetTimeStep(), int64_t(sim->GetContext()),
+                             int64_t(sim->GetEventCount()), int64_t(sim->IsExpired(seen)),
+                             sim->GetDelayLeft(seen).GetTimeStep()});
+    const uint64_t action = Next() % 8;
+    if (action == 0)
+    {
+        sim->Cancel(ids[Next() % ids.size()]);
+    }
+    else if (action == 1)
+    {
+        sim->Remove(ids[Next() % ids.size()]);
+    }
+    for (uint64_t k = Next() % 4; k > 0; --k)
+    {
+        Add();
+    }
+}
+} // namespace
+
+int64_t
+ModelProbes::SimulatorCascade(const std::string& impl, uint64_t seed, int64_t events, int64_t* out)
+{
+    EnsurePicosecondResolution();
+    TypeId tid;
+    if (!TypeId::LookupByNameFailSafe(impl, &tid) || !tid.IsChildOf(SimulatorImpl::GetTypeId()))
+    {
+        throw std::invalid_argument("'" + impl + "' is not an ns-3 simulator implementation");
+    }
+    ObjectFactory factory;
+    factory.SetTypeId(tid);
+    std::vector<int64_t> log;
+    Cascade c{factory.Create<SimulatorImpl>(), seed, events, {}, &log};
+    c.sim->SetScheduler(ObjectFactory("ns3::TimingWheelScheduler"));
+    for (int k = 0; k < 8; ++k)
+    {
+        c.Add();
+    }
+    c.sim->Run();
+    c.sim->Destroy();
+    c.sim->Dispose();
+    std::copy(log.begin(), log.end(), out);
+    return int64_t(log.size() / 6);
 }
 
 int64_t

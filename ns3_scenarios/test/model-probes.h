@@ -124,6 +124,18 @@ class ModelProbes
                                    const int64_t* sentBytes,
                                    double* rateOut);
 
+    /**
+     * @brief Probe of an ns-3 simulator core alone (its own instance, not the global one): a cascade of
+     * events, each of which schedules more with Schedule, ScheduleNow or ScheduleWithContext, cancels or
+     * removes earlier ones, and reads the core's state, all drawn from a generator seeded with @p seed.
+     * @param impl the core's TypeId name, e.g. "ns3::LeanSimulatorImpl" or "ns3::DefaultSimulatorImpl"
+     * @param events how many events the cascade schedules at most
+     * @param out per event run, 6 numbers: its tag, Now (ps), GetContext, GetEventCount, and what it saw of
+     * an earlier event: IsExpired (0/1) and GetDelayLeft (ps); [6 * events]
+     * @return events run (rows of @p out filled)
+     */
+    static int64_t SimulatorCascade(const std::string& impl, uint64_t seed, int64_t events, int64_t* out);
+
     /// SchedulerScript step kinds.
     enum SchedulerStep : uint8_t
     {
