@@ -12,7 +12,7 @@ cut-link packets and time between windows (bench/README.md says how it is made).
 
     python bench/bench_mpi.py                       # ~10 min on 2 cores
     python bench/bench_mpi.py --repeat 3
-    python bench/bench_mpi.py --set "workloads.0.model_overrides.hidden_size=512" ...   # see --help
+    python bench/bench_mpi.py --hidden 512          # the same jobs with hidden size 512: ~1 min
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 import h5py
@@ -80,12 +81,14 @@ def main() -> None:
     ap.add_argument("--experiment", default=str(HERE / "two-jobs-1k.toml"))
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--hidden", type=int, help="every job's hidden size (FFN 2.75x, 64-wide heads) [the file's]")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="passed to cosim run")
     args = ap.parse_args()
     sets = [x for kv in args.set for x in ("--set", kv)]
-    base = [sys.executable, "-m", "cosim", "run", args.experiment, "-q", *sets]
     walls = {"undivided": [], "partitioned, 1 process": [], f"partitioned, {args.ranks} MPI ranks": []}
     with tempfile.TemporaryDirectory() as tmp:
+        experiment = args.experiment if args.hidden is None else _resized(args.experiment, args.hidden, tmp)
+        base = [sys.executable, "-m", "cosim", "run", experiment, "-q", *sets]
         out = {name: Path(tmp) / f"{i}.h5" for i, name in enumerate(walls)}
         cmds = {
             "undivided": [*base, "--set", "limits.partitions=1"],
@@ -99,7 +102,8 @@ def main() -> None:
         same = _identical(out[names[1]], out[names[2]])
         _, plain, _ = _read(out[names[0]])
         _, parted, split = _read(out[names[2]])
-    print(f"experiment: {args.experiment} {' '.join(args.set)}")
+    print(f"experiment: {args.experiment} {'' if args.hidden is None else f'--hidden {args.hidden} '}"
+          f"{' '.join(args.set)}")
     print(f"partitions: {split.get('partitions')}, cut links {split.get('partition_cut_links')}, lookahead "
           f"{split.get('partition_lookahead_ns')} ns, nodes per partition {split.get('partition_nodes')}")
     print(f"datasets of the MPI run identical to the one-process partitioned run: {same}")
@@ -112,23 +116,49 @@ def main() -> None:
     print(f"\nspeedup of {args.ranks} ranks: {t1 / t_mpi:.2f}x over the undivided run, {t_part / t_mpi:.2f}x over "
           "the same partitions in one process")
     windows, crossed = parted.get("partition_windows", 0), parted.get("partition_exchanged_packets", 0)
-    sync_s = split.get("partition_sync_s", float("nan"))
-    sim_s = plain["wall_time_s"]  # the undivided run's simulation (cosim.record: the engine's wall time)
     print(f"windows {windows:,}, packets across cut links {crossed:,} "
-          f"({crossed / max(parted['packet_hops'], 1):.1%} of packet-hops), rank 0 between windows {sync_s:.2f} s "
-          f"({1e6 * sync_s / max(windows, 1):.1f} us per window)")
-    _estimate(t1, sim_s, windows, sync_s)
+          f"({crossed / max(parted['packet_hops'], 1):.1%} of packet-hops); rank 0: simulating "
+          f"{split['partition_window_s']:.1f} s, waiting in the Allgather {split['partition_wait_s']:.1f} s "
+          f"(shortest {1e6 * split['partition_allgather_min_s']:.0f} us), exchanging packets "
+          f"{split['partition_exchange_s']:.1f} s")
+    _estimate(t1, plain["wall_time_s"], windows, crossed, args.ranks, split)
 
 
-def _estimate(t_one: float, sim_s: float, windows: int, sync_s: float) -> None:
-    """T(N) = fixed + simulation / N + windows x per-window sync x (1 + log2(N / 2)): every rank plans and
-    records the whole run (fixed), splits the event loop N ways (N independent jobs of the same total
-    size), and a window's collectives cost log2 N steps."""
+def _resized(path: str, hidden: int, folder: str) -> str:
+    """A copy of experiment ``path`` whose jobs have hidden size ``hidden``; returns its path."""
+    import tomli_w  # noqa: PLC0415 - cosim's own dependency
+
+    doc = tomllib.loads(Path(path).read_text())
+    for job in doc["workloads"]:
+        job.setdefault("model_overrides", {}).update(hidden_size=hidden, num_heads=hidden // 64,
+                                                     num_kv_heads=hidden // 64, ffn_hidden_size=hidden * 11 // 4)
+    out = Path(folder) / Path(path).name
+    out.write_text(tomli_w.dumps(doc))
+    return str(out)
+
+
+def _estimate(t_one: float, sim_s: float, windows: int, crossed: int, ranks: int, split: dict) -> None:
+    """Wall time on N ranks of N independent jobs of the same total size (docs in bench/README.md):
+
+    T(N) = fixed + r S / N + wait (ranks / N) + c X(N) / N + windows x l x log2 N
+
+    fixed: what the undivided run spends outside its simulation (every rank plans and records the whole run);
+    S: the undivided simulation; r: a partitioned rank's simulating time over its share of S (the copies of
+    cut-link packets); wait: the Allgather's waiting for the slowest rank, shrinking with the work per rank;
+    c: exchange seconds per packet a rank handles, X(N): packets across cut links, X(ranks) (N - 1) / N
+    over (ranks - 1) / ranks (jobs spread over shared switches: a packet leaves its partition with
+    probability (N - 1) / N); l: the shortest Allgather measured, log2 N steps of it per window."""
     fixed = t_one - sim_s
-    per_window = sync_s / max(windows, 1)
+    r = ranks * split["partition_window_s"] / sim_s
+    c = split["partition_exchange_s"] / (crossed / ranks)
+    latency = split["partition_allgather_min_s"]
+    print(f"\nfixed {fixed:.1f} s, simulation {sim_s:.1f} s, r {r:.2f}, wait {split['partition_wait_s']:.1f} s, "
+          f"c {1e9 * c:.0f} ns per packet, l {1e6 * latency:.0f} us")
     print("\n| ranks | estimated wall s | speedup |\n|---:|---:|---:|")
     for n in (1, 2, 4, 8, 16, 32, 64):
-        t = t_one if n == 1 else fixed + sim_s / n + windows * per_window * (1 + math.log2(n / 2))
+        crossed_n = crossed * ((n - 1) / n) / ((ranks - 1) / ranks)
+        t = t_one if n == 1 else (fixed + r * sim_s / n + split["partition_wait_s"] * ranks / n
+                                  + c * crossed_n / n + windows * latency * math.log2(n))
         print(f"| {n} | {t:.1f} | {t_one / t:.1f}x |")
 
 

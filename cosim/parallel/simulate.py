@@ -47,7 +47,8 @@ def simulate(exp, fabric, columns: dict, p: Partitioning, *, attributes: dict, m
     op_rank = rank_of_partition[p.op_partition]
     dep_ptr, dep_idx = np.asarray(columns["dep_ptr"], np.int64), np.asarray(columns["dep_idx"], np.int64)
     mine = exact.Piece.of(np.flatnonzero(op_rank == rank), dep_ptr, dep_idx)
-    sync = {"partition_sync_s": 0.0}
+    sync = {"partition_window_s": 0.0, "partition_wait_s": 0.0, "partition_exchange_s": 0.0,
+            "partition_allgather_min_s": float("inf")}
     if world is None:
         run = _in_process
     else:
@@ -95,9 +96,10 @@ def _in_process(engine_, stop_ps: int, n_items: int, count_done, progress) -> in
 
 def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dict, engine_, stop_ps: int,
               n_items: int, count_done, progress) -> int:
-    """This rank's partitions, window by window in step with the other ranks (module docstring); adds the
-    wall time spent between windows (waiting for the other ranks, exchanging, injecting) to
-    ``sync["partition_sync_s"]``.
+    """This rank's partitions, window by window in step with the other ranks (module docstring). Adds to
+    ``sync`` (wall seconds): ``partition_window_s`` simulating, ``partition_wait_s`` in the Allgather
+    (waiting for the slowest rank), ``partition_exchange_s`` taking, sending and injecting packets, and keeps
+    ``partition_allgather_min_s``, the shortest Allgather (the collective's own latency).
 
     Two collectives per window: an Allgather of every rank's state (its next event and the earliest arrival
     it sends, whether its ops are done, progress, a stop request) and of how many packets it sends each rank,
@@ -111,7 +113,7 @@ def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dic
     received = np.zeros(0, RECORD_DTYPE)
     reported = time.perf_counter()
     while True:
-        t = time.perf_counter()
+        t0 = time.perf_counter()
         out = _take_outgoing(engine_)
         dest = rank_of_node[out["node"]]
         order = np.argsort(dest, kind="stable")
@@ -119,14 +121,18 @@ def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dic
         state[:fields] = (engine_.NextEventPs(), out["due_ps"].min() if out.size else NO_EVENT_PS,
                           engine_.LocalDone(), count_done(), engine_.DataPacketHops(), engine.stop_requested())
         state[fields:] = np.bincount(dest, minlength=size)
+        t1 = time.perf_counter()
         comm.Allgather(state, every)
+        t2 = time.perf_counter()
         counts_in = every[:, fields + world.rank]
         received = _grown(received, int(counts_in.sum()))
         comm.Alltoallv([_bytes(send, out.size), state[fields:] * RECORD_DTYPE.itemsize],
                        [_bytes(received, int(counts_in.sum())), counts_in * RECORD_DTYPE.itemsize])
         if counts_in.sum():
             engine_.InjectIncoming(received.view(np.uint8), int(counts_in.sum()))  # sorts them first
-        sync["partition_sync_s"] += time.perf_counter() - t
+        sync["partition_wait_s"] += t2 - t1
+        sync["partition_allgather_min_s"] = min(sync["partition_allgather_min_s"], t2 - t1)
+        sync["partition_exchange_s"] += time.perf_counter() - t0 - (t2 - t1)
         if progress is not None and time.perf_counter() - reported >= PROGRESS_EVERY_S:
             progress(engine_.NowPs() / 1e3, int(every[:, 3].sum()), n_total, int(every[:, 4].sum()))
             reported = time.perf_counter()
@@ -139,7 +145,9 @@ def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dic
             return 2
         if next_ps >= stop_ps or engine_.NowPs() >= stop_ps:
             return 0
+        t = time.perf_counter()
         status = int(engine_.RunWindow(engine_.WindowEndPs(next_ps, lookahead, stop_ps)))
+        sync["partition_window_s"] += time.perf_counter() - t
         if status != 0:
             return status
 
