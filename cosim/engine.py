@@ -714,6 +714,14 @@ def _run_sliced(engine, stop_ps: int, n_items: int, count_done: Callable[[], int
         slice_ps = int(slice_ps * min(4.0, max(0.5, 0.25 / elapsed)))
 
 
+def run_partitions_here(engine, stop_ps: int, n_items: int, count_done: Callable[[], int],
+                        progress: ProgressFn | None) -> int:
+    """Partitions.run when every partition is simulated in this process: Engine::RunPartitions in progress
+    slices (slices never change the windows)."""
+    return _run_sliced(engine, stop_ps, n_items, count_done, progress,
+                       run_to=lambda target: engine.RunPartitions(target, stop_ps))
+
+
 def _read_log(engine, info: EventLogInfo) -> dict[str, np.ndarray]:
     """Every column of event log ``info`` (Engine::GetLogColumn), times in ns as float64."""
     n = int(engine.NumLogRows(info.name))

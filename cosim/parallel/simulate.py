@@ -49,12 +49,11 @@ def simulate(exp, fabric, columns: dict, p: Partitioning, *, attributes: dict, m
     mine = exact.Piece.of(np.flatnonzero(op_rank == rank), dep_ptr, dep_idx)
     sync = {"partition_window_s": 0.0, "partition_wait_s": 0.0, "partition_exchange_s": 0.0,
             "partition_allgather_min_s": float("inf")}
-    if world is None:
-        run = _in_process
-    else:
-        run = functools.partial(_over_mpi, world, rank_of_partition[p.node_partition], int(columns["kind"].size),
-                                sync)
     kind = np.asarray(columns["kind"])
+    if world is None:
+        run = engine.run_partitions_here
+    else:
+        run = functools.partial(_over_mpi, world, rank_of_partition[p.node_partition], int(kind.size), sync)
     is_flow = kind == DagOpKind.FLOW
     flow_id = np.where(is_flow, np.cumsum(is_flow) - 1, -1)  # FLOW ops numbered in op order, alike on every rank
     parts = engine.Partitions(node_partition=p.node_partition, local=rank_of_partition == rank,
@@ -86,12 +85,6 @@ def _merge(fabric, columns: dict, p: Partitioning, rank_of_partition: np.ndarray
                             node_image=np.arange(fabric.n_nodes, dtype=np.int64),
                             node_piece=rank_of_partition[p.node_partition].astype(np.int64))
     return exact.merge(fabric, columns, d, outs)
-
-
-def _in_process(engine_, stop_ps: int, n_items: int, count_done, progress) -> int:
-    """Every partition here: Engine::RunPartitions in progress slices."""
-    return engine._run_sliced(engine_, stop_ps, n_items, count_done, progress,
-                              run_to=lambda target: engine_.RunPartitions(target, stop_ps))
 
 
 def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dict, engine_, stop_ps: int,

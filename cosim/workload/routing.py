@@ -103,6 +103,15 @@ class RoutedCounts:
         return np.arange(self.ep) // self.gpus_per_node
 
 
+def _popularity(spec, num_experts: int, top_k: int) -> np.ndarray:
+    """expert_popularity, refused in one line when fewer than ``top_k`` experts have a load."""
+    p = expert_popularity(spec, num_experts)
+    if np.count_nonzero(p) < top_k:
+        raise CosimInputError("routing.expert_load", f"fewer than top_k={top_k} experts have a load",
+                              "give at least top_k experts a positive load")
+    return p
+
+
 def expert_popularity(spec: RoutingSpec, num_experts: int) -> np.ndarray:
     """p_e of every expert (float64, sums to 1), module docstring."""
     if spec.distribution == "uniform":
@@ -131,10 +140,7 @@ def route_tokens(spec: RoutingSpec, *, tokens_per_rank: int, ep: int, num_expert
     if spec.max_nodes and num_experts % ep:  # only a node limit needs the experts' ranks
         raise CosimInputError("routing.ep", f"{num_experts} experts are not divisible by ep={ep}",
                               "choose ep dividing the number of experts")
-    p = expert_popularity(spec, num_experts)
-    if np.count_nonzero(p) < top_k:
-        raise CosimInputError("routing.expert_load", f"fewer than top_k={top_k} experts have a load",
-                              "give at least top_k experts a positive load")
+    p = _popularity(spec, num_experts, top_k)
     per_rank = num_experts // ep
     node_of_expert = np.arange(num_experts) // per_rank // gpus_per_node
     n_nodes = int(node_of_expert[-1]) + 1
@@ -283,10 +289,7 @@ def route_tokens_to_copies(spec: RoutingSpec, *, tokens_per_rank: int, ep: int, 
     if np.any(on_node.sum(axis=0) < 1) or np.sort(on_node.sum(axis=0))[::-1][:limit].sum() < top_k:
         raise CosimInputError("routing.max_nodes", f"{limit} nodes hold fewer than top_k={top_k} experts",
                               "raise max_nodes")
-    p = expert_popularity(unlimited, num_experts)
-    if np.count_nonzero(p) < top_k:
-        raise CosimInputError("routing.expert_load", f"fewer than top_k={top_k} experts have a load",
-                              "give at least top_k experts a positive load")
+    p = _popularity(unlimited, num_experts, top_k)
     with np.errstate(divide="ignore"):
         log_p = np.log(p)
     # copies of each expert by slot, padded with -1: (E, most copies)
