@@ -51,7 +51,7 @@ def simulate(plan: RunPlan, dag: EngineDag | None = None, *, progress=None, jobs
     faults or a collective timeout apply (or ``whole``), else in independent parts where that is exact.
     ``faults``: inject the plan's faults (False: the idle fabric of an ``alone`` run)."""
     exp = plan.experiment
-    if plan.partitioning is not None and (dag is None or dag is plan.dag) and faults:
+    if plan.partitioning is not None and (dag is None or dag is plan.dag):  # alone runs pass their own DAG
         return parallel.simulate(exp, plan.fabric, plan.dag.columns(), plan.partitioning,
                                  attributes=plan.attributes, max_sim_time_ns=plan.max_sim_time_ns, progress=progress)
     dag = plan.dag if dag is None else dag

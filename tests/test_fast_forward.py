@@ -39,6 +39,16 @@ def _conserved(s: dict) -> None:
     assert s["drops"] == 0
 
 
+def _training_tracks_exact(s: dict, fewer_events: int) -> None:
+    """A fast-forwarded training run: bytes conserved, ``fewer_events`` times fewer events than exact, and the
+    iteration, every collective and the p99 FCT within TOLERANCE of exact."""
+    _conserved(s)
+    assert s["events"] * fewer_events < s["fast_forward_check_exact_events"]
+    assert s["fast_forward_check_iteration_rel"] <= TOLERANCE
+    assert s["fast_forward_check_collective_max_rel"] <= TOLERANCE
+    assert s["fast_forward_check_fct_p99_rel"] <= TOLERANCE
+
+
 @pytest.mark.parametrize("transport", ["roce", "ib"])
 def test_long_flows_are_fast_forwarded_within_tolerance(transport, engine_ns):
     """A permutation of long flows on a leaf-spine settles within a few round trips: fast-forward credits most
@@ -86,12 +96,7 @@ def test_training_iteration_within_tolerance(transport, engine_ns):
     every byte without a drop, and executes at least five times fewer events."""
     doc = {"network": {"transport": transport, "gpus_per_server": 2, "link_gbps": 100.0},
            "workload": {"kind": "training", "trace": TRACE, "iterations": 1}}
-    s = _checked(doc).summary
-    _conserved(s)
-    assert s["events"] * 5 < s["fast_forward_check_exact_events"]
-    assert s["fast_forward_check_iteration_rel"] <= TOLERANCE
-    assert s["fast_forward_check_collective_max_rel"] <= TOLERANCE
-    assert s["fast_forward_check_fct_p99_rel"] <= TOLERANCE
+    _training_tracks_exact(_checked(doc).summary, fewer_events=5)
 
 
 @pytest.mark.parametrize("transport", ["roce", "ib"])
@@ -108,12 +113,7 @@ def test_ring_channels_sharing_nics_stay_in_step(transport, engine_ns):
                         "model_overrides": {"num_layers": 1, "hidden_size": 5120, "num_heads": 40,
                                             "num_kv_heads": 40, "ffn_hidden_size": 20480},
                         "parallelism": {"tp": 8, "dp": 16, "micro_batch_size": 1, "global_batch_size": 16}}}
-    s = _checked(doc).summary
-    _conserved(s)
-    assert s["events"] * 10 < s["fast_forward_check_exact_events"]
-    assert s["fast_forward_check_fct_p99_rel"] <= TOLERANCE
-    assert s["fast_forward_check_collective_max_rel"] <= TOLERANCE
-    assert s["fast_forward_check_iteration_rel"] <= TOLERANCE
+    _training_tracks_exact(_checked(doc).summary, fewer_events=10)
 
 
 def test_fast_forward_is_deterministic(engine_ns):
