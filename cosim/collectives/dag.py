@@ -57,6 +57,7 @@ class DagOpKind(IntEnum):
     COMPUTE = 1
     NVLINK = 2
     NOP = 3
+    BLOCK = 4  #: a collective's NVLink copies as one instance of a template (FlowDag.block_*), run as they would be
 
 
 class CommClass(IntEnum):
@@ -117,6 +118,31 @@ def _arr(field: str, value, dtype, narrow: type | None = None) -> np.ndarray:
     a = np.array(a, dtype=dtype)  # own copy: the DAG is immutable even if the caller keeps its arrays
     a.flags.writeable = False
     return a
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class BlockTemplates:
+    """The NVLink copies a BLOCK op stands for, one template per distinct collective call (a call whose every
+    transfer stays inside one server): template t's copies ("subs") are ``ptr[t]..ptr[t + 1]``, in the order
+    and with the dependencies the materialized ops would have. A BLOCK op runs them as the executor would run
+    those NVLINK ops in its place (same times, same event order) and finishes when the last one does."""
+
+    ptr: np.ndarray  # int64 [n_templates + 1]
+    gpu: np.ndarray  # int32 [n_subs], sending GPU: a rank in a FlowDag, a host node id in an EngineDag
+    dst: np.ndarray  # int32 [n_subs], receiving GPU, in the same labels
+    bytes: np.ndarray  # int64 [n_subs], bytes copied
+    duration_ns: np.ndarray  # int64 [n_subs], extra copy-engine time (an NVLINK op's duration_ns), ns
+    dep_ptr: np.ndarray  # int64 [n_subs + 1], CSR of every sub's dependencies
+    dep_idx: np.ndarray  # int32, local to the template: each below its sub's own local index
+
+    @property
+    def n_templates(self) -> int:
+        """Number of templates."""
+        return int(self.ptr.size - 1)
+
+    def sizes(self) -> np.ndarray:
+        """int64 [n_templates]: subs per template."""
+        return np.diff(self.ptr)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

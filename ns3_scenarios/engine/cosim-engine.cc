@@ -666,6 +666,7 @@ Engine::SharedCodes()
     line("op_kind.COMPUTE", long(DagOpKind::COMPUTE));
     line("op_kind.NVLINK", long(DagOpKind::NVLINK));
     line("op_kind.NOP", long(DagOpKind::NOP));
+    line("op_kind.BLOCK", long(DagOpKind::BLOCK));
     line("comm_class.NCCL", long(CommClass::NCCL));
     line("comm_class.EXPERT", long(CommClass::EXPERT));
     line("comm_class.SM_FREE", long(CommClass::SM_FREE));
