@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim import memory, plugin
-from cosim.collectives.dag import NUM_PRIORITIES, CommClass, DagOpKind
+from cosim.collectives.dag import NUM_PRIORITIES, BlockTemplates, CommClass, DagOpKind
 from cosim.errors import CosimInputError
 from cosim.losses import LossCause
 from cosim.network import buffers, planes
@@ -312,6 +312,15 @@ class DagOutput:
     failed_at_ns: float = float("nan")
 
 
+def _set_blocks(engine, block: np.ndarray, t: BlockTemplates, n: int) -> None:
+    """Hand the BLOCK ops' templates to a loaded engine (Engine::SetBlocks)."""
+    arrays = _nonempty(np.ascontiguousarray(block, np.int32), np.ascontiguousarray(t.ptr, np.int64),
+                       np.ascontiguousarray(t.gpu, np.int32), np.ascontiguousarray(t.bytes, np.int64),
+                       np.ascontiguousarray(np.asarray(t.duration_ns, np.int64) * 1000, np.int64),
+                       np.ascontiguousarray(t.dep_ptr, np.int64), np.ascontiguousarray(t.dep_idx, np.int64))
+    engine.SetBlocks(arrays[0], n, arrays[1], t.n_templates, *arrays[2:6], arrays[6], int(t.gpu.size))
+
+
 def simulate_dag(
     fabric: Fabric,
     *,
@@ -336,6 +345,8 @@ def simulate_dag(
     comm_class: np.ndarray | None = None,
     scheduler: str = SCHEDULER_TYPE,
     partitions: Partitions | None = None,
+    block: np.ndarray | None = None,
+    block_templates: BlockTemplates | None = None,
 ) -> DagOutput:
     """Run a dependency graph of ops (cosim.collectives.FlowDag columns, ranks mapped to host nodes) in ns-3.
 
@@ -349,10 +360,14 @@ def simulate_dag(
     nothing): a collective not complete that long after it started ends the run with status ``failed``
     (``failed_collective``). ``comm_class``: the CommClass of every op (None: every transfer is NCCL's).
     ``scheduler``: the ns-3 event scheduler type (same results whichever; benchmarks compare them).
-    ``partitions``: this process's share of a partitioned run (cosim.parallel; no snapshots).
+    ``partitions``: this process's share of a partitioned run (cosim.parallel; no snapshots). ``block``
+    (the template of every BLOCK op, -1 for other ops) and ``block_templates``: the NVLink copies BLOCK ops
+    stand for (cosim.collectives.dag.BlockTemplates, GPUs as host node ids), needed when there are BLOCK ops.
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
+    if (block is None or block_templates is None) and n and np.any(np.asarray(kind) == DagOpKind.BLOCK):
+        raise CosimInputError("dag", "has BLOCK ops but no block templates (pass block and block_templates)")
     memory.check_simulation_fits(n)
     with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler,
                   partitions=partitions) as (engine, t0):
@@ -373,6 +388,8 @@ def simulate_dag(
                 engine.SetCollectives(starts, np.ascontiguousarray(coll_end_op, np.int64), starts.size)
             if comm_class is not None and n:
                 engine.SetCommClasses(np.ascontiguousarray(comm_class, np.uint8), n)
+            if block is not None and n:
+                _set_blocks(engine, block, block_templates, n)
             if partitions is not None:
                 engine.SetOpPartitions(*_nonempty(np.ascontiguousarray(partitions.op_partition, np.int32),
                                                   np.ascontiguousarray(partitions.op_flow, np.int64)), n,

@@ -55,8 +55,10 @@ def record(plan, outcome) -> RunRecord:
     for group, items in parts.items():
         tables[group] = {k: np.concatenate([t[k] for t in items]) for k in items[0]}
     done = np.isfinite(out.op_finish_ns)
-    summary |= {"mtu_bytes": net.mtu_bytes, "header_bytes": net.header_bytes, "n_dag_ops": dag.n_ops,
-                "n_dag_ops_finished": int(done.sum()), "n_flows": int(fop.size)}
+    # counted as the DAG with every BLOCK op's copies materialized: a finished BLOCK op's copies all finished
+    weight = np.maximum(dag.block_sizes(), 1)
+    summary |= {"mtu_bytes": net.mtu_bytes, "header_bytes": net.header_bytes, "n_dag_ops": dag.n_expanded_ops(),
+                "n_dag_ops_finished": int(weight[done].sum()), "n_flows": int(fop.size)}
     if shared:
         summary["n_workloads"] = len(plan.jobs)
     if exp.limits.fast_forward:

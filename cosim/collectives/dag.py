@@ -39,6 +39,7 @@ in copy k, so a rank starts an iteration only when it finished the previous one.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -144,6 +145,41 @@ class BlockTemplates:
         """int64 [n_templates]: subs per template."""
         return np.diff(self.ptr)
 
+    def n_deps(self) -> np.ndarray:
+        """int64 [n_templates]: the dependency edges its materialized ops would have: the subs' own, every entry
+        sub's on the start barrier and the end barrier's on every terminal sub."""
+        own = self.dep_ptr[self.ptr[1:]] - self.dep_ptr[self.ptr[:-1]]
+        return own + self.entries() + self.terminals()
+
+    def entries(self) -> np.ndarray:
+        """int64 [n_templates]: subs with no dependency (they wait for the start barrier)."""
+        return np.add.reduceat(np.diff(self.dep_ptr) == 0, self.ptr[:-1]) if self.gpu.size else np.zeros(0, np.int64)
+
+    def terminals(self) -> np.ndarray:
+        """int64 [n_templates]: subs nothing in their template depends on (the end barrier waits for them)."""
+        has_dependent = np.zeros(self.gpu.size, bool)
+        owner_tmpl = np.repeat(np.arange(self.n_templates), self.sizes())
+        dep_tmpl = np.repeat(owner_tmpl, np.diff(self.dep_ptr))
+        has_dependent[self.ptr[dep_tmpl] + self.dep_idx] = True
+        return np.bincount(owner_tmpl[~has_dependent], minlength=self.n_templates).astype(np.int64)
+
+    def relabeled(self, labels: np.ndarray) -> "BlockTemplates":
+        """The same templates with every GPU ``g`` renamed ``labels[g]`` (ranks to host node ids)."""
+        labels = np.asarray(labels, np.int32)
+        return dataclasses.replace(self, gpu=labels[self.gpu], dst=labels[self.dst])
+
+    @staticmethod
+    def concatenate(parts: "list[BlockTemplates]") -> "BlockTemplates":
+        """The templates of ``parts`` one after the other (template t of part k is the sum of the earlier
+        parts' counts plus t)."""
+        cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+        ptr = [np.zeros(1, np.int64)] + [p.ptr[1:] + off for p, off in zip(parts, np.cumsum(
+            [0] + [p.gpu.size for p in parts[:-1]]))]
+        dep_ptr = [np.zeros(1, np.int64)] + [p.dep_ptr[1:] + off for p, off in zip(parts, np.cumsum(
+            [0] + [p.dep_idx.size for p in parts[:-1]]))]
+        return BlockTemplates(ptr=np.concatenate(ptr), gpu=cat("gpu"), dst=cat("dst"), bytes=cat("bytes"),
+                              duration_ns=cat("duration_ns"), dep_ptr=np.concatenate(dep_ptr), dep_idx=cat("dep_idx"))
+
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class FlowDag:
@@ -177,6 +213,10 @@ class FlowDag:
     #: ops of iteration k: iteration_ptr[k]:iteration_ptr[k+1] (n_iterations + 1 entries); None: every op is
     #: of iteration 0 (a one-iteration DAG)
     iteration_ptr: np.ndarray | None = None
+    #: the BLOCK ops (increasing op ids), the template of each, and the templates (GPUs as ranks); None: none
+    block_op: np.ndarray | None = None
+    block_tmpl: np.ndarray | None = None
+    blocks: BlockTemplates | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda name, v: object.__setattr__(self, name, v)  # noqa: E731 (frozen dataclass)
@@ -204,7 +244,34 @@ class FlowDag:
         # op ids fit int32 whenever the ops do (MAX_DAG_OPS is far below 2^31): half the memory of a dep
         set_("dep_idx", _arr("dep_idx", self.dep_idx, index_dtype(self.kind.size)))
         set_("coll_ranks", _arr("coll_ranks", self.coll_ranks, np.int32))
+        set_("block_op", _arr("block_op", np.zeros(0, np.int64) if self.block_op is None else self.block_op,
+                              np.int64))
+        set_("block_tmpl", _arr("block_tmpl", np.zeros(0, np.int32) if self.block_tmpl is None else self.block_tmpl,
+                                np.int32))
         self._validate()
+        self._validate_blocks()
+
+    def _validate_blocks(self) -> None:
+        """BLOCK ops are exactly ``block_op``, each naming a template of ``blocks`` whose copies stay inside one
+        server and depend only on earlier copies of their own template."""
+        listed = np.zeros(self.n_ops, bool)
+        listed[self.block_op] = True
+        if self.block_op.size != self.block_tmpl.size or np.any(np.diff(self.block_op) <= 0):
+            raise CosimInputError("dag.block_op", "must be increasing op ids, one per block_tmpl entry")
+        if not np.array_equal(listed, self.kind == DagOpKind.BLOCK):
+            raise CosimInputError("dag.block_op", "must list exactly the BLOCK ops")
+        if not self.block_op.size:
+            return
+        t = self.blocks
+        if t is None or np.any((self.block_tmpl < 0) | (self.block_tmpl >= t.n_templates)):
+            raise CosimInputError("dag.block_tmpl", "names a template dag.blocks does not have")
+        g = self.gpus_per_server
+        if np.any((t.gpu < 0) | (t.gpu >= self.n_ranks) | (t.dst < 0) | (t.dst >= self.n_ranks) | (t.gpu == t.dst)
+                  | (t.gpu // g != t.dst // g) | (t.bytes <= 0) | (t.duration_ns < 0)):
+            raise CosimInputError("dag.blocks", "a copy must move bytes > 0 between two GPUs of one server")
+        local = np.repeat(np.arange(t.gpu.size) - np.repeat(t.ptr[:-1], t.sizes()), np.diff(t.dep_ptr))
+        if np.any((t.dep_idx < 0) | (t.dep_idx >= local)):
+            raise CosimInputError("dag.blocks", "a copy may depend only on earlier copies of its template")
 
     def _validate(self) -> None:
         n, m = self.n_ops, self.n_collectives
@@ -329,27 +396,63 @@ class FlowDag:
         return self.coll_ranks[self.coll_ranks_ptr[c]:self.coll_ranks_ptr[c + 1]]
 
     def bytes_sent_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
-        """int64 [n_ranks]: bytes each rank sends in FLOW (or NVLINK) ops; both kinds if ``kind`` is None."""
-        return self._per_rank(self.rank, kind)  # a transfer's rank is its source
+        """int64 [n_ranks]: bytes each rank sends in FLOW (or NVLINK, BLOCK copies included) ops; both kinds if
+        ``kind`` is None."""
+        return self._per_rank(self.rank, "gpu", kind)  # a transfer's rank is its source
 
     def bytes_received_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
-        """int64 [n_ranks]: bytes each rank receives in FLOW (or NVLINK) ops; both kinds if ``kind`` is None."""
-        return self._per_rank(self.dst, kind)
+        """int64 [n_ranks]: bytes each rank receives in FLOW (or NVLINK, BLOCK copies included) ops; both kinds
+        if ``kind`` is None."""
+        return self._per_rank(self.dst, "dst", kind)
 
-    def _per_rank(self, who: np.ndarray, kind: DagOpKind | None) -> np.ndarray:
+    def _per_rank(self, who: np.ndarray, sub_who: str, kind: DagOpKind | None) -> np.ndarray:
         sel = (self.kind == DagOpKind.FLOW) | (self.kind == DagOpKind.NVLINK) if kind is None else self.kind == kind
         out = np.zeros(self.n_ranks, dtype=np.int64)
         np.add.at(out, who[sel], self.bytes[sel])
+        if self.block_op.size and kind in (None, DagOpKind.NVLINK):
+            t = self.blocks
+            uses = np.bincount(self.block_tmpl, minlength=t.n_templates)
+            np.add.at(out, getattr(t, sub_who), t.bytes * np.repeat(uses, t.sizes()))
+        return out
+
+    def n_expanded_ops(self) -> int:
+        """The ops this DAG stands for with every BLOCK op's copies materialized as NVLINK ops."""
+        return self.n_ops + int(self._per_block(self.blocks.sizes()).sum()) - self.block_op.size if \
+            self.block_op.size else self.n_ops
+
+    def _per_block(self, per_template: np.ndarray) -> np.ndarray:
+        """``per_template`` values (one per template) for every BLOCK op."""
+        return np.asarray(per_template)[self.block_tmpl]
+
+    def nvlink_bytes_by_rank(self) -> np.ndarray:
+        """float64 [n_ranks]: bytes every rank copies over NVLink, its NVLINK ops' and its BLOCK ops' copies."""
+        nvlink = self.kind == DagOpKind.NVLINK
+        out = np.bincount(self.rank[nvlink], weights=self.bytes[nvlink], minlength=self.n_ranks).astype(np.float64)
+        if self.block_op.size:
+            t = self.blocks
+            uses = np.bincount(self.block_tmpl, minlength=t.n_templates)  # blocks per template
+            out += np.bincount(t.gpu, weights=t.bytes * np.repeat(uses, t.sizes()), minlength=self.n_ranks)
         return out
 
     def summary(self) -> dict[str, int]:
-        """Counts of ops by kind, deps, collectives, and FLOW / NVLINK bytes."""
+        """Counts of ops by kind, deps, collectives, and FLOW / NVLINK bytes, as the DAG with every BLOCK op's
+        copies materialized has them (plus ``n_block_ops`` when there are BLOCK ops)."""
         counts = np.bincount(self.kind, minlength=len(DagOpKind))
-        out = {f"n_{k.name.lower()}": int(counts[k]) for k in DagOpKind}
-        out.update(n_ops=self.n_ops, n_deps=int(self.dep_idx.size), n_collectives=self.n_collectives,
+        out = {f"n_{k.name.lower()}": int(counts[k]) for k in DagOpKind if k != DagOpKind.BLOCK}
+        nvlink_bytes = int(self.bytes[self.kind == DagOpKind.NVLINK].sum())
+        n_deps = int(self.dep_idx.size)
+        if self.block_op.size:
+            t = self.blocks
+            subs = int(self._per_block(t.sizes()).sum())
+            out["n_nvlink"] += subs
+            n_deps += int(self._per_block(t.n_deps()).sum()) - 2 * self.block_op.size
+            uses = np.bincount(self.block_tmpl, minlength=t.n_templates)
+            nvlink_bytes += int((t.bytes * np.repeat(uses, t.sizes())).sum())
+            out["n_block_ops"] = int(self.block_op.size)
+        out.update(n_ops=self.n_expanded_ops(), n_deps=n_deps, n_collectives=self.n_collectives,
                    n_iterations=self.n_iterations,
                    flow_bytes=int(self.bytes[self.kind == DagOpKind.FLOW].sum()),
-                   nvlink_bytes=int(self.bytes[self.kind == DagOpKind.NVLINK].sum()),
+                   nvlink_bytes=nvlink_bytes,
                    compute_ns=int(self.duration_ns[(self.kind == DagOpKind.COMPUTE) & (self.rank >= 0)].sum()),
                    collective_latency_ns=int(self.duration_ns[self.rank < 0].sum()))
         return out
@@ -667,4 +770,5 @@ def repeat(dag: FlowDag, n_iterations: int) -> FlowDag:
         coll_algo=tile(dag.coll_algo), coll_start_op=tile(dag.coll_start_op) + cshift,
         coll_end_op=tile(dag.coll_end_op) + cshift, coll_iteration=it_coll,
         coll_ranks_ptr=np.concatenate([[0], np.cumsum(np.tile(np.diff(dag.coll_ranks_ptr), k))]),
-        coll_ranks=tile(dag.coll_ranks))
+        coll_ranks=tile(dag.coll_ranks), blocks=dag.blocks, block_tmpl=np.tile(dag.block_tmpl, k),
+        block_op=(tile(dag.block_op) + np.repeat(np.arange(k, dtype=np.int64) * n, dag.block_op.size)))

@@ -51,6 +51,7 @@ from cosim.collectives.algorithms import SUPPORTED, Algorithm, pxn_applies, sche
 from cosim.collectives.dag import (
     INT32_MAX,
     NUM_PRIORITIES,
+    BlockTemplates,
     DagBuilder,
     DagOpKind,
     FlowDag,
@@ -304,21 +305,54 @@ def _template_dep_blocks(local_owner: np.ndarray, local_dep: np.ndarray, entry: 
         yield np.repeat(call_end[lo:lo + step], term.size), (base + term).ravel()
 
 
+def _blockable(s, gps: int) -> bool:
+    """Whether schedule ``s`` can run as one BLOCK op: it copies bytes, every copy stays inside a server, and
+    its entry and terminal copies are exactly those with no dependency and no dependent (what the executor
+    assumes of a template)."""
+    if s.n_ops == 0 or np.any(s.src // gps != s.dst // gps):
+        return False
+    has_dependent = np.zeros(s.n_ops, bool)
+    has_dependent[s.dep_idx] = True
+    return np.array_equal(s.entry, np.diff(s.dep_ptr) == 0) and np.array_equal(s.terminal, ~has_dependent)
+
+
+def _block_templates(templates: list, blocked: np.ndarray, t_extra: np.ndarray) -> BlockTemplates:
+    """The BlockTemplates of the ``blocked`` templates, in template order (GPUs as ranks)."""
+    chosen = [(s, t_extra[t]) for t, (_, s) in enumerate(templates) if blocked[t]]
+    cat = lambda get, dtype: np.concatenate([np.asarray(get(s, x), dtype) for s, x in chosen])  # noqa: E731
+    return BlockTemplates(
+        ptr=np.concatenate([[0], np.cumsum([s.n_ops for s, _ in chosen])]).astype(np.int64),
+        gpu=cat(lambda s, x: s.src, np.int32), dst=cat(lambda s, x: s.dst, np.int32),
+        bytes=cat(lambda s, x: s.bytes, np.int64), duration_ns=cat(lambda s, x: np.rint(s.bytes * x), np.int64),
+        dep_ptr=np.concatenate([[0], np.cumsum(cat(lambda s, x: np.diff(s.dep_ptr), np.int64))]),
+        dep_idx=cat(lambda s, x: s.dep_idx, np.int32))
+
+
 def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of_call: np.ndarray,
                     call_base: np.ndarray, call_end: np.ndarray, call_ids: np.ndarray, c_prio: np.ndarray,
-                    c_algo: np.ndarray, gps: int) -> None:
+                    c_algo: np.ndarray, gps: int, blocked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every template's flows broadcast over its calls, between their barrier and end NOPs (``c_algo``
     receives the algorithm of every call); its NVLink copies carry ``t_extra[t]`` ns per byte of extra copy
-    time (what the call's bus bandwidth loses against the copy rate, resolve_algorithm). Ops are written a
-    block of calls at a time and the deps given as blocks made when the CSR is built, so no template's
-    broadcast is ever held whole."""
+    time (what the call's bus bandwidth loses against the copy rate, resolve_algorithm). A ``blocked``
+    template's calls get one BLOCK op each instead of its copies. Ops are written a block of calls at a time
+    and the deps given as blocks made when the CSR is built, so no template's broadcast is ever held whole.
+    Returns the BLOCK ops (increasing) and the block template (ordinal among the blocked) of each."""
     order = np.argsort(tmpl_of_call, kind="stable")
     bounds = np.searchsorted(tmpl_of_call[order], np.arange(len(templates) + 1))
+    block_ops, block_tmpl = [np.zeros(0, np.int64)], [np.zeros(0, np.int32)]
     for t, (algo, s) in enumerate(templates):
         cs = order[bounds[t]:bounds[t + 1]]
         c_algo[cs] = algo
         if s.n_ops == 0:
             b.deps(call_end[cs], call_base[cs])
+            continue
+        if blocked[t]:
+            ops = call_base[cs] + 1
+            b.ops(ops, kind=DagOpKind.BLOCK, priority=c_prio[cs], trace_op=call_ids[cs])
+            b.deps(ops, call_base[cs])
+            b.deps(call_end[cs], ops)
+            block_ops.append(ops)
+            block_tmpl.append(np.full(cs.size, int(np.count_nonzero(blocked[:t])), np.int32))
             continue
         tk = np.where(s.src // gps == s.dst // gps, DagOpKind.NVLINK, DagOpKind.FLOW)
         extra = np.where(tk == DagOpKind.NVLINK, np.rint(s.bytes * t_extra[t]), 0).astype(np.int64)
@@ -335,11 +369,14 @@ def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of
         b.dep_blocks(_template_dep_blocks, local(np.repeat(np.arange(s.n_ops), np.diff(s.dep_ptr))),
                      local(s.dep_idx), local(np.flatnonzero(s.entry)), local(np.flatnonzero(s.terminal)),
                      call_base[cs], call_end[cs])
+    ops, tmpl = np.concatenate(block_ops), np.concatenate(block_tmpl)
+    order = np.argsort(ops)
+    return ops[order], tmpl[order]
 
 
 def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int = 4 << 20,
           algorithm: str | Mapping = "auto", priorities: Mapping | None = None, tuning: TuningModel | None = None,
-          n_channels: int | None = None, send_costs: bool = True) -> FlowDag:
+          n_channels: int | None = None, send_costs: bool = True, blocks: bool = False) -> FlowDag:
     """Lower ``trace`` (one iteration) into a FlowDag of flows, NVLink copies, compute ops and joins.
 
     A server holds ``gpus_per_server`` GPUs (default: the trace's hardware.gpus_per_host, else 8) and
@@ -348,8 +385,10 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     network priority (0..7) of that group's transfers. ``tuning`` is the tuning model (default:
     TuningModel.for_hardware of the trace's hardware spec) and ``n_channels`` the rings of a ring collective
     across servers (default: two per NIC of a server). ``send_costs``: every SEND pays NCCL's fixed cost of
-    a send before its first chunk (module docstring); off, a SEND is its chunks alone. Bad arguments and a
-    trace that deadlocks are a CosimInputError.
+    a send before its first chunk (module docstring); off, a SEND is its chunks alone. ``blocks``: every call
+    whose copies all stay inside one server becomes one BLOCK op standing for them (FlowDag.blocks; the
+    executor runs them exactly as it would the NVLINK ops), so the DAG holds each distinct call's copies once.
+    Bad arguments and a trace that deadlocks are a CosimInputError.
     """
     gps = _gpus_per_server(trace, gpus_per_server)
     if tuning is None:
@@ -391,7 +430,9 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
         templates.append(schedule(CollKind(kk), best.algorithm, members, b, chunk_bytes, gps, n_channels,
                                   best.protocol))
         t_latency[t] = round(best.start_latency_ns) if members.size > 1 else 0
-    t_size = np.array([s.n_ops for _, s in templates], dtype=np.int64)
+    blocked = np.array([blocks and _blockable(s, gps) for _, s in templates], bool)
+    # DAG ops of a call between its barriers: its schedule's, or its one BLOCK op
+    t_size = np.array([1 if blocked[t] else s.n_ops for t, (_, s) in enumerate(templates)], dtype=np.int64)
 
     # --- placement order and DAG layout ---
     recv_of_send, send_of_recv = _match_recvs(trace)
@@ -455,7 +496,9 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     b.ops(call_base[slow], kind=DagOpKind.COMPUTE, duration_ns=latency[slow])
     c_prio = prio[trace.group_kind[c_group]] if n_calls else np.zeros(0, np.uint8)
     c_algo = np.zeros(n_calls, np.uint8)
-    _collective_ops(b, templates, t_extra, tmpl_of_call, call_base, call_end, call_ids, c_prio, c_algo, gps)
+    block_op, block_tmpl = _collective_ops(b, templates, t_extra, tmpl_of_call, call_base, call_end, call_ids,
+                                           c_prio, c_algo, gps, blocked)
+    block_templates = _block_templates(templates, blocked, t_extra) if blocked.any() else None
     del latency, slow, templates
     # building the CSR is the peak of a lowering: it holds the columns, the CSR and one block of edges
     cols, dep_ptr, dep_idx = b.build()
@@ -466,4 +509,5 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
         coll_trace_id=call_ids, coll_kind=c_kind, coll_bytes=c_bytes, coll_group=c_group, coll_algo=c_algo,
         coll_start_op=call_base, coll_end_op=call_end, coll_iteration=np.zeros(n_calls, np.int32),
         coll_ranks_ptr=np.concatenate([[0], np.cumsum(sizes[c_group])]).astype(np.int64),
-        coll_ranks=trace.group_ranks[ragged_take(trace.group_ptr[c_group], sizes[c_group])])
+        coll_ranks=trace.group_ranks[ragged_take(trace.group_ptr[c_group], sizes[c_group])],
+        block_op=block_op, block_tmpl=block_tmpl, blocks=block_templates)

@@ -152,6 +152,11 @@ def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: n
     src = np.where(flow, column("src_node", np.int64), -1)
     dst = np.where(flow, column("dst_node", np.int64), -1)
     seq = np.stack([gnode, src, dst], axis=1).reshape(-1)
+    subs = _block_subs(columns, ops)
+    if subs is not None:
+        t, rows = subs
+        sub_nodes = np.stack([gpu_node[t.gpu[rows]], gpu_node[t.dst[rows]]], axis=1).reshape(-1)
+        seq = np.concatenate([seq, sub_nodes])
     seen = seq[seq >= 0]
     nodes, first = np.unique(seen, return_index=True)
     by_label = nodes[np.argsort(first, kind="stable")]
@@ -164,11 +169,71 @@ def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: n
              column("priority", np.int64), counts, dep_code, dep_val]
     if "comm_class" in columns:
         parts.append(column("comm_class", np.int64))
+    if subs is not None:  # every BLOCK op's copies, in op order: their hosts, bytes, extra time and deps
+        t, rows = subs
+        parts += [relabel(sub_nodes), t.bytes[rows], t.duration_ns[rows], np.diff(t.dep_ptr)[rows],
+                  t.dep_idx[_ranges(t.dep_ptr[rows], t.dep_ptr[rows + 1])]]
     digest = hashlib.sha256()
     for p in parts:
         digest.update(np.ascontiguousarray(p, np.int64))
         digest.update(b"|")
     return digest.digest(), by_label
+
+
+def _blocks_unfoldable(columns, gpu_node, op_part, host_part, blk, blk_node, k: int) -> str:
+    """Why the BLOCK ops ``blk`` (each with the hosts ``blk_node`` of its GPUs, as pairs) keep a DAG from being
+    folded onto part 0 ("" if they do not). The folded run holds every BLOCK op whole, and a part's ops take
+    part 0's times: exact when every GPU of every part sees the same copies on its copy engine as its image in
+    part 0 does. So every BLOCK op must copy from one GPU of each part, the same copies at the same positions
+    of every GPU's own (its template symmetric), and no GPU a BLOCK op uses may also run NVLINK ops of a part
+    (those run in part 0 only)."""
+    nvl = np.flatnonzero(np.asarray(columns["kind"]) == DagOpKind.NVLINK)
+    nvl_node = np.asarray(gpu_node, np.int64)[np.asarray(columns["gpu"])[nvl]]
+    if np.isin(blk_node, nvl_node[op_part[nvl] >= 0]).any():
+        return "a collective held as one BLOCK op copies on a GPU that also runs NVLINK ops of a part"
+    part = np.asarray(host_part)[blk_node]
+    counts = np.bincount(np.searchsorted(np.unique(blk), blk), minlength=np.unique(blk).size)
+    if np.any(part < 0) or np.any(counts != k) or np.unique(blk.astype(np.int64) * k + part).size != blk.size:
+        return "a collective held as one BLOCK op does not copy from one GPU of every part"
+    t = columns["block_templates"]
+    used = np.unique(np.asarray(columns["block"])[np.unique(blk)])
+    if not all(_symmetric(t, int(i)) for i in used):
+        return "a collective held as one BLOCK op is not the same on each of its GPUs"
+    return ""
+
+
+def _symmetric(t, template: int) -> bool:
+    """True when every GPU of ``template`` makes the same copies: as many, and the j-th of each with the same
+    bytes, extra time and dependencies, each on the copy at the same position of the same GPU or of another."""
+    lo, hi = int(t.ptr[template]), int(t.ptr[template + 1])
+    gpu = np.asarray(t.gpu[lo:hi], np.int64)
+    gpus, slot, per_gpu = np.unique(gpu, return_inverse=True, return_counts=True)
+    if np.any(per_gpu != per_gpu[0]):
+        return False
+    pos = np.zeros(gpu.size, np.int64)  # position of every copy among its GPU's copies
+    order = np.argsort(slot, kind="stable")
+    pos[order] = np.arange(gpu.size) % per_gpu[0]
+    n_dep = np.diff(t.dep_ptr[lo:hi + 1])
+    dep = np.asarray(t.dep_idx[t.dep_ptr[lo]:t.dep_ptr[hi]], np.int64)
+    owner = np.repeat(np.arange(gpu.size), n_dep)
+    rows = np.stack([pos[dep], slot[dep] == slot[owner]], axis=1)
+    mine = [(t.bytes[lo:hi][order], t.duration_ns[lo:hi][order], n_dep[order])]
+    grid = lambda a: np.asarray(a).reshape(gpus.size, -1)  # noqa: E731 (GPU x position)
+    if not all(np.all(grid(a) == grid(a)[:1]) for a in mine[0]):
+        return False
+    # each GPU's dependency rows, in its copies' order, must be GPU 0's
+    by_gpu = [rows[np.isin(owner, np.flatnonzero(slot == g))] for g in range(gpus.size)]
+    return all(np.array_equal(b, by_gpu[0]) for b in by_gpu[1:])
+
+
+def _block_subs(columns: dict, ops: np.ndarray):
+    """(templates, their copies' rows) of the BLOCK ops among ``ops``, in op order, or None if there are none."""
+    if columns.get("block") is None:
+        return None
+    tmpl = np.asarray(columns["block"])[ops]
+    tmpl = tmpl[tmpl >= 0].astype(np.int64)
+    t = columns["block_templates"]
+    return t, _ranges(t.ptr[tmpl], t.ptr[tmpl + 1])
 
 
 def _id_dependent_routing(attributes: dict) -> bool:
@@ -251,17 +316,37 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     del none
     op_part[flow] = parts.flow_part
     del src, dst, flow
-    group, n_groups = _groups(columns, op_part, parts.n_parts, dep_ptr, dep_idx)
+    group, n_groups = _groups(columns, op_part, parts.n_parts, dep_ptr, dep_idx, host_part, gpu_node)
     if n_groups > 1:
         return _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep_idx)
     del group
-    return _fold(fabric, columns, gpu_node, _spread_parts(op_part, dep_ptr, dep_idx), parts, dep_ptr, dep_idx)
+    op_part = _spread_parts(op_part, dep_ptr, dep_idx, shared=kind == DagOpKind.BLOCK)
+    return _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx, host_part)
 
 
-def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarray, dep_idx: np.ndarray):
+def _block_gpus(columns: dict, gpu_node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(BLOCK ops, the host of a GPU each copies from) as pairs, one per (op, GPU): the GPUs whose copy engines
+    each BLOCK op takes."""
+    block = columns.get("block")
+    if block is None:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    t = columns["block_templates"]
+    ops = np.flatnonzero(np.asarray(block) >= 0)
+    tmpl = np.asarray(block)[ops]
+    owner = np.repeat(np.arange(t.n_templates), t.sizes())
+    pairs = np.unique(owner.astype(np.int64) * (int(t.gpu.max(initial=0)) + 1) + t.gpu)  # (template, GPU), once
+    p_tmpl, p_gpu = pairs // (int(t.gpu.max(initial=0)) + 1), pairs % (int(t.gpu.max(initial=0)) + 1)
+    lo = np.searchsorted(p_tmpl, tmpl, "left")
+    cnt = np.searchsorted(p_tmpl, tmpl, "right") - lo
+    return np.repeat(ops, cnt), np.asarray(gpu_node, np.int64)[p_gpu[_ranges(lo, lo + cnt)]]
+
+
+def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarray, dep_idx: np.ndarray,
+            host_part: np.ndarray, gpu_node: np.ndarray):
     """(group of every op, number of groups): ops of one part belong together, and so do the NVLink copies
-    of one GPU (serialized); the dependencies join the rest. Components are found on the graph with each
-    part contracted to one vertex, which keeps only the edges between parts and ops of no part."""
+    of one GPU (serialized, a BLOCK op's included); the dependencies join the rest. Components are found on
+    the graph with each part contracted to one vertex, which keeps only the edges between parts and ops of no
+    part."""
     free = op_part < 0
     vertex = np.cumsum(free, dtype=OP)
     vertex += n_parts - 1
@@ -293,21 +378,26 @@ def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarra
     kind = np.asarray(columns["kind"])
     nvl = np.flatnonzero((kind == DagOpKind.NVLINK) & free)
     gpu = np.asarray(columns["gpu"])[nvl]
-    first_of_gpu = np.full(int(gpu.max(initial=-1)) + 1, -1, OP)
-    first_of_gpu[gpu[::-1]] = vertex[nvl[::-1]]
+    # a GPU of a part is that part's vertex; a GPU of none, a vertex of its own after the ops'
+    blk, blk_node = _block_gpus(columns, gpu_node)
+    nodes = np.concatenate([np.asarray(gpu_node, np.int64)[gpu], blk_node])
+    gpu_vertex = np.where(host_part[nodes] >= 0, host_part[nodes], n_parts + n_free + nodes)
     pa, pb = np.nonzero(part_pairs)
     tf, tp = np.nonzero(touches)
     del touches
-    a = np.concatenate([pa, tf + n_parts] + [x.astype(np.int64) for x in a] + [vertex[nvl].astype(np.int64)])
-    b = np.concatenate([pb, tp] + [x.astype(np.int64) for x in b] + [first_of_gpu[gpu].astype(np.int64)])
-    root = components(n_parts + n_free, a, b)
-    roots, comp = np.unique(root, return_inverse=True)
-    return comp.reshape(-1).astype(OP)[vertex], int(roots.size)
+    a = np.concatenate([pa, tf + n_parts] + [x.astype(np.int64) for x in a]
+                       + [vertex[nvl].astype(np.int64), vertex[blk].astype(np.int64)])
+    b = np.concatenate([pb, tp] + [x.astype(np.int64) for x in b] + [gpu_vertex])
+    root = components(n_parts + n_free + int(np.asarray(host_part).size), a, b)
+    roots, comp = np.unique(root[vertex], return_inverse=True)  # groups of ops (a GPU vertex alone is none)
+    return comp.reshape(-1).astype(OP), int(roots.size)
 
 
-def _spread_parts(op_part: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray) -> np.ndarray:
+def _spread_parts(op_part: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray,
+                  shared: np.ndarray | None = None) -> np.ndarray:
     """``op_part`` with every op of no host (a collective's barrier) given the part of its neighbours when
-    they all lie in one part; ops between parts stay -1 (shared). ``op_part`` is updated in place."""
+    they all lie in one part; ops between parts, and the ``shared`` ones, stay -1 (shared). ``op_part`` is
+    updated in place."""
     part = op_part
     owners, deps = [], []
     for owner, dep in _edge_blocks(dep_ptr, dep_idx):
@@ -320,7 +410,7 @@ def _spread_parts(op_part: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray)
     owner, dep = ends[:ends.size // 2], ends[ends.size // 2:]
     del owners, deps, ends
     sub = part[ops]
-    conflict = np.zeros(ops.size, bool)
+    conflict = np.zeros(ops.size, bool) if shared is None else np.asarray(shared)[ops].copy()
     while True:
         lo = np.full(ops.size, np.iinfo(OP).max, OP)
         hi = np.full(ops.size, -1, OP)
@@ -505,10 +595,17 @@ def _same_up_to_hosts(columns: dict, k: int, gpu_node: np.ndarray, n_nodes: int,
     return out
 
 
-def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx) -> Decomposition:
-    """One connected DAG over several network parts: fold it onto part 0 if every part is the same."""
+def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx, host_part) -> Decomposition:
+    """One connected DAG over several network parts: fold it onto part 0 if every part is the same. BLOCK ops
+    are shared: the run holds each whole, so a copy on a GPU of another part must meet on its copy engine
+    only what it meets in the whole run, other BLOCK ops' copies (a part's own NVLINK ops run only in part 0)."""
     k = parts.n_parts
     n = op_part.size
+    blk, blk_node = _block_gpus(columns, gpu_node)
+    if blk.size:
+        why = _blocks_unfoldable(columns, gpu_node, op_part, host_part, blk, blk_node, k)
+        if why:
+            return _whole(f"the DAG couples its parts and {why}", k)
     members = [np.flatnonzero(op_part == p).astype(OP) for p in range(k)]
     sizes = {m.size for m in members}
     if len(sizes) != 1:
@@ -551,11 +648,15 @@ def piece_columns(columns: dict, piece: Piece, until_ns: float | None = None) ->
     """The DAG columns of one piece (``until_ns``: plus a last COMPUTE op on no GPU lasting until then, so
     the run ends when the whole run does)."""
     out = {k: np.asarray(columns[k])[piece.ops] for k in ("kind", "gpu", "src_node", "dst_node", "bytes_",
-                                                         "duration_ns", "priority", "comm_class") if k in columns}
+                                                         "duration_ns", "priority", "comm_class", "block")
+           if k in columns}
     out["dep_ptr"], out["dep_idx"] = piece.dep_ptr, piece.dep_idx
+    if "block_templates" in columns:
+        out["block_templates"] = columns["block_templates"]
     if until_ns is not None:
         for key, value in (("kind", DagOpKind.COMPUTE), ("gpu", -1), ("src_node", -1), ("dst_node", -1),
-                           ("bytes_", 0), ("duration_ns", until_ns), ("priority", 0), ("comm_class", 0)):
+                           ("bytes_", 0), ("duration_ns", until_ns), ("priority", 0), ("comm_class", 0),
+                           ("block", -1)):
             if key in out:
                 out[key] = np.concatenate([out[key], np.array([value], out[key].dtype)])
         out["dep_ptr"] = np.concatenate([piece.dep_ptr, piece.dep_ptr[-1:]])

@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 
 from cosim.collectives import DagOpKind
-from cosim.collectives.dag import CommClass
+from cosim.collectives.dag import BlockTemplates, CommClass
 from cosim.errors import CosimInputError
 from cosim.workload.trace import AlgoHint, OpKind
 
@@ -43,6 +43,8 @@ class Piece:
     coll_start_op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     coll_end_op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     comm_class: np.ndarray | None = None  # uint8 [n], CommClass of each op (None: every transfer is NCCL's)
+    block: np.ndarray | None = None  # int32 [n], template of every BLOCK op, -1 for the others (None: no BLOCK op)
+    block_templates: BlockTemplates | None = None  # their copies, GPUs as host node ids
 
     @property
     def n_ops(self) -> int:
@@ -58,11 +60,16 @@ class Piece:
         hosts = np.append(np.asarray(hosts, np.int32), np.int32(-1))
         flow = dag.kind == DagOpKind.FLOW
         on_flow = lambda rank: np.where(flow, hosts[rank], np.int32(-1))  # noqa: E731
+        block = None
+        if dag.block_op.size:
+            block = np.full(dag.n_ops, -1, np.int32)
+            block[dag.block_op] = dag.block_tmpl
         return cls(kind=dag.kind, gpu=hosts[dag.rank], src_node=on_flow(dag.rank),  # a transfer's source: its rank
                    dst_node=on_flow(dag.dst), bytes_=dag.bytes, duration_ns=dag.duration_ns,
                    priority=dag.priority, dep_ptr=dag.dep_ptr, dep_idx=dag.dep_idx,
                    coll_start_op=dag.coll_start_op, coll_end_op=dag.coll_end_op,
-                   comm_class=None if trace is None else comm_classes(dag, trace))
+                   comm_class=None if trace is None else comm_classes(dag, trace), block=block,
+                   block_templates=None if block is None else dag.blocks.relabeled(hosts))
 
 
 def comm_classes(dag, trace) -> np.ndarray | None:

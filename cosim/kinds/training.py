@@ -137,17 +137,35 @@ def too_many_ops(n_ops: float, how: str, work, trace, limit: int, where: str) ->
                            f"{limit:.3g} this machine can plan at {memory.PLAN_BYTES_PER_DAG_OP} B per op", fix)
 
 
-def dag_ops_lower_bound(trace, chunk_bytes: int) -> float:
+def uses_blocks(exp, work=None) -> bool:
+    """Whether training workload ``work`` of ``exp`` (default: its one workload) lowers its calls inside one
+    server to BLOCK ops (cosim.collectives.lower): when ``nvlink_blocks`` asks for it, except where a feature
+    reads their copies one by one: faults and a collective timeout (which rank a failed collective names), a
+    partitioned run (which partition launches each copy)."""
+    work = exp.workload if work is None else work
+    return (work.nvlink_blocks and not exp.faults and exp.limits.collective_timeout_ns == 0
+            and exp.limits.partitions == 1)
+
+
+def dag_ops_lower_bound(trace, chunk_bytes: int, gpus_per_server: int | None = None) -> float:
     """A lower bound on the DAG ops of one lowered iteration, without lowering: an op per compute, a chunk
     per ``chunk_bytes`` of every send, and per collective member a chunk per ``chunk_bytes`` of the
-    (n-1)/n x S bytes every algorithm makes a member of an n-rank group send at least."""
+    (n-1)/n x S bytes every algorithm makes a member of an n-rank group send at least, or 1/n of the call's one
+    BLOCK op for a group inside one server of ``gpus_per_server`` GPUs (None: no BLOCK ops)."""
     kind = np.asarray(trace.kind)
     size = np.asarray(trace.bytes, np.float64)
     send, coll = kind == OpKind.SEND, kind == OpKind.COLLECTIVE
-    n = np.diff(np.asarray(trace.group_ptr, np.int64))[np.asarray(trace.group, np.int64)[coll]].astype(np.float64)
-    sent = size[coll] * (n - 1) / np.maximum(n, 1)
-    return float(np.count_nonzero(kind == OpKind.COMPUTE) + np.ceil(size[send] / chunk_bytes).sum()
-                 + np.ceil(sent / chunk_bytes).sum())
+    group = np.asarray(trace.group, np.int64)[coll]
+    n = np.diff(np.asarray(trace.group_ptr, np.int64))[group].astype(np.float64)
+    chunks = np.ceil(size[coll] * (n - 1) / np.maximum(n, 1) / chunk_bytes)
+    if gpus_per_server is not None and trace.group_ptr.size > 1:
+        server = np.asarray(trace.group_ranks, np.int64) // gpus_per_server
+        ptr = np.asarray(trace.group_ptr, np.int64)
+        sized = np.diff(ptr) > 0
+        inside = np.zeros(ptr.size - 1, bool)
+        inside[sized] = np.maximum.reduceat(server, ptr[:-1][sized]) == np.minimum.reduceat(server, ptr[:-1][sized])
+        chunks = np.where(inside[group], 1.0 / np.maximum(n, 1), chunks)
+    return float(np.count_nonzero(kind == OpKind.COMPUTE) + np.ceil(size[send] / chunk_bytes).sum() + chunks.sum())
 
 
 def _earliest(times_ns: np.ndarray) -> float:
@@ -373,12 +391,13 @@ class TrainingKind(WorkloadKind):
         work, exp = job.work, ctx.experiment
         where = _field(exp, job, "chunk_bytes")
         limit = dag_op_limit()
-        bound = dag_ops_lower_bound(trace, work.chunk_bytes) * work.iterations
+        blocks = uses_blocks(exp, work)
+        bound = dag_ops_lower_bound(trace, work.chunk_bytes, ctx.gpus_per_server if blocks else None) * work.iterations
         if bound > limit:
             raise too_many_ops(bound, "at least ", work, trace, limit, where)
         dag = lower(trace, gpus_per_server=ctx.gpus_per_server, chunk_bytes=work.chunk_bytes,
                     algorithm=work.algorithm, tuning=tuning_model(exp.network, trace),
-                    n_channels=ctx.n_channels)
+                    n_channels=ctx.n_channels, blocks=blocks)
         if dag.n_ops * work.iterations > limit:
             raise too_many_ops(dag.n_ops * work.iterations, "", work, trace, limit, where)
         if work.iterations > 1:

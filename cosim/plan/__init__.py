@@ -24,6 +24,7 @@ import numpy as np
 from cosim import engine, kinds
 from cosim import faults as cosim_faults
 from cosim.collectives import DagOpKind
+from cosim.collectives.dag import BlockTemplates
 from cosim.errors import CosimInputError
 from cosim.kinds import time_limit, training
 from cosim.kinds.base import JobPlan, LowerContext, Piece
@@ -56,17 +57,31 @@ class EngineDag:
     coll_start_op: np.ndarray  # int64 [n_collectives], start barrier op of every collective call
     coll_end_op: np.ndarray  # int64 [n_collectives], its end barrier op
     comm_class: np.ndarray | None = None  # uint8 [n], CommClass of every op (None: every transfer is NCCL's)
+    block: np.ndarray | None = None  # int32 [n], template of every BLOCK op, -1 for the others (None: no BLOCK op)
+    block_templates: BlockTemplates | None = None  # the copies BLOCK ops stand for, GPUs as host node ids
 
     @property
     def n_ops(self) -> int:
         """Number of ops."""
         return int(self.kind.size)
 
+    def n_expanded_ops(self) -> int:
+        """The ops this DAG stands for with every BLOCK op's copies materialized as NVLINK ops."""
+        return self.n_ops + int(self.block_sizes().sum()) - int(np.count_nonzero(self.kind == DagOpKind.BLOCK))
+
+    def block_sizes(self) -> np.ndarray:
+        """int64 [n]: the copies every op stands for: its template's for a BLOCK op, 0 for the others."""
+        if self.block is None:
+            return np.zeros(self.n_ops, np.int64)
+        return np.where(self.block >= 0, self.block_templates.sizes()[np.maximum(self.block, 0)], 0)
+
     def columns(self) -> dict[str, np.ndarray]:
-        """The columns engine.simulate_dag takes (``comm_class`` only where some transfer is not NCCL's)."""
+        """The columns engine.simulate_dag takes (``comm_class`` only where some transfer is not NCCL's,
+        ``block`` and ``block_templates`` only where there are BLOCK ops)."""
         names = ("kind", "gpu", "src_node", "dst_node", "bytes_", "duration_ns", "priority", "dep_ptr", "dep_idx")
         return {k: getattr(self, k) for k in names} | ({} if self.comm_class is None else
-                                                       {"comm_class": self.comm_class})
+                                                       {"comm_class": self.comm_class}) | (
+            {} if self.block is None else {"block": self.block, "block_templates": self.block_templates})
 
     def job_of(self, ops: np.ndarray) -> np.ndarray:
         """int32: the job (RunPlan.jobs index) each of ``ops`` belongs to."""
@@ -263,7 +278,26 @@ def assemble(jobs, pieces: dict[int, Piece] | None = None) -> EngineDag:
         coll_start_op=cat(lambda p, pc, f: np.asarray(pc.coll_start_op, np.int64) + f, np.int64),
         coll_end_op=cat(lambda p, pc, f: np.asarray(pc.coll_end_op, np.int64) + f, np.int64),
         comm_class=None if all(piece.comm_class is None for _, piece, _, _ in parts) else cat(
-            lambda p, pc, f: np.zeros(pc.n_ops, np.uint8) if pc.comm_class is None else pc.comm_class, np.uint8))
+            lambda p, pc, f: np.zeros(pc.n_ops, np.uint8) if pc.comm_class is None else pc.comm_class, np.uint8),
+        **_blocks(parts, cat))
+
+
+def _blocks(parts, cat) -> dict:
+    """The ``block`` column and ``block_templates`` of the joined DAG (each piece's templates after the
+    earlier pieces'), or nothing when no piece has BLOCK ops."""
+    with_blocks = [piece for _, piece, _, _ in parts if piece.block is not None]
+    if not with_blocks:
+        return {}
+    offset = {id(piece): int(sum(pc.block_templates.n_templates for pc in with_blocks[:i]))
+              for i, piece in enumerate(with_blocks)}
+
+    def block(p, pc, f):
+        if pc.block is None:
+            return np.full(pc.n_ops, -1, np.int32)
+        return pc.block if not offset[id(pc)] else np.where(pc.block >= 0, pc.block + offset[id(pc)], -1)
+
+    return {"block": cat(block, np.int32, lambda p: -1),
+            "block_templates": BlockTemplates.concatenate([pc.block_templates for pc in with_blocks])}
 
 
 def _dependencies(parts, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -42,6 +42,9 @@ def describe(plan: RunPlan) -> dict:
     else:
         out |= {f"workload {p.job.name}": placement_line(describe_job(plan, p)) for p in plan.jobs}
     out |= {"dag_ops": plan.dag.n_ops, "gpus_per_server": plan.gpus_per_server}
+    if plan.dag.block is not None:  # calls inside one server held as BLOCK ops: the ops they stand for
+        out |= {"dag_block_ops": int(np.count_nonzero(plan.dag.block >= 0)),
+                "dag_ops_expanded": plan.dag.n_expanded_ops()}
     if plan.faults is not None:
         out["faults"] = len(plan.faults.resolved)
     explicit = exp.limits.max_sim_time_ns is not None

@@ -26,15 +26,31 @@ def member_bytes_factor(coll_kind: np.ndarray, n: int) -> np.ndarray:
     return np.where(coll_kind == CollKind.ALL_REDUCE, 2.0 * (n - 1) / n, (n - 1) / n)
 
 
-def stage_traffic(template, layout, chunk_bytes: int):
-    """Per pipeline stage template: {group kind: (bytes a member sends, chunks)} of its collectives and
-    {peer kind: (bytes, chunks)} of its SENDs, and its counts of compute and other ops."""
+def in_one_server(layout, kind: GroupKind, gpus_per_server: int | None) -> bool:
+    """True when every group of ``kind`` lies inside one server of ``gpus_per_server`` GPUs (its calls lower to
+    one BLOCK op each; None: they are not lowered so)."""
+    sel = np.flatnonzero(layout.group_kind == kind)
+    if gpus_per_server is None or not sel.size:
+        return False
+    server = np.asarray(layout.group_ranks, np.int64) // gpus_per_server
+    lo = np.asarray(layout.group_ptr, np.int64)[:-1]  # every group, each up to the next (none is empty)
+    return bool(np.all((np.maximum.reduceat(server, lo) == np.minimum.reduceat(server, lo))[sel]))
+
+
+def stage_traffic(template, layout, chunk_bytes: int, gpus_per_server: int | None = None):
+    """Per pipeline stage template: {group kind: (bytes a member sends, DAG ops)} of its collectives and
+    {peer kind: (bytes, chunks)} of its SENDs, and its counts of compute and other ops. A member's DAG ops of a
+    call are its chunks, or 1/n of the call's one BLOCK op for a group inside one server of ``gpus_per_server``
+    GPUs (None: no BLOCK ops)."""
     kind, size = template.cols["kind"], template.cols["bytes"].astype(np.float64)
     colls = {}
     for g in np.unique(template.cols["gkind"][kind == OpKind.COLLECTIVE]):
         sel = (kind == OpKind.COLLECTIVE) & (template.cols["gkind"] == g)
-        sent = size[sel] * member_bytes_factor(template.cols["coll_kind"][sel], layout.group_size(GroupKind(g)))
-        colls[int(g)] = (float(sent.sum()), float(np.ceil(sent / chunk_bytes).sum()))
+        n = layout.group_size(GroupKind(g))
+        sent = size[sel] * member_bytes_factor(template.cols["coll_kind"][sel], n)
+        ops = np.count_nonzero(sel) / n if in_one_server(layout, GroupKind(g), gpus_per_server) else \
+            np.ceil(sent / chunk_bytes).sum()
+        colls[int(g)] = (float(sent.sum()), float(ops))
     sends = {}
     for pk in np.unique(template.cols["pkind"][kind == OpKind.SEND]):
         sel = (kind == OpKind.SEND) & (template.cols["pkind"] == pk)
@@ -53,11 +69,12 @@ def plan_size(exp) -> dict | None:
 
     layout, templates = stage_templates(*specs)
     work = exp.workload
+    gps = specs[2].gpus_per_host if training.uses_blocks(exp) else None
     ranks_of_stage = np.bincount(layout.stage, minlength=len(templates))
     trace_ops = sum(int(t.n) * int(r) for t, r in zip(templates, ranks_of_stage))
     bound = 0.0
     for t, r in zip(templates, ranks_of_stage):
-        colls, sends, computes = stage_traffic(t, layout, work.chunk_bytes)
+        colls, sends, computes = stage_traffic(t, layout, work.chunk_bytes, gps)
         bound += r * (computes + sum(c for _, c in colls.values()) + sum(c for _, c in sends.values()))
     return {"layout": layout, "templates": templates, "trace_ops": trace_ops,
             "dag_ops_lower_bound": bound * work.iterations, "parallelism": specs[1], "hardware": specs[2]}

@@ -72,6 +72,10 @@ class TrainingWorkload:
     iterations: int = v.spec_field(v.Int(minimum=1, maximum=10_000), 1, "training iterations to chain")
     chunk_bytes: int = v.spec_field(v.Size(minimum=1), 4 << 20, "largest flow a transfer is split into, bytes")
     algorithm: str = v.spec_field(v.Choice(ALGORITHM_NAMES), "auto", "collective algorithm")
+    nvlink_blocks: bool = v.spec_field(v.Bool(), True,
+                                       "hold every collective call inside one server as one BLOCK op the executor "
+                                       "expands as it runs (the same results, a DAG many times smaller); off: "
+                                       "one NVLINK op per copy")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "workload")

@@ -1164,6 +1164,29 @@ Engine::SetCommClasses(const uint8_t* commClass, uint64_t n)
     }
 }
 
+void
+Engine::SetBlocks(const int32_t* blockTmpl, uint64_t n, const int64_t* tmplPtr, uint64_t nTemplates,
+                  const int32_t* subGpu, const int64_t* subBytes, const int64_t* subDurationPs,
+                  const int64_t* subDepPtr, const int64_t* subDepIdx, uint64_t nSubs)
+{
+    if (!m_impl->dag || m_impl->dag->Finished() != 0 || Simulator::Now().IsStrictlyPositive())
+    {
+        throw std::logic_error("SetBlocks needs LoadDag first and comes before RunUntil");
+    }
+    const std::string problem = m_impl->dag->SetBlocks(blockTmpl, n, tmplPtr, nTemplates, subGpu, subBytes,
+                                                       subDurationPs, subDepPtr, subDepIdx, nSubs);
+    if (!problem.empty())
+    {
+        throw std::invalid_argument("DAG: " + problem);
+    }
+}
+
+uint64_t
+Engine::DagSubsFinished() const
+{
+    return m_impl->dag ? m_impl->dag->SubsFinished() : 0;
+}
+
 int64_t
 Engine::FailedCollective() const
 {

@@ -227,6 +227,28 @@ class Engine
      */
     void SetCommClasses(const uint8_t* commClass, uint64_t n);
 
+    /**
+     * @brief The templates of the DAG's BLOCK ops (after LoadDag, before RunUntil; DagExecutor::SetBlocks):
+     * every BLOCK op runs its template's NVLink copies as the NVLINK ops they stand for would run in its
+     * place. Throws std::invalid_argument for arrays that do not describe valid templates of the DAG.
+     * @param blockTmpl per DAG op: template of a BLOCK op, -1 otherwise
+     * @param n number of DAG ops
+     * @param tmplPtr [nTemplates + 1]: template t's subs are tmplPtr[t]..tmplPtr[t+1]-1
+     * @param nTemplates number of templates
+     * @param subGpu sending GPU (host node id) of every sub
+     * @param subBytes bytes of every sub
+     * @param subDurationPs extra copy-engine time of every sub, in ps
+     * @param subDepPtr [nSubs + 1]: CSR row pointers of the subs' dependencies
+     * @param subDepIdx their indices, local to the template and below the sub's own
+     * @param nSubs number of subs
+     */
+    void SetBlocks(const int32_t* blockTmpl, uint64_t n, const int64_t* tmplPtr, uint64_t nTemplates,
+                   const int32_t* subGpu, const int64_t* subBytes, const int64_t* subDurationPs,
+                   const int64_t* subDepPtr, const int64_t* subDepIdx, uint64_t nSubs);
+
+    /// @return number of BLOCK ops' copies finished (0 without a DAG)
+    uint64_t DagSubsFinished() const;
+
     /// @return the collective (SetCollectives index) that timed out, or -1
     int64_t FailedCollective() const;
 

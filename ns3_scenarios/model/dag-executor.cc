@@ -73,10 +73,14 @@ DagExecutor::Load(const uint8_t* kind,
     {
         return "dep_ptr[0] must be 0";
     }
+    if (n >= (uint64_t(1) << (63 - kSubBits)))
+    {
+        return "the graph has " + std::to_string(n) + " ops, more than an op id of a launch key holds";
+    }
     int32_t maxGpu = -1;
     for (uint64_t i = 0; i < n; ++i)
     {
-        if (kind[i] > uint8_t(DagOpKind::NOP))
+        if (kind[i] > uint8_t(DagOpKind::BLOCK))
         {
             return "op " + std::to_string(i) + " has an unknown kind";
         }
@@ -131,11 +135,130 @@ DagExecutor::Load(const uint8_t* kind,
     }
     m_startPs.assign(n, -1);
     m_finishPs.assign(n, -1);
-    m_nvlinkFreePs.assign(size_t(maxGpu + 1), 0);
-    m_transfers.assign(size_t(maxGpu + 1), {});
+    m_nvlinkFreePs.clear();
+    m_transfers.clear();
+    m_running.clear();
+    SizeGpus(maxGpu);
     m_commClass.clear();
-    m_running.assign(size_t(maxGpu + 1), {});
+    m_blockTmpl.clear();
     m_done = 0;
+    m_subsDone = 0;
+    return "";
+}
+
+void
+DagExecutor::SizeGpus(int32_t maxGpu)
+{
+    const size_t n = size_t(std::max<int32_t>(maxGpu + 1, 0));
+    if (n > m_nvlinkFreePs.size())
+    {
+        m_nvlinkFreePs.resize(n, 0);
+        m_transfers.resize(n, {});
+        m_running.resize(n);
+    }
+}
+
+std::string
+DagExecutor::SetBlocks(const int32_t* blockTmpl,
+                       uint64_t n,
+                       const int64_t* tmplPtr,
+                       uint64_t nTemplates,
+                       const int32_t* subGpu,
+                       const int64_t* subBytes,
+                       const int64_t* subDurationPs,
+                       const int64_t* subDepPtr,
+                       const int64_t* subDepIdx,
+                       uint64_t nSubs)
+{
+    NS_ASSERT_MSG(m_done == 0, "blocks are set before the graph runs");
+    if (n != m_kind.size())
+    {
+        return "block templates for " + std::to_string(n) + " ops, the graph has " + std::to_string(m_kind.size());
+    }
+    if (tmplPtr[0] != 0 || uint64_t(tmplPtr[nTemplates]) != nSubs || subDepPtr[0] != 0)
+    {
+        return "block template pointers must start at 0 and end at the number of subs";
+    }
+    int32_t maxGpu = -1;
+    double busyPs = 0;
+    std::vector<double> tmplBusyPs(nTemplates, 0.0);
+    for (uint64_t t = 0; t < nTemplates; ++t)
+    {
+        if (tmplPtr[t + 1] < tmplPtr[t] || uint64_t(tmplPtr[t + 1] - tmplPtr[t]) >= (uint64_t(1) << kSubBits) - 1)
+        {
+            return "block template " + std::to_string(t) + " has decreasing pointers or more subs than a launch "
+                   "key holds";
+        }
+        for (int64_t s = tmplPtr[t]; s < tmplPtr[t + 1]; ++s)
+        {
+            if (subGpu[s] < 0 || subBytes[s] <= 0 || subDurationPs[s] < 0 || subDepPtr[s + 1] < subDepPtr[s])
+            {
+                return "sub " + std::to_string(s) + " of block template " + std::to_string(t) +
+                       " has no GPU, no bytes, a negative duration or decreasing dep pointers";
+            }
+            for (int64_t k = subDepPtr[s]; k < subDepPtr[s + 1]; ++k)
+            {
+                if (subDepIdx[k] < 0 || subDepIdx[k] >= s - tmplPtr[t])
+                {
+                    return "sub " + std::to_string(s) + " of block template " + std::to_string(t) +
+                           " depends on a sub that is not an earlier one of its template";
+                }
+            }
+            maxGpu = std::max(maxGpu, subGpu[s]);
+            tmplBusyPs[t] += NvlinkWirePs(subBytes[s]) + double(subDurationPs[s]) +
+                             double(m_nvlinkLatency.GetTimeStep());
+        }
+    }
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        const bool isBlock = m_kind[i] == uint8_t(DagOpKind::BLOCK);
+        if (isBlock != (blockTmpl[i] >= 0) || (isBlock && uint64_t(blockTmpl[i]) >= nTemplates))
+        {
+            return "op " + std::to_string(i) + (isBlock ? " is a BLOCK op without a valid template"
+                                                        : " is not a BLOCK op but names a template");
+        }
+        busyPs += isBlock ? tmplBusyPs[blockTmpl[i]] : 0.0;
+    }
+    if (busyPs > kMaxTotalBusyPs)
+    {
+        return "the BLOCK ops' copies add up to more busy time than ns-3's clock holds: raise "
+               "DagExecutor::NvlinkDataRate or lower DagExecutor::NvlinkLatency";
+    }
+    m_blockTmpl.assign(blockTmpl, blockTmpl + n);
+    m_tmplPtr.assign(tmplPtr, tmplPtr + nTemplates + 1);
+    m_subGpu.assign(subGpu, subGpu + nSubs);
+    m_subBytes.assign(subBytes, subBytes + nSubs);
+    m_subDurationPs.assign(subDurationPs, subDurationPs + nSubs);
+    m_subDeps.assign(nSubs, 0);
+    m_subOutPtr.assign(nSubs + 1, 0);
+    for (uint64_t t = 0; t < nTemplates; ++t)
+    {
+        for (int64_t s = tmplPtr[t]; s < tmplPtr[t + 1]; ++s)
+        {
+            m_subDeps[s] = uint32_t(subDepPtr[s + 1] - subDepPtr[s]);
+            for (int64_t k = subDepPtr[s]; k < subDepPtr[s + 1]; ++k)
+            {
+                ++m_subOutPtr[tmplPtr[t] + subDepIdx[k] + 1];
+            }
+        }
+    }
+    for (uint64_t s = 0; s < nSubs; ++s)
+    {
+        m_subOutPtr[s + 1] += m_subOutPtr[s];
+    }
+    m_subOutIdx.assign(m_subOutPtr[nSubs], 0);
+    std::vector<uint64_t> fill(m_subOutPtr.begin(), m_subOutPtr.end() - 1);
+    for (uint64_t t = 0; t < nTemplates; ++t)
+    {
+        for (int64_t s = tmplPtr[t]; s < tmplPtr[t + 1]; ++s) // in local order: each sub's dependents increase
+        {
+            for (int64_t k = subDepPtr[s]; k < subDepPtr[s + 1]; ++k)
+            {
+                m_subOutIdx[fill[tmplPtr[t] + subDepIdx[k]]++] = uint32_t(s - tmplPtr[t]);
+            }
+        }
+    }
+    SizeGpus(maxGpu);
     return "";
 }
 
@@ -305,17 +428,99 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
         break;
     case DagOpKind::NVLINK:
     case DagOpKind::FLOW:
-        // Ops that take a GPU's copy engine or a NIC's queue in turn are launched together, in op order,
-        // after every event of this instant scheduled before now: which of two ops ready at the same time
-        // goes first then depends on the graph alone, not on the order ns-3 ran the events that readied them.
-        const uint32_t group = m_launchGroup.empty() ? 0 : m_launchGroup[op];
-        m_launch[group].push_back(op);
-        if (!m_launchPending[group])
-        {
-            m_launchPending[group] = 1;
-            Simulator::ScheduleNow(&DagExecutor::Launch, this, group);
-        }
+        QueueLaunch(m_launchGroup.empty() ? 0 : m_launchGroup[op], op << kSubBits, kNoSlot, 0);
         break;
+    case DagOpKind::BLOCK:
+        BeginBlock(op, ready);
+        break;
+    }
+}
+
+void
+DagExecutor::QueueLaunch(uint32_t group, uint64_t key, uint32_t slot, uint32_t sub)
+{
+    // Ops that take a GPU's copy engine or a NIC's queue in turn are launched together, in op order, after
+    // every event of this instant scheduled before now: which of two ops ready at the same time goes first
+    // then depends on the graph alone, not on the order ns-3 ran the events that readied them.
+    m_launch[group].push_back({key, slot, sub});
+    if (!m_launchPending[group])
+    {
+        m_launchPending[group] = 1;
+        Simulator::ScheduleNow(&DagExecutor::Launch, this, group);
+    }
+}
+
+void
+DagExecutor::BeginBlock(uint64_t op, std::vector<uint64_t>& ready)
+{
+    NS_ASSERT_MSG(!m_blockTmpl.empty() && m_blockTmpl[op] >= 0, "BLOCK op " << op << " has no template (SetBlocks)");
+    const uint32_t tmpl = uint32_t(m_blockTmpl[op]);
+    const uint64_t first = m_tmplPtr[tmpl];
+    const uint32_t size = uint32_t(m_tmplPtr[tmpl + 1] - first);
+    if (size == 0)
+    {
+        ready.push_back(op);
+        return;
+    }
+    uint32_t slot;
+    if (m_freeSlots.empty())
+    {
+        slot = uint32_t(m_blocks.size());
+        m_blocks.emplace_back();
+    }
+    else
+    {
+        slot = m_freeSlots.back();
+        m_freeSlots.pop_back();
+    }
+    RunningBlock& run = m_blocks[slot];
+    run.op = op;
+    run.tmpl = tmpl;
+    run.remaining = size;
+    run.waiting.assign(m_subDeps.begin() + first, m_subDeps.begin() + first + size);
+    const uint32_t group = m_launchGroup.empty() ? 0 : m_launchGroup[op];
+    for (uint32_t s = 0; s < size; ++s)
+    {
+        if (run.waiting[s] == 0)
+        {
+            QueueLaunch(group, (op << kSubBits) | (s + 1), slot, s);
+        }
+    }
+}
+
+int64_t
+DagExecutor::TakeCopyEngine(int32_t gpu, int64_t bytes, int64_t extraPs, int64_t nowPs)
+{
+    // One copy engine per sending GPU: copies of a GPU run one after another, each taking the wire time at
+    // the NVLink rate plus its own extra busy time (a protocol slower than the rate); the fixed latency
+    // overlaps with the next copy.
+    int64_t& freePs = m_nvlinkFreePs[gpu];
+    const int64_t begin = std::max(nowPs, freePs);
+    freePs = begin + int64_t(NvlinkWirePs(bytes)) + extraPs;
+    return freePs + m_nvlinkLatency.GetTimeStep();
+}
+
+void
+DagExecutor::FinishSub(uint32_t slot, uint32_t sub)
+{
+    RunningBlock& run = m_blocks[slot];
+    const uint64_t first = m_tmplPtr[run.tmpl];
+    CountTransferOn(m_subGpu[first + sub], CommClassOf(run.op), -1);
+    ++m_subsDone;
+    const uint32_t group = m_launchGroup.empty() ? 0 : m_launchGroup[run.op];
+    for (uint64_t k = m_subOutPtr[first + sub]; k < m_subOutPtr[first + sub + 1]; ++k)
+    {
+        const uint32_t next = m_subOutIdx[k];
+        if (--run.waiting[next] == 0)
+        {
+            QueueLaunch(group, (run.op << kSubBits) | (next + 1), slot, next);
+        }
+    }
+    if (--run.remaining == 0)
+    {
+        const uint64_t op = run.op;
+        m_freeSlots.push_back(slot);
+        Finish(op);
     }
 }
 
@@ -324,27 +529,30 @@ DagExecutor::Launch(uint32_t group)
 {
     NS_ASSERT_MSG(m_launchPending[group], "Launch runs only when Begin scheduled it");
     m_launchPending[group] = 0;
-    std::vector<uint64_t> ops;
-    ops.swap(m_launch[group]);
-    std::sort(ops.begin(), ops.end());
+    std::vector<LaunchItem> items;
+    items.swap(m_launch[group]);
+    std::sort(items.begin(), items.end(), [](const LaunchItem& a, const LaunchItem& b) { return a.key < b.key; });
     const int64_t nowPs = Simulator::Now().GetTimeStep();
-    for (uint64_t op : ops)
+    for (const LaunchItem& item : items)
     {
+        if (item.slot != kNoSlot)
+        {
+            const RunningBlock& run = m_blocks[item.slot];
+            const uint64_t s = m_tmplPtr[run.tmpl] + item.sub;
+            CountTransferOn(m_subGpu[s], CommClassOf(run.op), +1);
+            const int64_t endPs = TakeCopyEngine(m_subGpu[s], m_subBytes[s], m_subDurationPs[s], nowPs);
+            Simulator::Schedule(TimeStep(endPs - nowPs), &DagExecutor::FinishSub, this, item.slot, item.sub);
+            continue;
+        }
+        const uint64_t op = item.key >> kSubBits;
         CountTransfer(op, +1); // before the starter: an empty flow finishes inside it
         if (DagOpKind(m_kind[op]) == DagOpKind::FLOW)
         {
             m_startFlow(op);
             continue;
         }
-        // One copy engine per sending GPU: copies of a GPU run one after another, each taking the wire
-        // time at the NVLink rate plus its own extra busy time (a protocol slower than the rate); the
-        // fixed latency overlaps with the next copy.
-        int64_t& freePs = m_nvlinkFreePs[m_gpu[op]];
-        const int64_t begin = std::max(nowPs, freePs);
-        const int64_t wirePs = int64_t(NvlinkWirePs(m_bytes[op])) + m_durationPs[op];
-        freePs = begin + wirePs;
-        Simulator::Schedule(TimeStep(freePs + m_nvlinkLatency.GetTimeStep() - nowPs), &DagExecutor::Finish,
-                            this, op);
+        const int64_t endPs = TakeCopyEngine(m_gpu[op], m_bytes[op], m_durationPs[op], nowPs);
+        Simulator::Schedule(TimeStep(endPs - nowPs), &DagExecutor::Finish, this, op);
     }
 }
 
@@ -424,12 +632,16 @@ DagExecutor::ComputeRate(int32_t gpu) const
 void
 DagExecutor::CountTransfer(uint64_t op, int delta)
 {
-    const int32_t gpu = m_gpu[op];
+    CountTransferOn(m_gpu[op], CommClassOf(op), delta);
+}
+
+void
+DagExecutor::CountTransferOn(int32_t gpu, uint8_t cls, int delta)
+{
     if (!Interferes() || gpu < 0)
     {
         return;
     }
-    const uint8_t cls = m_commClass.empty() ? uint8_t(cosim::CommClass::NCCL) : m_commClass[op];
     NS_ASSERT_MSG(delta > 0 || m_transfers[gpu][cls] > 0, "GPU " << gpu << " ends a transfer it never started");
     const double oldRate = ComputeRate(gpu);
     m_transfers[gpu][cls] = uint32_t(int64_t(m_transfers[gpu][cls]) + delta);

@@ -33,7 +33,9 @@ using cosim::DagOpKind;
  * reported back with FlowFinished(); the rest is timed here: COMPUTE for its duration, NVLINK as
  * NvlinkLatency + bytes / NvlinkDataRate + its own duration (extra copy-engine time: what a protocol
  * slower than NvlinkDataRate adds), serialized per sending GPU (one copy engine per GPU, in ready order;
- * ops ready at the same instant in op order), NOP at once. No Python runs in this loop.
+ * ops ready at the same instant in op order), NOP at once. A BLOCK op stands for a collective's NVLink
+ * copies (SetBlocks): it runs its template's copies as the NVLINK ops they replace would run in its place,
+ * ordered among other ops as their op ids would be, and finishes with the last. No Python runs in this loop.
  */
 class DagExecutor : public Object
 {
@@ -91,6 +93,40 @@ class DagExecutor : public Object
      * @return an empty string, or what is wrong with the array
      */
     std::string SetLaunchGroups(const int32_t* partition, uint64_t n);
+
+    /**
+     * @brief The templates of the graph's BLOCK ops (after Load, before the run). Template t holds the copies
+     * ("subs") tmplPtr[t]..tmplPtr[t+1]-1; sub s is an NVLink copy sent by GPU subGpu[s] of subBytes[s] bytes
+     * with subDurationPs[s] of extra copy-engine time, after the subs subDepIdx[subDepPtr[s]..subDepPtr[s+1]]
+     * of its template (local indices, each below its own). A sub with no dependency starts with its block.
+     * @param blockTmpl per op: the template of a BLOCK op, -1 for any other op
+     * @param n number of ops (Load's)
+     * @param tmplPtr [nTemplates + 1]
+     * @param nTemplates number of templates
+     * @param subGpu sending GPU of every sub
+     * @param subBytes bytes of every sub
+     * @param subDurationPs extra copy-engine time of every sub, in ps
+     * @param subDepPtr [nSubs + 1] CSR row pointers of the subs' dependencies
+     * @param subDepIdx their local indices
+     * @param nSubs number of subs over all templates
+     * @return an empty string, or what is wrong with the arrays
+     */
+    std::string SetBlocks(const int32_t* blockTmpl,
+                          uint64_t n,
+                          const int64_t* tmplPtr,
+                          uint64_t nTemplates,
+                          const int32_t* subGpu,
+                          const int64_t* subBytes,
+                          const int64_t* subDurationPs,
+                          const int64_t* subDepPtr,
+                          const int64_t* subDepIdx,
+                          uint64_t nSubs);
+
+    /// @return the copies of BLOCK ops finished so far
+    uint64_t SubsFinished() const
+    {
+        return m_subsDone;
+    }
 
     /// @return true once a collective ran past CollectiveTimeout (the job failed; the simulator was stopped)
     bool Failed() const
@@ -176,9 +212,17 @@ class DagExecutor : public Object
     void Drain(std::vector<uint64_t>& ready);
     /// Event: CollectiveTimeout after collective @p c started; fail the job if it has not completed.
     void CheckCollective(uint64_t c);
-    /// Launch the NVLINK and FLOW ops of launch group @p group begun at this instant, in op order (NVLINK:
-    /// take the GPU's copy engine in turn; FLOW: hand it to the network).
+    /// Launch the NVLINK and FLOW ops (and BLOCK ops' copies) of launch group @p group begun at this instant,
+    /// in op order (NVLINK: take the GPU's copy engine in turn; FLOW: hand it to the network).
     void Launch(uint32_t group);
+    /// Queue a transfer of launch group @p group for this instant's Launch (scheduled once per instant).
+    void QueueLaunch(uint32_t group, uint64_t key, uint32_t slot, uint32_t sub);
+    /// @return the time a copy of @p bytes and @p extraPs on GPU @p gpu ends, taking its copy engine from now
+    int64_t TakeCopyEngine(int32_t gpu, int64_t bytes, int64_t extraPs, int64_t nowPs);
+    /// Start BLOCK op @p op now: its template's subs without dependencies are queued for launch.
+    void BeginBlock(uint64_t op, std::vector<uint64_t>& ready);
+    /// Event: sub @p sub of the running block in slot @p slot finished its copy.
+    void FinishSub(uint32_t slot, uint32_t sub);
     /// @return true if COMPUTE op timing depends on communication (a slowdown attribute > 0)
     bool Interferes() const
     {
@@ -193,6 +237,37 @@ class DagExecutor : public Object
     /// Transfer @p op starts (@p delta +1) or ends (-1) on its sending GPU; re-time the GPU's compute if
     /// that changes the rate it computes at.
     void CountTransfer(uint64_t op, int delta);
+    /// A transfer of CommClass @p cls starts (@p delta +1) or ends (-1) on GPU @p gpu (CountTransfer's work).
+    void CountTransferOn(int32_t gpu, uint8_t cls, int delta);
+    /// @return the CommClass of op @p op
+    uint8_t CommClassOf(uint64_t op) const
+    {
+        return m_commClass.empty() ? uint8_t(cosim::CommClass::NCCL) : m_commClass[op];
+    }
+    /// Size the per-GPU state for GPUs 0..@p maxGpu.
+    void SizeGpus(int32_t maxGpu);
+
+    /// Bits of a launch key below the op id: a BLOCK op's sub s sorts as (op << kSubBits) | (s + 1)
+    static constexpr uint32_t kSubBits = 20;
+    /// Slot of a launch item that is an op, not a sub
+    static constexpr uint32_t kNoSlot = UINT32_MAX;
+
+    /// A transfer waiting for this instant's Launch: an op, or a sub of a running block.
+    struct LaunchItem
+    {
+        uint64_t key;  ///< op << kSubBits, or (op << kSubBits) | (sub + 1): the order of the ops it stands for
+        uint32_t slot; ///< running block (kNoSlot: an op)
+        uint32_t sub;  ///< local index of the sub in its template
+    };
+
+    /// A BLOCK op running: what its subs still wait for.
+    struct RunningBlock
+    {
+        uint64_t op;                   ///< the BLOCK op
+        uint32_t tmpl;                 ///< its template
+        uint32_t remaining;            ///< subs not finished
+        std::vector<uint32_t> waiting; ///< per sub: unfinished dependencies
+    };
 
     /// One COMPUTE op running on a GPU whose rate may change.
     struct RunningCompute
@@ -225,8 +300,19 @@ class DagExecutor : public Object
     int64_t m_failedCollective{-1};       ///< the collective that timed out, -1 if none
     int64_t m_failedAtPs{-1};             ///< when it timed out, in ps
     std::vector<uint16_t> m_launchGroup;  ///< per op: its launch group (SetLaunchGroups; empty: all in group 0)
-    /// per launch group: NVLINK and FLOW ops begun now, waiting for Launch
-    std::vector<std::vector<uint64_t>> m_launch{std::vector<uint64_t>()};
+    /// per launch group: NVLINK and FLOW ops (and subs) begun now, waiting for Launch
+    std::vector<std::vector<LaunchItem>> m_launch{std::vector<LaunchItem>()};
+    std::vector<int32_t> m_blockTmpl;      ///< per op: template of a BLOCK op, -1 otherwise (empty: no BLOCK op)
+    std::vector<uint64_t> m_tmplPtr;       ///< per template: its first sub (CSR, nTemplates + 1)
+    std::vector<int32_t> m_subGpu;         ///< per sub: sending GPU
+    std::vector<int64_t> m_subBytes;       ///< per sub: bytes
+    std::vector<int64_t> m_subDurationPs;  ///< per sub: extra copy-engine time, in ps
+    std::vector<uint32_t> m_subDeps;       ///< per sub: number of dependencies
+    std::vector<uint64_t> m_subOutPtr;     ///< per sub: CSR of its dependents (nSubs + 1)
+    std::vector<uint32_t> m_subOutIdx;     ///< their local indices, increasing per sub
+    std::vector<RunningBlock> m_blocks;    ///< running blocks by slot
+    std::vector<uint32_t> m_freeSlots;     ///< slots of m_blocks free for reuse
+    uint64_t m_subsDone{0};                ///< subs finished
     std::vector<uint8_t> m_commClass;     ///< CommClass per op (empty: every transfer is an NCCL one)
     std::vector<std::array<uint32_t, cosim::kCommClasses>> m_transfers; ///< per GPU and CommClass: transfers in flight
     std::vector<std::vector<RunningCompute>> m_running; ///< per GPU: its COMPUTE ops running (Interferes only)

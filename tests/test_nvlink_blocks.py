@@ -1,0 +1,94 @@
+"""Collective calls inside one server held as BLOCK ops (issue 29's compact DAG) give exactly the results of
+their copies materialized as NVLINK ops: the lowering (counts, bytes, dependencies as the summary states them)
+and whole training runs of every parallelism on the real engine, every dataset and summary value compared."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cosim.cli import main
+from cosim.collectives import DagOpKind
+from cosim.collectives.lower import lower
+from cosim.workload.trace import read_trace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
+from cases import snapshot  # noqa: E402
+
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+
+#: trace file -> GPUs per server (TP inside a server, so its calls become BLOCK ops)
+TRACE_CASES = {"llama2-7b-2l_tp2-pp2-dp2.h5": 2, "llama2-13b-2l_tp4-sp-cp2.h5": 4,
+               "mixtral-8x7b-2l_tp2-sp-dp4-ep4.h5": 4}
+
+#: ``cosim run`` arguments of small training runs covering TP, SP, CP, PP (interleaved), DP, EP and ZeRO
+RUN_CASES = {
+    "tp2-pp2-dp2-leaf-spine": ["--trace", str(TRACES / "llama2-7b-2l_tp2-pp2-dp2.h5"), "--gpus-per-server", "2",
+                               "--topology", "leaf-spine", "--oversubscription", "2", "--iterations", "2",
+                               "--chunk-bytes", "1MiB", "--transport", "both"],
+    "tp4-sp-cp2": ["--trace", str(TRACES / "llama2-13b-2l_tp4-sp-cp2.h5"), "--gpus-per-server", "4",
+                   "--chunk-bytes", "1MiB", "--transport", "roce"],
+    "tp2-sp-dp4-ep4": ["--trace", str(TRACES / "mixtral-8x7b-2l_tp2-sp-dp4-ep4.h5"), "--gpus-per-server", "4",
+                       "--chunk-bytes", "1MiB", "--transport", "ib"],
+    "tp4-pp2-vpp2-dp2-zero1": ["--set", "workload.model=llama2-7b", "--set", "workload.model_overrides.num_layers=4",
+                               "--set", "workload.parallelism.tp=4", "--set", "workload.parallelism.pp=2",
+                               "--set", "workload.parallelism.vpp=2", "--set", "workload.parallelism.dp=2",
+                               "--set", "workload.parallelism.zero_stage=1",
+                               "--set", "workload.parallelism.global_batch_size=8",
+                               "--set", "workload.parallelism.sequence_parallel=true", "--gpus-per-server", "4",
+                               "--chunk-bytes", "2MiB", "--transport", "roce"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACE_CASES))
+def test_blocks_stand_for_exactly_the_copies_they_replace(name):
+    """Every call inside one server becomes barrier, one BLOCK op, end; the DAG's summary (ops, deps, NVLink
+    bytes, as materialized), the bytes every rank copies and every other op are those of the plain lowering."""
+    trace = read_trace(TRACES / name)
+    gps = TRACE_CASES[name]
+    plain = lower(trace, gpus_per_server=gps, chunk_bytes=1 << 20)
+    compact = lower(trace, gpus_per_server=gps, chunk_bytes=1 << 20, blocks=True)
+    assert compact.block_op.size > 0 and compact.n_ops < plain.n_ops
+    summary = compact.summary()
+    assert summary.pop("n_block_ops") == compact.block_op.size
+    assert summary == plain.summary()
+    assert np.array_equal(compact.bytes_sent_per_rank(), plain.bytes_sent_per_rank())
+    assert np.array_equal(compact.bytes_received_per_rank(), plain.bytes_received_per_rank())
+    # the same calls, in the same order, each with its block standing for its schedule's copies
+    assert np.array_equal(compact.coll_trace_id, plain.coll_trace_id)
+    sizes = compact.blocks.sizes()[compact.block_tmpl]
+    span = plain.coll_end_op - plain.coll_start_op - 1
+    blocked = np.isin(compact.coll_start_op + 1, compact.block_op)
+    assert np.array_equal(np.sort(span[blocked]), np.sort(sizes))
+    assert np.all(plain.kind[np.concatenate([np.arange(s + 1, e) for s, e in
+                                             zip(plain.coll_start_op[blocked], plain.coll_end_op[blocked])])]
+                  == DagOpKind.NVLINK)
+
+
+def _run(args: list[str], out: Path) -> dict:
+    try:
+        main(["run", *args, "--quiet", "-o", str(out)])
+    except SystemExit as exc:
+        assert exc.code in (0, None), f"cosim run exited {exc.code}"
+    return snapshot(out)
+
+
+@pytest.mark.parametrize("case", sorted(RUN_CASES))
+def test_run_with_blocks_matches_materialized_run(case, tmp_path, engine_ns):
+    """The same run with ``workload.nvlink_blocks`` on (the default) and off: every dataset and every summary
+    value but the wall-clock ones identical, on the real engine."""
+    args = RUN_CASES[case]
+    compact = _run(args, tmp_path / "compact.h5")
+    plain = _run([*args, "--set", "workload.nvlink_blocks=false"], tmp_path / "plain.h5")
+    assert list(compact) == list(plain)
+    for run in plain:
+        want, got = plain[run], compact[run]
+        assert sorted(got["datasets"]) == sorted(want["datasets"]), run
+        for key, expected in want["datasets"].items():
+            actual = got["datasets"][key]
+            assert actual.dtype == expected.dtype and actual.shape == expected.shape, f"{run}/{key}"
+            assert np.array_equal(actual, expected, equal_nan=expected.dtype.kind == "f"), f"{run}/{key} differs"
+        assert got["summary"] == want["summary"], run
