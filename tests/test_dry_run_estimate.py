@@ -29,7 +29,7 @@ def test_templates_give_the_trace_ops_and_dag_bound_of_the_built_trace():
     size = sizes.plan_size(exp)
     trace = exp.workload.generate_trace(4)
     assert size["trace_ops"] == trace.n_ops
-    assert size["dag_ops_lower_bound"] == pytest.approx(training.dag_ops_lower_bound(trace, exp.workload.chunk_bytes))
+    assert size["dag_ops_lower_bound"] == pytest.approx(training.dag_ops_lower_bound(trace, exp.workload.chunk_bytes, 4))
     assert size["dag_ops_lower_bound"] <= compile_plan(exp).dag.n_ops
 
 
