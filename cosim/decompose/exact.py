@@ -192,11 +192,11 @@ def _blocks_unfoldable(columns, gpu_node, op_part, host_part, blk, blk_node, k: 
     if np.isin(blk_node, nvl_node[op_part[nvl] >= 0]).any():
         return "a collective held as one BLOCK op copies on a GPU that also runs NVLINK ops of a part"
     part = np.asarray(host_part)[blk_node]
-    counts = np.bincount(np.searchsorted(np.unique(blk), blk), minlength=np.unique(blk).size)
-    if np.any(part < 0) or np.any(counts != k) or np.unique(blk.astype(np.int64) * k + part).size != blk.size:
+    ops, gpus = np.unique(blk, return_counts=True)  # blk holds each (op, GPU) pair once
+    if np.any(part < 0) or np.any(gpus != k) or np.unique(blk.astype(np.int64) * k + part).size != blk.size:
         return "a collective held as one BLOCK op does not copy from one GPU of every part"
     t = columns["block_templates"]
-    used = np.unique(np.asarray(columns["block"])[np.unique(blk)])
+    used = np.unique(np.asarray(columns["block"])[ops])
     if not all(_symmetric(t, int(i)) for i in used):
         return "a collective held as one BLOCK op is not the same on each of its GPUs"
     return ""
@@ -217,10 +217,10 @@ def _symmetric(t, template: int) -> bool:
     dep = np.asarray(t.dep_idx[t.dep_ptr[lo]:t.dep_ptr[hi]], np.int64)
     owner = np.repeat(np.arange(gpu.size), n_dep)
     rows = np.stack([pos[dep], slot[dep] == slot[owner]], axis=1)
-    mine = [(t.bytes[lo:hi][order], t.duration_ns[lo:hi][order], n_dep[order])]
-    grid = lambda a: np.asarray(a).reshape(gpus.size, -1)  # noqa: E731 (GPU x position)
-    if not all(np.all(grid(a) == grid(a)[:1]) for a in mine[0]):
-        return False
+    for column in (t.bytes[lo:hi], t.duration_ns[lo:hi], n_dep):
+        grid = np.asarray(column)[order].reshape(gpus.size, -1)  # GPU x position
+        if np.any(grid != grid[:1]):
+            return False
     # each GPU's dependency rows, in its copies' order, must be GPU 0's
     by_gpu = [rows[np.isin(owner, np.flatnonzero(slot == g))] for g in range(gpus.size)]
     return all(np.array_equal(b, by_gpu[0]) for b in by_gpu[1:])
@@ -333,9 +333,10 @@ def _block_gpus(columns: dict, gpu_node: np.ndarray) -> tuple[np.ndarray, np.nda
     t = columns["block_templates"]
     ops = np.flatnonzero(np.asarray(block) >= 0)
     tmpl = np.asarray(block)[ops]
-    owner = np.repeat(np.arange(t.n_templates), t.sizes())
-    pairs = np.unique(owner.astype(np.int64) * (int(t.gpu.max(initial=0)) + 1) + t.gpu)  # (template, GPU), once
-    p_tmpl, p_gpu = pairs // (int(t.gpu.max(initial=0)) + 1), pairs % (int(t.gpu.max(initial=0)) + 1)
+    owner = np.repeat(np.arange(t.n_templates, dtype=np.int64), t.sizes())
+    width = int(t.gpu.max(initial=0)) + 1
+    pairs = np.unique(owner * width + t.gpu)  # (template, GPU), once each
+    p_tmpl, p_gpu = pairs // width, pairs % width
     lo = np.searchsorted(p_tmpl, tmpl, "left")
     cnt = np.searchsorted(p_tmpl, tmpl, "right") - lo
     return np.repeat(ops, cnt), np.asarray(gpu_node, np.int64)[p_gpu[_ranges(lo, lo + cnt)]]

@@ -32,9 +32,7 @@ def in_one_server(layout, kind: GroupKind, gpus_per_server: int | None) -> bool:
     sel = np.flatnonzero(layout.group_kind == kind)
     if gpus_per_server is None or not sel.size:
         return False
-    server = np.asarray(layout.group_ranks, np.int64) // gpus_per_server
-    lo = np.asarray(layout.group_ptr, np.int64)[:-1]  # every group, each up to the next (none is empty)
-    return bool(np.all((np.maximum.reduceat(server, lo) == np.minimum.reduceat(server, lo))[sel]))
+    return bool(training.groups_inside_servers(layout.group_ptr, layout.group_ranks, gpus_per_server)[sel].all())
 
 
 def stage_traffic(template, layout, chunk_bytes: int, gpus_per_server: int | None = None):
