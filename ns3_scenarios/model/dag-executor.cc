@@ -73,10 +73,16 @@ DagExecutor::Load(const uint8_t* kind,
     {
         return "dep_ptr[0] must be 0";
     }
+    if (n >= uint64_t(1) << (63 - kSubBits))
+    {
+        return std::to_string(n) + " ops, the executor takes fewer than 2^" + std::to_string(63 - kSubBits);
+    }
     int32_t maxGpu = -1;
+    uint64_t blockOps = 0;
     for (uint64_t i = 0; i < n; ++i)
     {
-        if (kind[i] > uint8_t(DagOpKind::NOP))
+        blockOps += kind[i] == uint8_t(DagOpKind::BLOCK) ? 1 : 0;
+        if (kind[i] > uint8_t(DagOpKind::BLOCK))
         {
             return "op " + std::to_string(i) + " has an unknown kind";
         }
@@ -98,7 +104,7 @@ DagExecutor::Load(const uint8_t* kind,
         }
         maxGpu = std::max(maxGpu, gpu[i]);
     }
-    if (const std::string problem = BusyTimeProblem(kind, bytes, durationPs, n); !problem.empty())
+    if (const std::string problem = BusyTimeProblem(kind, bytes, durationPs, n, 0.0); !problem.empty())
     {
         return problem;
     }
@@ -131,21 +137,162 @@ DagExecutor::Load(const uint8_t* kind,
     }
     m_startPs.assign(n, -1);
     m_finishPs.assign(n, -1);
-    m_nvlinkFreePs.assign(size_t(maxGpu + 1), 0);
-    m_transfers.assign(size_t(maxGpu + 1), {});
+    m_nvlinkFreePs.clear();
+    m_transfers.clear();
+    m_running.clear();
+    CoverGpus(maxGpu);
     m_commClass.clear();
-    m_running.assign(size_t(maxGpu + 1), {});
     m_done = 0;
+    m_blockOps = blockOps;
+    m_blockTmpl.clear();
+    m_subsDone = 0;
+    return "";
+}
+
+void
+DagExecutor::CoverGpus(int32_t maxGpu)
+{
+    const size_t gpus = std::max(m_nvlinkFreePs.size(), size_t(maxGpu + 1));
+    m_nvlinkFreePs.resize(gpus, 0);
+    m_transfers.resize(gpus, {});
+    m_running.resize(gpus);
+}
+
+std::string
+DagExecutor::SetBlocks(const int32_t* blockTmpl,
+                       uint64_t n,
+                       const int64_t* tmplPtr,
+                       uint64_t nTemplates,
+                       const int32_t* subGpu,
+                       const int64_t* subBytes,
+                       const int64_t* subDurationPs,
+                       const int64_t* subDepPtr,
+                       const int64_t* subDepIdx,
+                       uint64_t nSubs)
+{
+    NS_ASSERT_MSG(m_done == 0, "blocks are set before the graph runs");
+    if (n != m_kind.size())
+    {
+        return "SetBlocks needs one template per op (" + std::to_string(m_kind.size()) + "), got " + std::to_string(n);
+    }
+    if (tmplPtr[0] != 0 || uint64_t(tmplPtr[nTemplates]) != nSubs)
+    {
+        return "block template pointers must run from 0 to the number of subs (" + std::to_string(nSubs) + ")";
+    }
+    if (subDepPtr[0] != 0)
+    {
+        return "block sub dep_ptr[0] must be 0";
+    }
+    for (uint64_t t = 0; t < nTemplates; ++t)
+    {
+        if (tmplPtr[t + 1] < tmplPtr[t] || uint64_t(tmplPtr[t + 1] - tmplPtr[t]) >= kSubMask)
+        {
+            return "block template " + std::to_string(t) + " has decreasing pointers or " +
+                   std::to_string(kSubMask) + " subs or more";
+        }
+    }
+    // Busy time per template, for the clock bound: every BLOCK op adds its template's.
+    std::vector<double> tmplBusyPs(nTemplates, 0.0);
+    for (uint64_t t = 0; t < nTemplates; ++t)
+    {
+        for (int64_t g = tmplPtr[t]; g < tmplPtr[t + 1]; ++g)
+        {
+            const int64_t local = g - tmplPtr[t];
+            if (subGpu[g] < 0 || subBytes[g] < 0 || subDurationPs[g] < 0 || subDepPtr[g + 1] < subDepPtr[g])
+            {
+                return "block template " + std::to_string(t) + " sub " + std::to_string(local) +
+                       " has no sending GPU, a negative size or duration, or decreasing dep_ptr";
+            }
+            for (int64_t k = subDepPtr[g]; k < subDepPtr[g + 1]; ++k)
+            {
+                if (subDepIdx[k] < 0 || subDepIdx[k] >= local)
+                {
+                    return "block template " + std::to_string(t) + " sub " + std::to_string(local) +
+                           " depends on sub " + std::to_string(subDepIdx[k]) +
+                           " (dependencies must point to earlier subs of the template)";
+                }
+            }
+            tmplBusyPs[t] +=
+                NvlinkWirePs(subBytes[g]) + double(subDurationPs[g]) + double(m_nvlinkLatency.GetTimeStep());
+        }
+    }
+    double blockPs = 0;
+    for (uint64_t i = 0; i < n; ++i)
+    {
+        const bool block = m_kind[i] == uint8_t(DagOpKind::BLOCK);
+        if (block ? (blockTmpl[i] < 0 || uint64_t(blockTmpl[i]) >= nTemplates) : blockTmpl[i] != -1)
+        {
+            return "op " + std::to_string(i) + " has block template " + std::to_string(blockTmpl[i]) +
+                   (block ? ": a BLOCK op needs one below " + std::to_string(nTemplates)
+                          : ": only BLOCK ops have one (others -1)");
+        }
+        blockPs += block ? tmplBusyPs[blockTmpl[i]] : 0.0;
+    }
+    if (const std::string problem =
+            BusyTimeProblem(m_kind.data(), m_bytes.data(), m_durationPs.data(), n, blockPs);
+        !problem.empty())
+    {
+        return problem;
+    }
+    m_blockTmpl.assign(blockTmpl, blockTmpl + n);
+    m_tmplPtr.assign(tmplPtr, tmplPtr + nTemplates + 1);
+    m_subGpu.assign(subGpu, subGpu + nSubs);
+    m_subBytes.assign(subBytes, subBytes + nSubs);
+    m_subDurationPs.assign(subDurationPs, subDurationPs + nSubs);
+    m_subDeps.assign(nSubs, 0);
+    m_subOutPtr.assign(nSubs + 1, 0);
+    for (uint64_t t = 0; t < nTemplates; ++t)
+    {
+        for (int64_t g = tmplPtr[t]; g < tmplPtr[t + 1]; ++g)
+        {
+            m_subDeps[g] = uint32_t(subDepPtr[g + 1] - subDepPtr[g]);
+            for (int64_t k = subDepPtr[g]; k < subDepPtr[g + 1]; ++k)
+            {
+                ++m_subOutPtr[tmplPtr[t] + subDepIdx[k] + 1];
+            }
+        }
+    }
+    for (uint64_t g = 0; g < nSubs; ++g)
+    {
+        m_subOutPtr[g + 1] += m_subOutPtr[g];
+    }
+    m_subOutIdx.assign(m_subOutPtr[nSubs], 0);
+    std::vector<uint64_t> fill(m_subOutPtr.begin(), m_subOutPtr.end() - 1);
+    for (uint64_t t = 0; t < nTemplates; ++t)
+    {
+        for (int64_t g = tmplPtr[t]; g < tmplPtr[t + 1]; ++g)
+        {
+            for (int64_t k = subDepPtr[g]; k < subDepPtr[g + 1]; ++k)
+            {
+                m_subOutIdx[fill[tmplPtr[t] + subDepIdx[k]]++] = uint32_t(g - tmplPtr[t]);
+            }
+        }
+    }
+    const auto maxGpu = nSubs > 0 ? *std::max_element(subGpu, subGpu + nSubs) : -1;
+    CoverGpus(maxGpu);
+    m_blockRuns.clear();
+    m_freeRuns.clear();
     return "";
 }
 
 std::string
-DagExecutor::BusyTimeProblem(const uint8_t* kind, const int64_t* bytes, const int64_t* durationPs, uint64_t n) const
+DagExecutor::StartProblem() const
+{
+    if (m_blockOps > 0 && m_blockTmpl.empty())
+    {
+        return "the graph has " + std::to_string(m_blockOps) + " BLOCK ops and no block templates (SetBlocks)";
+    }
+    return "";
+}
+
+std::string
+DagExecutor::BusyTimeProblem(const uint8_t* kind, const int64_t* bytes, const int64_t* durationPs, uint64_t n,
+                             double blockNvlinkPs) const
 {
     // The ops' busy times, added up, bound when the last one can end: kept far inside ns-3's clock, or a copy
     // at a tiny NVLink rate would schedule its end at a wrapped-around, negative time.
     double computePs = 0;
-    double nvlinkPs = 0;
+    double nvlinkPs = blockNvlinkPs;
     for (uint64_t i = 0; i < n; ++i)
     {
         if (kind[i] == uint8_t(DagOpKind::COMPUTE))
@@ -264,6 +411,7 @@ DagExecutor::SetOnDone(Callback<void> done)
 void
 DagExecutor::Start()
 {
+    NS_ASSERT_MSG(StartProblem().empty(), StartProblem());
     std::vector<uint64_t> ready;
     for (uint64_t i = 0; i < m_kind.size(); ++i)
     {
@@ -305,17 +453,62 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
         break;
     case DagOpKind::NVLINK:
     case DagOpKind::FLOW:
-        // Ops that take a GPU's copy engine or a NIC's queue in turn are launched together, in op order,
-        // after every event of this instant scheduled before now: which of two ops ready at the same time
-        // goes first then depends on the graph alone, not on the order ns-3 ran the events that readied them.
-        const uint32_t group = m_launchGroup.empty() ? 0 : m_launchGroup[op];
-        m_launch[group].push_back(op);
-        if (!m_launchPending[group])
-        {
-            m_launchPending[group] = 1;
-            Simulator::ScheduleNow(&DagExecutor::Launch, this, group);
-        }
+        QueueLaunch(GroupOf(op), op << kSubBits);
         break;
+    case DagOpKind::BLOCK:
+        BeginBlock(op, ready);
+        break;
+    }
+}
+
+void
+DagExecutor::QueueLaunch(uint32_t group, uint64_t key)
+{
+    // Ops that take a GPU's copy engine or a NIC's queue in turn are launched together, in op order,
+    // after every event of this instant scheduled before now: which of two ops ready at the same time
+    // goes first then depends on the graph alone, not on the order ns-3 ran the events that readied them.
+    // Sub s of BLOCK op b sorts as (b << kSubBits) | (s + 1): where op b + s of the materialized graph would.
+    m_launch[group].push_back(key);
+    if (!m_launchPending[group])
+    {
+        m_launchPending[group] = 1;
+        Simulator::ScheduleNow(&DagExecutor::Launch, this, group);
+    }
+}
+
+void
+DagExecutor::BeginBlock(uint64_t op, std::vector<uint64_t>& ready)
+{
+    const int32_t t = m_blockTmpl[op];
+    const uint64_t lo = m_tmplPtr[t];
+    const uint64_t subs = m_tmplPtr[t + 1] - lo;
+    if (subs == 0)
+    {
+        ready.push_back(op);
+        return;
+    }
+    uint32_t slot;
+    if (m_freeRuns.empty())
+    {
+        slot = uint32_t(m_blockRuns.size());
+        m_blockRuns.emplace_back();
+    }
+    else
+    {
+        slot = m_freeRuns.back();
+        m_freeRuns.pop_back();
+    }
+    BlockRun& run = m_blockRuns[slot];
+    run.waiting.assign(m_subDeps.begin() + lo, m_subDeps.begin() + lo + subs);
+    run.remaining = uint32_t(subs);
+    m_waiting[op] = slot;
+    const uint32_t group = GroupOf(op);
+    for (uint64_t s = 0; s < subs; ++s)
+    {
+        if (run.waiting[s] == 0)
+        {
+            QueueLaunch(group, (op << kSubBits) | (s + 1));
+        }
     }
 }
 
@@ -328,8 +521,14 @@ DagExecutor::Launch(uint32_t group)
     ops.swap(m_launch[group]);
     std::sort(ops.begin(), ops.end());
     const int64_t nowPs = Simulator::Now().GetTimeStep();
-    for (uint64_t op : ops)
+    for (const uint64_t key : ops)
     {
+        const uint64_t op = key >> kSubBits;
+        if (const uint64_t sub = key & kSubMask; sub != 0)
+        {
+            LaunchSub(op, uint32_t(sub - 1), nowPs);
+            continue;
+        }
         CountTransfer(op, +1); // before the starter: an empty flow finishes inside it
         if (DagOpKind(m_kind[op]) == DagOpKind::FLOW)
         {
@@ -346,6 +545,51 @@ DagExecutor::Launch(uint32_t group)
         Simulator::Schedule(TimeStep(freePs + m_nvlinkLatency.GetTimeStep() - nowPs), &DagExecutor::Finish,
                             this, op);
     }
+}
+
+void
+DagExecutor::LaunchSub(uint64_t op, uint32_t sub, int64_t nowPs)
+{
+    const uint64_t g = m_tmplPtr[m_blockTmpl[op]] + sub;
+    CountGpuTransfer(m_subGpu[g], ClassOf(op), +1);
+    // As Launch times an NVLINK op.
+    int64_t& freePs = m_nvlinkFreePs[m_subGpu[g]];
+    const int64_t begin = std::max(nowPs, freePs);
+    const int64_t wirePs = int64_t(NvlinkWirePs(m_subBytes[g])) + m_subDurationPs[g];
+    freePs = begin + wirePs;
+    Simulator::Schedule(TimeStep(freePs + m_nvlinkLatency.GetTimeStep() - nowPs), &DagExecutor::FinishSub, this, op,
+                        sub);
+}
+
+void
+DagExecutor::FinishSub(uint64_t op, uint32_t sub)
+{
+    const uint64_t lo = m_tmplPtr[m_blockTmpl[op]];
+    const uint64_t g = lo + sub;
+    CountGpuTransfer(m_subGpu[g], ClassOf(op), -1);
+    ++m_subsDone;
+    const uint32_t slot = m_waiting[op];
+    BlockRun& run = m_blockRuns[slot];
+    // As Drain releases the dependents of a finished op, in ascending order.
+    const uint32_t group = GroupOf(op);
+    for (uint64_t k = m_subOutPtr[g]; k < m_subOutPtr[g + 1]; ++k)
+    {
+        const uint32_t next = m_subOutIdx[k];
+        if (--run.waiting[next] == 0)
+        {
+            QueueLaunch(group, (op << kSubBits) | (uint64_t(next) + 1));
+        }
+    }
+    NS_ASSERT_MSG(run.remaining > 0, "BLOCK op " << op << " finishes a sub it does not run");
+    if (--run.remaining > 0)
+    {
+        return;
+    }
+    // The last sub is one no other waits for: its finish releases the op's dependents, as it would in
+    // the materialized graph (their only dependencies on it are through its terminal subs).
+    m_freeRuns.push_back(slot);
+    m_waiting[op] = 0;
+    Finish(op);
 }
 
 void
@@ -424,12 +668,16 @@ DagExecutor::ComputeRate(int32_t gpu) const
 void
 DagExecutor::CountTransfer(uint64_t op, int delta)
 {
-    const int32_t gpu = m_gpu[op];
+    CountGpuTransfer(m_gpu[op], ClassOf(op), delta);
+}
+
+void
+DagExecutor::CountGpuTransfer(int32_t gpu, uint8_t cls, int delta)
+{
     if (!Interferes() || gpu < 0)
     {
         return;
     }
-    const uint8_t cls = m_commClass.empty() ? uint8_t(cosim::CommClass::NCCL) : m_commClass[op];
     NS_ASSERT_MSG(delta > 0 || m_transfers[gpu][cls] > 0, "GPU " << gpu << " ends a transfer it never started");
     const double oldRate = ComputeRate(gpu);
     m_transfers[gpu][cls] = uint32_t(int64_t(m_transfers[gpu][cls]) + delta);
