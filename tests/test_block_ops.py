@@ -270,3 +270,20 @@ def test_bad_blocks_are_refused_naming_dag(engine_ns, fab, case, message):
     with pytest.raises(CosimInputError, match=message) as info:
         run(fab, ops, ts)
     assert info.value.field == "dag"
+
+
+@pytest.mark.parametrize("watched", ["barrier", "block"])
+def test_a_collective_watchdog_times_a_block_as_its_copies(engine_ns, fab, watched):
+    """A collective that starts at its barrier (or at the BLOCK op itself, as the materialized run's first
+    copy) and ends at its end NOP fails at the same time in both forms when it outlasts the timeout."""
+    ops, ts = mixed_dag()
+    flat, where = materialize(ops, ts)
+    start = 1 if watched == "barrier" else 2
+    attributes = {"DagExecutor::CollectiveTimeout": "3us"}
+    coll = lambda w: {"coll_start_op": np.array([w(start)]), "coll_end_op": np.array([w(3)])}  # noqa: E731
+    compact = run(fab, ops, ts, attributes, **coll(lambda i: i))
+    full = run(fab, flat, None, attributes, **coll(lambda i: where[i].start))
+    assert compact.network.status == full.network.status == "failed"
+    assert compact.failed_collective == full.failed_collective == 0
+    assert compact.failed_at_ns == full.failed_at_ns
+    assert compact.network.events == full.network.events
