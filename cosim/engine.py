@@ -310,15 +310,8 @@ class DagOutput:
     #: status "failed": the collective (index into coll_start_op) that ran past DagExecutor::CollectiveTimeout, and when
     failed_collective: int = -1
     failed_at_ns: float = float("nan")
-
-
-def _set_blocks(engine, block: np.ndarray, t: BlockTemplates, n: int) -> None:
-    """Hand the BLOCK ops' templates to a loaded engine (Engine::SetBlocks)."""
-    arrays = _nonempty(np.ascontiguousarray(block, np.int32), np.ascontiguousarray(t.ptr, np.int64),
-                       np.ascontiguousarray(t.gpu, np.int32), np.ascontiguousarray(t.bytes, np.int64),
-                       np.ascontiguousarray(np.asarray(t.duration_ns, np.int64) * 1000, np.int64),
-                       np.ascontiguousarray(t.dep_ptr, np.int64), np.ascontiguousarray(t.dep_idx, np.int64))
-    engine.SetBlocks(arrays[0], n, arrays[1], t.n_templates, *arrays[2:6], arrays[6], int(t.gpu.size))
+    #: NVLink copies of BLOCK ops finished (each a materialized NVLINK op; 0 without BLOCK ops)
+    subs_finished: int = 0
 
 
 def simulate_dag(
@@ -360,14 +353,13 @@ def simulate_dag(
     nothing): a collective not complete that long after it started ends the run with status ``failed``
     (``failed_collective``). ``comm_class``: the CommClass of every op (None: every transfer is NCCL's).
     ``scheduler``: the ns-3 event scheduler type (same results whichever; benchmarks compare them).
-    ``partitions``: this process's share of a partitioned run (cosim.parallel; no snapshots). ``block``
-    (the template of every BLOCK op, -1 for other ops) and ``block_templates``: the NVLink copies BLOCK ops
-    stand for (cosim.collectives.dag.BlockTemplates, GPUs as host node ids), needed when there are BLOCK ops.
+    ``partitions``: this process's share of a partitioned run (cosim.parallel; no snapshots).
+    ``block``/``block_templates``: the template of every BLOCK op (int32 per op, -1 for the others) and the
+    templates (their GPUs in host node ids); a BLOCK op runs its template's NVLink copies exactly as NVLINK ops
+    in its place would run (``subs_finished`` counts them). Needed iff ``kind`` has BLOCK ops.
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
-    if (block is None or block_templates is None) and n and np.any(np.asarray(kind) == DagOpKind.BLOCK):
-        raise CosimInputError("dag", "has BLOCK ops but no block templates (pass block and block_templates)")
     memory.check_simulation_fits(n)
     with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler,
                   partitions=partitions) as (engine, t0):
@@ -381,15 +373,20 @@ def simulate_dag(
             raise CosimInputError("dep_ptr", f"must have n_ops + 1 = {n + 1} entries, got {arrays[7].size}")
         if setup is not None:
             setup(engine, dict(zip(_DAG_ARRAYS, arrays)))
+        if (block is None) != (block_templates is None):
+            raise CosimInputError("dag", "block and block_templates come together")
+        if block is None and (arrays[0] == DagOpKind.BLOCK).any():
+            raise CosimInputError("dag", f"has {int((arrays[0] == DagOpKind.BLOCK).sum())} BLOCK ops and no "
+                                  "block templates", "pass block= and block_templates=")
         try:
             engine.LoadDag(*arrays, n)
+            if block is not None:
+                _set_blocks(engine, block, block_templates, n)
             if coll_start_op is not None and np.asarray(coll_start_op).size:
                 starts = np.ascontiguousarray(coll_start_op, np.int64)
                 engine.SetCollectives(starts, np.ascontiguousarray(coll_end_op, np.int64), starts.size)
             if comm_class is not None and n:
                 engine.SetCommClasses(np.ascontiguousarray(comm_class, np.uint8), n)
-            if block is not None and n:
-                _set_blocks(engine, block, block_templates, n)
             if partitions is not None:
                 engine.SetOpPartitions(*_nonempty(np.ascontiguousarray(partitions.op_partition, np.int32),
                                                   np.ascontiguousarray(partitions.op_flow, np.int64)), n,
@@ -429,6 +426,7 @@ def simulate_dag(
                                           delivered_bytes=network.delivered_bytes[started])
         failed = int(engine.FailedCollective())
         failed_at_ns = engine.FailedCollectiveAtPs() / 1e3 if failed >= 0 else float("nan")
+        subs_finished = int(engine.DagSubsFinished())
     if snaps.size:
         delivered_at = np.zeros((snaps.size, m), np.int64)
         for i, now in enumerate(seen):
@@ -437,7 +435,28 @@ def simulate_dag(
     return canonical_order(DagOutput(op_start_ns=np.where(start_ps >= 0, start_ps / 1e3, np.nan),
                                      op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
                                      flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network,
-                                     failed_collective=failed, failed_at_ns=failed_at_ns))
+                                     failed_collective=failed, failed_at_ns=failed_at_ns,
+                                     subs_finished=subs_finished))
+
+
+def _set_blocks(engine, block: np.ndarray, t: BlockTemplates, n: int) -> None:
+    """Engine::SetBlocks with ``block`` (template per op) and the templates ``t``; durations in ps."""
+    block = np.ascontiguousarray(block, np.int32)
+    tmpl_ptr = np.ascontiguousarray(t.ptr, np.int64)
+    sub_dep_ptr = np.ascontiguousarray(t.dep_ptr, np.int64)
+    per_sub = [np.ascontiguousarray(t.gpu, np.int32), np.ascontiguousarray(t.bytes, np.int64),
+               np.ascontiguousarray(np.rint(np.asarray(t.duration_ns, np.float64) * 1e3), np.int64)]
+    dep_idx = np.ascontiguousarray(t.dep_idx, np.int64)
+    n_subs = per_sub[0].size
+    if block.shape != (n,):
+        raise CosimInputError("dag", f"block must have one entry per op ({n}), got shape {block.shape}")
+    if tmpl_ptr.size < 1 or sub_dep_ptr.size != n_subs + 1 or any(c.size != n_subs for c in per_sub):
+        raise CosimInputError("dag", f"block templates need a ptr of n_templates + 1 entries, a dep_ptr of n_subs + 1 "
+                              f"= {n_subs + 1} and one gpu, bytes and duration_ns per sub")
+    if (sub_dep_ptr < 0).any() or int(sub_dep_ptr[-1]) > dep_idx.size:
+        raise CosimInputError("dag", "block templates' dep_ptr points outside dep_idx")
+    engine.SetBlocks(*_nonempty(block), n, tmpl_ptr, tmpl_ptr.size - 1,
+                     *_nonempty(*per_sub, sub_dep_ptr, dep_idx), n_subs)
 
 
 def canonical_order(out: DagOutput) -> DagOutput:

@@ -1165,13 +1165,20 @@ Engine::SetCommClasses(const uint8_t* commClass, uint64_t n)
 }
 
 void
-Engine::SetBlocks(const int32_t* blockTmpl, uint64_t n, const int64_t* tmplPtr, uint64_t nTemplates,
-                  const int32_t* subGpu, const int64_t* subBytes, const int64_t* subDurationPs,
-                  const int64_t* subDepPtr, const int64_t* subDepIdx, uint64_t nSubs)
+Engine::SetBlocks(const int32_t* blockTmpl,
+                  uint64_t n,
+                  const int64_t* tmplPtr,
+                  uint64_t nTemplates,
+                  const int32_t* subGpu,
+                  const int64_t* subBytes,
+                  const int64_t* subDurationPs,
+                  const int64_t* subDepPtr,
+                  const int64_t* subDepIdx,
+                  uint64_t nSubs)
 {
-    if (!m_impl->dag || m_impl->dag->Finished() != 0 || Simulator::Now().IsStrictlyPositive())
+    if (!m_impl->dag || m_impl->dag->Finished() != 0 || m_impl->dagStarted || Simulator::Now().IsStrictlyPositive())
     {
-        throw std::logic_error("SetBlocks needs LoadDag first and comes before RunUntil");
+        throw std::logic_error("SetBlocks needs LoadDag first and comes before running");
     }
     const std::string problem = m_impl->dag->SetBlocks(blockTmpl, n, tmplPtr, nTemplates, subGpu, subBytes,
                                                        subDurationPs, subDepPtr, subDepIdx, nSubs);
@@ -1181,10 +1188,17 @@ Engine::SetBlocks(const int32_t* blockTmpl, uint64_t n, const int64_t* tmplPtr, 
     }
 }
 
-uint64_t
-Engine::DagSubsFinished() const
+void
+Engine::CheckDagCanStart() const
 {
-    return m_impl->dag ? m_impl->dag->SubsFinished() : 0;
+    if (!m_impl->dag)
+    {
+        return;
+    }
+    if (const std::string problem = m_impl->dag->StartProblem(); !problem.empty())
+    {
+        throw std::invalid_argument("DAG: " + problem);
+    }
 }
 
 int64_t
@@ -1242,6 +1256,12 @@ Engine::DagOpsFinished() const
     return m_impl->dag ? m_impl->dag->Finished() : 0;
 }
 
+uint64_t
+Engine::DagSubsFinished() const
+{
+    return m_impl->dag ? m_impl->dag->SubsFinished() : 0;
+}
+
 void
 Engine::GetDagOpTimes(int64_t* startPs, int64_t* finishPs) const
 {
@@ -1275,6 +1295,7 @@ Engine::RunUntil(int64_t stopPs)
     {
         throw std::logic_error("a partitioned run advances by RunWindow or RunPartitions, not RunUntil");
     }
+    CheckDagCanStart();
     const auto deadlocked = [this] { return m_impl->watchdog && m_impl->watchdog->Deadlocked(); };
     const auto failed = [this] { return m_impl->dag && m_impl->dag->Failed(); };
     if (failed())
@@ -1369,6 +1390,7 @@ Engine::SetOpPartitions(const int32_t* partition, const int64_t* flowId, uint64_
     {
         throw std::invalid_argument("DAG: " + problem);
     }
+    CheckDagCanStart();
     m_impl->opFlow.assign(flowId, flowId + n);
     m_impl->flows.Resize(nFlows);
     m_impl->flowOp.assign(nFlows, -1);

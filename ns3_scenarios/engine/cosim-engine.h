@@ -228,26 +228,30 @@ class Engine
     void SetCommClasses(const uint8_t* commClass, uint64_t n);
 
     /**
-     * @brief The templates of the DAG's BLOCK ops (after LoadDag, before RunUntil; DagExecutor::SetBlocks):
-     * every BLOCK op runs its template's NVLink copies as the NVLINK ops they stand for would run in its
-     * place. Throws std::invalid_argument for arrays that do not describe valid templates of the DAG.
-     * @param blockTmpl per DAG op: template of a BLOCK op, -1 otherwise
+     * @brief The templates of the DAG's BLOCK ops (after LoadDag, before RunUntil; a DAG with BLOCK ops
+     * needs it, DagExecutor::SetBlocks): a BLOCK op runs its template's NVLink copies ("subs") exactly as
+     * the NVLINK ops they stand for would run in its place. Throws std::invalid_argument for a bad array.
+     * @param blockTmpl per op: the template of a BLOCK op, -1 for every other op
      * @param n number of DAG ops
-     * @param tmplPtr [nTemplates + 1]: template t's subs are tmplPtr[t]..tmplPtr[t+1]-1
+     * @param tmplPtr subs of template t are tmplPtr[t]..tmplPtr[t + 1], [nTemplates + 1]
      * @param nTemplates number of templates
-     * @param subGpu sending GPU (host node id) of every sub
-     * @param subBytes bytes of every sub
-     * @param subDurationPs extra copy-engine time of every sub, in ps
-     * @param subDepPtr [nSubs + 1]: CSR row pointers of the subs' dependencies
-     * @param subDepIdx their indices, local to the template and below the sub's own
-     * @param nSubs number of subs
+     * @param subGpu sending GPU per sub (a label like LoadDag's gpu: the host node id)
+     * @param subBytes payload per sub, in bytes
+     * @param subDurationPs extra copy-engine time per sub, in ps (an NVLINK op's duration)
+     * @param subDepPtr CSR row pointers of the subs' dependencies, [nSubs + 1]
+     * @param subDepIdx dependencies, local to the template, each below its sub's own local index
+     * @param nSubs number of subs of all templates
      */
-    void SetBlocks(const int32_t* blockTmpl, uint64_t n, const int64_t* tmplPtr, uint64_t nTemplates,
-                   const int32_t* subGpu, const int64_t* subBytes, const int64_t* subDurationPs,
-                   const int64_t* subDepPtr, const int64_t* subDepIdx, uint64_t nSubs);
-
-    /// @return number of BLOCK ops' copies finished (0 without a DAG)
-    uint64_t DagSubsFinished() const;
+    void SetBlocks(const int32_t* blockTmpl,
+                   uint64_t n,
+                   const int64_t* tmplPtr,
+                   uint64_t nTemplates,
+                   const int32_t* subGpu,
+                   const int64_t* subBytes,
+                   const int64_t* subDurationPs,
+                   const int64_t* subDepPtr,
+                   const int64_t* subDepIdx,
+                   uint64_t nSubs);
 
     /// @return the collective (SetCollectives index) that timed out, or -1
     int64_t FailedCollective() const;
@@ -271,6 +275,9 @@ class Engine
 
     /// @return number of DAG ops finished (0 without a DAG)
     uint64_t DagOpsFinished() const;
+
+    /// @return number of subs of the DAG's BLOCK ops finished (0 without a DAG)
+    uint64_t DagSubsFinished() const;
 
     /// Copy each DAG op's start and finish time in ps (-1: not yet) to arrays of the DAG's size.
     void GetDagOpTimes(int64_t* startPs, int64_t* finishPs) const;
@@ -495,6 +502,9 @@ class Engine
   private:
     /// The fault model, created and attached on first use (after BuildFabric).
     ns3::LinkFaultModel& Faults();
+
+    /// Throw std::invalid_argument if the loaded DAG cannot start (BLOCK ops without SetBlocks).
+    void CheckDagCanStart() const;
 
     struct Impl;
     std::unique_ptr<Impl> m_impl; ///< ns-3 side of the engine

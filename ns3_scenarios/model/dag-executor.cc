@@ -73,13 +73,15 @@ DagExecutor::Load(const uint8_t* kind,
     {
         return "dep_ptr[0] must be 0";
     }
-    if (n >= (uint64_t(1) << (63 - kSubBits)))
+    if (n >= uint64_t(1) << (63 - kSubBits))
     {
-        return "the graph has " + std::to_string(n) + " ops, more than an op id of a launch key holds";
+        return std::to_string(n) + " ops, the executor takes fewer than 2^" + std::to_string(63 - kSubBits);
     }
     int32_t maxGpu = -1;
+    uint64_t blockOps = 0;
     for (uint64_t i = 0; i < n; ++i)
     {
+        blockOps += kind[i] == uint8_t(DagOpKind::BLOCK) ? 1 : 0;
         if (kind[i] > uint8_t(DagOpKind::BLOCK))
         {
             return "op " + std::to_string(i) + " has an unknown kind";
@@ -102,7 +104,7 @@ DagExecutor::Load(const uint8_t* kind,
         }
         maxGpu = std::max(maxGpu, gpu[i]);
     }
-    if (const std::string problem = BusyTimeProblem(kind, bytes, durationPs, n); !problem.empty())
+    if (const std::string problem = BusyTimeProblem(kind, bytes, durationPs, n, 0.0); !problem.empty())
     {
         return problem;
     }
@@ -138,24 +140,22 @@ DagExecutor::Load(const uint8_t* kind,
     m_nvlinkFreePs.clear();
     m_transfers.clear();
     m_running.clear();
-    SizeGpus(maxGpu);
+    CoverGpus(maxGpu);
     m_commClass.clear();
-    m_blockTmpl.clear();
     m_done = 0;
+    m_blockOps = blockOps;
+    m_blockTmpl.clear();
     m_subsDone = 0;
     return "";
 }
 
 void
-DagExecutor::SizeGpus(int32_t maxGpu)
+DagExecutor::CoverGpus(int32_t maxGpu)
 {
-    const size_t n = size_t(std::max<int32_t>(maxGpu + 1, 0));
-    if (n > m_nvlinkFreePs.size())
-    {
-        m_nvlinkFreePs.resize(n, 0);
-        m_transfers.resize(n, {});
-        m_running.resize(n);
-    }
+    const size_t gpus = std::max(m_nvlinkFreePs.size(), size_t(maxGpu + 1));
+    m_nvlinkFreePs.resize(gpus, 0);
+    m_transfers.resize(gpus, {});
+    m_running.resize(gpus);
 }
 
 std::string
@@ -173,56 +173,66 @@ DagExecutor::SetBlocks(const int32_t* blockTmpl,
     NS_ASSERT_MSG(m_done == 0, "blocks are set before the graph runs");
     if (n != m_kind.size())
     {
-        return "block templates for " + std::to_string(n) + " ops, the graph has " + std::to_string(m_kind.size());
+        return "SetBlocks needs one template per op (" + std::to_string(m_kind.size()) + "), got " + std::to_string(n);
     }
-    if (tmplPtr[0] != 0 || uint64_t(tmplPtr[nTemplates]) != nSubs || subDepPtr[0] != 0)
+    if (tmplPtr[0] != 0 || uint64_t(tmplPtr[nTemplates]) != nSubs)
     {
-        return "block template pointers must start at 0 and end at the number of subs";
+        return "block template pointers must run from 0 to the number of subs (" + std::to_string(nSubs) + ")";
     }
-    int32_t maxGpu = -1;
-    double busyPs = 0;
+    if (subDepPtr[0] != 0)
+    {
+        return "block sub dep_ptr[0] must be 0";
+    }
+    for (uint64_t t = 0; t < nTemplates; ++t)
+    {
+        if (tmplPtr[t + 1] < tmplPtr[t] || uint64_t(tmplPtr[t + 1] - tmplPtr[t]) >= kSubMask)
+        {
+            return "block template " + std::to_string(t) + " has decreasing pointers or " +
+                   std::to_string(kSubMask) + " subs or more";
+        }
+    }
+    // Busy time per template, for the clock bound: every BLOCK op adds its template's.
     std::vector<double> tmplBusyPs(nTemplates, 0.0);
     for (uint64_t t = 0; t < nTemplates; ++t)
     {
-        if (tmplPtr[t + 1] < tmplPtr[t] || uint64_t(tmplPtr[t + 1] - tmplPtr[t]) >= (uint64_t(1) << kSubBits) - 1)
+        for (int64_t g = tmplPtr[t]; g < tmplPtr[t + 1]; ++g)
         {
-            return "block template " + std::to_string(t) + " has decreasing pointers or more subs than a launch "
-                   "key holds";
-        }
-        for (int64_t s = tmplPtr[t]; s < tmplPtr[t + 1]; ++s)
-        {
-            if (subGpu[s] < 0 || subBytes[s] <= 0 || subDurationPs[s] < 0 || subDepPtr[s + 1] < subDepPtr[s])
+            const int64_t local = g - tmplPtr[t];
+            if (subGpu[g] < 0 || subBytes[g] < 0 || subDurationPs[g] < 0 || subDepPtr[g + 1] < subDepPtr[g])
             {
-                return "sub " + std::to_string(s) + " of block template " + std::to_string(t) +
-                       " has no GPU, no bytes, a negative duration or decreasing dep pointers";
+                return "block template " + std::to_string(t) + " sub " + std::to_string(local) +
+                       " has no sending GPU, a negative size or duration, or decreasing dep_ptr";
             }
-            for (int64_t k = subDepPtr[s]; k < subDepPtr[s + 1]; ++k)
+            for (int64_t k = subDepPtr[g]; k < subDepPtr[g + 1]; ++k)
             {
-                if (subDepIdx[k] < 0 || subDepIdx[k] >= s - tmplPtr[t])
+                if (subDepIdx[k] < 0 || subDepIdx[k] >= local)
                 {
-                    return "sub " + std::to_string(s) + " of block template " + std::to_string(t) +
-                           " depends on a sub that is not an earlier one of its template";
+                    return "block template " + std::to_string(t) + " sub " + std::to_string(local) +
+                           " depends on sub " + std::to_string(subDepIdx[k]) +
+                           " (dependencies must point to earlier subs of the template)";
                 }
             }
-            maxGpu = std::max(maxGpu, subGpu[s]);
-            tmplBusyPs[t] += NvlinkWirePs(subBytes[s]) + double(subDurationPs[s]) +
-                             double(m_nvlinkLatency.GetTimeStep());
+            tmplBusyPs[t] +=
+                NvlinkWirePs(subBytes[g]) + double(subDurationPs[g]) + double(m_nvlinkLatency.GetTimeStep());
         }
     }
+    double blockPs = 0;
     for (uint64_t i = 0; i < n; ++i)
     {
-        const bool isBlock = m_kind[i] == uint8_t(DagOpKind::BLOCK);
-        if (isBlock != (blockTmpl[i] >= 0) || (isBlock && uint64_t(blockTmpl[i]) >= nTemplates))
+        const bool block = m_kind[i] == uint8_t(DagOpKind::BLOCK);
+        if (block ? (blockTmpl[i] < 0 || uint64_t(blockTmpl[i]) >= nTemplates) : blockTmpl[i] != -1)
         {
-            return "op " + std::to_string(i) + (isBlock ? " is a BLOCK op without a valid template"
-                                                        : " is not a BLOCK op but names a template");
+            return "op " + std::to_string(i) + " has block template " + std::to_string(blockTmpl[i]) +
+                   (block ? ": a BLOCK op needs one below " + std::to_string(nTemplates)
+                          : ": only BLOCK ops have one (others -1)");
         }
-        busyPs += isBlock ? tmplBusyPs[blockTmpl[i]] : 0.0;
+        blockPs += block ? tmplBusyPs[blockTmpl[i]] : 0.0;
     }
-    if (busyPs > kMaxTotalBusyPs)
+    if (const std::string problem =
+            BusyTimeProblem(m_kind.data(), m_bytes.data(), m_durationPs.data(), n, blockPs);
+        !problem.empty())
     {
-        return "the BLOCK ops' copies add up to more busy time than ns-3's clock holds: raise "
-               "DagExecutor::NvlinkDataRate or lower DagExecutor::NvlinkLatency";
+        return problem;
     }
     m_blockTmpl.assign(blockTmpl, blockTmpl + n);
     m_tmplPtr.assign(tmplPtr, tmplPtr + nTemplates + 1);
@@ -233,42 +243,56 @@ DagExecutor::SetBlocks(const int32_t* blockTmpl,
     m_subOutPtr.assign(nSubs + 1, 0);
     for (uint64_t t = 0; t < nTemplates; ++t)
     {
-        for (int64_t s = tmplPtr[t]; s < tmplPtr[t + 1]; ++s)
+        for (int64_t g = tmplPtr[t]; g < tmplPtr[t + 1]; ++g)
         {
-            m_subDeps[s] = uint32_t(subDepPtr[s + 1] - subDepPtr[s]);
-            for (int64_t k = subDepPtr[s]; k < subDepPtr[s + 1]; ++k)
+            m_subDeps[g] = uint32_t(subDepPtr[g + 1] - subDepPtr[g]);
+            for (int64_t k = subDepPtr[g]; k < subDepPtr[g + 1]; ++k)
             {
                 ++m_subOutPtr[tmplPtr[t] + subDepIdx[k] + 1];
             }
         }
     }
-    for (uint64_t s = 0; s < nSubs; ++s)
+    for (uint64_t g = 0; g < nSubs; ++g)
     {
-        m_subOutPtr[s + 1] += m_subOutPtr[s];
+        m_subOutPtr[g + 1] += m_subOutPtr[g];
     }
     m_subOutIdx.assign(m_subOutPtr[nSubs], 0);
     std::vector<uint64_t> fill(m_subOutPtr.begin(), m_subOutPtr.end() - 1);
     for (uint64_t t = 0; t < nTemplates; ++t)
     {
-        for (int64_t s = tmplPtr[t]; s < tmplPtr[t + 1]; ++s) // in local order: each sub's dependents increase
+        for (int64_t g = tmplPtr[t]; g < tmplPtr[t + 1]; ++g)
         {
-            for (int64_t k = subDepPtr[s]; k < subDepPtr[s + 1]; ++k)
+            for (int64_t k = subDepPtr[g]; k < subDepPtr[g + 1]; ++k)
             {
-                m_subOutIdx[fill[tmplPtr[t] + subDepIdx[k]]++] = uint32_t(s - tmplPtr[t]);
+                m_subOutIdx[fill[tmplPtr[t] + subDepIdx[k]]++] = uint32_t(g - tmplPtr[t]);
             }
         }
     }
-    SizeGpus(maxGpu);
+    const auto maxGpu = nSubs > 0 ? *std::max_element(subGpu, subGpu + nSubs) : -1;
+    CoverGpus(maxGpu);
+    m_blockRuns.clear();
+    m_freeRuns.clear();
     return "";
 }
 
 std::string
-DagExecutor::BusyTimeProblem(const uint8_t* kind, const int64_t* bytes, const int64_t* durationPs, uint64_t n) const
+DagExecutor::StartProblem() const
+{
+    if (m_blockOps > 0 && m_blockTmpl.empty())
+    {
+        return "the graph has " + std::to_string(m_blockOps) + " BLOCK ops and no block templates (SetBlocks)";
+    }
+    return "";
+}
+
+std::string
+DagExecutor::BusyTimeProblem(const uint8_t* kind, const int64_t* bytes, const int64_t* durationPs, uint64_t n,
+                             double blockNvlinkPs) const
 {
     // The ops' busy times, added up, bound when the last one can end: kept far inside ns-3's clock, or a copy
     // at a tiny NVLink rate would schedule its end at a wrapped-around, negative time.
     double computePs = 0;
-    double nvlinkPs = 0;
+    double nvlinkPs = blockNvlinkPs;
     for (uint64_t i = 0; i < n; ++i)
     {
         if (kind[i] == uint8_t(DagOpKind::COMPUTE))
@@ -387,6 +411,7 @@ DagExecutor::SetOnDone(Callback<void> done)
 void
 DagExecutor::Start()
 {
+    NS_ASSERT_MSG(StartProblem().empty(), StartProblem());
     std::vector<uint64_t> ready;
     for (uint64_t i = 0; i < m_kind.size(); ++i)
     {
@@ -428,7 +453,7 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
         break;
     case DagOpKind::NVLINK:
     case DagOpKind::FLOW:
-        QueueLaunch(m_launchGroup.empty() ? 0 : m_launchGroup[op], op << kSubBits, kNoSlot, 0);
+        QueueLaunch(GroupOf(op), op << kSubBits);
         break;
     case DagOpKind::BLOCK:
         BeginBlock(op, ready);
@@ -437,12 +462,13 @@ DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
 }
 
 void
-DagExecutor::QueueLaunch(uint32_t group, uint64_t key, uint32_t slot, uint32_t sub)
+DagExecutor::QueueLaunch(uint32_t group, uint64_t key)
 {
-    // Ops that take a GPU's copy engine or a NIC's queue in turn are launched together, in op order, after
-    // every event of this instant scheduled before now: which of two ops ready at the same time goes first
-    // then depends on the graph alone, not on the order ns-3 ran the events that readied them.
-    m_launch[group].push_back({key, slot, sub});
+    // Ops that take a GPU's copy engine or a NIC's queue in turn are launched together, in op order,
+    // after every event of this instant scheduled before now: which of two ops ready at the same time
+    // goes first then depends on the graph alone, not on the order ns-3 ran the events that readied them.
+    // Sub s of BLOCK op b sorts as (b << kSubBits) | (s + 1): where op b + s of the materialized graph would.
+    m_launch[group].push_back(key);
     if (!m_launchPending[group])
     {
         m_launchPending[group] = 1;
@@ -453,74 +479,36 @@ DagExecutor::QueueLaunch(uint32_t group, uint64_t key, uint32_t slot, uint32_t s
 void
 DagExecutor::BeginBlock(uint64_t op, std::vector<uint64_t>& ready)
 {
-    NS_ASSERT_MSG(!m_blockTmpl.empty() && m_blockTmpl[op] >= 0, "BLOCK op " << op << " has no template (SetBlocks)");
-    const uint32_t tmpl = uint32_t(m_blockTmpl[op]);
-    const uint64_t first = m_tmplPtr[tmpl];
-    const uint32_t size = uint32_t(m_tmplPtr[tmpl + 1] - first);
-    if (size == 0)
+    const int32_t t = m_blockTmpl[op];
+    const uint64_t lo = m_tmplPtr[t];
+    const uint64_t subs = m_tmplPtr[t + 1] - lo;
+    if (subs == 0)
     {
         ready.push_back(op);
         return;
     }
     uint32_t slot;
-    if (m_freeSlots.empty())
+    if (m_freeRuns.empty())
     {
-        slot = uint32_t(m_blocks.size());
-        m_blocks.emplace_back();
+        slot = uint32_t(m_blockRuns.size());
+        m_blockRuns.emplace_back();
     }
     else
     {
-        slot = m_freeSlots.back();
-        m_freeSlots.pop_back();
+        slot = m_freeRuns.back();
+        m_freeRuns.pop_back();
     }
-    RunningBlock& run = m_blocks[slot];
-    run.op = op;
-    run.tmpl = tmpl;
-    run.remaining = size;
-    run.waiting.assign(m_subDeps.begin() + first, m_subDeps.begin() + first + size);
-    const uint32_t group = m_launchGroup.empty() ? 0 : m_launchGroup[op];
-    for (uint32_t s = 0; s < size; ++s)
+    BlockRun& run = m_blockRuns[slot];
+    run.waiting.assign(m_subDeps.begin() + lo, m_subDeps.begin() + lo + subs);
+    run.remaining = uint32_t(subs);
+    m_waiting[op] = slot;
+    const uint32_t group = GroupOf(op);
+    for (uint64_t s = 0; s < subs; ++s)
     {
         if (run.waiting[s] == 0)
         {
-            QueueLaunch(group, (op << kSubBits) | (s + 1), slot, s);
+            QueueLaunch(group, (op << kSubBits) | (s + 1));
         }
-    }
-}
-
-int64_t
-DagExecutor::TakeCopyEngine(int32_t gpu, int64_t bytes, int64_t extraPs, int64_t nowPs)
-{
-    // One copy engine per sending GPU: copies of a GPU run one after another, each taking the wire time at
-    // the NVLink rate plus its own extra busy time (a protocol slower than the rate); the fixed latency
-    // overlaps with the next copy.
-    int64_t& freePs = m_nvlinkFreePs[gpu];
-    const int64_t begin = std::max(nowPs, freePs);
-    freePs = begin + int64_t(NvlinkWirePs(bytes)) + extraPs;
-    return freePs + m_nvlinkLatency.GetTimeStep();
-}
-
-void
-DagExecutor::FinishSub(uint32_t slot, uint32_t sub)
-{
-    RunningBlock& run = m_blocks[slot];
-    const uint64_t first = m_tmplPtr[run.tmpl];
-    CountTransferOn(m_subGpu[first + sub], CommClassOf(run.op), -1);
-    ++m_subsDone;
-    const uint32_t group = m_launchGroup.empty() ? 0 : m_launchGroup[run.op];
-    for (uint64_t k = m_subOutPtr[first + sub]; k < m_subOutPtr[first + sub + 1]; ++k)
-    {
-        const uint32_t next = m_subOutIdx[k];
-        if (--run.waiting[next] == 0)
-        {
-            QueueLaunch(group, (run.op << kSubBits) | (next + 1), slot, next);
-        }
-    }
-    if (--run.remaining == 0)
-    {
-        const uint64_t op = run.op;
-        m_freeSlots.push_back(slot);
-        Finish(op);
     }
 }
 
@@ -529,31 +517,79 @@ DagExecutor::Launch(uint32_t group)
 {
     NS_ASSERT_MSG(m_launchPending[group], "Launch runs only when Begin scheduled it");
     m_launchPending[group] = 0;
-    std::vector<LaunchItem> items;
-    items.swap(m_launch[group]);
-    std::sort(items.begin(), items.end(), [](const LaunchItem& a, const LaunchItem& b) { return a.key < b.key; });
+    std::vector<uint64_t> ops;
+    ops.swap(m_launch[group]);
+    std::sort(ops.begin(), ops.end());
     const int64_t nowPs = Simulator::Now().GetTimeStep();
-    for (const LaunchItem& item : items)
+    for (const uint64_t key : ops)
     {
-        if (item.slot != kNoSlot)
+        const uint64_t op = key >> kSubBits;
+        if (const uint64_t sub = key & kSubMask; sub != 0)
         {
-            const RunningBlock& run = m_blocks[item.slot];
-            const uint64_t s = m_tmplPtr[run.tmpl] + item.sub;
-            CountTransferOn(m_subGpu[s], CommClassOf(run.op), +1);
-            const int64_t endPs = TakeCopyEngine(m_subGpu[s], m_subBytes[s], m_subDurationPs[s], nowPs);
-            Simulator::Schedule(TimeStep(endPs - nowPs), &DagExecutor::FinishSub, this, item.slot, item.sub);
+            LaunchSub(op, uint32_t(sub - 1), nowPs);
             continue;
         }
-        const uint64_t op = item.key >> kSubBits;
         CountTransfer(op, +1); // before the starter: an empty flow finishes inside it
         if (DagOpKind(m_kind[op]) == DagOpKind::FLOW)
         {
             m_startFlow(op);
             continue;
         }
-        const int64_t endPs = TakeCopyEngine(m_gpu[op], m_bytes[op], m_durationPs[op], nowPs);
-        Simulator::Schedule(TimeStep(endPs - nowPs), &DagExecutor::Finish, this, op);
+        // One copy engine per sending GPU: copies of a GPU run one after another, each taking the wire
+        // time at the NVLink rate plus its own extra busy time (a protocol slower than the rate); the
+        // fixed latency overlaps with the next copy.
+        int64_t& freePs = m_nvlinkFreePs[m_gpu[op]];
+        const int64_t begin = std::max(nowPs, freePs);
+        const int64_t wirePs = int64_t(NvlinkWirePs(m_bytes[op])) + m_durationPs[op];
+        freePs = begin + wirePs;
+        Simulator::Schedule(TimeStep(freePs + m_nvlinkLatency.GetTimeStep() - nowPs), &DagExecutor::Finish,
+                            this, op);
     }
+}
+
+void
+DagExecutor::LaunchSub(uint64_t op, uint32_t sub, int64_t nowPs)
+{
+    const uint64_t g = m_tmplPtr[m_blockTmpl[op]] + sub;
+    CountGpuTransfer(m_subGpu[g], ClassOf(op), +1);
+    // As Launch times an NVLINK op.
+    int64_t& freePs = m_nvlinkFreePs[m_subGpu[g]];
+    const int64_t begin = std::max(nowPs, freePs);
+    const int64_t wirePs = int64_t(NvlinkWirePs(m_subBytes[g])) + m_subDurationPs[g];
+    freePs = begin + wirePs;
+    Simulator::Schedule(TimeStep(freePs + m_nvlinkLatency.GetTimeStep() - nowPs), &DagExecutor::FinishSub, this, op,
+                        sub);
+}
+
+void
+DagExecutor::FinishSub(uint64_t op, uint32_t sub)
+{
+    const uint64_t lo = m_tmplPtr[m_blockTmpl[op]];
+    const uint64_t g = lo + sub;
+    CountGpuTransfer(m_subGpu[g], ClassOf(op), -1);
+    ++m_subsDone;
+    const uint32_t slot = m_waiting[op];
+    BlockRun& run = m_blockRuns[slot];
+    // As Drain releases the dependents of a finished op, in ascending order.
+    const uint32_t group = GroupOf(op);
+    for (uint64_t k = m_subOutPtr[g]; k < m_subOutPtr[g + 1]; ++k)
+    {
+        const uint32_t next = m_subOutIdx[k];
+        if (--run.waiting[next] == 0)
+        {
+            QueueLaunch(group, (op << kSubBits) | (uint64_t(next) + 1));
+        }
+    }
+    NS_ASSERT_MSG(run.remaining > 0, "BLOCK op " << op << " finishes a sub it does not run");
+    if (--run.remaining > 0)
+    {
+        return;
+    }
+    // The last sub is one no other waits for: its finish releases the op's dependents, as it would in
+    // the materialized graph (their only dependencies on it are through its terminal subs).
+    m_freeRuns.push_back(slot);
+    m_waiting[op] = 0;
+    Finish(op);
 }
 
 void
@@ -632,11 +668,11 @@ DagExecutor::ComputeRate(int32_t gpu) const
 void
 DagExecutor::CountTransfer(uint64_t op, int delta)
 {
-    CountTransferOn(m_gpu[op], CommClassOf(op), delta);
+    CountGpuTransfer(m_gpu[op], ClassOf(op), delta);
 }
 
 void
-DagExecutor::CountTransferOn(int32_t gpu, uint8_t cls, int delta)
+DagExecutor::CountGpuTransfer(int32_t gpu, uint8_t cls, int delta)
 {
     if (!Interferes() || gpu < 0)
     {

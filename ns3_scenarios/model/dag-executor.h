@@ -33,9 +33,9 @@ using cosim::DagOpKind;
  * reported back with FlowFinished(); the rest is timed here: COMPUTE for its duration, NVLINK as
  * NvlinkLatency + bytes / NvlinkDataRate + its own duration (extra copy-engine time: what a protocol
  * slower than NvlinkDataRate adds), serialized per sending GPU (one copy engine per GPU, in ready order;
- * ops ready at the same instant in op order), NOP at once. A BLOCK op stands for a collective's NVLink
- * copies (SetBlocks): it runs its template's copies as the NVLINK ops they replace would run in its place,
- * ordered among other ops as their op ids would be, and finishes with the last. No Python runs in this loop.
+ * ops ready at the same instant in op order), NOP at once. A BLOCK op (SetBlocks) stands for the NVLINK
+ * ops of a template ("subs") in its place: it runs them exactly as it would run those ops (same times, same
+ * event order) and finishes when the last one does. No Python runs in this loop.
  */
 class DagExecutor : public Object
 {
@@ -78,7 +78,7 @@ class DagExecutor : public Object
      * @brief Which kernels move the graph's transfers, for compute-communication interference (after Load;
      * without it every transfer is an NCCL one): per op a CommClass. A GPU computes at the rate the most
      * SM-hungry of its transfers in flight leaves it.
-     * @param commClass CommClass per op (read for FLOW and NVLINK ops)
+     * @param commClass CommClass per op (read for FLOW, NVLINK and BLOCK ops: a block's subs are of its class)
      * @param n number of ops (Load's)
      * @return an empty string, or what is wrong with the array
      */
@@ -95,20 +95,20 @@ class DagExecutor : public Object
     std::string SetLaunchGroups(const int32_t* partition, uint64_t n);
 
     /**
-     * @brief The templates of the graph's BLOCK ops (after Load, before the run). Template t holds the copies
-     * ("subs") tmplPtr[t]..tmplPtr[t+1]-1; sub s is an NVLink copy sent by GPU subGpu[s] of subBytes[s] bytes
-     * with subDurationPs[s] of extra copy-engine time, after the subs subDepIdx[subDepPtr[s]..subDepPtr[s+1]]
-     * of its template (local indices, each below its own). A sub with no dependency starts with its block.
-     * @param blockTmpl per op: the template of a BLOCK op, -1 for any other op
+     * @brief The templates of the graph's BLOCK ops (after Load, before the graph runs; needed iff the graph
+     * has BLOCK ops). A BLOCK op at index b runs the subs of its template as NVLINK ops at ids b, b + 1, ...
+     * would run (the ops after b shifted): the subs without an internal dependency begin when b begins, each
+     * other when its internal dependencies finished, and b finishes when the last sub does.
+     * @param blockTmpl per op: the template of a BLOCK op, -1 for every other op
      * @param n number of ops (Load's)
-     * @param tmplPtr [nTemplates + 1]
+     * @param tmplPtr subs of template t are tmplPtr[t]..tmplPtr[t + 1], [nTemplates + 1]
      * @param nTemplates number of templates
-     * @param subGpu sending GPU of every sub
-     * @param subBytes bytes of every sub
-     * @param subDurationPs extra copy-engine time of every sub, in ps
-     * @param subDepPtr [nSubs + 1] CSR row pointers of the subs' dependencies
-     * @param subDepIdx their local indices
-     * @param nSubs number of subs over all templates
+     * @param subGpu sending GPU per sub
+     * @param subBytes payload per sub, in bytes
+     * @param subDurationPs extra copy-engine time per sub, in ps
+     * @param subDepPtr CSR row pointers of the subs' dependencies, [nSubs + 1]
+     * @param subDepIdx dependencies, local to the template, each below its sub's own local index
+     * @param nSubs number of subs of all templates
      * @return an empty string, or what is wrong with the arrays
      */
     std::string SetBlocks(const int32_t* blockTmpl,
@@ -122,11 +122,8 @@ class DagExecutor : public Object
                           const int64_t* subDepIdx,
                           uint64_t nSubs);
 
-    /// @return the copies of BLOCK ops finished so far
-    uint64_t SubsFinished() const
-    {
-        return m_subsDone;
-    }
+    /// @return why the graph cannot run yet (BLOCK ops without SetBlocks), or ""
+    std::string StartProblem() const;
 
     /// @return true once a collective ran past CollectiveTimeout (the job failed; the simulator was stopped)
     bool Failed() const
@@ -182,6 +179,12 @@ class DagExecutor : public Object
         return m_done;
     }
 
+    /// @return number of subs of BLOCK ops finished
+    uint64_t SubsFinished() const
+    {
+        return m_subsDone;
+    }
+
     /// @return start time of every op, in ps (-1: not started)
     const std::vector<int64_t>& StartPs() const
     {
@@ -198,31 +201,48 @@ class DagExecutor : public Object
     /// Longest total busy time of a DAG's ops, in ps: 2^62, half of ns-3's clock, leaving room for the network
     static constexpr double kMaxTotalBusyPs = 4611686018427387904.0;
 
-    /// @return why the COMPUTE and NVLINK ops of a DAG (Load's arrays) take longer than kMaxTotalBusyPs
-    /// altogether, naming the attribute to change, or "" if they fit
+    /// Low bits of a launch sort key that number a sub of a BLOCK op (Launch)
+    static constexpr unsigned kSubBits = 20;
+    static constexpr uint64_t kSubMask = (uint64_t(1) << kSubBits) - 1;
+
+    /// @return why the COMPUTE and NVLINK ops of a DAG (Load's arrays), with @p blockNvlinkPs of busy time
+    /// of the subs of its BLOCK ops, take longer than kMaxTotalBusyPs altogether, naming the attribute to
+    /// change, or "" if they fit
     std::string BusyTimeProblem(const uint8_t* kind, const int64_t* bytes, const int64_t* durationPs,
-                                uint64_t n) const;
+                                uint64_t n, double blockNvlinkPs) const;
     /// @return the time an NVLINK copy of @p bytes spends on the link at NvlinkDataRate, in ps
     double NvlinkWirePs(int64_t bytes) const;
     /// Op @p op finished now: release its dependents, and theirs, until nothing more is ready now.
     void Finish(uint64_t op);
     /// Start op @p op now; zero-time ops are queued on @p ready instead of recursing.
     void Begin(uint64_t op, std::vector<uint64_t>& ready);
+    /// Queue the NVLINK or FLOW op, or sub, of launch sort key @p key on launch group @p group for Launch.
+    void QueueLaunch(uint32_t group, uint64_t key);
+    /// @return the launch group of op @p op
+    uint32_t GroupOf(uint64_t op) const
+    {
+        return m_launchGroup.empty() ? 0 : m_launchGroup[op];
+    }
+    /// Start BLOCK op @p op now: begin its subs without internal dependencies (a template without subs
+    /// finishes at once: queued on @p ready).
+    void BeginBlock(uint64_t op, std::vector<uint64_t>& ready);
+    /// Start the copy of sub @p sub (local index) of BLOCK op @p op on its GPU's copy engine.
+    void LaunchSub(uint64_t op, uint32_t sub, int64_t nowPs);
+    /// Event: sub @p sub of BLOCK op @p op finished; begin the subs it releases, and finish the op after its
+    /// last sub.
+    void FinishSub(uint64_t op, uint32_t sub);
+    /// @return the CommClass of the transfers of op @p op
+    uint8_t ClassOf(uint64_t op) const
+    {
+        return m_commClass.empty() ? uint8_t(cosim::CommClass::NCCL) : m_commClass[op];
+    }
     /// Drain @p ready: finish zero-time ops and begin what they release.
     void Drain(std::vector<uint64_t>& ready);
     /// Event: CollectiveTimeout after collective @p c started; fail the job if it has not completed.
     void CheckCollective(uint64_t c);
-    /// Launch the NVLINK and FLOW ops (and BLOCK ops' copies) of launch group @p group begun at this instant,
-    /// in op order (NVLINK: take the GPU's copy engine in turn; FLOW: hand it to the network).
+    /// Launch the NVLINK and FLOW ops of launch group @p group begun at this instant, in op order (NVLINK:
+    /// take the GPU's copy engine in turn; FLOW: hand it to the network).
     void Launch(uint32_t group);
-    /// Queue a transfer of launch group @p group for this instant's Launch (scheduled once per instant).
-    void QueueLaunch(uint32_t group, uint64_t key, uint32_t slot, uint32_t sub);
-    /// @return the time a copy of @p bytes and @p extraPs on GPU @p gpu ends, taking its copy engine from now
-    int64_t TakeCopyEngine(int32_t gpu, int64_t bytes, int64_t extraPs, int64_t nowPs);
-    /// Start BLOCK op @p op now: its template's subs without dependencies are queued for launch.
-    void BeginBlock(uint64_t op, std::vector<uint64_t>& ready);
-    /// Event: sub @p sub of the running block in slot @p slot finished its copy.
-    void FinishSub(uint32_t slot, uint32_t sub);
     /// @return true if COMPUTE op timing depends on communication (a slowdown attribute > 0)
     bool Interferes() const
     {
@@ -237,37 +257,10 @@ class DagExecutor : public Object
     /// Transfer @p op starts (@p delta +1) or ends (-1) on its sending GPU; re-time the GPU's compute if
     /// that changes the rate it computes at.
     void CountTransfer(uint64_t op, int delta);
-    /// A transfer of CommClass @p cls starts (@p delta +1) or ends (-1) on GPU @p gpu (CountTransfer's work).
-    void CountTransferOn(int32_t gpu, uint8_t cls, int delta);
-    /// @return the CommClass of op @p op
-    uint8_t CommClassOf(uint64_t op) const
-    {
-        return m_commClass.empty() ? uint8_t(cosim::CommClass::NCCL) : m_commClass[op];
-    }
-    /// Size the per-GPU state for GPUs 0..@p maxGpu.
-    void SizeGpus(int32_t maxGpu);
-
-    /// Bits of a launch key below the op id: a BLOCK op's sub s sorts as (op << kSubBits) | (s + 1)
-    static constexpr uint32_t kSubBits = 20;
-    /// Slot of a launch item that is an op, not a sub
-    static constexpr uint32_t kNoSlot = UINT32_MAX;
-
-    /// A transfer waiting for this instant's Launch: an op, or a sub of a running block.
-    struct LaunchItem
-    {
-        uint64_t key;  ///< op << kSubBits, or (op << kSubBits) | (sub + 1): the order of the ops it stands for
-        uint32_t slot; ///< running block (kNoSlot: an op)
-        uint32_t sub;  ///< local index of the sub in its template
-    };
-
-    /// A BLOCK op running: what its subs still wait for.
-    struct RunningBlock
-    {
-        uint64_t op;                   ///< the BLOCK op
-        uint32_t tmpl;                 ///< its template
-        uint32_t remaining;            ///< subs not finished
-        std::vector<uint32_t> waiting; ///< per sub: unfinished dependencies
-    };
+    /// A transfer of class @p cls starts (@p delta +1) or ends (-1) on GPU @p gpu (CountTransfer's work).
+    void CountGpuTransfer(int32_t gpu, uint8_t cls, int delta);
+    /// Grow the per-GPU state to cover GPUs 0..@p maxGpu.
+    void CoverGpus(int32_t maxGpu);
 
     /// One COMPUTE op running on a GPU whose rate may change.
     struct RunningCompute
@@ -276,6 +269,13 @@ class DagExecutor : public Object
         double remainingPs;  ///< work left, in ps at the full rate
         int64_t sincePs;     ///< when remainingPs was last brought up to date
         EventId finish;      ///< its FinishSlowable event
+    };
+
+    /// The transient state of one running BLOCK op (a slot of m_blockRuns, reused once it finished).
+    struct BlockRun
+    {
+        std::vector<uint32_t> waiting; ///< per sub (local index): unfinished internal dependencies
+        uint32_t remaining{0};         ///< subs not finished
     };
 
     DataRate m_nvlinkRate; ///< per-direction NVLink bandwidth of one GPU
@@ -300,23 +300,26 @@ class DagExecutor : public Object
     int64_t m_failedCollective{-1};       ///< the collective that timed out, -1 if none
     int64_t m_failedAtPs{-1};             ///< when it timed out, in ps
     std::vector<uint16_t> m_launchGroup;  ///< per op: its launch group (SetLaunchGroups; empty: all in group 0)
-    /// per launch group: NVLINK and FLOW ops (and subs) begun now, waiting for Launch
-    std::vector<std::vector<LaunchItem>> m_launch{std::vector<LaunchItem>()};
-    std::vector<int32_t> m_blockTmpl;      ///< per op: template of a BLOCK op, -1 otherwise (empty: no BLOCK op)
-    std::vector<uint64_t> m_tmplPtr;       ///< per template: its first sub (CSR, nTemplates + 1)
-    std::vector<int32_t> m_subGpu;         ///< per sub: sending GPU
-    std::vector<int64_t> m_subBytes;       ///< per sub: bytes
-    std::vector<int64_t> m_subDurationPs;  ///< per sub: extra copy-engine time, in ps
-    std::vector<uint32_t> m_subDeps;       ///< per sub: number of dependencies
-    std::vector<uint64_t> m_subOutPtr;     ///< per sub: CSR of its dependents (nSubs + 1)
-    std::vector<uint32_t> m_subOutIdx;     ///< their local indices, increasing per sub
-    std::vector<RunningBlock> m_blocks;    ///< running blocks by slot
-    std::vector<uint32_t> m_freeSlots;     ///< slots of m_blocks free for reuse
-    uint64_t m_subsDone{0};                ///< subs finished
+    /// per launch group: NVLINK and FLOW ops begun now, waiting for Launch
+    std::vector<std::vector<uint64_t>> m_launch{std::vector<uint64_t>()};
     std::vector<uint8_t> m_commClass;     ///< CommClass per op (empty: every transfer is an NCCL one)
     std::vector<std::array<uint32_t, cosim::kCommClasses>> m_transfers; ///< per GPU and CommClass: transfers in flight
     std::vector<std::vector<RunningCompute>> m_running; ///< per GPU: its COMPUTE ops running (Interferes only)
     std::vector<uint8_t> m_launchPending{0}; ///< per launch group: a Launch is scheduled at the current time
+    uint64_t m_blockOps{0};               ///< BLOCK ops of the graph
+    std::vector<int32_t> m_blockTmpl;     ///< per op: the template of a BLOCK op, -1 (empty: no SetBlocks)
+    std::vector<uint64_t> m_tmplPtr;      ///< subs of template t: m_tmplPtr[t]..m_tmplPtr[t + 1]
+    std::vector<int32_t> m_subGpu;        ///< sending GPU per sub
+    std::vector<int64_t> m_subBytes;      ///< payload per sub, in bytes
+    std::vector<int64_t> m_subDurationPs; ///< extra copy-engine time per sub, in ps
+    std::vector<uint32_t> m_subDeps;      ///< internal dependencies per sub
+    std::vector<uint64_t> m_subOutPtr;    ///< CSR of each sub's internal dependents: row pointers, [nSubs + 1]
+    std::vector<uint32_t> m_subOutIdx;    ///< CSR of internal dependents: local sub indices, ascending
+    /// running BLOCK ops' state; a running block's slot is kept in its m_waiting entry, which a begun op
+    /// no longer needs
+    std::vector<BlockRun> m_blockRuns;
+    std::vector<uint32_t> m_freeRuns;     ///< slots of m_blockRuns free for reuse
+    uint64_t m_subsDone{0};               ///< subs finished
     Callback<void, uint64_t> m_startFlow; ///< hands a FLOW op to the network
     Callback<void> m_onDone;              ///< called when the last op finished
 };
