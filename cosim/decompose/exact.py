@@ -767,8 +767,11 @@ def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutp
     finish = pick(lambda o: o.network.finish_ns)
     delivered = pick(lambda o: o.network.delivered_bytes)
     net = _merge_network(fabric, d, outs, finish, delivered)
+    # a folded run holds every BLOCK op once (shared); an independent piece's stand for each of its copies
+    subs = outs[0].subs_finished if d.mode == "symmetric" else sum(o.subs_finished * p.copies
+                                                                   for o, p in zip(outs, d.pieces))
     return engine.canonical_order(engine.DagOutput(op_start_ns=op_start, op_finish_ns=op_finish, flow_op=flow_op,
-                                                   flow_start_ns=flow_start, network=net))
+                                                   flow_start_ns=flow_start, network=net, subs_finished=subs))
 
 
 def _gather_local(pieces, op_piece, op_image):
