@@ -79,7 +79,7 @@ def _run(args: list[str], out: Path) -> dict:
 @pytest.mark.parametrize("case", sorted(RUN_CASES))
 def test_run_with_blocks_matches_materialized_run(case, tmp_path, engine_ns):
     """The same run with ``workload.nvlink_blocks`` on (the default) and off: every dataset and every summary
-    value but the wall-clock ones identical, on the real engine."""
+    value but the simulator's own (wall clock, events) identical, on the real engine."""
     args = RUN_CASES[case]
     compact = _run(args, tmp_path / "compact.h5")
     plain = _run([*args, "--set", "workload.nvlink_blocks=false"], tmp_path / "plain.h5")
@@ -91,4 +91,6 @@ def test_run_with_blocks_matches_materialized_run(case, tmp_path, engine_ns):
             actual = got["datasets"][key]
             assert actual.dtype == expected.dtype and actual.shape == expected.shape, f"{run}/{key}"
             assert np.array_equal(actual, expected, equal_nan=expected.dtype.kind == "f"), f"{run}/{key} differs"
-        assert got["summary"] == want["summary"], run
+        # ``events`` counts the simulator's own work: a folded run holds a shared BLOCK op's copies on every GPU
+        own = lambda summary: {k: v for k, v in summary.items() if k != "events"}  # noqa: E731
+        assert own(got["summary"]) == own(want["summary"]), run

@@ -17,8 +17,9 @@ from tests.test_collectives_lower import EXAMPLES
 
 
 def reference_order(dep_ptr, dep_idx, call_of_op, call_ptr, call_ops, recv_of_send) -> tuple[np.ndarray, np.ndarray]:
-    """The Python pass the plugin replaced (LIFO Kahn over ops and whole collective calls): (item, is_call)
-    of the items it places, which are all of them unless some can never run."""
+    """The plugin's pass in Python (Kahn over ops and whole collective calls, level by level, each level in
+    increasing op index): (item, is_call) of the items it places, which are all of them unless some can never
+    run."""
     n = dep_ptr.size - 1
     counts = np.diff(dep_ptr)
     owner = np.repeat(np.arange(n, dtype=np.int64), counts)
@@ -26,37 +27,39 @@ def reference_order(dep_ptr, dep_idx, call_of_op, call_ptr, call_ops, recv_of_se
     child_ptr = np.concatenate([[0], np.cumsum(np.bincount(dep_idx, minlength=n))]).tolist()
     remaining = counts.copy()
     remaining[recv_of_send[recv_of_send >= 0]] += 1  # a recv also waits for its send
-    stack = np.flatnonzero(remaining == 0)[::-1].tolist()
+    level = np.flatnonzero(remaining == 0).tolist()
     remaining = remaining.tolist()
     call_of = call_of_op.tolist()
     recv_of = recv_of_send.tolist()
     members = [call_ops[a:b].tolist() for a, b in zip(call_ptr[:-1].tolist(), call_ptr[1:].tolist())]
     pending = np.diff(call_ptr).tolist()
     out, out_is_call = [], []
-    while stack:
-        i = stack.pop()
-        c = call_of[i]
-        if c >= 0:
-            pending[c] -= 1
-            if pending[c]:
-                continue
-            out.append(c)
-            out_is_call.append(True)
-            finished = members[c]
-        else:
-            out.append(i)
-            out_is_call.append(False)
-            finished = (i,)
-            r = recv_of[i]
-            if r >= 0:
-                remaining[r] -= 1
-                if remaining[r] == 0:
-                    stack.append(r)
-        for j in finished:
-            for ch in children[child_ptr[j]:child_ptr[j + 1]]:
-                remaining[ch] -= 1
-                if remaining[ch] == 0:
-                    stack.append(ch)
+    while level:
+        nxt = []
+        for i in level:
+            c = call_of[i]
+            if c >= 0:
+                pending[c] -= 1
+                if pending[c]:
+                    continue
+                out.append(c)
+                out_is_call.append(True)
+                finished = members[c]
+            else:
+                out.append(i)
+                out_is_call.append(False)
+                finished = (i,)
+                r = recv_of[i]
+                if r >= 0:
+                    remaining[r] -= 1
+                    if remaining[r] == 0:
+                        nxt.append(r)
+            for j in finished:
+                for ch in children[child_ptr[j]:child_ptr[j + 1]]:
+                    remaining[ch] -= 1
+                    if remaining[ch] == 0:
+                        nxt.append(ch)
+        level = sorted(nxt)
     return np.asarray(out, np.int64), np.asarray(out_is_call, bool)
 
 

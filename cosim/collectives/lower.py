@@ -179,7 +179,8 @@ def _placement_order(trace: Trace, call_of_op: np.ndarray, call_ptr: np.ndarray,
                      recv_of_send: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Kahn order over items (a non-collective op or a whole collective call), deps before dependents:
     (item, is_call) per position, ``item`` the op index, or the call index where ``is_call``. The pass is the
-    plugin's ``cosim::PlacementOrder`` (a stack, so depth first; one step per trace op)."""
+    plugin's ``cosim::PlacementOrder`` (level by level, each level in increasing op index, so that identical
+    parts of the graph, the rails of a training job, are laid out alike; one step per trace op)."""
     n = trace.n_ops
     n_calls = call_ptr.size - 1
     n_items = n - call_ops.size + n_calls

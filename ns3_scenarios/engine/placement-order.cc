@@ -1,5 +1,6 @@
 #include "cosim-engine.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace cosim
@@ -67,12 +68,15 @@ PlacementOrder(const int64_t* depPtr,
     {
         pending[c] = callPtr[c + 1] - callPtr[c];
     }
-    std::vector<int32_t> stack;
-    for (int64_t i = n - 1; i >= 0; --i)
+    // Level by level (each level in increasing op index): an op's place then depends only on its depth in the
+    // graph and its index, so identical parts of the graph (the rails of a training job) are laid out alike.
+    std::vector<int32_t> level;
+    std::vector<int32_t> next;
+    for (int64_t i = 0; i < n; ++i)
     {
         if (remaining[i] == 0)
         {
-            stack.push_back(static_cast<int32_t>(i));
+            level.push_back(static_cast<int32_t>(i));
         }
     }
     auto release = [&](int64_t j) {
@@ -80,38 +84,46 @@ PlacementOrder(const int64_t* depPtr,
         {
             if (--remaining[children[e]] == 0)
             {
-                stack.push_back(children[e]);
+                next.push_back(children[e]);
             }
         }
     };
     uint64_t placed = 0;
-    while (!stack.empty() && placed < capacity)
+    while (!level.empty() && placed < capacity)
     {
-        const int32_t i = stack.back();
-        stack.pop_back();
-        const int32_t c = callOfOp[i];
-        if (c >= 0)
+        for (const int32_t i : level)
         {
-            if (--pending[c] != 0)
+            if (placed >= capacity)
             {
+                break;
+            }
+            const int32_t c = callOfOp[i];
+            if (c >= 0)
+            {
+                if (--pending[c] != 0)
+                {
+                    continue;
+                }
+                item[placed] = c;
+                isCall[placed++] = 1;
+                for (int64_t m = callPtr[c]; m < callPtr[c + 1]; ++m)
+                {
+                    release(callOps[m]);
+                }
                 continue;
             }
-            item[placed] = c;
-            isCall[placed++] = 1;
-            for (int64_t m = callPtr[c]; m < callPtr[c + 1]; ++m)
+            item[placed] = i;
+            isCall[placed++] = 0;
+            const int32_t r = recvOfSend[i];
+            if (r >= 0 && --remaining[r] == 0)
             {
-                release(callOps[m]);
+                next.push_back(r);
             }
-            continue;
+            release(i);
         }
-        item[placed] = i;
-        isCall[placed++] = 0;
-        const int32_t r = recvOfSend[i];
-        if (r >= 0 && --remaining[r] == 0)
-        {
-            stack.push_back(r);
-        }
-        release(i);
+        std::sort(next.begin(), next.end());
+        level.swap(next);
+        next.clear();
     }
     return placed;
 }
