@@ -512,8 +512,9 @@ class Engine
 
 /**
  * @brief The order in which a trace's ops and collective calls are laid out as DAG ops (the lowering,
- * cosim/collectives/lower.py): a Kahn pass over the trace ops whose ready items wait on a stack (last in,
- * first out), seeded with the ops without dependencies so that the lowest index pops first. An item is an op
+ * cosim/collectives/lower.py): a Kahn pass over the trace ops level by level, each level (the ops that became
+ * ready while the previous one was placed) in increasing op index, so that identical parts of a trace (the
+ * rails of a training job) are laid out alike and fold (cosim.decompose.exact). An item is an op
  * outside any collective, placed when its dependencies (and, for a RECV, its SEND) are placed, or a whole
  * collective call, placed when the last of its member ops is ready; placing an item releases the dependents
  * of its op (of every member op, for a call), each in the order of its dependency lists.
