@@ -104,8 +104,8 @@ def describe(exp, size: dict) -> dict:
     one = hops * SECONDS_PER_DATA_PACKET_HOP
     out = {"plan": f"estimated from {len(templates)} stage templates: the DAG has at least {dag_ops:.3g} ops, "
                    f"{dag_ops * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan at "
-                   f"{memory.PLAN_BYTES_PER_DAG_OP} B per op, more than this machine holds; no trace or DAG op "
-                   "was built"}
+                   f"{memory.PLAN_BYTES_PER_DAG_OP} B per op, more than half of what this machine holds "
+                   "(cosim.plan.sizes.PLAN_HEADROOM); no trace or DAG op was built"}
     out |= fabric_summary(exp, fabric)
     out |= {"ranks": layout.n_ranks, "parallelism": _parallelism_line(size["parallelism"]), "trace_ops": size["trace_ops"],
             "template_ops_per_stage": [int(t.n) for t in templates],

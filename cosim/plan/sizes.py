@@ -87,8 +87,9 @@ class TooLargeToPlan(CosimInputError):
         bound = size["dag_ops_lower_bound"]
         super().__init__("workload.chunk_bytes", f"the run would lower to at least {bound:.3g} DAG ops "
                          f"({bound * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan at "
-                         f"{memory.PLAN_BYTES_PER_DAG_OP} B per op), more than the {training.dag_op_limit():.3g} "
-                         "this machine can plan", "cosim run --dry-run estimates it from its stage templates; "
+                         f"{memory.PLAN_BYTES_PER_DAG_OP} B per op), more than half the "
+                         f"{training.dag_op_limit():.3g} this machine can plan", "cosim run --dry-run estimates it "
+                         "from its stage templates; "
                          "raise chunk_bytes, or use fewer GPUs")
 
 
@@ -100,7 +101,14 @@ def check_plannable(exp) -> None:
         raise TooLargeToPlan(size)
 
 
+#: how far below this machine's op limit a generated job's DAG-op bound must stay to be planned: the bound
+#: undercounts the ops (channels, a chunk per channel) by up to a third, and the limit is checked again after
+#: lowering against the memory the plan left (cosim.plan.compile), so a job past half the limit is refused
+#: there after minutes of planning instead of estimated at once
+PLAN_HEADROOM = 2
+
+
 def too_large(size: dict | None) -> bool:
-    """True when the run of ``size`` (:func:`plan_size`) would be refused for its DAG: at least more ops than
-    this machine can plan (cosim.kinds.training.dag_op_limit)."""
-    return size is not None and size["dag_ops_lower_bound"] > training.dag_op_limit()
+    """True when the run of ``size`` (:func:`plan_size`) would be refused for its DAG: its op bound past
+    1/:data:`PLAN_HEADROOM` of the ops this machine can plan (cosim.kinds.training.dag_op_limit)."""
+    return size is not None and size["dag_ops_lower_bound"] * PLAN_HEADROOM > training.dag_op_limit()
