@@ -151,17 +151,21 @@ class BlockTemplates:
         own = self.dep_ptr[self.ptr[1:]] - self.dep_ptr[self.ptr[:-1]]
         return own + self.entries() + self.terminals()
 
+    def _template_of_sub(self) -> np.ndarray:
+        """int64 [n_subs]: the template of every sub."""
+        return np.repeat(np.arange(self.n_templates, dtype=np.int64), self.sizes())
+
     def entries(self) -> np.ndarray:
         """int64 [n_templates]: subs with no dependency (they wait for the start barrier)."""
-        return np.add.reduceat(np.diff(self.dep_ptr) == 0, self.ptr[:-1]) if self.gpu.size else np.zeros(0, np.int64)
+        entry = np.diff(self.dep_ptr) == 0
+        return np.bincount(self._template_of_sub()[entry], minlength=self.n_templates).astype(np.int64)
 
     def terminals(self) -> np.ndarray:
         """int64 [n_templates]: subs nothing in their template depends on (the end barrier waits for them)."""
+        owner = self._template_of_sub()
         has_dependent = np.zeros(self.gpu.size, bool)
-        owner_tmpl = np.repeat(np.arange(self.n_templates), self.sizes())
-        dep_tmpl = np.repeat(owner_tmpl, np.diff(self.dep_ptr))
-        has_dependent[self.ptr[dep_tmpl] + self.dep_idx] = True
-        return np.bincount(owner_tmpl[~has_dependent], minlength=self.n_templates).astype(np.int64)
+        has_dependent[self.ptr[np.repeat(owner, np.diff(self.dep_ptr))] + self.dep_idx] = True
+        return np.bincount(owner[~has_dependent], minlength=self.n_templates).astype(np.int64)
 
     def relabeled(self, labels: np.ndarray) -> "BlockTemplates":
         """The same templates with every GPU ``g`` renamed ``labels[g]`` (ranks to host node ids)."""
@@ -417,8 +421,9 @@ class FlowDag:
 
     def n_expanded_ops(self) -> int:
         """The ops this DAG stands for with every BLOCK op's copies materialized as NVLINK ops."""
-        return self.n_ops + int(self._per_block(self.blocks.sizes()).sum()) - self.block_op.size if \
-            self.block_op.size else self.n_ops
+        if not self.block_op.size:
+            return self.n_ops
+        return self.n_ops + int(self._per_block(self.blocks.sizes()).sum()) - self.block_op.size
 
     def _per_block(self, per_template: np.ndarray) -> np.ndarray:
         """``per_template`` values (one per template) for every BLOCK op."""
