@@ -111,6 +111,9 @@ def write_shard(exp, folder, *, shard: tuple[int, int] = (0, 1), progress=None) 
     return written
 
 
+_DAG_SCALARS = ("failed_collective", "failed_at_ns", "subs_finished")
+
+
 def _flatten(out: engine.DagOutput) -> dict:
     net = out.network
     arrays = {"op_start_ns": out.op_start_ns, "op_finish_ns": out.op_finish_ns, "flow_op": out.flow_op,
@@ -129,6 +132,7 @@ def _flatten(out: engine.DagOutput) -> dict:
             arrays[f"net.{field}"] = value
         else:
             scalars[field] = list(value) if isinstance(value, tuple) else value
+    scalars["dag"] = {field: getattr(out, field) for field in _DAG_SCALARS}
     arrays["scalars"] = np.frombuffer(json.dumps(scalars).encode(), np.uint8)
     return arrays
 
@@ -154,7 +158,7 @@ def _unflatten(data) -> engine.DagOutput:
                         fields[field][name] = data[k]
     return engine.DagOutput(op_start_ns=data["op_start_ns"], op_finish_ns=data["op_finish_ns"],
                             flow_op=data["flow_op"], flow_start_ns=data["flow_start_ns"],
-                            network=engine.SimulationOutput(**fields))
+                            network=engine.SimulationOutput(**fields), **scalars.get("dag", {}))
 
 
 def manifests(folder) -> list[Path]:

@@ -61,9 +61,11 @@ def _assert_identical(whole, parts):
 
 
 @pytest.mark.parametrize("transport", ["roce", "ib"])
-def test_training_on_rails_folds_to_one_rail_and_matches_the_whole_run(transport, engine_ns):
+def test_training_on_rails_folds_to_one_rail_and_matches_the_whole_run(transport, engine_ns, monkeypatch):
     """TP4 inside 4-GPU servers, PP2 x DP2 along the rails, two iterations: the four rails are identical up to
-    relabeling hosts, one is simulated, and every dataset equals the whole run's."""
+    relabeling hosts, one is simulated, and every dataset equals the whole run's (its queue samples merged a
+    time slice at a time)."""
+    monkeypatch.setattr(decompose_run, "QUEUE_MERGE_SLICE_ROWS", 64)
     runs = _both({}, {**RAILS, "network.transport": transport})
     _, whole = runs["off"]
     _, parts = runs["auto"]
@@ -74,9 +76,13 @@ def test_training_on_rails_folds_to_one_rail_and_matches_the_whole_run(transport
     _assert_identical(whole, parts)
 
 
-def test_multi_job_run_splits_into_groups_and_runs_identical_jobs_once(engine_ns):
+@pytest.mark.parametrize("slice_rows", [None, 7])
+def test_multi_job_run_splits_into_groups_and_runs_identical_jobs_once(engine_ns, monkeypatch, slice_rows):
     """Two identical jobs packed under their own leaves and an incast under a third: three groups that share
-    no link, the two jobs one class run once; the merged record equals the whole run's."""
+    no link, the two jobs one class run once; the merged record equals the whole run's, also when the queue
+    samples are merged a few rows at a time (as a large fold's are)."""
+    if slice_rows is not None:
+        monkeypatch.setattr(decompose_run, "QUEUE_MERGE_SLICE_ROWS", slice_rows)
     runs = _both(MULTI_JOB, {})
     _, whole = runs["off"]
     _, parts = runs["auto"]

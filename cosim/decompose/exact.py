@@ -32,7 +32,7 @@ import numpy as np
 
 from cosim import engine, memory
 from cosim.collectives import DagOpKind
-from cosim.collectives.dag import csr_from_edges
+from cosim.collectives.dag import BlockTemplates, csr_from_edges
 from cosim.decompose.parts import (
     components,
     flow_parts,
@@ -53,6 +53,8 @@ OP = np.int32
 EDGE_BLOCK = 1 << 22
 #: largest (ops of no part) x (parts) boolean table the grouping marks edges in, entries (64 MiB)
 TOUCH_TABLE_MAX = 1 << 26
+#: queue samples of one piece per time slice of the merge (its temporaries hold about the parts times as many)
+QUEUE_MERGE_SLICE_ROWS = 1 << 20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -63,6 +65,8 @@ class Piece:
     dep_ptr: np.ndarray  # int64 [ops.size + 1], CSR of dependencies in local indices
     dep_idx: np.ndarray  # int64
     copies: int  # how many parts of the whole run it stands for
+    #: the templates its BLOCK ops run, if not the DAG's (a fold's: each one's copies on its part-0 GPU)
+    block_templates: BlockTemplates | None = None
 
     @classmethod
     def of(cls, ops: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray) -> "Piece":
@@ -182,9 +186,9 @@ def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: n
 
 def _blocks_unfoldable(columns, gpu_node, op_part, host_part, blk, blk_node, k: int) -> str:
     """Why the BLOCK ops ``blk`` (each with the hosts ``blk_node`` of its GPUs, as pairs) keep a DAG from being
-    folded onto part 0 ("" if they do not). The folded run holds every BLOCK op whole, and a part's ops take
-    part 0's times: exact when every GPU of every part sees the same copies on its copy engine as its image in
-    part 0 does. So every BLOCK op must copy from one GPU of each part, the same copies at the same positions
+    folded onto part 0 ("" if they do not). The folded run holds every BLOCK op (with its part-0 GPU's copies,
+    ``_part0_copies``), and a part's ops take part 0's times: exact when every GPU of every part sees the same
+    copies on its copy engine as its image in part 0 does. So every BLOCK op must copy from one GPU of each part, the same copies at the same positions
     of every GPU's own (its template symmetric), and no GPU a BLOCK op uses may also run NVLINK ops of a part
     (those run in part 0 only)."""
     nvl = np.flatnonzero(np.asarray(columns["kind"]) == DagOpKind.NVLINK)
@@ -224,6 +228,43 @@ def _symmetric(t, template: int) -> bool:
     # each GPU's dependency rows, in its copies' order, must be GPU 0's
     by_gpu = [rows[np.isin(owner, np.flatnonzero(slot == g))] for g in range(gpus.size)]
     return all(np.array_equal(b, by_gpu[0]) for b in by_gpu[1:])
+
+
+def _part0_copies(t: BlockTemplates, used: np.ndarray, host_part: np.ndarray) -> BlockTemplates:
+    """The templates ``t`` reduced to the copies of their part-0 GPU (templates not in ``used`` to none).
+
+    In a fold every used template is symmetric (``_symmetric``) and copies from one GPU of each part, so by
+    induction over positions the j-th copies of all its GPUs become ready and finish at the same instants:
+    each depends on the same positions and meets the same copies on its copy engine. A dependency on
+    position p of another GPU is then one on position p of its own, and the part-0 GPU's copies alone give
+    the BLOCK op's times and its GPU's copy-engine load and compute interference; the other parts' GPUs
+    carry none of the folded run's compute. Such a dependency is always on an earlier position (a chain of
+    them would otherwise descend forever through the GPUs), so the reduced template is a DAG."""
+    size = np.diff(t.ptr)
+    keep_tmpl = np.zeros(size.size, bool)
+    keep_tmpl[used] = True
+    sub_tmpl = np.repeat(np.arange(size.size), size)
+    keep = keep_tmpl[sub_tmpl] & (np.asarray(host_part)[t.gpu] == 0)
+    # position of every copy among its GPU's copies in its template (copies listed in template order)
+    key = sub_tmpl * (int(t.gpu.max(initial=0)) + 1) + t.gpu
+    order = np.argsort(key, kind="stable")
+    first = np.r_[True, key[order][1:] != key[order][:-1]]
+    run_start = np.flatnonzero(first)
+    pos = np.empty(key.size, np.int64)
+    pos[order] = np.arange(key.size) - np.repeat(run_start, np.diff(np.r_[run_start, key.size]))
+    rows = np.flatnonzero(keep)
+    counts = np.diff(t.dep_ptr)[rows]
+    dep = pos[t.ptr[np.repeat(sub_tmpl[rows], counts)] + t.dep_idx[_ranges(t.dep_ptr[rows], t.dep_ptr[rows + 1])]]
+    owner = np.repeat(np.arange(rows.size), counts)
+    assert np.all(dep < pos[rows][owner]), "a symmetric template depends on a later position"
+    pairs = np.unique(np.stack([owner, dep], axis=1), axis=0)  # a position reached from two GPUs once
+    dep_ptr = np.zeros(rows.size + 1, np.int64)
+    np.cumsum(np.bincount(pairs[:, 0], minlength=rows.size), out=dep_ptr[1:])
+    ptr = np.zeros(size.size + 1, np.int64)
+    np.cumsum(np.bincount(sub_tmpl[rows], minlength=size.size), out=ptr[1:])
+    return dataclasses.replace(t, ptr=ptr, gpu=t.gpu[rows], dst=t.dst[rows], bytes=t.bytes[rows],
+                               duration_ns=t.duration_ns[rows], dep_ptr=dep_ptr,
+                               dep_idx=pairs[:, 1].astype(t.dep_idx.dtype))
 
 
 def _block_subs(columns: dict, ops: np.ndarray):
@@ -598,8 +639,9 @@ def _same_up_to_hosts(columns: dict, k: int, gpu_node: np.ndarray, n_nodes: int,
 
 def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx, host_part) -> Decomposition:
     """One connected DAG over several network parts: fold it onto part 0 if every part is the same. BLOCK ops
-    are shared: the run holds each whole, so a copy on a GPU of another part must meet on its copy engine
-    only what it meets in the whole run, other BLOCK ops' copies (a part's own NVLINK ops run only in part 0)."""
+    are shared: the run holds each, its copies on its part-0 GPU standing for those on every GPU, so a copy on
+    a GPU of another part must meet on its copy engine only what it meets in the whole run, other BLOCK ops'
+    copies (a part's own NVLINK ops run only in part 0)."""
     k = parts.n_parts
     n = op_part.size
     blk, blk_node = _block_gpus(columns, gpu_node)
@@ -636,7 +678,9 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx, host_part
     ptr, idx = _local_deps(run_ops, dep_ptr, dep_idx, image=image)
     if idx.size and np.any(idx >= np.repeat(np.arange(run_ops.size), np.diff(ptr))):
         return _whole("folding the parts would make an op depend on a later one", k)
-    piece = Piece(ops=run_ops, dep_ptr=ptr, dep_idx=idx, copies=k)
+    one_gpu = None if blk.size == 0 else _part0_copies(columns["block_templates"],
+                                                       np.unique(np.asarray(columns["block"])[blk]), host_part)
+    piece = Piece(ops=run_ops, dep_ptr=ptr, dep_idx=idx, copies=k, block_templates=one_gpu)
     return Decomposition(mode="symmetric", reason=f"{k} identical parts coupled by the DAG: one simulated, "
                          "each dependency on another part mapped to its own", n_parts=k,
                          classes=(tuple(range(k)),), pieces=(piece,), op_piece=np.zeros(n, OP),
@@ -653,7 +697,8 @@ def piece_columns(columns: dict, piece: Piece, until_ns: float | None = None) ->
            if k in columns}
     out["dep_ptr"], out["dep_idx"] = piece.dep_ptr, piece.dep_idx
     if "block_templates" in columns:
-        out["block_templates"] = columns["block_templates"]
+        out["block_templates"] = (columns["block_templates"] if piece.block_templates is None
+                                  else piece.block_templates)
     if until_ns is not None:
         for key, value in (("kind", DagOpKind.COMPUTE), ("gpu", -1), ("src_node", -1), ("dst_node", -1),
                            ("bytes_", 0), ("duration_ns", until_ns), ("priority", 0), ("comm_class", 0),
@@ -767,9 +812,8 @@ def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutp
     finish = pick(lambda o: o.network.finish_ns)
     delivered = pick(lambda o: o.network.delivered_bytes)
     net = _merge_network(fabric, d, outs, finish, delivered)
-    # a folded run holds every BLOCK op once (shared); an independent piece's stand for each of its copies
-    subs = outs[0].subs_finished if d.mode == "symmetric" else sum(o.subs_finished * p.copies
-                                                                   for o, p in zip(outs, d.pieces))
+    # a folded run copies on its part-0 GPUs only; an independent piece's copies stand for each of its copies
+    subs = sum(o.subs_finished * p.copies for o, p in zip(outs, d.pieces))
     return engine.canonical_order(engine.DagOutput(op_start_ns=op_start, op_finish_ns=op_finish, flow_op=flow_op,
                                                    flow_start_ns=flow_start, network=net, subs_finished=subs))
 
@@ -846,20 +890,52 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
                 cols.setdefault(k, []).append(moved.astype(x.dtype))
         return {k: np.concatenate(v) for k, v in cols.items()}
 
-    queues = log(lambda n: {"time_ns": n.queue_time_ns, "node": n.queue_node, "port": n.queue_port,
-                            "bytes": n.queue_bytes})
+    def queue_log() -> tuple:
+        """The queue samples of every piece copied to their target ports, ordered by (time, node, port) as the
+        sampler records a tick's changes in port order. Each piece's samples are in time order, so the rows
+        are built and sorted a time slice at a time, straight into the result: a fold multiplies the rows by
+        its parts, and whole-log temporaries would take several times the result's memory."""
+        nets = [o.network for o in outs]
+        times = [np.asarray(n.queue_time_ns) for n in nets]
+        fan = [np.bincount(src_row[src_piece == i], minlength=all_keys.size) for i in range(len(outs))]
+        total = sum(int(f[row_of(n.queue_node, n.queue_port)].sum()) if t.size else 0
+                    for f, n, t in zip(fan, nets, times))
+        qt = np.empty(total, np.float64)
+        qn = np.empty(total, np.asarray(base.queue_node).dtype)
+        qp = np.empty(total, np.asarray(base.queue_port).dtype)
+        qb = np.empty(total, np.asarray(base.queue_bytes).dtype)
+        cuts = np.unique(np.concatenate([t[QUEUE_MERGE_SLICE_ROWS::QUEUE_MERGE_SLICE_ROWS] for t in times]
+                                        + [np.array([np.inf])]))
+        bounds = [np.searchsorted(t, cuts, "left") for t in times]
+        at = 0
+        for j in range(cuts.size):
+            t_parts, rows = [], []
+            for i, (n, t, b) in enumerate(zip(nets, times, bounds)):
+                sl = slice(int(b[j - 1]) if j else 0, int(b[j]))
+                ev, tgt = relabeled(i, np.asarray(n.queue_node)[sl], np.asarray(n.queue_port)[sl])
+                t_parts.append((t[sl][ev], np.asarray(n.queue_bytes)[sl][ev]))
+                rows.append(tgt)
+            t = np.concatenate([x for x, _ in t_parts])
+            tgt = np.concatenate(rows)
+            node, port = np.asarray(ports0["node"])[tgt], np.asarray(ports0["port"])[tgt]
+            q = np.lexsort((port, node, t))
+            end = at + q.size
+            qt[at:end], qn[at:end], qp[at:end] = t[q], node[q], port[q]
+            qb[at:end] = np.concatenate([x for _, x in t_parts])[q]
+            at = end
+        return qt, qn, qp, qb
+
+    qt, qn, qp, qb = queue_log()
     # every engine log is of egress ports (node and port first): merge() puts the rows in canonical order
     logs = {name: log(lambda n, name=name: n.logs[name]) for name in base.logs}
-    qt, qn, qp, qb = queues["time_ns"], queues["node"], queues["port"], queues["bytes"]
-    q = np.lexsort((qp, qn, qt))  # the sampler records a tick's changes in port order
     weights = [p.copies for p in d.pieces]
     combine = {"sum": lambda vals: sum(v * w for v, w in zip(vals, weights)), "max": max, "min": min}
     rules = engine.counter_rules()
     counters = {name: combine[rules[name]]([o.network.counters[name] for o in outs]) for name in base.counters}
     weighted = lambda f: int(sum(f(o.network) * w for o, w in zip(outs, weights)))  # noqa: E731
     return dataclasses.replace(
-        base, finish_ns=finish, delivered_bytes=delivered, queue_time_ns=qt[q], queue_node=qn[q], queue_port=qp[q],
-        queue_bytes=qb[q], ports=ports, logs=logs,
+        base, finish_ns=finish, delivered_bytes=delivered, queue_time_ns=qt, queue_node=qn, queue_port=qp,
+        queue_bytes=qb, ports=ports, logs=logs,
         latency_count=sum(o.network.latency_count * w for o, w in zip(outs, weights)), counters=counters,
         sim_time_ns=max(o.network.sim_time_ns for o in outs), events=weighted(lambda x: x.events),
         packet_hops=weighted(lambda x: x.packet_hops), data_packet_hops=weighted(lambda x: x.data_packet_hops),
