@@ -18,6 +18,9 @@ from cosim import __version__, engine
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.topology import SWITCH
 
+#: rows of a queue change log handled at a time (queue_percentile_bytes' temporaries are a few times this)
+QUEUE_LOG_SLICE_ROWS = 1 << 22
+
 
 def queue_percentile_bytes(queues: Mapping[str, np.ndarray], n_ports: int, interval_ns: float,
                            sim_time_ns: float, q: float = 99.0) -> float:
@@ -26,38 +29,51 @@ def queue_percentile_bytes(queues: Mapping[str, np.ndarray], n_ports: int, inter
     ``queues`` is the sampler's change log (a row when a port's depth changed since its last sample); each
     change holds until the port's next one, and samples before a port's first change (or of a port never
     recorded) are 0. Samples are taken every ``interval_ns`` from time 0 to ``sim_time_ns``.
+
+    A change log can hold tens of millions of rows (a fold copies its part's to every part), so it is read a
+    slice at a time from its end, keeping per port the sample of its next change, and the percentile is
+    found by bisecting the depth: the smallest depth whose samples at or below it reach the target.
     """
-    if np.asarray(queues["time_ns"]).size == 0 or n_ports <= 0:
+    time = np.asarray(queues["time_ns"], np.float64)
+    if time.size == 0 or n_ports <= 0:
         return 0.0
-    # a change log can hold tens of millions of rows: each temporary is dropped as soon as it is used
-    k = np.rint(np.asarray(queues["time_ns"], np.float64) / interval_ns).astype(np.int64)  # sample index
-    n_samples = max(int(sim_time_ns // interval_ns) + 1, int(k.max()) + 1)
-    port = np.asarray(queues["port"], np.int64)
-    key = np.asarray(queues["node"], np.int64) * (int(port.max()) + 1) + port
-    del port
-    order = np.lexsort((k, key))
-    key, k = key[order], k[order]
-    depth = np.asarray(queues["bytes"], np.int64)[order]
-    del order
-    last = np.empty(k.size, bool)  # a port's last change holds until the end
-    last[-1] = True
-    np.not_equal(key[1:], key[:-1], out=last[:-1])
-    del key
-    weight = np.empty_like(k)  # samples each change holds: until the port's next change
-    weight[:-1] = k[1:]
-    weight[last] = n_samples
-    weight -= k
-    np.maximum(weight, 0, out=weight)
-    del k, last
-    zeros = max(n_ports * n_samples - int(weight.sum()), 0)  # samples at depth 0 before any change
-    srt = np.argsort(depth, kind="stable")
-    cum = np.cumsum(weight[srt])
-    del weight
-    target = q / 100.0 * (zeros + int(cum[-1]))
+    node, port, depth = np.asarray(queues["node"]), np.asarray(queues["port"]), np.asarray(queues["bytes"])
+    sample = lambda sl: np.rint(time[sl] / interval_ns).astype(np.int64)  # noqa: E731
+    if np.any(time[1:] < time[:-1]):  # the sampler logs in time order; another log is put in it
+        order = np.argsort(sample(slice(None)), kind="stable")
+        time, node, port, depth = time[order], node[order], port[order], depth[order]
+        del order
+    n_samples = max(int(sim_time_ns // interval_ns) + 1, int(sample(slice(-1, None))[0]) + 1)
+    ports_per_node = int(port.max()) + 1
+    next_change = np.full((int(node.max()) + 1) * ports_per_node, n_samples, np.int64)  # per port, sample index
+    weight = np.empty(time.size, np.int64)  # samples each change holds: until the port's next change
+    for hi in range(time.size, 0, -QUEUE_LOG_SLICE_ROWS):
+        lo = max(0, hi - QUEUE_LOG_SLICE_ROWS)
+        k = sample(slice(lo, hi))
+        key = node[lo:hi].astype(np.int64) * ports_per_node + port[lo:hi]
+        order = np.argsort(key, kind="stable")  # per port, its changes in time order
+        key, k = key[order], k[order]
+        nxt = next_change[key]
+        same = key[1:] == key[:-1]
+        nxt[:-1][same] = k[1:][same]
+        weight[lo + order] = np.maximum(nxt - k, 0)
+        first = np.ones(key.size, bool)
+        first[1:] = ~same
+        next_change[key[first]] = k[first]
+    del next_change
+    total = int(weight.sum())
+    zeros = max(n_ports * n_samples - total, 0)  # samples at depth 0 before any change
+    target = q / 100.0 * (zeros + total)
     if zeros >= target:
         return 0.0
-    idx = int(np.searchsorted(cum + zeros, target, side="left"))
-    return float(depth[srt[min(idx, srt.size - 1)]])
+    lo, hi = int(depth.min()), int(depth.max())
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if float(zeros + int(np.sum(weight, where=depth <= mid))) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(lo)
 
 
 def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray,
