@@ -139,3 +139,26 @@ def test_bad_op_table_in_a_toml_file_exits_2(tmp_path, capsys, engine_ns):
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "telemetry.op_table" in err, err
     assert not out.exists()
+
+
+def test_shared_fabric_keeps_the_workload_column(engine_ns):
+    """Two training jobs on one fabric: "collectives" keeps the non-COMPUTE rows of both jobs' table, their
+    workload column included, and the shared summary (per-job keys too) is that of "all"."""
+    from cosim.run import run
+    from cosim.spec import from_document
+
+    tiny = {"num_layers": 1, "hidden_size": 512, "num_heads": 8, "num_kv_heads": 8, "ffn_hidden_size": 1024,
+            "vocab_size": 4096, "seq_length": 512}
+    jobs = [{"name": n, "kind": "training", "model": "llama2-7b", "model_overrides": tiny, "iterations": 1,
+             "parallelism": {"dp": 2, "micro_batch_size": 1, "global_batch_size": 2}} for n in ("a", "b")]
+    net = {"topology": "leaf-spine", "gpus_per_server": 1, "hosts_per_leaf": 2, "spines": 1, "hosts": 4}
+    every, coll = (run(from_document({"network": net, "workloads": jobs, "telemetry": {"op_table": choice}})[0])
+                   for choice in ("all", "collectives"))
+    keep = every.ops["kind"] != OpKind.COMPUTE
+    assert set(np.unique(every.ops["workload"][keep]).tolist()) == {0, 1}
+    assert sorted(coll.ops) == sorted(every.ops)
+    for name, column in every.ops.items():
+        assert np.array_equal(coll.ops[name], column[keep], equal_nan=column.dtype.kind == "f"), name
+    volatile = {"wall_time_s", "packet_hops_per_s"}
+    assert ({k: x for k, x in coll.summary.items() if k not in volatile}
+            == {k: x for k, x in every.summary.items() if k not in volatile})
