@@ -244,7 +244,8 @@ class RunRecord:
     @property
     def op_table(self) -> str:
         """The run's telemetry.op_table: which ops rows it stores ("all" for files written before the field)."""
-        telemetry = self.config.get("experiment", {}).get("telemetry", {})
+        exp = self.config.get("experiment")
+        telemetry = exp.get("telemetry") if isinstance(exp, dict) else None
         return str(telemetry.get("op_table", "all")) if isinstance(telemetry, dict) else "all"
 
     def missing_ops(self) -> CosimInputError | None:
