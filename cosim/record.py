@@ -21,6 +21,7 @@ from cosim.plan.describe import describe_job
 from cosim.results import RunRecord
 from cosim.results.codes import node_name_column
 from cosim.spec import to_document
+from cosim.workload.trace import OpKind
 
 
 def record(plan, outcome) -> RunRecord:
@@ -77,8 +78,22 @@ def record(plan, outcome) -> RunRecord:
         summary |= extra
     tables |= cosim_faults.mechanism_tables(fabric, net, plan.faults, timeout_rows, table=tables.get("faults"))
     tables |= fabric_tables(fabric) | {"placement": placement_table(plan)}
+    if "ops" in tables:
+        tables["ops"] = kept_ops(tables["ops"], exp.telemetry.op_table)
     provenance = telemetry.provenance(seed=exp.seed, wall_time_s=summary.get("wall_time_s", net.wall_time_s))
     return RunRecord(name=exp.name, config=config, provenance=provenance, summary=summary, **tables)
+
+
+def kept_ops(ops: dict[str, np.ndarray], op_table: str) -> dict[str, np.ndarray]:
+    """The rows of the ops table the results file stores (telemetry.op_table): every row, the rows of ops
+    that move bytes (not COMPUTE), or none (an empty table, which is not written). Applied to the finished
+    table only, so the summary, computed from every op, does not depend on it."""
+    if op_table == "all":
+        return ops
+    if op_table == "none":
+        return {}
+    keep = np.flatnonzero(np.asarray(ops["kind"]) != OpKind.COMPUTE)
+    return {name: np.asarray(column)[keep] for name, column in ops.items()}
 
 
 def fabric_tables(fabric) -> dict[str, dict[str, np.ndarray]]:

@@ -335,15 +335,20 @@ def _own_names(record: RunRecord, fabric) -> tuple[str, ...] | None:
     return again.node_names
 
 
-def _trace_matches(trace, ops: Mapping[str, np.ndarray]) -> bool:
-    """The trace is the one that ran: its rank and kind columns repeat in the ops table per iteration."""
-    n = int(trace.n_ops)
+def _trace_matches(trace, ops: Mapping[str, np.ndarray], op_table: str = "all") -> bool:
+    """The trace is the one that ran: its rank and kind columns repeat in the ops table per iteration (only
+    its ops that move bytes for a table of ``op_table = "collectives"``)."""
+    t_rank, t_kind = np.asarray(trace.rank, np.int64), np.asarray(trace.kind, np.int64)
+    if op_table == "collectives":
+        moves = t_kind != OP_COMPUTE
+        t_rank, t_kind = t_rank[moves], t_kind[moves]
+    n = t_rank.size
     rank, kind = np.asarray(ops["rank"]), np.asarray(ops["kind"])
     if n == 0 or rank.size % n:
         return False
     reps = rank.size // n
-    return bool(np.array_equal(np.tile(np.asarray(trace.rank, np.int64), reps), rank.astype(np.int64))
-                and np.array_equal(np.tile(np.asarray(trace.kind, np.int64), reps), kind.astype(np.int64)))
+    return bool(np.array_equal(np.tile(t_rank, reps), rank.astype(np.int64))
+                and np.array_equal(np.tile(t_kind, reps), kind.astype(np.int64)))
 
 
 def context(record: RunRecord, *, trace=None, search_dirs: Sequence[str | Path] = ()) -> Context:
@@ -357,11 +362,16 @@ def context(record: RunRecord, *, trace=None, search_dirs: Sequence[str | Path] 
             trace, why = _find_trace(record, [Path(d) for d in search_dirs])
             if why:
                 notes.append(f"{why}: ops named by kind, send/recv path unknown")
-        if trace is not None and not _trace_matches(trace, ops):
+        if trace is not None and not _trace_matches(trace, ops, record.op_table):
             notes.append("the trace does not match the run's ops table: ops named by kind")
             trace = None
+        if record.op_table == "collectives":
+            notes.append('telemetry.op_table = "collectives": the run stores no compute ops, so rank tracks '
+                         "show only communication")
     else:
         trace = None
+        if (why := record.missing_ops()) is not None:
+            notes.append(str(why))
     fabric = stored_fabric(record)
     rank_host = None
     if fabric is not None:

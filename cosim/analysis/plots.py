@@ -830,6 +830,8 @@ def iter_figures(runs: Mapping, *, top_n: int = 8, max_runs: int | None = None,
             base += "_"
         used.add(base)
         for stem, title, build, reason in per_run:
+            if stem == "iterations" and (why := run.missing_ops()) is not None:
+                reason = str(why)
             yield FigureResult(f"{stem}-{base}", f"{title}: {label}", build(run, label=label), reason)
     yield from _fault_figures(runs if max_runs is None else dict(list(runs.items())[:max_runs]), top_n, wanted)
 

@@ -118,6 +118,8 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @click.option("--set", "assignments", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
 @_field("telemetry.queue_sample_interval_ns", "queue_interval_ns", "Egress queue sampling interval, ns [1000].",
         flag="--queue-interval-ns")
+@_field("telemetry.op_table", "op_table", "Training: rows of the ops table the file stores: all, collectives (the "
+        "ops that move bytes, no compute) or none (no ops table; the summary is the same) [all].")
 @_field("limits.max_sim_time_ns", "max_sim_time_ms", "Stop at this simulated time, ms [20 x the workload's "
         "ideal time, at least 1000; --dry-run shows it].", flag="--max-sim-time-ms")
 @click.option("--pfc-watchdog/--no-pfc-watchdog", default=None, help="RoCE: PFC watchdog on every switch egress "

@@ -234,9 +234,9 @@ def output_bytes_estimate(plan: RunPlan) -> int:
     from cosim.results.store import estimate_bytes  # noqa: PLC0415 - h5py only when writing
 
     ranked = [p for p in plan.jobs if p.kind.ranked]
-    return estimate_bytes(flows=2 * int(plan.dag.flows()[0].size),
-                          ops=sum(p.piece.n_ops for p in ranked), collectives=int(plan.dag.coll_start_op.size),
-                          ports=2 * plan.fabric.n_links)
+    ops = 0 if plan.experiment.telemetry.op_table == "none" else sum(p.piece.n_ops for p in ranked)
+    return estimate_bytes(flows=2 * int(plan.dag.flows()[0].size), ops=ops,
+                          collectives=int(plan.dag.coll_start_op.size), ports=2 * plan.fabric.n_links)
 
 
 def fabric_warning(n_flows: int, n_ranks: int, gpus_per_server: int) -> str | None:

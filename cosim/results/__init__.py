@@ -17,7 +17,8 @@ Schema ``cosim.results`` version 1::
     /runs/<name>/stalls/   time_ns, node, port, vl, stalled: InfiniBand credit-stall start (1) / end (0)
                            events of an egress port and virtual lane (IB runs only)
     /runs/<name>/ops/      co-simulation runs only: one row per trace op per iteration: iteration, trace_op,
-                           rank, kind, phase, coll_id, start_ns, finish_ns [ns]
+                           rank, kind, phase, coll_id, start_ns, finish_ns [ns]; telemetry.op_table keeps
+                           every row (all), those of collectives, sends and receives (collectives) or none
     /runs/<name>/collectives/  co-simulation: one row per collective call per iteration: iteration, coll_id,
                            kind, group, bytes [B], algorithm, start_ns, finish_ns [ns]
     /runs/<name>/iterations/   co-simulation: iteration, start_ns, finish_ns, time_ns [ns],

@@ -101,6 +101,9 @@ class Run:
 
     def table(self, group: str, as_frame: bool = True, names: bool = False):
         """Table ``group`` (one of GROUPS) as a DataFrame, or a dict of numpy arrays with as_frame=False.
+        A table the run does not have is empty, but the ops table of a run made with telemetry.op_table =
+        "none" is a CosimInputError saying so (with "collectives" it holds only the collective, send and recv
+        rows).
 
         ``names``: code columns (``ops.kind``, ``collectives.group_kind``, ``faults.action``...) as their names
         and node-id columns (``flows.src``, ``queues.node``, ``ports.peer``...) as node names (``leaf1``), as
@@ -108,6 +111,8 @@ class Run:
         if group not in GROUPS:
             raise KeyError(f"no table {group!r}; tables are {', '.join(GROUPS)}")
         data = self.record.table(group)
+        if group == "ops" and (why := self.record.missing_ops()) is not None:
+            raise why
         if names:
             data = named_table(group, data, self.record.table("nodes").get("name"))
         if not as_frame:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cosim.errors import CosimInputError
 from cosim.losses import CAUSE_TEXT
 
 SCHEMA = "cosim.results"
@@ -239,3 +240,19 @@ class RunRecord:
         if group not in GROUPS:
             raise KeyError(group)
         return getattr(self, group)
+
+    @property
+    def op_table(self) -> str:
+        """The run's telemetry.op_table: which ops rows it stores ("all" for files written before the field)."""
+        exp = self.config.get("experiment")
+        telemetry = exp.get("telemetry") if isinstance(exp, dict) else None
+        return str(telemetry.get("op_table", "all")) if isinstance(telemetry, dict) else "all"
+
+    def missing_ops(self) -> CosimInputError | None:
+        """Why the run has no ops table although it ran a training job (telemetry.op_table = "none"), as the
+        one-line error a reader that needs the table raises or shows; None when the table is there or the run
+        never had one."""
+        if self.ops or self.op_table != "none":
+            return None
+        return CosimInputError("telemetry.op_table", f'is "none" in run {self.name!r}, which stores no ops table',
+                               "rerun with --op-table all, or collectives for its communication ops only")

@@ -21,6 +21,7 @@ A document looks like::
     flow_bytes = "1MiB"
     [telemetry]
     queue_sample_interval_ns = 1000
+    op_table = "all"                # all | collectives | none: rows of a training run's ops table kept
     [limits]
     max_sim_time_ns = 1e9
     [[faults]]                      # optional, repeated: cosim.faults.Fault

@@ -15,13 +15,21 @@ from cosim.network.spec import NetworkSpec
 from cosim.network.transport import qualify_attribute
 from cosim.spec.workloads import FlowWorkload, InferenceWorkload, Job, TrainingWorkload
 
+#: telemetry.op_table: which rows of a training run's ops table its results file stores
+OP_TABLE_CHOICES = ("all", "collectives", "none")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TelemetrySpec:
-    """What the run records besides its tables."""
+    """What the run records: how often queues are sampled, which rows of the per-op table are kept."""
 
     queue_sample_interval_ns: float = v.spec_field(v.Real(minimum=1.0, maximum=1e12), 1000.0,
                                                    "egress queue sampling interval, ns")
+    op_table: str = v.spec_field(v.Choice(OP_TABLE_CHOICES), "all",
+                                 "training: rows of the ops table (one per trace op per iteration) the results "
+                                 "file stores: all; collectives, only the ops that move bytes (collective, send, "
+                                 "recv), not compute; none, no ops table. The summary is computed from every op "
+                                 "either way")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "telemetry")

@@ -34,6 +34,7 @@ SHORTHANDS = {
     "pattern": "workload.pattern", "flow_bytes": "workload.flow_bytes", "trace": "workload.trace",
     "iterations": "workload.iterations", "chunk_bytes": "workload.chunk_bytes",
     "algorithm": "workload.algorithm", "queue_sample_interval_ns": "telemetry.queue_sample_interval_ns",
+    "op_table": "telemetry.op_table",
     "max_sim_time_ns": "limits.max_sim_time_ns", "decompose": "limits.decompose",
     "fast_forward": "limits.fast_forward", "fast_forward_tolerance": "limits.fast_forward_tolerance",
     "fast_forward_check": "limits.fast_forward_check", "seed": "seed", "name": "name",
