@@ -909,19 +909,16 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
         bounds = [np.searchsorted(t, cuts, "left") for t in times]
         at = 0
         for j in range(cuts.size):
-            t_parts, rows = [], []
+            pieces = []  # (time, bytes, target port row) of each piece's samples in this slice
             for i, (n, t, b) in enumerate(zip(nets, times, bounds)):
                 sl = slice(int(b[j - 1]) if j else 0, int(b[j]))
                 ev, tgt = relabeled(i, np.asarray(n.queue_node)[sl], np.asarray(n.queue_port)[sl])
-                t_parts.append((t[sl][ev], np.asarray(n.queue_bytes)[sl][ev]))
-                rows.append(tgt)
-            t = np.concatenate([x for x, _ in t_parts])
-            tgt = np.concatenate(rows)
+                pieces.append((t[sl][ev], np.asarray(n.queue_bytes)[sl][ev], tgt))
+            when, depth, tgt = (np.concatenate(c) for c in zip(*pieces))
             node, port = np.asarray(ports0["node"])[tgt], np.asarray(ports0["port"])[tgt]
-            q = np.lexsort((port, node, t))
+            q = np.lexsort((port, node, when))
             end = at + q.size
-            qt[at:end], qn[at:end], qp[at:end] = t[q], node[q], port[q]
-            qb[at:end] = np.concatenate([x for _, x in t_parts])[q]
+            qt[at:end], qn[at:end], qp[at:end], qb[at:end] = when[q], node[q], port[q], depth[q]
             at = end
         return qt, qn, qp, qb
 
