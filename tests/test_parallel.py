@@ -162,3 +162,16 @@ def test_one_job_is_never_split(tmp_path, capsys):
     code, _, err = run_main(["run", str(_experiment(tmp_path, jobs=("job0",))), "--dry-run",
                              "--set", "limits.partitions=2"], capsys)
     assert code == 2 and "a job is never split" in err, err
+
+
+@pytest.mark.parametrize("launcher", [{"PMI_SIZE": "2", "PMI_RANK": "{rank}"},
+                                      {"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "{rank}"}])
+def test_bad_input_under_a_launcher_is_reported_by_rank_0_alone(launcher, monkeypatch, capsys):
+    """Every rank of `mpiexec -n N cosim run ...` finds the same bad input and exits 2; only rank 0 prints the
+    line, so the job's log holds it once."""
+    for rank in (0, 1):
+        for name, value in launcher.items():
+            monkeypatch.setenv(name, value.format(rank=rank))
+        code, _, err = run_main(["run", "incast", "--set", "network.link_gbps=-1", "--dry-run"], capsys)
+        assert code == 2
+        assert (err.count("Error:") == 1) if rank == 0 else err == ""

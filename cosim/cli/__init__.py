@@ -88,6 +88,15 @@ def cli():
     """
 
 
+def _report(message: str) -> None:
+    """Print an error on stderr once per run: under an MPI launcher every rank finds the same bad input, and
+    rank 0 alone says so."""
+    from cosim.parallel.mpi import launched_rank  # noqa: PLC0415 - standard library only
+
+    if launched_rank() == 0:
+        click.echo(message, err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI with one-line errors (exit 2 for bad input) and no tracebacks for them."""
     try:
@@ -95,17 +104,17 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
+        _report("Aborted.")
         sys.exit(1)
     except click.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        _report(f"Error: {exc.format_message()}{hint}")
         sys.exit(2)
     except click.ClickException as exc:
-        click.echo(f"Error: {exc.format_message()}", err=True)
+        _report(f"Error: {exc.format_message()}")
         sys.exit(exc.exit_code)
     except CosimInputError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        _report(f"Error: {exc}")
         sys.exit(2)
     sys.exit(rv if isinstance(rv, int) else 0)
 

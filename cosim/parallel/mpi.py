@@ -18,6 +18,8 @@ from cosim.errors import CosimInputError
 #: environment variables MPI launchers set to the number of ranks: Open MPI, MPICH/Hydra and PMI-2, PMIx,
 #: and a Slurm job step (srun; a batch script's own SLURM_NTASKS says nothing about this process)
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS")
+#: and to this process's rank
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,18 @@ def launched_size() -> int:
         if value.isdigit() and int(value) > 1:
             return int(value)
     return 1
+
+
+def launched_rank() -> int:
+    """This process's rank as its launcher set it (0 without a launcher, or when it started one process):
+    known before mpi4py is loaded, so that errors found before any MPI call are reported once."""
+    if launched_size() <= 1:
+        return 0
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
 
 
 @functools.cache
