@@ -14,6 +14,50 @@ namespace ns3
 
 NS_OBJECT_ENSURE_REGISTERED(DagExecutor);
 
+namespace
+{
+
+/**
+ * The dependents of every row of a dependency CSR (@p depPtr over @p n rows), as a CSR in ascending row
+ * order. Row r's entry k names row base[r] + depIdx[k] (rows of a template name each other by local index:
+ * base is the template's first row; empty @p base: 0 for every row), and each dependent is stored as its
+ * own row less its base.
+ */
+template <typename Out>
+void
+InvertDependencies(uint64_t n,
+                   const int64_t* depPtr,
+                   const int64_t* depIdx,
+                   const std::vector<uint64_t>& base,
+                   std::vector<uint64_t>& outPtr,
+                   std::vector<Out>& outIdx)
+{
+    auto baseOf = [&base](uint64_t r) { return base.empty() ? 0 : base[r]; };
+    outPtr.assign(n + 1, 0);
+    for (uint64_t r = 0; r < n; ++r)
+    {
+        for (int64_t k = depPtr[r]; k < depPtr[r + 1]; ++k)
+        {
+            ++outPtr[baseOf(r) + depIdx[k] + 1];
+        }
+    }
+    for (uint64_t r = 0; r < n; ++r)
+    {
+        outPtr[r + 1] += outPtr[r];
+    }
+    outIdx.assign(outPtr[n], 0);
+    std::vector<uint64_t> fill(outPtr.begin(), outPtr.end() - 1);
+    for (uint64_t r = 0; r < n; ++r)
+    {
+        for (int64_t k = depPtr[r]; k < depPtr[r + 1]; ++k)
+        {
+            outIdx[fill[baseOf(r) + depIdx[k]]++] = Out(r - baseOf(r));
+        }
+    }
+}
+
+} // namespace
+
 TypeId
 DagExecutor::GetTypeId()
 {
@@ -113,28 +157,11 @@ DagExecutor::Load(const uint8_t* kind,
     m_bytes.assign(bytes, bytes + n);
     m_durationPs.assign(durationPs, durationPs + n);
     m_waiting.assign(n, 0);
-    m_outPtr.assign(n + 1, 0);
     for (uint64_t i = 0; i < n; ++i)
     {
         m_waiting[i] = uint32_t(depPtr[i + 1] - depPtr[i]);
-        for (int64_t k = depPtr[i]; k < depPtr[i + 1]; ++k)
-        {
-            ++m_outPtr[depIdx[k] + 1];
-        }
     }
-    for (uint64_t i = 0; i < n; ++i)
-    {
-        m_outPtr[i + 1] += m_outPtr[i];
-    }
-    m_outIdx.assign(m_outPtr[n], 0);
-    std::vector<uint64_t> fill(m_outPtr.begin(), m_outPtr.end() - 1);
-    for (uint64_t i = 0; i < n; ++i)
-    {
-        for (int64_t k = depPtr[i]; k < depPtr[i + 1]; ++k)
-        {
-            m_outIdx[fill[depIdx[k]]++] = i;
-        }
-    }
+    InvertDependencies(n, depPtr, depIdx, {}, m_outPtr, m_outIdx);
     m_startPs.assign(n, -1);
     m_finishPs.assign(n, -1);
     m_nvlinkFreePs.clear();
@@ -240,34 +267,16 @@ DagExecutor::SetBlocks(const int32_t* blockTmpl,
     m_subBytes.assign(subBytes, subBytes + nSubs);
     m_subDurationPs.assign(subDurationPs, subDurationPs + nSubs);
     m_subDeps.assign(nSubs, 0);
-    m_subOutPtr.assign(nSubs + 1, 0);
+    std::vector<uint64_t> firstSub(nSubs); // every sub's template's first sub: its local indices' base
     for (uint64_t t = 0; t < nTemplates; ++t)
     {
         for (int64_t g = tmplPtr[t]; g < tmplPtr[t + 1]; ++g)
         {
             m_subDeps[g] = uint32_t(subDepPtr[g + 1] - subDepPtr[g]);
-            for (int64_t k = subDepPtr[g]; k < subDepPtr[g + 1]; ++k)
-            {
-                ++m_subOutPtr[tmplPtr[t] + subDepIdx[k] + 1];
-            }
+            firstSub[g] = uint64_t(tmplPtr[t]);
         }
     }
-    for (uint64_t g = 0; g < nSubs; ++g)
-    {
-        m_subOutPtr[g + 1] += m_subOutPtr[g];
-    }
-    m_subOutIdx.assign(m_subOutPtr[nSubs], 0);
-    std::vector<uint64_t> fill(m_subOutPtr.begin(), m_subOutPtr.end() - 1);
-    for (uint64_t t = 0; t < nTemplates; ++t)
-    {
-        for (int64_t g = tmplPtr[t]; g < tmplPtr[t + 1]; ++g)
-        {
-            for (int64_t k = subDepPtr[g]; k < subDepPtr[g + 1]; ++k)
-            {
-                m_subOutIdx[fill[tmplPtr[t] + subDepIdx[k]]++] = uint32_t(g - tmplPtr[t]);
-            }
-        }
-    }
+    InvertDependencies(nSubs, subDepPtr, subDepIdx, firstSub, m_subOutPtr, m_subOutIdx);
     const auto maxGpu = nSubs > 0 ? *std::max_element(subGpu, subGpu + nSubs) : -1;
     CoverGpus(maxGpu);
     m_blockRuns.clear();
