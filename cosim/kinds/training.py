@@ -147,17 +147,6 @@ def uses_blocks(exp, work=None) -> bool:
             and exp.limits.partitions == 1)
 
 
-def groups_inside_servers(group_ptr: np.ndarray, group_ranks: np.ndarray, gpus_per_server: int) -> np.ndarray:
-    """bool per group (CSR ``group_ptr``/``group_ranks``): every member on one server of ``gpus_per_server``."""
-    ptr = np.asarray(group_ptr, np.int64)
-    server = np.asarray(group_ranks, np.int64) // gpus_per_server
-    sized = np.diff(ptr) > 0
-    inside = np.zeros(ptr.size - 1, bool)
-    lo = ptr[:-1][sized]  # each up to the next sized group's start: empty groups hold no member
-    inside[sized] = np.maximum.reduceat(server, lo) == np.minimum.reduceat(server, lo)
-    return inside
-
-
 def dag_ops_lower_bound(trace, chunk_bytes: int, gpus_per_server: int | None = None) -> float:
     """A lower bound on the DAG ops of one lowered iteration, without lowering: an op per compute, a chunk
     per ``chunk_bytes`` of every send, and per collective member a chunk per ``chunk_bytes`` of the
@@ -170,7 +159,7 @@ def dag_ops_lower_bound(trace, chunk_bytes: int, gpus_per_server: int | None = N
     n = np.diff(np.asarray(trace.group_ptr, np.int64))[group].astype(np.float64)
     chunks = np.ceil(size[coll] * (n - 1) / np.maximum(n, 1) / chunk_bytes)
     if gpus_per_server is not None:
-        inside = groups_inside_servers(trace.group_ptr, trace.group_ranks, gpus_per_server)
+        inside = exposure.groups_inside_servers(trace.group_ptr, trace.group_ranks, gpus_per_server)
         chunks = np.where(inside[group], 1.0 / np.maximum(n, 1), chunks)
     return float(np.count_nonzero(kind == OpKind.COMPUTE) + np.ceil(size[send] / chunk_bytes).sum() + chunks.sum())
 

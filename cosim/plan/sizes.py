@@ -9,6 +9,7 @@ import numpy as np
 from cosim import memory
 from cosim.errors import CosimInputError
 from cosim.kinds import training
+from cosim.results import exposure
 from cosim.workload.trace import CollKind, GroupKind, OpKind
 
 
@@ -32,7 +33,7 @@ def in_one_server(layout, kind: GroupKind, gpus_per_server: int | None) -> bool:
     sel = np.flatnonzero(layout.group_kind == kind)
     if gpus_per_server is None or not sel.size:
         return False
-    return bool(training.groups_inside_servers(layout.group_ptr, layout.group_ranks, gpus_per_server)[sel].all())
+    return bool(exposure.groups_inside_servers(layout.group_ptr, layout.group_ranks, gpus_per_server)[sel].all())
 
 
 def stage_traffic(template, layout, chunk_bytes: int, gpus_per_server: int | None = None):

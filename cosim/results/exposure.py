@@ -52,6 +52,19 @@ NO_GROUP = 255
 _COMPUTE, _COLLECTIVE, _SEND, _RECV = 0, 1, 2, 3
 
 
+def groups_inside_servers(group_ptr: np.ndarray, group_ranks: np.ndarray, gpus_per_server: int) -> np.ndarray:
+    """bool per group (CSR ``group_ptr``/``group_ranks``): it has members, all on one server (rank r sits on
+    server r // gpus_per_server)."""
+    ptr = np.asarray(group_ptr, np.int64)
+    server = np.asarray(group_ranks, np.int64) // gpus_per_server
+    sized = np.diff(ptr) > 0
+    inside = np.zeros(max(ptr.size - 1, 0), bool)
+    lo = ptr[:-1][sized]  # each up to the next sized group's start: empty groups hold no member
+    if lo.size:
+        inside[sized] = np.maximum.reduceat(server, lo) == np.minimum.reduceat(server, lo)
+    return inside
+
+
 def op_media(kind: np.ndarray, rank: np.ndarray, group: np.ndarray, peer: np.ndarray, group_ptr: np.ndarray,
              group_ranks: np.ndarray, gpus_per_server: int) -> np.ndarray:
     """uint8 per trace op: MEDIUM_FABRIC if its transfers may cross servers, MEDIUM_NVLINK if they stay in
@@ -59,13 +72,7 @@ def op_media(kind: np.ndarray, rank: np.ndarray, group: np.ndarray, peer: np.nda
     kind, group = np.asarray(kind), np.asarray(group, np.int64)
     out = np.zeros(kind.size, np.uint8)
     gps = max(int(gpus_per_server), 1)
-    ptr = np.asarray(group_ptr, np.int64)
-    server = np.asarray(group_ranks, np.int64) // gps
-    n_groups = ptr.size - 1
-    spans = np.zeros(max(n_groups, 0), bool)
-    if n_groups > 0 and server.size:
-        gid = np.repeat(np.arange(n_groups), np.diff(ptr))
-        np.logical_or.at(spans, gid, server != server[ptr[:-1]][gid])
+    spans = ~groups_inside_servers(group_ptr, group_ranks, gps) & (np.diff(np.asarray(group_ptr, np.int64)) > 0)
     coll = (kind == _COLLECTIVE) & (group >= 0)
     out[coll] = np.where(spans[group[coll]], MEDIUM_FABRIC, MEDIUM_NVLINK)
     p2p = ((kind == _SEND) | (kind == _RECV)) & (np.asarray(peer) >= 0)
