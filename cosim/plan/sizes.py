@@ -27,28 +27,28 @@ def member_bytes_factor(coll_kind: np.ndarray, n: int) -> np.ndarray:
     return np.where(coll_kind == CollKind.ALL_REDUCE, 2.0 * (n - 1) / n, (n - 1) / n)
 
 
-def in_one_server(layout, kind: GroupKind, gpus_per_server: int | None) -> bool:
-    """True when every group of ``kind`` lies inside one server of ``gpus_per_server`` GPUs (its calls lower to
-    one BLOCK op each; None: they are not lowered so)."""
-    sel = np.flatnonzero(layout.group_kind == kind)
-    if gpus_per_server is None or not sel.size:
-        return False
-    return bool(exposure.groups_inside_servers(layout.group_ptr, layout.group_ranks, gpus_per_server)[sel].all())
+def kinds_in_one_server(layout, gpus_per_server: int | None) -> set[int]:
+    """The group kinds whose every group lies inside one server of ``gpus_per_server`` GPUs (their calls lower
+    to one BLOCK op each; None: none are lowered so)."""
+    if gpus_per_server is None:
+        return set()
+    inside = exposure.groups_inside_servers(layout.group_ptr, layout.group_ranks, gpus_per_server)
+    kinds = np.asarray(layout.group_kind)
+    return {int(k) for k in np.unique(kinds) if inside[kinds == k].all()}
 
 
-def stage_traffic(template, layout, chunk_bytes: int, gpus_per_server: int | None = None):
+def stage_traffic(template, layout, chunk_bytes: int, blocked: set[int] = frozenset()):
     """Per pipeline stage template: {group kind: (bytes a member sends, DAG ops)} of its collectives and
     {peer kind: (bytes, chunks)} of its SENDs, and its counts of compute and other ops. A member's DAG ops of a
-    call are its chunks, or 1/n of the call's one BLOCK op for a group inside one server of ``gpus_per_server``
-    GPUs (None: no BLOCK ops)."""
+    call are its chunks, or 1/n of the call's one BLOCK op for a group kind in ``blocked``
+    (:func:`kinds_in_one_server`)."""
     kind, size = template.cols["kind"], template.cols["bytes"].astype(np.float64)
     colls = {}
     for g in np.unique(template.cols["gkind"][kind == OpKind.COLLECTIVE]):
         sel = (kind == OpKind.COLLECTIVE) & (template.cols["gkind"] == g)
         n = layout.group_size(GroupKind(g))
         sent = size[sel] * member_bytes_factor(template.cols["coll_kind"][sel], n)
-        ops = np.count_nonzero(sel) / n if in_one_server(layout, GroupKind(g), gpus_per_server) else \
-            np.ceil(sent / chunk_bytes).sum()
+        ops = np.count_nonzero(sel) / n if int(g) in blocked else np.ceil(sent / chunk_bytes).sum()
         colls[int(g)] = (float(sent.sum()), float(ops))
     sends = {}
     for pk in np.unique(template.cols["pkind"][kind == OpKind.SEND]):
@@ -68,12 +68,12 @@ def plan_size(exp) -> dict | None:
 
     layout, templates = stage_templates(*specs)
     work = exp.workload
-    gps = specs[2].gpus_per_host if training.uses_blocks(exp) else None
+    blocked = kinds_in_one_server(layout, specs[2].gpus_per_host if training.uses_blocks(exp) else None)
     ranks_of_stage = np.bincount(layout.stage, minlength=len(templates))
     trace_ops = sum(int(t.n) * int(r) for t, r in zip(templates, ranks_of_stage))
     bound = 0.0
     for t, r in zip(templates, ranks_of_stage):
-        colls, sends, computes = stage_traffic(t, layout, work.chunk_bytes, gps)
+        colls, sends, computes = stage_traffic(t, layout, work.chunk_bytes, blocked)
         bound += r * (computes + sum(c for _, c in colls.values()) + sum(c for _, c in sends.values()))
     return {"layout": layout, "templates": templates, "trace_ops": trace_ops,
             "dag_ops_lower_bound": bound * work.iterations, "parallelism": specs[1], "hardware": specs[2]}
