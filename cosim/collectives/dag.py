@@ -414,9 +414,7 @@ class FlowDag:
         out = np.zeros(self.n_ranks, dtype=np.int64)
         np.add.at(out, who[sel], self.bytes[sel])
         if self.block_op.size and kind in (None, DagOpKind.NVLINK):
-            t = self.blocks
-            uses = np.bincount(self.block_tmpl, minlength=t.n_templates)
-            np.add.at(out, getattr(t, sub_who), t.bytes * np.repeat(uses, t.sizes()))
+            np.add.at(out, getattr(self.blocks, sub_who), self._block_copy_bytes())
         return out
 
     def n_expanded_ops(self) -> int:
@@ -429,14 +427,18 @@ class FlowDag:
         """``per_template`` values (one per template) for every BLOCK op."""
         return np.asarray(per_template)[self.block_tmpl]
 
+    def _block_copy_bytes(self) -> np.ndarray:
+        """int64 [n_subs]: the bytes every template copy moves over the whole DAG (its bytes times the BLOCK ops
+        of its template)."""
+        t = self.blocks
+        return t.bytes * np.repeat(np.bincount(self.block_tmpl, minlength=t.n_templates), t.sizes())
+
     def nvlink_bytes_by_rank(self) -> np.ndarray:
         """float64 [n_ranks]: bytes every rank copies over NVLink, its NVLINK ops' and its BLOCK ops' copies."""
         nvlink = self.kind == DagOpKind.NVLINK
         out = np.bincount(self.rank[nvlink], weights=self.bytes[nvlink], minlength=self.n_ranks).astype(np.float64)
         if self.block_op.size:
-            t = self.blocks
-            uses = np.bincount(self.block_tmpl, minlength=t.n_templates)  # blocks per template
-            out += np.bincount(t.gpu, weights=t.bytes * np.repeat(uses, t.sizes()), minlength=self.n_ranks)
+            out += np.bincount(self.blocks.gpu, weights=self._block_copy_bytes(), minlength=self.n_ranks)
         return out
 
     def summary(self) -> dict[str, int]:
@@ -451,8 +453,7 @@ class FlowDag:
             subs = int(self._per_block(t.sizes()).sum())
             out["n_nvlink"] += subs
             n_deps += int(self._per_block(t.n_deps()).sum()) - 2 * self.block_op.size
-            uses = np.bincount(self.block_tmpl, minlength=t.n_templates)
-            nvlink_bytes += int((t.bytes * np.repeat(uses, t.sizes())).sum())
+            nvlink_bytes += int(self._block_copy_bytes().sum())
             out["n_block_ops"] = int(self.block_op.size)
         out.update(n_ops=self.n_expanded_ops(), n_deps=n_deps, n_collectives=self.n_collectives,
                    n_iterations=self.n_iterations,
