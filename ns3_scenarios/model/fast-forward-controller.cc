@@ -208,10 +208,7 @@ FastForwardController::OnFlowStart(uint64_t flowId)
 {
     m_started.push_back(flowId);
     m_idleSincePs = -1;
-    if (!m_checkEvent.IsPending())
-    {
-        m_checkEvent = Simulator::Schedule(m_interval, &FastForwardController::Check, this);
-    }
+    ScheduleCheck();
     bool frozenAny = false;
     for (const Frozen& f : m_frozen)
     {
@@ -229,7 +226,7 @@ FastForwardController::OnFlowStart(uint64_t flowId)
         const int32_t c = m_portFrozenBy[m_pathPorts[w.firstPort + k]];
         if (c >= 0)
         {
-            Thaw(uint32_t(c), true);
+            Cut(uint32_t(c));
         }
     }
     m_pathPorts.resize(mark);
@@ -328,7 +325,8 @@ FastForwardController::WindowRate(const Watch& w) const
 void
 FastForwardController::Check()
 {
-    ++m_checks;
+    m_checks += m_ticksToCheck;
+    ++m_checksMade;
     const int64_t nowPs = Simulator::Now().GetTimeStep();
     // Keep watching the flows that still send or are frozen, compacted in place (their path ports too);
     // forget the others.
@@ -475,10 +473,34 @@ FastForwardController::Check()
         m_idleSincePs = nowPs;
     }
     const bool idle = m_idleSincePs >= 0 && nowPs - m_idleSincePs >= m_idleStop.GetTimeStep();
-    if (!m_watches.empty() && !idle)
+    if (m_watches.empty() || idle)
     {
-        m_checkEvent = Simulator::Schedule(m_interval, &FastForwardController::Check, this);
+        m_lastTickPs = -1; // stopped: the next flow start begins a new grid of checks
+        return;
     }
+    m_lastTickPs = nowPs;
+    // With every watched flow frozen a check has nothing to sample or freeze: the ticks until the next thaw or
+    // flow start are skipped, on the same grid, so that the run is the one every tick would give.
+    const bool sampling =
+        std::any_of(m_watches.begin(), m_watches.end(), [](const Watch& w) { return w.component < 0; });
+    if (sampling)
+    {
+        ScheduleCheck();
+    }
+}
+
+void
+FastForwardController::ScheduleCheck()
+{
+    if (m_checkEvent.IsPending())
+    {
+        return;
+    }
+    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t intervalPs = m_interval.GetTimeStep();
+    m_ticksToCheck = m_lastTickPs < 0 ? 1 : uint64_t((nowPs - m_lastTickPs) / intervalPs + 1);
+    const int64_t atPs = m_lastTickPs < 0 ? nowPs + intervalPs : m_lastTickPs + int64_t(m_ticksToCheck) * intervalPs;
+    m_checkEvent = Simulator::Schedule(TimeStep(atPs - nowPs), &FastForwardController::Check, this);
 }
 
 uint32_t
@@ -509,6 +531,7 @@ FastForwardController::Freeze(const uint32_t* first, const uint32_t* last, int64
     f.ports.clear();
     f.live = true;
     f.retries = 0;
+    f.cut = false;
     f.startPs = Simulator::Now().GetTimeStep();
     f.endPs = endPs;
     for (const uint32_t* i = first; i != last; ++i)
@@ -552,25 +575,49 @@ FastForwardController::Freeze(const uint32_t* first, const uint32_t* last, int64
     f.thaw = Simulator::Schedule(TimeStep(endPs - f.startPs), &FastForwardController::PlannedThaw, this, c);
 }
 
+bool
+FastForwardController::Drained(const Frozen& f) const
+{
+    return std::all_of(f.flows.begin(), f.flows.end(), [this](uint64_t flowId) {
+        return m_flows->bytes[flowId].rcvdBytes == m_flows->bytes[flowId].sentBytes;
+    });
+}
+
 void
 FastForwardController::PlannedThaw(uint32_t c)
 {
     Frozen& f = m_frozen[c];
-    bool drained = true;
-    for (uint64_t flowId : f.flows)
-    {
-        drained = drained && m_flows->bytes[flowId].rcvdBytes == m_flows->bytes[flowId].sentBytes;
-    }
-    // Packets still in flight after a whole span (a long pause elsewhere): wait for them a little, as the
-    // credit grows with the span; a flow's credit stays below its size whatever the wait.
+    // Packets still in flight (a long pause elsewhere, or a span cut soon after its freeze): wait for them a
+    // little, as a flow is credited only with nothing in flight; a flow's credit stays below its size whatever
+    // the wait.
     constexpr uint32_t kMaxRetries = 8;
-    if (!drained && f.retries < kMaxRetries)
+    if (!Drained(f) && f.retries < kMaxRetries)
     {
         ++f.retries;
         f.thaw = Simulator::Schedule(m_interval, &FastForwardController::PlannedThaw, this, c);
         return;
     }
-    Thaw(c, false);
+    Thaw(c, f.cut);
+}
+
+void
+FastForwardController::Cut(uint32_t c)
+{
+    Frozen& f = m_frozen[c];
+    if (f.cut)
+    {
+        return; // already ending as soon as it drained
+    }
+    f.cut = true;
+    if (Drained(f))
+    {
+        Thaw(c, true);
+        return;
+    }
+    // Thawed now, its flows would get no credit for the span (none is given with packets in flight) and fall
+    // behind by all of it; held until they drained, the new flow has their ports to itself for that moment.
+    f.thaw.Cancel();
+    f.thaw = Simulator::Schedule(m_interval, &FastForwardController::PlannedThaw, this, c);
 }
 
 void
@@ -640,10 +687,7 @@ FastForwardController::Thaw(uint32_t c, bool cut)
     }
     f.live = false;
     m_idleSincePs = -1;
-    if (!m_checkEvent.IsPending())
-    {
-        m_checkEvent = Simulator::Schedule(m_interval, &FastForwardController::Check, this);
-    }
+    ScheduleCheck();
 }
 
 } // namespace ns3

@@ -27,20 +27,21 @@ class HostNic;
  * @ingroup cosim
  * @brief Finds steady flows and fast-forwards them (opt-in; the engine creates it only when Enabled).
  *
- * Every CheckInterval it samples each sending flow (bytes handed to the port; DCQCN rate or IB CCTI) and
- * every egress port on the flow's data path (queued bytes; time paused by PFC or stalled for credits). A
- * flow is steady when, over the last StabilityWindow, its sending rate in the window's second half is
- * within RateTolerance of the first half's, its congestion-control rate moved by less than RateTolerance,
- * and every port on its path was neither paused nor credit-stalled and kept its queue within
- * QueueToleranceBytes (or RateTolerance of its size). Flows sharing a port form a component; a component
- * all of whose flows are steady is frozen: its senders stop injecting (HostNic::FreezeFlow), their
- * congestion-control timers are held, packets in flight drain. Its span ends at the earliest time a flow
- * of it would finish at its measured rate, less FinishMargin, so every flow still ends packet by packet;
- * or at once when a new flow starts on one of its ports. Spans shorter than MinSpan are not taken. At
- * the end each flow is credited its rate times the span less its rate's share of the component's standing
- * queue, in whole packets (HostNic::ThawFlow; the remainder is owed to its next span), and the ports on its
- * path count those packets as sent. Frozen flows keep their place in their NIC's round robin, and all flows
- * of a span are thawed before any sends, so that flows sharing a NIC stay in the order they had.
+ * Every CheckInterval, while some flow sends and is not frozen, it samples each sending flow (bytes handed to the
+ * port; DCQCN rate or IB CCTI) and every egress port on the flow's data path (queued bytes; time paused by PFC or
+ * stalled for credits). A flow is steady when, over the last StabilityWindow, its sending rate in the window's
+ * second half is within RateTolerance of the first half's, its congestion-control rate moved by less than
+ * RateTolerance, and every port on its path was neither paused nor credit-stalled and kept its queue within
+ * QueueToleranceBytes (or RateTolerance of its size). Flows sharing a port form a component; a component all of
+ * whose flows are steady is frozen: its senders stop injecting (HostNic::FreezeFlow), their congestion-control
+ * timers are held, packets in flight drain. Its span ends at the earliest time a flow of it would finish at its
+ * measured rate, less FinishMargin, so every flow still ends packet by packet; or, when a new flow starts on one of
+ * its ports, as soon as its packets in flight drained (a span is credited only with nothing in flight). Spans
+ * shorter than MinSpan are not taken. At the end each flow is credited its rate times the span less its rate's
+ * share of the component's standing queue, in whole packets (HostNic::ThawFlow; the remainder is owed to its next
+ * span), and the ports on its path count those packets as sent. Frozen flows keep their place in their NIC's round
+ * robin, and all flows of a span are thawed before any sends, so that flows sharing a NIC stay in the order they
+ * had.
  *
  * Paths follow the switches' routing (FabricSwitch::RouteCandidates): one port per hop with ECMP or
  * pinning, every candidate of a hop with flowlets, adaptive routing or spraying.
@@ -108,7 +109,7 @@ class FastForwardController : public Object
     /// @return checks made (each one a simulator event)
     uint64_t GetChecks() const
     {
-        return m_checks;
+        return m_checksMade;
     }
 
   protected:
@@ -145,11 +146,15 @@ class FastForwardController : public Object
         int64_t endPs{0};             ///< when its span is planned to end, in ps
         EventId thaw;                 ///< the planned end
         uint32_t retries{0};          ///< planned ends deferred because packets were still in flight
+        bool cut{false};              ///< a new flow on one of its ports ends it as soon as its packets drained
         bool live{false};             ///< this slot holds a frozen component
     };
 
     /// The check event: sample, find steady components, freeze them; schedule the next check.
     void Check();
+    /// Schedule the next check, unless one is pending: the next tick of the running grid of checks, or one
+    /// CheckInterval from now when checks had stopped.
+    void ScheduleCheck();
     /// FlowTable::onStart: a flow started; end at once every span it would share a port with.
     void OnFlowStart(uint64_t flowId);
     /// Compute the path of flow @p flowId into m_pathPorts; @return its watch.
@@ -165,8 +170,12 @@ class FastForwardController : public Object
     double WindowRate(const Watch& w) const;
     /// Freeze the flows of watch indices [@p first, @p last) for a span ending at @p endPs (ps).
     void Freeze(const uint32_t* first, const uint32_t* last, int64_t endPs);
+    /// @return true if no packet of component @p c's flows is in flight
+    bool Drained(const Frozen& f) const;
     /// The planned end of component @p c: thaw it, or wait one more check if packets are still in flight.
     void PlannedThaw(uint32_t c);
+    /// A new flow starts on a port of component @p c: thaw it now, or as soon as its packets drained.
+    void Cut(uint32_t c);
     /// End the span of component @p c now; @p cut: a new flow cut it short.
     void Thaw(uint32_t c, bool cut);
     /// @return the sender NIC of flow @p flowId
@@ -210,8 +219,11 @@ class FastForwardController : public Object
     std::vector<Frozen> m_frozen;              ///< frozen components (slots reused)
     std::vector<uint64_t> m_started;           ///< flows started since the last check
     EventId m_checkEvent;                      ///< the next check
+    int64_t m_lastTickPs{-1};                  ///< time of the last check, in ps (-1: checks stopped)
+    uint64_t m_ticksToCheck{1};                ///< check intervals from the last check to the next
 
-    uint64_t m_checks{0};        ///< checks made
+    uint64_t m_checks{0};        ///< check intervals since the first check (the history rings' clock)
+    uint64_t m_checksMade{0};    ///< checks made
     uint64_t m_spans{0};         ///< spans taken
     uint64_t m_spansCut{0};      ///< spans cut short by a new flow
     int64_t m_flowTimePs{0};     ///< frozen flow-time, in ps
