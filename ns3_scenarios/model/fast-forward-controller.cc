@@ -531,6 +531,7 @@ FastForwardController::Freeze(const uint32_t* first, const uint32_t* last, int64
     f.ports.clear();
     f.live = true;
     f.retries = 0;
+    f.rcvdBytes = 0;
     f.cut = false;
     f.startPs = Simulator::Now().GetTimeStep();
     f.endPs = endPs;
@@ -587,10 +588,21 @@ void
 FastForwardController::PlannedThaw(uint32_t c)
 {
     Frozen& f = m_frozen[c];
-    // Packets still in flight (a long pause elsewhere, or a span cut soon after its freeze): wait for them a
-    // little, as a flow is credited only with nothing in flight; a flow's credit stays below its size whatever
-    // the wait.
+    // Packets still in flight (a deep standing queue, a span cut soon after its freeze, a long pause
+    // elsewhere): wait for them, one check interval at a time, as a flow is credited only with nothing in
+    // flight; while they arrive the wait goes on, and after kMaxRetries intervals without an arrival the span
+    // ends uncredited (a flow's credit stays below its size whatever the wait).
     constexpr uint32_t kMaxRetries = 8;
+    uint64_t rcvd = 0;
+    for (uint64_t flowId : f.flows)
+    {
+        rcvd += m_flows->bytes[flowId].rcvdBytes;
+    }
+    if (rcvd != f.rcvdBytes)
+    {
+        f.rcvdBytes = rcvd;
+        f.retries = 0;
+    }
     if (!Drained(f) && f.retries < kMaxRetries)
     {
         ++f.retries;

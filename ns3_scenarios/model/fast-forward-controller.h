@@ -145,7 +145,8 @@ class FastForwardController : public Object
         int64_t startPs{0};           ///< when it was frozen, in ps
         int64_t endPs{0};             ///< when its span is planned to end, in ps
         EventId thaw;                 ///< the planned end
-        uint32_t retries{0};          ///< planned ends deferred because packets were still in flight
+        uint32_t retries{0};          ///< ends deferred in a row with packets in flight and none arriving
+        uint64_t rcvdBytes{0};        ///< its flows' payload received when its end was last deferred, in bytes
         bool cut{false};              ///< a new flow on one of its ports ends it as soon as its packets drained
         bool live{false};             ///< this slot holds a frozen component
     };
