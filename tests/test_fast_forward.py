@@ -133,6 +133,22 @@ def test_off_runs_without_a_controller(engine_ns):
     assert not [k for k in rec.config["attributes"] if k.startswith("FastForwardController")]
 
 
+def test_sampling_follows_the_transport_unless_set(engine_ns):
+    """RoCE runs sample every 500 ns over a 3 us window, InfiniBand keeps the controller's defaults (1 us,
+    4 us), and a --set of either attribute wins."""
+    def attributes(transport: str, **network) -> dict:
+        doc = {**_flows_doc(transport, "permutation"), "limits": {"fast_forward": True}}
+        doc["network"] |= network
+        rec = run(experiments_of(doc)[0])
+        return {k.split("::")[1]: v for k, v in rec.config["attributes"].items()
+                if k in ("FastForwardController::CheckInterval", "FastForwardController::StabilityWindow")}
+
+    assert attributes("roce") == {"CheckInterval": "500ns", "StabilityWindow": "3us"}
+    assert attributes("ib") == {}
+    assert attributes("roce", attributes={"FastForwardController::StabilityWindow": "8us"}) == \
+        {"CheckInterval": "500ns", "StabilityWindow": "8us"}
+
+
 @pytest.mark.parametrize("args,field", [
     (["--transport", "uec", "--fast-forward"], "limits.fast_forward"),
     (["--fast-forward", "--fault", "link_down:host0@1us"], "limits.fast_forward"),

@@ -248,6 +248,14 @@ def run_attributes(network, seed: int, *, lossless_mask: int | None = None) -> d
     return attributes | dict(network.attributes)
 
 
+#: fast-forward's sampling by transport, where it differs from FastForwardController's own defaults (a check
+#: every 1 us, a 4 us stability window; a --set wins): on RoCE a check every 500 ns and a 3 us window find steady
+#: flows sooner, within the error monitor's 1 %; InfiniBand keeps the defaults, as its ring channels drift out of
+#: step with shorter windows (p99 FCT 10 % off on GPT-13B; bench/README.md, "bench_fast_forward.py")
+FAST_FORWARD_SAMPLING = {"roce": {"FastForwardController::CheckInterval": "500ns",
+                                  "FastForwardController::StabilityWindow": "3us"}}
+
+
 #: attributes every run sets from its Experiment, with the field to use instead (a --set would be ignored)
 RUN_SET_ATTRIBUTES = {
     "EgressQueueSampler::Interval": "telemetry.queue_sample_interval_ns (--queue-interval-ns)",

@@ -29,7 +29,7 @@ from cosim.errors import CosimInputError
 from cosim.kinds import time_limit, training
 from cosim.kinds.base import JobPlan, LowerContext, Piece
 from cosim.network import fabrics
-from cosim.network.transport import run_attributes
+from cosim.network.transport import FAST_FORWARD_SAMPLING, run_attributes
 from cosim.parallel.partition import Partitioning, partition
 from cosim.plan import placement, sizes
 from cosim.spec import Experiment, Job
@@ -347,7 +347,7 @@ def _time_limit(exp: Experiment, fabric, jobs) -> float:
 
 def _attributes(exp: Experiment, jobs, dag: EngineDag) -> dict[str, str]:
     """Every ns-3 attribute the run sets: its GPUs' NVLink model, the network's (a --set of the user wins
-    over both), the collective timeout."""
+    over both), the collective timeout, fast-forward's (its transport's sampling unless --set)."""
     executor = [p.kind.executor_attributes(p) for p in jobs]
     executor = [x for x in executor if x]
     if any(x != executor[0] for x in executor):
@@ -364,6 +364,7 @@ def _attributes(exp: Experiment, jobs, dag: EngineDag) -> dict[str, str]:
     if exp.limits.fast_forward:
         out["FastForwardController::Enabled"] = "true"
         out["FastForwardController::RateTolerance"] = repr(float(exp.limits.fast_forward_tolerance))
+        out = FAST_FORWARD_SAMPLING.get(exp.network.transport, {}) | out
     return out
 
 
