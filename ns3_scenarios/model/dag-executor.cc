@@ -1,5 +1,7 @@
 #include "dag-executor.h"
 
+#include "simulation-clock.h"
+
 #include "ns3/double.h"
 #include "ns3/simulator.h"
 
@@ -401,7 +403,7 @@ DagExecutor::CheckCollective(uint64_t c)
         return; // completed in time, or the job already failed on another
     }
     m_failedCollective = int64_t(c);
-    m_failedAtPs = Simulator::Now().GetTimeStep();
+    m_failedAtPs = cosim::NowPs();
     Simulator::Stop();
 }
 
@@ -435,7 +437,7 @@ DagExecutor::Start()
 void
 DagExecutor::Begin(uint64_t op, std::vector<uint64_t>& ready)
 {
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     m_startPs[op] = nowPs;
     if (!m_collOfStartOp.empty() && m_collOfStartOp[op] >= 0)
     {
@@ -529,7 +531,7 @@ DagExecutor::Launch(uint32_t group)
     std::vector<uint64_t> ops;
     ops.swap(m_launch[group]);
     std::sort(ops.begin(), ops.end());
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     for (const uint64_t key : ops)
     {
         const uint64_t op = key >> kSubBits;
@@ -604,7 +606,7 @@ DagExecutor::FinishSub(uint64_t op, uint32_t sub)
 void
 DagExecutor::Drain(std::vector<uint64_t>& ready)
 {
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     while (!ready.empty())
     {
         const uint64_t op = ready.back();
@@ -632,7 +634,7 @@ DagExecutor::BeginSlowable(uint64_t op, int32_t gpu)
     const double rate = ComputeRate(gpu);
     const double workPs = double(m_durationPs[op]);
     m_running[gpu].push_back(
-        {op, workPs, Simulator::Now().GetTimeStep(),
+        {op, workPs, cosim::NowPs(),
          Simulator::Schedule(TimeStep(std::llround(workPs / rate)), &DagExecutor::FinishSlowable, this, op)});
 }
 
@@ -695,7 +697,7 @@ DagExecutor::CountGpuTransfer(int32_t gpu, uint8_t cls, int delta)
     {
         return;
     }
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     for (RunningCompute& r : m_running[gpu])
     {
         r.remainingPs = std::max(0.0, r.remainingPs - double(nowPs - r.sincePs) * oldRate);

@@ -5,6 +5,7 @@
 #include "link-fault-model.h"
 #include "packet-pool.h"
 #include "partition-exchange.h"
+#include "simulation-clock.h"
 
 #include "ns3/boolean.h"
 #include "ns3/enum.h"
@@ -218,7 +219,7 @@ EgressPort::Pause(uint8_t prio, uint32_t quanta)
         }
         return;
     }
-    if (m_pfcArbiter.OnXoff(prio, Simulator::Now().GetTimeStep()))
+    if (m_pfcArbiter.OnXoff(prio, cosim::NowPs()))
     {
         m_pauseTrace(prio, true);
     }
@@ -231,7 +232,7 @@ EgressPort::Pause(uint8_t prio, uint32_t quanta)
 void
 EgressPort::EndPause(uint8_t prio)
 {
-    m_pfcArbiter.Resume(prio, Simulator::Now().GetTimeStep());
+    m_pfcArbiter.Resume(prio, cosim::NowPs());
     m_pauseTrace(prio, false);
     TrySend();
 }
@@ -265,7 +266,7 @@ EgressPort::EnableQueue(uint8_t prio)
 int64_t
 EgressPort::GetPausedPs(uint8_t prio) const
 {
-    return m_pfcArbiter.GetPausedPs(prio, Simulator::Now().GetTimeStep());
+    return m_pfcArbiter.GetPausedPs(prio, cosim::NowPs());
 }
 
 void
@@ -297,13 +298,13 @@ EgressPort::AddCredits(uint8_t vl, uint32_t blocks)
 int64_t
 EgressPort::GetCreditStallPs(uint8_t vl) const
 {
-    return m_creditArbiter.GetStallPs(vl, Simulator::Now().GetTimeStep());
+    return m_creditArbiter.GetStallPs(vl, cosim::NowPs());
 }
 
 void
 EgressPort::UpdateStalls()
 {
-    const uint8_t changed = m_creditArbiter.UpdateStalls(m_queues, m_source, Simulator::Now().GetTimeStep());
+    const uint8_t changed = m_creditArbiter.UpdateStalls(m_queues, m_source, cosim::NowPs());
     for (uint32_t bits = changed; bits != 0; bits &= bits - 1)
     {
         const uint8_t vl = uint8_t(__builtin_ctz(bits));
@@ -414,7 +415,7 @@ EgressPort::ArbitrateCredit()
 void
 EgressPort::StartTransmission(FabricPacket* p)
 {
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     const int64_t serPs = SerializationPs(p->wireBytes);
     m_busy = true;
     ++m_txPackets;
@@ -442,18 +443,18 @@ EgressPort::StartTransmission(FabricPacket* p)
         m_onWire.Back()->nextDueTimePs = duePs;
     }
     m_onWire.Push(p);
-    Simulator::Schedule(TimeStep(serPs), m_txDoneEvent);
+    cosim::ScheduleInPs(serPs, m_txDoneEvent);
     if (!m_deliveryPending)
     {
         m_deliveryPending = true;
-        Simulator::Schedule(TimeStep(serPs + m_delayPs), m_deliverEvent);
+        cosim::ScheduleInPs(serPs + m_delayPs, m_deliverEvent);
     }
 }
 
 void
 EgressPort::PostToPartition(FabricPacket* p, int64_t duePs, int64_t serPs)
 {
-    Simulator::Schedule(TimeStep(serPs), m_txDoneEvent);
+    cosim::ScheduleInPs(serPs, m_txDoneEvent);
     m_exchange->Post(duePs, m_peer->GetNodeId(), m_peerPort, p);
     m_pool->Release(p);
 }
@@ -484,8 +485,8 @@ EgressPort::PopWire()
     if (!m_onWire.Empty())
     {
         m_wireHeadDuePs = p->nextDueTimePs;
-        const int64_t nowPs = Simulator::Now().GetTimeStep();
-        Simulator::Schedule(TimeStep(std::max<int64_t>(m_wireHeadDuePs - nowPs, 0)), m_deliverEvent);
+        const int64_t nowPs = cosim::NowPs();
+        cosim::ScheduleInPs(std::max<int64_t>(m_wireHeadDuePs - nowPs, 0), m_deliverEvent);
     }
     else
     {
@@ -504,11 +505,11 @@ EgressPort::DeliverThroughFault()
         return;
     }
     FabricPacket* p = m_onWire.Front();
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     if (m_wireHeadDuePs > nowPs)
     {
         // held back by a credit link's resend or outage, or sent by an LLR replay after this was scheduled
-        Simulator::Schedule(TimeStep(m_wireHeadDuePs - nowPs), m_deliverEvent);
+        cosim::ScheduleInPs(m_wireHeadDuePs - nowPs, m_deliverEvent);
         return;
     }
     if (m_flowControl == FlowControl::CREDIT)
@@ -545,7 +546,7 @@ EgressPort::DeliverThroughFault()
             {
                 q->nextDueTimePs = std::max(q->nextDueTimePs, againPs);
             }
-            Simulator::Schedule(TimeStep(againPs - nowPs), m_deliverEvent);
+            cosim::ScheduleInPs(againPs - nowPs, m_deliverEvent);
             return;
         }
         m_peer->Receive(PopWire(), m_peerPort);
@@ -594,7 +595,7 @@ EgressPort::LlrCorrupted()
     m_owner->NoteLoss(m_index, cosim::LossCause::LINK_RETRANSMITTED);
     m_llrAwaitingReplay = true;
     LlrDiscardHead();
-    Simulator::Schedule(TimeStep(m_delayPs), m_llrNackEvent);
+    cosim::ScheduleInPs(m_delayPs, m_llrNackEvent);
 }
 
 void

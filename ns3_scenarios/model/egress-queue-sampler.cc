@@ -1,5 +1,7 @@
 #include "egress-queue-sampler.h"
 
+#include "simulation-clock.h"
+
 #include "ns3/simulator.h"
 
 #include <algorithm>
@@ -54,10 +56,10 @@ EgressQueueSampler::MarkDirty(uint32_t index)
     m_dirty.push_back(index);
     if (!m_pending && m_running)
     {
-        const int64_t nowPs = Simulator::Now().GetTimeStep();
+        const int64_t nowPs = cosim::NowPs();
         const int64_t step = m_interval.GetTimeStep();
         m_pending = true;
-        Simulator::Schedule(TimeStep((nowPs / step + 1) * step - nowPs), Ptr<EventImpl>(m_event));
+        cosim::ScheduleInPs((nowPs / step + 1) * step - nowPs, Ptr<EventImpl>(m_event));
     }
 }
 
@@ -75,7 +77,7 @@ EgressQueueSampler::Sample()
     {
         return;
     }
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     std::sort(m_dirty.begin(), m_dirty.end()); // records of one tick in port order
     for (uint32_t i : m_dirty)
     {

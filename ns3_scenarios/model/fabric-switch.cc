@@ -3,6 +3,7 @@
 #include "adaptive-router.h"
 #include "egress-port.h"
 #include "packet-pool.h"
+#include "simulation-clock.h"
 
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
@@ -491,7 +492,7 @@ FabricSwitch::RouteCandidates(const FabricPacket& p, std::vector<uint32_t>* out)
 uint32_t
 FabricSwitch::SelectFlowletPort(const FabricPacket& p, const uint16_t* candidates, uint32_t count, uint64_t hash)
 {
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     const int32_t ongoing = m_flowlets.Continue(hash, nowPs, m_flowletTimeoutPs);
     if (ongoing >= 0)
     {
@@ -667,7 +668,7 @@ FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t port)
     if (m_telemetryOn)
     {
         m_telemetry->OnTransmit(p, port, m_ports[port]->GetQueueBytes(), m_ports[port]->GetRateBps(),
-                                Simulator::Now().GetTimeStep());
+                                cosim::NowPs());
     }
     switch (m_flowControl)
     {

@@ -1,6 +1,7 @@
 #include "host-nic.h"
 
 #include "packet-pool.h"
+#include "simulation-clock.h"
 
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
@@ -456,7 +457,7 @@ HostNic::ThawFlow(uint64_t flowId, uint64_t creditBytes)
     FlowTable::Bytes& b = m_flows->bytes[flowId];
     NS_ASSERT_MSG(creditBytes == 0 || (b.rcvdBytes == b.sentBytes && b.sentBytes + creditBytes < qp.sizeBytes),
                   "flow " << flowId << ": a credit needs every sent byte delivered and must leave a packet to send");
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     if (creditBytes != 0)
     {
         b.sentBytes += creditBytes;
@@ -494,7 +495,7 @@ void
 HostNic::AddFlow(uint64_t flowId)
 {
     NS_ABORT_MSG_UNLESS(m_flows->src[flowId] == m_nodeId, "flow added to a NIC that is not its source");
-    const int64_t delayPs = m_flows->startPs[flowId] - Simulator::Now().GetTimeStep();
+    const int64_t delayPs = m_flows->startPs[flowId] - cosim::NowPs();
     Simulator::Schedule(TimeStep(delayPs > 0 ? delayPs : 0), &HostNic::StartFlow, this, flowId);
 }
 
@@ -604,7 +605,7 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
     {
         return nullptr;
     }
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     if (m_uec)
     {
         return PullUec(pausedMask, nowPs);
@@ -769,7 +770,7 @@ HostNic::SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seq
 void
 HostNic::FinishFlow(uint64_t flowId)
 {
-    m_flows->finishPs[flowId] = Simulator::Now().GetTimeStep();
+    m_flows->finishPs[flowId] = cosim::NowPs();
     ++m_flows->completed;
     m_flowFinishTrace(flowId);
     if (!m_flows->onFinish.IsNull())
@@ -847,7 +848,7 @@ void
 HostNic::OnData(const FabricPacket& p)
 {
     const uint64_t flowId = p.flowId;
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     m_echoUtilization = p.pathUtilization;
     if (p.ecnMarked)
     {
@@ -1002,7 +1003,7 @@ HostNic::OnAck(const FabricPacket& p)
     }
     GoBackNState& gbn = m_qps[qpIndex].gbn;
     const bool stale = p.seqBytes < gbn.ackedBytes; // overtaken by later ACKs: its gap was filled long ago
-    GoBackNSender::OnAck(gbn, p.seqBytes, Simulator::Now().GetTimeStep());
+    GoBackNSender::OnAck(gbn, p.seqBytes, cosim::NowPs());
     if (gbn.timerPending && gbn.ackedBytes >= m_flows->bytes[p.flowId].sizeBytes)
     {
         // Every byte is acknowledged: take the timer out of the event queue rather than let it fire.
@@ -1062,7 +1063,7 @@ HostNic::RetransmitTimer(uint32_t qpIndex)
 {
     QueuePair& qp = m_qps[qpIndex];
     qp.gbn.timerPending = false;
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     const uint64_t flowId = qp.flowId;
     int64_t deadlinePs = 0;
     switch (m_gbnTx.OnTimer(qp.gbn, m_flows->bytes[flowId].sentBytes, m_flows->bytes[flowId].sizeBytes, nowPs, &deadlinePs))
@@ -1166,7 +1167,7 @@ HostNic::IncreaseTimer(uint32_t qpIndex)
                                                &HostNic::IncreaseTimer, this, qpIndex);
     }
     // A faster rate may let the QP send earlier than its pacing slot said.
-    qp.nextSendPs = std::min(qp.nextSendPs, Simulator::Now().GetTimeStep());
+    qp.nextSendPs = std::min(qp.nextSendPs, cosim::NowPs());
     m_ports[0]->Wake();
 }
 
@@ -1183,7 +1184,7 @@ HostNic::CctiTimer(uint32_t qpIndex)
     {
         Simulator::Schedule(m_ibCcAlgo->GetRecoveryPeriod(), &HostNic::CctiTimer, this, qpIndex);
     }
-    qp.nextSendPs = std::min(qp.nextSendPs, Simulator::Now().GetTimeStep() + m_ibCcAlgo->GapPs(qp.ibCc));
+    qp.nextSendPs = std::min(qp.nextSendPs, cosim::NowPs() + m_ibCcAlgo->GapPs(qp.ibCc));
     m_ports[0]->Wake();
 }
 
@@ -1326,7 +1327,7 @@ HostNic::UecTimer(uint32_t qpIndex)
 {
     UecFlow& u = *m_uecFlows[qpIndex];
     u.rtoPending = false;
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     int64_t nextPs = -1;
     uint64_t lost = u.pds.OnTimeout(nowPs, m_uecRetransmitTimeout.GetTimeStep(), &nextPs);
     if (lost != 0 && m_uecDelivery == UecDelivery::ROD)
@@ -1531,7 +1532,7 @@ HostNic::OnSack(const FabricPacket& p)
         return; // not this NIC's flow, or every packet of it acknowledged already
     }
     UecFlow& u = *m_uecFlows[qpIndex];
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     const SackOutcome got = ApplySack(u.pds, m_entropy, u.entropy, DecodeSack(p), nowPs);
     if (got.ackedBytes != 0 && m_uecCc != UecCc::RCCC)
     {
@@ -1558,7 +1559,7 @@ HostNic::OnNack(const FabricPacket& p)
         return;
     }
     UecFlow& u = *m_uecFlows[qpIndex];
-    const int64_t nowPs = Simulator::Now().GetTimeStep();
+    const int64_t nowPs = cosim::NowPs();
     if (m_uecDelivery == UecDelivery::ROD)
     {
         // The receiver dropped what followed the gap: go back to it. Only a trimmed gap signals congestion.

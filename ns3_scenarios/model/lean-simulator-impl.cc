@@ -20,24 +20,38 @@ LeanSimulatorImpl::GetTypeId()
     return tid;
 }
 
+LeanSimulatorImpl* LeanSimulatorImpl::s_running = nullptr;
+
 LeanSimulatorImpl::LeanSimulatorImpl()
     : m_uid(EventId::UID::VALID),
       m_currentUid(EventId::UID::INVALID),
       m_currentContext(Simulator::NO_CONTEXT)
 {
+    s_running = this; // ns-3 runs one simulator at a time: a new one replaces the last
 }
 
-LeanSimulatorImpl::~LeanSimulatorImpl() = default;
+LeanSimulatorImpl::~LeanSimulatorImpl()
+{
+    if (s_running == this)
+    {
+        s_running = nullptr;
+    }
+}
 
 void
 LeanSimulatorImpl::DoDispose()
 {
+    if (s_running == this)
+    {
+        s_running = nullptr;
+    }
     // The scheduler holds a reference to each pending event: drop them with it.
     while (m_events && !m_events->IsEmpty())
     {
         m_events->RemoveNext().impl->Unref();
     }
     m_events = nullptr;
+    m_queue = nullptr;
     SimulatorImpl::DoDispose();
 }
 
@@ -64,6 +78,7 @@ LeanSimulatorImpl::SetScheduler(ObjectFactory schedulerFactory)
         scheduler->Insert(m_events->RemoveNext());
     }
     m_events = scheduler;
+    m_queue = PeekPointer(m_events);
 }
 
 uint32_t
@@ -82,9 +97,9 @@ void
 LeanSimulatorImpl::Run()
 {
     m_stop = false;
-    while (!m_events->IsEmpty() && !m_stop)
+    while (!m_queue->IsEmpty() && !m_stop)
     {
-        const Scheduler::Event next = m_events->RemoveNext();
+        const Scheduler::Event next = m_queue->RemoveNext();
         NS_ASSERT_MSG(next.key.m_ts >= m_currentTs, "an event earlier than the current time");
         --m_unscheduledEvents;
         ++m_eventCount;
@@ -107,19 +122,6 @@ EventId
 LeanSimulatorImpl::Stop(const Time& delay)
 {
     return Simulator::Schedule(delay, &Simulator::Stop);
-}
-
-Scheduler::EventKey
-LeanSimulatorImpl::Insert(EventImpl* event, uint64_t tsSteps, uint32_t context)
-{
-    Scheduler::Event ev;
-    ev.impl = event;
-    ev.key.m_ts = tsSteps;
-    ev.key.m_context = context;
-    ev.key.m_uid = m_uid++;
-    ++m_unscheduledEvents;
-    m_events->Insert(ev);
-    return ev.key;
 }
 
 EventId

@@ -61,13 +61,48 @@ class LeanSimulatorImpl final : public SimulatorImpl
     uint32_t GetContext() const override;
     uint64_t GetEventCount() const override;
 
+    /// @return the LeanSimulatorImpl that runs this process's simulation, or nullptr if another SimulatorImpl does
+    static LeanSimulatorImpl* Running()
+    {
+        return s_running;
+    }
+
+    /// @return the current time, in time steps
+    uint64_t NowSteps() const
+    {
+        return m_currentTs;
+    }
+
+    /**
+     * @brief Schedule @p event @p delaySteps time steps from now, in the current context: Schedule without
+     * the Time, the EventId it returns and the virtual call, for the packet path's reusable events.
+     * @param event an event whose one reference is handed to the queue
+     */
+    void ScheduleSteps(uint64_t delaySteps, EventImpl* event)
+    {
+        Insert(event, m_currentTs + delaySteps, m_currentContext);
+    }
+
   private:
     void DoDispose() override;
 
     /// Queue @p event at absolute time @p tsSteps (time steps) with @p context; @return its key
-    Scheduler::EventKey Insert(EventImpl* event, uint64_t tsSteps, uint32_t context);
+    Scheduler::EventKey Insert(EventImpl* event, uint64_t tsSteps, uint32_t context)
+    {
+        Scheduler::Event ev;
+        ev.impl = event;
+        ev.key.m_ts = tsSteps;
+        ev.key.m_context = context;
+        ev.key.m_uid = m_uid++;
+        ++m_unscheduledEvents;
+        m_queue->Insert(ev);
+        return ev.key;
+    }
+
+    static LeanSimulatorImpl* s_running; ///< the instance that runs the simulation (the last one built)
 
     Ptr<Scheduler> m_events;            ///< pending events
+    Scheduler* m_queue{nullptr};        ///< m_events, read per event without Ptr's null check
     std::list<EventId> m_destroyEvents; ///< ScheduleDestroy's events, run by Destroy in order
     uint64_t m_currentTs{0};            ///< time of the event being run (or last run), in time steps
     uint64_t m_eventCount{0};           ///< events run so far
