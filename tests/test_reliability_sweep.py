@@ -84,6 +84,15 @@ def _children(pid: int) -> set[int]:
     return kids
 
 
+def _is_worker(pid: int) -> bool:
+    """True if process ``pid`` is a spawned worker (False once it has gone: a child can exit between the
+    listing of /proc and this read)."""
+    try:
+        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -114,8 +123,7 @@ def test_killing_the_sweep_takes_its_workers_down(tmp_path, jobs):
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(workers) < jobs:
-            workers = {k for k in _children(parent.pid)
-                       if b"spawn_main" in Path(f"/proc/{k}/cmdline").read_bytes()} if _alive(parent.pid) else set()
+            workers = {k for k in _children(parent.pid) if _is_worker(k)} if _alive(parent.pid) else set()
             time.sleep(0.1)
         assert len(workers) >= jobs, f"the sweep started {len(workers)} of {jobs} workers"
         time.sleep(1.0)  # the workers are past their initializer, running points
