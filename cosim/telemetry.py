@@ -84,13 +84,21 @@ def queue_percentile_bytes(queues: Mapping[str, np.ndarray], n_ports: int, inter
 
 def _add_weights(depths: np.ndarray, weights: np.ndarray, depth: np.ndarray, weight: np.ndarray):
     """(depths, samples per depth) with ``weight`` samples more at each ``depth``: depths sorted and unique,
-    integer sums."""
+    integer sums. A log holds few distinct depths (thousands in millions of rows), so the rows are summed
+    per depth first and the sums then merged into the running ones."""
     if not depth.size:
         return depths, weights
-    d, inv = np.unique(np.concatenate([depths, depth]), return_inverse=True)
-    order = np.argsort(inv, kind="stable")
-    w = np.concatenate([weights, weight])[order]
-    return d, np.add.reduceat(w, np.searchsorted(inv[order], np.arange(d.size)))
+    order = np.argsort(depth, kind="stable")
+    d = depth[order]
+    starts = np.flatnonzero(np.concatenate([[True], d[1:] != d[:-1]]))
+    w = np.add.reduceat(np.asarray(weight, np.int64)[order], starts)
+    d = d[starts]
+    if depths.size:
+        merged, inv = np.unique(np.concatenate([depths, d]), return_inverse=True)
+        total = np.zeros(merged.size, np.int64)
+        np.add.at(total, inv, np.concatenate([weights, w]))
+        return merged, total
+    return d, w
 
 
 def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray,

@@ -54,8 +54,9 @@ OP = np.int32
 EDGE_BLOCK = 1 << 22
 #: largest (ops of no part) x (parts) boolean table the grouping marks edges in, entries (64 MiB)
 TOUCH_TABLE_MAX = 1 << 26
-#: queue samples of one piece per time slice of the merge (its temporaries hold about the parts times as many)
-QUEUE_MERGE_SLICE_ROWS = 1 << 20
+#: queue samples of one piece per time slice of the merge: a slice holds about the parts times as many rows,
+#: and its readers (the results writer, the queue percentile) a few times that in temporaries
+QUEUE_MERGE_SLICE_ROWS = 1 << 17
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

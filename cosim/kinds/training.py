@@ -424,7 +424,8 @@ class TrainingKind(WorkloadKind):
         summary |= exposure.exposure_entries(tables["ops"], its, busiest, job_start_ns=start)
         summary |= exposure.p2p_entries(tables["ops"], np.tile(trace.bytes, dag.n_iterations),
                                         first_iteration=1 if its["time_ns"].size > 1 else 0)
-        mine = {k: np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
+        every = rows.size == out.flow_op.size  # one job's rows are every flow, in order: no copy
+        mine = {k: x if every else np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
         summary |= transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine)
         if "transfer" in mine:
             flows["transfer"][rows] = rows[mine["transfer"]]
