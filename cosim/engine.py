@@ -690,6 +690,7 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         yield engine, t0
     finally:
         engine.__destruct__()
+        memory.release_freed_heap()
 
 
 def _pinned_routes(fabric: Fabric) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

@@ -751,7 +751,11 @@ def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, 
             if o.network.status != "complete":
                 return None, f"a part run until the end of the whole run ended {o.network.status}"
             outs[i] = _drop_last_op(o)
-    return merge(fabric, columns, d, outs), ""
+    merged = merge(fabric, columns, d, outs)
+    # the merge's temporaries (arrays of a few MB, below glibc's mmap threshold) leave their heap pages
+    # resident between the arrays kept: hundreds of MB for a large fold, given back before the record
+    memory.release_freed_heap()
+    return merged, ""
 
 
 def _run_all(fabric, cols: list[dict], settings: dict, progress: PartsProgress | None, jobs: int) -> list:
