@@ -85,4 +85,3 @@ def release_freed_heap() -> None:
     except (OSError, AttributeError):  # not glibc
         return
     trim(0)
-

@@ -18,6 +18,7 @@ class StreamedTable(Mapping):
 
     As a Mapping of columns, like every table of a run record, ``table[name]`` builds that column whole (a
     full pass), for the readers that need it in memory; :meth:`materialize` builds every column in one pass.
+    It does not pickle: what sends a run's output to another process sends the materialized columns.
     """
 
     def __init__(self, rows: int, dtypes: Mapping[str, np.dtype],
@@ -38,14 +39,15 @@ class StreamedTable(Mapping):
             yield cols
         assert done == self.rows, f"{done} rows produced, {self.rows} announced"
 
-    def materialize(self) -> dict[str, np.ndarray]:
-        """Every column whole, in one pass."""
-        out = {name: np.empty(self.rows, d) for name, d in self.dtypes.items()}
+    def materialize(self, names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+        """Every column whole (or those ``names``), in one pass."""
+        names = list(self.dtypes if names is None else names)
+        out = {name: np.empty(self.rows, self.dtypes[name]) for name in names}
         at = 0
         for part in self.slices():
             n = next(iter(part.values())).size
-            for name, col in part.items():
-                out[name][at:at + n] = col
+            for name in names:
+                out[name][at:at + n] = part[name]
             at += n
         return out
 
@@ -55,13 +57,10 @@ class StreamedTable(Mapping):
         return self.rows * sum(d.itemsize for d in self.dtypes.values())
 
     def __getitem__(self, name: str) -> np.ndarray:
-        d = self.dtypes[name]
-        out, at = np.empty(self.rows, d), 0
-        for part in self.slices():
-            col = part[name]
-            out[at:at + col.size] = col
-            at += col.size
-        return out
+        return self.materialize((name,))[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.dtypes
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.dtypes)

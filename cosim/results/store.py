@@ -59,8 +59,10 @@ def _write_run(h5, run: RunRecord) -> None:
                     ds[at:at + n] = part[name]
                 at += n
         else:
-            columns = [_create_column(sub, group, name, np.asarray(values).dtype, np.asarray(values).size,
-                                      np.asarray(values)) for name, values in table.items()]
+            columns = []
+            for name, values in table.items():
+                values = np.asarray(values)
+                columns.append(_create_column(sub, group, name, values.dtype, values.size, values))
         _name_dimension(sub, DIMENSIONS.get(group, f"{group}_row"), columns)
 
 
@@ -68,11 +70,13 @@ def _create_column(sub, group: str, name: str, dtype: np.dtype, rows: int, value
     """Dataset ``name`` of table ``group`` with its units, description and flags: holding ``values``, or
     ``rows`` rows of ``dtype`` for the caller to fill (the same chunks and compression either way)."""
     big = rows > 4096
-    text = dtype.kind in "OUS"
-    data = None if values is None else values.astype(object) if text else values
-    ds = sub.create_dataset(name, shape=(rows,) if values is None else None, data=data,
-                            dtype=h5py.string_dtype() if text else dtype if values is None else None,
-                            chunks=True if big else None, compression="gzip" if big else None, shuffle=big)
+    layout = {"chunks": True if big else None, "compression": "gzip" if big else None, "shuffle": big}
+    if values is None:
+        ds = sub.create_dataset(name, shape=(rows,), dtype=dtype, **layout)
+    else:
+        text = dtype.kind in "OUS"
+        ds = sub.create_dataset(name, data=values.astype(object) if text else values,
+                                dtype=h5py.string_dtype() if text else None, **layout)
     units, description = DATASETS.get((group, name), ("", ""))
     ds.attrs["units"] = units
     ds.attrs["description"] = description
