@@ -116,7 +116,7 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
         flows["slowdown"] = np.where(flows["ideal_ns"] > 0, flows["fct_ns"] / flows["ideal_ns"], np.nan)
     tables = {
         "flows": flows,
-        "queues": out.queues,
+        "queues": out.queues if isinstance(out.queues, StreamedTable) else dict(out.queues),
         "ports": dict(out.ports),
         "pauses": dict(out.logs["pauses"]),  # stored by every run, with or without a pause
         "latency": {"low_ns": out.latency_low_ns, "count": out.latency_count},
