@@ -64,7 +64,7 @@ def main(per_leaf: int, leaves: int, spines: int, flow_kib: int) -> None:
             slow = np.asarray(out.finish_ns) / own
             bound = bottleneck_ns(flows, own, per_leaf, spines)
             last = float(np.max(out.finish_ns))
-            q, t = np.asarray(out.queue_bytes), np.asarray(out.queue_time_ns)
+            q, t = np.asarray(out.queues["bytes"]), np.asarray(out.queues["time_ns"])
             steady = (t >= 0.3 * last) & (t <= 0.7 * last)  # after the first round trips, before the tail
             print(f"| {name} | {label} | {last / bound:.3f} | {np.percentile(slow, 50):.2f} | "
                   f"{np.percentile(slow, 99):.2f} | {q.max() / 1e3:.0f} | {q[steady].max(initial=0) / 1e3:.0f} | "

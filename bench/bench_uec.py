@@ -90,7 +90,7 @@ def main(per_leaf: int, leaves: int, spines: int, flow_kib: int) -> None:
             bound = bottleneck_ns(flows, own, per_leaf, spines)
             c = out.counters
             print(f"{name:<12} {setting:<20} {np.max(out.finish_ns) / bound:>10.3f} {np.percentile(slow, 50):>8.2f} "
-                  f"{np.percentile(slow, 99):>8.2f} {np.asarray(out.queue_bytes).max() / 1e3:>12.0f} "
+                  f"{np.percentile(slow, 99):>8.2f} {np.asarray(out.queues['bytes']).max() / 1e3:>12.0f} "
                   f"{c.get('trimmed_packets', 0):>8} {c['retransmitted_packets']:>8} {c['pause_frames_sent']:>7} "
                   f"{c['acks']:>7} {out.events:>9} {wall:>7.2f}")
 

@@ -115,10 +115,9 @@ class SimulationOutput:
 
     finish_ns: np.ndarray  # float64 [n_flows], time the last byte arrived; nan if unfinished
     delivered_bytes: np.ndarray  # int64 [n_flows], payload delivered
-    queue_time_ns: np.ndarray  # float64 [n_samples]
-    queue_node: np.ndarray  # int32 [n_samples]
-    queue_port: np.ndarray  # int32 [n_samples]
-    queue_bytes: np.ndarray  # int64 [n_samples], queued wire bytes
+    #: the queue sampler's change log: time_ns (float64), node, port (int32), bytes (int64, queued wire bytes)
+    #: [n_samples]; a cosim.streamed.StreamedTable when a decomposed run copies a part's log to every part
+    queues: Mapping[str, np.ndarray]
     ports: dict[str, np.ndarray]  # per egress port: node, port, peer, tx_bytes, tx_packets, drops,
     #                               peak_queue_bytes, paused_ps (time paused by PFC, all priorities), rate_bps,
     #                               credit_stall_ps (time with data but no credits, all lanes)
@@ -691,6 +690,7 @@ def _session(fabric: Fabric, seed: int, attributes: Mapping[str, str] | None, qu
         yield engine, t0
     finally:
         engine.__destruct__()
+        memory.release_freed_heap()
 
 
 def _pinned_routes(fabric: Fabric) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -813,10 +813,7 @@ def _collect(engine, status: int, wall_s: float, run_s: float) -> SimulationOutp
     return SimulationOutput(
         finish_ns=finish_ns,
         delivered_bytes=delivered,
-        queue_time_ns=qt / 1e3,
-        queue_node=qn,
-        queue_port=qp,
-        queue_bytes=qb,
+        queues={"time_ns": qt / 1e3, "node": qn, "port": qp, "bytes": qb},
         ports=ports,
         logs={info.name: _read_log(engine, info) for info in event_logs()},
         latency_low_ns=low_ns,

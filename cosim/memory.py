@@ -69,3 +69,19 @@ def check_plan_fits(n_ops: float, field: str, fix: str, *, what: str = "flows",
         return
     raise CosimInputError(field, f"makes about {n_ops:.3g} {what}, and planning them needs about {need / 1e9:.3g} GB "
                           f"({bytes_per_op} B per op), {mem / 1e9:.1f} GB is available", fix)
+
+
+def release_freed_heap() -> None:
+    """Give the pages of freed heap memory back to the OS (glibc's ``malloc_trim``; nothing elsewhere).
+
+    glibc keeps the pages of freed heap blocks resident while allocations still alive sit above them: a
+    simulation's millions of small ns-3 objects (packets, events, flows) and a merge's temporaries (arrays
+    below the mmap threshold, which glibc raises up to 32 MB as arrays are freed) leave hundreds of MB so,
+    which the run's later arrays (tens of MB each, mapped on their own) do not reuse."""
+    try:
+        import ctypes  # noqa: PLC0415
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)

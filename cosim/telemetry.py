@@ -17,6 +17,7 @@ import numpy as np
 from cosim import __version__, engine
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.topology import SWITCH
+from cosim.streamed import StreamedTable, table_rows, table_slices
 
 #: rows of a queue change log handled at a time (queue_percentile_bytes' temporaries are a few times this)
 QUEUE_LOG_SLICE_ROWS = 1 << 22
@@ -30,50 +31,74 @@ def queue_percentile_bytes(queues: Mapping[str, np.ndarray], n_ports: int, inter
     change holds until the port's next one, and samples before a port's first change (or of a port never
     recorded) are 0. Samples are taken every ``interval_ns`` from time 0 to ``sim_time_ns``.
 
-    A change log can hold tens of millions of rows (a fold copies its part's to every part), so it is read a
-    slice at a time from its end, keeping per port the sample of its next change, and the percentile is
-    found by bisecting the depth: the smallest depth whose samples at or below it reach the target.
+    A change log can hold tens of millions of rows (a fold copies its part's to every part, as a
+    cosim.streamed.StreamedTable), so it is read a slice at a time in time order, keeping per port its last
+    change, whose samples are known at the port's next change (or the end); the samples are summed per depth,
+    and the percentile is the smallest depth whose samples at or below it reach the target.
     """
-    time = np.asarray(queues["time_ns"], np.float64)
-    if time.size == 0 or n_ports <= 0:
+    if table_rows(queues) == 0 or n_ports <= 0:
         return 0.0
-    node, port, depth = np.asarray(queues["node"]), np.asarray(queues["port"]), np.asarray(queues["bytes"])
-    sample = lambda sl: np.rint(time[sl] / interval_ns).astype(np.int64)  # noqa: E731
-    if np.any(time[1:] < time[:-1]):  # the sampler logs in time order; another log is put in it
-        order = np.argsort(sample(slice(None)), kind="stable")
-        time, node, port, depth = time[order], node[order], port[order], depth[order]
-        del order
-    n_samples = max(int(sim_time_ns // interval_ns) + 1, int(sample(slice(-1, None))[0]) + 1)
-    ports_per_node = int(port.max()) + 1
-    next_change = np.full((int(node.max()) + 1) * ports_per_node, n_samples, np.int64)  # per port, sample index
-    weight = np.empty(time.size, np.int64)  # samples each change holds: until the port's next change
-    for hi in range(time.size, 0, -QUEUE_LOG_SLICE_ROWS):
-        lo = max(0, hi - QUEUE_LOG_SLICE_ROWS)
-        k = sample(slice(lo, hi))
-        key = node[lo:hi].astype(np.int64) * ports_per_node + port[lo:hi]
+    if not isinstance(queues, StreamedTable):
+        time = np.asarray(queues["time_ns"], np.float64)
+        if np.any(time[1:] < time[:-1]):  # the sampler logs in time order; another log is put in it
+            order = np.argsort(np.rint(time / interval_ns).astype(np.int64), kind="stable")
+            queues = {k: np.asarray(x)[order] for k, x in queues.items()}
+    pending = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)  # per port: key, sample, depth
+    depths, weights = np.zeros(0, np.int64), np.zeros(0, np.int64)  # samples per depth, depths sorted
+    last = 0
+    for part in table_slices(queues, QUEUE_LOG_SLICE_ROWS):
+        if not part["time_ns"].size:
+            continue
+        k = np.rint(np.asarray(part["time_ns"], np.float64) / interval_ns).astype(np.int64)
+        last = int(k[-1])
+        key = (np.asarray(part["node"]).astype(np.int64) << 32) + np.asarray(part["port"])
         order = np.argsort(key, kind="stable")  # per port, its changes in time order
-        key, k = key[order], k[order]
-        nxt = next_change[key]
+        key, k, depth = key[order], k[order], np.asarray(part["bytes"]).astype(np.int64)[order]
         same = key[1:] == key[:-1]
-        nxt[:-1][same] = k[1:][same]
-        weight[lo + order] = np.maximum(nxt - k, 0)
-        first = np.ones(key.size, bool)
-        first[1:] = ~same
-        next_change[key[first]] = k[first]
-    del next_change
-    total = int(weight.sum())
+        first, final = np.ones(key.size, bool), np.ones(key.size, bool)
+        first[1:], final[:-1] = ~same, ~same
+        held = np.maximum(k[1:] - k[:-1], 0)[same]  # a change holds until its port's next one in the slice
+        # a port's pending change from an earlier slice holds until its first change in this one
+        p_key, p_k, p_depth = pending
+        at = np.minimum(np.searchsorted(p_key, key[first]), max(p_key.size - 1, 0))
+        hit = p_key[at] == key[first] if p_key.size else np.zeros(at.size, bool)
+        closed = np.maximum(k[first][hit] - p_k[at[hit]], 0)
+        depths, weights = _add_weights(depths, weights, np.concatenate([depth[:-1][same], p_depth[at[hit]]]),
+                                       np.concatenate([held, closed]))
+        keep = np.ones(p_key.size, bool)
+        keep[at[hit]] = False
+        p_key, p_k, p_depth = (np.concatenate([x[keep], y[final]]) for x, y in ((p_key, key), (p_k, k),
+                                                                                 (p_depth, depth)))
+        o = np.argsort(p_key)
+        pending = p_key[o], p_k[o], p_depth[o]
+    n_samples = max(int(sim_time_ns // interval_ns) + 1, last + 1)
+    depths, weights = _add_weights(depths, weights, pending[2], np.maximum(n_samples - pending[1], 0))
+    total = int(weights.sum())
     zeros = max(n_ports * n_samples - total, 0)  # samples at depth 0 before any change
     target = q / 100.0 * (zeros + total)
     if zeros >= target:
         return 0.0
-    lo, hi = int(depth.min()), int(depth.max())
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if float(zeros + int(np.sum(weight, where=depth <= mid))) >= target:
-            hi = mid
-        else:
-            lo = mid + 1
-    return float(lo)
+    reached = (zeros + np.cumsum(weights)).astype(np.float64) >= target
+    return float(depths[int(np.argmax(reached))])
+
+
+def _add_weights(depths: np.ndarray, weights: np.ndarray, depth: np.ndarray, weight: np.ndarray):
+    """(depths, samples per depth) with ``weight`` samples more at each ``depth``: depths sorted and unique,
+    integer sums. A log holds few distinct depths (thousands in millions of rows), so the rows are summed
+    per depth first and the sums then merged into the running ones."""
+    if not depth.size:
+        return depths, weights
+    order = np.argsort(depth, kind="stable")
+    d = depth[order]
+    starts = np.flatnonzero(np.concatenate([[True], d[1:] != d[:-1]]))
+    w = np.add.reduceat(np.asarray(weight, np.int64)[order], starts)
+    d = d[starts]
+    if depths.size:
+        merged, inv = np.unique(np.concatenate([depths, d]), return_inverse=True)
+        total = np.zeros(merged.size, np.int64)
+        np.add.at(total, inv, np.concatenate([weights, w]))
+        return merged, total
+    return d, w
 
 
 def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray,
@@ -91,8 +116,7 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
         flows["slowdown"] = np.where(flows["ideal_ns"] > 0, flows["fct_ns"] / flows["ideal_ns"], np.nan)
     tables = {
         "flows": flows,
-        "queues": {"time_ns": out.queue_time_ns, "node": out.queue_node, "port": out.queue_port,
-                   "bytes": out.queue_bytes},
+        "queues": out.queues if isinstance(out.queues, StreamedTable) else dict(out.queues),
         "ports": dict(out.ports),
         "pauses": dict(out.logs["pauses"]),  # stored by every run, with or without a pause
         "latency": {"low_ns": out.latency_low_ns, "count": out.latency_count},

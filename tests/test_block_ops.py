@@ -128,7 +128,7 @@ def assert_same_simulation(fab, ops: list[Op], ts: list[Template], attributes=No
     np.testing.assert_array_equal(full.network.delivered_bytes, compact.network.delivered_bytes)
     for name in full.network.ports:
         np.testing.assert_array_equal(full.network.ports[name], compact.network.ports[name])
-    np.testing.assert_array_equal(full.network.queue_bytes, compact.network.queue_bytes)
+    np.testing.assert_array_equal(full.network.queues["bytes"], compact.network.queues["bytes"])
     assert full.network.counters == compact.network.counters
     assert full.network.events == compact.network.events
     assert full.network.sim_time_ns == compact.network.sim_time_ns

@@ -105,10 +105,10 @@ def test_incast_conserves_bytes_and_drains_at_line_rate(engine_ns):
     bottleneck_ns = ser_ns(wire_bytes(size), gbps).sum() * (n_hosts - 1)
     assert last == pytest.approx(bottleneck_ns + 2 * 500.0 + ser_ns(MTU_BYTES + HEADER_BYTES, gbps), rel=1e-3)
     # Queue samples: the receiver's egress queue rose and drained back to zero.
-    q = out.queue_bytes[(out.queue_node == n_hosts)]
+    q = out.queues["bytes"][(out.queues["node"] == n_hosts)]
     assert q.max() > 0 and q[-1] == 0
     assert q.max() <= ports["peak_queue_bytes"].max()
-    assert np.all(np.diff(out.queue_time_ns) >= 0)
+    assert np.all(np.diff(out.queues["time_ns"]) >= 0)
     assert out.pool_packets < 10_000  # packets recycled, not one allocation per packet
 
 
@@ -118,7 +118,7 @@ def test_same_seed_same_results_bit_for_bit(engine_ns):
     a = engine.simulate(fabric, flows, seed=7)
     b = engine.simulate(fabric, flows, seed=7)
     assert a.finish_ns.tobytes() == b.finish_ns.tobytes()
-    assert a.queue_bytes.tobytes() == b.queue_bytes.tobytes()
+    assert a.queues["bytes"].tobytes() == b.queues["bytes"].tobytes()
     assert a.events == b.events
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from cosim import telemetry
+from cosim.streamed import StreamedTable
 
 
 def _reference(queues, n_ports, interval_ns, sim_time_ns, q=99.0):
@@ -55,3 +56,18 @@ def test_sliced_bisection_equals_a_sort_of_the_whole_log(seed, monkeypatch):
 def test_an_empty_log_is_zero():
     empty = {k: np.zeros(0) for k in ("time_ns", "node", "port", "bytes")}
     assert telemetry.queue_percentile_bytes(empty, 8, 1000.0, 1e6) == 0.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_streamed_log_gives_the_same_percentile(seed):
+    """A log in time order given as a StreamedTable of uneven slices: the percentile of the arrays."""
+    rng = np.random.default_rng(100 + seed)
+    queues = _log(rng, int(rng.integers(1, 400)), int(rng.integers(1, 6)), int(rng.integers(1, 9)), True)
+    n = queues["time_ns"].size
+    cuts = np.sort(rng.integers(0, n + 1, int(rng.integers(0, 8))))
+    bounds = [0, *cuts.tolist(), n]
+    streamed = StreamedTable(n, {k: x.dtype for k, x in queues.items()},
+                             lambda: ({k: x[lo:hi] for k, x in queues.items()} for lo, hi in zip(bounds, bounds[1:])))
+    for q in (50.0, 99.0, 100.0):
+        args = (40, 10.0, float(rng.integers(1, 60000)))
+        assert telemetry.queue_percentile_bytes(streamed, *args, q=q) == _reference(queues, *args, q=q)

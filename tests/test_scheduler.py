@@ -143,7 +143,7 @@ def test_simulation_is_identical_with_either_scheduler(engine_ns, transport):
     for out in runs[1:]:
         assert out.events == ref.events and out.sim_time_ns == ref.sim_time_ns
         np.testing.assert_array_equal(out.finish_ns, ref.finish_ns)
-        np.testing.assert_array_equal(out.queue_bytes, ref.queue_bytes)
+        np.testing.assert_array_equal(out.queues["bytes"], ref.queues["bytes"])
         np.testing.assert_array_equal(out.logs["pauses"]["time_ns"], ref.logs["pauses"]["time_ns"])
         assert out.counters == ref.counters
 

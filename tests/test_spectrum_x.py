@@ -51,8 +51,8 @@ def simulate(fabric, flows, snapshot_ns=(), **network):
 
 def port_queue(out, node: int, port: int):
     """(time ns, bytes) of the queue samples of ``node``'s egress ``port``."""
-    m = (np.asarray(out.queue_node) == node) & (np.asarray(out.queue_port) == port)
-    return np.asarray(out.queue_time_ns)[m], np.asarray(out.queue_bytes)[m]
+    m = (np.asarray(out.queues["node"]) == node) & (np.asarray(out.queues["port"]) == port)
+    return np.asarray(out.queues["time_ns"])[m], np.asarray(out.queues["bytes"])[m]
 
 
 def jain(x) -> float:
@@ -160,8 +160,8 @@ def test_telemetry_cc_keeps_an_incast_queue_near_zero_at_the_target_utilization(
     a, b = 0.3 * bound_ns, 0.7 * bound_ns
     out = simulate(fab, flows, snapshot_ns=(a, b), telemetry_cc=True)
     dcqcn = simulate(fab, flows, snapshot_ns=(a, b))
-    worst = int(np.argmax(np.asarray(dcqcn.queue_bytes)))  # the bottleneck: the leaf's port to host 0
-    leaf, port = int(np.asarray(dcqcn.queue_node)[worst]), int(np.asarray(dcqcn.queue_port)[worst])
+    worst = int(np.argmax(np.asarray(dcqcn.queues["bytes"])))  # the bottleneck: the leaf's port to host 0
+    leaf, port = int(np.asarray(dcqcn.queues["node"])[worst]), int(np.asarray(dcqcn.queues["port"])[worst])
     t, q = port_queue(out, leaf, port)
     _, q_dcqcn = port_queue(dcqcn, leaf, port)
     steady = (t >= a) & (t <= b)
@@ -190,7 +190,7 @@ def test_spectrum_x_finishes_a_permutation_near_the_uplink_bound_where_ecmp_coll
     ecmp = simulate(fab, flows)
     assert spx.finish_ns.max() <= 1.25 * bound_ns
     assert ecmp.finish_ns.max() >= 1.5 * bound_ns
-    assert np.asarray(spx.queue_bytes).max() * 10 < np.asarray(ecmp.queue_bytes).max()
+    assert np.asarray(spx.queues["bytes"]).max() * 10 < np.asarray(ecmp.queues["bytes"]).max()
     ports = spx.ports
     up = np.isin(ports["node"], fab.tier_ids(1)) & np.isin(ports["peer"], fab.tier_ids(2))
     tx = np.asarray(ports["tx_bytes"])[up]
@@ -219,7 +219,7 @@ def test_same_seed_same_results(engine_ns):
     flows = flow_set(np.arange(1, 8), np.zeros(7), 256 << 10)
     a, b = (simulate(leaf_spine(hosts=8, spines=2), flows, profile="spectrum-x") for _ in range(2))
     np.testing.assert_array_equal(a.finish_ns, b.finish_ns)
-    np.testing.assert_array_equal(np.asarray(a.queue_bytes), np.asarray(b.queue_bytes))
+    np.testing.assert_array_equal(np.asarray(a.queues["bytes"]), np.asarray(b.queues["bytes"]))
     assert a.counters == b.counters
 
 

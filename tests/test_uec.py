@@ -110,10 +110,10 @@ def test_incast_queue_stays_under_the_trim_threshold_and_finishes_at_the_bottlen
     bound_ns = wire_ns(15 * size)
     assert out.finish_ns.max() >= bound_ns
     assert out.finish_ns.max() <= 1.02 * bound_ns + 12_000
-    assert int(np.asarray(out.queue_bytes).max()) <= TRIM_BYTES + MTU + UEC_HEADER
+    assert int(np.asarray(out.queues["bytes"]).max()) <= TRIM_BYTES + MTU + UEC_HEADER
     assert out.counters["pause_frames_sent"] == 0
     roce = simulate(leaf_spine(), flows, "roce")
-    assert int(np.asarray(roce.queue_bytes).max()) > 10 * TRIM_BYTES
+    assert int(np.asarray(roce.queues["bytes"]).max()) > 10 * TRIM_BYTES
 
 
 def test_selective_retransmission_resends_only_the_lost_packets(engine_ns):
@@ -426,9 +426,9 @@ def test_rccc_incast_keeps_the_queue_near_empty_without_a_trim(engine_ns):
     assert c["trimmed_packets"] == c["retransmitted_packets"] == c["timeouts"] == c["switch_drops"] == 0
     initial, credit = 4096, 16384
     assert c["uec_credits_sent"] == senders * -(-(size - initial) // credit)
-    max_queue = int(np.asarray(rccc.queue_bytes).max())
+    max_queue = int(np.asarray(rccc.queues["bytes"]).max())
     assert max_queue <= senders * (MTU + UEC_HEADER)
-    assert int(np.asarray(nscc.queue_bytes).max()) > 4 * max_queue
+    assert int(np.asarray(nscc.queues["bytes"]).max()) > 4 * max_queue
     bound_ns = wire_ns(senders * size)
     assert bound_ns <= rccc.finish_ns.max() <= 1.01 * bound_ns + 24_000
     assert rccc.finish_ns.max() <= nscc.finish_ns.max()

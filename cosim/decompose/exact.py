@@ -42,6 +42,7 @@ from cosim.decompose.parts import (
 from cosim.network.dragonfly import router_groups
 from cosim.network.topology import SWITCH
 from cosim.progress import PartsProgress
+from cosim.streamed import StreamedTable
 from cosim.workers import worker_init, worker_initargs
 
 #: routings whose path choice reads no flow id (pinned: destination; spray: a per-switch counter)
@@ -53,8 +54,9 @@ OP = np.int32
 EDGE_BLOCK = 1 << 22
 #: largest (ops of no part) x (parts) boolean table the grouping marks edges in, entries (64 MiB)
 TOUCH_TABLE_MAX = 1 << 26
-#: queue samples of one piece per time slice of the merge (its temporaries hold about the parts times as many)
-QUEUE_MERGE_SLICE_ROWS = 1 << 20
+#: queue samples of one piece per time slice of the merge: a slice holds about the parts times as many rows,
+#: and its readers (the results writer, the queue percentile) a few times that in temporaries
+QUEUE_MERGE_SLICE_ROWS = 1 << 17
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -749,7 +751,11 @@ def finish(fabric, columns: dict, d: Decomposition, outs: list, settings: dict, 
             if o.network.status != "complete":
                 return None, f"a part run until the end of the whole run ended {o.network.status}"
             outs[i] = _drop_last_op(o)
-    return merge(fabric, columns, d, outs), ""
+    merged = merge(fabric, columns, d, outs)
+    # the merge's temporaries (arrays of a few MB, below glibc's mmap threshold) leave their heap pages
+    # resident between the arrays kept: hundreds of MB for a large fold, given back before the record
+    memory.release_freed_heap()
+    return merged, ""
 
 
 def _run_all(fabric, cols: list[dict], settings: dict, progress: PartsProgress | None, jobs: int) -> list:
@@ -890,39 +896,35 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
                 cols.setdefault(k, []).append(moved.astype(x.dtype))
         return {k: np.concatenate(v) for k, v in cols.items()}
 
-    def queue_log() -> tuple:
+    def queue_log() -> StreamedTable:
         """The queue samples of every piece copied to their target ports, ordered by (time, node, port) as the
         sampler records a tick's changes in port order. Each piece's samples are in time order, so the rows
-        are built and sorted a time slice at a time, straight into the result: a fold multiplies the rows by
-        its parts, and whole-log temporaries would take several times the result's memory."""
-        nets = [o.network for o in outs]
-        times = [np.asarray(n.queue_time_ns) for n in nets]
+        are built and sorted a time slice at a time, each slice produced when the reader asks for it: a fold
+        multiplies the rows by its parts, and the whole log would take several times a part's memory."""
+        logs = [tuple(np.asarray(n.queues[k]) for k in ("time_ns", "node", "port", "bytes"))
+                for n in (o.network for o in outs)]
         fan = [np.bincount(src_row[src_piece == i], minlength=all_keys.size) for i in range(len(outs))]
-        total = sum(int(f[row_of(n.queue_node, n.queue_port)].sum()) if t.size else 0
-                    for f, n, t in zip(fan, nets, times))
-        qt = np.empty(total, np.float64)
-        qn = np.empty(total, np.asarray(base.queue_node).dtype)
-        qp = np.empty(total, np.asarray(base.queue_port).dtype)
-        qb = np.empty(total, np.asarray(base.queue_bytes).dtype)
-        cuts = np.unique(np.concatenate([t[QUEUE_MERGE_SLICE_ROWS::QUEUE_MERGE_SLICE_ROWS] for t in times]
+        total = sum(int(f[row_of(n, p)].sum()) if t.size else 0 for f, (t, n, p, _) in zip(fan, logs))
+        dtypes = {"time_ns": np.float64, **{k: np.asarray(base.queues[k]).dtype for k in ("node", "port", "bytes")}}
+        cuts = np.unique(np.concatenate([t[QUEUE_MERGE_SLICE_ROWS::QUEUE_MERGE_SLICE_ROWS] for t, *_ in logs]
                                         + [np.array([np.inf])]))
-        bounds = [np.searchsorted(t, cuts, "left") for t in times]
-        at = 0
-        for j in range(cuts.size):
-            pieces = []  # (time, bytes, target port row) of each piece's samples in this slice
-            for i, (n, t, b) in enumerate(zip(nets, times, bounds)):
-                sl = slice(int(b[j - 1]) if j else 0, int(b[j]))
-                ev, tgt = relabeled(i, np.asarray(n.queue_node)[sl], np.asarray(n.queue_port)[sl])
-                pieces.append((t[sl][ev], np.asarray(n.queue_bytes)[sl][ev], tgt))
-            when, depth, tgt = (np.concatenate(c) for c in zip(*pieces))
-            node, port = np.asarray(ports0["node"])[tgt], np.asarray(ports0["port"])[tgt]
-            q = np.lexsort((port, node, when))
-            end = at + q.size
-            qt[at:end], qn[at:end], qp[at:end], qb[at:end] = when[q], node[q], port[q], depth[q]
-            at = end
-        return qt, qn, qp, qb
+        bounds = [np.searchsorted(t, cuts, "left") for t, *_ in logs]
+        port_node, port_port = np.asarray(ports0["node"]), np.asarray(ports0["port"])
 
-    qt, qn, qp, qb = queue_log()
+        def produce():
+            for j in range(cuts.size):
+                pieces = []  # (time, bytes, target port row) of each piece's samples in this slice
+                for i, ((t, n, p, b), cut) in enumerate(zip(logs, bounds)):
+                    sl = slice(int(cut[j - 1]) if j else 0, int(cut[j]))
+                    ev, tgt = relabeled(i, n[sl], p[sl])
+                    pieces.append((t[sl][ev], b[sl][ev], tgt))
+                when, depth, tgt = (np.concatenate(c) for c in zip(*pieces))
+                node, port = port_node[tgt], port_port[tgt]
+                q = np.lexsort((port, node, when))
+                yield {"time_ns": when[q], "node": node[q], "port": port[q], "bytes": depth[q]}
+
+        return StreamedTable(total, dtypes, produce)
+
     # every engine log is of egress ports (node and port first): merge() puts the rows in canonical order
     logs = {name: log(lambda n, name=name: n.logs[name]) for name in base.logs}
     weights = [p.copies for p in d.pieces]
@@ -931,8 +933,7 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
     counters = {name: combine[rules[name]]([o.network.counters[name] for o in outs]) for name in base.counters}
     weighted = lambda f: int(sum(f(o.network) * w for o, w in zip(outs, weights)))  # noqa: E731
     return dataclasses.replace(
-        base, finish_ns=finish, delivered_bytes=delivered, queue_time_ns=qt, queue_node=qn, queue_port=qp,
-        queue_bytes=qb, ports=ports, logs=logs,
+        base, finish_ns=finish, delivered_bytes=delivered, queues=queue_log(), ports=ports, logs=logs,
         latency_count=sum(o.network.latency_count * w for o, w in zip(outs, weights)), counters=counters,
         sim_time_ns=max(o.network.sim_time_ns for o in outs), events=weighted(lambda x: x.events),
         packet_hops=weighted(lambda x: x.packet_hops), data_packet_hops=weighted(lambda x: x.data_packet_hops),

@@ -227,27 +227,35 @@ def transfer_roots(dag) -> np.ndarray:
     sharing the link with the chunks around it, looks up to 2× slower."""
     n = dag.kind.size
     flow = np.flatnonzero(dag.kind == DagOpKind.FLOW)
-    roots = np.full(n, -1, np.int64)
     if not flow.size:
-        return roots
-    keys = [np.asarray(k)[flow].astype(np.int64) for k in (dag.iteration, dag.coll, dag.trace_op, dag.src, dag.dst)]
+        return np.full(n, -1, np.int64)
+    columns = (dag.iteration, dag.coll, dag.trace_op, dag.src, dag.dst)
+    key = lambda column: np.asarray(column)[flow].astype(np.int64, copy=False)  # noqa: E731
     # One int64 per flow when the key ranges' product fits (sorting it is many times faster than
-    # np.unique(axis=1), which sorts rows as opaque bytes); the grouping is the same either way.
+    # np.unique(axis=1), which sorts rows as opaque bytes); the grouping is the same either way. Packed a
+    # key at a time: a large run has millions of flows, and five keys of them at once are its record's peak.
     packed = np.zeros(flow.size, np.int64)
     span = 1
-    for k in keys:
+    for column in columns:
+        k = key(column)
         lo = int(k.min())
         width = int(k.max()) - lo + 1
         span *= width
         if span >= 2**62:
-            _, group = np.unique(np.stack(keys), axis=1, return_inverse=True)
+            del packed, k
+            _, group = np.unique(np.stack([key(c) for c in columns]), axis=1, return_inverse=True)
             break
-        packed = packed * width + (k - lo)
+        k -= lo
+        packed *= width
+        packed += k
     else:
+        del k
         _, group = np.unique(packed, return_inverse=True)
+        del packed
     group = group.reshape(-1)
     first = np.full(int(group.max()) + 1, n, np.int64)
     np.minimum.at(first, group, flow)
+    roots = np.full(n, -1, np.int64)
     roots[flow] = first[group]
     return roots
 
@@ -330,6 +338,7 @@ def transfer_summary(fabric, net, dag, fop: np.ndarray, flows: dict) -> dict:
     row_of_op = np.full(dag.kind.size, -1, np.int64)
     row_of_op[fop] = np.arange(fop.size)
     flows["transfer"] = row_of_op[root_op]
+    del root_op, row_of_op  # op-sized: not kept through the slowdowns
     ideal = lambda src, dst, size: ideal_fct_ns(fabric, src, dst, size, mtu_bytes=net.mtu_bytes,  # noqa: E731
                                                 header_bytes=net.header_bytes)
     slow = transfer_slowdowns(flows, flows["transfer"], ideal)
@@ -424,7 +433,8 @@ class TrainingKind(WorkloadKind):
         summary |= exposure.exposure_entries(tables["ops"], its, busiest, job_start_ns=start)
         summary |= exposure.p2p_entries(tables["ops"], np.tile(trace.bytes, dag.n_iterations),
                                         first_iteration=1 if its["time_ns"].size > 1 else 0)
-        mine = {k: np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
+        every = rows.size == out.flow_op.size  # one job's rows are every flow, in order: no copy
+        mine = {k: x if every else np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
         summary |= transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine)
         if "transfer" in mine:
             flows["transfer"][rows] = rows[mine["transfer"]]

@@ -232,26 +232,41 @@ def _paths(fabric: Fabric, src: np.ndarray, dst: np.ndarray):
     return out_rate, out_delay, hops
 
 
+#: flows whose ideal FCT is found at a time: the hop-by-hop walk holds a few dozen float64 per flow
+IDEAL_SLICE_FLOWS = 1 << 20
+
+
 def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray, *,
                  mtu_bytes: int, header_bytes: int) -> np.ndarray:
     """T_ideal of every flow, in ns (0 for empty flows; inf if dst is unreachable)."""
-    src = np.asarray(src, np.int64)
-    dst = np.asarray(dst, np.int64)
+    src = np.asarray(src)
+    dst = np.asarray(dst)
     size = np.asarray(size_bytes, np.int64)
     # A path depends on its (src, dst) pair only, and a training run repeats few pairs in many flows: walk
     # each pair once.
     n_nodes = max(int(fabric.n_nodes), 1)
-    pairs, pair_of = np.unique(src * n_nodes + dst, return_inverse=True)
+    pairs, pair_of = np.unique(src.astype(np.int64) * n_nodes + dst, return_inverse=True)
     pair_of = pair_of.reshape(-1)
     rate, delay, hops = _paths(planes.striped(fabric), pairs // n_nodes, pairs % n_nodes)
-    rate, delay, hops = rate[pair_of], delay[pair_of], hops[pair_of]
+    out = np.empty(src.size)
+    for lo in range(0, src.size, IDEAL_SLICE_FLOWS):
+        sl = slice(lo, lo + IDEAL_SLICE_FLOWS)
+        p = pair_of[sl]
+        out[sl] = _ideal_ns(rate[p], delay[p], hops[p], size[sl], mtu_bytes, header_bytes)
+    return out
+
+
+def _ideal_ns(rate: np.ndarray, delay: np.ndarray, hops: np.ndarray, size: np.ndarray, mtu_bytes: int,
+              header_bytes: int) -> np.ndarray:
+    """T_ideal, ns, of flows of ``size`` bytes along paths of ``hops`` links of ``rate`` (bit/s) and
+    ``delay`` (ns) [flow, hop]."""
     packets = -(-size // mtu_bytes)
     full_bits = (np.minimum(size, mtu_bytes) + header_bytes) * 8.0
     last_bits = np.where(packets > 0, size - (packets - 1) * mtu_bytes + header_bytes, 0) * 8.0
-    first = np.zeros(src.size)          # F(1, i), s
-    slowest = np.zeros(src.size)        # max_{j <= i} w / r_j, s
-    last = np.full(src.size, -np.inf)   # F(P, i), s
-    prev_delay = np.zeros(src.size)     # d_{i-1}, s
+    first = np.zeros(size.size)          # F(1, i), s
+    slowest = np.zeros(size.size)        # max_{j <= i} w / r_j, s
+    last = np.full(size.size, -np.inf)   # F(P, i), s
+    prev_delay = np.zeros(size.size)     # d_{i-1}, s
     with np.errstate(divide="ignore", invalid="ignore"):
         for j in range(rate.shape[1]):
             on = j < hops

@@ -14,6 +14,7 @@ writes it: cosim.parallel.mpi.is_root).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 
@@ -73,6 +74,10 @@ def simulate(exp, fabric, columns: dict, p: Partitioning, *, attributes: dict, m
         pieces = tuple(mine if r == rank else exact.Piece.of(np.flatnonzero(op_rank == r), dep_ptr, dep_idx)
                        for r in range(size))
         merged = _merge(fabric, columns, p, rank_of_partition, pieces, outs)
+        # sent to every rank by pickle: the queue log whole, as arrays (a partitioned run's is the whole
+        # run's, not a fold's copies)
+        net = merged.network
+        merged = dataclasses.replace(merged, network=dataclasses.replace(net, queues=net.queues.materialize()))
     return world.comm.bcast(merged, root=0), info
 
 

@@ -27,6 +27,7 @@ from cosim.results.schema import (
     column_rule,
     required_columns,
 )
+from cosim.streamed import StreamedTable
 
 
 def _check_name(name: str) -> None:
@@ -45,24 +46,43 @@ def _write_run(h5, run: RunRecord) -> None:
     g.attrs["provenance"] = json.dumps(run.provenance, sort_keys=True)
     g.attrs["summary"] = json.dumps(run.summary, sort_keys=True)
     for group in GROUPS:
-        if not run.table(group):
+        table = run.table(group)
+        if not table:
             continue
         sub = g.create_group(group)
-        columns = []
-        for name, values in run.table(group).items():
-            values = np.asarray(values)
-            big = values.size > 4096
-            text = values.dtype.kind in "OUS"
-            ds = sub.create_dataset(name, data=values.astype(object) if text else values,
-                                    dtype=h5py.string_dtype() if text else None, chunks=True if big else None,
-                                    compression="gzip" if big else None, shuffle=big)
-            units, description = DATASETS.get((group, name), ("", ""))
-            ds.attrs["units"] = units
-            ds.attrs["description"] = description
-            for key, value in flag_attributes(group, name, values.dtype).items():
-                ds.attrs[key] = value
-            columns.append(ds)
+        if isinstance(table, StreamedTable):  # filled a slice at a time, never held whole
+            columns = [_create_column(sub, group, name, d, table.rows) for name, d in table.dtypes.items()]
+            at = 0
+            for part in table.slices():
+                n = next(iter(part.values())).size
+                for name, ds in zip(table.dtypes, columns):
+                    ds[at:at + n] = part[name]
+                at += n
+        else:
+            columns = []
+            for name, values in table.items():
+                values = np.asarray(values)
+                columns.append(_create_column(sub, group, name, values.dtype, values.size, values))
         _name_dimension(sub, DIMENSIONS.get(group, f"{group}_row"), columns)
+
+
+def _create_column(sub, group: str, name: str, dtype: np.dtype, rows: int, values: np.ndarray | None = None):
+    """Dataset ``name`` of table ``group`` with its units, description and flags: holding ``values``, or
+    ``rows`` rows of ``dtype`` for the caller to fill (the same chunks and compression either way)."""
+    big = rows > 4096
+    layout = {"chunks": True if big else None, "compression": "gzip" if big else None, "shuffle": big}
+    if values is None:
+        ds = sub.create_dataset(name, shape=(rows,), dtype=dtype, **layout)
+    else:
+        text = dtype.kind in "OUS"
+        ds = sub.create_dataset(name, data=values.astype(object) if text else values,
+                                dtype=h5py.string_dtype() if text else None, **layout)
+    units, description = DATASETS.get((group, name), ("", ""))
+    ds.attrs["units"] = units
+    ds.attrs["description"] = description
+    for key, value in flag_attributes(group, name, dtype).items():
+        ds.attrs[key] = value
+    return ds
 
 
 def _name_dimension(group, dimension: str, columns) -> None:
@@ -79,6 +99,13 @@ def _name_dimension(group, dimension: str, columns) -> None:
     for ds in columns:
         ds.dims[0].attach_scale(scale)
         ds.dims[0].label = dimension
+
+
+def _table_bytes(table) -> int:
+    """Bytes of ``table``'s columns held whole (a StreamedTable's without producing them)."""
+    if isinstance(table, StreamedTable):
+        return table.nbytes
+    return sum(int(np.asarray(x).nbytes) for x in table.values())
 
 
 def _write_root(h5) -> None:
@@ -215,8 +242,7 @@ def _write_results(path: Path, runs: list[RunRecord], *, append: bool, replace: 
         need_bytes = sum(estimate_bytes(flows=len(r.flows.get("src", ())), ops=len(r.ops.get("rank", ())),
                                         collectives=len(r.collectives.get("coll_id", ())),
                                         ports=len(r.ports.get("node", ()))) for r in runs)
-        need_bytes += sum(int(np.asarray(x).nbytes) for r in runs for g in ("queues", "pauses", "stalls")
-                          for x in r.table(g).values())
+        need_bytes += sum(_table_bytes(r.table(g)) for r in runs for g in ("queues", "pauses", "stalls"))
     # The file is built in memory (HDF5 core driver) and its image written with plain writes: HDF5 does not
     # survive a full device (ENOSPC inside its metadata cache can crash the process), a Python write does.
     if keep_existing:
