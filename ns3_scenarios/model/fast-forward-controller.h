@@ -223,7 +223,8 @@ class FastForwardController : public Object
     int64_t m_lastTickPs{-1};                  ///< time of the last check, in ps (-1: checks stopped)
     uint64_t m_ticksToCheck{1};                ///< check intervals from the last check to the next
 
-    uint64_t m_checks{0};        ///< check intervals since the first check (the history rings' clock)
+    uint64_t m_checks{0};        ///< the history rings' clock: grows by the intervals between two checks on one
+                                 ///< grid (skipped ticks included), by one across a stop of the checks
     uint64_t m_checksMade{0};    ///< checks made
     uint64_t m_spans{0};         ///< spans taken
     uint64_t m_spansCut{0};      ///< spans cut short by a new flow
