@@ -97,6 +97,12 @@ class FabricNode : public Object
         return m_ports[i];
     }
 
+    /// @return port number @p i, for the packet path: without Ptr's out-of-line null check
+    EgressPort* PortAt(uint32_t i) const
+    {
+        return PeekPointer(m_ports[i]);
+    }
+
     /// @return number of ports
     uint32_t GetNPorts() const
     {

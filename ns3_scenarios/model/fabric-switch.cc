@@ -239,7 +239,7 @@ FabricSwitch::SetupBuffers(uint32_t maxPacketBytes)
     }
     m_refresh.resize(m_ports.size());
     // The switch obeys the flow control of its links, which all run the same (the LinkFlowControl default).
-    m_flowControl = m_ports.empty() ? EgressPort::FlowControl::PFC : m_ports[0]->GetFlowControl();
+    m_flowControl = m_ports.empty() ? EgressPort::FlowControl::PFC : PortAt(0)->GetFlowControl();
     for (const Ptr<EgressPort>& port : m_ports)
     {
         NS_ABORT_MSG_IF(port->GetFlowControl() != m_flowControl,
@@ -262,7 +262,7 @@ FabricSwitch::SetupEcnThresholds()
     m_portKmax.resize(m_ports.size());
     for (std::size_t i = 0; i < m_ports.size(); ++i)
     {
-        const double scale = double(m_ports[i]->GetDataRate().GetBitRate()) / 25e9;
+        const double scale = double(PortAt(i)->GetDataRate().GetBitRate()) / 25e9;
         m_portKmin[i] = m_kminBytes ? double(m_kminBytes) : kKminBytesPer25G * scale;
         m_portKmax[i] = m_kmaxBytes ? double(m_kmaxBytes) : kKmaxBytesPer25G * scale;
     }
@@ -292,7 +292,7 @@ FabricSwitch::SetupSharedBuffer(uint32_t maxPacketBytes)
         }
         headroom[i] = m_headroomBytes ? m_headroomBytes : needBytes;
     }
-    if (!m_mmu->Setup(headroom, maxPacketBytes))
+    if (!Mmu().Setup(headroom, maxPacketBytes))
     {
         return "SharedBufferMmu::BufferBytes is too small for the reserved space and PFC headroom of every "
                "port and lossless priority: raise it, or lower SharedBufferMmu::LosslessPriorityMask, "
@@ -312,10 +312,10 @@ void
 FabricSwitch::ForwardQueued(uint32_t port)
 {
     std::vector<FabricPacket*> queued;
-    m_ports[port]->TakeQueued(queued);
+    PortAt(port)->TakeQueued(queued);
     for (FabricPacket* p : queued)
     {
-        m_ports[SelectPort(*p)]->Enqueue(p);
+        PortAt(SelectPort(*p))->Enqueue(p);
     }
 }
 
@@ -564,7 +564,7 @@ FabricSwitch::Receive(FabricPacket* p, uint32_t inPort)
 void
 FabricSwitch::ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t out)
 {
-    if (m_ports[out]->IsQueueDisabled(p->priority))
+    if (PortAt(out)->IsQueueDisabled(p->priority))
     {
         ++m_watchdogDrops; // before admission: a disabled queue takes no buffer
         NoteLoss(out, cosim::LossCause::WATCHDOG_DROP);
@@ -575,11 +575,11 @@ FabricSwitch::ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t o
     {
         Trim(p, out);
     }
-    BufferClass cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
+    BufferClass cls = Mmu().Admit(inPort, p->priority, p->wireBytes);
     if (cls == BufferClass::DROP && m_trimThresholdBytes != 0 && p->kind == PacketKind::DATA && p->payloadBytes != 0)
     {
         Trim(p, out); // the header still fits where the whole packet did not
-        cls = m_mmu->Admit(inPort, p->priority, p->wireBytes);
+        cls = Mmu().Admit(inPort, p->priority, p->wireBytes);
     }
     if (cls == BufferClass::DROP)
     {
@@ -591,7 +591,7 @@ FabricSwitch::ReceiveInSharedBuffer(FabricPacket* p, uint32_t inPort, uint32_t o
     }
     p->ingressPort = static_cast<uint16_t>(inPort);
     p->bufferClass = static_cast<uint8_t>(cls);
-    if (m_mmu->TakeXoff(inPort, p->priority))
+    if (Mmu().TakeXoff(inPort, p->priority))
     {
         m_xoffed.emplace_back(inPort, p->priority);
         SendPause(inPort, p->priority, m_pauseQuanta);
@@ -603,7 +603,7 @@ bool
 FabricSwitch::ShouldTrim(const FabricPacket& p, uint32_t out) const
 {
     return p.kind == PacketKind::DATA && p.payloadBytes != 0 &&
-           m_ports[out]->GetQueueBytes(p.priority) >= m_trimThresholdBytes;
+           PortAt(out)->GetQueueBytes(p.priority) >= m_trimThresholdBytes;
 }
 
 void
@@ -623,7 +623,7 @@ FabricSwitch::MarkByQueue(FabricPacket* p, uint32_t port)
 {
     if (p->kind == PacketKind::DATA && !p->ecnMarked)
     {
-        const double prob = MarkProbability(port, m_ports[port]->GetQueueBytes(p->priority));
+        const double prob = MarkProbability(port, PortAt(port)->GetQueueBytes(p->priority));
         if (prob > 0 && (prob >= 1 || m_uniform->GetValue() < prob))
         {
             p->ecnMarked = true;
@@ -640,7 +640,7 @@ FabricSwitch::MarkAndEnqueue(FabricPacket* p, uint32_t out)
     {
         MarkByQueue(p, out);
     }
-    m_ports[out]->Enqueue(p);
+    PortAt(out)->Enqueue(p);
 }
 
 void
@@ -652,7 +652,7 @@ FabricSwitch::MarkOnDequeue(FabricPacket* p, uint32_t port)
 void
 FabricSwitch::ReceiveOnLane(FabricPacket* p, uint32_t inPort, uint32_t out)
 {
-    AdmitInput(inPort, m_ports[inPort]->QueueOf(p->priority), CreditBlocks(p->wireBytes));
+    AdmitInput(inPort, PortAt(inPort)->QueueOf(p->priority), CreditBlocks(p->wireBytes));
     p->ingressPort = static_cast<uint16_t>(inPort);
     p->bufferClass = static_cast<uint8_t>(BufferClass::CREDIT);
     MarkAndEnqueue(p, out);
@@ -667,7 +667,7 @@ FabricSwitch::TransmitStarted(FabricPacket* p, uint32_t port)
     }
     if (m_telemetryOn)
     {
-        m_telemetry->OnTransmit(p, port, m_ports[port]->GetQueueBytes(), m_ports[port]->GetRateBps(),
+        m_telemetry->OnTransmit(p, port, PortAt(port)->GetQueueBytes(), PortAt(port)->GetRateBps(),
                                 cosim::NowPs());
     }
     switch (m_flowControl)
@@ -704,7 +704,7 @@ FabricSwitch::ReleaseLane(FabricPacket* p)
     NS_ASSERT_MSG(p->bufferClass == static_cast<uint8_t>(BufferClass::CREDIT), "packet holds no input lane");
     const uint32_t in = p->ingressPort;
     p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
-    ReleaseInput(in, m_ports[in]->QueueOf(p->priority), CreditBlocks(p->wireBytes));
+    ReleaseInput(in, PortAt(in)->QueueOf(p->priority), CreditBlocks(p->wireBytes));
 }
 
 void
@@ -712,9 +712,9 @@ FabricSwitch::ReleaseSharedBuffer(FabricPacket* p)
 {
     const auto cls = static_cast<BufferClass>(p->bufferClass);
     const uint32_t in = p->ingressPort;
-    m_mmu->Release(in, p->priority, p->wireBytes, cls);
+    Mmu().Release(in, p->priority, p->wireBytes, cls);
     p->bufferClass = static_cast<uint8_t>(BufferClass::NONE);
-    if (!m_xoffed.empty() && (cls == BufferClass::SHARED || m_mmu->IsXoff(in, p->priority)))
+    if (!m_xoffed.empty() && (cls == BufferClass::SHARED || Mmu().IsXoff(in, p->priority)))
     {
         ResumeWhereAllowed();
     }
@@ -729,7 +729,7 @@ FabricSwitch::ResumeWhereAllowed()
     for (std::size_t k = 0; k < m_xoffed.size();)
     {
         const auto [port, prio] = m_xoffed[k];
-        if (m_mmu->TakeXon(port, prio))
+        if (Mmu().TakeXon(port, prio))
         {
             m_xoffed[k] = m_xoffed.back();
             m_xoffed.pop_back();
@@ -750,14 +750,14 @@ FabricSwitch::SendPause(uint32_t port, uint8_t prio, uint32_t quanta)
     f->priority = prio;
     f->aux = quanta;
     f->src = m_nodeId;
-    f->dst = m_ports[port]->GetPeer()->GetNodeId();
+    f->dst = PortAt(port)->GetPeer()->GetNodeId();
     f->wireBytes = m_pauseFrameBytes;
-    m_ports[port]->EnqueueControl(f);
+    PortAt(port)->EnqueueControl(f);
     m_refresh[port][prio].Cancel();
     if (quanta > 0)
     {
         ++m_pauseFramesSent;
-        const int64_t pausePs = m_ports[port]->SerializationPs(uint64_t(quanta) * 64);
+        const int64_t pausePs = PortAt(port)->SerializationPs(uint64_t(quanta) * 64);
         m_refresh[port][prio] =
             Simulator::Schedule(TimeStep(pausePs / 2), &FabricSwitch::RefreshPause, this, port, prio);
     }
@@ -766,7 +766,7 @@ FabricSwitch::SendPause(uint32_t port, uint8_t prio, uint32_t quanta)
 void
 FabricSwitch::RefreshPause(uint32_t port, uint8_t prio)
 {
-    if (m_mmu->IsXoff(port, prio))
+    if (Mmu().IsXoff(port, prio))
     {
         SendPause(port, prio, m_pauseQuanta);
     }

@@ -343,6 +343,13 @@ class FabricSwitch : public FabricNode
 
     EgressPort::FlowControl m_flowControl{EgressPort::FlowControl::PFC}; ///< of every link (SetupBuffers)
     Ptr<SharedBufferMmu> m_mmu;            ///< ingress accounting and PFC decisions
+
+    /// @return the MMU, for the packet path: without Ptr's out-of-line null check
+    SharedBufferMmu& Mmu() const
+    {
+        return *PeekPointer(m_mmu);
+    }
+
     Ptr<LinkTelemetry> m_telemetry;        ///< in-band telemetry of the egress ports
     bool m_telemetryOn{false};             ///< m_telemetry stamps packets (SetupBuffers)
     uint32_t m_pauseQuanta{0xffff};        ///< quanta carried by XOFF frames (512 bit times each)

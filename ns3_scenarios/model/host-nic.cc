@@ -395,7 +395,7 @@ HostNic::SetFlowTable(FlowTable* table)
 double
 HostNic::LineRateBps() const
 {
-    return double(m_ports[0]->GetRateBps());
+    return double(PortAt(0)->GetRateBps());
 }
 
 double
@@ -488,7 +488,7 @@ HostNic::ThawFlow(uint64_t flowId, uint64_t creditBytes)
 void
 HostNic::WakeSender()
 {
-    m_ports[0]->Wake();
+    PortAt(0)->Wake();
 }
 
 void
@@ -551,8 +551,8 @@ HostNic::StartFlow(uint64_t flowId)
         m_uecFlows.push_back(std::move(u));
     }
     m_gbnTx.SetTimeoutPs(m_retransmitTimeout.GetTimeStep());
-    m_rtoOn = m_gbnTx.GetTimeoutPs() > 0 && m_ports[0]->GetFlowControl() != EgressPort::FlowControl::CREDIT;
-    m_uecLossless = m_ports[0]->GetFlowControl() == EgressPort::FlowControl::CREDIT;
+    m_rtoOn = m_gbnTx.GetTimeoutPs() > 0 && PortAt(0)->GetFlowControl() != EgressPort::FlowControl::CREDIT;
+    m_uecLossless = PortAt(0)->GetFlowControl() == EgressPort::FlowControl::CREDIT;
     if (m_admission)
     {
         SendControl(PacketKind::REQUEST, flowId, m_flows->dst[flowId], m_flows->bytes[flowId].sizeBytes);
@@ -561,7 +561,7 @@ HostNic::StartFlow(uint64_t flowId)
     {
         m_flows->onStart(flowId);
     }
-    m_ports[0]->Wake();
+    PortAt(0)->Wake();
 }
 
 void
@@ -676,7 +676,7 @@ HostNic::ChargeRate(QueuePair& qp, const FabricPacket& p, int64_t nowPs)
     qp.nextSendPs = qp.cc.rateBps < line ? nowPs + int64_t(double(p.wireBytes) * 8e12 / qp.cc.rateBps) : nowPs;
     if (qp.ibCc.ccti != 0)
     {
-        qp.nextSendPs = nowPs + m_ports[0]->SerializationPs(p.wireBytes) + m_ibCcAlgo->GapPs(qp.ibCc);
+        qp.nextSendPs = nowPs + PortAt(0)->SerializationPs(p.wireBytes) + m_ibCcAlgo->GapPs(qp.ibCc);
     }
 }
 
@@ -747,7 +747,7 @@ void
 HostNic::PaceWake()
 {
     m_paceAtPs = -1;
-    m_ports[0]->Wake();
+    PortAt(0)->Wake();
 }
 
 void
@@ -764,7 +764,7 @@ HostNic::SendControl(PacketKind kind, uint64_t flowId, uint32_t to, uint64_t seq
     c->priority = m_controlPriority;
     c->qp = m_flows->qp[flowId];
     c->pathUtilization = m_echoUtilization;
-    m_ports[0]->Enqueue(c);
+    PortAt(0)->Enqueue(c);
 }
 
 void
@@ -818,10 +818,10 @@ HostNic::Receive(FabricPacket* p, uint32_t inPort)
 void
 HostNic::Consume(FabricPacket* p, uint32_t inPort)
 {
-    if (m_ports[inPort]->GetFlowControl() == EgressPort::FlowControl::CREDIT)
+    if (PortAt(inPort)->GetFlowControl() == EgressPort::FlowControl::CREDIT)
     {
         // The NIC consumes what it receives at once: the buffer it occupied is free again.
-        PassInput(inPort, m_ports[inPort]->QueueOf(p->priority), CreditBlocks(p->wireBytes));
+        PassInput(inPort, PortAt(inPort)->QueueOf(p->priority), CreditBlocks(p->wireBytes));
     }
     m_pool->Release(p);
 }
@@ -952,7 +952,7 @@ HostNic::OnGrant(const FabricPacket& p)
     {
         qp.grantedBytes = p.seqBytes;
         UpdateSendLimit(qp);
-        m_ports[0]->Wake();
+        PortAt(0)->Wake();
     }
 }
 
@@ -1017,7 +1017,7 @@ HostNic::OnAck(const FabricPacket& p)
     if (m_windowBytes != 0 || m_telemetryCc)
     {
         UpdateSendLimit(m_qps[qpIndex]);
-        m_ports[0]->Wake();
+        PortAt(0)->Wake();
     }
     if (nak && !stale)
     {
@@ -1047,7 +1047,7 @@ HostNic::Rewind(uint32_t qpIndex, uint64_t toBytes)
         m_active.push_back(qpIndex);
         ++m_activeAtPrio[m_flows->priority[qp.flowId]];
     }
-    m_ports[0]->Wake();
+    PortAt(0)->Wake();
 }
 
 void
@@ -1168,7 +1168,7 @@ HostNic::IncreaseTimer(uint32_t qpIndex)
     }
     // A faster rate may let the QP send earlier than its pacing slot said.
     qp.nextSendPs = std::min(qp.nextSendPs, cosim::NowPs());
-    m_ports[0]->Wake();
+    PortAt(0)->Wake();
 }
 
 void
@@ -1185,7 +1185,7 @@ HostNic::CctiTimer(uint32_t qpIndex)
         Simulator::Schedule(m_ibCcAlgo->GetRecoveryPeriod(), &HostNic::CctiTimer, this, qpIndex);
     }
     qp.nextSendPs = std::min(qp.nextSendPs, cosim::NowPs() + m_ibCcAlgo->GapPs(qp.ibCc));
-    m_ports[0]->Wake();
+    PortAt(0)->Wake();
 }
 
 void
@@ -1310,7 +1310,7 @@ HostNic::ActivateUec(uint32_t qpIndex)
         m_active.push_back(qpIndex);
         ++m_activeAtPrio[qp.priority];
     }
-    m_ports[0]->Wake();
+    PortAt(0)->Wake();
 }
 
 void
@@ -1480,7 +1480,7 @@ HostNic::SendNack(const FabricPacket& p, uint64_t seqBytes, UecNackCode code)
     FabricPacket* c = NewPdsAnswer(PacketKind::NACK, p, (rcvd + m_mtuBytes - 1) / m_mtuBytes);
     c->seqBytes = seqBytes;
     c->payloadBytes = code;
-    m_ports[0]->Enqueue(c);
+    PortAt(0)->Enqueue(c);
 }
 
 FabricPacket*
@@ -1519,7 +1519,7 @@ HostNic::SendSack(const FabricPacket& p, bool coverAboveCack)
     FabricPacket* c = NewPdsAnswer(PacketKind::SACK, p, cack);
     c->seqBytes = m_reorder.ArrivedBitmap(p.flowId, int64_t(cack) + sackOffset, cack); // SACK_BITMAP
     c->payloadBytes = UecSackOffsets(uint16_t(sackOffset), ackFits ? int16_t(ackOffset) : kUecAckOffsetNone);
-    m_ports[0]->Enqueue(c);
+    PortAt(0)->Enqueue(c);
 }
 
 void
@@ -1599,7 +1599,7 @@ HostNic::AfterPdsAnswer(uint32_t qpIndex)
         m_uecFlows[qpIndex].reset();
         return;
     }
-    m_ports[0]->Wake(); // the window may have opened
+    PortAt(0)->Wake(); // the window may have opened
 }
 
 uint64_t
@@ -1671,7 +1671,7 @@ HostNic::OnRcccCredit(const FabricPacket& p)
     if (p.seqBytes > u.creditBytes)
     {
         u.creditBytes = p.seqBytes;
-        m_ports[0]->Wake();
+        PortAt(0)->Wake();
     }
 }
 

@@ -48,10 +48,11 @@ LeanSimulatorImpl::DoDispose()
     // The scheduler holds a reference to each pending event: drop them with it.
     while (m_events && !m_events->IsEmpty())
     {
-        m_events->RemoveNext().impl->Unref();
+        Release(m_events->RemoveNext().impl);
     }
     m_events = nullptr;
     m_queue = nullptr;
+    m_wheel = nullptr;
     SimulatorImpl::DoDispose();
 }
 
@@ -79,6 +80,7 @@ LeanSimulatorImpl::SetScheduler(ObjectFactory schedulerFactory)
     }
     m_events = scheduler;
     m_queue = PeekPointer(m_events);
+    m_wheel = dynamic_cast<TimingWheelScheduler*>(m_queue);
 }
 
 uint32_t
@@ -99,15 +101,22 @@ LeanSimulatorImpl::Run()
     m_stop = false;
     while (m_unscheduledEvents != 0 && !m_stop) // the queue's size, without a virtual call
     {
-        const Scheduler::Event next = m_queue->RemoveNext();
+        const Scheduler::Event next = m_wheel != nullptr ? m_wheel->RemoveNextEvent() : m_queue->RemoveNext();
         NS_ASSERT_MSG(next.key.m_ts >= m_currentTs, "an event earlier than the current time");
         --m_unscheduledEvents;
         ++m_eventCount;
         m_currentTs = next.key.m_ts;
         m_currentContext = next.key.m_context;
         m_currentUid = next.key.m_uid;
-        next.impl->Invoke();
-        next.impl->Unref(); // the scheduler's reference
+        if (DirectEvent* direct = AsDirect(next.impl))
+        {
+            direct->Fire();
+        }
+        else
+        {
+            next.impl->Invoke();
+            next.impl->Unref(); // the scheduler's reference
+        }
     }
     NS_ASSERT_MSG((m_unscheduledEvents == 0) == m_queue->IsEmpty(), "the count of pending events is off");
 }

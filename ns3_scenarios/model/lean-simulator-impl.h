@@ -6,6 +6,9 @@
 #ifndef COSIM_LEAN_SIMULATOR_IMPL_H
 #define COSIM_LEAN_SIMULATOR_IMPL_H
 
+#include "reusable-event.h"
+#include "timing-wheel-scheduler.h"
+
 #include "ns3/event-id.h"
 #include "ns3/scheduler.h"
 #include "ns3/simulator-impl.h"
@@ -75,16 +78,44 @@ class LeanSimulatorImpl final : public SimulatorImpl
 
     /**
      * @brief Schedule @p event @p delaySteps time steps from now, in the current context: Schedule without
-     * the Time, the EventId it returns and the virtual call, for the packet path's reusable events.
-     * @param event an event whose one reference is handed to the queue
+     * the Time, the EventId it returns, the virtual call and the reference count, for the packet path's
+     * reusable events. Run fires it without EventImpl::Invoke; no EventId names it, so it cannot be
+     * removed or cancelled.
+     * @param event an event its owner keeps alive until it has run (the queue takes no reference)
      */
-    void ScheduleSteps(uint64_t delaySteps, EventImpl* event)
+    void ScheduleDirect(uint64_t delaySteps, DirectEvent* event)
     {
-        Insert(event, m_currentTs + delaySteps, m_currentContext);
+        Insert(TagDirect(event), m_currentTs + delaySteps, m_currentContext);
     }
 
   private:
     void DoDispose() override;
+
+    // A direct event is queued as its pointer with the lowest bit set (EventImpl objects are at least
+    // 2-byte aligned), so Run tells it from the others without reading the event.
+
+    /// @return @p event as the queue holds it
+    static EventImpl* TagDirect(DirectEvent* event)
+    {
+        return reinterpret_cast<EventImpl*>(reinterpret_cast<uintptr_t>(static_cast<EventImpl*>(event)) | 1U);
+    }
+
+    /// @return the direct event queued as @p impl, or nullptr if @p impl is an ordinary event
+    static DirectEvent* AsDirect(EventImpl* impl)
+    {
+        const uintptr_t bits = reinterpret_cast<uintptr_t>(impl);
+        return (bits & 1U) != 0 ? static_cast<DirectEvent*>(reinterpret_cast<EventImpl*>(bits & ~uintptr_t(1)))
+                                : nullptr;
+    }
+
+    /// Drop the queue's reference to @p impl, which holds one unless it is a direct event.
+    static void Release(EventImpl* impl)
+    {
+        if (AsDirect(impl) == nullptr)
+        {
+            impl->Unref();
+        }
+    }
 
     /// Queue @p event at absolute time @p tsSteps (time steps) with @p context; @return its key
     Scheduler::EventKey Insert(EventImpl* event, uint64_t tsSteps, uint32_t context)
@@ -95,7 +126,14 @@ class LeanSimulatorImpl final : public SimulatorImpl
         ev.key.m_context = context;
         ev.key.m_uid = m_uid++;
         ++m_unscheduledEvents;
-        m_queue->Insert(ev);
+        if (m_wheel != nullptr)
+        {
+            m_wheel->InsertEvent(ev);
+        }
+        else
+        {
+            m_queue->Insert(ev);
+        }
         return ev.key;
     }
 
@@ -103,6 +141,7 @@ class LeanSimulatorImpl final : public SimulatorImpl
 
     Ptr<Scheduler> m_events;            ///< pending events
     Scheduler* m_queue{nullptr};        ///< m_events, read per event without Ptr's null check
+    TimingWheelScheduler* m_wheel{nullptr}; ///< m_queue if it is the timing wheel: its calls inlined
     std::list<EventId> m_destroyEvents; ///< ScheduleDestroy's events, run by Destroy in order
     uint64_t m_currentTs{0};            ///< time of the event being run (or last run), in time steps
     uint64_t m_eventCount{0};           ///< events run so far

@@ -16,6 +16,21 @@ namespace ns3
 
 /**
  * @ingroup cosim
+ * @brief An event that is never cancelled, so the simulator core may run it without EventImpl::Invoke
+ * (whose cancellation check carries a logging check on every event).
+ */
+class DirectEvent : public EventImpl
+{
+  public:
+    /// Run the event.
+    void Fire()
+    {
+        Notify();
+    }
+};
+
+/**
+ * @ingroup cosim
  * @brief Calls (obj->*Method)() when it fires; one instance per pending-event slot of a component.
  *
  * Simulator::Schedule(Time, Ptr<EventImpl>) takes a reference and drops it after the event ran, so the
@@ -24,7 +39,7 @@ namespace ns3
  * state instead, because EventImpl::Cancel cannot be undone.
  */
 template <typename T, void (T::*Method)()>
-class ReusableEvent : public EventImpl
+class ReusableEvent final : public DirectEvent
 {
   public:
     /// Bind to @p owner (not owned; it must outlive every pending firing).
@@ -34,7 +49,7 @@ class ReusableEvent : public EventImpl
     }
 
   protected:
-    void Notify() override
+    void Notify() final
     {
         (m_owner->*Method)();
     }

@@ -32,17 +32,17 @@ NowPs()
 }
 
 /// Schedule @p event to run @p delayPs (>= 0) time steps from now, as ns3::Simulator::Schedule would
-/// (which also refuses a negative delay)
+/// (which also refuses a negative delay); its owner keeps it alive until it has run
 inline __attribute__((always_inline)) void
-ScheduleInPs(int64_t delayPs, const ns3::Ptr<ns3::EventImpl>& event)
+ScheduleInPs(int64_t delayPs, const ns3::Ptr<ns3::DirectEvent>& event)
 {
     ns3::LeanSimulatorImpl* lean = ns3::LeanSimulatorImpl::Running();
     if (lean != nullptr && delayPs >= 0)
     {
-        lean->ScheduleSteps(uint64_t(delayPs), ns3::GetPointer(event)); // the queue's reference
+        lean->ScheduleDirect(uint64_t(delayPs), ns3::PeekPointer(event));
         return;
     }
-    ns3::Simulator::Schedule(ns3::TimeStep(delayPs), event);
+    ns3::Simulator::Schedule(ns3::TimeStep(delayPs), ns3::Ptr<ns3::EventImpl>(event));
 }
 
 } // namespace cosim

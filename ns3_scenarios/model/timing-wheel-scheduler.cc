@@ -105,126 +105,17 @@ TimingWheelScheduler::NotifyConstructionCompleted()
     Scheduler::NotifyConstructionCompleted();
 }
 
-void
-TimingWheelScheduler::MarkOccupied(uint32_t slot)
-{
-    m_occupied[slot >> 6] |= uint64_t(1) << (slot & 63);
-    m_occupiedWords[slot >> 12] |= uint64_t(1) << ((slot >> 6) & 63);
-}
 
-void
-TimingWheelScheduler::MarkEmpty(uint32_t slot)
-{
-    uint64_t& word = m_occupied[slot >> 6];
-    word &= ~(uint64_t(1) << (slot & 63));
-    if (word == 0)
-    {
-        m_occupiedWords[slot >> 12] &= ~(uint64_t(1) << ((slot >> 6) & 63));
-    }
-}
 
 void
 TimingWheelScheduler::Insert(const Scheduler::Event& ev)
 {
-    if (InWindow(BucketOf(ev.key.m_ts)))
-    {
-        InsertNear(ev);
-    }
-    else
-    {
-        InsertFar(ev);
-    }
+    InsertEvent(ev);
 }
 
-// The helpers of Insert, PeekNext and RemoveNext are inlined into them: the virtual call is the only one
-// per event on the common paths; rare paths (far heap, walks, a wrap of the ring) stay out of line.
-inline __attribute__((always_inline)) uint32_t
-TimingWheelScheduler::NewNode(const Scheduler::Event& ev)
-{
-    uint32_t node = m_freeNode;
-    if (node == kNone)
-    {
-        node = uint32_t(m_nodes.size());
-        m_nodes.push_back(Node{});
-    }
-    else
-    {
-        m_freeNode = m_nodes[node].next;
-    }
-    m_nodes[node].ev = ev;
-    m_nodes[node].next = kNone;
-    return node;
-}
 
-inline __attribute__((always_inline)) uint32_t
-TimingWheelScheduler::NewGroup(uint64_t ts, uint32_t node)
-{
-    uint32_t group = m_freeGroup;
-    if (group == kNone)
-    {
-        group = uint32_t(m_groups.size());
-        m_groups.push_back(Group{});
-    }
-    else
-    {
-        m_freeGroup = m_groups[group].next;
-    }
-    m_groups[group] = Group{ts, node, node, kNone};
-    return group;
-}
 
-inline __attribute__((always_inline)) void
-TimingWheelScheduler::AddToGroup(uint32_t group, uint32_t node)
-{
-    Group& g = m_groups[group];
-    const uint32_t uid = m_nodes[node].ev.key.m_uid;
-    if (m_nodes[g.tail].ev.key.m_uid < uid)
-    {
-        m_nodes[g.tail].next = node;
-        g.tail = node;
-        return;
-    }
-    // An older uid than the group's last (not seen from ns-3's simulator, whose uids increase): walk.
-    uint32_t* link = &g.head;
-    while (m_nodes[*link].ev.key.m_uid < uid)
-    {
-        link = &m_nodes[*link].next;
-    }
-    m_nodes[node].next = *link;
-    *link = node;
-}
 
-inline __attribute__((always_inline)) void
-TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
-{
-    const uint32_t node = NewNode(ev);
-    ++m_nearCount;
-    const uint64_t ts = ev.key.m_ts;
-    const uint32_t slot = uint32_t(BucketOf(ts) & m_slotMask);
-    Bucket& bucket = m_buckets[slot];
-    if (bucket.first == kNone)
-    {
-        MarkOccupied(slot);
-        const uint32_t group = NewGroup(ts, node);
-        m_buckets[slot] = Bucket{group, group};
-        return;
-    }
-    const uint64_t lastTs = m_groups[bucket.last].ts;
-    if (lastTs == ts)
-    {
-        AddToGroup(bucket.last, node);
-    }
-    else if (lastTs < ts)
-    {
-        const uint32_t group = NewGroup(ts, node); // may move m_groups, not m_buckets
-        m_groups[bucket.last].next = group;
-        bucket.last = group;
-    }
-    else
-    {
-        InsertBeforeLastGroup(slot, node);
-    }
-}
 
 // Out of line: less common, and keeping it apart leaves InsertNear's common paths few registers to save.
 __attribute__((noinline)) void
@@ -260,6 +151,7 @@ TimingWheelScheduler::InsertFar(const Scheduler::Event& ev)
 {
     m_far.push_back(ev);
     std::push_heap(m_far.begin(), m_far.end(), Later);
+    NoteFarTop();
 }
 
 bool
@@ -268,23 +160,6 @@ TimingWheelScheduler::IsEmpty() const
     return m_nearCount == 0 && m_far.empty();
 }
 
-inline __attribute__((always_inline)) uint32_t
-TimingWheelScheduler::FirstOccupiedSlot() const
-{
-    if (m_nearCount == 0)
-    {
-        return kNone;
-    }
-    // Every wheel event's bucket is in [start, start + Buckets), so ring order from the start's slot is
-    // time order: search up to the ring's end, then wrap around to its beginning.
-    const uint32_t from = uint32_t(m_startBucket & m_slotMask);
-    const uint32_t w = from >> 6;
-    if (const uint64_t bits = m_occupied[w] & (~uint64_t(0) << (from & 63)); bits != 0)
-    {
-        return (w << 6) | uint32_t(std::countr_zero(bits));
-    }
-    return FirstOccupiedSlotAfterWord(from);
-}
 
 __attribute__((noinline)) uint32_t
 TimingWheelScheduler::FirstOccupiedSlotAfterWord(uint32_t from) const
@@ -299,20 +174,6 @@ TimingWheelScheduler::FirstOccupiedSlotAfterWord(uint32_t from) const
     return (word << 6) | uint32_t(std::countr_zero(m_occupied[word]));
 }
 
-inline __attribute__((always_inline)) TimingWheelScheduler::Next
-TimingWheelScheduler::FindNext() const
-{
-    const uint32_t slot = FirstOccupiedSlot();
-    if (m_far.empty())
-    {
-        return {slot, slot != kNone};
-    }
-    if (slot != kNone && m_nodes[m_groups[m_buckets[slot].first].head].ev.key < m_far.front().key)
-    {
-        return {slot, true};
-    }
-    return {kNone, true};
-}
 
 Scheduler::Event
 TimingWheelScheduler::PeekNext() const
@@ -322,30 +183,6 @@ TimingWheelScheduler::PeekNext() const
     return next.slot != kNone ? m_nodes[m_groups[m_buckets[next.slot].first].head].ev : m_far.front();
 }
 
-inline __attribute__((always_inline)) Scheduler::Event
-TimingWheelScheduler::PopSlot(uint32_t slot)
-{
-    Bucket& bucket = m_buckets[slot];
-    const uint32_t group = bucket.first;
-    Group& g = m_groups[group];
-    const uint32_t node = g.head;
-    Node& n = m_nodes[node];
-    g.head = n.next;
-    if (g.head == kNone)
-    {
-        bucket.first = g.next;
-        g.next = m_freeGroup;
-        m_freeGroup = group;
-        if (bucket.first == kNone)
-        {
-            MarkEmpty(slot);
-        }
-    }
-    n.next = m_freeNode;
-    m_freeNode = node;
-    --m_nearCount;
-    return n.ev;
-}
 
 __attribute__((noinline)) Scheduler::Event
 TimingWheelScheduler::PopFar()
@@ -357,19 +194,6 @@ TimingWheelScheduler::PopFar()
     return ev;
 }
 
-void
-TimingWheelScheduler::Advance(uint64_t bucket)
-{
-    // The event just removed was the earliest, so no wheel event lies in a bucket before its own.
-    if (bucket > m_startBucket)
-    {
-        m_startBucket = bucket;
-    }
-    if (!m_far.empty() && InWindow(BucketOf(m_far.front().key.m_ts)))
-    {
-        PullFarIntoWindow();
-    }
-}
 
 __attribute__((noinline)) void
 TimingWheelScheduler::PullFarIntoWindow()
@@ -383,11 +207,7 @@ TimingWheelScheduler::PullFarIntoWindow()
 Scheduler::Event
 TimingWheelScheduler::RemoveNext()
 {
-    const Next next = FindNext();
-    NS_ASSERT_MSG(next.found, "RemoveNext on an empty scheduler");
-    const Scheduler::Event ev = next.slot != kNone ? PopSlot(next.slot) : PopFar();
-    Advance(BucketOf(ev.key.m_ts));
-    return ev;
+    return RemoveNextEvent();
 }
 
 void
@@ -417,12 +237,13 @@ TimingWheelScheduler::DropRemovedFarTop()
         const auto it = m_farRemoved.find(m_far.front().key.m_uid);
         if (it == m_farRemoved.end())
         {
-            return;
+            break;
         }
         m_farRemoved.erase(it);
         std::pop_heap(m_far.begin(), m_far.end(), Later);
         m_far.pop_back();
     }
+    NoteFarTop();
 }
 
 bool

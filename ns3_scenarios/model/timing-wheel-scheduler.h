@@ -7,9 +7,11 @@
 #ifndef COSIM_TIMING_WHEEL_SCHEDULER_H
 #define COSIM_TIMING_WHEEL_SCHEDULER_H
 
+#include "ns3/assert.h"
 #include "ns3/nstime.h"
 #include "ns3/scheduler.h"
 
+#include <bit>
 #include <cstdint>
 #include <unordered_set>
 #include <vector>
@@ -41,11 +43,16 @@ namespace ns3
  * Correct for any timestamps (an event outside the wheel's window is simply kept in the heap); fast when
  * most pending events are within a horizon of now.
  */
-class TimingWheelScheduler : public Scheduler
+class TimingWheelScheduler final : public Scheduler
 {
   public:
     /// @return the TypeId, with the BucketWidth and Buckets attributes
     static TypeId GetTypeId();
+
+    /// Insert without the virtual call, inlined where the simulator core queues an event.
+    void InsertEvent(const Scheduler::Event& ev);
+    /// RemoveNext without the virtual call, inlined into the simulator core's loop.
+    Scheduler::Event RemoveNextEvent();
 
     TimingWheelScheduler();
     ~TimingWheelScheduler() override;
@@ -143,6 +150,11 @@ class TimingWheelScheduler : public Scheduler
     Scheduler::Event PopFar();
     /// Pop the far heap's top while it is an event removed (Remove), so that its top is always pending.
     void DropRemovedFarTop();
+    /// Set m_farTopTs from the far heap's top.
+    void NoteFarTop()
+    {
+        m_farTopTs = m_far.empty() ? UINT64_MAX : m_far.front().key.m_ts;
+    }
     /// Move the wheel's start to bucket @p bucket and pull the far events now inside the window.
     void Advance(uint64_t bucket);
     /// Mark bucket @p slot occupied in both bitmaps.
@@ -164,8 +176,217 @@ class TimingWheelScheduler : public Scheduler
     std::vector<Group> m_groups;         ///< group storage
     uint32_t m_freeGroup{kNone};         ///< first free group
     std::vector<Scheduler::Event> m_far; ///< binary min-heap of events beyond the window, by (ts, uid)
+    uint64_t m_farTopTs{UINT64_MAX};     ///< timestamp of m_far's top (UINT64_MAX: m_far is empty)
     std::unordered_set<uint64_t> m_farRemoved; ///< uids of m_far's events removed but not yet popped
 };
+
+// The common paths of Insert and RemoveNext, inline so that the simulator core runs them without a call;
+// rare paths (far heap, walks, a wrap of the ring) stay out of line in the .cc.
+
+inline void
+TimingWheelScheduler::MarkOccupied(uint32_t slot)
+{
+    m_occupied[slot >> 6] |= uint64_t(1) << (slot & 63);
+    m_occupiedWords[slot >> 12] |= uint64_t(1) << ((slot >> 6) & 63);
+}
+
+inline void
+TimingWheelScheduler::MarkEmpty(uint32_t slot)
+{
+    uint64_t& word = m_occupied[slot >> 6];
+    word &= ~(uint64_t(1) << (slot & 63));
+    if (word == 0)
+    {
+        m_occupiedWords[slot >> 12] &= ~(uint64_t(1) << ((slot >> 6) & 63));
+    }
+}
+
+inline __attribute__((always_inline)) uint32_t
+TimingWheelScheduler::NewNode(const Scheduler::Event& ev)
+{
+    uint32_t node = m_freeNode;
+    if (node == kNone)
+    {
+        node = uint32_t(m_nodes.size());
+        m_nodes.push_back(Node{});
+    }
+    else
+    {
+        m_freeNode = m_nodes[node].next;
+    }
+    m_nodes[node].ev = ev;
+    m_nodes[node].next = kNone;
+    return node;
+}
+
+inline __attribute__((always_inline)) uint32_t
+TimingWheelScheduler::NewGroup(uint64_t ts, uint32_t node)
+{
+    uint32_t group = m_freeGroup;
+    if (group == kNone)
+    {
+        group = uint32_t(m_groups.size());
+        m_groups.push_back(Group{});
+    }
+    else
+    {
+        m_freeGroup = m_groups[group].next;
+    }
+    m_groups[group] = Group{ts, node, node, kNone};
+    return group;
+}
+
+inline __attribute__((always_inline)) void
+TimingWheelScheduler::AddToGroup(uint32_t group, uint32_t node)
+{
+    Group& g = m_groups[group];
+    const uint32_t uid = m_nodes[node].ev.key.m_uid;
+    if (m_nodes[g.tail].ev.key.m_uid < uid)
+    {
+        m_nodes[g.tail].next = node;
+        g.tail = node;
+        return;
+    }
+    // An older uid than the group's last (not seen from ns-3's simulator, whose uids increase): walk.
+    uint32_t* link = &g.head;
+    while (m_nodes[*link].ev.key.m_uid < uid)
+    {
+        link = &m_nodes[*link].next;
+    }
+    m_nodes[node].next = *link;
+    *link = node;
+}
+
+inline __attribute__((always_inline)) void
+TimingWheelScheduler::InsertNear(const Scheduler::Event& ev)
+{
+    const uint32_t node = NewNode(ev);
+    ++m_nearCount;
+    const uint64_t ts = ev.key.m_ts;
+    const uint32_t slot = uint32_t(BucketOf(ts) & m_slotMask);
+    Bucket& bucket = m_buckets[slot];
+    if (bucket.first == kNone)
+    {
+        MarkOccupied(slot);
+        const uint32_t group = NewGroup(ts, node);
+        m_buckets[slot] = Bucket{group, group};
+        return;
+    }
+    const uint64_t lastTs = m_groups[bucket.last].ts;
+    if (lastTs == ts)
+    {
+        AddToGroup(bucket.last, node);
+    }
+    else if (lastTs < ts)
+    {
+        const uint32_t group = NewGroup(ts, node); // may move m_groups, not m_buckets
+        m_groups[bucket.last].next = group;
+        bucket.last = group;
+    }
+    else
+    {
+        InsertBeforeLastGroup(slot, node);
+    }
+}
+
+inline __attribute__((always_inline)) uint32_t
+TimingWheelScheduler::FirstOccupiedSlot() const
+{
+    if (m_nearCount == 0)
+    {
+        return kNone;
+    }
+    // Every wheel event's bucket is in [start, start + Buckets), so ring order from the start's slot is
+    // time order: search up to the ring's end, then wrap around to its beginning.
+    const uint32_t from = uint32_t(m_startBucket & m_slotMask);
+    const uint32_t w = from >> 6;
+    if (const uint64_t bits = m_occupied[w] & (~uint64_t(0) << (from & 63)); bits != 0)
+    {
+        return (w << 6) | uint32_t(std::countr_zero(bits));
+    }
+    return FirstOccupiedSlotAfterWord(from);
+}
+
+inline __attribute__((always_inline)) TimingWheelScheduler::Next
+TimingWheelScheduler::FindNext() const
+{
+    const uint32_t slot = FirstOccupiedSlot();
+    if (slot == kNone)
+    {
+        return {kNone, !m_far.empty()};
+    }
+    // Only a far event at the same timestamp needs the uids compared (none when m_far is empty).
+    const Scheduler::EventKey& head = m_nodes[m_groups[m_buckets[slot].first].head].ev.key;
+    if (head.m_ts < m_farTopTs || (head.m_ts == m_farTopTs && head < m_far.front().key))
+    {
+        return {slot, true};
+    }
+    return {kNone, true};
+}
+
+inline __attribute__((always_inline)) Scheduler::Event
+TimingWheelScheduler::PopSlot(uint32_t slot)
+{
+    Bucket& bucket = m_buckets[slot];
+    const uint32_t group = bucket.first;
+    Group& g = m_groups[group];
+    const uint32_t node = g.head;
+    Node& n = m_nodes[node];
+    g.head = n.next;
+    if (g.head == kNone)
+    {
+        bucket.first = g.next;
+        g.next = m_freeGroup;
+        m_freeGroup = group;
+        if (bucket.first == kNone)
+        {
+            MarkEmpty(slot);
+        }
+    }
+    n.next = m_freeNode;
+    m_freeNode = node;
+    --m_nearCount;
+    return n.ev;
+}
+
+inline __attribute__((always_inline)) void
+TimingWheelScheduler::Advance(uint64_t bucket)
+{
+    // The event just removed was the earliest, so no wheel event lies in a bucket before its own. Every
+    // pending far event lies beyond the window (inserted so, pulled in as the window reached it), so only
+    // a move of the window can bring one inside.
+    if (bucket > m_startBucket)
+    {
+        m_startBucket = bucket;
+        if (InWindow(BucketOf(m_farTopTs)))
+        {
+            PullFarIntoWindow();
+        }
+    }
+}
+
+inline __attribute__((always_inline)) void
+TimingWheelScheduler::InsertEvent(const Scheduler::Event& ev)
+{
+    if (InWindow(BucketOf(ev.key.m_ts)))
+    {
+        InsertNear(ev);
+    }
+    else
+    {
+        InsertFar(ev);
+    }
+}
+
+inline __attribute__((always_inline)) Scheduler::Event
+TimingWheelScheduler::RemoveNextEvent()
+{
+    const Next next = FindNext();
+    NS_ASSERT_MSG(next.found, "RemoveNext on an empty scheduler");
+    const Scheduler::Event ev = next.slot != kNone ? PopSlot(next.slot) : PopFar();
+    Advance(BucketOf(ev.key.m_ts));
+    return ev;
+}
 
 } // namespace ns3
 
