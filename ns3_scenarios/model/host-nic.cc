@@ -611,9 +611,10 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
         return PullUec(pausedMask, nowPs);
     }
     int64_t earliestPs = std::numeric_limits<int64_t>::max();
-    for (std::size_t k = 0; k < n; ++k)
+    // the round robin from m_next, wrapping without a division per queue pair
+    std::size_t idx = m_next < n ? m_next : m_next % n;
+    for (std::size_t k = 0; k < n; ++k, idx = idx + 1 == n ? 0 : idx + 1)
     {
-        const std::size_t idx = (m_next + k) % n;
         QueuePair& qp = m_qps[m_active[idx]];
         if (pausedMask & (1u << qp.priority))
         {
