@@ -98,12 +98,7 @@ EgressPort::GetTypeId()
     return tid;
 }
 
-EgressPort::EgressPort()
-    : m_txDoneEvent(Create<ReusableEvent<EgressPort, &EgressPort::TransmitDone>>(this)),
-      m_deliverEvent(Create<ReusableEvent<EgressPort, &EgressPort::DeliverHead>>(this)),
-      m_llrNackEvent(Create<ReusableEvent<EgressPort, &EgressPort::LlrNackArrived>>(this))
-{
-}
+EgressPort::EgressPort() = default;
 
 EgressPort::~EgressPort() = default;
 

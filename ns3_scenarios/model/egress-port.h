@@ -391,8 +391,9 @@ class EgressPort : public Object
     uint8_t m_nonEmptyMask{0};                       ///< bit p: m_queues[p] holds a packet
     uint8_t m_disabledMask{0};                       ///< bit p: the PFC watchdog disabled priority p
     FlowControl m_flowControl{FlowControl::PFC};     ///< link-level flow control mode
-    Ptr<DirectEvent> m_txDoneEvent;  ///< end of serialization (a ReusableEvent calling TransmitDone)
-    Ptr<DirectEvent> m_deliverEvent; ///< arrival at the peer (a ReusableEvent calling DeliverHead)
+    // The port's own events live in it: firing one reads the port's hot lines, not a line of its own.
+    ReusableEvent<EgressPort, &EgressPort::TransmitDone> m_txDoneEvent{this}; ///< end of serialization
+    ReusableEvent<EgressPort, &EgressPort::DeliverHead> m_deliverEvent{this}; ///< arrival at the peer
     int64_t m_psPerByte{0};        ///< 8e12 / m_rateBps when that is an integer (exact shortcut), else 0
     int64_t m_delayPs{0};          ///< m_delay in ps
     uint64_t m_txBytes{0};         ///< wire bytes sent, in bytes
@@ -426,7 +427,7 @@ class EgressPort : public Object
     bool m_llr{false};              ///< LinkLevelRetry attribute: corrupted frames are replayed on this hop
     bool m_llrAwaitingReplay{false}; ///< the receiver saw a corrupted frame and discards until the replay
     PacketFifo m_llrReplay;         ///< frames from the corrupted one on, in hop sequence order
-    Ptr<DirectEvent> m_llrNackEvent;  ///< the receiver's NACK reaches this port (LlrNackArrived)
+    ReusableEvent<EgressPort, &EgressPort::LlrNackArrived> m_llrNackEvent{this}; ///< the receiver's NACK arrives
 
     TracedCallback<const FabricPacket*> m_txTrace;   ///< a packet starts serialization
     TracedCallback<const FabricPacket*> m_dropTrace; ///< a packet is tail-dropped

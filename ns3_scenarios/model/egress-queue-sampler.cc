@@ -59,7 +59,7 @@ EgressQueueSampler::MarkDirty(uint32_t index)
         const int64_t nowPs = cosim::NowPs();
         const int64_t step = m_interval.GetTimeStep();
         m_pending = true;
-        cosim::ScheduleInPs((nowPs / step + 1) * step - nowPs, Ptr<DirectEvent>(m_event));
+        cosim::ScheduleInPs((nowPs / step + 1) * step - nowPs, *m_event);
     }
 }
 

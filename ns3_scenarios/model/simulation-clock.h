@@ -32,17 +32,18 @@ NowPs()
 }
 
 /// Schedule @p event to run @p delayPs (>= 0) time steps from now, as ns3::Simulator::Schedule would
-/// (which also refuses a negative delay); its owner keeps it alive until it has run
+/// (which also refuses a negative delay). Its owner keeps it alive until it has run; the queue holds no
+/// reference to it (under another SimulatorImpl, a call of its Fire), so it may be a member of its owner.
 inline __attribute__((always_inline)) void
-ScheduleInPs(int64_t delayPs, const ns3::Ptr<ns3::DirectEvent>& event)
+ScheduleInPs(int64_t delayPs, ns3::DirectEvent& event)
 {
     ns3::LeanSimulatorImpl* lean = ns3::LeanSimulatorImpl::Running();
     if (lean != nullptr && delayPs >= 0)
     {
-        lean->ScheduleDirect(uint64_t(delayPs), ns3::PeekPointer(event));
+        lean->ScheduleDirect(uint64_t(delayPs), &event);
         return;
     }
-    ns3::Simulator::Schedule(ns3::TimeStep(delayPs), ns3::Ptr<ns3::EventImpl>(event));
+    ns3::Simulator::Schedule(ns3::TimeStep(delayPs), &ns3::DirectEvent::Fire, &event);
 }
 
 } // namespace cosim

@@ -315,9 +315,10 @@ TimingWheelScheduler::FindNext() const
     {
         return {kNone, !m_far.empty()};
     }
-    // Only a far event at the same timestamp needs the uids compared (none when m_far is empty).
-    const Scheduler::EventKey& head = m_nodes[m_groups[m_buckets[slot].first].head].ev.key;
-    if (head.m_ts < m_farTopTs || (head.m_ts == m_farTopTs && head < m_far.front().key))
+    // The bucket's first group has the earliest timestamp; only a far event at the same timestamp needs
+    // the uids compared (none when m_far is empty).
+    const Group& first = m_groups[m_buckets[slot].first];
+    if (first.ts < m_farTopTs || (first.ts == m_farTopTs && m_nodes[first.head].ev.key < m_far.front().key))
     {
         return {slot, true};
     }
