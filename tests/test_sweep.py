@@ -238,9 +238,15 @@ def test_killed_sweep_leaves_only_complete_files_and_resumes(tmp_path, capsys, e
     assert {n: mtimes(out)[n] for n in done} == done and len(mtimes(out)) == 3
 
 
-def _catches_sigterm(pid: int) -> bool:
-    """True once process ``pid`` has a handler for SIGTERM (Linux /proc: the SigCgt mask)."""
+def _ready_worker(pid: int) -> bool:
+    """True once process ``pid`` is a spawned sweep worker with its handler for SIGTERM (Linux /proc: the
+    SigCgt mask). A child between fork and exec (the worker being spawned, multiprocessing's resource tracker,
+    a shell the engine's loader runs) still has the sweep's own SIGTERM handler in its mask, so only an
+    exec'ed multiprocessing child counts (its command line read first: once it shows the exec, the mask read
+    after it is the worker's own)."""
     try:
+        if b"spawn_main" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return False
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return False
@@ -283,7 +289,7 @@ def test_sigterm_stops_the_sweep_writes_the_running_point_interrupted_and_no_wor
     deadline = time.monotonic() + 120  # a guard against a hang, not a timing assertion
     workers: list[int] = []
     while proc.poll() is None and time.monotonic() < deadline:
-        workers = [c for c in _children(proc.pid) if _catches_sigterm(c)]
+        workers = [c for c in _children(proc.pid) if _ready_worker(c)]
         if workers:
             break
         time.sleep(0.05)
