@@ -175,3 +175,81 @@ def test_bad_input_under_a_launcher_is_reported_by_rank_0_alone(launcher, monkey
         code, _, err = run_main(["run", "incast", "--set", "network.link_gbps=-1", "--dry-run"], capsys)
         assert code == 2
         assert (err.count("Error:") == 1) if rank == 0 else err == ""
+
+
+#: run by `mpiexec -n 2`: one case of a rank failing next to a collective; every rank writes what it got or
+#: raised, and must leave
+MPI_FAILURE_SCRIPT = """
+import sys
+
+from cosim.errors import CosimInputError
+from cosim.parallel import simulate as parallel
+from cosim.parallel.mpi import gather, mpi_world, share
+
+world = mpi_world()
+case = sys.argv[1]
+
+
+def bad_input():
+    raise CosimInputError("network.link_gbps", "must be > 0", "e.g. 100")
+
+
+def no_room():
+    if world.rank == 1:
+        raise MemoryError("no room for the part")
+    return world.rank
+
+
+def partitioned():
+    from cosim.plan import compile
+    from cosim.run import experiments_of
+
+    exp = experiments_of(sys.argv[2], {"limits.partitions": 2})[0]
+    plan = compile(exp)
+    attributes = dict(plan.attributes, **({"NoSuch::Attribute": "1"} if world.rank == 1 else {}))
+    out, _ = parallel.simulate(exp, plan.fabric, plan.dag.columns(), plan.partitioning, attributes=attributes,
+                               max_sim_time_ns=plan.max_sim_time_ns)
+    return out.network.status
+
+
+cases = {
+    "ok": lambda: (share(world, lambda: {"rank": world.rank}), gather(world, lambda: 10 * world.rank)),
+    "input": lambda: share(world, bad_input),
+    "unpicklable": lambda: share(world, lambda: lambda: 0),
+    "gather": lambda: gather(world, no_room),
+    "partitioned": partitioned,
+}
+try:
+    said = f"got {cases[case]()!r}"
+except Exception as exc:
+    said = f"raised {type(exc).__name__} input={isinstance(exc, CosimInputError)}: {exc}"
+with open(f"{sys.argv[3]}/rank{world.rank}.txt", "w") as f:  # one file each: the ranks' stdout interleave
+    f.write(said)
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None or _mpiexec() is None,
+                    reason="needs mpi4py and an MPI launcher (pip install '.[test]' installs both)")
+@pytest.mark.parametrize("case,rank0,rank1", [
+    ("ok", "got ({'rank': 0}, [0, 10])", "got ({'rank': 0}, None)"),
+    ("input", "raised CosimInputError input=True: network.link_gbps: must be > 0 (e.g. 100)",
+     "raised RankFailed input=True: network.link_gbps: must be > 0 (e.g. 100)"),
+    ("unpicklable", "raised AttributeError input=False: Can't pickle local object",
+     "raised RankFailed input=True: MPI rank 0: AttributeError: Can't pickle local object"),
+    ("gather", "raised RankFailed input=True: MPI rank 1: MemoryError: no room for the part",
+     "raised MemoryError input=False: no room for the part"),
+    ("partitioned", "raised RankFailed input=True: --set NoSuch::Attribute: no such ns-3 attribute",
+     "raised CosimInputError input=True: --set NoSuch::Attribute: no such ns-3 attribute"),
+])
+def test_a_rank_that_fails_next_to_a_collective_makes_every_rank_leave_with_its_error(tmp_path, case, rank0, rank1):
+    """A rank whose value for a collective cannot be made or pickled (rank 0's merged output, a rank's part,
+    a rank that cannot build its fabric while the other waits in the first window) sends a failure in its
+    place: it re-raises its own error and every other rank raises RankFailed, an input error with the same
+    one-line message, so the CLI ends every rank with one line and exit code 2 instead of a hang."""
+    script = tmp_path / "fail.py"
+    script.write_text(MPI_FAILURE_SCRIPT)
+    done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(script), case, str(_experiment(tmp_path)),
+                           str(tmp_path)], capture_output=True, text=True, timeout=300)  # a guard against a hang
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = [(tmp_path / f"rank{r}.txt").read_text() for r in (0, 1)]
+    assert said[0].startswith(rank0) and said[1].startswith(rank1), said

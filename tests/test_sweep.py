@@ -238,9 +238,15 @@ def test_killed_sweep_leaves_only_complete_files_and_resumes(tmp_path, capsys, e
     assert {n: mtimes(out)[n] for n in done} == done and len(mtimes(out)) == 3
 
 
-def _catches_sigterm(pid: int) -> bool:
-    """True once process ``pid`` has a handler for SIGTERM (Linux /proc: the SigCgt mask)."""
+def _ready_worker(pid: int) -> bool:
+    """True once process ``pid`` is a spawned sweep worker with its handler for SIGTERM (Linux /proc: the
+    SigCgt mask). A child between fork and exec (the worker being spawned, multiprocessing's resource tracker,
+    a shell the engine's loader runs) still has the sweep's own SIGTERM handler in its mask, so only an
+    exec'ed multiprocessing child counts (its command line read first: once it shows the exec, the mask read
+    after it is the worker's own)."""
     try:
+        if b"spawn_main" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return False
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return False
@@ -283,7 +289,7 @@ def test_sigterm_stops_the_sweep_writes_the_running_point_interrupted_and_no_wor
     deadline = time.monotonic() + 120  # a guard against a hang, not a timing assertion
     workers: list[int] = []
     while proc.poll() is None and time.monotonic() < deadline:
-        workers = [c for c in _children(proc.pid) if _catches_sigterm(c)]
+        workers = [c for c in _children(proc.pid) if _ready_worker(c)]
         if workers:
             break
         time.sleep(0.05)
@@ -310,6 +316,66 @@ def test_sigterm_stops_the_sweep_writes_the_running_point_interrupted_and_no_wor
     assert code == 2 and "was interrupted" in err and not (tmp_path / "m.h5").exists()
     code, _, _ = run_main(["merge", str(out), "-o", str(tmp_path / "m.h5"), "--partial"], capsys)
     assert code == 0 and len(results.read_results(tmp_path / "m.h5")) == 1
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """True if process ``pid`` has a handler for SIGTERM in its SigCgt mask (a child between fork and exec
+    shows its parent's)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+def _command(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads process signal masks from /proc")
+def test_sigterm_as_the_sweep_starts_its_processes_never_lets_a_point_run_on(tmp_path):
+    """SIGTERM the moment `cosim sweep` starts its worker (once multiprocessing's resource tracker runs, the
+    first other child whose mask shows a SIGTERM handler: the worker between fork and exec, which still has
+    the sweep's own, or the worker with its handler set): whether the worker was yet among the sweep's
+    children, could hear the signal, or had begun its point, the 8 GiB point is not run to its end. It is
+    written interrupted or stopped before anything was written, the other point never starts, the sweep
+    exits 143 and no process it started is left running."""
+    spec = write(tmp_path, '[sweep]\nname = "k"\n[base]\ntopology = "leaf-spine"\npattern = "permutation"\n'
+                           '[[points]]\nhosts = 32\nflow_bytes = "8GiB"\n[[points]]\nhosts = 4\nflow_bytes = 1000\n')
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(cosim.__file__).parents[1]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "cosim", "sweep", str(spec), "-o", str(out), "-q"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120  # a guard against a hang, not a timing assertion
+    seen: set[int] = set()
+    signalled = False
+    while proc.poll() is None and time.monotonic() < deadline:
+        children = _children(proc.pid)
+        seen.update(children)
+        commands = {c: _command(c) for c in children}
+        tracker = any(b"resource_tracker" in command for command in commands.values())
+        if not signalled and tracker and any(_catches_sigterm(c) and b"resource_tracker" not in command
+                                             for c, command in commands.items()):
+            proc.send_signal(signal.SIGTERM)
+            signalled = True
+        time.sleep(0.001)
+    assert signalled, "no worker was seen starting after multiprocessing's resource tracker"
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "interrupted by SIGTERM: 0 point(s) finished here" in errors[0], errors
+    assert not list(out.glob("k-0001-*.h5")) and not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))
+    for stopped in out.glob("k-0000-*.h5"):
+        (run,) = results.read_results(stopped).values()
+        assert run.summary["status"] == "interrupted" and "point(s) 0 written" in errors[0]
+    while any(_running(c) for c in seen) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_running(c) for c in seen)
 
 
 @pytest.mark.parametrize("quiet", [True, False])

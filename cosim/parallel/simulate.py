@@ -10,6 +10,9 @@ too. Rank 0 gathers every rank's output and merges it as the independent parts o
 merged (cosim.decompose.exact.merge: op times from the op's partition, port telemetry from the port's node's
 partition), and sends the merged output back to every rank, so each records the run alike (and only rank 0
 writes it: cosim.parallel.mpi.is_root).
+
+A rank that fails (before, during or after the windows, or while merging on rank 0) makes every rank fail
+with its error (cosim.parallel.mpi.RankFailed) at the next collective instead of leaving them waiting in it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from cosim import engine
 from cosim.collectives import DagOpKind
 from cosim.decompose import exact
 from cosim.errors import CosimInputError
-from cosim.parallel.mpi import MpiWorld, mpi_world
+from cosim.parallel.mpi import MpiWorld, fail_together, gather, mpi_world, share
 from cosim.parallel.partition import Partitioning
 
 #: a packet crossing a cut link (C++ ExchangeRecord, Engine::kExchangeRecordBytes)
@@ -51,34 +54,60 @@ def simulate(exp, fabric, columns: dict, p: Partitioning, *, attributes: dict, m
     sync = {"partition_window_s": 0.0, "partition_wait_s": 0.0, "partition_exchange_s": 0.0,
             "partition_allgather_min_s": float("inf")}
     kind = np.asarray(columns["kind"])
+    windows = _Windows()
     if world is None:
         run = engine.run_partitions_here
     else:
-        run = functools.partial(_over_mpi, world, rank_of_partition[p.node_partition], int(kind.size), sync)
+        run = functools.partial(_over_mpi, world, rank_of_partition[p.node_partition], int(kind.size), sync,
+                                windows)
     is_flow = kind == DagOpKind.FLOW
     flow_id = np.where(is_flow, np.cumsum(is_flow) - 1, -1)  # FLOW ops numbered in op order, alike on every rank
     parts = engine.Partitions(node_partition=p.node_partition, local=rank_of_partition == rank,
                               op_partition=p.op_partition[mine.ops], op_flow=flow_id[mine.ops],
                               n_flows=int(is_flow.sum()), run=run)
-    out = engine.simulate_dag(fabric, **exact.piece_columns(columns, mine), seed=exp.seed, attributes=attributes,
-                              queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns,
-                              max_sim_time_ns=max_sim_time_ns, progress=progress if rank == 0 else None,
-                              partitions=parts)
+    failure = None
+    try:
+        out = engine.simulate_dag(fabric, **exact.piece_columns(columns, mine), seed=exp.seed,
+                                  attributes=attributes,
+                                  queue_sample_interval_ns=exp.telemetry.queue_sample_interval_ns,
+                                  max_sim_time_ns=max_sim_time_ns, progress=progress if rank == 0 else None,
+                                  partitions=parts)
+    except Exception as exc:
+        if world is None or windows.state == "in":  # alone, or told the other ranks already
+            raise
+        if windows.state == "before":  # the other ranks wait in the windows' first exchange
+            _fail_windows(world, exc)
+        failure = exc  # after the windows: the other ranks wait in the gather
     info = {"decompose": "whole", "decompose_reason": f"partitioned into {p.n_partitions} (limits.partitions)",
             **p.describe(), "mpi_ranks": size, **({} if world is None else sync)}
     if world is None:
         return _merge(fabric, columns, p, rank_of_partition, (mine,), [out]), info
-    outs = world.comm.gather(out, root=0)
-    merged = None
-    if rank == 0:
+
+    def mine_out():
+        if failure is not None:
+            raise failure
+        return out
+
+    outs = gather(world, mine_out)
+
+    def merged():
         pieces = tuple(mine if r == rank else exact.Piece.of(np.flatnonzero(op_rank == r), dep_ptr, dep_idx)
                        for r in range(size))
-        merged = _merge(fabric, columns, p, rank_of_partition, pieces, outs)
+        whole = _merge(fabric, columns, p, rank_of_partition, pieces, outs)
         # sent to every rank by pickle: the queue log whole, as arrays (a partitioned run's is the whole
         # run's, not a fold's copies)
-        net = merged.network
-        merged = dataclasses.replace(merged, network=dataclasses.replace(net, queues=net.queues.materialize()))
-    return world.comm.bcast(merged, root=0), info
+        net = whole.network
+        return dataclasses.replace(whole, network=dataclasses.replace(net, queues=net.queues.materialize()))
+
+    return share(world, merged), info
+
+
+@dataclasses.dataclass(slots=True)
+class _Windows:
+    """Where this rank is in the windows of an MPI run: "before" them, "in" them (a failure there is told to
+    the other ranks in the windows' own exchange) or "after" them."""
+
+    state: str = "before"
 
 
 def _merge(fabric, columns: dict, p: Partitioning, rank_of_partition: np.ndarray, pieces: tuple, outs: list):
@@ -92,62 +121,107 @@ def _merge(fabric, columns: dict, p: Partitioning, rank_of_partition: np.ndarray
     return exact.merge(fabric, columns, d, outs)
 
 
-def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dict, engine_, stop_ps: int,
-              n_items: int, count_done, progress) -> int:
+#: the fields of a rank's state in the windows' Allgather: next event, earliest arrival sent, done, ops done,
+#: data packet-hops, stop requested, failed (then one count of packets sent per rank)
+STATE_FIELDS = 7
+FAILED = 6
+
+
+def _fail_windows(world: MpiWorld, failure: BaseException) -> None:
+    """Fail in the windows' exchange: a rank that failed before its first window joins the others' Allgather
+    with only its failed flag set, then every rank raises (fail_together)."""
+    state = np.zeros(STATE_FIELDS + world.size, np.int64)
+    state[FAILED] = 1
+    world.comm.Allgather(state, np.zeros((world.size, state.size), np.int64))
+    fail_together(world, failure)
+
+
+def _over_mpi(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dict, windows: _Windows, engine_,
+              stop_ps: int, n_items: int, count_done, progress) -> int:
+    """:func:`_windows` with ``windows.state`` kept: "in" while they run and after a failure in them (told
+    to every rank already), "after" once they are done."""
+    windows.state = "in"
+    status = _windows(world, rank_of_node, n_total, sync, engine_, stop_ps, n_items, count_done, progress)
+    windows.state = "after"
+    return status
+
+
+def _windows(world: MpiWorld, rank_of_node: np.ndarray, n_total: int, sync: dict, engine_, stop_ps: int,
+             n_items: int, count_done, progress) -> int:
     """This rank's partitions, window by window in step with the other ranks (module docstring). Adds to
     ``sync`` (wall seconds): ``partition_window_s`` simulating, ``partition_wait_s`` in the Allgather
     (waiting for the slowest rank), ``partition_exchange_s`` taking, sending and injecting packets, and keeps
     ``partition_allgather_min_s``, the shortest Allgather (the collective's own latency).
 
     Two collectives per window: an Allgather of every rank's state (its next event and the earliest arrival
-    it sends, whether its ops are done, progress, a stop request) and of how many packets it sends each rank,
-    then the Alltoallv of the packets themselves."""
+    it sends, whether its ops are done, progress, a stop request, a failure) and of how many packets it sends
+    each rank, then the Alltoallv of the packets themselves. A rank whose own work raises (taking, injecting
+    or simulating, or rank 0's ``progress``) says so in the next Allgather instead of leaving the others
+    waiting in it, and every rank raises (fail_together)."""
     comm, size = world.comm, world.size
-    lookahead = int(engine_.LookaheadPs())
-    fields = 6  # next event, earliest arrival sent, done, ops done, data packet-hops, stop requested
-    state = np.zeros(fields + size, np.int64)
-    every = np.zeros((size, fields + size), np.int64)
+    state = np.zeros(STATE_FIELDS + size, np.int64)
+    every = np.zeros((size, STATE_FIELDS + size), np.int64)
     send = np.zeros(0, RECORD_DTYPE)
     received = np.zeros(0, RECORD_DTYPE)
     reported = time.perf_counter()
+    failure = None
+    n_out = lookahead = 0
+    try:
+        lookahead = int(engine_.LookaheadPs())
+    except Exception as exc:  # noqa: BLE001 - told to every rank in the first Allgather
+        failure = exc
     while True:
         t0 = time.perf_counter()
-        out = _take_outgoing(engine_)
-        dest = rank_of_node[out["node"]]
-        order = np.argsort(dest, kind="stable")
-        send = _fill(send, out, order)
-        state[:fields] = (engine_.NextEventPs(), out["due_ps"].min() if out.size else NO_EVENT_PS,
-                          engine_.LocalDone(), count_done(), engine_.DataPacketHops(), engine.stop_requested())
-        state[fields:] = np.bincount(dest, minlength=size)
+        if failure is None:
+            try:
+                out = _take_outgoing(engine_)
+                n_out = out.size
+                dest = rank_of_node[out["node"]]
+                order = np.argsort(dest, kind="stable")
+                send = _fill(send, out, order)
+                state[:STATE_FIELDS] = (engine_.NextEventPs(), out["due_ps"].min() if out.size else NO_EVENT_PS,
+                                        engine_.LocalDone(), count_done(), engine_.DataPacketHops(),
+                                        engine.stop_requested(), 0)
+                state[STATE_FIELDS:] = np.bincount(dest, minlength=size)
+            except Exception as exc:  # noqa: BLE001 - told to every rank below
+                failure = exc
+        if failure is not None:
+            state[:] = 0
+            state[FAILED] = 1
         t1 = time.perf_counter()
         comm.Allgather(state, every)
         t2 = time.perf_counter()
-        counts_in = every[:, fields + world.rank]
+        if every[:, FAILED].any():
+            fail_together(world, failure)
+        counts_in = every[:, STATE_FIELDS + world.rank]
         received = _grown(received, int(counts_in.sum()))
-        comm.Alltoallv([_bytes(send, out.size), state[fields:] * RECORD_DTYPE.itemsize],
+        comm.Alltoallv([_bytes(send, n_out), state[STATE_FIELDS:] * RECORD_DTYPE.itemsize],
                        [_bytes(received, int(counts_in.sum())), counts_in * RECORD_DTYPE.itemsize])
-        if counts_in.sum():
-            engine_.InjectIncoming(received.view(np.uint8), int(counts_in.sum()))  # sorts them first
-        sync["partition_wait_s"] += t2 - t1
-        sync["partition_allgather_min_s"] = min(sync["partition_allgather_min_s"], t2 - t1)
-        sync["partition_exchange_s"] += time.perf_counter() - t0 - (t2 - t1)
-        if progress is not None and time.perf_counter() - reported >= PROGRESS_EVERY_S:
-            progress(engine_.NowPs() / 1e3, int(every[:, 3].sum()), n_total, int(every[:, 4].sum()))
-            reported = time.perf_counter()
-        if every[:, 2].all():
-            return 1
-        if every[:, 5].any():
-            return engine.INTERRUPTED
-        next_ps = int(every[:, :2].min())
-        if next_ps == NO_EVENT_PS:
-            return 2
-        if next_ps >= stop_ps or engine_.NowPs() >= stop_ps:
-            return 0
-        t = time.perf_counter()
-        status = int(engine_.RunWindow(engine_.WindowEndPs(next_ps, lookahead, stop_ps)))
-        sync["partition_window_s"] += time.perf_counter() - t
-        if status != 0:
-            return status
+        try:
+            if counts_in.sum():
+                engine_.InjectIncoming(received.view(np.uint8), int(counts_in.sum()))  # sorts them first
+            sync["partition_wait_s"] += t2 - t1
+            sync["partition_allgather_min_s"] = min(sync["partition_allgather_min_s"], t2 - t1)
+            sync["partition_exchange_s"] += time.perf_counter() - t0 - (t2 - t1)
+            if progress is not None and time.perf_counter() - reported >= PROGRESS_EVERY_S:
+                progress(engine_.NowPs() / 1e3, int(every[:, 3].sum()), n_total, int(every[:, 4].sum()))
+                reported = time.perf_counter()
+            if every[:, 2].all():
+                return 1
+            if every[:, 5].any():
+                return engine.INTERRUPTED
+            next_ps = int(every[:, :2].min())
+            if next_ps == NO_EVENT_PS:
+                return 2
+            if next_ps >= stop_ps or engine_.NowPs() >= stop_ps:
+                return 0
+            t = time.perf_counter()
+            status = int(engine_.RunWindow(engine_.WindowEndPs(next_ps, lookahead, stop_ps)))
+            sync["partition_window_s"] += time.perf_counter() - t
+            if status != 0:
+                return status
+        except Exception as exc:  # noqa: BLE001 - told to every rank in the next Allgather
+            failure = exc
 
 
 def _take_outgoing(engine_) -> np.ndarray:

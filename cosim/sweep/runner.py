@@ -211,9 +211,24 @@ def request_stop() -> None:
     worker is sent SIGTERM, which stops its simulation at the next slice; the point is written with status
     ``interrupted`` and the worker goes on waiting for work until the pool shuts down."""
     engine.request_stop()
+    _signal_workers()
+
+
+def _signal_workers() -> None:
+    """Send SIGTERM to every worker this process has started so far."""
     for child in multiprocessing.active_children():
         with contextlib.suppress(ProcessLookupError):
             os.kill(child.pid, signal.SIGTERM)
+
+
+def _reach_started_workers() -> None:
+    """Forward a stop to workers just started (call after every start of a worker).
+
+    A worker counts among this process's children only once ``Process.start`` returns, but it is already
+    running (and may have reached its point) before that: a stop requested in between would not reach it and
+    its point would run to its end. Signalling again once the start returned closes that window."""
+    if engine.stop_requested():
+        _signal_workers()
 
 
 def _stop_on_sigterm() -> None:
@@ -238,6 +253,11 @@ def _died(p: SweepPoint, how: str = "") -> PointResult:
                        "rerun the point alone to see its output")
 
 
+def _stopped_before_start(p: SweepPoint) -> PointResult:
+    return PointResult(p.index, p.run_name, "interrupted", 0.0,
+                       "not written: its worker was stopped before the point began")
+
+
 def _isolated_child(runner, point: dict, outdir: str, sweep_name: str, log_level: int, conn) -> None:
     """Entry of a one-point child process: run the point, send its result."""
     _worker_init(os.getppid(), log_level)
@@ -255,6 +275,7 @@ def _run_isolated(runner, p: SweepPoint, outdir: Path, sweep_name: str) -> Point
                         args=(runner, _point_dict(p), str(outdir), sweep_name, worker_initargs()[1], send),
                         daemon=True)
     child.start()
+    _reach_started_workers()
     send.close()
     result = None
     try:
@@ -266,6 +287,8 @@ def _run_isolated(runner, p: SweepPoint, outdir: Path, sweep_name: str) -> Point
     if isinstance(result, PointResult):
         return result
     code = child.exitcode
+    if code == -signal.SIGTERM and engine.stop_requested():  # the stop came before its handler was set
+        return _stopped_before_start(p)
     how = ""
     if code is not None and code < 0:
         try:
@@ -291,7 +314,8 @@ def _run_pooled(todo: list[SweepPoint], outdir: Path, sweep_name: str, jobs: int
         while (pending and not engine.stop_requested()) or inflight:
             while pending and len(inflight) < jobs and not engine.stop_requested():
                 p = pending.pop()
-                inflight[pool.submit(runner, _point_dict(p), str(outdir), sweep_name)] = p
+                inflight[pool.submit(runner, _point_dict(p), str(outdir), sweep_name)] = p  # may start a worker
+                _reach_started_workers()
             finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
             broken = []
             if any(isinstance(f.exception(), BrokenProcessPool) for f in finished):
@@ -312,13 +336,13 @@ def _run_pooled(todo: list[SweepPoint], outdir: Path, sweep_name: str, jobs: int
                         tmp.unlink(missing_ok=True)
                 if engine.stop_requested():  # a worker still starting when SIGTERM came: nothing to rerun
                     for p in sorted(broken, key=lambda p: p.index):
-                        record(PointResult(p.index, p.run_name, "interrupted", 0.0,
-                                           "not written: its worker was stopped before the point began"))
+                        record(_stopped_before_start(p))
                 elif len(broken) == 1:
                     record(_died(broken[0]))
                 else:
                     for p in sorted(broken, key=lambda p: p.index):
-                        record(_run_isolated(runner, p, outdir, sweep_name))
+                        stopped = engine.stop_requested()
+                        record(_stopped_before_start(p) if stopped else _run_isolated(runner, p, outdir, sweep_name))
                 if pending and not engine.stop_requested():
                     pool = _new_pool(jobs)
     except BaseException:
