@@ -2,12 +2,13 @@
 
 LLaMA-2 7B (32 layers), TP8 x PP4 x DP``--dp`` on a rail-optimized 400 Gbps fabric (bench_decompose.py's
 scenario): the run is planned and decomposed, then only the piece the fold simulates runs, in this
-process, with ``TimingWheelScheduler::BucketWidth`` and ``::Buckets`` as given (if omitted, what the run
+process, with ``TimingWheelScheduler::BucketWidth``, ``::Buckets`` and ``::Prefetch`` as given (if omitted, what the run
 derives: engine.wheel_attributes).
 The bucket settings change speed only, never the results: the piece's end time is printed to show it.
 
     python bench/bench_fold_scheduler.py --dp 128                                     # as a run derives them
     python bench/bench_fold_scheduler.py --dp 128 --bucket-width 4096ps --buckets 8192
+    python bench/bench_fold_scheduler.py --dp 128 --prefetch false                    # no prefetch
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def main() -> None:
     ap.add_argument("--dp", type=int, default=32)
     ap.add_argument("--bucket-width", help="TimingWheelScheduler::BucketWidth, e.g. 4096ps [derived]")
     ap.add_argument("--buckets", help="TimingWheelScheduler::Buckets, e.g. 8192 [derived]")
+    ap.add_argument("--prefetch", choices=("true", "false"), help="TimingWheelScheduler::Prefetch [true]")
     args = ap.parse_args()
 
     from cosim.decompose import exact as decompose_run  # noqa: PLC0415
@@ -36,7 +38,8 @@ def main() -> None:
     exp = experiments_of(doc)[0]
     plan = compile_plan(exp)
     attributes = dict(plan.attributes)
-    for name, value in (("BucketWidth", args.bucket_width), ("Buckets", args.buckets)):
+    for name, value in (("BucketWidth", args.bucket_width), ("Buckets", args.buckets),
+                        ("Prefetch", args.prefetch)):
         if value is not None:
             attributes[f"TimingWheelScheduler::{name}"] = value
     columns = plan.dag.columns()  # the DAG's gpu column holds host node ids

@@ -1,6 +1,7 @@
 #include "timing-wheel-scheduler.h"
 
 #include "ns3/assert.h"
+#include "ns3/boolean.h"
 #include "ns3/uinteger.h"
 
 #include <algorithm>
@@ -65,7 +66,15 @@ TimingWheelScheduler::GetTypeId()
                           "order.",
                           UintegerValue(8192),
                           MakeUintegerAccessor(&TimingWheelScheduler::m_bucketsAttribute),
-                          MakeUintegerChecker<uint32_t>(64, 1U << 22));
+                          MakeUintegerChecker<uint32_t>(64, 1U << 22))
+            .AddAttribute("Prefetch",
+                          "While the simulator core runs an event, prefetch the next event's node and the "
+                          "object it runs (a dozen instructions per event, against two cache misses on a "
+                          "fabric whose ports and pending events outgrow the nearest caches). Changes speed "
+                          "only, never the event order.",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&TimingWheelScheduler::m_prefetch),
+                          MakeBooleanChecker());
     return tid;
 }
 

@@ -53,6 +53,13 @@ class TimingWheelScheduler final : public Scheduler
     void InsertEvent(const Scheduler::Event& ev);
     /// RemoveNext without the virtual call, inlined into the simulator core's loop.
     Scheduler::Event RemoveNextEvent();
+    /**
+     * With the `Prefetch` attribute on, start loading the next event's node and the object it runs into
+     * the cache, so that they arrive while the simulator core runs the current one (a fabric touches
+     * enough between an event's insertion and its turn for both to leave the nearest caches). Changes
+     * speed only.
+     */
+    void PrefetchNext() const;
 
     TimingWheelScheduler();
     ~TimingWheelScheduler() override;
@@ -164,6 +171,7 @@ class TimingWheelScheduler final : public Scheduler
 
     Time m_bucketWidth;                  ///< BucketWidth attribute (rounded down to a power of two time steps)
     uint32_t m_bucketsAttribute;         ///< Buckets attribute (rounded up to a power of two)
+    bool m_prefetch{true};               ///< Prefetch attribute
     uint32_t m_widthShift{0};            ///< log2 of the bucket width, in time steps
     uint64_t m_slotMask{0};              ///< buckets in the ring − 1
     uint64_t m_startBucket{0};           ///< bucket number of the wheel's first bucket (of the last event removed)
@@ -214,8 +222,14 @@ TimingWheelScheduler::NewNode(const Scheduler::Event& ev)
     {
         m_freeNode = m_nodes[node].next;
     }
-    m_nodes[node].ev = ev;
-    m_nodes[node].next = kNone;
+    // Field by field: a copy of the whole event reads it back as wide loads from the caller's stack,
+    // which the stores that built it there cannot forward to (a stall on every insert).
+    Node& n = m_nodes[node];
+    n.ev.impl = ev.impl;
+    n.ev.key.m_ts = ev.key.m_ts;
+    n.ev.key.m_uid = ev.key.m_uid;
+    n.ev.key.m_context = ev.key.m_context;
+    n.next = kNone;
     return node;
 }
 
@@ -377,6 +391,25 @@ TimingWheelScheduler::InsertEvent(const Scheduler::Event& ev)
     {
         InsertFar(ev);
     }
+}
+
+inline __attribute__((always_inline)) void
+TimingWheelScheduler::PrefetchNext() const
+{
+    if (!m_prefetch)
+    {
+        return;
+    }
+    const uint32_t slot = FirstOccupiedSlot();
+    if (slot == kNone)
+    {
+        return;
+    }
+    const Node& n = m_nodes[m_groups[m_buckets[slot].first].head];
+    __builtin_prefetch(&n);
+    // the object is read through the node: a load that may miss, which the core overlaps with the
+    // current event (the pointer may carry the simulator core's tag bit: same cache line)
+    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(n.ev.impl) & ~uintptr_t(1)));
 }
 
 inline __attribute__((always_inline)) Scheduler::Event
