@@ -272,13 +272,9 @@ def _running(pid: int) -> bool:
     return "Z" not in state.split()[1]
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads worker signal masks from /proc")
-def test_sigterm_stops_the_sweep_writes_the_running_point_interrupted_and_no_worker_survives(tmp_path, capsys,
-                                                                                          engine_ns):
-    """SIGTERM to `cosim sweep` (a batch system's time limit) once its worker is ready: the running point
-    (8 GiB flows, far from done) stops at its next slice and is written with status interrupted, the next
-    point never starts, the sweep exits 143 with one Error line, no worker is left running and no
-    temporary file is left behind; a rerun takes the interrupted point as still to run."""
+def _start_long_sweep(tmp_path):
+    """`cosim sweep` of an 8 GiB point, then a tiny one, started in its own process; returns the process,
+    the sweep file and the output directory."""
     spec = write(tmp_path, '[sweep]\nname = "k"\n[base]\ntopology = "leaf-spine"\npattern = "permutation"\n'
                            '[[points]]\nhosts = 32\nflow_bytes = "8GiB"\n[[points]]\nhosts = 4\nflow_bytes = 1000\n')
     out = tmp_path / "out"
@@ -286,6 +282,17 @@ def test_sigterm_stops_the_sweep_writes_the_running_point_interrupted_and_no_wor
                                                          os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "cosim", "sweep", str(spec), "-o", str(out), "-q"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, spec, out
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads worker signal masks from /proc")
+def test_sigterm_stops_the_sweep_writes_the_running_point_interrupted_and_no_worker_survives(tmp_path, capsys,
+                                                                                          engine_ns):
+    """SIGTERM to `cosim sweep` (a batch system's time limit) once its worker is ready: the running point
+    (8 GiB flows, far from done) stops at its next slice and is written with status interrupted, the next
+    point never starts, the sweep exits 143 with one Error line, no worker is left running and no
+    temporary file is left behind; a rerun takes the interrupted point as still to run."""
+    proc, spec, out = _start_long_sweep(tmp_path)
     deadline = time.monotonic() + 120  # a guard against a hang, not a timing assertion
     workers: list[int] = []
     while proc.poll() is None and time.monotonic() < deadline:
@@ -344,13 +351,7 @@ def test_sigterm_as_the_sweep_starts_its_processes_never_lets_a_point_run_on(tmp
     children, could hear the signal, or had begun its point, the 8 GiB point is not run to its end. It is
     written interrupted or stopped before anything was written, the other point never starts, the sweep
     exits 143 and no process it started is left running."""
-    spec = write(tmp_path, '[sweep]\nname = "k"\n[base]\ntopology = "leaf-spine"\npattern = "permutation"\n'
-                           '[[points]]\nhosts = 32\nflow_bytes = "8GiB"\n[[points]]\nhosts = 4\nflow_bytes = 1000\n')
-    out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(cosim.__file__).parents[1]),
-                                                         os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "cosim", "sweep", str(spec), "-o", str(out), "-q"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, _, out = _start_long_sweep(tmp_path)
     deadline = time.monotonic() + 120  # a guard against a hang, not a timing assertion
     seen: set[int] = set()
     signalled = False
