@@ -923,7 +923,10 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
                 q = np.lexsort((port, node, when))
                 yield {"time_ns": when[q], "node": node[q], "port": port[q], "bytes": depth[q]}
 
-        return StreamedTable(total, dtypes, produce)
+        # the percentile of the log reads the pieces' logs, each row counted once per port copying it
+        copied_from = [({"time_ns": t, "node": n, "port": p, "bytes": b}, f[row_of(n, p)] if t.size else f[:0])
+                       for f, (t, n, p, b) in zip(fan, logs)]
+        return StreamedTable(total, dtypes, produce, copied_from=copied_from)
 
     # every engine log is of egress ports (node and port first): merge() puts the rows in canonical order
     logs = {name: log(lambda n, name=name: n.logs[name]) for name in base.logs}
