@@ -910,18 +910,28 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
                                         + [np.array([np.inf])]))
         bounds = [np.searchsorted(t, cuts, "left") for t, *_ in logs]
         port_node, port_port = np.asarray(ports0["node"]), np.asarray(ports0["port"])
+        # every port row's position in (node, port) order: a slice's rows sort by their time's position among
+        # the slice's times, then by it, in one stable sort of one integer key (as a sort by time, node, port)
+        port_rank = np.empty(all_keys.size, np.int64)
+        port_rank[np.lexsort((port_port, port_node))] = np.arange(all_keys.size)
 
         def produce():
             for j in range(cuts.size):
-                pieces = []  # (time, bytes, target port row) of each piece's samples in this slice
+                pieces = []  # (time, bytes) of each piece's samples in this slice, with each copy's row and port
                 for i, ((t, n, p, b), cut) in enumerate(zip(logs, bounds)):
                     sl = slice(int(cut[j - 1]) if j else 0, int(cut[j]))
-                    ev, tgt = relabeled(i, n[sl], p[sl])
-                    pieces.append((t[sl][ev], b[sl][ev], tgt))
-                when, depth, tgt = (np.concatenate(c) for c in zip(*pieces))
-                node, port = port_node[tgt], port_port[tgt]
-                q = np.lexsort((port, node, when))
-                yield {"time_ns": when[q], "node": node[q], "port": port[q], "bytes": depth[q]}
+                    pieces.append((t[sl], b[sl], *relabeled(i, n[sl], p[sl])))
+                times = np.unique(np.concatenate([t for t, *_ in pieces]))
+                tgt = np.concatenate([tgt for *_, tgt in pieces])
+                key = np.concatenate([np.searchsorted(times, t)[ev] for t, _, ev, _ in pieces])
+                key *= all_keys.size
+                key += port_rank[tgt]
+                q = np.argsort(key, kind="stable")
+                del key
+                tgt = tgt[q]
+                yield {"time_ns": np.concatenate([t[ev] for t, _, ev, _ in pieces])[q],
+                       "node": port_node[tgt], "port": port_port[tgt],
+                       "bytes": np.concatenate([b[ev] for _, b, ev, _ in pieces])[q]}
 
         # the percentile of the log reads the pieces' logs, each row counted once per port copying it
         copied_from = [({"time_ns": t, "node": n, "port": p, "bytes": b}, f[row_of(n, p)] if t.size else f[:0])
