@@ -930,23 +930,28 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
 
         def produce():
             for j in range(cuts.size):
-                pieces = []  # (time, bytes) of each piece's samples in this slice, with each copy's row and port
+                # the pieces' samples in this slice (time, bytes), and each copy's sample and target port row
+                when, depth, ev, tgt, at = [], [], [], [], 0
                 for i, ((t, n, p, b), cut) in enumerate(zip(logs, bounds)):
                     sl = slice(int(cut[j - 1]) if j else 0, int(cut[j]))
-                    pieces.append((t[sl], b[sl], *relabeled(i, n[sl], p[sl])))
-                # the distinct times of the slice (one piece's are in order already)
-                times = _run_lengths(pieces[0][0])[0] if len(pieces) == 1 else \
-                    np.unique(np.concatenate([t for t, *_ in pieces]))
-                tgt = np.concatenate([tgt for *_, tgt in pieces])
-                key = np.concatenate([np.searchsorted(times, t)[ev] for t, _, ev, _ in pieces])
-                key *= all_keys.size
+                    rows, ports = relabeled(i, n[sl], p[sl])
+                    when.append(t[sl])
+                    depth.append(b[sl])
+                    ev.append(rows + at if at else rows)
+                    tgt.append(ports)
+                    at += when[-1].size
+                when, depth, ev, tgt = (x[0] if len(x) == 1 else np.concatenate(x) for x in (when, depth, ev, tgt))
+                # every sample's time's position among the slice's distinct times (one piece's are in order)
+                if len(logs) == 1:
+                    tick = np.cumsum(np.concatenate([[False], when[1:] != when[:-1]]))
+                else:
+                    tick = np.searchsorted(np.unique(when), when)
+                key = tick[ev] * all_keys.size
                 key += port_rank[tgt]
                 q = np.argsort(key, kind="stable")
-                del key
-                tgt = tgt[q]
-                yield {"time_ns": np.concatenate([t[ev] for t, _, ev, _ in pieces])[q],
-                       "node": port_node[tgt], "port": port_port[tgt],
-                       "bytes": np.concatenate([b[ev] for _, b, ev, _ in pieces])[q]}
+                del key, tick
+                src, tgt = ev[q], tgt[q]
+                yield {"time_ns": when[src], "node": port_node[tgt], "port": port_port[tgt], "bytes": depth[src]}
 
         # the percentile of the log reads the pieces' logs, each row counted once per port copying it
         copied_from = [({"time_ns": t, "node": n, "port": p, "bytes": b}, f[row_of(n, p)] if t.size else f[:0])
