@@ -61,7 +61,7 @@ def _write_run(h5, run: RunRecord) -> None:
                     n = next(iter(part.values())).size
                     for name, ds in zip(table.dtypes, columns):
                         if writer.takes(ds.dtype, table.rows):
-                            writer.add(ds, part[name])
+                            writer.add(ds, part[name], transient=True)
                         else:
                             ds[at:at + n] = part[name]
                     at += n
@@ -75,8 +75,9 @@ def _write_run(h5, run: RunRecord) -> None:
                                                   None if direct else values))
                     if direct:
                         writer.add(columns[-1], values)
-            writer.finish(columns)
+            writer.close(columns)
             _name_dimension(sub, DIMENSIONS.get(group, f"{group}_row"), columns)
+        writer.drain()
 
 
 #: columns longer than this are stored in chunks, shuffled and deflated (smaller ones contiguous, as is)
@@ -128,13 +129,14 @@ class _ChunkWriter:
     """Writes the chunked columns of a run as HDF5 would (same chunks, shuffle and deflate level), with the
     deflating done by threads: rows are added to a column in order, cut into whole chunks, deflated by the
     threads and written by the calling thread in order (HDF5 is called from it only) with
-    write_direct_chunk. The stored values, chunks and filters are those of h5py's own write."""
+    write_direct_chunk, the caller going on with the next tables meanwhile. The stored values, chunks and
+    filters are those of h5py's own write."""
 
     def __init__(self):
         self._pool = None
         self._carry: dict = {}  # dataset -> (next row, rows not yet a whole chunk)
-        self._pending: collections.deque = collections.deque()  # (dataset, first row, rows, future)
-        self._rows_pending = 0
+        self._pending: collections.deque = collections.deque()  # (dataset, first row, transient rows, future)
+        self._transient_rows = 0
 
     def __enter__(self):
         return self
@@ -148,36 +150,37 @@ class _ChunkWriter:
         """Whether a column of ``rows`` rows of ``dtype`` is written by the writer (chunked, not text)."""
         return rows > CHUNKED_ROWS and np.dtype(dtype).kind not in "OUSV"
 
-    def add(self, ds, values: np.ndarray) -> None:
-        """The next rows of column ``ds`` (created chunked, deflated and shuffled)."""
+    def add(self, ds, values: np.ndarray, *, transient: bool = False) -> None:
+        """The next rows of column ``ds`` (created chunked, deflated and shuffled). ``transient``: ``values``
+        is kept alive by the writer alone until written (a streamed table's slice), and counts in drain()."""
         chunk_rows = ds.chunks[0]
-        values = np.asarray(values, ds.dtype)
+        values = np.ascontiguousarray(values, ds.dtype)
         at, carry = self._carry.get(ds, (0, None))
         if carry is not None and carry.size:
             values = np.concatenate([carry, values])
         whole = values.size // chunk_rows * chunk_rows
         self._carry[ds] = (at + whole, values[whole:].copy())
         if whole:
-            self._submit(ds, at, values[:whole])
+            self._submit(ds, at, values[:whole], transient)
 
-    def drain(self, keep_rows: int = 0) -> None:
-        """Write the oldest deflated chunks until at most ``keep_rows`` rows are in the threads' hands."""
-        while self._pending and self._rows_pending > keep_rows:
+    def close(self, columns) -> None:
+        """No more rows for ``columns``: their last partial chunks deflated (padded, as HDF5 stores them)."""
+        for ds in columns:
+            at, carry = self._carry.pop(ds, (0, None))
+            if carry is not None and carry.size:
+                self._submit(ds, at, carry, False)
+
+    def drain(self, keep_rows: int | None = None) -> None:
+        """Write the oldest deflated chunks, every one or until at most ``keep_rows`` transient rows are in
+        the threads' hands."""
+        while self._pending and (keep_rows is None or self._transient_rows > keep_rows):
             ds, at, rows, future = self._pending.popleft()
             chunk_rows = ds.chunks[0]
             for i, data in enumerate(future.result()):
                 ds.id.write_direct_chunk((at + i * chunk_rows,), data)
-            self._rows_pending -= rows
+            self._transient_rows -= rows
 
-    def finish(self, columns) -> None:
-        """Every row added to ``columns`` written (a last partial chunk padded, as HDF5 stores it)."""
-        for ds in columns:
-            at, carry = self._carry.pop(ds, (0, None))
-            if carry is not None and carry.size:
-                self._submit(ds, at, carry)
-        self.drain()
-
-    def _submit(self, ds, at: int, values: np.ndarray) -> None:
+    def _submit(self, ds, at: int, values: np.ndarray, transient: bool) -> None:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(DEFLATE_THREADS, thread_name_prefix="deflate")
         chunk_rows = ds.chunks[0]
@@ -185,9 +188,9 @@ class _ChunkWriter:
         step = max(chunk_rows, values.size // (4 * DEFLATE_THREADS) // chunk_rows * chunk_rows)
         for lo in range(0, values.size, step):
             part = values[lo:lo + step]
-            self._pending.append((ds, at + lo, part.size,
-                                  self._pool.submit(_deflated_chunks, part, chunk_rows)))
-            self._rows_pending += part.size
+            rows = part.size if transient else 0
+            self._pending.append((ds, at + lo, rows, self._pool.submit(_deflated_chunks, part, chunk_rows)))
+            self._transient_rows += rows
 
 
 def _name_dimension(group, dimension: str, columns) -> None:
