@@ -630,9 +630,10 @@ def unique_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     new = np.empty(s.size, bool)
     new[:1] = True
     np.not_equal(s[1:], s[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
     inverse = np.empty(s.size, np.intp)
-    inverse[order] = np.cumsum(new) - 1
-    return s[new], inverse
+    inverse[order] = np.repeat(np.arange(starts.size), np.diff(np.append(starts, s.size)))
+    return s[starts], inverse
 
 
 def is_in(a: np.ndarray, b: np.ndarray) -> np.ndarray:
