@@ -51,3 +51,15 @@ def test_unique_inverse_is_numpys(seed):
         mine, mine_inverse = unique_inverse(x)
         assert mine.dtype == values.dtype and np.array_equal(mine, values)
         assert np.array_equal(mine_inverse, inverse.reshape(-1))
+
+
+def test_unique_inverse_below_marks_or_sorts():
+    """With ``below``: values inside 0..below-1 are marked in a table, others (negative, too large) sorted;
+    the result is np.unique's either way."""
+    rng = np.random.default_rng(7)
+    for x, below in ((rng.integers(0, 50, 400), 50), (rng.integers(-1, 50, 400), 50), (rng.integers(0, 60, 400), 50),
+                     (np.zeros(0, np.int64), 10), (rng.integers(0, 5, (6, 7)).astype(np.int32), 5)):
+        values, inverse = np.unique(x, return_inverse=True)
+        mine, mine_inverse = unique_inverse(x, below=below)
+        assert mine.dtype == values.dtype and np.array_equal(mine, values)
+        assert np.array_equal(mine_inverse, inverse.reshape(-1))

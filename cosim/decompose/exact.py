@@ -446,7 +446,7 @@ def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarra
                        + [vertex[nvl].astype(np.int64), vertex[blk].astype(np.int64)])
     b = np.concatenate([pb, tp] + [x.astype(np.int64) for x in b] + [gpu_vertex])
     root = components(n_parts + n_free + int(np.asarray(host_part).size), a, b)
-    roots, comp = unique_inverse(root[vertex])  # groups of ops (a GPU vertex alone is none)
+    roots, comp = unique_inverse(root[vertex], below=root.size)  # groups of ops (a GPU vertex alone is none)
     return comp.reshape(-1).astype(OP), int(roots.size)
 
 
@@ -462,7 +462,7 @@ def _spread_parts(op_part: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray,
         owners.append(owner[touch])
         deps.append(dep[touch])
     # the ops those edges touch, renumbered 0..m-1: the spreading works on them alone
-    ops, ends = unique_inverse(np.concatenate(owners + deps))
+    ops, ends = unique_inverse(np.concatenate(owners + deps), below=part.size)
     owner, dep = ends[:ends.size // 2], ends[ends.size // 2:]
     del owners, deps, ends
     sub = part[ops]

@@ -266,7 +266,7 @@ def transfer_slowdowns(flows: Mapping[str, np.ndarray], row_root: np.ndarray, id
 
     ``row_root`` gives each flow row the row of its transfer's first chunk; ``ideal_ns_of(src, dst,
     size_bytes)`` is the ideal FCT of a lone flow (cosim.network.ideal)."""
-    _, tid = unique_inverse(row_root)
+    _, tid = unique_inverse(row_root, below=row_root.size)
     k = int(tid.max()) + 1 if tid.size else 0
     start = np.full(k, np.inf)
     finish = np.full(k, -np.inf)
