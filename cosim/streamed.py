@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -19,13 +19,20 @@ class StreamedTable(Mapping):
     As a Mapping of columns, like every table of a run record, ``table[name]`` builds that column whole (a
     full pass), for the readers that need it in memory; :meth:`materialize` builds every column in one pass.
     It does not pickle: what sends a run's output to another process sends the materialized columns.
+
+    ``copied_from``, when given, is the same log held small: (log, copies) pairs, each row of a log standing
+    for ``copies[row]`` ports' rows (0: for none), every copy under another port with its time and value,
+    and a port's rows in the same order as the rows they copy. A reader that sums per port (the queue
+    percentile) reads these instead of producing the rows.
     """
 
     def __init__(self, rows: int, dtypes: Mapping[str, np.dtype],
-                 produce: Callable[[], Iterable[Mapping[str, np.ndarray]]]):
+                 produce: Callable[[], Iterable[Mapping[str, np.ndarray]]], *,
+                 copied_from: Sequence[tuple[Mapping[str, np.ndarray], np.ndarray]] | None = None):
         self.rows = int(rows)
         self.dtypes = {name: np.dtype(d) for name, d in dtypes.items()}
         self._produce = produce
+        self.copied_from = copied_from
 
     def slices(self) -> Iterator[dict[str, np.ndarray]]:
         """The rows in order, a slice at a time: every column of a slice as an array of its dtype."""

@@ -34,45 +34,23 @@ def queue_percentile_bytes(queues: Mapping[str, np.ndarray], n_ports: int, inter
     A change log can hold tens of millions of rows (a fold copies its part's to every part, as a
     cosim.streamed.StreamedTable), so it is read a slice at a time in time order, keeping per port its last
     change, whose samples are known at the port's next change (or the end); the samples are summed per depth,
-    and the percentile is the smallest depth whose samples at or below it reach the target.
+    and the percentile is the smallest depth whose samples at or below it reach the target. A StreamedTable
+    that names the logs it copies (``copied_from``) is read from those: every copy of a port holds the same
+    samples, so a row's samples count once per copy (exact integer sums, the same percentile).
     """
     if table_rows(queues) == 0 or n_ports <= 0:
         return 0.0
-    if not isinstance(queues, StreamedTable):
-        time = np.asarray(queues["time_ns"], np.float64)
-        if np.any(time[1:] < time[:-1]):  # the sampler logs in time order; another log is put in it
-            order = np.argsort(np.rint(time / interval_ns).astype(np.int64), kind="stable")
-            queues = {k: np.asarray(x)[order] for k, x in queues.items()}
-    pending = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)  # per port: key, sample, depth
+    sources = queues.copied_from if isinstance(queues, StreamedTable) and queues.copied_from is not None \
+        else ((queues, None),)
     depths, weights = np.zeros(0, np.int64), np.zeros(0, np.int64)  # samples per depth, depths sorted
-    last = 0
-    for part in table_slices(queues, QUEUE_LOG_SLICE_ROWS):
-        if not part["time_ns"].size:
-            continue
-        k = np.rint(np.asarray(part["time_ns"], np.float64) / interval_ns).astype(np.int64)
-        last = int(k[-1])
-        key = (np.asarray(part["node"]).astype(np.int64) << 32) + np.asarray(part["port"])
-        order = np.argsort(key, kind="stable")  # per port, its changes in time order
-        key, k, depth = key[order], k[order], np.asarray(part["bytes"]).astype(np.int64)[order]
-        same = key[1:] == key[:-1]
-        first, final = np.ones(key.size, bool), np.ones(key.size, bool)
-        first[1:], final[:-1] = ~same, ~same
-        held = np.maximum(k[1:] - k[:-1], 0)[same]  # a change holds until its port's next one in the slice
-        # a port's pending change from an earlier slice holds until its first change in this one
-        p_key, p_k, p_depth = pending
-        at = np.minimum(np.searchsorted(p_key, key[first]), max(p_key.size - 1, 0))
-        hit = p_key[at] == key[first] if p_key.size else np.zeros(at.size, bool)
-        closed = np.maximum(k[first][hit] - p_k[at[hit]], 0)
-        depths, weights = _add_weights(depths, weights, np.concatenate([depth[:-1][same], p_depth[at[hit]]]),
-                                       np.concatenate([held, closed]))
-        keep = np.ones(p_key.size, bool)
-        keep[at[hit]] = False
-        p_key, p_k, p_depth = (np.concatenate([x[keep], y[final]]) for x, y in ((p_key, key), (p_k, k),
-                                                                                 (p_depth, depth)))
-        o = np.argsort(p_key)
-        pending = p_key[o], p_k[o], p_depth[o]
+    last, open_changes = -1, []
+    for log, copies in sources:
+        depths, weights, pending, log_last = _held_samples(log, copies, interval_ns, depths, weights)
+        last = max(last, log_last)
+        open_changes.append(pending)
     n_samples = max(int(sim_time_ns // interval_ns) + 1, last + 1)
-    depths, weights = _add_weights(depths, weights, pending[2], np.maximum(n_samples - pending[1], 0))
+    for _, p_k, p_depth, p_copies in open_changes:
+        depths, weights = _add_weights(depths, weights, p_depth, np.maximum(n_samples - p_k, 0) * p_copies)
     total = int(weights.sum())
     zeros = max(n_ports * n_samples - total, 0)  # samples at depth 0 before any change
     target = q / 100.0 * (zeros + total)
@@ -80,6 +58,52 @@ def queue_percentile_bytes(queues: Mapping[str, np.ndarray], n_ports: int, inter
         return 0.0
     reached = (zeros + np.cumsum(weights)).astype(np.float64) >= target
     return float(depths[int(np.argmax(reached))])
+
+
+def _held_samples(queues: Mapping[str, np.ndarray], copies: np.ndarray | None, interval_ns: float,
+                  depths: np.ndarray, weights: np.ndarray):
+    """Samples per depth of ``queues``' changes that end within the log, added to (``depths``, ``weights``),
+    each row counting ``copies[row]`` times (once without ``copies``); returns those and the changes still
+    holding at the log's end (per port: key, sample, depth, copies) and the last sample a counted row is at
+    (-1: none)."""
+    if copies is not None:
+        queues = {**queues, "copies": copies}
+    if not isinstance(queues, StreamedTable):
+        time = np.asarray(queues["time_ns"], np.float64)
+        if np.any(time[1:] < time[:-1]):  # the sampler logs in time order; another log is put in it
+            order = np.argsort(np.rint(time / interval_ns).astype(np.int64), kind="stable")
+            queues = {k: np.asarray(x)[order] for k, x in queues.items()}
+    pending = (np.zeros(0, np.int64),) * 4  # per port: key, sample, depth, copies
+    last = -1
+    for part in table_slices(queues, QUEUE_LOG_SLICE_ROWS):
+        if not part["time_ns"].size:
+            continue
+        k = np.rint(np.asarray(part["time_ns"], np.float64) / interval_ns).astype(np.int64)
+        c = np.asarray(part["copies"], np.int64) if copies is not None else np.ones(k.size, np.int64)
+        counted = k[c > 0]
+        if counted.size:
+            last = max(last, int(counted.max()))
+        key = (np.asarray(part["node"]).astype(np.int64) << 32) + np.asarray(part["port"])
+        order = np.argsort(key, kind="stable")  # per port, its changes in time order
+        key, k, depth, c = key[order], k[order], np.asarray(part["bytes"]).astype(np.int64)[order], c[order]
+        same = key[1:] == key[:-1]
+        first, final = np.ones(key.size, bool), np.ones(key.size, bool)
+        first[1:], final[:-1] = ~same, ~same
+        held = np.maximum(k[1:] - k[:-1], 0)[same] * c[:-1][same]  # a change holds until its port's next one
+        # a port's pending change from an earlier slice holds until its first change in this one
+        p_key, p_k, p_depth, p_c = pending
+        at = np.minimum(np.searchsorted(p_key, key[first]), max(p_key.size - 1, 0))
+        hit = p_key[at] == key[first] if p_key.size else np.zeros(at.size, bool)
+        closed = np.maximum(k[first][hit] - p_k[at[hit]], 0) * p_c[at[hit]]
+        depths, weights = _add_weights(depths, weights, np.concatenate([depth[:-1][same], p_depth[at[hit]]]),
+                                       np.concatenate([held, closed]))
+        keep = np.ones(p_key.size, bool)
+        keep[at[hit]] = False
+        p_key, p_k, p_depth, p_c = (np.concatenate([x[keep], y[final]])
+                                    for x, y in ((p_key, key), (p_k, k), (p_depth, depth), (p_c, c)))
+        o = np.argsort(p_key)
+        pending = p_key[o], p_k[o], p_depth[o], p_c[o]
+    return depths, weights, pending, last
 
 
 def _add_weights(depths: np.ndarray, weights: np.ndarray, depth: np.ndarray, weight: np.ndarray):

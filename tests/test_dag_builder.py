@@ -4,8 +4,9 @@ a copy, yet a FlowDag never aliases an array its caller can still write."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from cosim.collectives.dag import DagBuilder, DagOpKind, FlowDag
+from cosim.collectives.dag import DagBuilder, DagOpKind, FlowDag, unique_inverse
 
 
 def _dag(cols, ptr, idx) -> FlowDag:
@@ -36,3 +37,29 @@ def test_flowdag_copies_arrays_the_caller_can_still_write():
     dag = _dag({**cols, "kind": mine}, ptr, idx)
     mine[0] = DagOpKind.COMPUTE
     assert dag.kind[0] == DagOpKind.NOP
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_unique_inverse_is_numpys(seed):
+    """unique_inverse: np.unique(return_inverse=True)'s values (and dtype) and flat inverse, for empty, one,
+    repeated, negative and 2-D integer keys."""
+    rng = np.random.default_rng(seed)
+    cases = [np.zeros(0, np.int64), np.array([5], np.int32), rng.integers(0, 10, 1000),
+             rng.integers(-5, 5, (30, 4)), np.repeat(rng.permutation(100), 3).astype(np.int32)]
+    for x in cases:
+        values, inverse = np.unique(x, return_inverse=True)
+        mine, mine_inverse = unique_inverse(x)
+        assert mine.dtype == values.dtype and np.array_equal(mine, values)
+        assert np.array_equal(mine_inverse, inverse.reshape(-1))
+
+
+def test_unique_inverse_below_marks_or_sorts():
+    """With ``below``: values inside 0..below-1 are marked in a table, others (negative, too large) sorted;
+    the result is np.unique's either way."""
+    rng = np.random.default_rng(7)
+    for x, below in ((rng.integers(0, 50, 400), 50), (rng.integers(-1, 50, 400), 50), (rng.integers(0, 60, 400), 50),
+                     (np.zeros(0, np.int64), 10), (rng.integers(0, 5, (6, 7)).astype(np.int32), 5)):
+        values, inverse = np.unique(x, return_inverse=True)
+        mine, mine_inverse = unique_inverse(x, below=below)
+        assert mine.dtype == values.dtype and np.array_equal(mine, values)
+        assert np.array_equal(mine_inverse, inverse.reshape(-1))

@@ -71,3 +71,34 @@ def test_a_streamed_log_gives_the_same_percentile(seed):
     for q in (50.0, 99.0, 100.0):
         args = (40, 10.0, float(rng.integers(1, 60000)))
         assert telemetry.queue_percentile_bytes(streamed, *args, q=q) == _reference(queues, *args, q=q)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_log_read_from_the_logs_it_copies_gives_the_same_percentile(seed, monkeypatch):
+    """A log whose ports copy the ports of two smaller logs (each source port copied to 0 to 3 ports, as a
+    fold's merge copies a part's log to every part) read through ``copied_from``: the percentile of the whole
+    copied log, built row by row in time order."""
+    rng = np.random.default_rng(200 + seed)
+    monkeypatch.setattr(telemetry, "QUEUE_LOG_SLICE_ROWS", int(rng.integers(1, 50)))
+    sources, rows = [], []
+    for _ in range(2):
+        log = _log(rng, int(rng.integers(1, 300)), int(rng.integers(1, 5)), int(rng.integers(1, 6)), True)
+        fan = {port: int(rng.integers(0, 4)) for port in set(zip(log["node"].tolist(), log["port"].tolist()))}
+        copies = np.array([fan[port] for port in zip(log["node"].tolist(), log["port"].tolist())], np.int64)
+        sources.append((log, copies))
+        # every copy of a source port is a port of its own: node 100 + (source, port, copy)
+        copy_node = {port: 100 + 1000 * len(sources) + 10 * i for i, port in enumerate(fan)}
+        for r in range(log["time_ns"].size):
+            port = (int(log["node"][r]), int(log["port"][r]))
+            rows += [(log["time_ns"][r], copy_node[port] + j, port[1], log["bytes"][r]) for j in range(fan[port])]
+    rows.sort(key=lambda row: row[0])  # stable: a port's rows keep their order
+    whole = {name: np.array([row[i] for row in rows], dtype)
+             for i, (name, dtype) in enumerate((("time_ns", np.float64), ("node", np.int32), ("port", np.int32),
+                                                ("bytes", np.int64)))}
+    streamed = StreamedTable(len(rows), {k: x.dtype for k, x in whole.items()}, lambda: iter([whole]),
+                             copied_from=sources)
+    for n_ports in (4, 40, 4000):
+        for q in (50.0, 90.0, 99.0, 100.0):
+            args = (n_ports, 10.0, float(rng.integers(1, 60000)))
+            expected = _reference(whole, *args, q=q) if rows else 0.0
+            assert telemetry.queue_percentile_bytes(streamed, *args, q=q) == expected

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from test_decompose_run import RAILS
 
+from cosim import telemetry
 from cosim.decompose import exact as decompose_run
 from cosim.results import read_results, write_results
 from cosim.run import experiments_of, run
@@ -50,6 +51,14 @@ def test_streamed_queue_log_writes_what_the_whole_log_writes(engine_ns, monkeypa
     for name, col in whole.items():
         assert back[name].dtype == col.dtype and np.array_equal(back[name], col), name
         assert np.array_equal(queues[name], col), name
+    # the percentile reads the part's log, each row once per port copying it: that of the whole log
+    assert queues.copied_from is not None
+    interval_ns, sim_ns = rec.config["experiment"]["telemetry"]["queue_sample_interval_ns"], rec.summary["sim_time_ns"]
+    for q in (50.0, 90.0, 99.0, 99.9, 100.0):
+        for n_ports in (8, len(rec.ports["node"])):
+            assert (telemetry.queue_percentile_bytes(queues, n_ports, interval_ns, sim_ns, q=q)
+                    == telemetry.queue_percentile_bytes(whole, n_ports, interval_ns, sim_ns, q=q)), (q, n_ports)
+    assert telemetry.queue_percentile_bytes(queues, 8, interval_ns, sim_ns, q=100.0) > 0
 
 
 def test_a_streamed_table_checks_its_rows():

@@ -58,6 +58,7 @@ from cosim.collectives.dag import (
     index_dtype,
     ragged_take,
     sorted_unique,
+    unique_inverse,
 )
 from cosim.collectives.tuning import CANDIDATES, P2P_LL_THRESHOLD_BYTES, Estimate, Shape, TuningModel
 from cosim.errors import CosimInputError
@@ -167,7 +168,7 @@ def _calls(trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     """The collective calls, index c in coll_id order: (the COLLECTIVE ops, the call of each, call_of_op per
     trace op (−1 outside any), the member ops by call, their CSR pointers)."""
     coll_ops = np.flatnonzero(trace.kind == OpKind.COLLECTIVE)
-    call_ids, call_inv = np.unique(trace.coll_id[coll_ops], return_inverse=True)
+    call_ids, call_inv = unique_inverse(trace.coll_id[coll_ops], below=trace.n_ops)
     call_of_op = np.full(trace.n_ops, -1, np.int32)  # call indices fit int32: there are fewer calls than trace ops
     call_of_op[coll_ops] = call_inv
     call_ops = coll_ops[np.argsort(call_inv, kind="stable")]

@@ -32,7 +32,7 @@ import numpy as np
 
 from cosim import engine, memory
 from cosim.collectives import DagOpKind
-from cosim.collectives.dag import BlockTemplates, csr_from_edges
+from cosim.collectives.dag import BlockTemplates, csr_from_edges, unique_inverse
 from cosim.decompose.parts import (
     components,
     flow_parts,
@@ -198,14 +198,27 @@ def _blocks_unfoldable(columns, gpu_node, op_part, host_part, blk, blk_node, k: 
     if np.isin(blk_node, nvl_node[op_part[nvl] >= 0]).any():
         return "a collective held as one BLOCK op copies on a GPU that also runs NVLINK ops of a part"
     part = np.asarray(host_part)[blk_node]
-    ops, gpus = np.unique(blk, return_counts=True)  # blk holds each (op, GPU) pair once
-    if np.any(part < 0) or np.any(gpus != k) or np.unique(blk.astype(np.int64) * k + part).size != blk.size:
+    ops, gpus = _run_lengths(blk)  # blk holds each (op, GPU) pair once, in op order
+    if np.any(part < 0) or np.any(gpus != k):
         return "a collective held as one BLOCK op does not copy from one GPU of every part"
+    key = np.sort(blk.astype(np.int64) * k + part, kind="stable")  # in op order already: a few values to move
+    if np.any(key[1:] == key[:-1]):
+        return "a collective held as one BLOCK op does not copy from one GPU of every part"
+    del key
     t = columns["block_templates"]
     used = np.unique(np.asarray(columns["block"])[ops])
     if not all(_symmetric(t, int(i)) for i in used):
         return "a collective held as one BLOCK op is not the same on each of its GPUs"
     return ""
+
+
+def _run_lengths(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values, counts) of the runs of equal values of ``a``: np.unique(a, return_counts=True) when ``a`` is
+    sorted, without sorting it again."""
+    if not a.size:
+        return a, np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], a[1:] != a[:-1]]))
+    return a[starts], np.diff(np.append(starts, a.size))
 
 
 def _symmetric(t, template: int) -> bool:
@@ -433,7 +446,7 @@ def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarra
                        + [vertex[nvl].astype(np.int64), vertex[blk].astype(np.int64)])
     b = np.concatenate([pb, tp] + [x.astype(np.int64) for x in b] + [gpu_vertex])
     root = components(n_parts + n_free + int(np.asarray(host_part).size), a, b)
-    roots, comp = np.unique(root[vertex], return_inverse=True)  # groups of ops (a GPU vertex alone is none)
+    roots, comp = unique_inverse(root[vertex], below=root.size)  # groups of ops (a GPU vertex alone is none)
     return comp.reshape(-1).astype(OP), int(roots.size)
 
 
@@ -449,8 +462,7 @@ def _spread_parts(op_part: np.ndarray, dep_ptr: np.ndarray, dep_idx: np.ndarray,
         owners.append(owner[touch])
         deps.append(dep[touch])
     # the ops those edges touch, renumbered 0..m-1: the spreading works on them alone
-    ops, ends = np.unique(np.concatenate(owners + deps), return_inverse=True)
-    ends = ends.reshape(-1)
+    ops, ends = unique_inverse(np.concatenate(owners + deps), below=part.size)
     owner, dep = ends[:ends.size // 2], ends[ends.size // 2:]
     del owners, deps, ends
     sub = part[ops]
@@ -681,7 +693,8 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx, host_part
     if idx.size and np.any(idx >= np.repeat(np.arange(run_ops.size), np.diff(ptr))):
         return _whole("folding the parts would make an op depend on a later one", k)
     one_gpu = None if blk.size == 0 else _part0_copies(columns["block_templates"],
-                                                       np.unique(np.asarray(columns["block"])[blk]), host_part)
+                                                       np.unique(np.asarray(columns["block"])[_run_lengths(blk)[0]]),
+                                                       host_part)
     piece = Piece(ops=run_ops, dep_ptr=ptr, dep_idx=idx, copies=k, block_templates=one_gpu)
     return Decomposition(mode="symmetric", reason=f"{k} identical parts coupled by the DAG: one simulated, "
                          "each dependency on another part mapped to its own", n_parts=k,
@@ -910,20 +923,40 @@ def _merge_network(fabric, d: Decomposition, outs: list, finish, delivered) -> e
                                         + [np.array([np.inf])]))
         bounds = [np.searchsorted(t, cuts, "left") for t, *_ in logs]
         port_node, port_port = np.asarray(ports0["node"]), np.asarray(ports0["port"])
+        # every port row's position in (node, port) order: a slice's rows sort by their time's position among
+        # the slice's times, then by it, in one stable sort of one integer key (as a sort by time, node, port)
+        port_rank = np.empty(all_keys.size, np.int64)
+        port_rank[np.lexsort((port_port, port_node))] = np.arange(all_keys.size)
 
         def produce():
             for j in range(cuts.size):
-                pieces = []  # (time, bytes, target port row) of each piece's samples in this slice
+                # the pieces' samples in this slice (time, bytes), and each copy's sample and target port row
+                when, depth, ev, tgt, at = [], [], [], [], 0
                 for i, ((t, n, p, b), cut) in enumerate(zip(logs, bounds)):
                     sl = slice(int(cut[j - 1]) if j else 0, int(cut[j]))
-                    ev, tgt = relabeled(i, n[sl], p[sl])
-                    pieces.append((t[sl][ev], b[sl][ev], tgt))
-                when, depth, tgt = (np.concatenate(c) for c in zip(*pieces))
-                node, port = port_node[tgt], port_port[tgt]
-                q = np.lexsort((port, node, when))
-                yield {"time_ns": when[q], "node": node[q], "port": port[q], "bytes": depth[q]}
+                    rows, ports = relabeled(i, n[sl], p[sl])
+                    when.append(t[sl])
+                    depth.append(b[sl])
+                    ev.append(rows + at if at else rows)
+                    tgt.append(ports)
+                    at += when[-1].size
+                when, depth, ev, tgt = (x[0] if len(x) == 1 else np.concatenate(x) for x in (when, depth, ev, tgt))
+                # every sample's time's position among the slice's distinct times (one piece's are in order)
+                if len(logs) == 1:
+                    tick = np.cumsum(np.concatenate([[False], when[1:] != when[:-1]]))
+                else:
+                    tick = np.searchsorted(np.unique(when), when)
+                key = tick[ev] * all_keys.size
+                key += port_rank[tgt]
+                q = np.argsort(key, kind="stable")
+                del key, tick
+                src, tgt = ev[q], tgt[q]
+                yield {"time_ns": when[src], "node": port_node[tgt], "port": port_port[tgt], "bytes": depth[src]}
 
-        return StreamedTable(total, dtypes, produce)
+        # the percentile of the log reads the pieces' logs, each row counted once per port copying it
+        copied_from = [({"time_ns": t, "node": n, "port": p, "bytes": b}, f[row_of(n, p)] if t.size else f[:0])
+                       for f, (t, n, p, b) in zip(fan, logs)]
+        return StreamedTable(total, dtypes, produce, copied_from=copied_from)
 
     # every engine log is of egress ports (node and port first): merge() puts the rows in canonical order
     logs = {name: log(lambda n, name=name: n.logs[name]) for name in base.logs}

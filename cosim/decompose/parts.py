@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cosim.collectives.dag import unique_inverse
 from cosim.network.topology import SWITCH
 
 
@@ -136,8 +137,7 @@ def shortest_routes(fabric, src: np.ndarray, dst: np.ndarray) -> Routes:
     tail, head = np.concatenate([a, b]), np.concatenate([b, a])
     edge_link = np.concatenate([np.arange(a.size), np.arange(a.size)])
     n = fabric.n_nodes
-    pairs, pair_of = np.unique(a_src[apart] * n + a_dst[apart], return_inverse=True)
-    pair_of = pair_of.reshape(-1)
+    pairs, pair_of = unique_inverse(a_src[apart] * n + a_dst[apart])
     pair_src, pair_dst = pairs // n, pairs % n
     pair_ok = np.zeros(pairs.size, bool)
     pair_multi = np.zeros(pairs.size, bool)

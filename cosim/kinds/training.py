@@ -62,6 +62,7 @@ import numpy as np
 from cosim import engine, memory
 from cosim.collectives import DagOpKind, lower, repeat
 from cosim.collectives.calibration import executor_attributes, nvlink_model
+from cosim.collectives.dag import unique_inverse
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
 from cosim.kinds import time_limit
@@ -250,7 +251,7 @@ def transfer_roots(dag) -> np.ndarray:
         packed += k
     else:
         del k
-        _, group = np.unique(packed, return_inverse=True)
+        _, group = unique_inverse(packed)
         del packed
     group = group.reshape(-1)
     first = np.full(int(group.max()) + 1, n, np.int64)
@@ -265,7 +266,7 @@ def transfer_slowdowns(flows: Mapping[str, np.ndarray], row_root: np.ndarray, id
 
     ``row_root`` gives each flow row the row of its transfer's first chunk; ``ideal_ns_of(src, dst,
     size_bytes)`` is the ideal FCT of a lone flow (cosim.network.ideal)."""
-    _, tid = np.unique(row_root, return_inverse=True)
+    _, tid = unique_inverse(row_root, below=row_root.size)
     k = int(tid.max()) + 1 if tid.size else 0
     start = np.full(k, np.inf)
     finish = np.full(k, -np.inf)

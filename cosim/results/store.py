@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import contextlib
 import datetime as _dt
 import json
 import logging
 import os
 import time
+import zlib
 from collections.abc import Collection
 from pathlib import Path
 
@@ -45,31 +48,53 @@ def _write_run(h5, run: RunRecord) -> None:
     g.attrs["config"] = json.dumps(run.config, sort_keys=True)
     g.attrs["provenance"] = json.dumps(run.provenance, sort_keys=True)
     g.attrs["summary"] = json.dumps(run.summary, sort_keys=True)
-    for group in GROUPS:
-        table = run.table(group)
-        if not table:
-            continue
-        sub = g.create_group(group)
-        if isinstance(table, StreamedTable):  # filled a slice at a time, never held whole
-            columns = [_create_column(sub, group, name, d, table.rows) for name, d in table.dtypes.items()]
-            at = 0
-            for part in table.slices():
-                n = next(iter(part.values())).size
-                for name, ds in zip(table.dtypes, columns):
-                    ds[at:at + n] = part[name]
-                at += n
-        else:
-            columns = []
-            for name, values in table.items():
-                values = np.asarray(values)
-                columns.append(_create_column(sub, group, name, values.dtype, values.size, values))
-        _name_dimension(sub, DIMENSIONS.get(group, f"{group}_row"), columns)
+    with _ChunkWriter() as writer:
+        for group in GROUPS:
+            table = run.table(group)
+            if not table:
+                continue
+            sub = g.create_group(group)
+            if isinstance(table, StreamedTable):  # filled a slice at a time, never held whole
+                columns = [_create_column(sub, group, name, d, table.rows) for name, d in table.dtypes.items()]
+                at = 0
+                for part in table.slices():
+                    n = next(iter(part.values())).size
+                    for name, ds in zip(table.dtypes, columns):
+                        if writer.takes(ds.dtype, table.rows):
+                            writer.add(ds, part[name], transient=True)
+                        else:
+                            ds[at:at + n] = part[name]
+                    at += n
+                    writer.drain(keep_rows=ROWS_IN_FLIGHT)
+            else:
+                columns = []
+                for name, values in table.items():
+                    values = np.asarray(values)
+                    direct = writer.takes(values.dtype, values.size)
+                    columns.append(_create_column(sub, group, name, values.dtype, values.size,
+                                                  None if direct else values))
+                    if direct:
+                        writer.add(columns[-1], values)
+            writer.close(columns)
+            _name_dimension(sub, DIMENSIONS.get(group, f"{group}_row"), columns)
+        writer.drain()
+
+
+#: columns longer than this are stored in chunks, shuffled and deflated (smaller ones contiguous, as is)
+CHUNKED_ROWS = 4096
+#: the deflate level of those chunks (h5py's default for compression="gzip")
+GZIP_LEVEL = 4
+#: threads deflating chunks while the main thread produces the rows and writes the chunks
+DEFLATE_THREADS = 2
+#: rows (over its columns) of a streamed table handed to the threads and not yet written, at most, when its
+#: next slice is produced: about one slice of a fold's queue log, deflated while the next one is made
+ROWS_IN_FLIGHT = 1 << 22
 
 
 def _create_column(sub, group: str, name: str, dtype: np.dtype, rows: int, values: np.ndarray | None = None):
     """Dataset ``name`` of table ``group`` with its units, description and flags: holding ``values``, or
     ``rows`` rows of ``dtype`` for the caller to fill (the same chunks and compression either way)."""
-    big = rows > 4096
+    big = rows > CHUNKED_ROWS
     layout = {"chunks": True if big else None, "compression": "gzip" if big else None, "shuffle": big}
     if values is None:
         ds = sub.create_dataset(name, shape=(rows,), dtype=dtype, **layout)
@@ -83,6 +108,89 @@ def _create_column(sub, group: str, name: str, dtype: np.dtype, rows: int, value
     for key, value in flag_attributes(group, name, dtype).items():
         ds.attrs[key] = value
     return ds
+
+
+def _deflated_chunks(values: np.ndarray, chunk_rows: int) -> list[bytes]:
+    """The chunks of ``values`` (whole chunks but the last, padded with zeros) as HDF5's shuffle and deflate
+    filters store them: each chunk's bytes grouped by their place in an element, then deflated. Called in
+    the writer's threads: the copies and zlib run without the GIL."""
+    out = []
+    width = values.dtype.itemsize
+    for lo in range(0, values.size, chunk_rows):
+        chunk = values[lo:lo + chunk_rows]
+        if chunk.size < chunk_rows:
+            chunk = np.concatenate([chunk, np.zeros(chunk_rows - chunk.size, chunk.dtype)])
+        shuffled = np.ascontiguousarray(chunk.view(np.uint8).reshape(chunk_rows, width).T)
+        out.append(zlib.compress(shuffled, GZIP_LEVEL))
+    return out
+
+
+class _ChunkWriter:
+    """Writes the chunked columns of a run as HDF5 would (same chunks, shuffle and deflate level), with the
+    deflating done by threads: rows are added to a column in order, cut into whole chunks, deflated by the
+    threads and written by the calling thread in order (HDF5 is called from it only) with
+    write_direct_chunk, the caller going on with the next tables meanwhile. The stored values, chunks and
+    filters are those of h5py's own write."""
+
+    def __init__(self):
+        self._pool = None
+        self._carry: dict = {}  # dataset -> (next row, rows not yet a whole chunk)
+        self._pending: collections.deque = collections.deque()  # (dataset, first row, transient rows, future)
+        self._transient_rows = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    @staticmethod
+    def takes(dtype: np.dtype, rows: int) -> bool:
+        """Whether a column of ``rows`` rows of ``dtype`` is written by the writer (chunked, not text)."""
+        return rows > CHUNKED_ROWS and np.dtype(dtype).kind not in "OUSV"
+
+    def add(self, ds, values: np.ndarray, *, transient: bool = False) -> None:
+        """The next rows of column ``ds`` (created chunked, deflated and shuffled). ``transient``: ``values``
+        is kept alive by the writer alone until written (a streamed table's slice), and counts in drain()."""
+        chunk_rows = ds.chunks[0]
+        values = np.ascontiguousarray(values, ds.dtype)
+        at, carry = self._carry.get(ds, (0, None))
+        if carry is not None and carry.size:
+            values = np.concatenate([carry, values])
+        whole = values.size // chunk_rows * chunk_rows
+        self._carry[ds] = (at + whole, values[whole:].copy())
+        if whole:
+            self._submit(ds, at, values[:whole], transient)
+
+    def close(self, columns) -> None:
+        """No more rows for ``columns``: their last partial chunks deflated (padded, as HDF5 stores them)."""
+        for ds in columns:
+            at, carry = self._carry.pop(ds, (0, None))
+            if carry is not None and carry.size:
+                self._submit(ds, at, carry, False)
+
+    def drain(self, keep_rows: int | None = None) -> None:
+        """Write the oldest deflated chunks, every one or until at most ``keep_rows`` transient rows are in
+        the threads' hands."""
+        while self._pending and (keep_rows is None or self._transient_rows > keep_rows):
+            ds, at, rows, future = self._pending.popleft()
+            chunk_rows = ds.chunks[0]
+            for i, data in enumerate(future.result()):
+                ds.id.write_direct_chunk((at + i * chunk_rows,), data)
+            self._transient_rows -= rows
+
+    def _submit(self, ds, at: int, values: np.ndarray, transient: bool) -> None:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(DEFLATE_THREADS, thread_name_prefix="deflate")
+        chunk_rows = ds.chunks[0]
+        # a few chunks per task: the threads share the work, the calling thread writes in order meanwhile
+        step = max(chunk_rows, values.size // (4 * DEFLATE_THREADS) // chunk_rows * chunk_rows)
+        for lo in range(0, values.size, step):
+            part = values[lo:lo + step]
+            rows = part.size if transient else 0
+            self._pending.append((ds, at + lo, rows, self._pool.submit(_deflated_chunks, part, chunk_rows)))
+            self._transient_rows += rows
 
 
 def _name_dimension(group, dimension: str, columns) -> None:
