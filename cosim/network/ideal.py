@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cosim.collectives.dag import unique_inverse
 from cosim.network import planes
 from cosim.network.topology import HOST, Fabric
 
@@ -168,7 +169,7 @@ def _paths(fabric: Fabric, src: np.ndarray, dst: np.ndarray):
     is_switch = fabric.node_kind != HOST
     ss = np.flatnonzero(is_switch[tail] & is_switch[head])
     ss = ss[np.argsort(head[ss], kind="stable")]
-    sources, src_index = np.unique(src, return_inverse=True)
+    sources, src_index = unique_inverse(src)
     group_of_source, gptr, members = _source_groups(fabric, ptr, head, sources)
     group = group_of_source[src_index]
     hops = np.zeros(n, np.int64)
@@ -245,8 +246,7 @@ def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: n
     # A path depends on its (src, dst) pair only, and a training run repeats few pairs in many flows: walk
     # each pair once.
     n_nodes = max(int(fabric.n_nodes), 1)
-    pairs, pair_of = np.unique(src.astype(np.int64) * n_nodes + dst, return_inverse=True)
-    pair_of = pair_of.reshape(-1)
+    pairs, pair_of = unique_inverse(src.astype(np.int64) * n_nodes + dst)
     rate, delay, hops = _paths(planes.striped(fabric), pairs // n_nodes, pairs % n_nodes)
     out = np.empty(src.size)
     for lo in range(0, src.size, IDEAL_SLICE_FLOWS):
