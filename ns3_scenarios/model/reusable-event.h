@@ -33,10 +33,12 @@ class DirectEvent : public EventImpl
  * @ingroup cosim
  * @brief Calls (obj->*Method)() when it fires; one instance per pending-event slot of a component.
  *
- * Simulator::Schedule(Time, Ptr<EventImpl>) takes a reference and drops it after the event ran, so the
- * same object can be scheduled again. A component keeps at most one pending instance per slot (htsim: one
- * pending event per component), so no event is ever cancelled; stale firings are prevented by the owner's
- * state instead, because EventImpl::Cancel cannot be undone.
+ * The same object is scheduled again and again: through cosim::ScheduleInPs, which takes no reference
+ * (so the event may be a member of its owner, whose own reference it keeps), or through
+ * Simulator::Schedule(Time, Ptr<EventImpl>), which takes one and drops it after the event ran. A component
+ * keeps at most one pending instance per slot (htsim: one pending event per component), so no event is
+ * ever cancelled; stale firings are prevented by the owner's state instead, because EventImpl::Cancel
+ * cannot be undone.
  */
 template <typename T, void (T::*Method)()>
 class ReusableEvent final : public DirectEvent
