@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cosim.collectives.dag import DagBuilder, DagOpKind, FlowDag, unique_inverse
+from cosim.arrays import unique_inverse
+from cosim.collectives.dag import DagBuilder, DagOpKind, FlowDag
 
 
 def _dag(cols, ptr, idx) -> FlowDag:

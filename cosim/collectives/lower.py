@@ -47,6 +47,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from cosim import plugin
+from cosim.arrays import unique_inverse
 from cosim.collectives.algorithms import SUPPORTED, Algorithm, pxn_applies, schedule
 from cosim.collectives.dag import (
     INT32_MAX,
@@ -58,7 +59,6 @@ from cosim.collectives.dag import (
     index_dtype,
     ragged_take,
     sorted_unique,
-    unique_inverse,
 )
 from cosim.collectives.tuning import CANDIDATES, P2P_LL_THRESHOLD_BYTES, Estimate, Shape, TuningModel
 from cosim.errors import CosimInputError

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim import engine, memory
+from cosim.arrays import unique_inverse
 from cosim.collectives import DagOpKind
-from cosim.collectives.dag import BlockTemplates, csr_from_edges, unique_inverse
+from cosim.collectives.dag import BlockTemplates, csr_from_edges
 from cosim.decompose.parts import (
     components,
     flow_parts,

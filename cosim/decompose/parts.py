@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cosim.collectives.dag import unique_inverse
+from cosim.arrays import unique_inverse
 from cosim.network.topology import SWITCH
 
 

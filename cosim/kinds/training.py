@@ -60,9 +60,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from cosim import engine, memory
+from cosim.arrays import unique_inverse
 from cosim.collectives import DagOpKind, lower, repeat
 from cosim.collectives.calibration import executor_attributes, nvlink_model
-from cosim.collectives.dag import unique_inverse
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
 from cosim.kinds import time_limit

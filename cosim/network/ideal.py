@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cosim.collectives.dag import unique_inverse
+from cosim.arrays import unique_inverse
 from cosim.network import planes
 from cosim.network.topology import HOST, Fabric
 

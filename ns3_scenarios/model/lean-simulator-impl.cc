@@ -101,16 +101,7 @@ LeanSimulatorImpl::Run()
     m_stop = false;
     while (m_unscheduledEvents != 0 && !m_stop) // the queue's size, without a virtual call
     {
-        Scheduler::Event next;
-        if (m_wheel != nullptr)
-        {
-            next = m_wheel->RemoveNextEvent();
-            m_wheel->PrefetchNext();
-        }
-        else
-        {
-            next = m_queue->RemoveNext();
-        }
+        const Scheduler::Event next = m_wheel != nullptr ? m_wheel->RemoveNextEvent() : m_queue->RemoveNext();
         NS_ASSERT_MSG(next.key.m_ts >= m_currentTs, "an event earlier than the current time");
         --m_unscheduledEvents;
         ++m_eventCount;

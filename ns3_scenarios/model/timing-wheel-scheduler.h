@@ -51,15 +51,13 @@ class TimingWheelScheduler final : public Scheduler
 
     /// Insert without the virtual call, inlined where the simulator core queues an event.
     void InsertEvent(const Scheduler::Event& ev);
-    /// RemoveNext without the virtual call, inlined into the simulator core's loop.
-    Scheduler::Event RemoveNextEvent();
     /**
-     * With the `Prefetch` attribute on, start loading the next event's node and the object it runs into
-     * the cache, so that they arrive while the simulator core runs the current one (a fabric touches
-     * enough between an event's insertion and its turn for both to leave the nearest caches). Changes
-     * speed only.
+     * RemoveNext without the virtual call, inlined into the simulator core's loop. With the `Prefetch`
+     * attribute on, it also starts loading the following event's node and the object that event runs into
+     * the cache, so that they arrive while the core runs this one (a fabric touches enough between an
+     * event's insertion and its turn for both to leave the nearest caches). Changes speed only.
      */
-    void PrefetchNext() const;
+    Scheduler::Event RemoveNextEvent();
 
     TimingWheelScheduler();
     ~TimingWheelScheduler() override;
@@ -164,6 +162,8 @@ class TimingWheelScheduler final : public Scheduler
     }
     /// Move the wheel's start to bucket @p bucket and pull the far events now inside the window.
     void Advance(uint64_t bucket);
+    /// Prefetch the node of bucket @p slot's first event and the object it runs (nothing for kNone).
+    void PrefetchHead(uint32_t slot) const;
     /// Mark bucket @p slot occupied in both bitmaps.
     void MarkOccupied(uint32_t slot);
     /// Mark bucket @p slot empty (it has just become so) in both bitmaps.
@@ -394,13 +394,8 @@ TimingWheelScheduler::InsertEvent(const Scheduler::Event& ev)
 }
 
 inline __attribute__((always_inline)) void
-TimingWheelScheduler::PrefetchNext() const
+TimingWheelScheduler::PrefetchHead(uint32_t slot) const
 {
-    if (!m_prefetch)
-    {
-        return;
-    }
-    const uint32_t slot = FirstOccupiedSlot();
     if (slot == kNone)
     {
         return;
@@ -419,6 +414,12 @@ TimingWheelScheduler::RemoveNextEvent()
     NS_ASSERT_MSG(next.found, "RemoveNext on an empty scheduler");
     const Scheduler::Event ev = next.slot != kNone ? PopSlot(next.slot) : PopFar();
     Advance(BucketOf(ev.key.m_ts));
+    if (m_prefetch)
+    {
+        // a bucket that still holds events after its first was taken is still the first occupied one
+        const bool more = next.slot != kNone && m_buckets[next.slot].first != kNone;
+        PrefetchHead(more ? next.slot : FirstOccupiedSlot());
+    }
     return ev;
 }
 
