@@ -22,10 +22,23 @@ def unique_inverse(a: np.ndarray, below: int | None = None) -> tuple[np.ndarray,
         return values.astype(a.dtype, copy=False), rank[a]
     order = np.argsort(a, kind="stable")
     s = a[order]
-    new = np.empty(s.size, bool)
-    new[:1] = True
-    np.not_equal(s[1:], s[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
+    values, counts = run_lengths(s)
     inverse = np.empty(s.size, np.intp)
-    inverse[order] = np.repeat(np.arange(starts.size), np.diff(np.append(starts, s.size)))
-    return s[starts], inverse
+    inverse[order] = np.repeat(np.arange(values.size), counts)
+    return values, inverse
+
+
+def run_starts(a: np.ndarray) -> np.ndarray:
+    """intp: the index of the first element of every run of equal values of ``a`` (of a sorted array: of
+    every distinct value)."""
+    new = np.empty(a.size, bool)
+    new[:1] = True
+    np.not_equal(a[1:], a[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
+def run_lengths(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values, counts) of the runs of equal values of ``a``: np.unique(a, return_counts=True) when ``a`` is
+    sorted, without sorting it again."""
+    starts = run_starts(a)
+    return a[starts], np.diff(np.append(starts, a.size))

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from cosim import __version__, engine
+from cosim.arrays import run_starts
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.topology import SWITCH
 from cosim.streamed import StreamedTable, table_rows, table_slices
@@ -108,21 +109,16 @@ def _held_samples(queues: Mapping[str, np.ndarray], copies: np.ndarray | None, i
 
 def _add_weights(depths: np.ndarray, weights: np.ndarray, depth: np.ndarray, weight: np.ndarray):
     """(depths, samples per depth) with ``weight`` samples more at each ``depth``: depths sorted and unique,
-    integer sums. A log holds few distinct depths (thousands in millions of rows), so the rows are summed
-    per depth first and the sums then merged into the running ones."""
+    integer sums. A log holds few distinct depths (thousands in millions of rows): the running sums are
+    sorted with the new rows and every depth's run summed."""
     if not depth.size:
         return depths, weights
-    order = np.argsort(depth, kind="stable")
-    d = depth[order]
-    starts = np.flatnonzero(np.concatenate([[True], d[1:] != d[:-1]]))
-    w = np.add.reduceat(np.asarray(weight, np.int64)[order], starts)
-    d = d[starts]
-    if depths.size:
-        merged, inv = np.unique(np.concatenate([depths, d]), return_inverse=True)
-        total = np.zeros(merged.size, np.int64)
-        np.add.at(total, inv, np.concatenate([weights, w]))
-        return merged, total
-    return d, w
+    d = np.concatenate([depths, np.asarray(depth, np.int64)])
+    w = np.concatenate([weights, np.asarray(weight, np.int64)])
+    order = np.argsort(d, kind="stable")
+    d = d[order]
+    starts = run_starts(d)
+    return d[starts], np.add.reduceat(w[order], starts)
 
 
 def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim import engine, memory
-from cosim.arrays import unique_inverse
+from cosim.arrays import run_lengths, unique_inverse
 from cosim.collectives import DagOpKind
 from cosim.collectives.dag import BlockTemplates, csr_from_edges
 from cosim.decompose.parts import (
@@ -199,7 +199,7 @@ def _blocks_unfoldable(columns, gpu_node, op_part, host_part, blk, blk_node, k: 
     if np.isin(blk_node, nvl_node[op_part[nvl] >= 0]).any():
         return "a collective held as one BLOCK op copies on a GPU that also runs NVLINK ops of a part"
     part = np.asarray(host_part)[blk_node]
-    ops, gpus = _run_lengths(blk)  # blk holds each (op, GPU) pair once, in op order
+    ops, gpus = run_lengths(blk)  # blk holds each (op, GPU) pair once, in op order
     if np.any(part < 0) or np.any(gpus != k):
         return "a collective held as one BLOCK op does not copy from one GPU of every part"
     key = np.sort(blk.astype(np.int64) * k + part, kind="stable")  # in op order already: a few values to move
@@ -211,15 +211,6 @@ def _blocks_unfoldable(columns, gpu_node, op_part, host_part, blk, blk_node, k: 
     if not all(_symmetric(t, int(i)) for i in used):
         return "a collective held as one BLOCK op is not the same on each of its GPUs"
     return ""
-
-
-def _run_lengths(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(values, counts) of the runs of equal values of ``a``: np.unique(a, return_counts=True) when ``a`` is
-    sorted, without sorting it again."""
-    if not a.size:
-        return a, np.zeros(0, np.int64)
-    starts = np.flatnonzero(np.concatenate([[True], a[1:] != a[:-1]]))
-    return a[starts], np.diff(np.append(starts, a.size))
 
 
 def _symmetric(t, template: int) -> bool:
@@ -694,7 +685,7 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx, host_part
     if idx.size and np.any(idx >= np.repeat(np.arange(run_ops.size), np.diff(ptr))):
         return _whole("folding the parts would make an op depend on a later one", k)
     one_gpu = None if blk.size == 0 else _part0_copies(columns["block_templates"],
-                                                       np.unique(np.asarray(columns["block"])[_run_lengths(blk)[0]]),
+                                                       np.unique(np.asarray(columns["block"])[run_lengths(blk)[0]]),
                                                        host_part)
     piece = Piece(ops=run_ops, dep_ptr=ptr, dep_idx=idx, copies=k, block_templates=one_gpu)
     return Decomposition(mode="symmetric", reason=f"{k} identical parts coupled by the DAG: one simulated, "
