@@ -376,44 +376,44 @@ class EgressPort : public Object
     void SetVlWeights(std::string weights);
     std::string GetVlWeights() const;
 
-    // Members in the order of use per packet: what StartTransmission, DeliverHead and TrySend touch comes
-    // first, within a few cache lines; a port is touched again only a serialization or a link delay later,
-    // by when a large fabric has evicted it from L1.
+    // Members in the order of use per packet, from the port's two events on: what TransmitDone, DeliverHead,
+    // TrySend and StartTransmission touch lies within the four cache lines from the event that runs, which
+    // the scheduler prefetches (TimingWheelScheduler::Prefetch) before the event's turn; a port is touched
+    // again only a serialization or a link delay later, by when a large fabric has evicted it.
+    ReusableEvent<EgressPort, &EgressPort::TransmitDone> m_txDoneEvent{this}; ///< end of serialization
+    ReusableEvent<EgressPort, &EgressPort::DeliverHead> m_deliverEvent{this}; ///< arrival at the peer
     PacketFifo m_onWire;                             ///< serialized or serializing packets, arrival order
     int64_t m_wireHeadDuePs{0};                      ///< time m_onWire's first packet has fully arrived, in ps
     FabricNode* m_peer{nullptr};                     ///< receiving node
     uint32_t m_peerPort{0};                          ///< input port number at m_peer
     bool m_busy{false};                              ///< a packet is being serialized
     bool m_txHeld{false};                            ///< a credit link is down: send nothing
-    PortFault* m_fault{nullptr};                     ///< fault state (LinkFaultModel), null without faults
-    PartitionExchange* m_exchange{nullptr};          ///< a cut link's exchange (SetExchange), else null
     bool m_deliveryPending{false};                   ///< m_deliverEvent is scheduled
     uint8_t m_nonEmptyMask{0};                       ///< bit p: m_queues[p] holds a packet
+    PortFault* m_fault{nullptr};                     ///< fault state (LinkFaultModel), null without faults
+    PartitionExchange* m_exchange{nullptr};          ///< a cut link's exchange (SetExchange), else null
     uint8_t m_disabledMask{0};                       ///< bit p: the PFC watchdog disabled priority p
     FlowControl m_flowControl{FlowControl::PFC};     ///< link-level flow control mode
-    // The port's own events live in it: firing one reads the port's hot lines, not a line of its own.
-    ReusableEvent<EgressPort, &EgressPort::TransmitDone> m_txDoneEvent{this}; ///< end of serialization
-    ReusableEvent<EgressPort, &EgressPort::DeliverHead> m_deliverEvent{this}; ///< arrival at the peer
+    bool m_sampleMarked{false};        ///< a change was reported and not yet sampled
+    uint32_t m_index{0};               ///< port number at m_owner
+    FabricNode* m_owner{nullptr};      ///< transmitting node
+    PacketSource* m_source{nullptr};   ///< pulled when the queues are empty
+    EgressQueueSampler* m_sampler{nullptr}; ///< told about queue changes (may be null)
     int64_t m_psPerByte{0};        ///< 8e12 / m_rateBps when that is an integer (exact shortcut), else 0
     int64_t m_delayPs{0};          ///< m_delay in ps
     uint64_t m_txBytes{0};         ///< wire bytes sent, in bytes
     uint64_t m_txPackets{0};       ///< packets sent
     uint64_t m_txDataPackets{0};   ///< data packets sent
-    std::array<uint64_t, kNumPriorities> m_txDataPerPriority{}; ///< data packets sent, per priority
     uint64_t m_queuedBytes{0};     ///< wire bytes in m_queues, in bytes
     uint64_t m_peakQueueBytes{0};  ///< high-water mark of m_queuedBytes, in bytes
     uint64_t m_maxQueueBytes{0};   ///< tail-drop limit, in bytes (0 = unlimited)
-    FabricNode* m_owner{nullptr};      ///< transmitting node
-    PacketSource* m_source{nullptr};   ///< pulled when the queues are empty
-    PacketPool* m_pool{nullptr};       ///< packet allocator
-    EgressQueueSampler* m_sampler{nullptr}; ///< told about queue changes (may be null)
-    uint32_t m_samplerIndex{0};        ///< this port's number at m_sampler
-    uint32_t m_index{0};               ///< port number at m_owner
-    bool m_sampleMarked{false};        ///< a change was reported and not yet sampled
-    uint64_t m_rateBps{0};             ///< m_rate in bit/s
-
     PacketFifo m_control;                            ///< link-level control frames, served first
     std::array<PacketFifo, kNumPriorities> m_queues; ///< one FIFO per priority; higher index served first
+    std::array<uint64_t, kNumPriorities> m_txDataPerPriority{}; ///< data packets sent, per priority
+    PacketPool* m_pool{nullptr};       ///< packet allocator
+    uint32_t m_samplerIndex{0};        ///< this port's number at m_sampler
+    uint64_t m_rateBps{0};             ///< m_rate in bit/s
+
     uint64_t m_drops{0};                             ///< packets tail-dropped
 
     uint32_t m_dataVls{2};                              ///< data virtual lanes (credit mode)

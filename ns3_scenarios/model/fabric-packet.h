@@ -223,6 +223,12 @@ class PacketFifo
         {
             m_tail = nullptr;
         }
+        else
+        {
+            // The new head leaves a serialization from now (a port's queue or its link): by then a port
+            // of a wide fabric has evicted its line, which the pop and the delivery both read.
+            __builtin_prefetch(m_head);
+        }
         m_bytes -= p->wireBytes;
         --m_packets;
         p->next = nullptr;

@@ -433,13 +433,13 @@ HostNic::FreezeFlow(uint64_t flowId)
     NS_ASSERT_MSG(IsSending(flowId), "flow " << flowId << " cannot be frozen: it is not sending from node " << m_nodeId);
     const uint32_t qpIndex = SenderQueuePair(flowId);
     QueuePair& qp = m_qps[qpIndex];
-    NS_ASSERT_MSG(std::find(m_active.begin(), m_active.end(), qpIndex) != m_active.end(),
+    NS_ASSERT_MSG(qp.activeSlot != kNotActive && m_active[qp.activeSlot].qp == qpIndex,
                   "flow " << flowId << " is sending but its queue pair is not active");
     NS_ASSERT_MSG(m_activeAtPrio[qp.priority] > 0, "priority " << int(qp.priority) << " has no active QP");
     // The QP keeps its place in the round robin (a pacing mark that never comes skips it), so that the
     // order in which its flows are served after the span is the order they had before it.
     --m_activeAtPrio[qp.priority];
-    qp.nextSendPs = std::numeric_limits<int64_t>::max();
+    SetNextSend(qp, std::numeric_limits<int64_t>::max());
     qp.frozen = true;
     qp.increaseHeld = qp.increaseTimer.IsPending();
     qp.alphaHeld = qp.alphaTimer.IsPending();
@@ -467,7 +467,7 @@ HostNic::ThawFlow(uint64_t flowId, uint64_t creditBytes)
     }
     qp.gbn.lastActivityPs = nowPs;
     qp.frozen = false;
-    qp.nextSendPs = nowPs;
+    SetNextSend(qp, nowPs);
     ++m_activeAtPrio[qp.priority];
     if (qp.increaseHeld)
     {
@@ -518,6 +518,7 @@ HostNic::StartFlow(uint64_t flowId)
         AssignQueuePair(flowId);
     }
     QueuePair qp{};
+    qp.activeSlot = kNotActive;
     qp.flowId = flowId;
     qp.sizeBytes = m_flows->bytes[flowId].sizeBytes;
     qp.dst = m_flows->dst[flowId];
@@ -533,8 +534,8 @@ HostNic::StartFlow(uint64_t flowId)
     }
     UpdateSendLimit(qp);
     m_flows->senderQp[flowId] = static_cast<uint32_t>(m_qps.size());
-    m_active.push_back(static_cast<uint32_t>(m_qps.size()));
     m_qps.push_back(qp);
+    Activate(m_flows->senderQp[flowId]);
     ++m_activeAtPrio[m_flows->priority[flowId]];
     if (m_uec)
     {
@@ -573,7 +574,7 @@ HostNic::AssignQueuePair(uint64_t flowId)
 }
 
 void
-HostNic::UpdateSendLimit(QueuePair& qp) const
+HostNic::UpdateSendLimit(QueuePair& qp)
 {
     qp.limitBytes = qp.grantedBytes;
     if (m_windowBytes != 0)
@@ -586,6 +587,10 @@ HostNic::UpdateSendLimit(QueuePair& qp) const
         const uint64_t floor = std::max<uint64_t>(m_mtuBytes, m_acks.GetIntervalBytes());
         qp.limitBytes = std::min(qp.limitBytes,
                                  qp.gbn.ackedBytes + std::max(floor, m_telemetryAlgo->WindowBytes(qp.cc.rateBps)));
+    }
+    if (qp.activeSlot != kNotActive)
+    {
+        m_active[qp.activeSlot].limited = qp.limitBytes != kNoSendLimit;
     }
 }
 
@@ -615,20 +620,21 @@ HostNic::PullPacket(uint32_t /*port*/, uint8_t pausedMask)
     std::size_t idx = m_next < n ? m_next : m_next % n;
     for (std::size_t k = 0; k < n; ++k, idx = idx + 1 == n ? 0 : idx + 1)
     {
-        QueuePair& qp = m_qps[m_active[idx]];
-        if (pausedMask & (1u << qp.priority))
+        const ActiveQp& a = m_active[idx];
+        if (pausedMask & (1u << a.priority))
         {
             continue;
         }
-        if (qp.limitBytes != kNoSendLimit && !WithinSendLimit(qp))
+        if (a.limited && !WithinSendLimit(m_qps[a.qp]))
         {
             continue; // held back by its grant or window until a GRANT or an ACK arrives
         }
-        if (qp.nextSendPs > nowPs)
+        if (a.nextSendPs > nowPs)
         {
-            earliestPs = std::min(earliestPs, qp.nextSendPs);
+            earliestPs = std::min(earliestPs, a.nextSendPs);
             continue;
         }
+        QueuePair& qp = m_qps[a.qp];
         FabricPacket* p = MakeDataPacket(qp);
         ChargeRate(qp, *p, nowPs);
         NoteSent(qp, *p, nowPs);
@@ -674,11 +680,9 @@ HostNic::ChargeRate(QueuePair& qp, const FabricPacket& p, int64_t nowPs)
     }
     // Below line rate, space packets by their size at the QP's rate. At line rate the port itself paces,
     // and no timer is needed. IB congestion control adds the CCT entry's delay to the serialization.
-    qp.nextSendPs = qp.cc.rateBps < line ? nowPs + int64_t(double(p.wireBytes) * 8e12 / qp.cc.rateBps) : nowPs;
-    if (qp.ibCc.ccti != 0)
-    {
-        qp.nextSendPs = nowPs + PortAt(0)->SerializationPs(p.wireBytes) + m_ibCcAlgo->GapPs(qp.ibCc);
-    }
+    SetNextSend(qp, qp.ibCc.ccti != 0 ? nowPs + PortAt(0)->SerializationPs(p.wireBytes) + m_ibCcAlgo->GapPs(qp.ibCc)
+                    : qp.cc.rateBps < line ? nowPs + int64_t(double(p.wireBytes) * 8e12 / qp.cc.rateBps)
+                                           : nowPs);
 }
 
 void
@@ -712,12 +716,32 @@ HostNic::Advance(QueuePair& qp, std::size_t idx, const FabricPacket& p)
     // starts only now, keeping the event queue short while flows run.
     if (m_rtoOn && !qp.gbn.timerPending)
     {
-        ArmRetransmitTimer(m_active[idx], m_gbnTx.GetTimeoutPs());
+        ArmRetransmitTimer(m_active[idx].qp, m_gbnTx.GetTimeoutPs());
     }
-    // Swap-remove; the QP swapped in is served next.
+    Deactivate(idx); // the QP swapped in is served next
+    m_next = idx;
+}
+
+void
+HostNic::Activate(uint32_t qpIndex)
+{
+    QueuePair& qp = m_qps[qpIndex];
+    NS_ASSERT_MSG(qp.activeSlot == kNotActive, "queue pair " << qpIndex << " is in the round robin already");
+    qp.activeSlot = static_cast<uint32_t>(m_active.size());
+    m_active.push_back(ActiveQp{qp.nextSendPs, qpIndex, qp.priority, qp.limitBytes != kNoSendLimit});
+}
+
+void
+HostNic::Deactivate(std::size_t idx)
+{
+    NS_ASSERT_MSG(idx < m_active.size(), "round-robin entry " << idx << " beyond " << m_active.size());
+    m_qps[m_active[idx].qp].activeSlot = kNotActive;
     m_active[idx] = m_active.back();
     m_active.pop_back();
-    m_next = idx;
+    if (idx < m_active.size())
+    {
+        m_qps[m_active[idx].qp].activeSlot = static_cast<uint32_t>(idx);
+    }
 }
 
 void
@@ -1045,7 +1069,7 @@ HostNic::Rewind(uint32_t qpIndex, uint64_t toBytes)
     if (qp.done)
     {
         qp.done = false;
-        m_active.push_back(qpIndex);
+        Activate(qpIndex);
         ++m_activeAtPrio[m_flows->priority[qp.flowId]];
     }
     PortAt(0)->Wake();
@@ -1168,7 +1192,7 @@ HostNic::IncreaseTimer(uint32_t qpIndex)
                                                &HostNic::IncreaseTimer, this, qpIndex);
     }
     // A faster rate may let the QP send earlier than its pacing slot said.
-    qp.nextSendPs = std::min(qp.nextSendPs, cosim::NowPs());
+    SetNextSend(qp, std::min(qp.nextSendPs, cosim::NowPs()));
     PortAt(0)->Wake();
 }
 
@@ -1185,7 +1209,7 @@ HostNic::CctiTimer(uint32_t qpIndex)
     {
         Simulator::Schedule(m_ibCcAlgo->GetRecoveryPeriod(), &HostNic::CctiTimer, this, qpIndex);
     }
-    qp.nextSendPs = std::min(qp.nextSendPs, cosim::NowPs() + m_ibCcAlgo->GapPs(qp.ibCc));
+    SetNextSend(qp, std::min(qp.nextSendPs, cosim::NowPs() + m_ibCcAlgo->GapPs(qp.ibCc)));
     PortAt(0)->Wake();
 }
 
@@ -1210,7 +1234,7 @@ HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
     while (k < m_active.size())
     {
         const std::size_t idx = (m_next + k) % m_active.size();
-        const uint32_t qpIndex = m_active[idx];
+        const uint32_t qpIndex = m_active[idx].qp;
         QueuePair& qp = m_qps[qpIndex];
         uint64_t index = 0;
         bool retransmission = false;
@@ -1220,8 +1244,7 @@ HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
             // Delivered, or its retransmit list held only packets acknowledged since: nothing to send.
             qp.done = true;
             --m_activeAtPrio[qp.priority];
-            m_active[idx] = m_active.back();
-            m_active.pop_back();
+            Deactivate(idx);
             continue;
         }
         UecFlow& u = *m_uecFlows[qpIndex];
@@ -1275,8 +1298,7 @@ HostNic::PullUec(uint8_t pausedMask, int64_t nowPs)
         {
             qp.done = true;
             --m_activeAtPrio[qp.priority];
-            m_active[idx] = m_active.back();
-            m_active.pop_back();
+            Deactivate(idx);
             m_next = idx;
         }
         return p;
@@ -1308,7 +1330,7 @@ HostNic::ActivateUec(uint32_t qpIndex)
     if (qp.done)
     {
         qp.done = false;
-        m_active.push_back(qpIndex);
+        Activate(qpIndex);
         ++m_activeAtPrio[qp.priority];
     }
     PortAt(0)->Wake();

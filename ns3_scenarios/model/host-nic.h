@@ -295,6 +295,21 @@ class HostNic : public FabricNode, public PacketSource
         bool increaseHeld;     ///< fast-forward: the DCQCN increase timer was pending at FreezeFlow
         bool alphaHeld;        ///< fast-forward: the DCQCN alpha timer was pending at FreezeFlow
         bool cctiHeld;         ///< fast-forward: the CCTI recovery timer fired while frozen
+        uint32_t activeSlot;   ///< its entry in m_active, kNotActive while it is not there
+    };
+
+    /// QueuePair::activeSlot of a queue pair not in m_active
+    static constexpr uint32_t kNotActive = UINT32_MAX;
+
+    /// One queue pair of the round robin, with what the round robin reads of it: it passes many paced queue
+    /// pairs per packet, and reading these from one dense array instead of each QueuePair's line keeps a
+    /// NIC of many active queue pairs from missing the cache once per pair it passes.
+    struct ActiveQp
+    {
+        int64_t nextSendPs; ///< the QueuePair's nextSendPs (SetNextSend keeps both), in ps
+        uint32_t qp;        ///< index in m_qps
+        uint8_t priority;   ///< the QueuePair's priority
+        bool limited;       ///< its limitBytes is set (UpdateSendLimit keeps both): the round robin reads it
     };
 
     /// Ultra Ethernet state of one queue pair (UecEnabled), beside its QueuePair.
@@ -391,7 +406,7 @@ class HostNic : public FabricNode, public PacketSource
     /// Receiver, admission: send every grant the budget allows now.
     void GrantWhatFits();
     /// Sender: recompute the send limit of @p qp from its grant and window.
-    void UpdateSendLimit(QueuePair& qp) const;
+    void UpdateSendLimit(QueuePair& qp);
     /// @return true if the next packet of @p qp ends within its send limit
     bool WithinSendLimit(const QueuePair& qp) const;
     /// Sender, QP scaling: give flow @p flowId the next queue-pair index towards its destination.
@@ -422,6 +437,19 @@ class HostNic : public FabricNode, public PacketSource
     FabricPacket* MakeDataPacket(const QueuePair& qp);
     /// Rate limiter: QP @p qp just sent @p p at @p nowPs (ps); set the earliest time of its next packet.
     void ChargeRate(QueuePair& qp, const FabricPacket& p, int64_t nowPs);
+    /// Put queue pair @p qpIndex at the end of the round robin.
+    void Activate(uint32_t qpIndex);
+    /// Take the queue pair at m_active[@p idx] out of the round robin; the last one takes its place.
+    void Deactivate(std::size_t idx);
+    /// Set @p qp's pacing mark to @p ps, in ps (in its m_active entry too).
+    void SetNextSend(QueuePair& qp, int64_t ps)
+    {
+        qp.nextSendPs = ps;
+        if (qp.activeSlot != kNotActive)
+        {
+            m_active[qp.activeSlot].nextSendPs = ps;
+        }
+    }
     /// Account @p p as sent by QP @p qp at m_active[@p idx]; retire the QP after its last byte.
     void Advance(QueuePair& qp, std::size_t idx, const FabricPacket& p);
     /// Pacing: wake the port at @p earliestPs (ps; INT64_MAX: no QP waits) unless a wake-up comes sooner.
@@ -487,11 +515,18 @@ class HostNic : public FabricNode, public PacketSource
         return m_flows->src[flowId] == m_nodeId ? m_flows->senderQp[flowId] : FlowTable::kNoQueuePair;
     }
 
-    FlowTable* m_flows{nullptr};                   ///< the run's flows (with each flow's queue-pair index here)
-    std::vector<QueuePair> m_qps;                  ///< queue pairs, in creation order
-    std::vector<uint32_t> m_active;                ///< QPs with bytes left to send, round-robin
-    std::array<uint32_t, kNumPriorities> m_activeAtPrio{}; ///< QPs in m_active per priority
+    // What a packet's send reads of the NIC (PullPacket, MakeDataPacket, ChargeRate), on two lines of their
+    // own: a wide fabric evicts them between two packets of one NIC.
+    alignas(64) FlowTable* m_flows{nullptr};       ///< the run's flows (with each flow's queue-pair index here)
     std::size_t m_next{0};                         ///< round-robin cursor into m_active
+    bool m_uec{false};                             ///< Ultra Ethernet transport (UecEnabled)
+    bool m_dcqcn{true};                            ///< DCQCN on (RP and NP)
+    uint32_t m_mtuBytes{cosim::kDefaultMtuBytes};  ///< payload bytes per full packet
+    uint32_t m_headerBytes{0};                     ///< per-packet header + framing bytes
+    uint64_t m_windowBytes{0};                     ///< per-QP window: most payload unacknowledged, in bytes (0 = none)
+    std::vector<QueuePair> m_qps;                  ///< queue pairs, in creation order
+    std::vector<ActiveQp> m_active;                ///< QPs with bytes left to send, round-robin
+    std::array<uint32_t, kNumPriorities> m_activeAtPrio{}; ///< QPs in m_active per priority
     EventId m_paceEvent;                           ///< pending pacing wake-up
     int64_t m_paceAtPs{-1};                        ///< time of m_paceEvent, in ps (-1: none)
 
@@ -504,11 +539,8 @@ class HostNic : public FabricNode, public PacketSource
     bool m_uecLossless{false};
     Time m_retransmitTimeout;    ///< RetransmitTimeout attribute (given to m_gbnTx when a flow starts)
 
-    uint32_t m_mtuBytes{cosim::kDefaultMtuBytes}; ///< payload bytes per full packet
-    uint32_t m_headerBytes{0};     ///< per-packet header + framing bytes
     uint32_t m_ackBytes{0};        ///< wire size of ACK and CNP packets, in bytes
     uint8_t m_controlPriority{7};  ///< priority of ACK and CNP packets
-    bool m_dcqcn{true};            ///< DCQCN on (RP and NP)
     bool m_ibCc{false};            ///< InfiniBand congestion control on (FECN -> BECN -> CCTI)
     bool m_constructed{false};     ///< the attribute defaults have been applied
     Ptr<DcqcnRateControl> m_dcqcnAlgo; ///< DCQCN parameters and reactions
@@ -530,7 +562,6 @@ class HostNic : public FabricNode, public PacketSource
 
     uint32_t m_qpsPerConnection{1};     ///< QP scaling: queue pairs per destination host
     std::unordered_map<uint32_t, uint16_t> m_nextQp; ///< QP scaling: next queue-pair index per destination
-    uint64_t m_windowBytes{0};          ///< per-QP window: most payload unacknowledged, in bytes (0 = none)
     uint64_t m_peakInflightBytes{0};    ///< largest unacknowledged payload of a QP (with a window), in bytes
     bool m_reorderTolerant{false};      ///< receiver places packets beyond a gap (no go-back-N NAKs)
     ReorderBuffer m_reorder;            ///< receiver: packets held beyond a gap
@@ -541,7 +572,6 @@ class HostNic : public FabricNode, public PacketSource
     uint64_t m_admissionChunkBytes{0};  ///< admission: payload per grant, in bytes
     CtsAdmission m_cts;                 ///< receiver: grants within the budget
     uint64_t m_grantsSent{0};           ///< grants sent
-    bool m_uec{false};                  ///< Ultra Ethernet transport (UecEnabled)
     /// UEC state per queue pair (index as m_qps), freed once every packet is acknowledged: a run of many
     /// flows keeps only the state of those in progress
     std::vector<std::unique_ptr<UecFlow>> m_uecFlows;

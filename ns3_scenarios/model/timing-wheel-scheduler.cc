@@ -68,10 +68,10 @@ TimingWheelScheduler::GetTypeId()
                           MakeUintegerAccessor(&TimingWheelScheduler::m_bucketsAttribute),
                           MakeUintegerChecker<uint32_t>(64, 1U << 22))
             .AddAttribute("Prefetch",
-                          "While the simulator core runs an event, prefetch the next event's node and the "
-                          "object it runs (a dozen instructions per event, against two cache misses on a "
-                          "fabric whose ports and pending events outgrow the nearest caches). Changes speed "
-                          "only, never the event order.",
+                          "While the simulator core runs an event, prefetch the object the next event runs "
+                          "and the node of the event after it (a dozen instructions per event, against two "
+                          "cache misses on a fabric whose ports and pending events outgrow the nearest "
+                          "caches). Changes speed only, never the event order.",
                           BooleanValue(true),
                           MakeBooleanAccessor(&TimingWheelScheduler::m_prefetch),
                           MakeBooleanChecker());

@@ -53,9 +53,9 @@ class TimingWheelScheduler final : public Scheduler
     void InsertEvent(const Scheduler::Event& ev);
     /**
      * RemoveNext without the virtual call, inlined into the simulator core's loop. With the `Prefetch`
-     * attribute on, it also starts loading the following event's node and the object that event runs into
-     * the cache, so that they arrive while the core runs this one (a fabric touches enough between an
-     * event's insertion and its turn for both to leave the nearest caches). Changes speed only.
+     * attribute on, it also starts loading the object the following event runs and the node of the event
+     * after that into the cache, so that they arrive while the core runs this one (a fabric touches enough
+     * between an event's insertion and its turn for both to leave the nearest caches). Changes speed only.
      */
     Scheduler::Event RemoveNextEvent();
 
@@ -162,8 +162,9 @@ class TimingWheelScheduler final : public Scheduler
     }
     /// Move the wheel's start to bucket @p bucket and pull the far events now inside the window.
     void Advance(uint64_t bucket);
-    /// Prefetch the node of bucket @p slot's first event and the object it runs (nothing for kNone).
-    void PrefetchHead(uint32_t slot) const;
+    /// Prefetch the object bucket @p slot's first event runs and the node of the event after it (nothing
+    /// for kNone).
+    void PrefetchAhead(uint32_t slot) const;
     /// Mark bucket @p slot occupied in both bitmaps.
     void MarkOccupied(uint32_t slot);
     /// Mark bucket @p slot empty (it has just become so) in both bitmaps.
@@ -394,17 +395,33 @@ TimingWheelScheduler::InsertEvent(const Scheduler::Event& ev)
 }
 
 inline __attribute__((always_inline)) void
-TimingWheelScheduler::PrefetchHead(uint32_t slot) const
+TimingWheelScheduler::PrefetchAhead(uint32_t slot) const
 {
     if (slot == kNone)
     {
         return;
     }
-    const Node& n = m_nodes[m_groups[m_buckets[slot].first].head];
-    __builtin_prefetch(&n);
-    // the object is read through the node: a load that may miss, which the core overlaps with the
-    // current event (the pointer may carry the simulator core's tag bit: same cache line)
-    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(n.ev.impl) & ~uintptr_t(1)));
+    // Two events deep, so that no prefetch waits on a load: the next event's node was prefetched when the
+    // event before it was removed, so it is read here to prefetch the object it runs and the node of the
+    // event after it (same group, or the head of the bucket's next group; none across buckets).
+    const Group& g = m_groups[m_buckets[slot].first];
+    const Node& n = m_nodes[g.head];
+    const uintptr_t impl = reinterpret_cast<uintptr_t>(n.ev.impl);
+    const char* object = reinterpret_cast<const char*>(impl & ~uintptr_t(1));
+    __builtin_prefetch(object);
+    if (impl & 1)
+    {
+        // a DirectEvent (the simulator core's tag bit) is a member of the object it runs, which keeps what
+        // its handler reads within the lines after it (EgressPort)
+        __builtin_prefetch(object + 64);
+        __builtin_prefetch(object + 128);
+        __builtin_prefetch(object + 192);
+    }
+    const uint32_t after = n.next != kNone ? n.next : g.next != kNone ? m_groups[g.next].head : kNone;
+    if (after != kNone)
+    {
+        __builtin_prefetch(&m_nodes[after]);
+    }
 }
 
 inline __attribute__((always_inline)) Scheduler::Event
@@ -418,7 +435,7 @@ TimingWheelScheduler::RemoveNextEvent()
     {
         // a bucket that still holds events after its first was taken is still the first occupied one
         const bool more = next.slot != kNone && m_buckets[next.slot].first != kNone;
-        PrefetchHead(more ? next.slot : FirstOccupiedSlot());
+        PrefetchAhead(more ? next.slot : FirstOccupiedSlot());
     }
     return ev;
 }
