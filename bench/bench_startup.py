@@ -7,7 +7,8 @@ Targets (issue 2, this 2-core machine): import + load < 4 s, ``cosim --help`` < 
 machine) the first event of a 17-host incast <= 0.3 s after the process starts.
 
 Time to the first event: the run (``--run``, a ``cosim run`` command line, default a 17-host incast) starts
-in a fresh ``python`` process whose only addition is an import hook: when ``cosim.engine`` is imported it
+in a fresh ``python`` process as ``python -m cosim`` does (the command, which may start itself again on huge
+pages: cosim/__main__.py), whose only addition is an import hook: when ``cosim.engine`` is imported it
 wraps ``engine._run_sliced`` (entered once the fabric and flows are built, just before the first
 ``RunUntil``) to write the wall clock to stderr. The figure is that clock less the one the parent read just
 before starting the process, so it includes the interpreter's start. With ``--reference DIR`` every repeat
@@ -69,8 +70,8 @@ class FirstEvent:
         return spec
 
 sys.meta_path.insert(0, FirstEvent())
-from cosim.cli import main
-main(sys.argv[1:])
+import runpy
+runpy.run_module("cosim", run_name="__main__")  # as `python -m cosim ARGV` (which may start itself again)
 """
 
 _STAMP = "import sys, time; sys.stderr.write(f'first-event-unix-s {time.time()!r} {time.process_time()!r}\\n')"

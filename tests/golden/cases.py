@@ -63,3 +63,20 @@ def snapshot(path: Path) -> dict:
             summary = {k: v for k, v in json.loads(run.attrs["summary"]).items() if k not in VOLATILE_SUMMARY}
             out[name] = {"datasets": data, "summary": summary}
     return out
+
+
+def assert_matches_golden(case: str, path: Path) -> None:
+    """Assert that the results file ``path`` of ``case`` equals its golden file: every dataset (dtype, shape and
+    values, nan included) and every summary value but the wall-clock ones."""
+    import numpy as np
+
+    want, got = snapshot(golden_path(case)), snapshot(path)
+    assert list(got) == list(want), "runs differ"
+    for run in want:
+        w, g = want[run], got[run]
+        assert sorted(g["datasets"]) == sorted(w["datasets"]), f"{run}: datasets differ"
+        for key, expected in w["datasets"].items():
+            actual = g["datasets"][key]
+            assert actual.dtype == expected.dtype and actual.shape == expected.shape, f"{run}/{key}"
+            assert np.array_equal(actual, expected, equal_nan=expected.dtype.kind == "f"), f"{run}/{key} differs"
+        assert g["summary"] == w["summary"], f"{run}: summary differs"
