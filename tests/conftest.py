@@ -8,6 +8,13 @@ import sys
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    """Text tables fit the terminal's width ($COLUMNS first); a test prints to none, whatever the runner
+    says (pytest-xdist's workers inherit COLUMNS=80), so its tables get cosim's own default width."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture(scope="session")
 def engine_ns():
     """The loaded plugin namespace (fails loudly if cosim was not built)."""
