@@ -47,8 +47,7 @@ def shim(tmp_path_factory) -> Path:
 def _env(shim: Path) -> dict:
     env = dict(os.environ)
     env["PATH"] = f"{shim}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(REPO)
-    env.pop("COLUMNS", None)
+    env["PYTHONPATH"] = str(REPO)  # COLUMNS is gone already (conftest.py): output as no terminal shapes it
     return env
 
 

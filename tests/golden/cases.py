@@ -65,12 +65,11 @@ def snapshot(path: Path) -> dict:
     return out
 
 
-def assert_matches_golden(case: str, path: Path) -> None:
-    """Assert that the results file ``path`` of ``case`` equals its golden file: every dataset (dtype, shape and
-    values, nan included) and every summary value but the wall-clock ones."""
+def assert_same_results(want: dict, got: dict, *, ignore: tuple[str, ...] = ()) -> None:
+    """Assert that two snapshots (:func:`snapshot`) hold the same runs, every dataset equal (dtype, shape and
+    values, nan included) and every summary value equal but those named in ``ignore``."""
     import numpy as np
 
-    want, got = snapshot(golden_path(case)), snapshot(path)
     assert list(got) == list(want), "runs differ"
     for run in want:
         w, g = want[run], got[run]
@@ -79,4 +78,11 @@ def assert_matches_golden(case: str, path: Path) -> None:
             actual = g["datasets"][key]
             assert actual.dtype == expected.dtype and actual.shape == expected.shape, f"{run}/{key}"
             assert np.array_equal(actual, expected, equal_nan=expected.dtype.kind == "f"), f"{run}/{key} differs"
-        assert g["summary"] == w["summary"], f"{run}: summary differs"
+        kept = lambda summary: {k: v for k, v in summary.items() if k not in ignore}  # noqa: E731
+        assert kept(g["summary"]) == kept(w["summary"]), f"{run}: summary differs"
+
+
+def assert_matches_golden(case: str, path: Path) -> None:
+    """Assert that the results file ``path`` of ``case`` equals its golden file: every dataset and every summary
+    value but the wall-clock ones (:func:`assert_same_results`)."""
+    assert_same_results(snapshot(golden_path(case)), snapshot(path))
