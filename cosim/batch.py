@@ -117,7 +117,7 @@ _DAG_SCALARS = ("failed_collective", "failed_at_ns", "subs_finished")
 def _flatten(out: engine.DagOutput) -> dict:
     net = out.network
     arrays = {"op_start_ns": out.op_start_ns, "op_finish_ns": out.op_finish_ns, "flow_op": out.flow_op,
-              "flow_start_ns": out.flow_start_ns}
+              "flow_start_ns": out.flow_start_ns} | ({} if out.flow_sub is None else {"flow_sub": out.flow_sub})
     scalars = {}
     for field in engine.SimulationOutput.__dataclass_fields__:
         value = getattr(net, field)
@@ -158,6 +158,7 @@ def _unflatten(data) -> engine.DagOutput:
                         fields[field][name] = data[k]
     return engine.DagOutput(op_start_ns=data["op_start_ns"], op_finish_ns=data["op_finish_ns"],
                             flow_op=data["flow_op"], flow_start_ns=data["flow_start_ns"],
+                            flow_sub=data["flow_sub"] if "flow_sub" in data.files else None,
                             network=engine.SimulationOutput(**fields), **scalars.get("dag", {}))
 
 

@@ -303,14 +303,17 @@ class DagOutput:
 
     op_start_ns: np.ndarray  # float64 [n_ops], nan if the op never started
     op_finish_ns: np.ndarray  # float64 [n_ops], nan if it never finished
-    flow_op: np.ndarray  # int64 [n_flows], the FLOW op each flow carried (flows in start order)
+    flow_op: np.ndarray  # int64 [n_flows], the FLOW op (or BLOCK op) each flow carried (flows in start order)
     flow_start_ns: np.ndarray  # float64 [n_flows]
     network: SimulationOutput  # per-flow finish/delivered, queues, ports, pauses, latency, counters
     #: status "failed": the collective (index into coll_start_op) that ran past DagExecutor::CollectiveTimeout, and when
     failed_collective: int = -1
     failed_at_ns: float = float("nan")
-    #: NVLink copies of BLOCK ops finished (each a materialized NVLINK op; 0 without BLOCK ops)
+    #: subs of BLOCK ops finished (each a materialized NVLINK or FLOW op; 0 without BLOCK ops)
     subs_finished: int = 0
+    #: int32 [n_flows]: the sub of its BLOCK op each flow carried, -1 for a FLOW op's (None: no BLOCK op has
+    #: FLOW subs, every flow is a FLOW op's)
+    flow_sub: np.ndarray | None = None
 
 
 def simulate_dag(
@@ -354,8 +357,9 @@ def simulate_dag(
     ``scheduler``: the ns-3 event scheduler type (same results whichever; benchmarks compare them).
     ``partitions``: this process's share of a partitioned run (cosim.parallel; no snapshots).
     ``block``/``block_templates``: the template of every BLOCK op (int32 per op, -1 for the others) and the
-    templates (their GPUs in host node ids); a BLOCK op runs its template's NVLink copies exactly as NVLINK ops
-    in its place would run (``subs_finished`` counts them). Needed iff ``kind`` has BLOCK ops.
+    templates (their GPUs in host node ids); a BLOCK op runs its template's NVLink copies and flows exactly as
+    NVLINK and FLOW ops in its place would run (``subs_finished`` counts them; ``flow_sub`` names the sub of
+    each flow a BLOCK op started). Needed iff ``kind`` has BLOCK ops.
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
@@ -414,9 +418,12 @@ def simulate_dag(
             engine.GetDagOpTimes(start_ps, finish_ps)
         m = int(engine.NumFlows())
         flow_op, flow_start = np.empty(m, np.int64), np.empty(m, np.int64)
+        flow_sub = np.empty(m, np.int32) if block_templates is not None and block_templates.has_flows() else None
         if m:
             engine.GetFlowOps(flow_op)
             engine.GetFlowStartPs(flow_start)
+            if flow_sub is not None:
+                engine.GetFlowSubs(flow_sub)
         network = _collect(engine, status, time.perf_counter() - t0, run_s)
         if partitions is not None:  # every process holds every flow of the run: keep those it started
             started = flow_op >= 0
@@ -435,7 +442,7 @@ def simulate_dag(
                                      op_finish_ns=np.where(finish_ps >= 0, finish_ps / 1e3, np.nan),
                                      flow_op=flow_op, flow_start_ns=flow_start / 1e3, network=network,
                                      failed_collective=failed, failed_at_ns=failed_at_ns,
-                                     subs_finished=subs_finished))
+                                     subs_finished=subs_finished, flow_sub=flow_sub))
 
 
 def _set_blocks(engine, block: np.ndarray, t: BlockTemplates, n: int) -> None:
@@ -443,7 +450,8 @@ def _set_blocks(engine, block: np.ndarray, t: BlockTemplates, n: int) -> None:
     block = np.ascontiguousarray(block, np.int32)
     tmpl_ptr = np.ascontiguousarray(t.ptr, np.int64)
     sub_dep_ptr = np.ascontiguousarray(t.dep_ptr, np.int64)
-    per_sub = [np.ascontiguousarray(t.gpu, np.int32), np.ascontiguousarray(t.bytes, np.int64),
+    per_sub = [np.ascontiguousarray(t.kind, np.uint8), np.ascontiguousarray(t.gpu, np.int32),
+               np.ascontiguousarray(t.dst, np.int32), np.ascontiguousarray(t.bytes, np.int64),
                np.ascontiguousarray(np.rint(np.asarray(t.duration_ns, np.float64) * 1e3), np.int64)]
     dep_idx = np.ascontiguousarray(t.dep_idx, np.int64)
     n_subs = per_sub[0].size
@@ -451,7 +459,7 @@ def _set_blocks(engine, block: np.ndarray, t: BlockTemplates, n: int) -> None:
         raise CosimInputError("dag", f"block must have one entry per op ({n}), got shape {block.shape}")
     if tmpl_ptr.size < 1 or sub_dep_ptr.size != n_subs + 1 or any(c.size != n_subs for c in per_sub):
         raise CosimInputError("dag", f"block templates need a ptr of n_templates + 1 entries, a dep_ptr of n_subs + 1 "
-                              f"= {n_subs + 1} and one gpu, bytes and duration_ns per sub")
+                              f"= {n_subs + 1} and one kind, gpu, dst, bytes and duration_ns per sub")
     if (sub_dep_ptr < 0).any() or int(sub_dep_ptr[-1]) > dep_idx.size:
         raise CosimInputError("dag", "block templates' dep_ptr points outside dep_idx")
     engine.SetBlocks(*_nonempty(block), n, tmpl_ptr, tmpl_ptr.size - 1,
@@ -463,19 +471,21 @@ def canonical_order(out: DagOutput) -> DagOutput:
 
     ns-3 runs events of equal time in the order they were scheduled, so two flows that start at the same
     picosecond in unrelated parts of a run get their ids (start order) in an order that depends on what
-    else the run holds. Flows are put in (start time, DAG op) order, and every event log's rows in (time,
+    else the run holds. Flows are put in (start time, DAG op, sub) order (the order of the ops a BLOCK op's
+    subs stand for), and every event log's rows in (time,
     key columns) order (for PFC pauses: time, node, port, priority), changes of one queue at one time keeping
     their order: a run simulated in independent parts (cosim.decompose.exact) merges into exactly these
     tables.
     """
-    order = np.lexsort((out.flow_op, np.rint(out.flow_start_ns * 1e3).astype(np.int64)))
+    keys = (out.flow_op, np.rint(out.flow_start_ns * 1e3).astype(np.int64))
+    order = np.lexsort(keys if out.flow_sub is None else (out.flow_sub, *keys))
     net = out.network
     net = dataclasses.replace(
         net, finish_ns=net.finish_ns[order], delivered_bytes=net.delivered_bytes[order],
         delivered_at_bytes=net.delivered_at_bytes[:, order],
         logs={name: _in_key_order(log, info) for (name, log), info in zip(net.logs.items(), _infos_of(net.logs))})
     return dataclasses.replace(out, flow_op=out.flow_op[order], flow_start_ns=out.flow_start_ns[order],
-                               network=net)
+                               network=net, flow_sub=None if out.flow_sub is None else out.flow_sub[order])
 
 
 def _infos_of(logs: Mapping[str, object]) -> list[EventLogInfo]:

@@ -56,7 +56,7 @@ def record(plan, outcome) -> RunRecord:
     for group, items in parts.items():
         tables[group] = {k: np.concatenate([t[k] for t in items]) for k in items[0]}
     done = np.isfinite(out.op_finish_ns)
-    # counted as the DAG with every BLOCK op's copies materialized: a finished BLOCK op's copies all finished
+    # counted as the DAG with every BLOCK op's subs materialized: a finished BLOCK op's subs all finished
     weight = np.maximum(dag.block_sizes(), 1)
     summary |= {"mtu_bytes": net.mtu_bytes, "header_bytes": net.header_bytes, "n_dag_ops": dag.n_expanded_ops(),
                 "n_dag_ops_finished": int(weight[done].sum()), "n_flows": int(fop.size)}
@@ -118,10 +118,10 @@ def placement_table(plan) -> dict[str, np.ndarray]:
 
 def _network_tables(fabric, out, dag) -> dict[str, dict[str, np.ndarray]]:
     """The network tables (cosim.telemetry) of engine output ``out`` of ``dag``: its flows are the DAG's FLOW
-    ops the engine started, in the order it reports them."""
-    fop = out.flow_op
-    return telemetry.network_tables(fabric, out.network, src=dag.src_node[fop], dst=dag.dst_node[fop],
-                                    size_bytes=dag.bytes_[fop].astype(np.int64), start_ns=out.flow_start_ns)
+    ops (and BLOCK ops' FLOW subs) the engine started, in the order it reports them."""
+    src, dst, size = dag.flow_endpoints(out.flow_op, out.flow_sub)
+    return telemetry.network_tables(fabric, out.network, src=src, dst=dst, size_bytes=size,
+                                    start_ns=out.flow_start_ns)
 
 
 def job_results(plan, p, out, rows, flows, first_op, state) -> tuple[dict, dict]:

@@ -1,8 +1,8 @@
-"""BLOCK ops (issue 29's compact DAG): a BLOCK op runs its template's NVLink copies ("subs") exactly as NVLINK
-ops in its place would run. Every test runs a compact DAG and its materialized twin (each block's subs as NVLINK
-ops at the block's index, the ops after it shifted) in the real engine and asserts the same simulation: every
-other op's start and finish to the picosecond, the block spanning its subs, the same flows, port statistics,
-counters and number of events."""
+"""BLOCK ops (issue 29's compact DAG): a BLOCK op runs its template's NVLink copies and flows ("subs") exactly
+as NVLINK and FLOW ops in its place would run. Every test runs a compact DAG and its materialized twin (each
+block's subs as NVLINK or FLOW ops at the block's index, the ops after it shifted) in the real engine and asserts
+the same simulation: every other op's start and finish to the picosecond, the block spanning its subs, the same
+flows (a sub's flow naming its block and sub), port statistics, counters and number of events."""
 
 from __future__ import annotations
 
@@ -23,12 +23,20 @@ SERVER_A, SERVER_B = (0, 1, 2, 3), (4, 5, 6, 7)  # host node ids of a single-swi
 
 @dataclasses.dataclass
 class Template:
-    """One template: per sub (local order) its GPU, bytes, extra ns and local deps."""
+    """One template: per sub (local order) its GPU, bytes, extra ns and local deps, and its receiving GPU (None:
+    every sub is a copy on its GPU's server; a receiver on another server makes the sub a FLOW)."""
 
     gpu: list[int]
     bytes: list[int]
     duration_ns: list[int]
     deps: list[list[int]]
+    dst: list[int] | None = None
+
+    def receiver(self, s: int) -> int:
+        return self.gpu[s] if self.dst is None else self.dst[s]
+
+    def is_flow(self, s: int) -> bool:
+        return self.receiver(s) // 4 != self.gpu[s] // 4  # 4 GPUs a server (SERVER_A, SERVER_B)
 
 
 @dataclasses.dataclass
@@ -60,13 +68,23 @@ def ring(gpus, steps: int, chunks: int, chunk_bytes: int, extra_ns: int = 0) -> 
     return t
 
 
+def cross_ring(steps: int, chunks: int, chunk_bytes: int) -> Template:
+    """A ring over both servers (0 → 1 → 4 → 5 → 0): every other hop a flow, the rest NVLink copies."""
+    order = (0, 1, 4, 5)
+    t = ring(order, steps, chunks, chunk_bytes, extra_ns=400)
+    t.dst = [order[(order.index(g) + 1) % len(order)] for g in t.gpu]
+    t.duration_ns = [0 if t.is_flow(s) else x for s, x in enumerate(t.duration_ns)]  # a flow has no copy time
+    return t
+
+
 def templates_of(ts: list[Template]) -> BlockTemplates:
     sizes = [len(t.gpu) for t in ts]
     deps = [d for t in ts for d in t.deps]
     return BlockTemplates(
         ptr=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+        kind=np.array([FLOW if t.is_flow(s) else NVLINK for t in ts for s in range(len(t.gpu))], np.uint8),
         gpu=np.array([x for t in ts for x in t.gpu], np.int32),
-        dst=np.array([x for t in ts for x in t.gpu], np.int32),  # unused by the executor
+        dst=np.array([t.receiver(s) for t in ts for s in range(len(t.gpu))], np.int32),
         bytes=np.array([x for t in ts for x in t.bytes], np.int64),
         duration_ns=np.array([x for t in ts for x in t.duration_ns], np.int64),
         dep_ptr=np.concatenate([[0], np.cumsum([len(d) for d in deps])]).astype(np.int64),
@@ -74,8 +92,8 @@ def templates_of(ts: list[Template]) -> BlockTemplates:
 
 
 def materialize(ops: list[Op], ts: list[Template]) -> tuple[list[Op], list[range]]:
-    """The DAG with every BLOCK op replaced by its subs as NVLINK ops (the subs without an internal dep take
-    the block's deps; the block's dependents depend on its terminal subs), and where each op went."""
+    """The DAG with every BLOCK op replaced by its subs as NVLINK and FLOW ops (the subs without an internal dep
+    take the block's deps; the block's dependents depend on its terminal subs), and where each op went."""
     where: list[range] = []
     out: list[Op] = []
     terminal: dict[int, list[int]] = {}
@@ -89,8 +107,11 @@ def materialize(ops: list[Op], ts: list[Template]) -> tuple[list[Op], list[range
         where.append(range(base, base + len(t.gpu)))
         has_dependent = set()
         for s in range(len(t.gpu)):
-            out.append(Op(NVLINK, [base + d for d in t.deps[s]] or deps, gpu=t.gpu[s], bytes=t.bytes[s],
-                          duration_ns=t.duration_ns[s]))
+            own = [base + d for d in t.deps[s]] or deps
+            if t.is_flow(s):
+                out.append(Op(FLOW, own, gpu=t.gpu[s], src=t.gpu[s], dst=t.receiver(s), bytes=t.bytes[s]))
+            else:
+                out.append(Op(NVLINK, own, gpu=t.gpu[s], bytes=t.bytes[s], duration_ns=t.duration_ns[s]))
             has_dependent.update(t.deps[s])
         terminal[i] = [base + s for s in range(len(t.gpu)) if s not in has_dependent]
     return out, where
@@ -123,6 +144,11 @@ def assert_same_simulation(fab, ops: list[Op], ts: list[Template], attributes=No
             assert (compact.op_start_ns[i], compact.op_finish_ns[i]) == (start.min(), finish.max()), f"block {i}"
     old_of = np.concatenate([[i] * len(r) for i, r in enumerate(where)]).astype(np.int64)
     np.testing.assert_array_equal(old_of[full.flow_op], compact.flow_op)
+    sub_of = np.concatenate([np.arange(len(r)) if ops[i].kind == BLOCK else [-1] for i, r in enumerate(where)])
+    flow_subs = any(t.is_flow(s) for t in ts for s in range(len(t.gpu)))
+    assert (compact.flow_sub is None) != flow_subs
+    if flow_subs:
+        np.testing.assert_array_equal(sub_of[full.flow_op], compact.flow_sub)
     np.testing.assert_array_equal(full.flow_start_ns, compact.flow_start_ns)
     np.testing.assert_array_equal(full.network.finish_ns, compact.network.finish_ns)
     np.testing.assert_array_equal(full.network.delivered_bytes, compact.network.delivered_bytes)
@@ -192,34 +218,71 @@ def test_concurrent_blocks_share_the_copy_engines(engine_ns, fab):
     assert both.op_finish_ns[2] > one.op_finish_ns[2]
 
 
-def test_random_dags_run_as_their_materialized_twins(engine_ns, fab):
-    rng = np.random.default_rng(7)
+def random_template(rng, flows: bool) -> Template:
+    """Up to 11 subs with random bytes, extra time and earlier local deps: copies on one server's GPUs, or
+    (``flows``) each from a random GPU to a random other one, a flow when that one is on the other server."""
+    m = int(rng.integers(1, 12))
+    deps = [sorted(set(rng.integers(0, s, size=int(rng.integers(0, 3))).tolist())) if s else [] for s in range(m)]
+    if not flows:
+        gpus = list(SERVER_A if rng.random() < 0.5 else SERVER_B)
+        return Template([int(rng.choice(gpus)) for _ in range(m)], [int(rng.integers(0, 1 << 18)) for _ in range(m)],
+                        [int(rng.integers(0, 3)) * 300 for _ in range(m)], deps)
+    gpu = [int(rng.integers(0, 8)) for _ in range(m)]
+    dst = [int(rng.choice([h for h in range(8) if h != g])) for g in gpu]
+    dst = [d if d // 4 != g // 4 else g for g, d in zip(gpu, dst)]  # a copy names its own GPU
+    return Template(gpu, [int(rng.integers(1, 1 << 18)) for _ in range(m)],
+                    [0 if d // 4 != g // 4 else int(rng.integers(0, 3)) * 300 for g, d in zip(gpu, dst)], deps, dst)
+
+
+def random_dag(rng, ts: list[Template]) -> list[Op]:
+    """25 random steps after a root NOP: calls of ``ts``, NVLINK copies, flows, compute and bare BLOCK ops."""
+    ops = [Op(NOP, [])]
+    for _ in range(25):
+        deps = sorted(set(rng.integers(0, len(ops), size=int(rng.integers(1, 3))).tolist()))
+        r = rng.random()
+        if r < 0.3:
+            call(ops, int(rng.integers(0, len(ts))), deps)
+        elif r < 0.5:
+            ops.append(Op(NVLINK, deps, gpu=int(rng.integers(0, 8)), bytes=int(rng.integers(0, 1 << 18))))
+        elif r < 0.7:
+            a, b = rng.choice(8, size=2, replace=False)
+            ops.append(Op(FLOW, deps, src=int(a), dst=int(b), bytes=int(rng.integers(1, 1 << 19))))
+        elif r < 0.9:
+            ops.append(Op(COMPUTE, deps, gpu=int(rng.integers(0, 8)), duration_ns=float(rng.integers(0, 9000))))
+        else:
+            ops.append(Op(BLOCK, deps, template=int(rng.integers(0, len(ts)))))  # a block with many deps
+    return ops
+
+
+@pytest.mark.parametrize("flows", [False, True])
+def test_random_dags_run_as_their_materialized_twins(engine_ns, fab, flows):
+    rng = np.random.default_rng(11 if flows else 7)
     for _ in range(4):
-        ts = []
-        for _ in range(3):
-            m = int(rng.integers(1, 12))
-            gpus = list(SERVER_A if rng.random() < 0.5 else SERVER_B)
-            ts.append(Template([int(rng.choice(gpus)) for _ in range(m)],
-                               [int(rng.integers(0, 1 << 18)) for _ in range(m)],
-                               [int(rng.integers(0, 3)) * 300 for _ in range(m)],
-                               [sorted(set(rng.integers(0, s, size=int(rng.integers(0, 3))).tolist())) if s else []
-                                for s in range(m)]))
-        ops = [Op(NOP, [])]
-        for _ in range(25):
-            deps = sorted(set(rng.integers(0, len(ops), size=int(rng.integers(1, 3))).tolist()))
-            r = rng.random()
-            if r < 0.3:
-                call(ops, int(rng.integers(0, len(ts))), deps)
-            elif r < 0.5:
-                ops.append(Op(NVLINK, deps, gpu=int(rng.integers(0, 8)), bytes=int(rng.integers(0, 1 << 18))))
-            elif r < 0.7:
-                a, b = rng.choice(8, size=2, replace=False)
-                ops.append(Op(FLOW, deps, src=int(a), dst=int(b), bytes=int(rng.integers(1, 1 << 19))))
-            elif r < 0.9:
-                ops.append(Op(COMPUTE, deps, gpu=int(rng.integers(0, 8)), duration_ns=float(rng.integers(0, 9000))))
-            else:
-                ops.append(Op(BLOCK, deps, template=int(rng.integers(0, len(ts)))))  # a block with many deps
-        assert_same_simulation(fab, ops, ts, {"DagExecutor::CommComputeSlowdown": "0.25"})
+        ts = [random_template(rng, flows) for _ in range(3)]
+        assert_same_simulation(fab, random_dag(rng, ts), ts, {"DagExecutor::CommComputeSlowdown": "0.25"})
+
+
+@pytest.mark.parametrize("attributes", [None, {"DagExecutor::CommComputeSlowdown": "0.3"}])
+def test_a_block_with_flows_runs_as_its_materialized_ops(engine_ns, fab, attributes):
+    """Calls across both servers (flows and copies in one ring), two at once with a call inside a server, plain
+    flows meanwhile: the same flows in the same order, each sub's flow its materialized FLOW op's."""
+    ops, ts = mixed_dag()
+    ts += [cross_ring(steps=3, chunks=2, chunk_bytes=1 << 18), cross_ring(2, 3, 1 << 17)]
+    end = call(ops, 3, [0])
+    call(ops, 4, [end, 1])
+    call(ops, 3, [0])
+    compact = assert_same_simulation(fab, ops, ts, attributes)
+    assert (compact.flow_sub >= 0).sum() == 2 * 12 + 12  # half of each call's 24 subs
+
+
+def test_a_flow_sub_between_non_hosts_is_refused(engine_ns, fab):
+    ops = [Op(NOP, [])]
+    call(ops, 0, [0])
+    t = cross_ring(1, 1, 1024)
+    t.dst[0] = 8  # the switch
+    with pytest.raises(CosimInputError, match="FLOW with invalid host endpoints") as info:
+        run(fab, ops, [t])
+    assert info.value.field == "dag"
 
 
 def test_a_block_of_no_copies_finishes_at_once(engine_ns, fab):

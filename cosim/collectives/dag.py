@@ -58,7 +58,7 @@ class DagOpKind(IntEnum):
     COMPUTE = 1
     NVLINK = 2
     NOP = 3
-    BLOCK = 4  #: a collective's NVLink copies as one instance of a template (FlowDag.block_*), run as they would be
+    BLOCK = 4  #: a collective's copies and flows as one instance of a template (FlowDag.block_*), run as they would be
 
 
 class CommClass(IntEnum):
@@ -123,16 +123,18 @@ def _arr(field: str, value, dtype, narrow: type | None = None) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class BlockTemplates:
-    """The NVLink copies a BLOCK op stands for, one template per distinct collective call (a call whose every
-    transfer stays inside one server): template t's copies ("subs") are ``ptr[t]..ptr[t + 1]``, in the order
-    and with the dependencies the materialized ops would have. A BLOCK op runs them as the executor would run
-    those NVLINK ops in its place (same times, same event order) and finishes when the last one does."""
+    """The transfers a BLOCK op stands for, one template per distinct collective call: template t's transfers
+    ("subs") are ``ptr[t]..ptr[t + 1]``, in the order and with the dependencies the materialized ops would
+    have, each an NVLink copy inside a server (NVLINK) or a flow between servers (FLOW). A BLOCK op runs them
+    as the executor would run those NVLINK and FLOW ops in its place (same times, same event order, its flows
+    started in the same order) and finishes when the last one does."""
 
     ptr: np.ndarray  # int64 [n_templates + 1]
+    kind: np.ndarray  # uint8 [n_subs], DagOpKind.NVLINK or DagOpKind.FLOW
     gpu: np.ndarray  # int32 [n_subs], sending GPU: a rank in a FlowDag, a host node id in an EngineDag
     dst: np.ndarray  # int32 [n_subs], receiving GPU, in the same labels
-    bytes: np.ndarray  # int64 [n_subs], bytes copied
-    duration_ns: np.ndarray  # int64 [n_subs], extra copy-engine time (an NVLINK op's duration_ns), ns
+    bytes: np.ndarray  # int64 [n_subs], bytes moved
+    duration_ns: np.ndarray  # int64 [n_subs], extra copy-engine time (an NVLINK op's duration_ns; 0 for a FLOW), ns
     dep_ptr: np.ndarray  # int64 [n_subs + 1], CSR of every sub's dependencies
     dep_idx: np.ndarray  # int32, local to the template: each below its sub's own local index
 
@@ -144,6 +146,14 @@ class BlockTemplates:
     def sizes(self) -> np.ndarray:
         """int64 [n_templates]: subs per template."""
         return np.diff(self.ptr)
+
+    def has_flows(self) -> bool:
+        """True when some sub is a FLOW (a template of a call across servers)."""
+        return bool(np.any(self.kind == DagOpKind.FLOW))
+
+    def flow_subs(self) -> np.ndarray:
+        """int64: the FLOW subs (global sub indices, increasing)."""
+        return np.flatnonzero(self.kind == DagOpKind.FLOW)
 
     def n_deps(self) -> np.ndarray:
         """int64 [n_templates]: the dependency edges its materialized ops would have: the subs' own, every entry
@@ -181,7 +191,8 @@ class BlockTemplates:
             [0] + [p.gpu.size for p in parts[:-1]]))]
         dep_ptr = [np.zeros(1, np.int64)] + [p.dep_ptr[1:] + off for p, off in zip(parts, np.cumsum(
             [0] + [p.dep_idx.size for p in parts[:-1]]))]
-        return BlockTemplates(ptr=np.concatenate(ptr), gpu=cat("gpu"), dst=cat("dst"), bytes=cat("bytes"),
+        return BlockTemplates(ptr=np.concatenate(ptr), kind=cat("kind"), gpu=cat("gpu"), dst=cat("dst"),
+                              bytes=cat("bytes"),
                               duration_ns=cat("duration_ns"), dep_ptr=np.concatenate(dep_ptr), dep_idx=cat("dep_idx"))
 
 
@@ -256,8 +267,9 @@ class FlowDag:
         self._validate_blocks()
 
     def _validate_blocks(self) -> None:
-        """BLOCK ops are exactly ``block_op``, each naming a template of ``blocks`` whose copies stay inside one
-        server and depend only on earlier copies of their own template."""
+        """BLOCK ops are exactly ``block_op``, each naming a template of ``blocks`` whose NVLINK subs stay
+        inside one server, whose FLOW subs cross servers, and whose subs depend only on earlier subs of their
+        own template."""
         listed = np.zeros(self.n_ops, bool)
         listed[self.block_op] = True
         if self.block_op.size != self.block_tmpl.size or np.any(np.diff(self.block_op) <= 0):
@@ -270,9 +282,12 @@ class FlowDag:
         if t is None or np.any((self.block_tmpl < 0) | (self.block_tmpl >= t.n_templates)):
             raise CosimInputError("dag.block_tmpl", "names a template dag.blocks does not have")
         g = self.gpus_per_server
+        flow = t.kind == DagOpKind.FLOW
         if np.any((t.gpu < 0) | (t.gpu >= self.n_ranks) | (t.dst < 0) | (t.dst >= self.n_ranks) | (t.gpu == t.dst)
-                  | (t.gpu // g != t.dst // g) | (t.bytes <= 0) | (t.duration_ns < 0)):
-            raise CosimInputError("dag.blocks", "a copy must move bytes > 0 between two GPUs of one server")
+                  | ((t.gpu // g != t.dst // g) != flow) | (t.bytes <= 0) | (t.duration_ns < 0)
+                  | (flow & (t.duration_ns != 0)) | (~flow & (t.kind != DagOpKind.NVLINK))):
+            raise CosimInputError("dag.blocks", "a sub must move bytes > 0 between two GPUs: an NVLINK copy inside "
+                                  "one server, a FLOW (without copy time) between servers")
         local = np.repeat(np.arange(t.gpu.size) - np.repeat(t.ptr[:-1], t.sizes()), np.diff(t.dep_ptr))
         if np.any((t.dep_idx < 0) | (t.dep_idx >= local)):
             raise CosimInputError("dag.blocks", "a copy may depend only on earlier copies of its template")
@@ -400,25 +415,29 @@ class FlowDag:
         return self.coll_ranks[self.coll_ranks_ptr[c]:self.coll_ranks_ptr[c + 1]]
 
     def bytes_sent_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
-        """int64 [n_ranks]: bytes each rank sends in FLOW (or NVLINK, BLOCK copies included) ops; both kinds if
-        ``kind`` is None."""
+        """int64 [n_ranks]: bytes each rank sends in FLOW (or NVLINK) ops, BLOCK ops' subs of that kind
+        included; both kinds if ``kind`` is None."""
         return self._per_rank(self.rank, "gpu", kind)  # a transfer's rank is its source
 
     def bytes_received_per_rank(self, kind: DagOpKind | None = None) -> np.ndarray:
-        """int64 [n_ranks]: bytes each rank receives in FLOW (or NVLINK, BLOCK copies included) ops; both kinds
-        if ``kind`` is None."""
+        """int64 [n_ranks]: bytes each rank receives in FLOW (or NVLINK) ops, BLOCK ops' subs of that kind
+        included; both kinds if ``kind`` is None."""
         return self._per_rank(self.dst, "dst", kind)
 
     def _per_rank(self, who: np.ndarray, sub_who: str, kind: DagOpKind | None) -> np.ndarray:
         sel = (self.kind == DagOpKind.FLOW) | (self.kind == DagOpKind.NVLINK) if kind is None else self.kind == kind
-        out = np.zeros(self.n_ranks, dtype=np.int64)
-        np.add.at(out, who[sel], self.bytes[sel])
-        if self.block_op.size and kind in (None, DagOpKind.NVLINK):
-            np.add.at(out, getattr(self.blocks, sub_who), self._block_copy_bytes())
-        return out
+        # float sums of whole bytes are exact below 2^53 (a rank moving 9 PB): bincount, not np.add.at
+        out = np.zeros(self.n_ranks, np.float64)
+        out += np.bincount(who[sel], weights=self.bytes[sel], minlength=self.n_ranks)
+        if self.block_op.size:
+            t = self.blocks
+            subs = np.ones(t.kind.size, bool) if kind is None else t.kind == kind
+            out += np.bincount(getattr(t, sub_who)[subs], weights=self._block_copy_bytes()[subs],
+                               minlength=self.n_ranks)
+        return out.astype(np.int64)
 
     def n_expanded_ops(self) -> int:
-        """The ops this DAG stands for with every BLOCK op's copies materialized as NVLINK ops."""
+        """The ops this DAG stands for with every BLOCK op's subs materialized as NVLINK and FLOW ops."""
         if not self.block_op.size:
             return self.n_ops
         return self.n_ops + int(self._per_block(self.blocks.sizes()).sum()) - self.block_op.size
@@ -428,7 +447,7 @@ class FlowDag:
         return np.asarray(per_template)[self.block_tmpl]
 
     def _block_copy_bytes(self) -> np.ndarray:
-        """int64 [n_subs]: the bytes every template copy moves over the whole DAG (its bytes times the BLOCK ops
+        """int64 [n_subs]: the bytes every template sub moves over the whole DAG (its bytes times the BLOCK ops
         of its template)."""
         t = self.blocks
         return t.bytes * np.repeat(np.bincount(self.block_tmpl, minlength=t.n_templates), t.sizes())
@@ -438,27 +457,30 @@ class FlowDag:
         nvlink = self.kind == DagOpKind.NVLINK
         out = np.bincount(self.rank[nvlink], weights=self.bytes[nvlink], minlength=self.n_ranks).astype(np.float64)
         if self.block_op.size:
-            out += np.bincount(self.blocks.gpu, weights=self._block_copy_bytes(), minlength=self.n_ranks)
+            copy = self.blocks.kind == DagOpKind.NVLINK
+            out += np.bincount(self.blocks.gpu[copy], weights=self._block_copy_bytes()[copy], minlength=self.n_ranks)
         return out
 
     def summary(self) -> dict[str, int]:
         """Counts of ops by kind, deps, collectives, and FLOW / NVLINK bytes, as the DAG with every BLOCK op's
-        copies materialized has them (plus ``n_block_ops`` when there are BLOCK ops)."""
+        subs materialized has them (plus ``n_block_ops`` when there are BLOCK ops)."""
         counts = np.bincount(self.kind, minlength=len(DagOpKind))
         out = {f"n_{k.name.lower()}": int(counts[k]) for k in DagOpKind if k != DagOpKind.BLOCK}
-        nvlink_bytes = int(self.bytes[self.kind == DagOpKind.NVLINK].sum())
+        moved = {k: int(self.bytes[self.kind == k].sum()) for k in (DagOpKind.FLOW, DagOpKind.NVLINK)}
         n_deps = int(self.dep_idx.size)
         if self.block_op.size:
             t = self.blocks
-            subs = int(self._per_block(t.sizes()).sum())
-            out["n_nvlink"] += subs
+            per_sub = np.repeat(np.bincount(self.block_tmpl, minlength=t.n_templates), t.sizes())
+            sub_bytes = self._block_copy_bytes()
+            for k in moved:
+                out[f"n_{k.name.lower()}"] += int(per_sub[t.kind == k].sum())
+                moved[k] += int(sub_bytes[t.kind == k].sum())
             n_deps += int(self._per_block(t.n_deps()).sum()) - 2 * self.block_op.size
-            nvlink_bytes += int(self._block_copy_bytes().sum())
             out["n_block_ops"] = int(self.block_op.size)
         out.update(n_ops=self.n_expanded_ops(), n_deps=n_deps, n_collectives=self.n_collectives,
                    n_iterations=self.n_iterations,
-                   flow_bytes=int(self.bytes[self.kind == DagOpKind.FLOW].sum()),
-                   nvlink_bytes=nvlink_bytes,
+                   flow_bytes=moved[DagOpKind.FLOW],
+                   nvlink_bytes=moved[DagOpKind.NVLINK],
                    compute_ns=int(self.duration_ns[(self.kind == DagOpKind.COMPUTE) & (self.rank >= 0)].sum()),
                    collective_latency_ns=int(self.duration_ns[self.rank < 0].sum()))
         return out

@@ -81,6 +81,8 @@ _COLL_KINDS = tuple(k for k in CollKind if k != CollKind.NONE)
 _TRACE_BLOCK_OPS = 1 << 12
 #: DAG ops (or dep edges) one block of a collective template's fill or dep blocks holds, at least one call
 _TEMPLATE_BLOCK = 1 << 13
+#: most transfers one BLOCK op's template holds (ns3::DagExecutor numbers a sub in 20 bits, 0 for the op)
+MAX_BLOCK_SUBS = (1 << 20) - 2
 
 
 def _choices(kind: CollKind) -> list[str]:
@@ -307,27 +309,39 @@ def _template_dep_blocks(local_owner: np.ndarray, local_dep: np.ndarray, entry: 
         yield np.repeat(call_end[lo:lo + step], term.size), (base + term).ravel()
 
 
-def _blockable(s, gps: int) -> bool:
-    """Whether schedule ``s`` can run as one BLOCK op: it copies bytes, every copy stays inside a server, and
-    its entry and terminal copies are exactly those with no dependency and no dependent (what the executor
-    assumes of a template)."""
-    if s.n_ops == 0 or np.any(s.src // gps != s.dst // gps):
+def _blockable(s, gps: int, flows: bool) -> bool:
+    """Whether schedule ``s`` can run as one BLOCK op: it moves bytes, in fewer transfers than a template
+    holds (MAX_BLOCK_SUBS), every one inside a server unless ``flows``, and its entry and terminal transfers
+    are exactly those with no dependency and no dependent (what the executor assumes of a template)."""
+    if s.n_ops == 0 or s.n_ops > MAX_BLOCK_SUBS or (not flows and np.any(s.src // gps != s.dst // gps)):
         return False
     has_dependent = np.zeros(s.n_ops, bool)
     has_dependent[s.dep_idx] = True
     return np.array_equal(s.entry, np.diff(s.dep_ptr) == 0) and np.array_equal(s.terminal, ~has_dependent)
 
 
-def _block_templates(templates: list, blocked: np.ndarray, t_extra: np.ndarray) -> BlockTemplates:
+def _transfer_kinds(s, gps: int) -> np.ndarray:
+    """uint8 per transfer of schedule ``s``: NVLINK inside a server, FLOW between servers."""
+    return np.where(s.src // gps == s.dst // gps, DagOpKind.NVLINK, DagOpKind.FLOW).astype(np.uint8)
+
+
+def _copy_extra_ns(s, kinds: np.ndarray, extra_ns_per_byte: float) -> np.ndarray:
+    """int64 per transfer of schedule ``s``: the extra copy time of its NVLink copies, 0 for its flows."""
+    return np.where(kinds == DagOpKind.NVLINK, np.rint(s.bytes * extra_ns_per_byte), 0).astype(np.int64)
+
+
+def _block_templates(templates: list, blocked: np.ndarray, t_extra: np.ndarray, gps: int) -> BlockTemplates:
     """The BlockTemplates of the ``blocked`` templates, in template order (GPUs as ranks)."""
-    chosen = [(s, t_extra[t]) for t, (_, s) in enumerate(templates) if blocked[t]]
-    cat = lambda get, dtype: np.concatenate([np.asarray(get(s, x), dtype) for s, x in chosen])  # noqa: E731
+    chosen = [(s, t_extra[t], _transfer_kinds(s, gps)) for t, (_, s) in enumerate(templates) if blocked[t]]
+    cat = lambda get, dtype: np.concatenate([np.asarray(get(s, x, k), dtype) for s, x, k in chosen])  # noqa: E731
     return BlockTemplates(
-        ptr=np.concatenate([[0], np.cumsum([s.n_ops for s, _ in chosen])]).astype(np.int64),
-        gpu=cat(lambda s, x: s.src, np.int32), dst=cat(lambda s, x: s.dst, np.int32),
-        bytes=cat(lambda s, x: s.bytes, np.int64), duration_ns=cat(lambda s, x: np.rint(s.bytes * x), np.int64),
-        dep_ptr=np.concatenate([[0], np.cumsum(cat(lambda s, x: np.diff(s.dep_ptr), np.int64))]),
-        dep_idx=cat(lambda s, x: s.dep_idx, np.int32))
+        ptr=np.concatenate([[0], np.cumsum([s.n_ops for s, _, _ in chosen])]).astype(np.int64),
+        kind=cat(lambda s, x, k: k, np.uint8),
+        gpu=cat(lambda s, x, k: s.src, np.int32), dst=cat(lambda s, x, k: s.dst, np.int32),
+        bytes=cat(lambda s, x, k: s.bytes, np.int64),
+        duration_ns=cat(lambda s, x, k: _copy_extra_ns(s, k, x), np.int64),
+        dep_ptr=np.concatenate([[0], np.cumsum(cat(lambda s, x, k: np.diff(s.dep_ptr), np.int64))]),
+        dep_idx=cat(lambda s, x, k: s.dep_idx, np.int32))
 
 
 def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of_call: np.ndarray,
@@ -356,8 +370,8 @@ def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of
             block_ops.append(ops)
             block_tmpl.append(np.full(cs.size, int(np.count_nonzero(blocked[:t])), np.int32))
             continue
-        tk = np.where(s.src // gps == s.dst // gps, DagOpKind.NVLINK, DagOpKind.FLOW)
-        extra = np.where(tk == DagOpKind.NVLINK, np.rint(s.bytes * t_extra[t]), 0).astype(np.int64)
+        tk = _transfer_kinds(s, gps)
+        extra = _copy_extra_ns(s, tk, t_extra[t])
         step = max(1, _TEMPLATE_BLOCK // s.n_ops)
         for lo in range(0, cs.size, step):
             cb = cs[lo:lo + step]
@@ -378,7 +392,8 @@ def _collective_ops(b: DagBuilder, templates: list, t_extra: np.ndarray, tmpl_of
 
 def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int = 4 << 20,
           algorithm: str | Mapping = "auto", priorities: Mapping | None = None, tuning: TuningModel | None = None,
-          n_channels: int | None = None, send_costs: bool = True, blocks: bool = False) -> FlowDag:
+          n_channels: int | None = None, send_costs: bool = True, blocks: bool = False,
+          flow_blocks: bool = False) -> FlowDag:
     """Lower ``trace`` (one iteration) into a FlowDag of flows, NVLink copies, compute ops and joins.
 
     A server holds ``gpus_per_server`` GPUs (default: the trace's hardware.gpus_per_host, else 8) and
@@ -390,6 +405,8 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     a send before its first chunk (module docstring); off, a SEND is its chunks alone. ``blocks``: every call
     whose copies all stay inside one server becomes one BLOCK op standing for them (FlowDag.blocks; the
     executor runs them exactly as it would the NVLINK ops), so the DAG holds each distinct call's copies once.
+    ``flow_blocks`` (with ``blocks``): calls across servers too, their flows started by the executor as it
+    runs (the same flows in the same order), so the DAG no longer grows with their chunks.
     Bad arguments and a trace that deadlocks are a CosimInputError.
     """
     gps = _gpus_per_server(trace, gpus_per_server)
@@ -432,7 +449,7 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
         templates.append(schedule(CollKind(kk), best.algorithm, members, b, chunk_bytes, gps, n_channels,
                                   best.protocol))
         t_latency[t] = round(best.start_latency_ns) if members.size > 1 else 0
-    blocked = np.array([blocks and _blockable(s, gps) for _, s in templates], bool)
+    blocked = np.array([blocks and _blockable(s, gps, flow_blocks) for _, s in templates], bool)
     # DAG ops of a call between its barriers: its schedule's, or its one BLOCK op
     t_size = np.array([1 if blocked[t] else s.n_ops for t, (_, s) in enumerate(templates)], dtype=np.int64)
 
@@ -500,7 +517,7 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     c_algo = np.zeros(n_calls, np.uint8)
     block_op, block_tmpl = _collective_ops(b, templates, t_extra, tmpl_of_call, call_base, call_end, call_ids,
                                            c_prio, c_algo, gps, blocked)
-    block_templates = _block_templates(templates, blocked, t_extra) if blocked.any() else None
+    block_templates = _block_templates(templates, blocked, t_extra, gps) if blocked.any() else None
     del latency, slow, templates
     # building the CSR is the peak of a lowering: it holds the columns, the CSR and one block of edges
     cols, dep_ptr, dep_idx = b.build()

@@ -53,8 +53,10 @@ _ID_FREE_ROUTINGS = ("pinned", "spray")
 OP = np.int32
 #: dependencies handled per block where a pass over every edge would otherwise hold edge-sized temporaries
 EDGE_BLOCK = 1 << 22
-#: largest (ops of no part) x (parts) boolean table the grouping marks edges in, entries (64 MiB)
-TOUCH_TABLE_MAX = 1 << 26
+#: largest (ops of no part) x (parts) boolean table the grouping marks edges in, entries (256 MiB: a
+#: 16,384-GPU fold's 1.3 x 10^7 barriers x 8 rails fit; beyond, each block's distinct pairs are sorted out,
+#: many times slower)
+TOUCH_TABLE_MAX = 1 << 28
 #: queue samples of one piece per time slice of the merge: a slice holds about the parts times as many rows,
 #: and its readers (the results writer, the queue percentile) a few times that in temporaries
 QUEUE_MERGE_SLICE_ROWS = 1 << 17
@@ -178,7 +180,7 @@ def _canonical(columns: dict, ops: np.ndarray, gpu_node: np.ndarray, dep_code: n
         parts.append(column("comm_class", np.int64))
     if subs is not None:  # every BLOCK op's copies, in op order: their hosts, bytes, extra time and deps
         t, rows = subs
-        parts += [relabel(sub_nodes), t.bytes[rows], t.duration_ns[rows], np.diff(t.dep_ptr)[rows],
+        parts += [relabel(sub_nodes), t.kind[rows], t.bytes[rows], t.duration_ns[rows], np.diff(t.dep_ptr)[rows],
                   t.dep_idx[_ranges(t.dep_ptr[rows], t.dep_ptr[rows + 1])]]
     digest = hashlib.sha256()
     for p in parts:
@@ -246,7 +248,8 @@ def _part0_copies(t: BlockTemplates, used: np.ndarray, host_part: np.ndarray) ->
     position p of another GPU is then one on position p of its own, and the part-0 GPU's copies alone give
     the BLOCK op's times and its GPU's copy-engine load and compute interference; the other parts' GPUs
     carry none of the folded run's compute. Such a dependency is always on an earlier position (a chain of
-    them would otherwise descend forever through the GPUs), so the reduced template is a DAG."""
+    them would otherwise descend forever through the GPUs), so the reduced template is a DAG. A template of
+    flows alone (a BLOCK op of part 0's own) keeps its subs and dependencies as they are."""
     size = np.diff(t.ptr)
     keep_tmpl = np.zeros(size.size, bool)
     keep_tmpl[used] = True
@@ -259,6 +262,9 @@ def _part0_copies(t: BlockTemplates, used: np.ndarray, host_part: np.ndarray) ->
     run_start = np.flatnonzero(first)
     pos = np.empty(key.size, np.int64)
     pos[order] = np.arange(key.size) - np.repeat(run_start, np.diff(np.r_[run_start, key.size]))
+    flows_only = np.bincount(sub_tmpl, weights=t.kind == DagOpKind.FLOW, minlength=size.size) == size
+    whole = flows_only[sub_tmpl]
+    pos[whole] = (np.arange(key.size) - t.ptr[sub_tmpl])[whole]  # its local index: its deps stay as they are
     rows = np.flatnonzero(keep)
     counts = np.diff(t.dep_ptr)[rows]
     dep = pos[t.ptr[np.repeat(sub_tmpl[rows], counts)] + t.dep_idx[_ranges(t.dep_ptr[rows], t.dep_ptr[rows + 1])]]
@@ -269,7 +275,7 @@ def _part0_copies(t: BlockTemplates, used: np.ndarray, host_part: np.ndarray) ->
     np.cumsum(np.bincount(pairs[:, 0], minlength=rows.size), out=dep_ptr[1:])
     ptr = np.zeros(size.size + 1, np.int64)
     np.cumsum(np.bincount(sub_tmpl[rows], minlength=size.size), out=ptr[1:])
-    return dataclasses.replace(t, ptr=ptr, gpu=t.gpu[rows], dst=t.dst[rows], bytes=t.bytes[rows],
+    return dataclasses.replace(t, ptr=ptr, kind=t.kind[rows], gpu=t.gpu[rows], dst=t.dst[rows], bytes=t.bytes[rows],
                                duration_ns=t.duration_ns[rows], dep_ptr=dep_ptr,
                                dep_idx=pairs[:, 1].astype(t.dep_idx.dtype))
 
@@ -333,15 +339,21 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     flow = np.flatnonzero(kind == DagOpKind.FLOW)
     if snapshots:
         return _whole("delivered-bytes snapshots are taken of the whole run")
-    if flow.size == 0:
+    fb_ops, fb_tmpl, fb_subs = _flow_blocks(columns)
+    if fb_ops is None:
+        return _whole("a collective held as one BLOCK op both copies over NVLink and moves flows")
+    if flow.size == 0 and fb_ops.size == 0:
         return _whole("no flow crosses the fabric")
     if router_groups(fabric) is not None:
         return _whole("dragonfly routes go by group (and via intermediate groups), not along the shortest paths "
                       "parts are found on")
     if isinstance(fabric.params, Mapping) and fabric.params.get("routes"):
         return _whole("the fabric file's routes replace some shortest paths, which parts are found on")
-    src = np.asarray(columns["src_node"])[flow].astype(np.int64)
-    dst = np.asarray(columns["dst_node"])[flow].astype(np.int64)
+    # the fabric's flows: the FLOW ops', then each flow of a template of BLOCK ops once
+    t = columns.get("block_templates")
+    src = np.concatenate([np.asarray(columns["src_node"])[flow], t.gpu[fb_subs] if fb_subs.size else []])
+    dst = np.concatenate([np.asarray(columns["dst_node"])[flow], t.dst[fb_subs] if fb_subs.size else []])
+    src, dst = src.astype(np.int64), dst.astype(np.int64)
     too_large = too_large_to_search(fabric, src)
     if too_large:
         return _whole(too_large)
@@ -353,28 +365,69 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
         return _whole("ECMP hashes flow ids, which count flows over the whole run, and some flow has equal-cost "
                       "paths", parts.n_parts)
     dep_ptr, dep_idx = np.asarray(columns["dep_ptr"]), np.asarray(columns["dep_idx"])
-    host_part = np.full(fabric.n_nodes, -1, OP)
-    host_part[src] = parts.flow_part
-    host_part[dst] = parts.flow_part
+    host_part = _host_parts(fabric, parts)
     node = _op_nodes(columns, gpu_node)
     none = node < 0
     op_part = host_part[np.maximum(node, 0, out=node)]
     del node
     op_part[none] = -1
     del none
-    op_part[flow] = parts.flow_part
+    op_part[flow] = host_part[src[:flow.size]]
+    if fb_ops.size:  # a BLOCK op moving flows belongs to their part: all of them in one
+        sub_part = host_part[src[flow.size:]]
+        lo = np.full(t.n_templates, np.iinfo(OP).max, OP)
+        hi = np.full(t.n_templates, -1, OP)
+        owner = np.searchsorted(t.ptr, fb_subs, side="right") - 1
+        np.minimum.at(lo, owner, sub_part)
+        np.maximum.at(hi, owner, sub_part)
+        if np.any(lo[fb_tmpl] != hi[fb_tmpl]):
+            return _whole("a collective held as one BLOCK op moves flows in more than one part", parts.n_parts)
+        op_part[fb_ops] = hi[fb_tmpl]
     del src, dst, flow
     group, n_groups = _groups(columns, op_part, parts.n_parts, dep_ptr, dep_idx, host_part, gpu_node)
     if n_groups > 1:
         return _independent(fabric, columns, gpu_node, group, n_groups, parts, dep_ptr, dep_idx)
     del group
-    op_part = _spread_parts(op_part, dep_ptr, dep_idx, shared=kind == DagOpKind.BLOCK)
+    shared = (kind == DagOpKind.BLOCK) & (op_part < 0)  # a BLOCK op copying on GPUs of several parts
+    op_part = _spread_parts(op_part, dep_ptr, dep_idx, shared=shared)
     return _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx, host_part)
+
+
+def _host_parts(fabric, parts) -> np.ndarray:
+    """OP [n_nodes]: the part of every host some flow starts or ends at (the part of its link), -1 for the
+    other nodes."""
+    used = parts.link_part >= 0
+    node_part = np.full(fabric.n_nodes, -1, OP)
+    for end in (fabric.link_a, fabric.link_b):
+        node_part[np.asarray(end, np.int64)[used]] = parts.link_part[used]
+    node_part[np.asarray(fabric.node_kind) == SWITCH] = -1
+    return node_part
+
+
+def _flow_blocks(columns: dict):
+    """(BLOCK ops whose template moves flows, their templates, every flow sub of those templates) of a DAG, or
+    (None, None, None) if some template both copies and moves flows (such a call is coupled through its
+    copies' GPUs and its flows' part at once, which no decomposition handles)."""
+    t, block = columns.get("block_templates"), columns.get("block")
+    empty = np.zeros(0, np.int64)
+    if t is None or not t.has_flows():
+        return empty, empty, empty
+    owner = np.repeat(np.arange(t.n_templates, dtype=np.int64), t.sizes())
+    flows = np.bincount(owner, weights=t.kind == DagOpKind.FLOW, minlength=t.n_templates)
+    moving = flows > 0
+    ops = np.flatnonzero(np.asarray(block) >= 0)
+    tmpl = np.asarray(block)[ops].astype(np.int64)
+    used = np.zeros(t.n_templates, bool)
+    used[tmpl] = True
+    if np.any(used & moving & (flows != t.sizes())):
+        return None, None, None
+    keep = moving[tmpl]
+    return ops[keep], tmpl[keep], np.flatnonzero((used & moving)[owner])
 
 
 def _block_gpus(columns: dict, gpu_node: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(BLOCK ops, the host of a GPU each copies from) as pairs, one per (op, GPU): the GPUs whose copy engines
-    each BLOCK op takes."""
+    each BLOCK op takes (none for a BLOCK op of flows alone)."""
     block = columns.get("block")
     if block is None:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -383,7 +436,8 @@ def _block_gpus(columns: dict, gpu_node: np.ndarray) -> tuple[np.ndarray, np.nda
     tmpl = np.asarray(block)[ops]
     owner = np.repeat(np.arange(t.n_templates, dtype=np.int64), t.sizes())
     width = int(t.gpu.max(initial=0)) + 1
-    pairs = np.unique(owner * width + t.gpu)  # (template, GPU), once each
+    copy = t.kind == DagOpKind.NVLINK
+    pairs = np.unique(owner[copy] * width + t.gpu[copy])  # (template, GPU), once each
     p_tmpl, p_gpu = pairs // width, pairs % width
     lo = np.searchsorted(p_tmpl, tmpl, "left")
     cnt = np.searchsorted(p_tmpl, tmpl, "right") - lo
@@ -431,13 +485,17 @@ def _groups(columns: dict, op_part: np.ndarray, n_parts: int, dep_ptr: np.ndarra
     blk, blk_node = _block_gpus(columns, gpu_node)
     nodes = np.concatenate([np.asarray(gpu_node, np.int64)[gpu], blk_node])
     gpu_vertex = np.where(host_part[nodes] >= 0, host_part[nodes], n_parts + n_free + nodes)
+    del nodes, blk_node
     pa, pb = np.nonzero(part_pairs)
     tf, tp = np.nonzero(touches)
     del touches
-    a = np.concatenate([pa, tf + n_parts] + [x.astype(np.int64) for x in a]
-                       + [vertex[nvl].astype(np.int64), vertex[blk].astype(np.int64)])
-    b = np.concatenate([pb, tp] + [x.astype(np.int64) for x in b] + [gpu_vertex])
-    root = components(n_parts + n_free + int(np.asarray(host_part).size), a, b)
+    n_vertices = n_parts + n_free + int(np.asarray(host_part).size)
+    vid = np.int32 if n_vertices < np.iinfo(np.int32).max else np.int64  # as components takes them
+    a = np.concatenate([pa.astype(vid), (tf + n_parts).astype(vid)] + [x.astype(vid) for x in a]
+                       + [vertex[nvl].astype(vid), vertex[blk].astype(vid)])
+    del blk
+    b = np.concatenate([pb.astype(vid), tp.astype(vid)] + [x.astype(vid) for x in b] + [gpu_vertex.astype(vid)])
+    root = components(n_vertices, a, b)
     roots, comp = unique_inverse(root[vertex], below=root.size)  # groups of ops (a GPU vertex alone is none)
     return comp.reshape(-1).astype(OP), int(roots.size)
 
@@ -623,6 +681,8 @@ def _same_up_to_hosts(columns: dict, k: int, gpu_node: np.ndarray, n_nodes: int,
             if not (_merge_map(forward, key, value) and _merge_map(backward, value, key)):
                 return None
     del cols
+    if not _same_flow_templates(columns, gpu_node, n_nodes, op_part, image, forward, backward):
+        return None
     for first, last, counts, lo, hi in _edge_ranges(dep_ptr, dep_idx.size):
         # per op, then repeated over its edges: where its image's edges start, and its part and its image's (0
         # for an op of a part, -1 for a shared op, which is its own image)
@@ -641,6 +701,36 @@ def _same_up_to_hosts(columns: dict, k: int, gpu_node: np.ndarray, n_nodes: int,
         hosts = np.flatnonzero(forward[p * n_nodes:(p + 1) * n_nodes] >= 0)
         out.append((hosts, forward[p * n_nodes + hosts].astype(np.int64) - p * n_nodes))
     return out
+
+
+def _same_flow_templates(columns: dict, gpu_node: np.ndarray, n_nodes: int, op_part: np.ndarray,
+                         image: np.ndarray, forward: np.ndarray, backward: np.ndarray) -> bool:
+    """Whether every BLOCK op of a part (one moving flows) has its image's template up to the part's relabeling
+    of hosts (recorded in ``forward`` / ``backward`` as :func:`_same_up_to_hosts` keeps them): the same subs in
+    the same order, each of the same kind, bytes, extra time and dependencies, between hosts the maps relate."""
+    block = columns.get("block")
+    if block is None:
+        return True
+    block = np.asarray(block)
+    owned = np.flatnonzero((block >= 0) & (op_part >= 0))
+    if not owned.size:
+        return True
+    t = columns["block_templates"]
+    node = np.asarray(gpu_node, np.int64)
+    triples = np.unique(np.stack([op_part[owned], block[owned], block[image[owned]]], axis=1), axis=0)
+    for p, mine, theirs in triples.tolist():
+        a, b = slice(int(t.ptr[mine]), int(t.ptr[mine + 1])), slice(int(t.ptr[theirs]), int(t.ptr[theirs + 1]))
+        da = slice(int(t.dep_ptr[a.start]), int(t.dep_ptr[a.stop]))
+        db = slice(int(t.dep_ptr[b.start]), int(t.dep_ptr[b.stop]))
+        if a.stop - a.start != b.stop - b.start or any(
+                not np.array_equal(x[a], x[b]) for x in (t.kind, t.bytes, t.duration_ns, np.diff(t.dep_ptr))) \
+                or not np.array_equal(t.dep_idx[da], t.dep_idx[db]):
+            return False
+        for end in (t.gpu, t.dst):
+            key, value = p * n_nodes + node[end[a]], p * n_nodes + node[end[b]]
+            if not (_merge_map(forward, key, value) and _merge_map(backward, value, key)):
+                return False
+    return True
 
 
 def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx, host_part) -> Decomposition:
@@ -684,9 +774,12 @@ def _fold(fabric, columns, gpu_node, op_part, parts, dep_ptr, dep_idx, host_part
     ptr, idx = _local_deps(run_ops, dep_ptr, dep_idx, image=image)
     if idx.size and np.any(idx >= np.repeat(np.arange(run_ops.size), np.diff(ptr))):
         return _whole("folding the parts would make an op depend on a later one", k)
-    one_gpu = None if blk.size == 0 else _part0_copies(columns["block_templates"],
-                                                       np.unique(np.asarray(columns["block"])[run_lengths(blk)[0]]),
-                                                       host_part)
+    one_gpu = None
+    if blk.size:  # the copy templates reduced to their part-0 GPU's copies, part 0's flow templates kept
+        block = np.asarray(columns["block"])
+        own = run_ops[(block[run_ops] >= 0) & (op_part[run_ops] == 0)]
+        used = np.unique(np.concatenate([block[run_lengths(blk)[0]], block[own]]))
+        one_gpu = _part0_copies(columns["block_templates"], used, host_part)
     piece = Piece(ops=run_ops, dep_ptr=ptr, dep_idx=idx, copies=k, block_templates=one_gpu)
     return Decomposition(mode="symmetric", reason=f"{k} identical parts coupled by the DAG: one simulated, "
                          "each dependency on another part mapped to its own", n_parts=k,
@@ -808,17 +901,25 @@ def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutp
             sel = d.op_piece == i
             op_start[sel] = o.op_start_ns[src_local[sel]]
             op_finish[sel] = o.op_finish_ns[src_local[sel]]
-    # flows: every FLOW op takes the flow of the op standing for it
+    # flows: every FLOW op takes the flow of the op standing for it, every BLOCK op its flows (sub by sub)
+    kind = np.asarray(columns["kind"])
     flow_rows = []
     for i, o in enumerate(outs):
+        plain = np.arange(o.flow_op.size) if o.flow_sub is None else np.flatnonzero(o.flow_sub < 0)
         row_of = np.full(d.pieces[i].ops.size, -1, np.int64)
-        row_of[o.flow_op] = np.arange(o.flow_op.size)
-        ops = np.flatnonzero((d.op_piece == i) & (np.asarray(columns["kind"]) == DagOpKind.FLOW))
+        row_of[o.flow_op[plain]] = plain
+        ops = np.flatnonzero((d.op_piece == i) & (kind == DagOpKind.FLOW))
         rows = row_of[src_local[ops]]
         ok = rows >= 0
         flow_rows.append((i, ops[ok], rows[ok]))
+        if o.flow_sub is not None and plain.size < o.flow_op.size:
+            flow_rows.append((i, *_block_flow_rows(o, np.flatnonzero((d.op_piece == i) & (kind == DagOpKind.BLOCK)),
+                                                   src_local, d.pieces[i].ops.size)))
     flow_op = np.concatenate([ops for _, ops, _ in flow_rows])
     pick = lambda f: np.concatenate([f(outs[i])[rows] for i, _, rows in flow_rows])  # noqa: E731
+    flow_sub = None if all(o.flow_sub is None for o in outs) else np.concatenate(
+        [np.full(rows.size, -1, np.int32) if outs[i].flow_sub is None else outs[i].flow_sub[rows]
+         for i, _, rows in flow_rows])
     flow_start = pick(lambda o: o.flow_start_ns)
     finish = pick(lambda o: o.network.finish_ns)
     delivered = pick(lambda o: o.network.delivered_bytes)
@@ -826,7 +927,20 @@ def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutp
     # a folded run copies on its part-0 GPUs only; an independent piece's copies stand for each of its copies
     subs = sum(o.subs_finished * p.copies for o, p in zip(outs, d.pieces))
     return engine.canonical_order(engine.DagOutput(op_start_ns=op_start, op_finish_ns=op_finish, flow_op=flow_op,
-                                                   flow_start_ns=flow_start, network=net, subs_finished=subs))
+                                                   flow_start_ns=flow_start, network=net, subs_finished=subs,
+                                                   flow_sub=flow_sub))
+
+
+def _block_flow_rows(o, ops: np.ndarray, src_local: np.ndarray, n_local: int) -> tuple[np.ndarray, np.ndarray]:
+    """(global BLOCK op, row of piece output ``o``) of every flow the BLOCK ops ``ops`` take from the op
+    standing for each (its flows, as many as the sub by sub identical template has; ``n_local``: the piece's
+    ops)."""
+    sub = np.flatnonzero(o.flow_sub >= 0)
+    by_op = sub[np.argsort(o.flow_op[sub], kind="stable")]  # the piece's sub flows grouped by their BLOCK op
+    count = np.bincount(o.flow_op[sub], minlength=n_local)
+    start = np.cumsum(count) - count
+    local = src_local[ops]
+    return np.repeat(ops, count[local]), by_op[_ranges(start[local], start[local] + count[local])]
 
 
 def _gather_local(pieces, op_piece, op_image):
@@ -1001,10 +1115,7 @@ def describe(exp, fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
     return run_decomposition(exp, fabric, columns, gpu_node=gpu_node, attributes=attributes).describe()
 
 
-def simulated_flows(columns: dict, d: Decomposition) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(src, dst, bytes) of the FLOW ops the simulation of ``d`` runs: every one for a whole run, else those of
-    its pieces (one part of each class of identical parts), a flow once per piece that runs it."""
-    kind = np.asarray(columns["kind"])
-    ops = np.arange(kind.size) if d.mode == "whole" else np.concatenate([p.ops for p in d.pieces])
-    ops = ops[kind[ops] == DagOpKind.FLOW]
-    return tuple(np.asarray(columns[k])[ops] for k in ("src_node", "dst_node", "bytes_"))
+def simulated_ops(columns: dict, d: Decomposition) -> np.ndarray | None:
+    """The ops the simulation of ``d`` runs: every one for a whole run (None), else those of its pieces (one
+    part of each class of identical parts), an op once per piece that runs it."""
+    return None if d.mode == "whole" else np.concatenate([p.ops for p in d.pieces])

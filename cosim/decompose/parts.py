@@ -54,7 +54,11 @@ class Routes:
 
 def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """int64 [n]: the smallest member of the connected component of every vertex (edges a[i]–b[i])."""
-    root = np.arange(n, dtype=np.int64)
+    # vertex ids in 32 bits whenever they fit: half the memory of every edge-sized temporary (a DAG's
+    # components run over tens of millions of edges)
+    vid = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    a, b = np.asarray(a, vid), np.asarray(b, vid)
+    root = np.arange(n, dtype=vid)
     while True:
         ra, rb = root[a], root[b]
         lo = np.minimum(ra, rb)
@@ -67,7 +71,7 @@ def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
                 break
             new = jumped
         if np.array_equal(new, root):
-            return root
+            return root.astype(np.int64)
         root = new
 
 
@@ -198,14 +202,17 @@ def flow_parts(fabric, src: np.ndarray, dst: np.ndarray) -> Parts:
     return Parts(flow_part=flow_part, link_part=link_part, n_parts=int(roots.size))
 
 
-def describe_parts(fabric, src: np.ndarray, dst: np.ndarray, parts: Parts | None = None) -> dict:
+def describe_parts(fabric, src: np.ndarray, dst: np.ndarray, parts: Parts | None = None, *,
+                   count: np.ndarray | None = None) -> dict:
     """What --dry-run shows: how many independent parts the traffic splits into, and their sizes (``parts``:
-    flow_parts of these flows, if already found)."""
+    flow_parts of these flows, if already found; ``count``: how many flows each row stands for, default one)."""
     why = too_large_to_search(fabric, src)
     if why:
         return {"independent_parts": f"not searched ({why})"}
     parts = flow_parts(fabric, src, dst) if parts is None else parts
-    flows = np.bincount(parts.flow_part[parts.flow_part >= 0], minlength=parts.n_parts)
+    routed = parts.flow_part >= 0
+    weights = None if count is None else np.asarray(count, np.int64)[routed]
+    flows = np.bincount(parts.flow_part[routed], weights=weights, minlength=parts.n_parts).astype(np.int64)
     return {"independent_parts": parts.n_parts,
             "flows_per_part": sorted({int(f) for f in flows}) if parts.n_parts else [],
             "switches_per_part_max": int(parts.switches_per_part(fabric).max()) if parts.n_parts else 0,

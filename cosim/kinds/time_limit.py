@@ -47,11 +47,8 @@ def dag_ideal_ns(dag, nic_bytes_per_s: float) -> float:
     sizes = np.diff(dag.coll_ranks_ptr)
     latency = np.asarray(dag.duration_ns)[dag.coll_start_op]
     busy += np.bincount(dag.coll_ranks, weights=np.repeat(latency, sizes), minlength=n)
-    flow = kind == DagOpKind.FLOW
-    # a transfer's source is its rank (FlowDag.src): read it there, not from a derived op-sized array
-    flow_bytes = np.asarray(dag.bytes)[flow]
-    sent = np.bincount(rank[flow], weights=flow_bytes, minlength=n)
-    received = np.bincount(np.asarray(dag.dst)[flow], weights=flow_bytes, minlength=n)
+    sent = dag.bytes_sent_per_rank(DagOpKind.FLOW)  # BLOCK ops' flows included
+    received = dag.bytes_received_per_rank(DagOpKind.FLOW)
     copied = dag.nvlink_bytes_by_rank()
     busy += (np.maximum(sent, received) + copied) / nic_bytes_per_s * 1e9
     return float(busy.max()) if n else 0.0

@@ -62,6 +62,7 @@ import numpy as np
 from cosim import engine, memory
 from cosim.arrays import unique_inverse
 from cosim.collectives import DagOpKind, lower, repeat
+from cosim.collectives.lower import MAX_BLOCK_SUBS
 from cosim.collectives.calibration import executor_attributes, nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
@@ -148,11 +149,34 @@ def uses_blocks(exp, work=None) -> bool:
             and exp.limits.partitions == 1)
 
 
-def dag_ops_lower_bound(trace, chunk_bytes: int, gpus_per_server: int | None = None) -> float:
+def uses_flow_blocks(exp, work, dag_ops_bound: float) -> bool:
+    """Whether training workload ``work`` of ``exp`` lowers its calls across servers to BLOCK ops as well,
+    where it uses BLOCK ops (:func:`uses_blocks`): ``flow_blocks`` "on", or "auto" and ``dag_ops_bound`` (its
+    DAG's lower bound without them) past the planning headroom (:func:`beyond_headroom`)."""
+    mode = work.flow_blocks
+    return uses_blocks(exp, work) and (mode == "on" or (mode == "auto" and beyond_headroom(dag_ops_bound)))
+
+
+#: how far below this machine's op limit a generated job's DAG-op bound must stay to be planned: the bound
+#: undercounts the ops (channels, a chunk per channel) by up to a third, and the limit is checked again after
+#: lowering against the memory the plan left (cosim.plan.compile), so a job past half the limit is refused
+#: there after minutes of planning instead of estimated at once
+PLAN_HEADROOM = 2
+
+
+def beyond_headroom(dag_ops_bound: float) -> bool:
+    """True when a DAG of at least ``dag_ops_bound`` ops is past 1/:data:`PLAN_HEADROOM` of the ops this machine
+    can plan (:func:`dag_op_limit`)."""
+    return dag_ops_bound * PLAN_HEADROOM > dag_op_limit()
+
+
+def dag_ops_lower_bound(trace, chunk_bytes: int, gpus_per_server: int | None = None,
+                        every_call: bool = False) -> float:
     """A lower bound on the DAG ops of one lowered iteration, without lowering: an op per compute, a chunk
     per ``chunk_bytes`` of every send, and per collective member a chunk per ``chunk_bytes`` of the
     (n-1)/n x S bytes every algorithm makes a member of an n-rank group send at least, or 1/n of the call's one
-    BLOCK op for a group inside one server of ``gpus_per_server`` GPUs (None: no BLOCK ops)."""
+    BLOCK op for a group inside one server of ``gpus_per_server`` GPUs (None: no BLOCK ops), or for every
+    group with ``every_call`` (calls across servers held as BLOCK ops too)."""
     kind = np.asarray(trace.kind)
     size = np.asarray(trace.bytes, np.float64)
     send, coll = kind == OpKind.SEND, kind == OpKind.COLLECTIVE
@@ -160,7 +184,7 @@ def dag_ops_lower_bound(trace, chunk_bytes: int, gpus_per_server: int | None = N
     n = np.diff(np.asarray(trace.group_ptr, np.int64))[group].astype(np.float64)
     chunks = np.ceil(size[coll] * (n - 1) / np.maximum(n, 1) / chunk_bytes)
     if gpus_per_server is not None:
-        inside = exposure.groups_inside_servers(trace.group_ptr, trace.group_ranks, gpus_per_server)
+        inside = exposure.groups_inside_servers(trace.group_ptr, trace.group_ranks, gpus_per_server) | every_call
         chunks = np.where(inside[group], 1.0 / np.maximum(n, 1), chunks)
     return float(np.count_nonzero(kind == OpKind.COMPUTE) + np.ceil(size[send] / chunk_bytes).sum() + chunks.sum())
 
@@ -332,14 +356,45 @@ def throughput_entries(specs: Mapping, iteration_time_ns: float | None, n_ranks:
     return out
 
 
-def transfer_summary(fabric, net, dag, fop: np.ndarray, flows: dict) -> dict:
-    """transfer_slowdown_p50/p99 over finished transfers; stores each flow's transfer in flows["transfer"]
-    (the row of its first flow)."""
-    root_op = transfer_roots(dag)[fop]
+def _sub_roots(t) -> np.ndarray:
+    """int64 [n_subs]: for every sub of templates ``t``, the first sub (local index) of its template that moves
+    between the same two GPUs: the sub whose flow is the first of its transfer (transfer_roots)."""
+    tmpl = np.repeat(np.arange(t.n_templates, dtype=np.int64), t.sizes())
+    width = int(max(t.gpu.max(initial=0), t.dst.max(initial=0))) + 1
+    _, group = unique_inverse((tmpl * width + t.gpu) * width + t.dst)  # subs of one GPU pair of one template
+    group = group.reshape(-1)
+    first = np.full(int(group.max(initial=-1)) + 1, t.gpu.size, np.int64)
+    np.minimum.at(first, group, np.arange(t.gpu.size))
+    return first[group] - t.ptr[tmpl]
+
+
+def transfer_rows(dag, fop: np.ndarray, fsub: np.ndarray | None) -> np.ndarray:
+    """int64 per flow (FLOW op ``fop``, or sub ``fsub`` of BLOCK op ``fop``): the row of the first flow of its
+    transfer (transfer_roots; a BLOCK op's: its first sub between the same two GPUs), -1 if that one never
+    started."""
+    rows = np.full(fop.size, -1, np.int64)
+    plain = np.arange(fop.size) if fsub is None else np.flatnonzero(fsub < 0)
     row_of_op = np.full(dag.kind.size, -1, np.int64)
-    row_of_op[fop] = np.arange(fop.size)
-    flows["transfer"] = row_of_op[root_op]
-    del root_op, row_of_op  # op-sized: not kept through the slowdowns
+    row_of_op[fop[plain]] = plain
+    rows[plain] = row_of_op[transfer_roots(dag)[fop[plain]]]
+    del row_of_op  # op-sized: not kept through the slowdowns
+    if fsub is None or plain.size == fop.size:
+        return rows
+    sub = np.flatnonzero(fsub >= 0)
+    t = dag.blocks
+    tmpl = dag.block_tmpl[np.searchsorted(dag.block_op, fop[sub])]
+    key = fop[sub] * MAX_BLOCK_SUBS + fsub[sub]  # (BLOCK op, sub): the order of the ops they stand for
+    root = fop[sub] * MAX_BLOCK_SUBS + _sub_roots(t)[t.ptr[tmpl] + fsub[sub]]
+    order = np.argsort(key, kind="stable")
+    at = np.minimum(np.searchsorted(key[order], root), sub.size - 1)
+    rows[sub] = np.where(key[order][at] == root, sub[order][at], -1)
+    return rows
+
+
+def transfer_summary(fabric, net, dag, fop: np.ndarray, flows: dict, fsub: np.ndarray | None = None) -> dict:
+    """transfer_slowdown_p50/p99 over finished transfers; stores each flow's transfer in flows["transfer"]
+    (the row of its first flow; transfer_rows)."""
+    flows["transfer"] = transfer_rows(dag, fop, fsub)
     ideal = lambda src, dst, size: ideal_fct_ns(fabric, src, dst, size, mtu_bytes=net.mtu_bytes,  # noqa: E731
                                                 header_bytes=net.header_bytes)
     slow = transfer_slowdowns(flows, flows["transfer"], ideal)
@@ -398,12 +453,16 @@ class TrainingKind(WorkloadKind):
         where = _field(exp, job, "chunk_bytes")
         limit = dag_op_limit()
         blocks = uses_blocks(exp, work)
-        bound = dag_ops_lower_bound(trace, work.chunk_bytes, ctx.gpus_per_server if blocks else None) * work.iterations
+        gps = ctx.gpus_per_server if blocks else None
+        bound = dag_ops_lower_bound(trace, work.chunk_bytes, gps) * work.iterations
+        flow_blocks = uses_flow_blocks(exp, work, bound)
+        if flow_blocks:
+            bound = dag_ops_lower_bound(trace, work.chunk_bytes, gps, every_call=True) * work.iterations
         if bound > limit:
             raise too_many_ops(bound, "at least ", work, trace, limit, where)
         dag = lower(trace, gpus_per_server=ctx.gpus_per_server, chunk_bytes=work.chunk_bytes,
                     algorithm=work.algorithm, tuning=tuning_model(exp.network, trace),
-                    n_channels=ctx.n_channels, blocks=blocks)
+                    n_channels=ctx.n_channels, blocks=blocks, flow_blocks=flow_blocks)
         if dag.n_ops * work.iterations > limit:
             raise too_many_ops(dag.n_ops * work.iterations, "", work, trace, limit, where)
         if work.iterations > 1:
@@ -436,7 +495,8 @@ class TrainingKind(WorkloadKind):
                                         first_iteration=1 if its["time_ns"].size > 1 else 0)
         every = rows.size == out.flow_op.size  # one job's rows are every flow, in order: no copy
         mine = {k: x if every else np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
-        summary |= transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine)
+        summary |= transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine,
+                                    None if out.flow_sub is None else out.flow_sub[rows])
         if "transfer" in mine:
             flows["transfer"][rows] = rows[mine["transfer"]]
         summary |= throughput_entries(trace.spec_dict(), summary["iteration_time_ns"], trace.n_ranks)

@@ -66,11 +66,11 @@ class EngineDag:
         return int(self.kind.size)
 
     def n_expanded_ops(self) -> int:
-        """The ops this DAG stands for with every BLOCK op's copies materialized as NVLINK ops."""
+        """The ops this DAG stands for with every BLOCK op's subs materialized as NVLINK and FLOW ops."""
         return self.n_ops + int(self.block_sizes().sum()) - int(np.count_nonzero(self.kind == DagOpKind.BLOCK))
 
     def block_sizes(self) -> np.ndarray:
-        """int64 [n]: the copies every op stands for: its template's for a BLOCK op, 0 for the others."""
+        """int64 [n]: the subs every op stands for: its template's for a BLOCK op, 0 for the others."""
         if self.block is None:
             return np.zeros(self.n_ops, np.int64)
         return np.where(self.block >= 0, self.block_templates.sizes()[np.maximum(self.block, 0)], 0)
@@ -87,10 +87,41 @@ class EngineDag:
         """int32: the job (RunPlan.jobs index) each of ``ops`` belongs to."""
         return self.job_index[np.searchsorted(self.job_start_op, ops, side="right") - 1]
 
-    def flows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(src, dst, bytes) of every FLOW op: what the fabric carries."""
-        flow = self.kind == DagOpKind.FLOW
-        return self.src_node[flow], self.dst_node[flow], self.bytes_[flow]
+    def flows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(src, dst, bytes, count) of what the fabric carries: every FLOW op (count 1), then every FLOW sub of
+        the templates (count: the BLOCK ops that run it). The flows of a BLOCK op are never listed one by
+        one: a 16,384-GPU iteration has 10^8 of them."""
+        return flow_classes(self.columns())
+
+    def flow_endpoints(self, flow_op: np.ndarray, flow_sub: np.ndarray | None) -> tuple[np.ndarray, ...]:
+        """(src, dst, int64 bytes) of flows that carried ``flow_op`` (a FLOW op, or the BLOCK op of the sub
+        ``flow_sub`` names; None or -1: a FLOW op's flow), as engine.DagOutput lists them."""
+        src, dst, size = self.src_node[flow_op], self.dst_node[flow_op], self.bytes_[flow_op].astype(np.int64)
+        if flow_sub is not None and (sub := flow_sub >= 0).any():
+            t = self.block_templates
+            g = t.ptr[self.block[flow_op[sub]]] + flow_sub[sub]
+            src[sub], dst[sub], size[sub] = t.gpu[g], t.dst[g], t.bytes[g]
+        return src, dst, size
+
+
+def flow_classes(columns: dict, ops: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """(src, dst, int64 bytes, int64 count) of the flows of DAG ``columns`` (EngineDag.columns) among ``ops``
+    (None: every op): each FLOW op's once, then each FLOW sub of a template once, counted as many times as
+    BLOCK ops among ``ops`` run it."""
+    kind = np.asarray(columns["kind"])
+    sel = np.arange(kind.size) if ops is None else np.asarray(ops)
+    flow = sel[kind[sel] == DagOpKind.FLOW]
+    out = [np.asarray(columns[k])[flow] for k in ("src_node", "dst_node")]
+    out += [np.asarray(columns["bytes_"])[flow].astype(np.int64), np.ones(flow.size, np.int64)]
+    t = columns.get("block_templates")
+    if t is None or not t.has_flows():
+        return tuple(out)
+    block = np.asarray(columns["block"])[sel]
+    runs = np.bincount(block[block >= 0], minlength=t.n_templates)  # BLOCK ops per template
+    subs = t.flow_subs()
+    count = runs[np.searchsorted(t.ptr, subs, side="right") - 1].astype(np.int64)
+    subs, count = subs[count > 0], count[count > 0]
+    return tuple(np.concatenate([x, y]) for x, y in zip(out, (t.gpu[subs], t.dst[subs], t.bytes[subs], count)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

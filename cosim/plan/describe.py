@@ -13,7 +13,7 @@ from cosim.decompose import exact as decompose_run
 from cosim.decompose.parts import describe_parts, flow_parts, too_large_to_search
 from cosim.network import buffers, ideal, planes
 from cosim.network.topology import SWITCH
-from cosim.plan import RunPlan, placement
+from cosim.plan import RunPlan, flow_classes, placement
 
 #: attributes the dry run shows the resolved value of
 SHOWN_ATTRIBUTES = ("HostNic::MtuBytes", "HostNic::HeaderBytes", "SharedBufferMmu::BufferBytes",
@@ -50,13 +50,14 @@ def describe(plan: RunPlan) -> dict:
     explicit = exp.limits.max_sim_time_ns is not None
     out["max_sim_time_ns"] = f"{plan.max_sim_time_ns:.6g} ({'explicit' if explicit else 'derived'})"
     out |= _buffers(fabric, resolved, buffers.switch_buffer_bytes(fabric, plan.attributes))
-    src, dst, size = plan.dag.flows()
+    src, dst, size, count = plan.dag.flows()
     # the parts of the traffic, found once for the decomposition and the lines that show them
     parts = None if too_large_to_search(fabric, src) else flow_parts(fabric, src, dst)
     d = _decomposition(plan, parts)
-    out |= {"flows": int(src.size), "payload_bytes": int(np.asarray(size, np.int64).sum()),
-            "data_packet_hops_estimate": data_packet_hops_estimate(fabric, src, dst, size, _mtu_bytes(plan))}
-    out |= describe_parts(fabric, src, dst, parts)
+    out |= {"flows": int(count.sum()), "payload_bytes": int((size * count).sum()),
+            "data_packet_hops_estimate": data_packet_hops_estimate(fabric, src, dst, size, _mtu_bytes(plan),
+                                                                   count=count)}
+    out |= describe_parts(fabric, src, dst, parts, count=count)
     out |= d.describe()
     if plan.partitioning is not None:
         out |= plan.partitioning.describe()
@@ -180,14 +181,17 @@ def _buffers(fabric, attrs: Mapping[str, str], class_buffers: np.ndarray | None)
 
 
 def data_packet_hops_estimate(fabric, src: np.ndarray, dst: np.ndarray, size: np.ndarray, mtu: int, *,
-                              max_sources: int = 64) -> int:
-    """Payload packets × shortest-path hops, summed over the flows: the work a simulation does.
+                              max_sources: int = 64, count: np.ndarray | None = None) -> int:
+    """Payload packets × shortest-path hops, summed over the flows (each ``count`` times, default once): the
+    work a simulation does.
 
     Exact when the flows have at most ``max_sources`` distinct sources; beyond, the hops per packet are
     measured on the flows of ``max_sources`` sources drawn with a fixed seed (one breadth-first search each,
     so a 16k-host fabric costs what a 64-host one does) and scaled to every packet."""
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     packets = -(-np.asarray(size, np.int64) // max(mtu, 1))
+    if count is not None:
+        packets = packets * np.asarray(count, np.int64)
     sources = np.unique(src)
     if sources.size > max_sources:
         sources = np.sort(np.random.default_rng(0).choice(sources, max_sources, replace=False))
@@ -213,7 +217,8 @@ def _mtu_bytes(plan: RunPlan) -> int:
 def whole_work_estimate(plan: RunPlan) -> int:
     """The data packet-hops of the whole run (its flows on shortest paths; retransmissions and control packets
     not counted; a kind that iterates: its first pass): the run's ``data_packet_hops`` however it is simulated."""
-    return data_packet_hops_estimate(plan.fabric, *plan.dag.flows(), _mtu_bytes(plan))
+    src, dst, size, count = plan.dag.flows()
+    return data_packet_hops_estimate(plan.fabric, src, dst, size, _mtu_bytes(plan), count=count)
 
 
 def work_estimate(plan: RunPlan, decomposition: decompose_run.Decomposition | None = None) -> int:
@@ -224,8 +229,9 @@ def work_estimate(plan: RunPlan, decomposition: decompose_run.Decomposition | No
     d = _decomposition(plan) if decomposition is None else decomposition
     if d.mode == "whole":
         return whole_work_estimate(plan)
-    return data_packet_hops_estimate(plan.fabric, *decompose_run.simulated_flows(plan.dag.columns(), d),
-                                     _mtu_bytes(plan))
+    columns = plan.dag.columns()
+    src, dst, size, count = flow_classes(columns, decompose_run.simulated_ops(columns, d))
+    return data_packet_hops_estimate(plan.fabric, src, dst, size, _mtu_bytes(plan), count=count)
 
 
 def output_bytes_estimate(plan: RunPlan) -> int:
@@ -235,7 +241,7 @@ def output_bytes_estimate(plan: RunPlan) -> int:
 
     ranked = [p for p in plan.jobs if p.kind.ranked]
     ops = 0 if plan.experiment.telemetry.op_table == "none" else sum(p.piece.n_ops for p in ranked)
-    return estimate_bytes(flows=2 * int(plan.dag.flows()[0].size), ops=ops,
+    return estimate_bytes(flows=2 * int(plan.dag.flows()[3].sum()), ops=ops,
                           collectives=int(plan.dag.coll_start_op.size), ports=2 * plan.fabric.n_links)
 
 

@@ -105,11 +105,12 @@ def describe(exp, size: dict) -> dict:
     out = {"plan": f"estimated from {len(templates)} stage templates: the DAG has at least {dag_ops:.3g} ops, "
                    f"{dag_ops * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan at "
                    f"{memory.PLAN_BYTES_PER_DAG_OP} B per op, more than half of what this machine holds "
-                   "(cosim.plan.sizes.PLAN_HEADROOM); no trace or DAG op was built"}
+                   "(cosim.kinds.training.PLAN_HEADROOM); no trace or DAG op was built"}
     out |= fabric_summary(exp, fabric)
     out |= {"ranks": layout.n_ranks, "parallelism": _parallelism_line(size["parallelism"]), "trace_ops": size["trace_ops"],
             "template_ops_per_stage": [int(t.n) for t in templates],
-            "dag_ops_lower_bound": int(dag_ops), "gpus_per_server": gps,
+            "dag_ops_lower_bound": int(dag_ops), "flow_blocks": "on" if size["flow_blocks"] else "off",
+            "gpus_per_server": gps,
             "rank_pairs": int(src.size), "flows_lower_bound": int(np.concatenate(chunks).sum()),
             "payload_bytes_estimate": int(nbytes.sum()), "data_packet_hops_estimate": hops}
     out |= describe_parts(fabric, src, dst)

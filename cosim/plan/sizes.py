@@ -68,15 +68,22 @@ def plan_size(exp) -> dict | None:
 
     layout, templates = stage_templates(*specs)
     work = exp.workload
-    blocked = kinds_in_one_server(layout, specs[2].gpus_per_host if training.uses_blocks(exp) else None)
     ranks_of_stage = np.bincount(layout.stage, minlength=len(templates))
     trace_ops = sum(int(t.n) * int(r) for t, r in zip(templates, ranks_of_stage))
-    bound = 0.0
-    for t, r in zip(templates, ranks_of_stage):
-        colls, sends, computes = stage_traffic(t, layout, work.chunk_bytes, blocked)
-        bound += r * (computes + sum(c for _, c in colls.values()) + sum(c for _, c in sends.values()))
-    return {"layout": layout, "templates": templates, "trace_ops": trace_ops,
-            "dag_ops_lower_bound": bound * work.iterations, "parallelism": specs[1], "hardware": specs[2]}
+
+    def bound(blocked: set[int]) -> float:
+        ops = 0.0
+        for t, r in zip(templates, ranks_of_stage):
+            colls, sends, computes = stage_traffic(t, layout, work.chunk_bytes, blocked)
+            ops += r * (computes + sum(c for _, c in colls.values()) + sum(c for _, c in sends.values()))
+        return ops * work.iterations
+
+    ops = bound(kinds_in_one_server(layout, specs[2].gpus_per_host if training.uses_blocks(exp) else None))
+    flow_blocks = training.uses_flow_blocks(exp, work, ops)
+    if flow_blocks:  # every call one BLOCK op
+        ops = bound({int(k) for k in np.unique(np.asarray(layout.group_kind))})
+    return {"layout": layout, "templates": templates, "trace_ops": trace_ops, "dag_ops_lower_bound": ops,
+            "flow_blocks": flow_blocks, "parallelism": specs[1], "hardware": specs[2]}
 
 
 class TooLargeToPlan(CosimInputError):
@@ -102,14 +109,7 @@ def check_plannable(exp) -> None:
         raise TooLargeToPlan(size)
 
 
-#: how far below this machine's op limit a generated job's DAG-op bound must stay to be planned: the bound
-#: undercounts the ops (channels, a chunk per channel) by up to a third, and the limit is checked again after
-#: lowering against the memory the plan left (cosim.plan.compile), so a job past half the limit is refused
-#: there after minutes of planning instead of estimated at once
-PLAN_HEADROOM = 2
-
-
 def too_large(size: dict | None) -> bool:
     """True when the run of ``size`` (:func:`plan_size`) would be refused for its DAG: its op bound past
-    1/:data:`PLAN_HEADROOM` of the ops this machine can plan (cosim.kinds.training.dag_op_limit)."""
-    return size is not None and size["dag_ops_lower_bound"] * PLAN_HEADROOM > training.dag_op_limit()
+    the planning headroom (cosim.kinds.training.beyond_headroom)."""
+    return size is not None and training.beyond_headroom(size["dag_ops_lower_bound"])

@@ -33,6 +33,8 @@ JOB_KINDS = ("flows", "training", "inference", "storage", "checkpoint", "synthet
 PLACEMENTS = ("packed", "spread", "random", "fragmented")
 #: built-in flow-size distributions of synthetic traffic (cosim.runs.background.DISTRIBUTIONS)
 DISTRIBUTION_NAMES = ("web-search", "data-mining")
+#: workload.flow_blocks: calls across servers as BLOCK ops always, never, or where the DAG needs it
+FLOW_BLOCKS = ("auto", "on", "off")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +78,12 @@ class TrainingWorkload:
                                        "hold every collective call inside one server as one BLOCK op the executor "
                                        "expands as it runs (the same results, a DAG many times smaller); off: "
                                        "one NVLINK op per copy")
+    flow_blocks: str = v.spec_field(v.Choice(FLOW_BLOCKS), "auto",
+                                     "with nvlink_blocks, hold every collective call across servers as one BLOCK "
+                                     "op too, its flows started by the executor as it runs (the same results, a "
+                                     "DAG that no longer grows with the chunks of data-parallel calls; the job "
+                                     "then runs whole, not in parts): on, off, or auto (on only for a job whose "
+                                     "DAG could not be planned otherwise)")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "workload")

@@ -464,7 +464,7 @@ struct Engine::Impl
     std::vector<int32_t> dagDst;       ///< FLOW op -> destination host node
     std::vector<uint8_t> dagPrio;      ///< FLOW op -> priority
     std::vector<int64_t> dagBytes;     ///< FLOW op -> payload, in bytes
-    std::vector<int64_t> flowOp;       ///< flow id -> DAG op it carries
+    std::vector<int64_t> flowOp;       ///< flow id -> DagExecutor::FlowKey of the FLOW op or sub it carries
     bool built{false};
     std::vector<int32_t> nodePartition;   ///< SetPartitions: partition per node id (empty: not partitioned)
     std::vector<uint8_t> localPartition;  ///< SetPartitions: per partition, 1 if this process simulates it
@@ -549,23 +549,33 @@ struct Engine::Impl
         }
     }
 
-    /// DagExecutor flow starter: FLOW op @p op is ready, so it becomes a flow starting now.
-    void StartDagFlow(uint64_t op)
+    /// DagExecutor flow starter: the FLOW op or FLOW sub of flow key @p key is ready, so it becomes a flow
+    /// starting now (a sub: its template's hosts and bytes, its BLOCK op's priority).
+    void StartDagFlow(uint64_t key)
     {
         const int64_t nowPs = Simulator::Now().GetTimeStep();
+        const uint64_t op = DagExecutor::KeyOp(key);
+        int32_t src = dagSrc[op];
+        int32_t dst = dagDst[op];
+        int64_t bytes = dagBytes[op];
+        if (DagExecutor::KeySub(key) >= 0)
+        {
+            dag->SubFlow(key, src, dst, bytes);
+        }
         uint64_t id;
         if (opFlow.empty())
         {
-            id = flows.Add(uint32_t(dagSrc[op]), uint32_t(dagDst[op]), uint64_t(dagBytes[op]), nowPs, dagPrio[op]);
-            flowOp.push_back(int64_t(op));
+            id = flows.Add(uint32_t(src), uint32_t(dst), uint64_t(bytes), nowPs, dagPrio[op]);
+            flowOp.push_back(int64_t(key));
         }
         else
         {
+            NS_ASSERT_MSG(DagExecutor::KeySub(key) < 0, "a partitioned run has no BLOCK op flows");
             id = uint64_t(opFlow[op]);
-            flows.Set(id, uint32_t(dagSrc[op]), uint32_t(dagDst[op]), uint64_t(dagBytes[op]), nowPs, dagPrio[op]);
-            flowOp[id] = int64_t(op);
+            flows.Set(id, uint32_t(src), uint32_t(dst), uint64_t(bytes), nowPs, dagPrio[op]);
+            flowOp[id] = int64_t(key);
         }
-        builder.GetHost(dagSrc[op])->AddFlow(id);
+        builder.GetHost(src)->AddFlow(id);
     }
 
     /// @return true for a partitioned run (SetPartitions)
@@ -1169,7 +1179,9 @@ Engine::SetBlocks(const int32_t* blockTmpl,
                   uint64_t n,
                   const int64_t* tmplPtr,
                   uint64_t nTemplates,
+                  const uint8_t* subKind,
                   const int32_t* subGpu,
+                  const int32_t* subDst,
                   const int64_t* subBytes,
                   const int64_t* subDurationPs,
                   const int64_t* subDepPtr,
@@ -1180,8 +1192,36 @@ Engine::SetBlocks(const int32_t* blockTmpl,
     {
         throw std::logic_error("SetBlocks needs LoadDag first and comes before running");
     }
-    const std::string problem = m_impl->dag->SetBlocks(blockTmpl, n, tmplPtr, nTemplates, subGpu, subBytes,
-                                                       subDurationPs, subDepPtr, subDepIdx, nSubs);
+    bool flows = false;
+    const uint32_t nNodes = m_impl->builder.GetNNodes();
+    for (uint64_t g = 0; g < nSubs; ++g)
+    {
+        if (subKind[g] != uint8_t(DagOpKind::FLOW))
+        {
+            continue;
+        }
+        flows = true;
+        const bool hostsOk = subGpu[g] >= 0 && subDst[g] >= 0 && uint32_t(subGpu[g]) < nNodes &&
+                             uint32_t(subDst[g]) < nNodes && m_impl->builder.GetHost(subGpu[g]) &&
+                             m_impl->builder.GetHost(subDst[g]) && subGpu[g] != subDst[g];
+        if (!hostsOk)
+        {
+            throw std::invalid_argument("block sub " + std::to_string(g) + " is a FLOW with invalid host endpoints");
+        }
+    }
+    if (flows && m_impl->Partitioned())
+    {
+        throw std::invalid_argument("a partitioned run takes no BLOCK ops with FLOW subs (materialize them)");
+    }
+    for (uint64_t i = 0; flows && i < n; ++i)
+    {
+        if (blockTmpl[i] >= 0 && m_impl->dagPrio[i] >= kNumPriorities)
+        {
+            throw std::invalid_argument("BLOCK op " + std::to_string(i) + " has an invalid priority for its flows");
+        }
+    }
+    const std::string problem = m_impl->dag->SetBlocks(blockTmpl, n, tmplPtr, nTemplates, subKind, subGpu, subDst,
+                                                       subBytes, subDurationPs, subDepPtr, subDepIdx, nSubs);
     if (!problem.empty())
     {
         throw std::invalid_argument("DAG: " + problem);
@@ -1275,10 +1315,20 @@ Engine::GetDagOpTimes(int64_t* startPs, int64_t* finishPs) const
 void
 Engine::GetFlowOps(int64_t* out) const
 {
-    const auto& ops = m_impl->flowOp;
+    const auto& keys = m_impl->flowOp;
     for (uint64_t i = 0; i < m_impl->flows.Size(); ++i)
     {
-        out[i] = i < ops.size() ? ops[i] : -1;
+        out[i] = i < keys.size() && keys[i] >= 0 ? int64_t(DagExecutor::KeyOp(uint64_t(keys[i]))) : -1;
+    }
+}
+
+void
+Engine::GetFlowSubs(int32_t* out) const
+{
+    const auto& keys = m_impl->flowOp;
+    for (uint64_t i = 0; i < m_impl->flows.Size(); ++i)
+    {
+        out[i] = i < keys.size() && keys[i] >= 0 ? int32_t(DagExecutor::KeySub(uint64_t(keys[i]))) : -1;
     }
 }
 

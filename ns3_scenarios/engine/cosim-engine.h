@@ -229,13 +229,17 @@ class Engine
 
     /**
      * @brief The templates of the DAG's BLOCK ops (after LoadDag, before RunUntil; a DAG with BLOCK ops
-     * needs it, DagExecutor::SetBlocks): a BLOCK op runs its template's NVLink copies ("subs") exactly as
-     * the NVLINK ops they stand for would run in its place. Throws std::invalid_argument for a bad array.
+     * needs it, DagExecutor::SetBlocks): a BLOCK op runs its template's NVLink copies and flows ("subs")
+     * exactly as the NVLINK and FLOW ops they stand for would run in its place (a FLOW sub's flow has its
+     * BLOCK op's priority). Throws std::invalid_argument for a bad array, and for FLOW subs in a
+     * partitioned run.
      * @param blockTmpl per op: the template of a BLOCK op, -1 for every other op
      * @param n number of DAG ops
      * @param tmplPtr subs of template t are tmplPtr[t]..tmplPtr[t + 1], [nTemplates + 1]
      * @param nTemplates number of templates
+     * @param subKind DagOpKind per sub: NVLINK or FLOW
      * @param subGpu sending GPU per sub (a label like LoadDag's gpu: the host node id)
+     * @param subDst receiving GPU per sub (host node id; a FLOW sub's destination host)
      * @param subBytes payload per sub, in bytes
      * @param subDurationPs extra copy-engine time per sub, in ps (an NVLINK op's duration)
      * @param subDepPtr CSR row pointers of the subs' dependencies, [nSubs + 1]
@@ -246,7 +250,9 @@ class Engine
                    uint64_t n,
                    const int64_t* tmplPtr,
                    uint64_t nTemplates,
+                   const uint8_t* subKind,
                    const int32_t* subGpu,
+                   const int32_t* subDst,
                    const int64_t* subBytes,
                    const int64_t* subDurationPs,
                    const int64_t* subDepPtr,
@@ -282,8 +288,12 @@ class Engine
     /// Copy each DAG op's start and finish time in ps (-1: not yet) to arrays of the DAG's size.
     void GetDagOpTimes(int64_t* startPs, int64_t* finishPs) const;
 
-    /// Copy, for each flow (in id order), the DAG op it carries to @p out[NumFlows()].
+    /// Copy, for each flow (in id order), the DAG op it carries (a sub's BLOCK op) to @p out[NumFlows()].
     void GetFlowOps(int64_t* out) const;
+
+    /// Copy, for each flow (in id order), the sub of its BLOCK op it carries (-1: a FLOW op's) to
+    /// @p out[NumFlows()].
+    void GetFlowSubs(int32_t* out) const;
 
     /// Copy each flow's start time in ps to @p out[NumFlows()].
     void GetFlowStartPs(int64_t* out) const;

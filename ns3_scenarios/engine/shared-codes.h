@@ -39,8 +39,8 @@ enum class DagOpKind : uint8_t
     COMPUTE = 1, ///< busy time on a GPU
     NVLINK = 2,  ///< intra-server GPU-to-GPU copy (latency + bytes at the NVLink rate, per sender in order)
     NOP = 3,     ///< zero-time join or barrier
-    BLOCK = 4,   ///< a collective's NVLink copies held as one template instance (Engine::SetBlocks), run as
-                 ///< the copies would be, in the op's place
+    BLOCK = 4,   ///< a collective's copies and flows held as one template instance (Engine::SetBlocks), run as
+                 ///< the NVLINK and FLOW ops they stand for would be, in the op's place
 };
 
 /// Which kernels move a DAG transfer, for compute-communication interference (Engine::SetCommClasses).

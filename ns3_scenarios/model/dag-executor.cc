@@ -192,7 +192,9 @@ DagExecutor::SetBlocks(const int32_t* blockTmpl,
                        uint64_t n,
                        const int64_t* tmplPtr,
                        uint64_t nTemplates,
+                       const uint8_t* subKind,
                        const int32_t* subGpu,
+                       const int32_t* subDst,
                        const int64_t* subBytes,
                        const int64_t* subDurationPs,
                        const int64_t* subDepPtr,
@@ -227,10 +229,13 @@ DagExecutor::SetBlocks(const int32_t* blockTmpl,
         for (int64_t g = tmplPtr[t]; g < tmplPtr[t + 1]; ++g)
         {
             const int64_t local = g - tmplPtr[t];
-            if (subGpu[g] < 0 || subBytes[g] < 0 || subDurationPs[g] < 0 || subDepPtr[g + 1] < subDepPtr[g])
+            const bool flow = subKind[g] == uint8_t(DagOpKind::FLOW);
+            if ((!flow && subKind[g] != uint8_t(DagOpKind::NVLINK)) || subGpu[g] < 0 || subDst[g] < 0 ||
+                subBytes[g] < 0 || subDurationPs[g] < 0 || subDepPtr[g + 1] < subDepPtr[g])
             {
                 return "block template " + std::to_string(t) + " sub " + std::to_string(local) +
-                       " has no sending GPU, a negative size or duration, or decreasing dep_ptr";
+                       " is neither NVLINK nor FLOW, has no sending or receiving GPU, a negative size or "
+                       "duration, or decreasing dep_ptr";
             }
             for (int64_t k = subDepPtr[g]; k < subDepPtr[g + 1]; ++k)
             {
@@ -241,8 +246,11 @@ DagExecutor::SetBlocks(const int32_t* blockTmpl,
                            " (dependencies must point to earlier subs of the template)";
                 }
             }
-            tmplBusyPs[t] +=
-                NvlinkWirePs(subBytes[g]) + double(subDurationPs[g]) + double(m_nvlinkLatency.GetTimeStep());
+            if (!flow) // a flow's time is the network's, bounded by the simulation's stop time
+            {
+                tmplBusyPs[t] +=
+                    NvlinkWirePs(subBytes[g]) + double(subDurationPs[g]) + double(m_nvlinkLatency.GetTimeStep());
+            }
         }
     }
     double blockPs = 0;
@@ -265,7 +273,9 @@ DagExecutor::SetBlocks(const int32_t* blockTmpl,
     }
     m_blockTmpl.assign(blockTmpl, blockTmpl + n);
     m_tmplPtr.assign(tmplPtr, tmplPtr + nTemplates + 1);
+    m_subKind.assign(subKind, subKind + nSubs);
     m_subGpu.assign(subGpu, subGpu + nSubs);
+    m_subDst.assign(subDst, subDst + nSubs);
     m_subBytes.assign(subBytes, subBytes + nSubs);
     m_subDurationPs.assign(subDurationPs, subDurationPs + nSubs);
     m_subDeps.assign(nSubs, 0);
@@ -543,7 +553,7 @@ DagExecutor::Launch(uint32_t group)
         CountTransfer(op, +1); // before the starter: an empty flow finishes inside it
         if (DagOpKind(m_kind[op]) == DagOpKind::FLOW)
         {
-            m_startFlow(op);
+            m_startFlow(FlowKey(op, -1));
             continue;
         }
         // One copy engine per sending GPU: copies of a GPU run one after another, each taking the wire
@@ -563,6 +573,11 @@ DagExecutor::LaunchSub(uint64_t op, uint32_t sub, int64_t nowPs)
 {
     const uint64_t g = m_tmplPtr[m_blockTmpl[op]] + sub;
     CountGpuTransfer(m_subGpu[g], ClassOf(op), +1);
+    if (m_subKind[g] == uint8_t(DagOpKind::FLOW))
+    {
+        m_startFlow(FlowKey(op, sub));
+        return;
+    }
     // As Launch times an NVLINK op.
     int64_t& freePs = m_nvlinkFreePs[m_subGpu[g]];
     const int64_t begin = std::max(nowPs, freePs);
@@ -721,9 +736,27 @@ DagExecutor::Finish(uint64_t op)
 }
 
 void
-DagExecutor::FlowFinished(uint64_t op)
+DagExecutor::FlowFinished(uint64_t key)
 {
-    Finish(op);
+    if (const int64_t sub = KeySub(key); sub >= 0)
+    {
+        FinishSub(KeyOp(key), uint32_t(sub));
+        return;
+    }
+    Finish(KeyOp(key));
+}
+
+void
+DagExecutor::SubFlow(uint64_t key, int32_t& src, int32_t& dst, int64_t& bytes) const
+{
+    const uint64_t op = KeyOp(key);
+    const int64_t sub = KeySub(key);
+    NS_ASSERT_MSG(sub >= 0 && m_kind[op] == uint8_t(DagOpKind::BLOCK), "flow key " << key << " is no sub");
+    const uint64_t g = m_tmplPtr[m_blockTmpl[op]] + uint64_t(sub);
+    NS_ASSERT_MSG(m_subKind[g] == uint8_t(DagOpKind::FLOW), "sub " << sub << " of op " << op << " is no flow");
+    src = m_subGpu[g];
+    dst = m_subDst[g];
+    bytes = m_subBytes[g];
 }
 
 } // namespace ns3

@@ -34,8 +34,9 @@ using cosim::DagOpKind;
  * NvlinkLatency + bytes / NvlinkDataRate + its own duration (extra copy-engine time: what a protocol
  * slower than NvlinkDataRate adds), serialized per sending GPU (one copy engine per GPU, in ready order;
  * ops ready at the same instant in op order), NOP at once. A BLOCK op (SetBlocks) stands for the NVLINK
- * ops of a template ("subs") in its place: it runs them exactly as it would run those ops (same times, same
- * event order) and finishes when the last one does. No Python runs in this loop.
+ * and FLOW ops of a template ("subs") in its place: it runs them exactly as it would run those ops (same
+ * times, same event order, its FLOW subs handed to the flow starter in the order the ops would be) and
+ * finishes when the last one does. No Python runs in this loop.
  */
 class DagExecutor : public Object
 {
@@ -96,14 +97,17 @@ class DagExecutor : public Object
 
     /**
      * @brief The templates of the graph's BLOCK ops (after Load, before the graph runs; needed iff the graph
-     * has BLOCK ops). A BLOCK op at index b runs the subs of its template as NVLINK ops at ids b, b + 1, ...
-     * would run (the ops after b shifted): the subs without an internal dependency begin when b begins, each
-     * other when its internal dependencies finished, and b finishes when the last sub does.
+     * has BLOCK ops). A BLOCK op at index b runs the subs of its template as NVLINK and FLOW ops at ids b,
+     * b + 1, ... would run (the ops after b shifted): the subs without an internal dependency begin when b
+     * begins, each other when its internal dependencies finished, and b finishes when the last sub does.
+     * A FLOW sub goes to the flow starter as FlowKey(b, sub) and comes back through FlowFinished.
      * @param blockTmpl per op: the template of a BLOCK op, -1 for every other op
      * @param n number of ops (Load's)
      * @param tmplPtr subs of template t are tmplPtr[t]..tmplPtr[t + 1], [nTemplates + 1]
      * @param nTemplates number of templates
+     * @param subKind DagOpKind per sub: NVLINK or FLOW
      * @param subGpu sending GPU per sub
+     * @param subDst receiving GPU per sub (a FLOW sub's destination host)
      * @param subBytes payload per sub, in bytes
      * @param subDurationPs extra copy-engine time per sub, in ps
      * @param subDepPtr CSR row pointers of the subs' dependencies, [nSubs + 1]
@@ -115,7 +119,9 @@ class DagExecutor : public Object
                           uint64_t n,
                           const int64_t* tmplPtr,
                           uint64_t nTemplates,
+                          const uint8_t* subKind,
                           const int32_t* subGpu,
+                          const int32_t* subDst,
                           const int64_t* subBytes,
                           const int64_t* subDurationPs,
                           const int64_t* subDepPtr,
@@ -143,8 +149,29 @@ class DagExecutor : public Object
         return m_failedAtPs;
     }
 
-    /// Called with the op index when a FLOW op becomes ready; the owner starts the flow now.
+    /// Called with the FlowKey of a FLOW op or FLOW sub when it becomes ready; the owner starts the flow now.
     void SetFlowStarter(Callback<void, uint64_t> starter);
+
+    /// @return the key a flow of FLOW op @p op (@p sub < 0) or of sub @p sub of BLOCK op @p op is started with
+    static uint64_t FlowKey(uint64_t op, int64_t sub)
+    {
+        return (op << kSubBits) | (sub < 0 ? 0 : uint64_t(sub) + 1);
+    }
+
+    /// @return the op of flow key @p key (the BLOCK op of a sub)
+    static uint64_t KeyOp(uint64_t key)
+    {
+        return key >> kSubBits;
+    }
+
+    /// @return the sub of flow key @p key, -1 for a FLOW op's
+    static int64_t KeySub(uint64_t key)
+    {
+        return int64_t(key & kSubMask) - 1;
+    }
+
+    /// @return the source GPU (host), destination and bytes of the FLOW sub of flow key @p key
+    void SubFlow(uint64_t key, int32_t& src, int32_t& dst, int64_t& bytes) const;
 
     /// Called once, when the last op finished.
     void SetOnDone(Callback<void> done);
@@ -152,8 +179,8 @@ class DagExecutor : public Object
     /// Start every op without dependencies (at the current time).
     void Start();
 
-    /// The network delivered the last byte of FLOW op @p op.
-    void FlowFinished(uint64_t op);
+    /// The network delivered the last byte of the flow of FlowKey @p key.
+    void FlowFinished(uint64_t key);
 
     /// @return true once every op finished
     bool Done() const
@@ -226,7 +253,7 @@ class DagExecutor : public Object
     /// Start BLOCK op @p op now: begin its subs without internal dependencies (a template without subs
     /// finishes at once: queued on @p ready).
     void BeginBlock(uint64_t op, std::vector<uint64_t>& ready);
-    /// Start the copy of sub @p sub (local index) of BLOCK op @p op on its GPU's copy engine.
+    /// Start sub @p sub (local index) of BLOCK op @p op: a copy on its GPU's copy engine, or a flow.
     void LaunchSub(uint64_t op, uint32_t sub, int64_t nowPs);
     /// Event: sub @p sub of BLOCK op @p op finished; begin the subs it releases, and finish the op after its
     /// last sub.
@@ -309,7 +336,9 @@ class DagExecutor : public Object
     uint64_t m_blockOps{0};               ///< BLOCK ops of the graph
     std::vector<int32_t> m_blockTmpl;     ///< per op: the template of a BLOCK op, -1 (empty: no SetBlocks)
     std::vector<uint64_t> m_tmplPtr;      ///< subs of template t: m_tmplPtr[t]..m_tmplPtr[t + 1]
+    std::vector<uint8_t> m_subKind;       ///< DagOpKind per sub (NVLINK or FLOW)
     std::vector<int32_t> m_subGpu;        ///< sending GPU per sub
+    std::vector<int32_t> m_subDst;        ///< receiving GPU per sub
     std::vector<int64_t> m_subBytes;      ///< payload per sub, in bytes
     std::vector<int64_t> m_subDurationPs; ///< extra copy-engine time per sub, in ps
     std::vector<uint32_t> m_subDeps;      ///< internal dependencies per sub
