@@ -60,13 +60,14 @@ def _assert_identical(whole, parts):
     assert sa == sb
 
 
-@pytest.mark.parametrize("transport", ["roce", "ib"])
-def test_training_on_rails_folds_to_one_rail_and_matches_the_whole_run(transport, engine_ns, monkeypatch):
+@pytest.mark.parametrize("transport, flow_blocks", [("roce", "off"), ("ib", "off"), ("roce", "on")])
+def test_training_on_rails_folds_to_one_rail_and_matches_the_whole_run(transport, flow_blocks, engine_ns,
+                                                                       monkeypatch):
     """TP4 inside 4-GPU servers, PP2 x DP2 along the rails, two iterations: the four rails are identical up to
     relabeling hosts, one is simulated, and every dataset equals the whole run's (its queue samples merged a
-    time slice at a time)."""
+    time slice at a time); also with the data-parallel calls as BLOCK ops of flows, each on its rail."""
     monkeypatch.setattr(decompose_run, "QUEUE_MERGE_SLICE_ROWS", 64)
-    runs = _both({}, {**RAILS, "network.transport": transport})
+    runs = _both({}, {**RAILS, "network.transport": transport, "workload.flow_blocks": flow_blocks})
     _, whole = runs["off"]
     _, parts = runs["auto"]
     assert whole.config["decomposition"]["decompose"] == "whole"
@@ -76,14 +77,17 @@ def test_training_on_rails_folds_to_one_rail_and_matches_the_whole_run(transport
     _assert_identical(whole, parts)
 
 
-@pytest.mark.parametrize("slice_rows", [None, 7])
-def test_multi_job_run_splits_into_groups_and_runs_identical_jobs_once(engine_ns, monkeypatch, slice_rows):
+@pytest.mark.parametrize("slice_rows, flow_blocks", [(None, "off"), (7, "off"), (None, "on")])
+def test_multi_job_run_splits_into_groups_and_runs_identical_jobs_once(engine_ns, monkeypatch, slice_rows,
+                                                                       flow_blocks):
     """Two identical jobs packed under their own leaves and an incast under a third: three groups that share
     no link, the two jobs one class run once; the merged record equals the whole run's, also when the queue
-    samples are merged a few rows at a time (as a large fold's are)."""
+    samples are merged a few rows at a time (as a large fold's are), and with the jobs' data-parallel calls
+    as BLOCK ops of flows (the second job's flows its twin's, sub by sub)."""
     if slice_rows is not None:
         monkeypatch.setattr(decompose_run, "QUEUE_MERGE_SLICE_ROWS", slice_rows)
-    runs = _both(MULTI_JOB, {})
+    jobs = [{**w, "flow_blocks": flow_blocks} if w["kind"] == "training" else w for w in MULTI_JOB["workloads"]]
+    runs = _both({**MULTI_JOB, "workloads": jobs}, {})
     _, whole = runs["off"]
     _, parts = runs["auto"]
     d = parts.config["decomposition"]
