@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cosim import memory, plugin
-from cosim.collectives.dag import NUM_PRIORITIES, BlockTemplates, CommClass, DagOpKind
+from cosim.collectives.dag import NUM_PRIORITIES, BlockTemplates, CommClass, DagOpKind, flow_keys
 from cosim.errors import CosimInputError
 from cosim.losses import LossCause
 from cosim.network import buffers, planes
@@ -477,8 +477,7 @@ def canonical_order(out: DagOutput) -> DagOutput:
     their order: a run simulated in independent parts (cosim.decompose.exact) merges into exactly these
     tables.
     """
-    keys = (out.flow_op, np.rint(out.flow_start_ns * 1e3).astype(np.int64))
-    order = np.lexsort(keys if out.flow_sub is None else (out.flow_sub, *keys))
+    order = np.lexsort((flow_keys(out.flow_op, out.flow_sub), np.rint(out.flow_start_ns * 1e3).astype(np.int64)))
     net = out.network
     net = dataclasses.replace(
         net, finish_ns=net.finish_ns[order], delivered_bytes=net.delivered_bytes[order],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cosim.collectives.dag import DagOpKind
+from cosim.collectives.dag import DagOpKind, flow_keys
 
 
 def relative_differences(exact: np.ndarray, approx: np.ndarray) -> np.ndarray:
@@ -48,7 +48,7 @@ def _flow_fcts(out, dag) -> tuple[np.ndarray, np.ndarray]:
     if out.flow_sub is None:
         flow = np.flatnonzero(np.asarray(dag.kind) == DagOpKind.FLOW)
         return flow, out.op_finish_ns[flow] - out.op_start_ns[flow]
-    key = out.flow_op * (1 << 20) + (out.flow_sub + 1)  # a sub's key after its BLOCK op's, before the next op's
+    key = flow_keys(out.flow_op, out.flow_sub)
     order = np.argsort(key)
     return key[order], (out.network.finish_ns - out.flow_start_ns)[order]
 

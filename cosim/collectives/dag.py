@@ -82,6 +82,8 @@ OP_FIELDS: dict[str, tuple[type, int]] = {
 NARROWABLE = ("bytes", "duration_ns")
 #: the widest value a narrowed column holds
 INT32_MAX = int(np.iinfo(np.int32).max)
+#: most subs one BLOCK op's template holds (ns3::DagExecutor numbers a sub in 20 bits, 0 for the op itself)
+MAX_BLOCK_SUBS = (1 << 20) - 2
 
 #: ops checked at a time by FlowDag's validation (bounds its temporaries to a few MB)
 _CHECK_BLOCK_OPS = 1 << 14
@@ -491,6 +493,14 @@ def _where(field: str, mask: np.ndarray, problem: str, at=None) -> None:
     if np.any(mask):
         row = int(at(mask)[0]) if at is not None else int(np.argmax(mask))
         raise CosimInputError(field, f"{problem} (op/row {row})")
+
+
+def flow_keys(flow_op: np.ndarray, flow_sub: np.ndarray | None) -> np.ndarray:
+    """int64 per flow: a key in the order of the materialized DAG's FLOW ops, from the op (a FLOW op, or the
+    BLOCK op of sub ``flow_sub``; None or -1: a FLOW op's own flow) and the sub: an op's flow before its
+    subs', a BLOCK op's subs in order, all before the next op's."""
+    key = np.asarray(flow_op, np.int64) * (MAX_BLOCK_SUBS + 1)
+    return key if flow_sub is None else key + (np.asarray(flow_sub, np.int64) + 1)
 
 
 def index_dtype(n: int) -> type:

@@ -51,6 +51,7 @@ from cosim.arrays import unique_inverse
 from cosim.collectives.algorithms import SUPPORTED, Algorithm, pxn_applies, schedule
 from cosim.collectives.dag import (
     INT32_MAX,
+    MAX_BLOCK_SUBS,
     NUM_PRIORITIES,
     BlockTemplates,
     DagBuilder,
@@ -81,8 +82,6 @@ _COLL_KINDS = tuple(k for k in CollKind if k != CollKind.NONE)
 _TRACE_BLOCK_OPS = 1 << 12
 #: DAG ops (or dep edges) one block of a collective template's fill or dep blocks holds, at least one call
 _TEMPLATE_BLOCK = 1 << 13
-#: most transfers one BLOCK op's template holds (ns3::DagExecutor numbers a sub in 20 bits, 0 for the op)
-MAX_BLOCK_SUBS = (1 << 20) - 2
 
 
 def _choices(kind: CollKind) -> list[str]:

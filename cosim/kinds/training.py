@@ -62,7 +62,7 @@ import numpy as np
 from cosim import engine, memory
 from cosim.arrays import unique_inverse
 from cosim.collectives import DagOpKind, lower, repeat
-from cosim.collectives.lower import MAX_BLOCK_SUBS
+from cosim.collectives.dag import flow_keys
 from cosim.collectives.calibration import executor_attributes, nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
@@ -383,8 +383,8 @@ def transfer_rows(dag, fop: np.ndarray, fsub: np.ndarray | None) -> np.ndarray:
     sub = np.flatnonzero(fsub >= 0)
     t = dag.blocks
     tmpl = dag.block_tmpl[np.searchsorted(dag.block_op, fop[sub])]
-    key = fop[sub] * MAX_BLOCK_SUBS + fsub[sub]  # (BLOCK op, sub): the order of the ops they stand for
-    root = fop[sub] * MAX_BLOCK_SUBS + _sub_roots(t)[t.ptr[tmpl] + fsub[sub]]
+    key = flow_keys(fop[sub], fsub[sub])
+    root = flow_keys(fop[sub], _sub_roots(t)[t.ptr[tmpl] + fsub[sub]])
     order = np.argsort(key, kind="stable")
     at = np.minimum(np.searchsorted(key[order], root), sub.size - 1)
     rows[sub] = np.where(key[order][at] == root, sub[order][at], -1)
