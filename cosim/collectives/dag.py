@@ -157,24 +157,28 @@ class BlockTemplates:
         """int64: the FLOW subs (global sub indices, increasing)."""
         return np.flatnonzero(self.kind == DagOpKind.FLOW)
 
+    def flow_counts(self) -> np.ndarray:
+        """int64 [n_templates]: the FLOW subs of every template."""
+        return np.bincount(self.template_of_sub()[self.flow_subs()], minlength=self.n_templates).astype(np.int64)
+
     def n_deps(self) -> np.ndarray:
         """int64 [n_templates]: the dependency edges its materialized ops would have: the subs' own, every entry
         sub's on the start barrier and the end barrier's on every terminal sub."""
         own = self.dep_ptr[self.ptr[1:]] - self.dep_ptr[self.ptr[:-1]]
         return own + self.entries() + self.terminals()
 
-    def _template_of_sub(self) -> np.ndarray:
+    def template_of_sub(self) -> np.ndarray:
         """int64 [n_subs]: the template of every sub."""
         return np.repeat(np.arange(self.n_templates, dtype=np.int64), self.sizes())
 
     def entries(self) -> np.ndarray:
         """int64 [n_templates]: subs with no dependency (they wait for the start barrier)."""
         entry = np.diff(self.dep_ptr) == 0
-        return np.bincount(self._template_of_sub()[entry], minlength=self.n_templates).astype(np.int64)
+        return np.bincount(self.template_of_sub()[entry], minlength=self.n_templates).astype(np.int64)
 
     def terminals(self) -> np.ndarray:
         """int64 [n_templates]: subs nothing in their template depends on (the end barrier waits for them)."""
-        owner = self._template_of_sub()
+        owner = self.template_of_sub()
         has_dependent = np.zeros(self.gpu.size, bool)
         has_dependent[self.ptr[np.repeat(owner, np.diff(self.dep_ptr))] + self.dep_idx] = True
         return np.bincount(owner[~has_dependent], minlength=self.n_templates).astype(np.int64)

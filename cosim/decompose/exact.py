@@ -253,7 +253,7 @@ def _part0_copies(t: BlockTemplates, used: np.ndarray, host_part: np.ndarray) ->
     size = np.diff(t.ptr)
     keep_tmpl = np.zeros(size.size, bool)
     keep_tmpl[used] = True
-    sub_tmpl = np.repeat(np.arange(size.size), size)
+    sub_tmpl = t.template_of_sub()
     keep = keep_tmpl[sub_tmpl] & (np.asarray(host_part)[t.gpu] == 0)
     # position of every copy among its GPU's copies in its template (copies listed in template order)
     key = sub_tmpl * (int(t.gpu.max(initial=0)) + 1) + t.gpu
@@ -262,8 +262,7 @@ def _part0_copies(t: BlockTemplates, used: np.ndarray, host_part: np.ndarray) ->
     run_start = np.flatnonzero(first)
     pos = np.empty(key.size, np.int64)
     pos[order] = np.arange(key.size) - np.repeat(run_start, np.diff(np.r_[run_start, key.size]))
-    flows_only = np.bincount(sub_tmpl, weights=t.kind == DagOpKind.FLOW, minlength=size.size) == size
-    whole = flows_only[sub_tmpl]
+    whole = (t.flow_counts() == size)[sub_tmpl]  # templates of flows alone
     pos[whole] = (np.arange(key.size) - t.ptr[sub_tmpl])[whole]  # its local index: its deps stay as they are
     rows = np.flatnonzero(keep)
     counts = np.diff(t.dep_ptr)[rows]
@@ -377,7 +376,7 @@ def decomposition(fabric, columns: dict, *, gpu_node: np.ndarray, attributes: di
         sub_part = host_part[src[flow.size:]]
         lo = np.full(t.n_templates, np.iinfo(OP).max, OP)
         hi = np.full(t.n_templates, -1, OP)
-        owner = np.searchsorted(t.ptr, fb_subs, side="right") - 1
+        owner = t.template_of_sub()[fb_subs]
         np.minimum.at(lo, owner, sub_part)
         np.maximum.at(hi, owner, sub_part)
         if np.any(lo[fb_tmpl] != hi[fb_tmpl]):
@@ -412,8 +411,8 @@ def _flow_blocks(columns: dict):
     empty = np.zeros(0, np.int64)
     if t is None or not t.has_flows():
         return empty, empty, empty
-    owner = np.repeat(np.arange(t.n_templates, dtype=np.int64), t.sizes())
-    flows = np.bincount(owner, weights=t.kind == DagOpKind.FLOW, minlength=t.n_templates)
+    owner = t.template_of_sub()
+    flows = t.flow_counts()
     moving = flows > 0
     ops = np.flatnonzero(np.asarray(block) >= 0)
     tmpl = np.asarray(block)[ops].astype(np.int64)
@@ -434,7 +433,7 @@ def _block_gpus(columns: dict, gpu_node: np.ndarray) -> tuple[np.ndarray, np.nda
     t = columns["block_templates"]
     ops = np.flatnonzero(np.asarray(block) >= 0)
     tmpl = np.asarray(block)[ops]
-    owner = np.repeat(np.arange(t.n_templates, dtype=np.int64), t.sizes())
+    owner = t.template_of_sub()
     width = int(t.gpu.max(initial=0)) + 1
     copy = t.kind == DagOpKind.NVLINK
     pairs = np.unique(owner[copy] * width + t.gpu[copy])  # (template, GPU), once each

@@ -359,7 +359,7 @@ def throughput_entries(specs: Mapping, iteration_time_ns: float | None, n_ranks:
 def _sub_roots(t) -> np.ndarray:
     """int64 [n_subs]: for every sub of templates ``t``, the first sub (local index) of its template that moves
     between the same two GPUs: the sub whose flow is the first of its transfer (transfer_roots)."""
-    tmpl = np.repeat(np.arange(t.n_templates, dtype=np.int64), t.sizes())
+    tmpl = t.template_of_sub()
     width = int(max(t.gpu.max(initial=0), t.dst.max(initial=0))) + 1
     _, group = unique_inverse((tmpl * width + t.gpu) * width + t.dst)  # subs of one GPU pair of one template
     group = group.reshape(-1)

@@ -119,7 +119,7 @@ def flow_classes(columns: dict, ops: np.ndarray | None = None) -> tuple[np.ndarr
     block = np.asarray(columns["block"])[sel]
     runs = np.bincount(block[block >= 0], minlength=t.n_templates)  # BLOCK ops per template
     subs = t.flow_subs()
-    count = runs[np.searchsorted(t.ptr, subs, side="right") - 1].astype(np.int64)
+    count = runs[t.template_of_sub()[subs]].astype(np.int64)
     subs, count = subs[count > 0], count[count > 0]
     return tuple(np.concatenate([x, y]) for x, y in zip(out, (t.gpu[subs], t.dst[subs], t.bytes[subs], count)))
 

@@ -81,9 +81,8 @@ class TrainingWorkload:
     flow_blocks: str = v.spec_field(v.Choice(FLOW_BLOCKS), "auto",
                                      "with nvlink_blocks, hold every collective call across servers as one BLOCK "
                                      "op too, its flows started by the executor as it runs (the same results, a "
-                                     "DAG that no longer grows with the chunks of data-parallel calls; the job "
-                                     "then runs whole, not in parts): on, off, or auto (on only for a job whose "
-                                     "DAG could not be planned otherwise)")
+                                     "DAG that no longer grows with the chunks of data-parallel calls): on, off, "
+                                     "or auto (on only for a job whose DAG could not be planned otherwise)")
 
     def __post_init__(self) -> None:
         v.check_fields(self, "workload")

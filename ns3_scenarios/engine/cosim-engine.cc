@@ -578,6 +578,14 @@ struct Engine::Impl
         builder.GetHost(src)->AddFlow(id);
     }
 
+    /// @return true if a flow may go from node @p src to node @p dst: two distinct hosts of the fabric
+    bool HostPair(int32_t src, int32_t dst) const
+    {
+        const int64_t nNodes = builder.GetNNodes();
+        return src >= 0 && dst >= 0 && src < nNodes && dst < nNodes && builder.GetHost(src) &&
+               builder.GetHost(dst) && src != dst;
+    }
+
     /// @return true for a partitioned run (SetPartitions)
     bool Partitioned() const
     {
@@ -1038,13 +1046,9 @@ Engine::AddFlows(const int32_t* src,
     {
         throw std::logic_error("AddFlows needs BuildFabric first, and an unpartitioned run (partitions run a DAG)");
     }
-    const uint32_t nNodes = m_impl->builder.GetNNodes();
     for (uint64_t i = 0; i < n; ++i)
     {
-        const bool hostsOk = src[i] >= 0 && dst[i] >= 0 && uint32_t(src[i]) < nNodes &&
-                             uint32_t(dst[i]) < nNodes && m_impl->builder.GetHost(src[i]) &&
-                             m_impl->builder.GetHost(dst[i]) && src[i] != dst[i];
-        if (!hostsOk || sizeBytes[i] < 0 || startPs[i] < 0 || priority[i] >= kNumPriorities)
+        if (!m_impl->HostPair(src[i], dst[i]) || sizeBytes[i] < 0 || startPs[i] < 0 || priority[i] >= kNumPriorities)
         {
             throw std::invalid_argument("flow " + std::to_string(i) +
                                         " has invalid endpoints, size, start or priority");
@@ -1110,17 +1114,13 @@ Engine::LoadDag(const uint8_t* kind,
     {
         throw std::logic_error("LoadDag needs BuildFabric first, once, and no AddFlows");
     }
-    const uint32_t nNodes = m_impl->builder.GetNNodes();
     for (uint64_t i = 0; i < n; ++i)
     {
         if (kind[i] != uint8_t(DagOpKind::FLOW))
         {
             continue;
         }
-        const bool hostsOk = srcNode[i] >= 0 && dstNode[i] >= 0 && uint32_t(srcNode[i]) < nNodes &&
-                             uint32_t(dstNode[i]) < nNodes && m_impl->builder.GetHost(srcNode[i]) &&
-                             m_impl->builder.GetHost(dstNode[i]) && srcNode[i] != dstNode[i];
-        if (!hostsOk || priority[i] >= kNumPriorities)
+        if (!m_impl->HostPair(srcNode[i], dstNode[i]) || priority[i] >= kNumPriorities)
         {
             throw std::invalid_argument("FLOW op " + std::to_string(i) +
                                         " has invalid host endpoints or priority");
@@ -1193,7 +1193,6 @@ Engine::SetBlocks(const int32_t* blockTmpl,
         throw std::logic_error("SetBlocks needs LoadDag first and comes before running");
     }
     bool flows = false;
-    const uint32_t nNodes = m_impl->builder.GetNNodes();
     for (uint64_t g = 0; g < nSubs; ++g)
     {
         if (subKind[g] != uint8_t(DagOpKind::FLOW))
@@ -1201,10 +1200,7 @@ Engine::SetBlocks(const int32_t* blockTmpl,
             continue;
         }
         flows = true;
-        const bool hostsOk = subGpu[g] >= 0 && subDst[g] >= 0 && uint32_t(subGpu[g]) < nNodes &&
-                             uint32_t(subDst[g]) < nNodes && m_impl->builder.GetHost(subGpu[g]) &&
-                             m_impl->builder.GetHost(subDst[g]) && subGpu[g] != subDst[g];
-        if (!hostsOk)
+        if (!m_impl->HostPair(subGpu[g], subDst[g]))
         {
             throw std::invalid_argument("block sub " + std::to_string(g) + " is a FLOW with invalid host endpoints");
         }
