@@ -316,6 +316,13 @@ class DagOutput:
     flow_sub: np.ndarray | None = None
 
 
+def simulation_size(kind: np.ndarray, block: np.ndarray | None = None,
+                    block_templates: BlockTemplates | None = None) -> int:
+    """What a simulation of DAG ``kind`` holds at once for cosim.memory.check_simulation_fits: its ops, and a
+    flow for each FLOW sub its BLOCK ops start (``block``, ``block_templates``: simulate_dag's)."""
+    return int(np.asarray(kind).size) + (0 if block is None else block_templates.n_flows(block))
+
+
 def simulate_dag(
     fabric: Fabric,
     *,
@@ -363,7 +370,7 @@ def simulate_dag(
     """
     _check_times(queue_sample_interval_ns, max_sim_time_ns)
     n = int(np.asarray(kind).size)
-    memory.check_simulation_fits(n)
+    memory.check_simulation_fits(simulation_size(kind, block, block_templates))
     with _session(fabric, seed, attributes, queue_sample_interval_ns, scheduler,
                   partitions=partitions) as (engine, t0):
         arrays = [np.ascontiguousarray(a, dt) for a, dt in (

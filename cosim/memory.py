@@ -1,11 +1,15 @@
 """What a run needs in memory, and what the machine has, checked before the work that would exhaust it.
 
-Two phases hold memory in proportion to the DAG (bytes per DAG op, measured in bench/README.md):
+Three phases hold memory in proportion to the run (measured in bench/README.md):
 
 - planning (:data:`PLAN_BYTES_PER_DAG_OP`): the trace, the lowered DAG, the decomposition and the merged
   result tables — every op of the run, whether simulated or copied from an identical part;
 - simulating (:data:`ENGINE_BYTES_PER_DAG_OP`): ns-3's DAG executor, its flows and packets — only the ops
-  one simulation runs (a decomposed run's largest part, or every op of a whole run).
+  one simulation runs (a decomposed run's largest part, or every op of a whole run), a flow a BLOCK op
+  starts counted as an op;
+- merging and recording (:data:`RECORD_BYTES_PER_FLOW`): the flows of every part put together, sorted, and
+  their table and per-transfer columns — every flow of the run, on top of the plan, after the engine has
+  given its memory back.
 
 A run refused here gets a one-line input error before it starts the phase, never an out-of-memory kill
 in the middle of it.
@@ -23,6 +27,10 @@ PLAN_BYTES_PER_DAG_OP = 115
 #: memory the engine adds per simulated DAG op, bytes: a 256-GPU whole run (640 k ops, 60 k flows) rose
 #: 155 B per op while simulating, rounded up
 ENGINE_BYTES_PER_DAG_OP = 160
+#: memory the merge and the results record add per flow of the run, bytes: the Llama-3-405B iteration on
+#: 2,048 GPUs with calls across servers as BLOCK ops (`workload.flow_blocks = "on"`, fast-forward; 10.8 M
+#: flows) peaked 186 B per flow above its RSS before the merge, rounded up
+RECORD_BYTES_PER_FLOW = 200
 #: peak memory of planning a service per op of its step trace, bytes (the trace is built op by op in Python
 #: lists, then lowered): the shipped disaggregated-serving experiment's dry run peaked at 1.32 GB with 3,000
 #: requests (1.72 M ops per plan) and at 0.25 GB with 48, about 640 B per op, rounded up
@@ -45,8 +53,9 @@ def available_bytes() -> int | None:
 
 
 def check_simulation_fits(n_ops: int, *, processes: int = 1) -> None:
-    """Refuse to simulate ``n_ops`` DAG ops at once (summed over ``processes`` parallel simulations) when
-    the engine's :data:`ENGINE_BYTES_PER_DAG_OP` for them exceeds the memory available now."""
+    """Refuse to simulate ``n_ops`` DAG ops (and flows BLOCK ops start) at once (summed over ``processes``
+    parallel simulations) when the engine's :data:`ENGINE_BYTES_PER_DAG_OP` for them exceeds the memory
+    available now."""
     mem = available_bytes()
     need = int(n_ops) * ENGINE_BYTES_PER_DAG_OP
     if mem is None or need <= mem:
@@ -56,6 +65,20 @@ def check_simulation_fits(n_ops: int, *, processes: int = 1) -> None:
                           f"({ENGINE_BYTES_PER_DAG_OP} B per op), {mem / 1e9:.1f} GB is available",
                           "raise workload.chunk_bytes, use fewer --jobs, keep limits.decompose = auto, or split "
                           "the run across machines with --parts-dir/--shard")
+
+
+def check_record_fits(n_flows: int) -> None:
+    """Refuse to start a simulation whose merge and results record (:data:`RECORD_BYTES_PER_FLOW` for each
+    of its ``n_flows``) would not fit in the memory available now: the run would end after its simulation
+    with nothing written."""
+    mem = available_bytes()
+    need = int(n_flows) * RECORD_BYTES_PER_FLOW
+    if mem is None or need <= mem:
+        return
+    raise CosimInputError("limits", f"the run's {n_flows:.3g} flows need about {need / 1e9:.1f} GB to merge and "
+                          f"record ({RECORD_BYTES_PER_FLOW} B per flow) once simulated, {mem / 1e9:.1f} GB is "
+                          "available", "give the run fewer flows (fewer ranks or iterations, a larger "
+                          "workload.chunk_bytes) or more memory")
 
 
 def check_plan_fits(n_ops: float, field: str, fix: str, *, what: str = "flows",

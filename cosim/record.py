@@ -32,15 +32,13 @@ def record(plan, outcome) -> RunRecord:
     tables = _network_tables(fabric, out, dag)
     flows = tables["flows"]
     shared = len(plan.jobs) > 1
-    if shared or any(p.kind.ranked for p in plan.jobs):
+    if shared:  # a job's kind may fill its rows of transfer; the others' flows are each their own transfer
         flows["transfer"] = np.arange(fop.size, dtype=np.int64)
-    if shared:
         flows["workload"] = dag.job_of(fop)
     summary = telemetry.network_summary(fabric, net, tables, queue_sample_interval_ns=interval)
-    job_of_flow = dag.job_of(fop)
     parts: dict[str, list] = {}
     for p in plan.jobs:
-        rows = np.flatnonzero(job_of_flow == p.index)
+        rows = np.flatnonzero(flows["workload"] == p.index) if shared else np.arange(fop.size)
         own, mine = job_results(plan, p, out, rows, flows, int(dag.first_op[p.index]), outcome.states[p.index])
         if not shared:
             summary |= own
@@ -53,6 +51,8 @@ def record(plan, outcome) -> RunRecord:
         if p.index in outcome.alone:
             own |= _alone(plan, p, own, outcome.alone[p.index])
         summary |= {f"{p.job.name}_{k}": x for k, x in own.items()}
+    if not shared and plan.jobs[0].kind.ranked and "transfer" not in flows:  # not filled by its kind
+        flows["transfer"] = np.arange(fop.size, dtype=np.int64)
     for group, items in parts.items():
         tables[group] = {k: np.concatenate([t[k] for t in items]) for k in items[0]}
     done = np.isfinite(out.op_finish_ns)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cosim import engine
+from cosim import engine, memory
 from cosim import fast_forward as ff_check
 from cosim.decompose import exact as decompose_run
 from cosim.parallel import simulate as parallel
@@ -51,6 +51,8 @@ def simulate(plan: RunPlan, dag: EngineDag | None = None, *, progress=None, jobs
     faults or a collective timeout apply (or ``whole``), else in independent parts where that is exact.
     ``faults``: inject the plan's faults (False: the idle fabric of an ``alone`` run)."""
     exp = plan.experiment
+    # the merge and the record come after the simulation: refuse now what could not be written then
+    memory.check_record_fits((plan.dag if dag is None else dag).n_flows())
     if plan.partitioning is not None and (dag is None or dag is plan.dag):  # alone runs pass their own DAG
         return parallel.simulate(exp, plan.fabric, plan.dag.columns(), plan.partitioning,
                                  attributes=plan.attributes, max_sim_time_ns=plan.max_sim_time_ns, progress=progress)

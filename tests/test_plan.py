@@ -10,6 +10,7 @@ import pytest
 
 from cosim import run as runner
 from cosim.cli import main
+from cosim.collectives import DagOpKind
 from cosim.plan import compile
 from cosim.spec import catalog
 
@@ -154,3 +155,40 @@ def test_background_traffic_that_would_not_fit_is_refused_before_it_is_drawn():
     with pytest.raises(CosimInputError, match="GB is available") as exc:
         compile(exp)
     assert exc.value.field == "workloads.st.duration_ns"
+
+
+@pytest.mark.parametrize("flow_blocks", ["off", "on"])
+def test_a_plan_counts_every_flow_its_run_starts(flow_blocks, engine_ns):
+    """EngineDag.n_flows (what the memory checks count) is the number of flows the run records, with calls
+    across servers as FLOW ops or held as BLOCK ops; the peak memory estimate counts those a BLOCK op starts."""
+    from cosim import memory
+    from cosim.plan.describe import peak_memory_bytes
+
+    exp = runner.experiments_of({"name": "a", "network": NETWORK,
+                                 "workload": {**TRAINING, "flow_blocks": flow_blocks}})[0]
+    plan = compile(exp)
+    rec = runner.run(exp, plan=plan)
+    assert rec.summary["status"] == "complete"
+    assert plan.dag.n_flows() == rec.summary["n_flows"] == rec.flows["src"].size > 0
+    by_op = plan.dag.n_ops * max(memory.PLAN_BYTES_PER_DAG_OP, memory.ENGINE_BYTES_PER_DAG_OP)
+    sub_flows = plan.dag.n_flows() - int(np.count_nonzero(plan.dag.kind == DagOpKind.FLOW))
+    assert (sub_flows > 0) == (flow_blocks == "on")
+    assert peak_memory_bytes(plan) == by_op + sub_flows * memory.RECORD_BYTES_PER_FLOW
+
+
+def test_auto_flow_blocks_take_over_when_the_bound_misses_the_dag(monkeypatch):
+    """``flow_blocks = "auto"`` decides by a lower bound on the DAG; with chunks larger than a channel's share
+    the materialized DAG can be past the machine's limit although the bound was not past half of it: the job
+    is then lowered with its calls across servers as BLOCK ops (the DAG "on" gives), not refused."""
+    from cosim.kinds import training as kt
+
+    work = {"kind": "training", "trace": str(TRACES / "mixtral-8x7b-2l_tp2-sp-dp4-ep4.h5"), "chunk_bytes": "64MiB"}
+    exp = lambda mode: runner.experiments_of({"name": "a", "network": NETWORK,  # noqa: E731
+                                              "workload": {**work, "flow_blocks": mode}})[0]
+    off, on = compile(exp("off")).dag, compile(exp("on")).dag
+    bound = kt.dag_ops_lower_bound(kt.read_trace(work["trace"]), 64 << 20, NETWORK["gpus_per_server"])
+    limit = off.n_ops - 1
+    assert bound * kt.PLAN_HEADROOM <= limit and on.n_ops <= limit  # auto says off, and off is past the limit
+    monkeypatch.setattr(kt, "dag_op_limit", lambda: limit)
+    auto = compile(exp("auto")).dag
+    assert auto.n_ops == on.n_ops and auto.n_flows() == off.n_flows()

@@ -281,6 +281,24 @@ def test_a_simulation_that_would_not_fit_in_memory_is_refused_before_it_starts(t
     assert not out.exists()
 
 
+def test_a_run_whose_results_would_not_fit_in_memory_is_refused_before_it_simulates(tmp_path, monkeypatch, capsys,
+                                                                                  engine_ns):
+    """When the merge and record's bytes per flow times the run's flows exceed the memory available, cosim
+    run stops with one input error naming limits and the fix (exit 2, no traceback, no output file) before
+    the simulation, which would otherwise run to its end and then fail to write."""
+    from cosim import engine, memory
+
+    started = []
+    monkeypatch.setattr(engine, "simulate_dag", lambda *a, **k: started.append(1))
+    monkeypatch.setattr(memory, "RECORD_BYTES_PER_FLOW", 1 << 40)
+    out = tmp_path / "r.h5"
+    code, _, err = run_main(["run", "builtin", "-o", str(out), "-q"], capsys)
+    assert code == 2 and not started
+    assert err.startswith("Error: limits: the run's") and len(err.strip().splitlines()) == 1
+    assert "workload.chunk_bytes" in err
+    assert not out.exists()
+
+
 # ---------------------------------------------------------------- concurrent writers
 
 def test_concurrent_appends_keep_every_run(tmp_path):

@@ -161,6 +161,13 @@ class BlockTemplates:
         """int64 [n_templates]: the FLOW subs of every template."""
         return np.bincount(self.template_of_sub()[self.flow_subs()], minlength=self.n_templates).astype(np.int64)
 
+    def n_flows(self, block: np.ndarray) -> int:
+        """The flows the BLOCK ops of ``block`` (the template of every op, -1 for the others) start."""
+        block = np.asarray(block)
+        if not self.has_flows():
+            return 0
+        return int(self.flow_counts()[block[block >= 0]].sum())
+
     def n_deps(self) -> np.ndarray:
         """int64 [n_templates]: the dependency edges its materialized ops would have: the subs' own, every entry
         sub's on the start barrier and the end barrier's on every terminal sub."""
@@ -503,8 +510,12 @@ def flow_keys(flow_op: np.ndarray, flow_sub: np.ndarray | None) -> np.ndarray:
     """int64 per flow: a key in the order of the materialized DAG's FLOW ops, from the op (a FLOW op, or the
     BLOCK op of sub ``flow_sub``; None or -1: a FLOW op's own flow) and the sub: an op's flow before its
     subs', a BLOCK op's subs in order, all before the next op's."""
-    key = np.asarray(flow_op, np.int64) * (MAX_BLOCK_SUBS + 1)
-    return key if flow_sub is None else key + (np.asarray(flow_sub, np.int64) + 1)
+    key = np.array(flow_op, np.int64)  # a copy, computed in place: one flow-sized array for 10^8 flows
+    key *= MAX_BLOCK_SUBS + 1
+    if flow_sub is not None:
+        key += flow_sub
+        key += 1
+    return key
 
 
 def index_dtype(n: int) -> type:

@@ -864,8 +864,8 @@ def _run_all(fabric, cols: list[dict], settings: dict, progress: PartsProgress |
                 progress.finished(c["kind"].size, outs[-1].network.data_packet_hops)
         return outs
     workers = min(jobs, len(cols))
-    memory.check_simulation_fits(sum(sorted((int(c["kind"].size) for c in cols), reverse=True)[:workers]),
-                                 processes=workers)
+    sizes = [engine.simulation_size(c["kind"], c.get("block"), c.get("block_templates")) for c in cols]
+    memory.check_simulation_fits(sum(sorted(sizes, reverse=True)[:workers]), processes=workers)
     import multiprocessing  # noqa: PLC0415
     from concurrent.futures import ProcessPoolExecutor, wait  # noqa: PLC0415
 

@@ -382,12 +382,18 @@ def transfer_rows(dag, fop: np.ndarray, fsub: np.ndarray | None) -> np.ndarray:
         return rows
     sub = np.flatnonzero(fsub >= 0)
     t = dag.blocks
-    tmpl = dag.block_tmpl[np.searchsorted(dag.block_op, fop[sub])]
-    key = flow_keys(fop[sub], fsub[sub])
-    root = flow_keys(fop[sub], _sub_roots(t)[t.ptr[tmpl] + fsub[sub]])
+    op, op_sub = fop[sub], fsub[sub]
+    root_sub = _sub_roots(t)[t.ptr[dag.block_tmpl[np.searchsorted(dag.block_op, op)]] + op_sub]
+    key = flow_keys(op, op_sub)
+    root = flow_keys(op, root_sub)
+    del op, op_sub, root_sub  # flow-sized: a 16,384-GPU run has 10^8 flows
     order = np.argsort(key, kind="stable")
-    at = np.minimum(np.searchsorted(key[order], root), sub.size - 1)
-    rows[sub] = np.where(key[order][at] == root, sub[order][at], -1)
+    key = key[order]
+    at = np.searchsorted(key, root)
+    np.minimum(at, sub.size - 1, out=at)
+    found = key[at] == root
+    del key, root
+    rows[sub] = np.where(found, sub[order[at]], -1)
     return rows
 
 
@@ -460,9 +466,16 @@ class TrainingKind(WorkloadKind):
             bound = dag_ops_lower_bound(trace, work.chunk_bytes, gps, every_call=True) * work.iterations
         if bound > limit:
             raise too_many_ops(bound, "at least ", work, trace, limit, where)
-        dag = lower(trace, gpus_per_server=ctx.gpus_per_server, chunk_bytes=work.chunk_bytes,
-                    algorithm=work.algorithm, tuning=tuning_model(exp.network, trace),
-                    n_channels=ctx.n_channels, blocks=blocks, flow_blocks=flow_blocks)
+        lowered = lambda flow_blocks: lower(  # noqa: E731
+            trace, gpus_per_server=ctx.gpus_per_server, chunk_bytes=work.chunk_bytes, algorithm=work.algorithm,
+            tuning=tuning_model(exp.network, trace), n_channels=ctx.n_channels, blocks=blocks,
+            flow_blocks=flow_blocks)
+        dag = lowered(flow_blocks)
+        if dag.n_ops * work.iterations > limit and blocks and not flow_blocks and work.flow_blocks == "auto":
+            # the bound missed this DAG (a chunk per channel where chunk_bytes exceeds a channel's share):
+            # "auto" holds the calls across servers as BLOCK ops after all, rather than refuse the run
+            del dag
+            dag = lowered(True)
         if dag.n_ops * work.iterations > limit:
             raise too_many_ops(dag.n_ops * work.iterations, "", work, trace, limit, where)
         if work.iterations > 1:
@@ -495,10 +508,14 @@ class TrainingKind(WorkloadKind):
                                         first_iteration=1 if its["time_ns"].size > 1 else 0)
         every = rows.size == out.flow_op.size  # one job's rows are every flow, in order: no copy
         mine = {k: x if every else np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
-        summary |= transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine,
-                                    None if out.flow_sub is None else out.flow_sub[rows])
-        if "transfer" in mine:
-            flows["transfer"][rows] = rows[mine["transfer"]]
+        fop = out.flow_op if every else out.flow_op[rows]
+        fsub = out.flow_sub if every or out.flow_sub is None else out.flow_sub[rows]
+        summary |= transfer_summary(fabric, out.network, dag, fop - lo if lo else fop, mine, fsub)
+        del fop, fsub
+        if "transfer" in mine and "transfer" not in flows:  # the run's only job: its transfers are the column
+            flows["transfer"] = mine["transfer"]
+        elif "transfer" in mine:  # the job's rows of the run's column, in the run's row numbers
+            flows["transfer"][rows] = np.where(mine["transfer"] >= 0, rows[mine["transfer"]], -1)
         summary |= throughput_entries(trace.spec_dict(), summary["iteration_time_ns"], trace.n_ranks)
         summary |= {"n_ranks": trace.n_ranks, "n_ops": trace.n_ops}
         return summary, tables

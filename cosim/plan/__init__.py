@@ -69,6 +69,11 @@ class EngineDag:
         """The ops this DAG stands for with every BLOCK op's subs materialized as NVLINK and FLOW ops."""
         return self.n_ops + int(self.block_sizes().sum()) - int(np.count_nonzero(self.kind == DagOpKind.BLOCK))
 
+    def n_flows(self) -> int:
+        """The flows the run starts: one per FLOW op and per FLOW sub of every BLOCK op."""
+        own = int(np.count_nonzero(self.kind == DagOpKind.FLOW))
+        return own if self.block is None else own + self.block_templates.n_flows(self.block)
+
     def block_sizes(self) -> np.ndarray:
         """int64 [n]: the subs every op stands for: its template's for a BLOCK op, 0 for the others."""
         if self.block is None:

@@ -15,7 +15,9 @@ instead:
   bytes to its pipeline peer; only ring edges and peers on other servers cross the fabric. Per rank and
   group kind these are one pseudo-flow, from which the data packet-hops (shortest paths, sampled sources:
   cosim.plan.describe.data_packet_hops_estimate) and the independent parts (cosim.decompose.parts) follow;
-- the run on MPI ranks: enough ranks that each holds its share of the engine's DAG
+- the peak memory: the DAG's ops as cosim.plan.describe counts them, and with calls across servers held as
+  BLOCK ops (``flow_blocks``) every flow they start (cosim.memory.RECORD_BYTES_PER_FLOW);
+- the run on MPI ranks: enough ranks that each holds its share of the engine's DAG and flows
   (cosim.memory.ENGINE_BYTES_PER_DAG_OP) in :data:`MPI_RANK_BYTES`, a whole number of ranks per zone of a
   three-tier fabric (a zone per rank cuts only the links above the zones), and the expected wall time:
   data packet-hops × :data:`SECONDS_PER_DATA_PACKET_HOP` (one process), divided by the ranks (perfect
@@ -99,8 +101,10 @@ def describe(exp, size: dict) -> dict:
     mtu = int(engine.attribute_values(run_attributes(exp.network, 0), ("HostNic::MtuBytes",))["HostNic::MtuBytes"])
     hops = data_packet_hops_estimate(fabric, src, dst, nbytes, mtu)
     dag_ops = size["dag_ops_lower_bound"]
+    flows = int(np.concatenate(chunks).sum())
+    sub_flows = flows if size["flow_blocks"] else 0  # BLOCK ops' flows: not DAG ops, but the engine holds each
     zones = int(fabric.params.get("zones", 1))
-    ranks = mpi_ranks(dag_ops * memory.ENGINE_BYTES_PER_DAG_OP, zones)
+    ranks = mpi_ranks((dag_ops + sub_flows) * memory.ENGINE_BYTES_PER_DAG_OP, zones)
     one = hops * SECONDS_PER_DATA_PACKET_HOP
     out = {"plan": f"estimated from {len(templates)} stage templates: the DAG has at least {dag_ops:.3g} ops, "
                    f"{dag_ops * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan at "
@@ -111,14 +115,16 @@ def describe(exp, size: dict) -> dict:
             "template_ops_per_stage": [int(t.n) for t in templates],
             "dag_ops_lower_bound": int(dag_ops), "flow_blocks": "on" if size["flow_blocks"] else "off",
             "gpus_per_server": gps,
-            "rank_pairs": int(src.size), "flows_lower_bound": int(np.concatenate(chunks).sum()),
+            "rank_pairs": int(src.size), "flows_lower_bound": flows,
             "payload_bytes_estimate": int(nbytes.sum()), "data_packet_hops_estimate": hops}
     out |= describe_parts(fabric, src, dst)
     out |= {"decompose": "not decided (the DAG is not built; cosim.decompose needs its ops)",
             "peak_memory_bytes_estimate": int(dag_ops * max(memory.PLAN_BYTES_PER_DAG_OP,
-                                                             memory.ENGINE_BYTES_PER_DAG_OP)),
+                                                             memory.ENGINE_BYTES_PER_DAG_OP)
+                                              + sub_flows * memory.RECORD_BYTES_PER_FLOW),
             "mpi_ranks": ranks,
-            "mpi_ranks_rule": f"{memory.ENGINE_BYTES_PER_DAG_OP} B per DAG op in {MPI_RANK_BYTES / 2**30:g} GiB "
+            "mpi_ranks_rule": f"{memory.ENGINE_BYTES_PER_DAG_OP} B per DAG op (and per flow of a BLOCK op) in "
+                              f"{MPI_RANK_BYTES / 2**30:g} GiB "
                               f"per rank, whole ranks per zone ({zones} zone{'s' if zones != 1 else ''})",
             "seconds_per_data_packet_hop": SECONDS_PER_DATA_PACKET_HOP,
             "wall_time_one_process_estimate_s": round(one),
