@@ -67,6 +67,13 @@ def check_simulation_fits(n_ops: int, *, processes: int = 1) -> None:
                           "the run across machines with --parts-dir/--shard")
 
 
+def peak_bytes(n_ops: float, n_block_flows: float) -> int:
+    """The memory a run of ``n_ops`` DAG ops whose BLOCK ops start ``n_block_flows`` flows needs at its peak:
+    planning and merging every op or simulating them at once, whichever is more, and merging and recording
+    the flows its ops do not count (a FLOW op's flow is counted as its op)."""
+    return int(n_ops * max(PLAN_BYTES_PER_DAG_OP, ENGINE_BYTES_PER_DAG_OP) + n_block_flows * RECORD_BYTES_PER_FLOW)
+
+
 def check_record_fits(n_flows: int) -> None:
     """Refuse to start a simulation whose merge and results record (:data:`RECORD_BYTES_PER_FLOW` for each
     of its ``n_flows``) would not fit in the memory available now: the run would end after its simulation

@@ -171,7 +171,8 @@ def test_a_plan_counts_every_flow_its_run_starts(flow_blocks, engine_ns):
     assert rec.summary["status"] == "complete"
     assert plan.dag.n_flows() == rec.summary["n_flows"] == rec.flows["src"].size > 0
     by_op = plan.dag.n_ops * max(memory.PLAN_BYTES_PER_DAG_OP, memory.ENGINE_BYTES_PER_DAG_OP)
-    sub_flows = plan.dag.n_flows() - int(np.count_nonzero(plan.dag.kind == DagOpKind.FLOW))
+    sub_flows = plan.dag.n_block_flows()
+    assert sub_flows == plan.dag.n_flows() - int(np.count_nonzero(plan.dag.kind == DagOpKind.FLOW))
     assert (sub_flows > 0) == (flow_blocks == "on")
     assert peak_memory_bytes(plan) == by_op + sub_flows * memory.RECORD_BYTES_PER_FLOW
 

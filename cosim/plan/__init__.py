@@ -71,8 +71,11 @@ class EngineDag:
 
     def n_flows(self) -> int:
         """The flows the run starts: one per FLOW op and per FLOW sub of every BLOCK op."""
-        own = int(np.count_nonzero(self.kind == DagOpKind.FLOW))
-        return own if self.block is None else own + self.block_templates.n_flows(self.block)
+        return int(np.count_nonzero(self.kind == DagOpKind.FLOW)) + self.n_block_flows()
+
+    def n_block_flows(self) -> int:
+        """The flows the BLOCK ops start (their FLOW subs)."""
+        return 0 if self.block is None else self.block_templates.n_flows(self.block)
 
     def block_sizes(self) -> np.ndarray:
         """int64 [n]: the subs every op stands for: its template's for a BLOCK op, 0 for the others."""

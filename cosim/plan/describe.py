@@ -105,14 +105,9 @@ def _decomposition(plan: RunPlan, parts=None) -> decompose_run.Decomposition:
 
 
 def peak_memory_bytes(plan: RunPlan) -> int:
-    """The memory the run needs at its peak, bytes: planning and merging every DAG op
-    (memory.PLAN_BYTES_PER_DAG_OP), or simulating them at once (memory.ENGINE_BYTES_PER_DAG_OP), whichever
-    is more, and merging and recording the flows its BLOCK ops start (memory.RECORD_BYTES_PER_FLOW; a FLOW
-    op's flow is counted as its op); a decomposed run simulates fewer at once, so this is an upper bound there."""
-    dag = plan.dag
-    sub_flows = 0 if dag.block is None else dag.block_templates.n_flows(dag.block)
-    return int(dag.n_ops * max(memory.PLAN_BYTES_PER_DAG_OP, memory.ENGINE_BYTES_PER_DAG_OP)
-               + sub_flows * memory.RECORD_BYTES_PER_FLOW)
+    """The memory the run needs at its peak, bytes (memory.peak_bytes of its DAG ops and the flows its BLOCK
+    ops start); a decomposed run simulates fewer at once, so this is an upper bound there."""
+    return memory.peak_bytes(plan.dag.n_ops, plan.dag.n_block_flows())
 
 
 def placement_line(d: Mapping) -> str:

@@ -119,9 +119,7 @@ def describe(exp, size: dict) -> dict:
             "payload_bytes_estimate": int(nbytes.sum()), "data_packet_hops_estimate": hops}
     out |= describe_parts(fabric, src, dst)
     out |= {"decompose": "not decided (the DAG is not built; cosim.decompose needs its ops)",
-            "peak_memory_bytes_estimate": int(dag_ops * max(memory.PLAN_BYTES_PER_DAG_OP,
-                                                             memory.ENGINE_BYTES_PER_DAG_OP)
-                                              + sub_flows * memory.RECORD_BYTES_PER_FLOW),
+            "peak_memory_bytes_estimate": memory.peak_bytes(dag_ops, sub_flows),
             "mpi_ranks": ranks,
             "mpi_ranks_rule": f"{memory.ENGINE_BYTES_PER_DAG_OP} B per DAG op (and per flow of a BLOCK op) in "
                               f"{MPI_RANK_BYTES / 2**30:g} GiB "
