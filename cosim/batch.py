@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cosim import __version__, engine
+from cosim import __version__, engine, memory
 from cosim.decompose import exact as decompose_run
 from cosim.errors import CosimInputError
 from cosim.h5io import atomic_output, write_image
@@ -190,6 +190,7 @@ def merge_parts(folder, output, *, jobs: int = 1) -> list[str]:
             raise CosimInputError(str(m), "does not match the experiment it holds (edited by hand, or written by "
                                   "another cosim)", "rerun the shards with this cosim")
         plan = compile(exp)
+        memory.check_record_fits(plan.dag.n_flows())  # before reading the parts: they stay for a larger machine
         fabric, columns, gpu_node, attributes = dag_inputs(plan)
         d = _decomposition(exp, fabric, columns, gpu_node, attributes)
         if len(d.pieces) != info["parts"]:

@@ -250,6 +250,22 @@ def test_a_merge_refuses_parts_of_another_experiment_and_damaged_parts(tmp_path,
     assert code == 2 and "-o does not apply with --parts-dir" in text, text
 
 
+def test_a_merge_whose_results_would_not_fit_keeps_the_parts(tmp_path, engine_ns, capsys, monkeypatch):
+    """cosim merge on a machine without the memory to merge and record the run's flows: one line naming
+    limits, exit 2, no output, and every simulated part file left for a larger machine."""
+    from cosim import memory
+    from cosim.spec import to_toml
+
+    spec, parts, out = tmp_path / "a.toml", tmp_path / "parts", tmp_path / "m.h5"
+    spec.write_text(to_toml({"name": "jobs", **MULTI_JOB}))
+    assert _cosim(["run", str(spec), "--parts-dir", str(parts), "-q"], capsys)[0] == 0
+    files = sorted(parts.iterdir())
+    monkeypatch.setattr(memory, "RECORD_BYTES_PER_FLOW", 1 << 40)
+    code, text = _cosim(["merge", str(parts), "-o", str(out)], capsys)
+    assert code == 2 and text.startswith("Error: limits: the run's") and len(text.strip().splitlines()) == 1, text
+    assert not out.exists() and sorted(parts.iterdir()) == files
+
+
 def test_progress_counts_the_work_of_the_parts_simulated(engine_ns):
     """A decomposed run's progress is measured in the parts it simulates: the work estimate the progress line
     divides by is the pieces' flows (one rail of four: a quarter of the whole run's packet-hops), and the
