@@ -52,13 +52,18 @@ def available_bytes() -> int | None:
         return None
 
 
+def _short_of(need: float) -> int | None:
+    """The memory available now, bytes, when ``need`` exceeds it; None when it fits (or is unknown)."""
+    mem = available_bytes()
+    return None if mem is None or need <= mem else mem
+
+
 def check_simulation_fits(n_ops: int, *, processes: int = 1) -> None:
     """Refuse to simulate ``n_ops`` DAG ops (and flows BLOCK ops start) at once (summed over ``processes``
     parallel simulations) when the engine's :data:`ENGINE_BYTES_PER_DAG_OP` for them exceeds the memory
     available now."""
-    mem = available_bytes()
     need = int(n_ops) * ENGINE_BYTES_PER_DAG_OP
-    if mem is None or need <= mem:
+    if (mem := _short_of(need)) is None:
         return
     where = f" in {processes} processes" if processes > 1 else ""
     raise CosimInputError("limits", f"simulating {n_ops:.3g} DAG ops at once{where} needs about {need / 1e9:.1f} GB "
@@ -78,9 +83,8 @@ def check_record_fits(n_flows: int) -> None:
     """Refuse to start a simulation whose merge and results record (:data:`RECORD_BYTES_PER_FLOW` for each
     of its ``n_flows``) would not fit in the memory available now: the run would end after its simulation
     with nothing written."""
-    mem = available_bytes()
     need = int(n_flows) * RECORD_BYTES_PER_FLOW
-    if mem is None or need <= mem:
+    if (mem := _short_of(need)) is None:
         return
     raise CosimInputError("limits", f"the run's {n_flows:.3g} flows need about {need / 1e9:.1f} GB to merge and "
                           f"record ({RECORD_BYTES_PER_FLOW} B per flow) once simulated, {mem / 1e9:.1f} GB is "
@@ -93,9 +97,8 @@ def check_plan_fits(n_ops: float, field: str, fix: str, *, what: str = "flows",
     """Refuse a plan of about ``n_ops`` ops (a workload's flows counted before they are drawn, or ``what``
     else) whose ``bytes_per_op`` (:data:`PLAN_BYTES_PER_DAG_OP` unless said) exceed the memory available
     now; the error names ``field``."""
-    mem = available_bytes()
     need = float(n_ops) * bytes_per_op
-    if mem is None or need <= mem:
+    if (mem := _short_of(need)) is None:
         return
     raise CosimInputError(field, f"makes about {n_ops:.3g} {what}, and planning them needs about {need / 1e9:.3g} GB "
                           f"({bytes_per_op} B per op), {mem / 1e9:.1f} GB is available", fix)

@@ -93,6 +93,7 @@ def describe(exp, size: dict) -> dict:
     for g in sorted({g for colls, _, _ in traffic for g in colls}):
         add(_ring_successor(layout, g), *(np.array([c.get(g, (0.0, 0.0))[i] for c, _, _ in traffic])
                                           for i in (0, 1)))
+    call_chunks = int(np.concatenate([np.zeros(0), *chunks]).sum())  # a call's flows; a send's are FLOW ops
     for pk in sorted({pk for _, sends, _ in traffic for pk in sends}):
         add(layout.peer_of[:, pk].astype(np.int64),
             *(np.array([s.get(pk, (0.0, 0.0))[i] for _, s, _ in traffic]) for i in (0, 1)))
@@ -102,7 +103,7 @@ def describe(exp, size: dict) -> dict:
     hops = data_packet_hops_estimate(fabric, src, dst, nbytes, mtu)
     dag_ops = size["dag_ops_lower_bound"]
     flows = int(np.concatenate(chunks).sum())
-    sub_flows = flows if size["flow_blocks"] else 0  # BLOCK ops' flows: not DAG ops, but the engine holds each
+    sub_flows = call_chunks if size["flow_blocks"] else 0  # BLOCK ops' flows: not DAG ops, the engine holds each
     zones = int(fabric.params.get("zones", 1))
     ranks = mpi_ranks((dag_ops + sub_flows) * memory.ENGINE_BYTES_PER_DAG_OP, zones)
     one = hops * SECONDS_PER_DATA_PACKET_HOP
