@@ -484,14 +484,23 @@ def canonical_order(out: DagOutput) -> DagOutput:
     their order: a run simulated in independent parts (cosim.decompose.exact) merges into exactly these
     tables.
     """
-    order = np.lexsort((flow_keys(out.flow_op, out.flow_sub), np.rint(out.flow_start_ns * 1e3).astype(np.int64)))
+    order = flow_order(out.flow_op, out.flow_sub, out.flow_start_ns)
     net = out.network
-    net = dataclasses.replace(
-        net, finish_ns=net.finish_ns[order], delivered_bytes=net.delivered_bytes[order],
-        delivered_at_bytes=net.delivered_at_bytes[:, order],
-        logs={name: _in_key_order(log, info) for (name, log), info in zip(net.logs.items(), _infos_of(net.logs))})
+    net = dataclasses.replace(net, finish_ns=net.finish_ns[order], delivered_bytes=net.delivered_bytes[order],
+                              delivered_at_bytes=net.delivered_at_bytes[:, order], logs=logs_in_key_order(net.logs))
     return dataclasses.replace(out, flow_op=out.flow_op[order], flow_start_ns=out.flow_start_ns[order],
                                network=net, flow_sub=None if out.flow_sub is None else out.flow_sub[order])
+
+
+def flow_order(flow_op: np.ndarray, flow_sub: np.ndarray | None, flow_start_ns: np.ndarray) -> np.ndarray:
+    """The permutation putting flows in canonical order (:func:`canonical_order`): start time (ps), op, sub."""
+    start_ps = np.rint(flow_start_ns * 1e3).astype(np.int64)
+    return np.lexsort((flow_keys(flow_op, flow_sub), start_ps))
+
+
+def logs_in_key_order(logs: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, dict[str, np.ndarray]]:
+    """Every event log of a run with its rows in canonical order (:func:`canonical_order`)."""
+    return {name: _in_key_order(log, info) for (name, log), info in zip(logs.items(), _infos_of(logs))}
 
 
 def _infos_of(logs: Mapping[str, object]) -> list[EventLogInfo]:

@@ -7,9 +7,9 @@ Three phases hold memory in proportion to the run (measured in bench/README.md):
 - simulating (:data:`ENGINE_BYTES_PER_DAG_OP`): ns-3's DAG executor, its flows and packets — only the ops
   one simulation runs (a decomposed run's largest part, or every op of a whole run), a flow a BLOCK op
   starts counted as an op;
-- merging and recording (:data:`RECORD_BYTES_PER_FLOW`): the flows of every part put together, sorted, and
-  their table and per-transfer columns — every flow of the run, on top of the plan, after the engine has
-  given its memory back.
+- merging and recording (:data:`RECORD_BYTES_PER_FLOW`): the flows of every part put together and sorted,
+  their transfers, and the columns of their table computed a slice at a time (cosim.telemetry.FlowTable)
+  — every flow of the run, on top of the plan, after the engine has given its memory back.
 
 A run refused here gets a one-line input error before it starts the phase, never an out-of-memory kill
 in the middle of it.
@@ -27,10 +27,11 @@ PLAN_BYTES_PER_DAG_OP = 115
 #: memory the engine adds per simulated DAG op, bytes: a 256-GPU whole run (640 k ops, 60 k flows) rose
 #: 155 B per op while simulating, rounded up
 ENGINE_BYTES_PER_DAG_OP = 160
-#: memory the merge and the results record add per flow of the run, bytes: the Llama-3-405B iteration on
-#: 2,048 GPUs with calls across servers as BLOCK ops (`workload.flow_blocks = "on"`, fast-forward; 10.8 M
-#: flows) peaked 186 B per flow above its RSS before the merge, rounded up
-RECORD_BYTES_PER_FLOW = 200
+#: memory the merge, the results record and its writing add per flow of the run, bytes: the Llama-3-405B
+#: iteration on 2,048 GPUs with calls across servers as BLOCK ops (`workload.flow_blocks = "on"`,
+#: fast-forward; 10.8 M flows) peaked 109 B per flow above its RSS before the merge (126 B with tracemalloc,
+#: the ops and collectives tables and the slices in flight included), rounded up
+RECORD_BYTES_PER_FLOW = 130
 #: peak memory of planning a service per op of its step trace, bytes (the trace is built op by op in Python
 #: lists, then lowered): the shipped disaggregated-serving experiment's dry run peaked at 1.32 GB with 3,000
 #: requests (1.72 M ops per plan) and at 0.25 GB with 48, about 640 B per op, rounded up

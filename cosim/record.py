@@ -38,7 +38,7 @@ def record(plan, outcome) -> RunRecord:
     summary = telemetry.network_summary(fabric, net, tables, queue_sample_interval_ns=interval)
     parts: dict[str, list] = {}
     for p in plan.jobs:
-        rows = np.flatnonzero(flows["workload"] == p.index) if shared else np.arange(fop.size)
+        rows = np.flatnonzero(flows["workload"] == p.index) if shared else None
         own, mine = job_results(plan, p, out, rows, flows, int(dag.first_op[p.index]), outcome.states[p.index])
         if not shared:
             summary |= own
@@ -86,13 +86,16 @@ def record(plan, outcome) -> RunRecord:
 
 def kept_ops(ops: dict[str, np.ndarray], op_table: str) -> dict[str, np.ndarray]:
     """The rows of the ops table the results file stores (telemetry.op_table): every row, the rows of ops
-    that move bytes (not COMPUTE), or none (an empty table, which is not written). Applied to the finished
-    table only, so the summary, computed from every op, does not depend on it."""
+    that move bytes (not COMPUTE), or none (an empty table, which is not written). The summary does not
+    depend on it: a kind computes it from every op, or (training) builds only the kept rows and reads the
+    rows its summary needs apart."""
     if op_table == "all":
         return ops
     if op_table == "none":
         return {}
     keep = np.flatnonzero(np.asarray(ops["kind"]) != OpKind.COMPUTE)
+    if keep.size == np.asarray(ops["kind"]).size:  # a kind that built the kept rows only
+        return ops
     return {name: np.asarray(column)[keep] for name, column in ops.items()}
 
 
@@ -119,14 +122,15 @@ def placement_table(plan) -> dict[str, np.ndarray]:
 def _network_tables(fabric, out, dag) -> dict[str, dict[str, np.ndarray]]:
     """The network tables (cosim.telemetry) of engine output ``out`` of ``dag``: its flows are the DAG's FLOW
     ops (and BLOCK ops' FLOW subs) the engine started, in the order it reports them."""
-    src, dst, size = dag.flow_endpoints(out.flow_op, out.flow_sub)
-    return telemetry.network_tables(fabric, out.network, src=src, dst=dst, size_bytes=size,
-                                    start_ns=out.flow_start_ns)
+    fop, fsub = out.flow_op, out.flow_sub
+    endpoints = lambda lo, hi: dag.flow_endpoints(fop[lo:hi], None if fsub is None else fsub[lo:hi])  # noqa: E731
+    return telemetry.network_tables(fabric, out.network, start_ns=out.flow_start_ns, endpoints=endpoints)
 
 
 def job_results(plan, p, out, rows, flows, first_op, state) -> tuple[dict, dict]:
     """(summary, tables) of job ``p``: its kind's, from its rows of the outcome."""
-    return p.kind.results(p, out, rows, flows, first_op, fabric=plan.fabric, state=state, alone=len(plan.jobs) == 1)
+    return p.kind.results(p, out, rows, flows, first_op, fabric=plan.fabric, state=state, alone=len(plan.jobs) == 1,
+                          op_table=plan.experiment.telemetry.op_table)
 
 
 def _flow_summary(flows: dict, sim_time_ns: float) -> dict:
@@ -149,8 +153,7 @@ def _alone(plan, p, own: dict, alone) -> dict:
     fop = out.flow_op
     flows = _network_tables(plan.fabric, out, dag)["flows"]
     flows["transfer"] = np.arange(fop.size, dtype=np.int64)
-    rows = np.arange(fop.size)
-    summary = job_results(plan, p, out, rows, flows, int(dag.first_op[0]), p.state)[0]
+    summary = job_results(plan, p, out, None, flows, int(dag.first_op[0]), p.state)[0]
     summary = _flow_summary(flows, out.network.sim_time_ns) | summary
     key = "iteration_time_ns" if p.kind.ranked else "fct_mean_ns"
     value = summary.get(key)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import platform
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -121,19 +121,132 @@ def _add_weights(depths: np.ndarray, weights: np.ndarray, depth: np.ndarray, wei
     return d[starts], np.add.reduceat(w[order], starts)
 
 
-def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray,
-                   start_ns: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
-    """flows / queues / ports / pauses / latency (and stalls) tables of a SimulationOutput, as scenario.run
-    stores them (flows: src, dst node ids, size, start, finish, delivered, fct, ideal, slowdown)."""
+#: flows a run's flows table holds whole; a run with more gets a :class:`FlowTable`
+HELD_FLOW_ROWS = 1 << 22
+#: rows of a :class:`FlowTable` computed at a time
+FLOW_SLICE_ROWS = 1 << 22
+#: the flows table's columns and dtypes, in the order a run stores them (the run's kinds add ``transfer``
+#: and, with several jobs, ``workload``)
+FLOW_DTYPES = {"src": np.dtype(np.int32), "dst": np.dtype(np.int32), "size_bytes": np.dtype(np.int64),
+               "start_ns": np.dtype(np.float64), "finish_ns": np.dtype(np.float64),
+               "delivered_bytes": np.dtype(np.int64), "fct_ns": np.dtype(np.float64),
+               "ideal_ns": np.dtype(np.float64), "slowdown": np.dtype(np.float64)}
 
-    flows = {"src": np.asarray(src, np.int32), "dst": np.asarray(dst, np.int32),
-             "size_bytes": np.asarray(size_bytes, np.int64), "start_ns": np.asarray(start_ns, np.float64),
-             "finish_ns": out.finish_ns, "delivered_bytes": out.delivered_bytes,
-             "fct_ns": out.finish_ns - np.asarray(start_ns, np.float64)}
-    flows["ideal_ns"] = ideal_fct_ns(fabric, flows["src"], flows["dst"], flows["size_bytes"],
-                                     mtu_bytes=out.mtu_bytes, header_bytes=out.header_bytes)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        flows["slowdown"] = np.where(flows["ideal_ns"] > 0, flows["fct_ns"] / flows["ideal_ns"], np.nan)
+Endpoints = Callable[[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+class FlowTable(StreamedTable):
+    """The flows table of a run with too many flows to hold each column (a 16,384-GPU iteration starts
+    10^8 flows: nine columns of them are 8 GB).
+
+    ``start_ns``, ``finish_ns`` and ``delivered_bytes`` are the engine output's own arrays; ``src``, ``dst``
+    and ``size_bytes`` come from the DAG (``endpoints(lo, hi)``: those of rows lo:hi), ``fct_ns``,
+    ``ideal_ns`` and ``slowdown`` from them, a slice of rows at a time, when a reader asks: the results
+    writer streams every column, ``table[name]`` builds one whole, :meth:`column` gives rows lo:hi of one.
+    The values are those :func:`network_tables` holds, bit for bit. A column set on the table
+    (``transfer``, ``workload``) is held. It pickles as its columns whole.
+    """
+
+    def __init__(self, fabric, out, *, endpoints: Endpoints, start_ns: np.ndarray):
+        self._fabric, self._mtu, self._header = fabric, out.mtu_bytes, out.header_bytes
+        self._endpoints = endpoints
+        self._held = {"start_ns": np.asarray(start_ns, np.float64), "finish_ns": out.finish_ns,
+                      "delivered_bytes": out.delivered_bytes}
+        super().__init__(self._held["start_ns"].size, FLOW_DTYPES, self._produce)
+
+    def _slice(self, lo: int, hi: int, names) -> dict[str, np.ndarray]:
+        """Columns ``names`` of rows lo:hi, each computed once from what it needs."""
+        cols: dict[str, np.ndarray] = {}
+        return {name: self._value(name, lo, hi, cols) for name in names}
+
+    def _value(self, name: str, lo: int, hi: int, cols: dict) -> np.ndarray:
+        """Column ``name`` of rows lo:hi, kept in ``cols`` with the columns computed for it."""
+        if name in cols:
+            return cols[name]
+        get = lambda other: self._value(other, lo, hi, cols)  # noqa: E731
+        if name in self._held:
+            value = self._held[name][lo:hi]
+        elif name in ("src", "dst", "size_bytes"):
+            cols["src"], cols["dst"], cols["size_bytes"] = self._endpoints(lo, hi)
+            return cols[name]
+        elif name == "fct_ns":
+            value = get("finish_ns") - get("start_ns")
+        elif name == "ideal_ns":
+            value = ideal_fct_ns(self._fabric, get("src"), get("dst"), get("size_bytes"), mtu_bytes=self._mtu,
+                                 header_bytes=self._header)
+        else:  # slowdown
+            value = _slowdown(get("fct_ns"), get("ideal_ns"))
+        cols[name] = value
+        return value
+
+    def _produce(self):
+        for lo in range(0, self.rows, FLOW_SLICE_ROWS):
+            yield self._slice(lo, min(lo + FLOW_SLICE_ROWS, self.rows), tuple(self.dtypes))
+
+    def column(self, name: str, lo: int, hi: int) -> np.ndarray:
+        """Rows lo:hi of column ``name``."""
+        return self._slice(lo, min(hi, self.rows), (name,))[name]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in self._held:
+            return self._held[name]
+        if name not in self.dtypes:
+            raise KeyError(name)
+        column = np.empty(self.rows, self.dtypes[name])
+        for lo in range(0, self.rows, FLOW_SLICE_ROWS):
+            hi = min(lo + FLOW_SLICE_ROWS, self.rows)
+            column[lo:hi] = self._slice(lo, hi, (name,))[name]
+        return column
+
+    def __setitem__(self, name: str, values: np.ndarray) -> None:
+        values = np.asarray(values)
+        assert values.shape == (self.rows,), f"column {name!r} is not one value per flow"
+        self._held[name] = values
+        self.dtypes[name] = values.dtype
+
+    def __reduce__(self):
+        return dict, (self.materialize(),)
+
+
+def _finite_values(flows: Mapping[str, np.ndarray], name: str) -> np.ndarray:
+    """The finite values of column ``name`` of a flows table, in row order, read a slice at a time (a
+    :class:`FlowTable` computes one slice of the column at a time)."""
+    parts = []
+    for lo in range(0, table_rows(flows), FLOW_SLICE_ROWS):
+        x = np.asarray(flow_column(flows, name, lo, lo + FLOW_SLICE_ROWS), np.float64)
+        parts.append(x[np.isfinite(x)])
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def flow_column(flows: Mapping[str, np.ndarray], name: str, lo: int, hi: int) -> np.ndarray:
+    """Rows lo:hi of column ``name`` of a flows table (a :class:`FlowTable` computes only those)."""
+    if isinstance(flows, FlowTable):
+        return flows.column(name, lo, hi)
+    return np.asarray(flows[name])[lo:hi]
+
+
+def network_tables(fabric, out, *, src: np.ndarray | None = None, dst: np.ndarray | None = None,
+                   size_bytes: np.ndarray | None = None, start_ns: np.ndarray,
+                   endpoints: Endpoints | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """flows / queues / ports / pauses / latency (and stalls) tables of a SimulationOutput, as scenario.run
+    stores them (flows: src, dst node ids, size, start, finish, delivered, fct, ideal, slowdown).
+
+    The flows' ends and sizes are given as ``src``, ``dst``, ``size_bytes``, or as ``endpoints(lo, hi)``
+    computing those of rows lo:hi: then a run of more than :data:`HELD_FLOW_ROWS` flows gets a
+    :class:`FlowTable`, computing its columns when they are read."""
+    n = int(np.asarray(start_ns).size)
+    if endpoints is not None and n > HELD_FLOW_ROWS:
+        flows = FlowTable(fabric, out, endpoints=endpoints, start_ns=start_ns)
+    else:
+        if endpoints is not None:
+            src, dst, size_bytes = endpoints(0, n)
+        flows = {"src": np.asarray(src, np.int32), "dst": np.asarray(dst, np.int32),
+                 "size_bytes": np.asarray(size_bytes, np.int64), "start_ns": np.asarray(start_ns, np.float64),
+                 "finish_ns": out.finish_ns, "delivered_bytes": out.delivered_bytes,
+                 "fct_ns": out.finish_ns - np.asarray(start_ns, np.float64)}
+        flows["ideal_ns"] = ideal_fct_ns(fabric, flows["src"], flows["dst"], flows["size_bytes"],
+                                         mtu_bytes=out.mtu_bytes, header_bytes=out.header_bytes)
+        flows["slowdown"] = _slowdown(flows["fct_ns"], flows["ideal_ns"])
     tables = {
         "flows": flows,
         "queues": out.queues if isinstance(out.queues, StreamedTable) else dict(out.queues),
@@ -144,6 +257,12 @@ def network_tables(fabric, out, *, src: np.ndarray, dst: np.ndarray, size_bytes:
     # every other event log (credit stalls, PFC watchdog actions, ...) is a table of its name when it has rows
     tables |= {name: dict(log) for name, log in out.logs.items() if name not in tables and log["time_ns"].size}
     return tables
+
+
+def _slowdown(fct_ns: np.ndarray, ideal_ns: np.ndarray) -> np.ndarray:
+    """FCT over ideal FCT (nan where the ideal is 0: an empty flow)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ideal_ns > 0, fct_ns / ideal_ns, np.nan)
 
 
 def network_summary(fabric, out, tables: Mapping[str, Mapping[str, np.ndarray]], *,
@@ -203,33 +322,30 @@ def latency_percentiles(low_ns: np.ndarray, count: np.ndarray) -> dict:
 def summarize(flows: Mapping[str, np.ndarray], queues: Mapping[str, np.ndarray],
               ports: Mapping[str, np.ndarray], *, sim_time_ns: float) -> dict:
     """Scalar summary of a run (units in the key names)."""
-    fct = np.asarray(flows["fct_ns"], dtype=np.float64)
-    done = np.isfinite(fct)
-    size = np.asarray(flows["size_bytes"])
+    fct = _finite_values(flows, "fct_ns")  # of the flows that finished
     delivered = int(np.asarray(flows["delivered_bytes"]).sum())
     summary = {
-        "flows": int(fct.size),
-        "flows_completed": int(done.sum()),
-        "payload_bytes": int(size.sum()),
+        "flows": table_rows(flows),
+        "flows_completed": int(fct.size),
+        "payload_bytes": int(np.asarray(flows["size_bytes"]).sum()),
         "delivered_bytes": delivered,
         "sim_time_ns": float(sim_time_ns),
         "drops": int(np.asarray(ports["drops"]).sum()) if len(ports) else 0,
         "max_queue_bytes": int(np.asarray(ports["peak_queue_bytes"]).max()) if len(ports) and ports["peak_queue_bytes"].size else 0,
     }
-    if done.any():
-        f = fct[done]
+    if fct.size:
         summary |= {
-            "fct_p50_ns": float(np.percentile(f, 50)),
-            "fct_p99_ns": float(np.percentile(f, 99)),
-            "fct_max_ns": float(f.max()),
+            "fct_p50_ns": float(np.percentile(fct, 50)),
+            "fct_p99_ns": float(np.percentile(fct, 99)),
+            "fct_max_ns": float(fct.max()),
         }
+        del fct
         last = float(np.nanmax(np.asarray(flows["finish_ns"], dtype=np.float64)))
         first = float(np.min(np.asarray(flows["start_ns"])))
         if last > first:
             summary["goodput_gbps"] = delivered * 8 / (last - first)
         if "slowdown" in flows:
-            slow = np.asarray(flows["slowdown"], dtype=np.float64)[done]
-            slow = slow[np.isfinite(slow)]
+            slow = _finite_values(flows, "slowdown")  # finite only where the flow finished
             if slow.size:
                 summary |= {f"fct_slowdown_{name}": float(np.percentile(slow, q))
                             for name, q in (("p50", 50), ("p99", 99), ("p999", 99.9))}

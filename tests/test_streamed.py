@@ -70,3 +70,40 @@ def test_a_streamed_table_checks_its_rows():
     assert [s["b"].size for s in table_slices(t, 1)] == [3, 2]
     with pytest.raises(AssertionError, match="announced"):
         StreamedTable(4, {"a": np.int32, "b": np.float64}, lambda: iter(parts)).materialize()
+
+
+@pytest.mark.parametrize("case", ["rails-blocks", "multi-job"])
+def test_a_large_runs_flow_table_holds_what_the_whole_table_holds(case, engine_ns, monkeypatch, tmp_path):
+    """Above telemetry.HELD_FLOW_ROWS flows the record's flows table is a FlowTable computing its columns a
+    slice of rows at a time (here 50): the folded four-rail training with its data-parallel calls as BLOCK
+    ops, and two jobs beside an incast (a workload column, each job's rows of the transfer column). Its
+    summary, every table and the file written from it equal those of the same run holding every column; a
+    pickled FlowTable arrives as those columns."""
+    import pickle  # noqa: PLC0415
+
+    from test_decompose_run import MULTI_JOB, SIMULATOR_COST  # noqa: PLC0415
+
+    doc, over = ({}, {**RAILS, "workload.flow_blocks": "on"}) if case == "rails-blocks" else (MULTI_JOB, {})
+    held = run(experiments_of(doc, over)[0])
+    monkeypatch.setattr(telemetry, "HELD_FLOW_ROWS", 0)
+    monkeypatch.setattr(telemetry, "FLOW_SLICE_ROWS", 50)
+    lazy = run(experiments_of(doc, over)[0])
+    flows = lazy.flows
+    assert isinstance(flows, telemetry.FlowTable) and not isinstance(held.flows, StreamedTable)
+    assert flows.rows > 100 and list(flows) == list(held.flows)
+    for name, column in held.flows.items():
+        assert flows[name].dtype == column.dtype, name
+        assert np.array_equal(flows[name], column, equal_nan=column.dtype.kind == "f"), name
+    assert ({k: v for k, v in lazy.summary.items() if k not in SIMULATOR_COST}
+            == {k: v for k, v in held.summary.items() if k not in SIMULATOR_COST})
+    lazy_file, held_file = tmp_path / "lazy.h5", tmp_path / "held.h5"
+    write_results(lazy_file, [lazy])
+    write_results(held_file, [dataclasses.replace(lazy, flows=held.flows)])
+    a, b = _datasets(lazy_file), _datasets(held_file)
+    assert a.keys() == b.keys()
+    for name in a:
+        (x, *layout_a), (y, *layout_b) = a[name], b[name]
+        assert layout_a == layout_b and np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+    unpickled = pickle.loads(pickle.dumps(flows))
+    assert type(unpickled) is dict and unpickled.keys() == held.flows.keys()
+    assert all(np.array_equal(unpickled[k], v, equal_nan=v.dtype.kind == "f") for k, v in held.flows.items())

@@ -123,3 +123,27 @@ def test_flop_rates_are_left_out_for_a_trace_without_a_model(engine_ns):
     s = run_experiment(exp, trace=tr).summary
     assert s["status"] == "complete"
     assert not {"mfu", "model_flop_per_s_per_gpu", "megatron_flop_per_s_per_gpu"} & set(s)
+
+
+def test_a_block_ops_flows_share_a_transfer_per_gpu_pair(engine_ns):
+    """With the data-parallel calls as BLOCK ops of flows, every flow of a BLOCK op between two GPUs belongs
+    to the transfer of the first such flow (the lowest sub of that op between them), in a real run of the
+    four-rail training: the record's transfer column against that rule spelt out flow by flow."""
+    from test_decompose_run import RAILS  # noqa: PLC0415
+
+    from cosim.plan import compile as compile_plan  # noqa: PLC0415
+    from cosim.record import record  # noqa: PLC0415
+    from cosim.run import execute, experiments_of  # noqa: PLC0415
+
+    plan = compile_plan(experiments_of({}, {**RAILS, "workload.flow_blocks": "on"})[0])
+    outcome = execute(plan)
+    transfer = record(plan, outcome).flows["transfer"]
+    fop, fsub = outcome.out.flow_op, outcome.out.flow_sub
+    src, dst, _ = plan.dag.flow_endpoints(fop, fsub)
+    first: dict = {}
+    for row in np.flatnonzero(fsub >= 0)[np.argsort(fsub[fsub >= 0], kind="stable")]:
+        first.setdefault((int(fop[row]), int(src[row]), int(dst[row])), int(row))
+    sub = np.flatnonzero(fsub >= 0)
+    assert sub.size > 1000 and len(first) < sub.size
+    expected = [first[int(fop[r]), int(src[r]), int(dst[r])] for r in sub]
+    assert np.array_equal(transfer[sub], expected)

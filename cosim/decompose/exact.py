@@ -914,6 +914,7 @@ def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutp
         if o.flow_sub is not None and plain.size < o.flow_op.size:
             flow_rows.append((i, *_block_flow_rows(o, np.flatnonzero((d.op_piece == i) & (kind == DagOpKind.BLOCK)),
                                                    src_local, d.pieces[i].ops.size)))
+    del plain, row_of, ops, rows, ok
     flow_op = np.concatenate([ops for _, ops, _ in flow_rows])
     pick = lambda f: np.concatenate([f(outs[i])[rows] for i, _, rows in flow_rows])  # noqa: E731
     flow_sub = None if all(o.flow_sub is None for o in outs) else np.concatenate(
@@ -922,12 +923,20 @@ def merge(fabric, columns: dict, d: Decomposition, outs: list) -> engine.DagOutp
     flow_start = pick(lambda o: o.flow_start_ns)
     finish = pick(lambda o: o.network.finish_ns)
     delivered = pick(lambda o: o.network.delivered_bytes)
+    del flow_rows
+    # canonical order (engine.canonical_order) in place: the columns are this merge's own, and a fold's 10^8
+    # flows would otherwise be held twice
+    order = engine.flow_order(flow_op, flow_sub, flow_start)
+    for column in (flow_op, flow_sub, flow_start, finish, delivered):
+        if column is not None:
+            column[:] = column[order]
+    del order
     net = _merge_network(fabric, d, outs, finish, delivered)
+    net = dataclasses.replace(net, logs=engine.logs_in_key_order(net.logs))
     # a folded run copies on its part-0 GPUs only; an independent piece's copies stand for each of its copies
     subs = sum(o.subs_finished * p.copies for o, p in zip(outs, d.pieces))
-    return engine.canonical_order(engine.DagOutput(op_start_ns=op_start, op_finish_ns=op_finish, flow_op=flow_op,
-                                                   flow_start_ns=flow_start, network=net, subs_finished=subs,
-                                                   flow_sub=flow_sub))
+    return engine.DagOutput(op_start_ns=op_start, op_finish_ns=op_finish, flow_op=flow_op, flow_start_ns=flow_start,
+                            network=net, subs_finished=subs, flow_sub=flow_sub)
 
 
 def _block_flow_rows(o, ops: np.ndarray, src_local: np.ndarray, n_local: int) -> tuple[np.ndarray, np.ndarray]:

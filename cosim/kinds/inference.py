@@ -471,11 +471,11 @@ class InferenceKind(WorkloadKind):
         return out, Serving(plan=p, schedule=sched, steps=steps, dag=dag, measured=m, passes=passes,
                             converged=converged, wall_time_s=wall), Piece.of_flow_dag(dag, jp.hosts)
 
-    def results(self, jp, out, rows, flows, first_op, *, fabric, state, alone):
+    def results(self, jp, out, rows, flows, first_op, *, fabric, state, alone, op_table="all"):
         w, s = jp.job.work, state
         lo, hi = first_op, first_op + s.dag.n_ops
         tables = {"collectives": training_tables(s.steps.trace, s.dag, out.op_start_ns[lo:hi],
-                                                 out.op_finish_ns[lo:hi])["collectives"],
+                                                 out.op_finish_ns[lo:hi], np.zeros(0, np.int64))["collectives"],
                   "requests": requests_table(s.plan, s.schedule, s.steps, s.measured)}
         summary = collectives.summary_entries(collectives.collective_stats(tables["collectives"], first_iteration=0))
         summary |= request_summary(tables["requests"], ttft_slo_ms=w.ttft_slo_ms, tpot_slo_ms=w.tpot_slo_ms)

@@ -62,7 +62,7 @@ import numpy as np
 from cosim import engine, memory
 from cosim.arrays import unique_inverse
 from cosim.collectives import DagOpKind, lower, repeat
-from cosim.collectives.dag import flow_keys
+from cosim.collectives.dag import index_dtype
 from cosim.collectives.calibration import executor_attributes, nvlink_model
 from cosim.collectives.tuning import TuningModel
 from cosim.errors import CosimInputError
@@ -70,6 +70,7 @@ from cosim.kinds import time_limit
 from cosim.kinds.base import LowerContext, Piece, WorkloadKind, register
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.transport import run_attributes
+from cosim.telemetry import flow_column
 from cosim.results import collectives, exposure
 from cosim.values import Int
 from cosim.workload.trace import OpKind, Trace, read_trace
@@ -112,6 +113,8 @@ def checked_trace(trace, source: str):
 
 #: most DAG ops a training run may lower to (op ids are int32 throughout)
 MAX_DAG_OPS = 500_000_000
+#: flows whose transfer roots are found at a time (transfer_rows)
+TRANSFER_SLICE_FLOWS = 1 << 22
 #: most NICs a training fabric may have (a trace's n_ranks beyond this is damage, not a workload)
 MAX_HOSTS = 1 << 17
 
@@ -195,23 +198,45 @@ def _earliest(times_ns: np.ndarray) -> float:
     return t if np.isfinite(t) else float("nan")
 
 
-def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
-    """ops / collectives / iterations tables (definitions in the module docstring)."""
+def ops_table(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarray,
+              trace_ops: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The ops table (module docstring) of the rows of ``trace_ops`` (trace op indices, increasing; None: every
+    op) in every iteration."""
     k, n = dag.n_iterations, trace.n_ops
-    tile = lambda a: np.tile(a, k)  # noqa: E731
-    ops = {
-        "iteration": np.repeat(np.arange(k, dtype=np.int32), n),
-        "trace_op": tile(np.arange(n, dtype=np.int64)),
+    r = np.arange(n, dtype=np.int64) if trace_ops is None else np.asarray(trace_ops, np.int64)
+    tile = lambda a: np.tile(a if trace_ops is None else a[r], k)  # noqa: E731
+    at = None if trace_ops is None else (np.arange(k, dtype=np.int64)[:, None] * n + r).reshape(-1)
+    of = lambda dag_ops: dag_ops if at is None else dag_ops[at]  # noqa: E731
+    return {
+        "iteration": np.repeat(np.arange(k, dtype=np.int32), r.size),
+        "trace_op": np.tile(r, k),
         "rank": tile(trace.rank),
         "kind": tile(trace.kind),
         "phase": tile(trace.phase),
         "coll_id": tile(trace.coll_id),
-        "start_ns": op_start_ns[dag.trace_start],
-        "finish_ns": op_finish_ns[dag.trace_done],
+        "start_ns": op_start_ns[of(dag.trace_start)],
+        "finish_ns": op_finish_ns[of(dag.trace_done)],
         "group_kind": tile(trace.op_group_kind()),
         "medium": tile(exposure.op_media(trace.kind, trace.rank, trace.group, trace.peer, trace.group_ptr,
                                          trace.group_ranks, dag.gpus_per_server)),
     }
+
+
+def kept_trace_ops(trace, op_table: str) -> np.ndarray | None:
+    """The trace ops whose rows the ops table stores (telemetry.op_table; None: every op)."""
+    if op_table == "all":
+        return None
+    if op_table == "none":
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(trace.kind != OpKind.COMPUTE)
+
+
+def training_tables(trace, dag, op_start_ns: np.ndarray, op_finish_ns: np.ndarray,
+                    trace_ops: np.ndarray | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """ops / collectives / iterations tables (definitions in the module docstring); the ops table of the
+    rows of ``trace_ops`` (ops_table)."""
+    k = dag.n_iterations
+    ops = ops_table(trace, dag, op_start_ns, op_finish_ns, trace_ops)
     colls = {
         "iteration": dag.coll_iteration.copy(),
         "coll_id": dag.coll_trace_id.copy(),
@@ -288,19 +313,34 @@ def transfer_roots(dag) -> np.ndarray:
 def transfer_slowdowns(flows: Mapping[str, np.ndarray], row_root: np.ndarray, ideal_ns_of) -> np.ndarray:
     """Slowdown of every transfer: (last chunk's finish − first chunk's start) / ideal FCT of its bytes.
 
-    ``row_root`` gives each flow row the row of its transfer's first chunk; ``ideal_ns_of(src, dst,
-    size_bytes)`` is the ideal FCT of a lone flow (cosim.network.ideal)."""
-    _, tid = unique_inverse(row_root, below=row_root.size)
-    k = int(tid.max()) + 1 if tid.size else 0
+    ``row_root`` gives each flow row the row of its transfer's first chunk (−1: that one never started;
+    those flows make one transfer); ``ideal_ns_of(src, dst, size_bytes)`` is the ideal FCT of a lone flow
+    (cosim.network.ideal). Transfers in the order of their roots; the flows are read a slice at a time."""
+    n = row_root.size
+    # the transfers' distinct values, in order: −1 if some flow's root never started, then the roots
+    seen = np.zeros(n, bool)
+    unstarted = False
+    for lo in range(0, n, TRANSFER_SLICE_FLOWS):
+        part = row_root[lo:lo + TRANSFER_SLICE_FLOWS]
+        seen[part[part >= 0]] = True
+        unstarted = unstarted or bool((part < 0).any())
+    roots = np.flatnonzero(seen)
+    del seen
+    if unstarted:
+        roots = np.concatenate([[-1], roots])
+    k = roots.size
     start = np.full(k, np.inf)
     finish = np.full(k, -np.inf)
     size = np.zeros(k, np.int64)
-    with np.errstate(invalid="ignore"):  # an unfinished chunk (nan) leaves its transfer unfinished (nan)
-        np.minimum.at(start, tid, np.asarray(flows["start_ns"], np.float64))
-        np.maximum.at(finish, tid, np.asarray(flows["finish_ns"], np.float64))
-    np.add.at(size, tid, np.asarray(flows["size_bytes"], np.int64))
-    first = np.zeros(k, np.int64)
-    first[tid[::-1]] = np.arange(tid.size)[::-1]
+    first = np.full(k, n, np.int64)
+    for lo in range(0, n, TRANSFER_SLICE_FLOWS):
+        hi = min(lo + TRANSFER_SLICE_FLOWS, n)
+        tid = np.searchsorted(roots, row_root[lo:hi])
+        with np.errstate(invalid="ignore"):  # an unfinished chunk (nan) leaves its transfer unfinished (nan)
+            np.minimum.at(start, tid, np.asarray(flow_column(flows, "start_ns", lo, hi), np.float64))
+            np.maximum.at(finish, tid, np.asarray(flow_column(flows, "finish_ns", lo, hi), np.float64))
+        np.add.at(size, tid, np.asarray(flow_column(flows, "size_bytes", lo, hi), np.int64))
+        np.minimum.at(first, tid, np.arange(lo, hi, dtype=np.int64))
     ideal = ideal_ns_of(np.asarray(flows["src"])[first], np.asarray(flows["dst"])[first], size)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(ideal > 0, (finish - start) / ideal, np.nan)
@@ -380,20 +420,30 @@ def transfer_rows(dag, fop: np.ndarray, fsub: np.ndarray | None) -> np.ndarray:
     del row_of_op  # op-sized: not kept through the slowdowns
     if fsub is None or plain.size == fop.size:
         return rows
-    sub = np.flatnonzero(fsub >= 0)
+    # every flow sub of a BLOCK op has a slot (the op's first slot plus the sub's place among its template's
+    # flow subs) holding the row of its flow: a flow's root is then its root sub's slot, found a slice of
+    # flows at a time without sorting
     t = dag.blocks
-    op, op_sub = fop[sub], fsub[sub]
-    root_sub = _sub_roots(t)[t.ptr[dag.block_tmpl[np.searchsorted(dag.block_op, op)]] + op_sub]
-    key = flow_keys(op, op_sub)
-    root = flow_keys(op, root_sub)
-    del op, op_sub, root_sub  # flow-sized: a 16,384-GPU run has 10^8 flows
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    at = np.searchsorted(key, root)
-    np.minimum(at, sub.size - 1, out=at)
-    found = key[at] == root
-    del key, root
-    rows[sub] = np.where(found, sub[order[at]], -1)
+    of_sub = t.template_of_sub()
+    is_flow = t.kind == DagOpKind.FLOW
+    before = np.zeros(is_flow.size + 1, np.int64)  # flow subs before each sub
+    np.cumsum(is_flow, out=before[1:])
+    place = before[:-1] - before[t.ptr[:-1]][of_sub]
+    first_slot = np.zeros(dag.block_op.size + 1, np.int64)
+    np.cumsum(t.flow_counts()[dag.block_tmpl], out=first_slot[1:])
+    root = _sub_roots(t) + t.ptr[of_sub]  # every sub's root sub, as an index into the subs
+    del before, of_sub
+    slot_row = np.full(int(first_slot[-1]), -1, index_dtype(fop.size))
+    for fill in (True, False):
+        for lo in range(0, fop.size, TRANSFER_SLICE_FLOWS):
+            sub = np.flatnonzero(fsub[lo:lo + TRANSFER_SLICE_FLOWS] >= 0) + lo
+            block = np.searchsorted(dag.block_op, fop[sub])
+            g = t.ptr[dag.block_tmpl[block]] + fsub[sub]
+            if fill:
+                slot_row[first_slot[block] + place[g]] = sub
+            else:
+                r = root[g]
+                rows[sub] = np.where(is_flow[r], slot_row[first_slot[block] + place[r]], -1)
     return rows
 
 
@@ -491,10 +541,12 @@ class TrainingKind(WorkloadKind):
     def executor_attributes(self, jp):
         return executor_attributes(jp.state[0].spec_dict().get("hardware"))
 
-    def results(self, jp, out, rows, flows, first_op, *, fabric, state, alone):
+    def results(self, jp, out, rows, flows, first_op, *, fabric, state, alone, op_table="all"):
         trace, dag = state
         lo, hi = first_op, first_op + dag.n_ops
-        tables = training_tables(trace, dag, out.op_start_ns[lo:hi], out.op_finish_ns[lo:hi])
+        kept = kept_trace_ops(trace, op_table)
+        start_ns, finish_ns = out.op_start_ns[lo:hi], out.op_finish_ns[lo:hi]
+        tables = training_tables(trace, dag, start_ns, finish_ns, kept)
         compute = tables.pop("_compute_time_ns")
         busiest = tables.pop("_busiest_rank")
         its = tables["iterations"]
@@ -503,18 +555,24 @@ class TrainingKind(WorkloadKind):
             its["time_ns"][0] -= start
             its["exposed_comm_ns"][0] = max(its["time_ns"][0] - compute, 0.0)
         summary = training_summary(tables, compute)
-        summary |= exposure.exposure_entries(tables["ops"], its, busiest, job_start_ns=start)
-        summary |= exposure.p2p_entries(tables["ops"], np.tile(trace.bytes, dag.n_iterations),
+        # the summary reads the busiest rank's ops and every send: a run that stores fewer rows (a large
+        # run's compute ops are most of them) reads those rows only
+        read = None if kept is None else np.flatnonzero((trace.rank == busiest) | (trace.kind == OpKind.SEND))
+        ops = tables["ops"] if kept is None else ops_table(trace, dag, start_ns, finish_ns, read)
+        summary |= exposure.exposure_entries(ops, its, busiest, job_start_ns=start,
+                                             group_kinds=None if kept is None else trace.op_group_kind())
+        summary |= exposure.p2p_entries(ops, np.tile(trace.bytes if read is None else trace.bytes[read],
+                                                     dag.n_iterations),
                                         first_iteration=1 if its["time_ns"].size > 1 else 0)
-        every = rows.size == out.flow_op.size  # one job's rows are every flow, in order: no copy
-        mine = {k: x if every else np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
-        fop = out.flow_op if every else out.flow_op[rows]
-        fsub = out.flow_sub if every or out.flow_sub is None else out.flow_sub[rows]
-        summary |= transfer_summary(fabric, out.network, dag, fop - lo if lo else fop, mine, fsub)
-        del fop, fsub
-        if "transfer" in mine and "transfer" not in flows:  # the run's only job: its transfers are the column
-            flows["transfer"] = mine["transfer"]
-        elif "transfer" in mine:  # the job's rows of the run's column, in the run's row numbers
+        del ops, read
+        if rows is None:  # every flow of the run, in order: its transfers are the column
+            fop = out.flow_op - lo if lo else out.flow_op
+            summary |= transfer_summary(fabric, out.network, dag, fop, flows, out.flow_sub)
+        else:
+            mine = {k: np.asarray(x)[rows] for k, x in flows.items() if k != "transfer"}
+            fsub = None if out.flow_sub is None else out.flow_sub[rows]
+            summary |= transfer_summary(fabric, out.network, dag, out.flow_op[rows] - lo, mine, fsub)
+            # the job's rows of the run's column, in the run's row numbers
             flows["transfer"][rows] = np.where(mine["transfer"] >= 0, rows[mine["transfer"]], -1)
         summary |= throughput_entries(trace.spec_dict(), summary["iteration_time_ns"], trace.n_ranks)
         summary |= {"n_ranks": trace.n_ranks, "n_ops": trace.n_ops}

@@ -132,10 +132,11 @@ def scaled_to(raw: np.ndarray, exposed_ns: np.ndarray) -> np.ndarray:
 
 
 def exposure_entries(ops: Mapping[str, np.ndarray], iterations: Mapping[str, np.ndarray], busiest_rank: int,
-                     job_start_ns: float = 0.0) -> dict:
+                     job_start_ns: float = 0.0, group_kinds: np.ndarray | None = None) -> dict:
     """Summary keys ``exposed_comm_<dim>_ns`` (every dimension the run's ops have), ``exposed_comm_nvlink_ns``,
     ``exposed_comm_fabric_ns`` and ``exposed_comm_other_ranks_ns`` (module docstring); empty without the ops
-    columns group_kind and medium."""
+    columns group_kind and medium. ``ops`` holds at least the busiest rank's rows; ``group_kinds``: those of
+    every op of the run, when ``ops`` holds fewer."""
     if "group_kind" not in ops or "medium" not in ops:
         return {}
     finish = np.asarray(iterations["finish_ns"], np.float64)
@@ -143,7 +144,8 @@ def exposure_entries(ops: Mapping[str, np.ndarray], iterations: Mapping[str, np.
     if not finish.size:
         return {}
     gk = np.asarray(ops["group_kind"], np.int64)
-    dims = [int(g) for g in np.unique(gk) if int(g) in GROUP_KIND_NAMES]
+    every = gk if group_kinds is None else np.asarray(group_kinds)
+    dims = [int(g) for g in np.unique(every) if int(g) in GROUP_KIND_NAMES]
     mine = np.asarray(ops["rank"]) == busiest_rank
     kind = np.asarray(ops["kind"])[mine]
     comm = kind != _COMPUTE
