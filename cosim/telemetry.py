@@ -198,6 +198,11 @@ class FlowTable(StreamedTable):
             column[lo:hi] = self._slice(lo, hi, (name,))[name]
         return column
 
+    def whole(self) -> dict[str, np.ndarray]:
+        """Every column computed once and held: the table of a run small enough to hold it."""
+        return {name: np.asarray(column, self.dtypes[name])
+                for name, column in self._slice(0, self.rows, tuple(self.dtypes)).items()}
+
     def __setitem__(self, name: str, values: np.ndarray) -> None:
         values = np.asarray(values)
         assert values.shape == (self.rows,), f"column {name!r} is not one value per flow"
@@ -232,21 +237,14 @@ def network_tables(fabric, out, *, src: np.ndarray | None = None, dst: np.ndarra
     stores them (flows: src, dst node ids, size, start, finish, delivered, fct, ideal, slowdown).
 
     The flows' ends and sizes are given as ``src``, ``dst``, ``size_bytes``, or as ``endpoints(lo, hi)``
-    computing those of rows lo:hi: then a run of more than :data:`HELD_FLOW_ROWS` flows gets a
-    :class:`FlowTable`, computing its columns when they are read."""
-    n = int(np.asarray(start_ns).size)
-    if endpoints is not None and n > HELD_FLOW_ROWS:
-        flows = FlowTable(fabric, out, endpoints=endpoints, start_ns=start_ns)
-    else:
-        if endpoints is not None:
-            src, dst, size_bytes = endpoints(0, n)
-        flows = {"src": np.asarray(src, np.int32), "dst": np.asarray(dst, np.int32),
-                 "size_bytes": np.asarray(size_bytes, np.int64), "start_ns": np.asarray(start_ns, np.float64),
-                 "finish_ns": out.finish_ns, "delivered_bytes": out.delivered_bytes,
-                 "fct_ns": out.finish_ns - np.asarray(start_ns, np.float64)}
-        flows["ideal_ns"] = ideal_fct_ns(fabric, flows["src"], flows["dst"], flows["size_bytes"],
-                                         mtu_bytes=out.mtu_bytes, header_bytes=out.header_bytes)
-        flows["slowdown"] = _slowdown(flows["fct_ns"], flows["ideal_ns"])
+    computing those of rows lo:hi. A run of more than :data:`HELD_FLOW_ROWS` flows gets a :class:`FlowTable`,
+    computing its columns when they are read; a smaller one the same columns held."""
+    if endpoints is None:
+        src, dst, size_bytes = (np.asarray(x) for x in (src, dst, size_bytes))
+        endpoints = lambda lo, hi: (src[lo:hi], dst[lo:hi], size_bytes[lo:hi])  # noqa: E731
+    flows = FlowTable(fabric, out, endpoints=endpoints, start_ns=start_ns)
+    if flows.rows <= HELD_FLOW_ROWS:
+        flows = flows.whole()
     tables = {
         "flows": flows,
         "queues": out.queues if isinstance(out.queues, StreamedTable) else dict(out.queues),
