@@ -7,7 +7,7 @@ Three phases hold memory in proportion to the run (measured in bench/README.md):
 - simulating (:data:`ENGINE_BYTES_PER_DAG_OP`): ns-3's DAG executor, its flows and packets — only the ops
   one simulation runs (a decomposed run's largest part, or every op of a whole run), a flow a BLOCK op
   starts counted as an op;
-- merging and recording (:data:`RECORD_BYTES_PER_FLOW`): the flows of every part put together and sorted,
+- merging and recording (:func:`record_bytes`): the flows of every part put together and sorted,
   their transfers, and the columns of their table computed a slice at a time (cosim.telemetry.FlowTable)
   — every flow of the run, on top of the plan, after the engine has given its memory back.
 
@@ -27,11 +27,15 @@ PLAN_BYTES_PER_DAG_OP = 115
 #: memory the engine adds per simulated DAG op, bytes: a 256-GPU whole run (640 k ops, 60 k flows) rose
 #: 155 B per op while simulating, rounded up
 ENGINE_BYTES_PER_DAG_OP = 160
-#: memory the merge, the results record and its writing add per flow of the run, bytes: the Llama-3-405B
-#: iteration on 2,048 GPUs with calls across servers as BLOCK ops (`workload.flow_blocks = "on"`,
-#: fast-forward; 10.8 M flows) peaked 109 B per flow above its RSS before the merge (126 B with tracemalloc,
-#: the ops and collectives tables and the slices in flight included), rounded up
-RECORD_BYTES_PER_FLOW = 130
+#: memory the merge, the results record and its writing add per flow of the run, bytes, above what the
+#: process holds when the simulation starts (the check's moment); and per flow of the first
+#: :data:`RECORD_SLICE_FLOWS`, the slice of rows they compute and deflate at a time: the Llama-3-405B
+#: iteration with calls across servers as BLOCK ops (`workload.flow_blocks = "on"`) and fast-forward
+#: peaked 1.57 GB above that moment with 10.8 M flows (2,048 GPUs) and 11.6 GB with 115.6 M flows (16,384
+#: GPUs): 96 B per flow and 0.53 GB, rounded up
+RECORD_BYTES_PER_FLOW = 100
+RECORD_SLICE_FLOWS = 1 << 22
+RECORD_BYTES_PER_SLICE_FLOW = 140
 #: peak memory of planning a service per op of its step trace, bytes (the trace is built op by op in Python
 #: lists, then lowered): the shipped disaggregated-serving experiment's dry run peaked at 1.32 GB with 3,000
 #: requests (1.72 M ops per plan) and at 0.25 GB with 48, about 640 B per op, rounded up
@@ -77,14 +81,19 @@ def peak_bytes(n_ops: float, n_block_flows: float) -> int:
     """The memory a run of ``n_ops`` DAG ops whose BLOCK ops start ``n_block_flows`` flows needs at its peak:
     planning and merging every op or simulating them at once, whichever is more, and merging and recording
     the flows its ops do not count (a FLOW op's flow is counted as its op)."""
-    return int(n_ops * max(PLAN_BYTES_PER_DAG_OP, ENGINE_BYTES_PER_DAG_OP) + n_block_flows * RECORD_BYTES_PER_FLOW)
+    return int(n_ops * max(PLAN_BYTES_PER_DAG_OP, ENGINE_BYTES_PER_DAG_OP) + record_bytes(n_block_flows))
+
+
+def record_bytes(n_flows: float) -> int:
+    """Memory the merge, the record and its writing add for a run of ``n_flows`` flows, bytes."""
+    return int(n_flows * RECORD_BYTES_PER_FLOW + min(n_flows, RECORD_SLICE_FLOWS) * RECORD_BYTES_PER_SLICE_FLOW)
 
 
 def check_record_fits(n_flows: int) -> None:
-    """Refuse to start a simulation whose merge and results record (:data:`RECORD_BYTES_PER_FLOW` for each
-    of its ``n_flows``) would not fit in the memory available now: the run would end after its simulation
-    with nothing written."""
-    need = int(n_flows) * RECORD_BYTES_PER_FLOW
+    """Refuse to start a simulation whose merge and results record (:func:`record_bytes` of its ``n_flows``)
+    would not fit in the memory available now: the run would end after its simulation with nothing
+    written."""
+    need = record_bytes(n_flows)
     if (mem := _short_of(need)) is None:
         return
     raise CosimInputError("limits", f"the run's {n_flows:.3g} flows need about {need / 1e9:.1f} GB to merge and "

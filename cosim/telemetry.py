@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from cosim import __version__, engine
+from cosim.memory import RECORD_SLICE_FLOWS
 from cosim.arrays import run_starts
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.topology import SWITCH
@@ -123,8 +124,8 @@ def _add_weights(depths: np.ndarray, weights: np.ndarray, depth: np.ndarray, wei
 
 #: flows a run's flows table holds whole; a run with more gets a :class:`FlowTable`
 HELD_FLOW_ROWS = 1 << 22
-#: rows of a :class:`FlowTable` computed at a time
-FLOW_SLICE_ROWS = 1 << 22
+#: rows of a :class:`FlowTable` computed at a time (what memory.record_bytes counts for them)
+FLOW_SLICE_ROWS = RECORD_SLICE_FLOWS
 #: the flows table's columns and dtypes, in the order a run stores them (the run's kinds add ``transfer``
 #: and, with several jobs, ``workload``)
 FLOW_DTYPES = {"src": np.dtype(np.int32), "dst": np.dtype(np.int32), "size_bytes": np.dtype(np.int64),

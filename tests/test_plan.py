@@ -174,7 +174,7 @@ def test_a_plan_counts_every_flow_its_run_starts(flow_blocks, engine_ns):
     sub_flows = plan.dag.n_block_flows()
     assert sub_flows == plan.dag.n_flows() - int(np.count_nonzero(plan.dag.kind == DagOpKind.FLOW))
     assert (sub_flows > 0) == (flow_blocks == "on")
-    assert peak_memory_bytes(plan) == by_op + sub_flows * memory.RECORD_BYTES_PER_FLOW
+    assert peak_memory_bytes(plan) == by_op + memory.record_bytes(sub_flows)
 
 
 def test_auto_flow_blocks_take_over_when_the_bound_misses_the_dag(monkeypatch):

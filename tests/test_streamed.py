@@ -1,5 +1,6 @@
 """A folded run's queue log is a StreamedTable: produced a time slice at a time, written to the results file
-slice by slice, and read back equal to the log built whole."""
+slice by slice, and read back equal to the log built whole. A large run's flows are a FlowTable, its derived
+columns computed a slice of rows at a time: the same values, summary and file as the table held whole."""
 
 import dataclasses
 

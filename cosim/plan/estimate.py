@@ -16,7 +16,7 @@ instead:
   group kind these are one pseudo-flow, from which the data packet-hops (shortest paths, sampled sources:
   cosim.plan.describe.data_packet_hops_estimate) and the independent parts (cosim.decompose.parts) follow;
 - the peak memory: the DAG's ops as cosim.plan.describe counts them, and with calls across servers held as
-  BLOCK ops (``flow_blocks``) every flow they start (cosim.memory.RECORD_BYTES_PER_FLOW);
+  BLOCK ops (``flow_blocks``) every flow they start (cosim.memory.record_bytes);
 - the run on MPI ranks: enough ranks that each holds its share of the engine's DAG and flows
   (cosim.memory.ENGINE_BYTES_PER_DAG_OP) in :data:`MPI_RANK_BYTES`, a whole number of ranks per zone of a
   three-tier fabric (a zone per rank cuts only the links above the zones), and the expected wall time:
