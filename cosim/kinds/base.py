@@ -176,10 +176,10 @@ class WorkloadKind:
     def results(self, jp: JobPlan, out, rows: np.ndarray | None, flows: dict, first_op: int, *, fabric, state,
                 alone: bool, op_table: str = "all") -> tuple[dict, dict]:
         """(summary, tables) of the job from the run's outcome ``out``: ``rows`` are its rows of the ``flows``
-        table (None: every row, in order), whose ``transfer`` column it may fill for them; ``first_op`` its first op in the DAG,
-        ``state`` what lowering (or its execution) left; ``alone``: the job is the run's only one;
-        ``op_table``: the rows of an ops table the run stores (telemetry.op_table; the record drops the others,
-        so a kind may leave them out)."""
+        table (None: every row, in order), whose ``transfer`` column it may fill for them; ``first_op`` its
+        first op in the DAG, ``state`` what lowering (or its execution) left; ``alone``: the job is the run's
+        only one; ``op_table``: the rows of an ops table the run stores (telemetry.op_table; the record drops
+        the others, so a kind may leave them out)."""
         return {}, {}
 
     def config(self, jp: JobPlan, state, plan) -> dict:
