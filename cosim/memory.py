@@ -31,8 +31,8 @@ ENGINE_BYTES_PER_DAG_OP = 160
 #: process holds when the simulation starts (the check's moment); and per flow of the first
 #: :data:`RECORD_SLICE_FLOWS`, the slice of rows they compute and deflate at a time: the Llama-3-405B
 #: iteration with calls across servers as BLOCK ops (`workload.flow_blocks = "on"`) and fast-forward
-#: peaked 1.57 GB above that moment with 10.8 M flows (2,048 GPUs) and 11.6 GB with 115.6 M flows (16,384
-#: GPUs): 96 B per flow and 0.53 GB, rounded up
+#: peaked 1.65 GB above that moment with 10.8 M flows (2,048 GPUs) and 12.17 GB with 115.6 M flows (16,384
+#: GPUs): 100.4 B per flow and 0.56 GB, which these constants give within 0.03 GB at both sizes
 RECORD_BYTES_PER_FLOW = 100
 RECORD_SLICE_FLOWS = 1 << 22
 RECORD_BYTES_PER_SLICE_FLOW = 140
