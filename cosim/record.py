@@ -150,9 +150,7 @@ def _alone(plan, p, own: dict, alone) -> dict:
     output and DAG) — the mean iteration time of a ranked job, the mean FCT of any other — and the slowdown
     sharing caused."""
     out, dag = alone
-    fop = out.flow_op
     flows = _network_tables(plan.fabric, out, dag)["flows"]
-    flows["transfer"] = np.arange(fop.size, dtype=np.int64)
     summary = job_results(plan, p, out, None, flows, int(dag.first_op[0]), p.state)[0]
     summary = _flow_summary(flows, out.network.sim_time_ns) | summary
     key = "iteration_time_ns" if p.kind.ranked else "fct_mean_ns"

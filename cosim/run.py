@@ -51,12 +51,12 @@ def simulate(plan: RunPlan, dag: EngineDag | None = None, *, progress=None, jobs
     faults or a collective timeout apply (or ``whole``), else in independent parts where that is exact.
     ``faults``: inject the plan's faults (False: the idle fabric of an ``alone`` run)."""
     exp = plan.experiment
+    dag = plan.dag if dag is None else dag
     # the merge and the record come after the simulation: refuse now what could not be written then
-    memory.check_record_fits((plan.dag if dag is None else dag).n_flows())
-    if plan.partitioning is not None and (dag is None or dag is plan.dag):  # alone runs pass their own DAG
+    memory.check_record_fits(dag.n_flows())
+    if plan.partitioning is not None and dag is plan.dag:  # alone runs pass their own DAG
         return parallel.simulate(exp, plan.fabric, plan.dag.columns(), plan.partitioning,
                                  attributes=plan.attributes, max_sim_time_ns=plan.max_sim_time_ns, progress=progress)
-    dag = plan.dag if dag is None else dag
     reason = plan.whole_only or ("a kind that iterates runs whole" if whole else None)
     if reason is None:
         return decompose_run.simulate_dag(exp, plan.fabric, dag.columns(), gpu_node=np.arange(plan.fabric.n_nodes),

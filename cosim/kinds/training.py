@@ -59,7 +59,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cosim import engine, memory
+from cosim import engine, memory, telemetry
 from cosim.arrays import unique_inverse
 from cosim.collectives import DagOpKind, lower, repeat
 from cosim.collectives.dag import index_dtype
@@ -70,7 +70,6 @@ from cosim.kinds import time_limit
 from cosim.kinds.base import LowerContext, Piece, WorkloadKind, register
 from cosim.network.ideal import ideal_fct_ns
 from cosim.network.transport import run_attributes
-from cosim.telemetry import flow_column
 from cosim.results import collectives, exposure
 from cosim.values import Int
 from cosim.workload.trace import OpKind, Trace, read_trace
@@ -113,8 +112,6 @@ def checked_trace(trace, source: str):
 
 #: most DAG ops a training run may lower to (op ids are int32 throughout)
 MAX_DAG_OPS = 500_000_000
-#: flows whose transfer roots are found at a time (transfer_rows)
-TRANSFER_SLICE_FLOWS = 1 << 22
 #: most NICs a training fabric may have (a trace's n_ranks beyond this is damage, not a workload)
 MAX_HOSTS = 1 << 17
 
@@ -320,8 +317,8 @@ def transfer_slowdowns(flows: Mapping[str, np.ndarray], row_root: np.ndarray, id
     # the transfers' distinct values, in order: −1 if some flow's root never started, then the roots
     seen = np.zeros(n, bool)
     unstarted = False
-    for lo in range(0, n, TRANSFER_SLICE_FLOWS):
-        part = row_root[lo:lo + TRANSFER_SLICE_FLOWS]
+    for lo in range(0, n, telemetry.FLOW_SLICE_ROWS):
+        part = row_root[lo:lo + telemetry.FLOW_SLICE_ROWS]
         seen[part[part >= 0]] = True
         unstarted = unstarted or bool((part < 0).any())
     roots = np.flatnonzero(seen)
@@ -333,13 +330,13 @@ def transfer_slowdowns(flows: Mapping[str, np.ndarray], row_root: np.ndarray, id
     finish = np.full(k, -np.inf)
     size = np.zeros(k, np.int64)
     first = np.full(k, n, np.int64)
-    for lo in range(0, n, TRANSFER_SLICE_FLOWS):
-        hi = min(lo + TRANSFER_SLICE_FLOWS, n)
+    for lo in range(0, n, telemetry.FLOW_SLICE_ROWS):
+        hi = min(lo + telemetry.FLOW_SLICE_ROWS, n)
         tid = np.searchsorted(roots, row_root[lo:hi])
         with np.errstate(invalid="ignore"):  # an unfinished chunk (nan) leaves its transfer unfinished (nan)
-            np.minimum.at(start, tid, np.asarray(flow_column(flows, "start_ns", lo, hi), np.float64))
-            np.maximum.at(finish, tid, np.asarray(flow_column(flows, "finish_ns", lo, hi), np.float64))
-        np.add.at(size, tid, np.asarray(flow_column(flows, "size_bytes", lo, hi), np.int64))
+            np.minimum.at(start, tid, np.asarray(telemetry.flow_column(flows, "start_ns", lo, hi), np.float64))
+            np.maximum.at(finish, tid, np.asarray(telemetry.flow_column(flows, "finish_ns", lo, hi), np.float64))
+        np.add.at(size, tid, np.asarray(telemetry.flow_column(flows, "size_bytes", lo, hi), np.int64))
         np.minimum.at(first, tid, np.arange(lo, hi, dtype=np.int64))
     ideal = ideal_ns_of(np.asarray(flows["src"])[first], np.asarray(flows["dst"])[first], size)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -435,8 +432,8 @@ def transfer_rows(dag, fop: np.ndarray, fsub: np.ndarray | None) -> np.ndarray:
     del before, of_sub
     slot_row = np.full(int(first_slot[-1]), -1, index_dtype(fop.size))
     for fill in (True, False):
-        for lo in range(0, fop.size, TRANSFER_SLICE_FLOWS):
-            sub = np.flatnonzero(fsub[lo:lo + TRANSFER_SLICE_FLOWS] >= 0) + lo
+        for lo in range(0, fop.size, telemetry.FLOW_SLICE_ROWS):
+            sub = np.flatnonzero(fsub[lo:lo + telemetry.FLOW_SLICE_ROWS] >= 0) + lo
             block = np.searchsorted(dag.block_op, fop[sub])
             g = t.ptr[dag.block_tmpl[block]] + fsub[sub]
             if fill:
