@@ -45,7 +45,11 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
 @click.argument("experiment", required=False)
 @click.option("--list", "list_", is_flag=True, help="List the shipped experiments and exit.")
 @click.option("--dry-run", is_flag=True, help="Validate, print the resolved experiment and its plan "
-              "(servers, leaves, spines, oversubscription, buffers, ranks, flows, packet-hops); run nothing.")
+              "(servers, leaves, spines, oversubscription, buffers, ranks, flows, packet-hops); run nothing. "
+              "A generated training job of more than 8 M trace ops is estimated from its stage templates in "
+              "seconds (docs/decomposition.md).")
+@click.option("--full-plan", is_flag=True, help="With --dry-run: plan every job whole, however large (minutes "
+              "and GBs at 10^4 GPUs), where the dry run would estimate it.")
 @click.option("--export-fabric", "export_fabric", type=click.Path(dir_okay=False), default=None,
               callback=refuse_empty,
               help="Write the fabric the experiment is built on to this JSON file (the format --topology-file "
@@ -172,7 +176,7 @@ def _refuse_fabric(ctx, param, value: str | None) -> None:
               "stderr is not a terminal, e.g. in batch jobs).")
 @click.option("-v", "--verbose", is_flag=True, help="Also log each run's status, wall time and simulator cost.")
 @click.pass_context
-def run(ctx, experiment, list_, dry_run, export_fabric, trace_path, transport, assignments, fault_options, baseline, jobs, parts_dir,
+def run(ctx, experiment, list_, dry_run, full_plan, export_fabric, trace_path, transport, assignments, fault_options, baseline, jobs, parts_dir,
         shard, output, name,
         append, replace, quiet, verbose, **fields):
     """Run EXPERIMENT (a shipped name or a TOML file) packet by packet in ns-3; write an HDF5 results file.
@@ -219,8 +223,10 @@ def run(ctx, experiment, list_, dry_run, export_fabric, trace_path, transport, a
     warnings = inert_warnings(exps)  # said once everything is checked: bad input stays one line
     if export_fabric is not None:
         _export_fabric(exps, export_fabric)
+    if full_plan and not dry_run:
+        raise click.UsageError("--full-plan applies to --dry-run only (a run always plans its jobs whole)")
     if dry_run:
-        _dry_run(exps, warnings)
+        _dry_run(exps, warnings, full_plan=full_plan)
         return
     if parts_dir is not None:
         misplaced = [flag for flag, given in (("-o", output), ("--append", append), ("--replace", replace)) if given]
@@ -403,12 +409,15 @@ def _export_fabric(exps, path: str) -> None:
                f"{fabric.n_links} links", err=True)
 
 
-def _dry_run(exps, warnings=()) -> None:
+def _dry_run(exps, warnings=(), *, full_plan: bool = False) -> None:
     from cosim.plan import compile, estimate, sizes  # noqa: PLC0415, A004
     from cosim.plan.describe import describe, fabric_warning  # noqa: PLC0415
     from cosim.spec import to_document, to_toml  # noqa: PLC0415
 
     def plan_of(exp):
+        size = None if full_plan else sizes.plan_size(exp)
+        if sizes.estimated_in_dry_run(size):  # too large to plan, or to plan in a dry run's time
+            return estimate.describe(exp, size)
         try:
             return describe(compile(exp))
         except sizes.TooLargeToPlan as exc:  # a job this machine cannot plan: estimated from its templates

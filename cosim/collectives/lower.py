@@ -261,14 +261,40 @@ def _trace_deps(b: DagBuilder, trace: Trace, start_of_op: np.ndarray, done_of_op
 
 def send_delays_ns(trace: Trace, sends: np.ndarray, gps: int, tuning: TuningModel) -> np.ndarray:
     """NCCL's fixed cost of each SEND (:meth:`TuningModel.send_latency_ns`), ns; 0 for a zero-byte send."""
-    nbytes = trace.bytes[sends]
-    same = trace.rank[sends] // gps == trace.peer[sends] // gps
+    return send_costs_ns(trace.bytes[sends], trace.rank[sends] // gps == trace.peer[sends] // gps, tuning)
+
+
+def send_costs_ns(nbytes: np.ndarray, same: np.ndarray, tuning: TuningModel) -> np.ndarray:
+    """int64 ns: NCCL's fixed cost of sends of ``nbytes`` each, ``same`` server or not; 0 for zero bytes."""
+    nbytes = np.asarray(nbytes)
     # the cost takes a handful of values (protocol × inside or across servers): compute each once
     keys = np.stack([np.minimum(nbytes, P2P_LL_THRESHOLD_BYTES + 1), same], axis=1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     cost = np.array([round(tuning.send_latency_ns(int(nb), bool(sv))) for nb, sv in uniq.tolist()], np.int64)
-    out = cost[inv.ravel()] if sends.size else np.zeros(0, np.int64)
+    out = cost[inv.ravel()] if nbytes.size else np.zeros(0, np.int64)
     return np.where(nbytes > 0, out, 0).astype(np.int64)
+
+
+def call_schedule(kind: CollKind, name: str, hint: int, members: np.ndarray, size_bytes: int, *, gps: int,
+                  tuning: TuningModel, chunk_bytes: int, n_channels: int | None) -> tuple[Estimate, tuple]:
+    """(the tuner's decision, (algorithm used, Schedule)) of a call of ``kind`` on ``members`` moving
+    ``size_bytes`` under the choice ``name``: what :func:`lower` makes of every call of one template."""
+    best = resolve_algorithm(kind, name, hint, members, gps, tuning, size_bytes)
+    return best, schedule(kind, best.algorithm, members, size_bytes, chunk_bytes, gps, n_channels, best.protocol)
+
+
+def call_counts(s, gps: int, *, blocks: bool, flow_blocks: bool) -> tuple[int, int, bool]:
+    """(DAG ops, flows between servers, whether its flows are a BLOCK op's) of one call lowered to
+    schedule ``s``: its barrier and end NOP around its schedule's ops, or around the one BLOCK op that
+    stands for them (:func:`lower`'s ``blocks`` and ``flow_blocks``)."""
+    blocked = blocks and _blockable(s, gps, flow_blocks)
+    return 2 + (1 if blocked else s.n_ops), int(np.count_nonzero(s.src // gps != s.dst // gps)), blocked
+
+
+def send_op_counts(nbytes: np.ndarray, delay_ns: np.ndarray, chunk_bytes: int) -> np.ndarray:
+    """int64 DAG ops of SENDs of ``nbytes`` each whose fixed costs are ``delay_ns``: the cost's delay (when
+    above 0) and a chunk per ``chunk_bytes`` (one NOP for a zero-byte send)."""
+    return np.maximum(1, -(-np.asarray(nbytes) // chunk_bytes)) + (np.asarray(delay_ns) > 0)
 
 
 def _send_ops(b: DagBuilder, trace: Trace, sends: np.ndarray, op_base: np.ndarray, n_chunks: np.ndarray,
@@ -443,10 +469,10 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     t_extra = np.zeros(len(uniq), np.float64)
     for t, (kk, g, b, h) in enumerate(uniq.tolist()):
         members = trace.group_members(g).astype(np.int64)
-        best = resolve_algorithm(CollKind(kk), algo_names[CollKind(kk)], h, members, gps, tuning, b)
+        best, lowered = call_schedule(CollKind(kk), algo_names[CollKind(kk)], h, members, b, gps=gps,
+                                      tuning=tuning, chunk_bytes=chunk_bytes, n_channels=n_channels)
         t_extra[t] = best.nvlink_extra_ns_per_byte
-        templates.append(schedule(CollKind(kk), best.algorithm, members, b, chunk_bytes, gps, n_channels,
-                                  best.protocol))
+        templates.append(lowered)
         t_latency[t] = round(best.start_latency_ns) if members.size > 1 else 0
     blocked = np.array([blocks and _blockable(s, gps, flow_blocks) for _, s in templates], bool)
     # DAG ops of a call between its barriers: its schedule's, or its one BLOCK op
@@ -459,7 +485,7 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
     sends = np.flatnonzero(kind == OpKind.SEND)
     send_delay = send_delays_ns(trace, sends, gps, tuning) if send_costs else np.zeros(sends.size, np.int64)
     n_chunks = np.ones(n, np.int64)  # DAG ops of each trace op (a send: its delay and its chunks)
-    n_chunks[sends] = np.maximum(1, -(-trace.bytes[sends] // chunk_bytes)) + (send_delay > 0)
+    n_chunks[sends] = send_op_counts(trace.bytes[sends], send_delay, chunk_bytes)
     is_op = ~is_call
     # DAG ops per item: an op's chunks (more than one only for a send); a call's barrier, schedule and end
     item_count = np.empty(item.size, np.int64)

@@ -476,8 +476,13 @@ def flow_latency_ns(network) -> float:
 
 def tuning_model(network, trace) -> TuningModel:
     """The collective tuner of a run: the trace's GPU and NVLink rate, the NIC rate of ``network``."""
-    return TuningModel(nvlink=nvlink_model(trace.spec_dict().get("hardware")),
-                       nic_bytes_per_s=nic_payload_bytes_per_s(network), flow_latency_ns=flow_latency_ns(network))
+    return tuning_for(network, trace.spec_dict().get("hardware"))
+
+
+def tuning_for(network, hardware: dict | None) -> TuningModel:
+    """The collective tuner of a trace whose ``hardware`` spec (a dict, as a trace holds it) runs on ``network``."""
+    return TuningModel(nvlink=nvlink_model(hardware), nic_bytes_per_s=nic_payload_bytes_per_s(network),
+                       flow_latency_ns=flow_latency_ns(network))
 
 
 # --- the kind -----------------------------------------------------------------------------------------------

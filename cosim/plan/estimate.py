@@ -1,39 +1,47 @@
-"""The dry run of a training job too large to plan: estimated from its per-stage templates, without building
-its trace or its DAG.
+"""The dry run of a training job too large to plan, or to plan in a dry run's time: estimated from its
+per-stage templates, without building its trace or its DAG.
 
 Every rank of a pipeline stage runs the same program (cosim.workload.builder.stage_templates), whose size
 does not grow with the data-parallel degree. When the DAG of a generated training workload could not be
 planned in the memory available (its lower bound on DAG ops times cosim.memory.PLAN_BYTES_PER_DAG_OP, the
-rule cosim.plan.compile refuses a run by: cosim.plan.sizes), ``cosim run --dry-run`` prints this estimate
-instead:
+rule cosim.plan.compile refuses a run by), or its trace has more ops than a dry run plans
+(cosim.plan.sizes.DRY_RUN_TRACE_OPS; ``--full-plan`` plans it anyway), ``cosim run --dry-run`` prints this
+estimate instead:
 
 - exact: the fabric (built), the placement of every rank, the trace ops (templates × ranks of each stage);
-- lower bounds: DAG ops and fabric flows (the bound of cosim.kinds.training.dag_ops_lower_bound, summed
-  over the templates: a chunk per ``chunk_bytes`` of what each member must send);
+- counted by the lowering's own rules (:func:`lowered_counts`): the DAG ops, the fabric flows and those of
+  them BLOCK ops start — the plan's own counts wherever every rank of a stage sits alike in its servers;
 - estimated: each rank's fabric bytes, collective by collective: a member of an n-rank group sends
   2(n−1)/n·S for an all-reduce and (n−1)/n·S otherwise to its successor in the group (a ring), a SEND its
   bytes to its pipeline peer; only ring edges and peers on other servers cross the fabric. Per rank and
   group kind these are one pseudo-flow, from which the data packet-hops (shortest paths, sampled sources:
   cosim.plan.describe.data_packet_hops_estimate) and the independent parts (cosim.decompose.parts) follow;
-- the peak memory: the DAG's ops as cosim.plan.describe counts them, and with calls across servers held as
-  BLOCK ops (``flow_blocks``) every flow they start (cosim.memory.record_bytes);
+- the peak memory: as the plan's dry run counts it (cosim.memory.peak_bytes of the DAG ops and the flows
+  BLOCK ops start);
 - the run on MPI ranks: enough ranks that each holds its share of the engine's DAG and flows
   (cosim.memory.ENGINE_BYTES_PER_DAG_OP) in :data:`MPI_RANK_BYTES`, a whole number of ranks per zone of a
   three-tier fabric (a zone per rank cuts only the links above the zones), and the expected wall time:
   data packet-hops × :data:`SECONDS_PER_DATA_PACKET_HOP` (one process), divided by the ranks (perfect
-  scaling: a lower bound, windows and cut links not counted).
+  scaling: a lower bound, windows and cut links not counted);
+- where the traffic splits into independent parts, the packet-hops and wall time of the largest part
+  simulated alone: what a run simulates when the DAG proves its parts identical and folds them onto one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from cosim import engine, memory
-from cosim.decompose.parts import describe_parts
+from cosim.collectives.lower import algorithm_table, call_counts, call_schedule, send_costs_ns, send_op_counts
+from cosim.decompose.parts import describe_parts, flow_parts, too_large_to_search
 from cosim.network.transport import run_attributes
-from cosim.plan import _place, fabric_for, jobs_of
+from cosim.kinds import training
+from cosim.plan import _place, fabric_for, jobs_of, sizes
 from cosim.plan.describe import data_packet_hops_estimate, fabric_summary
 from cosim.plan.sizes import stage_traffic
+from cosim.workload.trace import CollKind, OpKind
 
 #: time of cosim's simulator per data packet-hop, s: the CPU time of a 256-GPU training iteration on a
 #: rail-optimized three-tier fabric on this 2-core machine, per data packet-hop (bench/README.md, "Dry runs
@@ -60,6 +68,53 @@ def _ring_successor(layout, kind: int) -> np.ndarray:
     return succ
 
 
+def lowered_counts(exp, size: dict, gps: int) -> dict:
+    """What the lowering of ``exp``'s generated job (``size``: cosim.plan.sizes.plan_size) would make, counted
+    from its stage templates without building either: {"dag_ops", "flows", "block_flows"} (fabric flows in
+    all; of them, those BLOCK ops start). Each call is lowered once per distinct (kind, size, algorithm
+    hint, members' place in their servers) by the lowering's own rules (cosim.collectives.lower.call_schedule
+    and call_counts): a representative rank of each stage stands for the stage's groups and peers, so the
+    counts are exact where every rank of a stage sits alike in its servers (any rail-aligned placement)."""
+    layout, work = size["layout"], exp.workload
+    tuning = training.tuning_for(exp.network, dataclasses.asdict(size["hardware"]))
+    names = algorithm_table(work.algorithm)
+    blocks = training.uses_blocks(exp, work)
+    stage = np.asarray(layout.stage, np.int64)
+    counts = {"dag_ops": 0.0, "flows": 0.0, "block_flows": 0.0}
+    calls: dict[tuple, tuple[int, int, bool]] = {}
+    for st, template in enumerate(size["templates"]):
+        ranks = np.flatnonzero(stage == st)
+        if not ranks.size:
+            continue
+        rep, cols = int(ranks[0]), template.cols
+        kind = cols["kind"]
+        counts["dag_ops"] += ranks.size * np.count_nonzero((kind == OpKind.COMPUTE) | (kind == OpKind.RECV))
+        coll = np.flatnonzero(kind == OpKind.COLLECTIVE)
+        keys = np.stack([cols[c][coll] for c in ("coll_kind", "gkind", "bytes", "algo_hint")], axis=1)
+        uniq, per_rank = np.unique(keys, axis=0, return_counts=True) if coll.size else (keys, np.zeros(0))
+        for (kk, g, b, h), c in zip(uniq.tolist(), per_rank.tolist()):
+            gid = int(layout.group_of[rep, g])
+            members = layout.group_ranks[layout.group_ptr[gid]:layout.group_ptr[gid + 1]].astype(np.int64)
+            shape = (kk, b, h, tuple((members // gps - members[0] // gps).tolist()), tuple((members % gps).tolist()))
+            if shape not in calls:
+                _, (_, lowered) = call_schedule(CollKind(kk), names[CollKind(kk)], h, members, b, gps=gps,
+                                                tuning=tuning, chunk_bytes=work.chunk_bytes, n_channels=None)
+                calls[shape] = call_counts(lowered, gps, blocks=blocks, flow_blocks=size["flow_blocks"])
+            ops, flows, blocked = calls[shape]
+            n_calls = c * ranks.size / members.size  # each member's op stands for 1/n of the call
+            counts["dag_ops"] += n_calls * ops
+            counts["flows"] += n_calls * flows
+            counts["block_flows"] += n_calls * flows * blocked
+        send = np.flatnonzero(kind == OpKind.SEND)
+        nbytes = cols["bytes"][send]
+        peer = layout.peer_of[rep, cols["pkind"][send]].astype(np.int64)
+        same = peer // gps == rep // gps
+        delay = send_costs_ns(nbytes, same, tuning)
+        counts["dag_ops"] += ranks.size * int(send_op_counts(nbytes, delay, work.chunk_bytes).sum())
+        counts["flows"] += ranks.size * int(np.where(same, 0, -(-nbytes // work.chunk_bytes)).sum())
+    return {k: int(round(v)) * work.iterations for k, v in counts.items()}
+
+
 def mpi_ranks(engine_bytes: float, zones: int) -> int:
     """MPI ranks of a partitioned run: enough that each holds ``engine_bytes`` / ranks in
     :data:`MPI_RANK_BYTES`, and a whole number per zone (``zones`` > 1: at least one zone each)."""
@@ -70,8 +125,8 @@ def mpi_ranks(engine_bytes: float, zones: int) -> int:
 
 
 def describe(exp, size: dict) -> dict:
-    """What ``cosim run --dry-run`` prints for ``exp`` when cosim.plan.sizes.too_large(``size``): the module
-    docstring's figures."""
+    """What ``cosim run --dry-run`` prints for ``exp`` when cosim.plan.sizes.estimated_in_dry_run(``size``):
+    the module docstring's figures."""
     layout, templates, work = size["layout"], size["templates"], exp.workload
     gps = exp.network.gpus_per_server or size["hardware"].gpus_per_host
     jobs = jobs_of(exp)
@@ -80,47 +135,54 @@ def describe(exp, size: dict) -> dict:
     server = fabric.host_server[hosts]
     stage = np.asarray(layout.stage, np.int64)
     traffic = [stage_traffic(t, layout, work.chunk_bytes) for t in templates]
-    src, dst, nbytes, chunks = [], [], [], []
+    src, dst, nbytes = [], [], []
 
-    def add(peer: np.ndarray, per_stage_bytes: np.ndarray, per_stage_chunks: np.ndarray) -> None:
+    def add(peer: np.ndarray, per_stage_bytes: np.ndarray) -> None:
         ranks = np.flatnonzero((peer >= 0) & (per_stage_bytes[stage] > 0))
         ranks = ranks[server[ranks] != server[peer[ranks]]]  # the same server: NVLink, not the fabric
         src.append(hosts[ranks])
         dst.append(hosts[peer[ranks]])
         nbytes.append(per_stage_bytes[stage[ranks]] * work.iterations)
-        chunks.append(per_stage_chunks[stage[ranks]] * work.iterations)
 
     for g in sorted({g for colls, _, _ in traffic for g in colls}):
-        add(_ring_successor(layout, g), *(np.array([c.get(g, (0.0, 0.0))[i] for c, _, _ in traffic])
-                                          for i in (0, 1)))
-    call_chunks = int(np.concatenate([np.zeros(0), *chunks]).sum())  # a call's flows; a send's are FLOW ops
+        add(_ring_successor(layout, g), np.array([c.get(g, (0.0, 0.0))[0] for c, _, _ in traffic]))
     for pk in sorted({pk for _, sends, _ in traffic for pk in sends}):
-        add(layout.peer_of[:, pk].astype(np.int64),
-            *(np.array([s.get(pk, (0.0, 0.0))[i] for _, s, _ in traffic]) for i in (0, 1)))
+        add(layout.peer_of[:, pk].astype(np.int64), np.array([s.get(pk, (0.0, 0.0))[0] for _, s, _ in traffic]))
     src, dst = np.concatenate(src), np.concatenate(dst)
     nbytes = np.round(np.concatenate(nbytes)).astype(np.int64)
     mtu = int(engine.attribute_values(run_attributes(exp.network, 0), ("HostNic::MtuBytes",))["HostNic::MtuBytes"])
     hops = data_packet_hops_estimate(fabric, src, dst, nbytes, mtu)
-    dag_ops = size["dag_ops_lower_bound"]
-    flows = int(np.concatenate(chunks).sum())
-    sub_flows = call_chunks if size["flow_blocks"] else 0  # BLOCK ops' flows: not DAG ops, the engine holds each
+    counts = lowered_counts(exp, size, gps)
+    dag_ops, block_flows = counts["dag_ops"], counts["block_flows"]
     zones = int(fabric.params.get("zones", 1))
-    ranks = mpi_ranks((dag_ops + sub_flows) * memory.ENGINE_BYTES_PER_DAG_OP, zones)
+    ranks = mpi_ranks((dag_ops + block_flows) * memory.ENGINE_BYTES_PER_DAG_OP, zones)
     one = hops * SECONDS_PER_DATA_PACKET_HOP
-    out = {"plan": f"estimated from {len(templates)} stage templates: the DAG has at least {dag_ops:.3g} ops, "
-                   f"{dag_ops * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan at "
-                   f"{memory.PLAN_BYTES_PER_DAG_OP} B per op, more than half of what this machine holds "
-                   "(cosim.kinds.training.PLAN_HEADROOM); no trace or DAG op was built"}
+    if sizes.too_large(size):
+        bound = size["dag_ops_lower_bound"]
+        why = (f"the DAG has at least {bound:.3g} ops, {bound * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan "
+               f"at {memory.PLAN_BYTES_PER_DAG_OP} B per op, more than half of what this machine holds "
+               "(cosim.kinds.training.PLAN_HEADROOM)")
+    else:
+        why = (f"{size['trace_ops']:.3g} trace ops, more than a dry run plans ({sizes.DRY_RUN_TRACE_OPS:.3g}: "
+               "--full-plan plans it whole)")
+    out = {"plan": f"estimated from {len(templates)} stage templates: {why}; no trace or DAG op was built"}
     out |= fabric_summary(exp, fabric)
     out |= {"ranks": layout.n_ranks, "parallelism": _parallelism_line(size["parallelism"]), "trace_ops": size["trace_ops"],
             "template_ops_per_stage": [int(t.n) for t in templates],
-            "dag_ops_lower_bound": int(dag_ops), "flow_blocks": "on" if size["flow_blocks"] else "off",
-            "gpus_per_server": gps,
-            "rank_pairs": int(src.size), "flows_lower_bound": flows,
+            "dag_ops": dag_ops, "flow_blocks": "on" if size["flow_blocks"] else "off", "gpus_per_server": gps,
+            "flows": counts["flows"], "flows_of_block_ops": block_flows, "rank_pairs": int(src.size),
             "payload_bytes_estimate": int(nbytes.sum()), "data_packet_hops_estimate": hops}
-    out |= describe_parts(fabric, src, dst)
-    out |= {"decompose": "not decided (the DAG is not built; cosim.decompose needs its ops)",
-            "peak_memory_bytes_estimate": memory.peak_bytes(dag_ops, sub_flows),
+    parts = None if too_large_to_search(fabric, src) else flow_parts(fabric, src, dst)
+    out |= describe_parts(fabric, src, dst, parts)
+    out |= {"decompose": "not decided (the fold is proved on the DAG's ops, which are not built: --full-plan "
+                         "builds them where they fit)"}
+    if parts is not None and parts.n_parts > 1:  # what a part simulated alone (a fold's one of them) moves
+        part_hops = max(data_packet_hops_estimate(fabric, src[sel], dst[sel], nbytes[sel], mtu)
+                        for sel in (parts.flow_part == k for k in range(parts.n_parts)))
+        out |= {"data_packet_hops_largest_part_estimate": part_hops,
+                "wall_time_largest_part_estimate_s": round(part_hops * SECONDS_PER_DATA_PACKET_HOP)}
+    out |= {
+            "peak_memory_bytes_estimate": memory.peak_bytes(dag_ops, block_flows),
             "mpi_ranks": ranks,
             "mpi_ranks_rule": f"{memory.ENGINE_BYTES_PER_DAG_OP} B per DAG op (and per flow of a BLOCK op) in "
                               f"{MPI_RANK_BYTES / 2**30:g} GiB "

@@ -1,6 +1,7 @@
 """How large a generated training job's plan would be, from its per-stage templates (cosim.workload.builder.
 stage_templates), before its trace is built: :func:`cosim.plan.compile` refuses a job this machine cannot
-plan (:class:`TooLargeToPlan`), and the dry run estimates it instead (cosim.plan.estimate)."""
+plan (:class:`TooLargeToPlan`), and the dry run estimates it instead (cosim.plan.estimate), as it does a job
+too large to plan in a dry run's time (:func:`estimated_in_dry_run`)."""
 
 from __future__ import annotations
 
@@ -107,6 +108,19 @@ def check_plannable(exp) -> None:
     size = plan_size(exp)
     if too_large(size):
         raise TooLargeToPlan(size)
+
+
+#: trace ops past which ``cosim run --dry-run`` estimates a generated training job from its stage templates
+#: instead of planning it (``--full-plan`` plans it anyway): planning takes about 4 µs per trace op on a
+#: 2-core machine (the 2,048-GPU Llama-3-405B job, 7.8 M trace ops: 21 s of trace and lowering, 9 s of
+#: decomposition), so a larger job's plan would not be the half-minute look a dry run is for
+DRY_RUN_TRACE_OPS = 8_000_000
+
+
+def estimated_in_dry_run(size: dict | None) -> bool:
+    """True when the dry run of the job of ``size`` (:func:`plan_size`) is estimated: the job cannot be
+    planned here (:func:`too_large`), or its trace has more than :data:`DRY_RUN_TRACE_OPS` ops."""
+    return size is not None and (too_large(size) or size["trace_ops"] > DRY_RUN_TRACE_OPS)
 
 
 def too_large(size: dict | None) -> bool:
