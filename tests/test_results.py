@@ -105,7 +105,8 @@ def test_chunks_deflated_by_threads_are_what_hdf5_stores(tmp_path, record, rows,
             ds = mine[f"runs/small/{group}/{name}"]
             big = rows > 4096
             ref = theirs.create_dataset(f"{group}/{name}", data=values, chunks=True if big else None,
-                                        compression="gzip" if big else None, shuffle=big)
+                                        compression="gzip" if big else None,
+                                        compression_opts=store.GZIP_LEVEL if big else None, shuffle=big)
             assert (ds.dtype, ds.chunks, ds.compression, ds.compression_opts, ds.shuffle) == \
                 (ref.dtype, ref.chunks, ref.compression, ref.compression_opts, ref.shuffle), name
             np.testing.assert_array_equal(ds[()], values)

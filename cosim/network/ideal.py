@@ -243,17 +243,25 @@ def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: n
     src = np.asarray(src)
     dst = np.asarray(dst)
     size = np.asarray(size_bytes, np.int64)
-    # A path depends on its (src, dst) pair only, and a training run repeats few pairs in many flows: walk
-    # each pair once.
+    # A path depends on its (src, dst) pair only, and T_ideal on the pair and the size: a training run
+    # repeats few pairs and few sizes (its chunks) in many flows, so each pair is walked once and each
+    # (pair, size) computed once, when one int64 key holds both.
     n_nodes = max(int(fabric.n_nodes), 1)
-    pairs, pair_of = unique_inverse(src.astype(np.int64) * n_nodes + dst)
+    pair_key = src.astype(np.int64) * n_nodes + dst
+    sizes = int(size.max(initial=0)) + 1
+    if size.size and int(size.min()) >= 0 and n_nodes * n_nodes * sizes < 1 << 62:
+        keys, key_of = unique_inverse(pair_key * sizes + size)
+        pair_key, size = keys // sizes, keys % sizes
+    else:
+        key_of = None
+    pairs, pair_of = unique_inverse(pair_key)
     rate, delay, hops = _paths(planes.striped(fabric), pairs // n_nodes, pairs % n_nodes)
-    out = np.empty(src.size)
-    for lo in range(0, src.size, IDEAL_SLICE_FLOWS):
+    out = np.empty(size.size)
+    for lo in range(0, size.size, IDEAL_SLICE_FLOWS):
         sl = slice(lo, lo + IDEAL_SLICE_FLOWS)
         p = pair_of[sl]
         out[sl] = _ideal_ns(rate[p], delay[p], hops[p], size[sl], mtu_bytes, header_bytes)
-    return out
+    return out if key_of is None else out[key_of]
 
 
 def _ideal_ns(rate: np.ndarray, delay: np.ndarray, hops: np.ndarray, size: np.ndarray, mtu_bytes: int,
