@@ -17,7 +17,7 @@ import numpy as np
 from cosim import __version__, engine
 from cosim.memory import RECORD_SLICE_FLOWS
 from cosim.arrays import run_starts
-from cosim.network.ideal import ideal_fct_ns
+from cosim.network.ideal import PathCache, ideal_fct_ns
 from cosim.network.topology import SWITCH
 from cosim.streamed import StreamedTable, table_rows, table_slices
 
@@ -150,6 +150,7 @@ class FlowTable(StreamedTable):
 
     def __init__(self, fabric, out, *, endpoints: Endpoints, start_ns: np.ndarray):
         self._fabric, self._mtu, self._header = fabric, out.mtu_bytes, out.header_bytes
+        self._paths = PathCache(fabric)  # every slice's ideal FCTs walk only the pairs no slice walked
         self._endpoints = endpoints
         self._held = {"start_ns": np.asarray(start_ns, np.float64), "finish_ns": out.finish_ns,
                       "delivered_bytes": out.delivered_bytes}
@@ -174,7 +175,7 @@ class FlowTable(StreamedTable):
             value = get("finish_ns") - get("start_ns")
         elif name == "ideal_ns":
             value = ideal_fct_ns(self._fabric, get("src"), get("dst"), get("size_bytes"), mtu_bytes=self._mtu,
-                                 header_bytes=self._header)
+                                 header_bytes=self._header, paths=self._paths)
         else:  # slowdown
             value = _slowdown(get("fct_ns"), get("ideal_ns"))
         cols[name] = value

@@ -84,3 +84,29 @@ def test_unreachable_destinations_have_no_path():
     want, got = _reference_paths(a, src, dst), _paths(a, src, dst)
     for w, g in zip(want, got):
         assert np.array_equal(w, g)
+
+
+@pytest.mark.parametrize("cap", [None, 40])
+def test_ideal_fcts_by_slices_with_a_path_cache_are_those_of_one_call(cap, monkeypatch):
+    """Flows computed a slice at a time with one PathCache (pairs within a leaf first, then across the
+    spines, so the cache widens; with a cap of 40 pairs it fills and walks the rest uncached) get the ideal
+    FCTs of one call without it, bit for bit; every size computed once per (pair, size) or per flow alike."""
+    from cosim.network import ideal
+
+    if cap is not None:
+        monkeypatch.setattr(ideal, "PATH_CACHE_PAIRS", cap)
+    fabric = FABRICS["two-speed"]()
+    hosts = fabric.host_ids
+    rng = np.random.default_rng(7)
+    near = np.repeat(hosts[:4], 4), np.tile(hosts[:4], 4)  # one leaf: 2 hops
+    far = rng.choice(hosts, 3000), rng.choice(hosts, 3000)
+    src, dst = np.concatenate([near[0], far[0]]), np.concatenate([near[1], far[1]])
+    size = rng.choice([0, 1, 4096, 4097, 3 << 20], src.size)
+    whole = ideal_fct_ns(fabric, src, dst, size, mtu_bytes=4096, header_bytes=60)
+    cache = ideal.PathCache(fabric)
+    cuts = [0, 16, 700, 701, 2000, src.size]
+    sliced = np.concatenate([ideal_fct_ns(fabric, src[lo:hi], dst[lo:hi], size[lo:hi], mtu_bytes=4096,
+                                          header_bytes=60, paths=cache) for lo, hi in zip(cuts, cuts[1:])])
+    assert np.array_equal(sliced, whole)
+    pairs = np.unique(src * fabric.n_nodes + dst).size
+    assert cache._keys.size == pairs if cap is None else 16 <= cache._keys.size <= cap < pairs

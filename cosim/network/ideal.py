@@ -235,11 +235,53 @@ def _paths(fabric: Fabric, src: np.ndarray, dst: np.ndarray):
 
 #: flows whose ideal FCT is found at a time: the hop-by-hop walk holds a few dozen float64 per flow
 IDEAL_SLICE_FLOWS = 1 << 20
+#: (src, dst) pairs a PathCache keeps at most (about 70 B each); later pairs are walked and not kept
+PATH_CACHE_PAIRS = 1 << 22
+
+
+class PathCache:
+    """The paths :func:`ideal_fct_ns` walked on one fabric, by (src, dst) pair: a caller that asks for the ideal
+    FCTs of many flows a slice at a time (cosim.telemetry.FlowTable, whose slices repeat a training run's
+    pairs) walks each pair once. A pair's path does not depend on the pairs walked with it, so the values
+    are those of a walk without the cache."""
+
+    def __init__(self, fabric: Fabric):
+        self.fabric = fabric
+        self._striped = planes.striped(fabric)
+        self._keys = np.zeros(0, np.int64)  # sorted pair keys, src * n_nodes + dst
+        self._rate, self._delay = np.zeros((0, 0)), np.zeros((0, 0))
+        self._hops = np.zeros(0, np.int64)
+
+    def paths(self, pairs: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rate [pair, hop], delay [pair, hop], hops [pair]) of the sorted, distinct pair keys ``pairs``."""
+        at = np.searchsorted(self._keys, pairs)
+        known = at < self._keys.size
+        known[known] = self._keys[at[known]] == pairs[known]
+        new = pairs[~known]
+        if not new.size:
+            return self._rate[at], self._delay[at], self._hops[at]
+        if self._keys.size + new.size > PATH_CACHE_PAIRS:  # full: walk what is not kept, every time
+            return _paths(self._striped, pairs // n_nodes, pairs % n_nodes)
+        walked = _paths(self._striped, new // n_nodes, new % n_nodes)
+        width = max(self._rate.shape[1], walked[0].shape[1])
+        order = np.argsort(np.concatenate([self._keys, new]), kind="stable")
+        self._keys = np.concatenate([self._keys, new])[order]
+        self._rate, self._delay = (np.concatenate([_widened(old, width), _widened(x, width)])[order]
+                                   for old, x in ((self._rate, walked[0]), (self._delay, walked[1])))
+        self._hops = np.concatenate([self._hops, walked[2]])[order]
+        at = np.searchsorted(self._keys, pairs)
+        return self._rate[at], self._delay[at], self._hops[at]
+
+
+def _widened(a: np.ndarray, width: int) -> np.ndarray:
+    """``a`` [rows, hops] with zero columns up to ``width`` (a hop past a path's end: rate and delay 0)."""
+    return np.pad(a, ((0, 0), (0, width - a.shape[1])))
 
 
 def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: np.ndarray, *,
-                 mtu_bytes: int, header_bytes: int) -> np.ndarray:
-    """T_ideal of every flow, in ns (0 for empty flows; inf if dst is unreachable)."""
+                 mtu_bytes: int, header_bytes: int, paths: PathCache | None = None) -> np.ndarray:
+    """T_ideal of every flow, in ns (0 for empty flows; inf if dst is unreachable); ``paths``: the pairs
+    walked by earlier calls on ``fabric``, kept and added to."""
     src = np.asarray(src)
     dst = np.asarray(dst)
     size = np.asarray(size_bytes, np.int64)
@@ -255,7 +297,11 @@ def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: n
     else:
         key_of = None
     pairs, pair_of = unique_inverse(pair_key)
-    rate, delay, hops = _paths(planes.striped(fabric), pairs // n_nodes, pairs % n_nodes)
+    if paths is None:
+        rate, delay, hops = _paths(planes.striped(fabric), pairs // n_nodes, pairs % n_nodes)
+    else:
+        assert paths.fabric is fabric, "a PathCache holds the paths of one fabric"
+        rate, delay, hops = paths.paths(pairs, n_nodes)
     out = np.empty(size.size)
     for lo in range(0, size.size, IDEAL_SLICE_FLOWS):
         sl = slice(lo, lo + IDEAL_SLICE_FLOWS)

@@ -157,9 +157,8 @@ def describe(exp, size: dict) -> dict:
     zones = int(fabric.params.get("zones", 1))
     ranks = mpi_ranks((dag_ops + block_flows) * memory.ENGINE_BYTES_PER_DAG_OP, zones)
     one = hops * SECONDS_PER_DATA_PACKET_HOP
-    if sizes.too_large(size):
-        bound = size["dag_ops_lower_bound"]
-        why = (f"the DAG has at least {bound:.3g} ops, {bound * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan "
+    if sizes.too_large(size):  # decided on the DAG-op bound (cosim.plan.sizes), which the count exceeds
+        why = (f"the DAG has {dag_ops:.3g} ops, {dag_ops * memory.PLAN_BYTES_PER_DAG_OP / 1e9:.3g} GB to plan "
                f"at {memory.PLAN_BYTES_PER_DAG_OP} B per op, more than half of what this machine holds "
                "(cosim.kinds.training.PLAN_HEADROOM)")
     else:
