@@ -290,10 +290,10 @@ def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: n
     # (pair, size) computed once, when one int64 key holds both.
     n_nodes = max(int(fabric.n_nodes), 1)
     pair_key = src.astype(np.int64) * n_nodes + dst
-    sizes = int(size.max(initial=0)) + 1
-    if size.size and int(size.min()) >= 0 and n_nodes * n_nodes * sizes < 1 << 62:
-        keys, key_of = unique_inverse(pair_key * sizes + size)
-        pair_key, size = keys // sizes, keys % sizes
+    size_span = int(size.max(initial=0)) + 1
+    if size.size and int(size.min()) >= 0 and n_nodes * n_nodes * size_span < 1 << 62:
+        keys, key_of = unique_inverse(pair_key * size_span + size)
+        pair_key, size = keys // size_span, keys % size_span
     else:
         key_of = None
     pairs, pair_of = unique_inverse(pair_key)
