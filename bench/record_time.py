@@ -44,6 +44,10 @@ def _plan(source: str, settings: list[str]):
     return compile_plan(experiments_of(source, {k: _value(v) for k, v in (s.split("=", 1) for s in settings)})[0])
 
 
+class _Captured(BaseException):
+    """Unwinds the run once the merge's inputs are pickled (a BaseException: no handler of the run takes it)."""
+
+
 def capture(args) -> None:
     from cosim.decompose import exact  # noqa: PLC0415
     from cosim.run import execute  # noqa: PLC0415
@@ -51,10 +55,14 @@ def capture(args) -> None:
     def finish(fabric, columns, d, outs, settings, **_):
         with open(args.engine_output, "wb") as f:
             pickle.dump((d, outs, settings), f, protocol=pickle.HIGHEST_PROTOCOL)
-        raise SystemExit(f"captured {len(outs)} part output(s) in {args.engine_output}")
+        raise _Captured(f"captured {len(outs)} part output(s) in {args.engine_output}")
 
     exact.finish = finish
-    execute(_plan(args.source, args.set))
+    try:
+        execute(_plan(args.source, args.set))
+    except _Captured as done:
+        print(done)
+        return
     raise SystemExit("the run was not decomposed: it has no merge to capture")
 
 
