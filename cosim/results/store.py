@@ -82,7 +82,7 @@ def _write_run(h5, run: RunRecord) -> None:
 
 #: columns longer than this are stored in chunks, shuffled and deflated (smaller ones contiguous, as is)
 CHUNKED_ROWS = 4096
-#: the deflate level of those chunks: zlib's last fast level, 2.6 times less CPU than h5py's default 4 for
+#: the deflate level of those chunks: zlib's last fast level, 2.4 times less CPU than h5py's default 4 for
 #: 6 % more bytes on a training run's columns (bench/README.md, "The record of a large run")
 GZIP_LEVEL = 3
 #: threads deflating chunks while the main thread produces the rows and writes the chunks
