@@ -288,7 +288,7 @@ def call_counts(s, gps: int, *, blocks: bool, flow_blocks: bool) -> tuple[int, i
     schedule ``s``: its barrier and end NOP around its schedule's ops, or around the one BLOCK op that
     stands for them (:func:`lower`'s ``blocks`` and ``flow_blocks``)."""
     blocked = blocks and _blockable(s, gps, flow_blocks)
-    return 2 + (1 if blocked else s.n_ops), int(np.count_nonzero(s.src // gps != s.dst // gps)), blocked
+    return 2 + (1 if blocked else s.n_ops), int(np.count_nonzero(_transfer_kinds(s, gps) == DagOpKind.FLOW)), blocked
 
 
 def send_op_counts(nbytes: np.ndarray, delay_ns: np.ndarray, chunk_bytes: int) -> np.ndarray:
@@ -474,9 +474,10 @@ def lower(trace: Trace, *, gpus_per_server: int | None = None, chunk_bytes: int 
         t_extra[t] = best.nvlink_extra_ns_per_byte
         templates.append(lowered)
         t_latency[t] = round(best.start_latency_ns) if members.size > 1 else 0
-    blocked = np.array([blocks and _blockable(s, gps, flow_blocks) for _, s in templates], bool)
+    counted = [call_counts(s, gps, blocks=blocks, flow_blocks=flow_blocks) for _, s in templates]
+    blocked = np.array([c[2] for c in counted], bool)
     # DAG ops of a call between its barriers: its schedule's, or its one BLOCK op
-    t_size = np.array([1 if blocked[t] else s.n_ops for t, (_, s) in enumerate(templates)], dtype=np.int64)
+    t_size = np.array([c[0] - 2 for c in counted], dtype=np.int64)
 
     # --- placement order and DAG layout ---
     recv_of_send, send_of_recv = _match_recvs(trace)

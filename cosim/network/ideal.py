@@ -264,8 +264,9 @@ class PathCache:
             return _paths(self._striped, pairs // n_nodes, pairs % n_nodes)
         walked = _paths(self._striped, new // n_nodes, new % n_nodes)
         width = max(self._rate.shape[1], walked[0].shape[1])
-        order = np.argsort(np.concatenate([self._keys, new]), kind="stable")
-        self._keys = np.concatenate([self._keys, new])[order]
+        keys = np.concatenate([self._keys, new])
+        order = np.argsort(keys, kind="stable")
+        self._keys = keys[order]
         self._rate, self._delay = (np.concatenate([_widened(old, width), _widened(x, width)])[order]
                                    for old, x in ((self._rate, walked[0]), (self._delay, walked[1])))
         self._hops = np.concatenate([self._hops, walked[2]])[order]
@@ -297,11 +298,9 @@ def ideal_fct_ns(fabric: Fabric, src: np.ndarray, dst: np.ndarray, size_bytes: n
     else:
         key_of = None
     pairs, pair_of = unique_inverse(pair_key)
-    if paths is None:
-        rate, delay, hops = _paths(planes.striped(fabric), pairs // n_nodes, pairs % n_nodes)
-    else:
-        assert paths.fabric is fabric, "a PathCache holds the paths of one fabric"
-        rate, delay, hops = paths.paths(pairs, n_nodes)
+    paths = PathCache(fabric) if paths is None else paths
+    assert paths.fabric is fabric, "a PathCache holds the paths of one fabric"
+    rate, delay, hops = paths.paths(pairs, n_nodes)
     out = np.empty(size.size)
     for lo in range(0, size.size, IDEAL_SLICE_FLOWS):
         sl = slice(lo, lo + IDEAL_SLICE_FLOWS)
